@@ -1,0 +1,16 @@
+import { bigserial, index, jsonb, pgTable, text, uuid } from "drizzle-orm/pg-core";
+import { createdAt } from "./columns.ts";
+
+/** What the web client reports through /api/Event and /api/LogEvent. */
+export const eventLog = pgTable(
+  "event_log",
+  {
+    id: bigserial({ mode: "number" }).primaryKey(),
+    source: text().notNull(),
+    kind: text().notNull(),
+    tags: jsonb().$type<Record<string, string>>().notNull(),
+    userId: uuid(),
+    createdAt: createdAt(),
+  },
+  (t) => [index("event_log_kind_idx").on(t.kind, t.createdAt)],
+);

@@ -1,0 +1,5 @@
+export * from "./event-log.ts";
+export * from "./links.ts";
+export * from "./namespaces.ts";
+export * from "./orgs.ts";
+export * from "./users.ts";

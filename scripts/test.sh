@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The whole test suite: server/agent/store tests, then UI (DOM) tests in their own process, then browser tests.
+# Prints one closing line "tests: N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUN=./node_modules/.bin/bun
+pass=0; fail=0; status=0
+run() {
+  local out
+  out=$(mktemp)
+  "$@" 2>&1 | tee "$out"
+  local rc=${PIPESTATUS[0]}
+  local p f
+  p=$(grep -Eo '^ *[0-9]+ pass$' "$out" | tail -1 | grep -Eo '[0-9]+' || echo 0)
+  f=$(grep -Eo '^ *[0-9]+ fail$' "$out" | tail -1 | grep -Eo '[0-9]+' || echo 0)
+  pass=$((pass + p)); fail=$((fail + f))
+  [ "$rc" -eq 0 ] || status=1
+  rm -f "$out"
+}
+run "$BUN" test
+shopt -s nullglob
+ui=(tests/ui/*.ui.tsx)
+if [ ${#ui[@]} -gt 0 ]; then run "$BUN" test --preload ./tests/ui/dom.ts "${ui[@]/#/./}"; fi
+e2e=(tests/e2e/*.e2e.ts)
+if [ ${#e2e[@]} -gt 0 ]; then run "$BUN" test --timeout 120000 "${e2e[@]/#/./}"; fi
+echo "tests: ${pass} passed, ${fail} failed"
+exit $status

@@ -1,0 +1,64 @@
+import { Elysia } from "elysia";
+import { AppError, TRACE_ID_HEADER } from "~/lib/errors.ts";
+import { randomId } from "~/lib/ids.ts";
+import { log } from "~/lib/logger.ts";
+
+/**
+ * Gives every request a trace id (answer header and the request's log line) and renders every
+ * failure as JSON `{ error }`. Unknown errors are logged with the trace id and become 500.
+ */
+export const errorsPlugin = new Elysia({ name: "errors" })
+  .derive({ as: "global" }, ({ set }) => {
+    const traceId = randomId(12);
+    set.headers[TRACE_ID_HEADER] = traceId;
+    return { traceId, startedAt: performance.now() };
+  })
+  .onError({ as: "global" }, ({ code, error, set, request, path }) => {
+    const traceId = (set.headers[TRACE_ID_HEADER] as string | undefined) ?? randomId(12);
+    set.headers[TRACE_ID_HEADER] = traceId;
+    set.headers["content-type"] = "application/json; charset=utf-8";
+    let status = 500;
+    let message = "internal error";
+    if (error instanceof AppError) {
+      status = error.status;
+      message = error.message;
+    } else if (code === "VALIDATION") {
+      status = 400;
+      message = validationMessage(error);
+    } else if (code === "PARSE") {
+      status = 400;
+      message = "request body is not valid JSON";
+    } else if (code === "NOT_FOUND") {
+      status = 404;
+      message = "not found";
+    } else {
+      log.error("unhandled error", { traceId, method: request.method, path, err: error });
+    }
+    set.status = status;
+    if (status < 500 || error instanceof AppError) {
+      log.info("request failed", { traceId, method: request.method, path, status, error: message });
+    }
+    return JSON.stringify({ error: message });
+  })
+  .onAfterResponse({ as: "global" }, (ctx) => {
+    const { request, path, set } = ctx;
+    const traceId = set.headers[TRACE_ID_HEADER];
+    const startedAt = (ctx as { startedAt?: number }).startedAt;
+    log.debug("request", {
+      traceId,
+      method: request.method,
+      path,
+      status: set.status,
+      ms: startedAt === undefined ? undefined : Math.round((performance.now() - startedAt) * 10) / 10,
+    });
+  });
+
+function validationMessage(error: unknown): string {
+  const e = error as { all?: Array<{ path?: string; summary?: string; message?: string }>; message?: string };
+  const first = e.all?.[0];
+  if (first) {
+    const where = first.path ? first.path.replace(/^\//, "").replaceAll("/", ".") : "body";
+    return `invalid request: ${where}: ${first.summary ?? first.message ?? "invalid value"}`;
+  }
+  return "invalid request";
+}

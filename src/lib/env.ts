@@ -1,0 +1,146 @@
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+
+/**
+ * The server's configuration, parsed once from the environment. Every variable is in the README table.
+ * Nothing else in the code base reads process.env.
+ */
+export type Config = {
+  port: number;
+  publicUrl: string;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  sessionSecret: string;
+  smtpUrl: string | undefined;
+  mailFrom: string;
+  google: OAuthProviderConfig | undefined;
+  github: OAuthProviderConfig | undefined;
+  supportEmail: string;
+  clickhouseUrl: string | undefined;
+  /** Events per second per namespace (token bucket average); 0 means no limit. */
+  ingestRateLimit: number;
+  retentionDays: number;
+  isProduction: boolean;
+  commitHash: string;
+};
+
+export type OAuthProviderConfig = {
+  clientId: string;
+  clientSecret: string;
+  /** Endpoints; overridable so tests can point them at a local server that plays the provider. */
+  authorizeUrl: string;
+  tokenUrl: string;
+  userInfoUrl: string;
+  emailsUrl?: string;
+};
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+type Env = Record<string, string | undefined>;
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+function url(env: Env, name: string, fallback?: string): string | undefined {
+  const raw = env[name] || fallback;
+  if (!raw) return undefined;
+  try {
+    new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be a URL, got "${raw}"`);
+  }
+  return raw;
+}
+
+function provider(
+  env: Env,
+  prefix: "GOOGLE" | "GITHUB",
+  defaults: Omit<OAuthProviderConfig, "clientId" | "clientSecret">,
+): OAuthProviderConfig | undefined {
+  const clientId = env[`${prefix}_CLIENT_ID`];
+  const clientSecret = env[`${prefix}_CLIENT_SECRET`];
+  if (!clientId && !clientSecret) return undefined;
+  if (!clientId || !clientSecret) {
+    throw new ConfigError(`${prefix}_CLIENT_ID and ${prefix}_CLIENT_SECRET must be set together`);
+  }
+  return {
+    clientId,
+    clientSecret,
+    authorizeUrl: url(env, `${prefix}_AUTHORIZE_URL`, defaults.authorizeUrl)!,
+    tokenUrl: url(env, `${prefix}_TOKEN_URL`, defaults.tokenUrl)!,
+    userInfoUrl: url(env, `${prefix}_USERINFO_URL`, defaults.userInfoUrl)!,
+    emailsUrl: defaults.emailsUrl ? url(env, `${prefix}_EMAILS_URL`, defaults.emailsUrl) : undefined,
+  };
+}
+
+/** Reads a secret from DATA_DIR, creating it on first use, so `npm start` needs no configuration. */
+function persistedSecret(dataDir: string, file: string): string {
+  const path = join(dataDir, file);
+  if (existsSync(path)) return readFileSync(path, "utf8").trim();
+  mkdirSync(dataDir, { recursive: true });
+  const secret = randomBytes(32).toString("base64url");
+  writeFileSync(path, `${secret}\n`, { mode: 0o600 });
+  return secret;
+}
+
+export function parseConfig(env: Env = process.env): Config {
+  const port = int(env, "PORT", 4000, 0, 65535);
+  const dataDir = resolve(env.DATA_DIR || "./data");
+  const publicUrl = (url(env, "PUBLIC_URL") ?? `http://localhost:${port}`).replace(/\/+$/, "");
+  const databaseUrl = url(env, "DATABASE_URL");
+  const sessionSecret = env.SESSION_SECRET || persistedSecret(dataDir, "session-secret");
+  if (sessionSecret.length < 16) throw new ConfigError("SESSION_SECRET must be at least 16 characters");
+  return {
+    port,
+    publicUrl,
+    dataDir,
+    databaseUrl,
+    sessionSecret,
+    smtpUrl: url(env, "SMTP_URL"),
+    mailFrom: env.MAIL_FROM || `Tapscope <no-reply@${new URL(publicUrl).hostname}>`,
+    google: provider(env, "GOOGLE", {
+      authorizeUrl: "https://accounts.google.com/o/oauth2/v2/auth",
+      tokenUrl: "https://oauth2.googleapis.com/token",
+      userInfoUrl: "https://openidconnect.googleapis.com/v1/userinfo",
+    }),
+    github: provider(env, "GITHUB", {
+      authorizeUrl: "https://github.com/login/oauth/authorize",
+      tokenUrl: "https://github.com/login/oauth/access_token",
+      userInfoUrl: "https://api.github.com/user",
+      emailsUrl: "https://api.github.com/user/emails",
+    }),
+    supportEmail: env.SUPPORT_EMAIL || "support@tapscope.dev",
+    clickhouseUrl: url(env, "CLICKHOUSE_URL"),
+    ingestRateLimit: int(env, "INGEST_RATE_LIMIT", 0, 0, 10_000_000),
+    retentionDays: int(env, "RETENTION_DAYS", 30, 1, 3650),
+    isProduction: env.NODE_ENV === "production",
+    commitHash: env.TAPSCOPE_COMMIT || "dev",
+  };
+}
+
+/** Settings of the capture CLI (`tapscope run|proxy|query|worker`). */
+export type AgentConfig = {
+  token: string | undefined;
+  endpoint: string;
+  service: string | undefined;
+  linkId: string | undefined;
+};
+
+export function parseAgentConfig(env: Env = process.env): AgentConfig {
+  return {
+    token: env.TAPSCOPE_TOKEN || undefined,
+    endpoint: (url(env, "TAPSCOPE_ENDPOINT") ?? "http://localhost:4000").replace(/\/+$/, ""),
+    service: env.TAPSCOPE_SERVICE || undefined,
+    linkId: env.TAPSCOPE_LINK_ID || undefined,
+  };
+}

@@ -1,0 +1,32 @@
+/**
+ * The one error class of the server. A small closed set of codes, each mapped to one HTTP status;
+ * the error plugin renders it as `{ error }` with the trace id header.
+ */
+export const errorStatus = {
+  BAD_REQUEST: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  RATE_LIMITED: 429,
+  INTERNAL: 500,
+  UNAVAILABLE: 503,
+} as const;
+
+export type ErrorCode = keyof typeof errorStatus;
+
+export class AppError extends Error {
+  override name = "AppError";
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+  get status(): number {
+    return errorStatus[this.code];
+  }
+}
+
+export const TRACE_ID_HEADER = "x-trace-id";

@@ -1,0 +1,123 @@
+/**
+ * A traced event: one HTTP exchange (or one non-HTTP connection), as the capture agent publishes it,
+ * the server validates it, the store keeps it and the dashboard shows it. Defined once, here.
+ * Column names are spec section 3's, plus headers, bodies, timings, parent id and tags.
+ */
+export type TracedEvent = {
+  /** Start of the request: microseconds since the Unix epoch. */
+  time: number;
+  /** UUID. */
+  event_id: string;
+  /** The inbound request that was in flight when this outbound call was made; "" when none. */
+  parent_event_id: string;
+
+  service: string;
+  hostname: string;
+  gcp_project: string;
+  kubernetes_namespace: string;
+  gke_cluster_location: string;
+  gke_cluster_name: string;
+  gke_node_name: string;
+  process_id: number;
+  process_executable_name: string;
+  process_executable_size: number;
+  process_command_line: string;
+  process_user: string;
+
+  /** "http" for an HTTP exchange, "tcp" for a connection of an unknown protocol. */
+  protocol: "http" | "tcp";
+  tls_server_name: string;
+  /** "1.0", "1.1", "2". */
+  http_version: string;
+  http_is_outgoing: boolean;
+  /** "ip:port" ("[v6]:port"): the real client and server, as the program would see them. */
+  http_client_addr: string;
+  http_server_addr: string;
+  /** Microseconds from the first request byte to the last response byte. */
+  http_duration: number;
+
+  http_req_method: string;
+  /** Path and query, as sent on the request line (redacted). */
+  http_req_path: string;
+  http_req_body_size_bytes_wire: number;
+  http_req_transfer_encoding: string;
+  http_req_content_type: string;
+  http_req_content_encoding: string;
+  /** -1 when absent. */
+  http_req_content_length: number;
+  http_req_host: string;
+  http_req_x_forwarded_for: string;
+  /** Header name/value pairs in wire order (redacted). */
+  http_req_headers: Array<[string, string]>;
+  /** Base64 of the kept sample (decoded when the content encoding could be decoded). */
+  http_req_body: string;
+  http_req_body_truncated: boolean;
+
+  /** 0 when no response was seen (connection reset, program exited). */
+  http_resp_status_code: number;
+  http_resp_body_size_bytes_wire: number;
+  http_resp_transfer_encoding: string;
+  http_resp_content_type: string;
+  http_resp_content_encoding: string;
+  http_resp_content_length: number;
+  http_resp_headers: Array<[string, string]>;
+  http_resp_body: string;
+  http_resp_body_truncated: boolean;
+
+  /**
+   * Latency breakdown in microseconds; -1 when it does not apply.
+   * Outbound: connect, send (request), wait (to first response byte), receive (response).
+   * Inbound: send = request receive, wait = processing until the first response byte, receive = response send.
+   */
+  timing_connect: number;
+  timing_send: number;
+  timing_wait: number;
+  timing_receive: number;
+
+  /** Bytes each way, for any connection (the only payload facts of a "tcp" event). */
+  bytes_sent: number;
+  bytes_received: number;
+
+  /** Free-form extra tags. */
+  tags: Record<string, string>;
+};
+
+/** The column names of spec section 3, in its order: what `tapscope query --format json` prints. */
+export const specColumns = [
+  "time",
+  "event_id",
+  "service",
+  "hostname",
+  "gcp_project",
+  "kubernetes_namespace",
+  "gke_cluster_location",
+  "gke_cluster_name",
+  "gke_node_name",
+  "process_id",
+  "process_executable_name",
+  "process_executable_size",
+  "process_command_line",
+  "process_user",
+  "protocol",
+  "tls_server_name",
+  "http_version",
+  "http_is_outgoing",
+  "http_client_addr",
+  "http_server_addr",
+  "http_duration",
+  "http_req_method",
+  "http_req_path",
+  "http_req_body_size_bytes_wire",
+  "http_req_transfer_encoding",
+  "http_req_content_type",
+  "http_req_content_encoding",
+  "http_req_content_length",
+  "http_req_host",
+  "http_req_x_forwarded_for",
+  "http_resp_status_code",
+  "http_resp_body_size_bytes_wire",
+  "http_resp_transfer_encoding",
+  "http_resp_content_type",
+  "http_resp_content_encoding",
+  "http_resp_content_length",
+] as const satisfies ReadonlyArray<keyof TracedEvent>;

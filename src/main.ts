@@ -1,0 +1,29 @@
+#!/usr/bin/env bun
+/** The single binary's entry: `tapscope server|run|proxy|worker|query|version`. */
+const [command = "help", ...rest] = process.argv.slice(2);
+
+const commands: Record<string, () => Promise<{ main: (args: string[]) => Promise<number> }>> = {
+  server: () => import("./commands/server.ts"),
+};
+
+const usage = `Tapscope: zero-code network tracer
+
+Usage:
+  tapscope run [options] -- <command> [args...]   trace a program's HTTP traffic
+  tapscope server                                  run the Tapscope server (dashboard and API)
+  tapscope version                                 print the version
+`;
+
+if (command === "version" || command === "--version") {
+  console.log(`tapscope ${process.env.TAPSCOPE_VERSION ?? "0.1.0"}`);
+} else if (command === "help" || command === "--help" || command === "-h") {
+  process.stdout.write(usage);
+} else {
+  const load = commands[command];
+  if (!load) {
+    process.stderr.write(`tapscope: unknown command "${command}"\n\n${usage}`);
+    process.exit(2);
+  }
+  const code = await (await load()).main(rest);
+  process.exit(code);
+}

@@ -1,0 +1,38 @@
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ConfigError, parseConfig } from "~/lib/env.ts";
+
+describe("parseConfig", () => {
+  test("needs no configuration: defaults, and a session secret generated once and kept", () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "tapscope-env-"));
+    const first = parseConfig({ DATA_DIR: dataDir });
+    expect(first.port).toBe(4000);
+    expect(first.publicUrl).toBe("http://localhost:4000");
+    expect(first.databaseUrl).toBeUndefined();
+    expect(first.sessionSecret.length).toBeGreaterThanOrEqual(32);
+    expect(readFileSync(join(dataDir, "session-secret"), "utf8").trim()).toBe(first.sessionSecret);
+    expect(parseConfig({ DATA_DIR: dataDir }).sessionSecret).toBe(first.sessionSecret);
+  });
+
+  test("bad values are refused with the variable's name", () => {
+    const base = { SESSION_SECRET: "x".repeat(32) };
+    expect(() => parseConfig({ ...base, PORT: "http" })).toThrow(ConfigError);
+    expect(() => parseConfig({ ...base, PORT: "70000" })).toThrow(/PORT must be a whole number/);
+    expect(() => parseConfig({ ...base, PUBLIC_URL: "not a url" })).toThrow(/PUBLIC_URL must be a URL/);
+    expect(() => parseConfig({ ...base, GOOGLE_CLIENT_ID: "id" })).toThrow(/GOOGLE_CLIENT_SECRET/);
+  });
+
+  test("PUBLIC_URL loses its trailing slash; OAuth is configured only with both halves", () => {
+    const config = parseConfig({
+      SESSION_SECRET: "x".repeat(32),
+      PUBLIC_URL: "https://trace.example.com/",
+      GITHUB_CLIENT_ID: "id",
+      GITHUB_CLIENT_SECRET: "secret",
+    });
+    expect(config.publicUrl).toBe("https://trace.example.com");
+    expect(config.github?.clientId).toBe("id");
+    expect(config.google).toBeUndefined();
+  });
+});
