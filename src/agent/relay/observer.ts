@@ -1,0 +1,44 @@
+/**
+ * The boundary between the relay (which moves bytes) and the tracer (which parses a copy of them).
+ * The relay forwards every byte first and only then hands a copy to the tap; a tap that throws or
+ * falls behind is detached and the connection becomes plain passthrough.
+ *
+ * Times are microseconds on one clock: `(performance.timeOrigin + performance.now()) * 1000`
+ * (monotonic within the process, aligned with the Unix epoch). See `nowMicros()`.
+ */
+export type ConnectionInfo = {
+  /** Unique within the run. */
+  id: number;
+  /** inbound: a client connected to the program; outbound: the program connected to a peer. */
+  direction: "inbound" | "outbound";
+  /** "ip:port" ("[v6]:port"), as the program would see them without tracing. */
+  clientAddr: string;
+  serverAddr: string;
+  /** The traced process that accepted or connected (0 when unknown). */
+  pid: number;
+  /** Outbound: when connect() was asked for; inbound: when the relay accepted the client. */
+  startedAt: number;
+  /** When the connection to the far side was established. */
+  connectedAt: number;
+};
+
+export type ConnectionTap = {
+  /**
+   * A copy of bytes that have already been forwarded. `fromClient` is true for bytes the client sent
+   * (the request side). The chunk is only valid during the call: copy what you keep.
+   */
+  onData(fromClient: boolean, chunk: Uint8Array, at: number): void;
+  /** Half-close by one side (FIN). */
+  onEnd?(fromClient: boolean, at: number): void;
+  /** The connection is gone: closed, reset, or the program exited. */
+  onClose(at: number, error?: string): void;
+};
+
+export type ConnectionObserver = {
+  /** Return null to pass the connection through without observing it. */
+  onOpen(info: ConnectionInfo): ConnectionTap | null;
+};
+
+export function nowMicros(): number {
+  return (performance.timeOrigin + performance.now()) * 1000;
+}

@@ -1,0 +1,39 @@
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+
+/**
+ * Where accepted events go after ingest validated them: the namespace's store (issue 4) and the
+ * live fan-out to subscribers (issue 5). A run with a token publishes into its namespace; an anonymous
+ * run publishes into its shared link (and namespaceId is null).
+ */
+export type EventTarget = {
+  namespaceId: string | null;
+  linkId: string | null;
+};
+
+export type EventSink = {
+  /** Must not block: called on the publisher socket's path. */
+  accept(target: EventTarget, events: readonly TracedEvent[]): void;
+};
+
+/** Fans accepted events out to every registered sink; a failing sink never affects the others. */
+export class EventSinks implements EventSink {
+  private readonly sinks: EventSink[] = [];
+
+  add(sink: EventSink): () => void {
+    this.sinks.push(sink);
+    return () => {
+      const i = this.sinks.indexOf(sink);
+      if (i >= 0) this.sinks.splice(i, 1);
+    };
+  }
+
+  accept(target: EventTarget, events: readonly TracedEvent[]): void {
+    for (const sink of this.sinks) {
+      try {
+        sink.accept(target, events);
+      } catch {
+        // A sink reports its own failures; one bad sink must not stop delivery to the rest.
+      }
+    }
+  }
+}
