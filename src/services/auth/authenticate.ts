@@ -1,0 +1,75 @@
+import { and, eq, gt, isNull } from "drizzle-orm";
+import { namespaces, namespaceTokens, orgTokens, sessions, users } from "#db/schema/index.ts";
+import type { ServiceContext } from "~/services/context.ts";
+import type { Principal } from "./principal.ts";
+import { verifySessionToken } from "./session-token.ts";
+import { hashToken, tokenKind } from "./token-format.ts";
+
+/**
+ * Resolves the caller from a session cookie value or an `Authorization: Bearer` header.
+ * A bearer header, when present, wins; an invalid one yields null (never falls back to the cookie).
+ */
+export async function authenticate({
+  ctx,
+  sessionCookie,
+  authorization,
+}: {
+  ctx: ServiceContext;
+  sessionCookie?: string;
+  authorization?: string;
+}): Promise<Principal | null> {
+  if (authorization) return authenticateBearer(ctx, authorization);
+  if (sessionCookie) return authenticateSession(ctx, sessionCookie);
+  return null;
+}
+
+async function authenticateSession(ctx: ServiceContext, cookie: string): Promise<Principal | null> {
+  const claims = await verifySessionToken(ctx.config.sessionSecret, cookie);
+  if (!claims || !isUuid(claims.sid) || !isUuid(claims.sub)) return null;
+  const [row] = await ctx.db
+    .select({ userId: users.id, email: users.email })
+    .from(sessions)
+    .innerJoin(users, eq(users.id, sessions.userId))
+    .where(
+      and(
+        eq(sessions.id, claims.sid),
+        eq(sessions.userId, claims.sub),
+        isNull(sessions.revokedAt),
+        gt(sessions.expiresAt, ctx.now()),
+      ),
+    )
+    .limit(1);
+  if (!row) return null;
+  return { kind: "user", userId: row.userId, email: row.email, sessionId: claims.sid };
+}
+
+async function authenticateBearer(ctx: ServiceContext, authorization: string): Promise<Principal | null> {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+  const token = match?.[1];
+  if (!token) return null;
+  const kind = tokenKind(token);
+  if (kind === "namespace") {
+    const [row] = await ctx.db
+      .select({ tokenId: namespaceTokens.id, namespaceId: namespaceTokens.namespaceId, orgId: namespaces.orgId })
+      .from(namespaceTokens)
+      .innerJoin(namespaces, eq(namespaces.id, namespaceTokens.namespaceId))
+      .where(eq(namespaceTokens.tokenHash, hashToken(token)))
+      .limit(1);
+    return row ? { kind: "namespaceToken", ...row } : null;
+  }
+  if (kind === "org") {
+    const [row] = await ctx.db
+      .select({ tokenId: orgTokens.id, orgId: orgTokens.orgId })
+      .from(orgTokens)
+      .where(eq(orgTokens.tokenHash, hashToken(token)))
+      .limit(1);
+    return row ? { kind: "orgToken", ...row } : null;
+  }
+  return null;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function isUuid(value: string): boolean {
+  return UUID.test(value);
+}

@@ -1,0 +1,7 @@
+/** Who is calling: a signed-in user (session cookie) or a bearer token scoped to a namespace or an org. */
+export type Principal =
+  | { kind: "user"; userId: string; email: string; sessionId: string }
+  | { kind: "namespaceToken"; tokenId: string; namespaceId: string; orgId: string }
+  | { kind: "orgToken"; tokenId: string; orgId: string };
+
+export type UserPrincipal = Extract<Principal, { kind: "user" }>;

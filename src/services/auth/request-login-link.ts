@@ -1,0 +1,63 @@
+import { randomBytes } from "node:crypto";
+import { and, count, eq, gt } from "drizzle-orm";
+import { loginLinks } from "#db/schema/index.ts";
+import { AppError } from "~/lib/errors.ts";
+import { sha256Hex } from "~/lib/ids.ts";
+import { log } from "~/lib/logger.ts";
+import type { ServiceContext } from "~/services/context.ts";
+import { safeNext } from "./safe-next.ts";
+import { normalizeEmail } from "./sign-in.ts";
+
+export const LOGIN_LINK_TTL_MS = 15 * 60 * 1000;
+/** Links per address per TTL window: enough for retries, too few to flood an inbox. */
+const MAX_LINKS_PER_WINDOW = 5;
+
+/**
+ * Sends a single-use sign-in link (15 minutes). Only the SHA-256 of its secret is stored. Without SMTP the
+ * link goes to the server log as one line containing "magic link", so the embedded default can sign in.
+ */
+export async function requestLoginLink({
+  ctx,
+  email,
+  next,
+}: {
+  ctx: ServiceContext;
+  email: string;
+  next?: string;
+}): Promise<void> {
+  const address = normalizeEmail(email);
+  const now = ctx.now();
+  const [recent] = await ctx.db
+    .select({ n: count() })
+    .from(loginLinks)
+    .where(and(eq(loginLinks.email, address), gt(loginLinks.createdAt, new Date(now.getTime() - LOGIN_LINK_TTL_MS))));
+  if ((recent?.n ?? 0) >= MAX_LINKS_PER_WINDOW) {
+    throw new AppError("RATE_LIMITED", "too many sign-in links requested; try again in a few minutes");
+  }
+
+  const secret = randomBytes(32).toString("base64url");
+  await ctx.db.insert(loginLinks).values({
+    email: address,
+    tokenHash: sha256Hex(secret),
+    next: next === undefined ? null : safeNext(next),
+    createdAt: now,
+    expiresAt: new Date(now.getTime() + LOGIN_LINK_TTL_MS),
+  });
+  const url = `${ctx.config.publicUrl}/api/EmailLoginCallback?token=${secret}`;
+
+  if (!ctx.mailer) {
+    log.info(`magic link for ${address}: ${url}`);
+    return;
+  }
+  try {
+    await ctx.mailer.send({
+      to: address,
+      subject: "Your Tapscope sign-in link",
+      text: `Sign in to Tapscope:\n\n${url}\n\nThe link works once and expires in 15 minutes. If you did not ask for it, ignore this e-mail.\n`,
+      html: `<p>Sign in to Tapscope:</p><p><a href="${url}">Sign in</a></p><p>The link works once and expires in 15 minutes. If you did not ask for it, ignore this e-mail.</p>`,
+    });
+  } catch (err) {
+    log.error("sign-in e-mail failed", { to: address, err });
+    throw new AppError("UNAVAILABLE", "could not send the sign-in e-mail; try again later");
+  }
+}
