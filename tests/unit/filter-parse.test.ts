@@ -1,0 +1,174 @@
+import { describe, expect, test } from "bun:test";
+import { filterLimits, joinFilterChips, parseFilter, parseFilterChips } from "~/lib/filter/parse.ts";
+
+function ok(src: string) {
+  const r = parseFilter(src);
+  if (!r.ok) throw new Error(`expected ${src} to parse: ${r.error.message} at ${r.error.position}`);
+  return r.expr;
+}
+
+function err(src: string) {
+  const r = parseFilter(src);
+  if (r.ok) throw new Error(`expected ${src} to fail`);
+  return r.error;
+}
+
+describe("parseFilter: the language of spec section 5", () => {
+  test("method equality with a quoted verb, normalised to upper case", () => {
+    expect(ok('request.method == "post"')).toEqual({ kind: "compare", field: "request.method", op: "==", value: "POST", pos: 0 });
+    expect(ok("request.method != 'DELETE'")).toMatchObject({ op: "!=", value: "DELETE" });
+  });
+
+  test("status with every comparison", () => {
+    for (const op of ["==", "!=", "<", ">", "<=", ">="]) {
+      expect(ok(`response.status ${op} 404`)).toMatchObject({ field: "response.status", op, value: 404 });
+    }
+  });
+
+  test("url string operators and equality", () => {
+    for (const op of ["startsWith", "endsWith", "contains", "matches", "==", "!="]) {
+      expect(ok(`request.url ${op} "/api/"`)).toMatchObject({ field: "request.url", op, value: "/api/" });
+    }
+    expect(ok('request.url startswith "/a"')).toMatchObject({ op: "startsWith" });
+  });
+
+  test("durations normalise to microseconds, bare numbers are milliseconds", () => {
+    expect(ok("duration > 250")).toMatchObject({ op: ">", value: 250_000 });
+    expect(ok("duration >= 250ms")).toMatchObject({ value: 250_000 });
+    expect(ok("duration < 1.5s")).toMatchObject({ value: 1_500_000 });
+    expect(ok("duration <= 800us")).toMatchObject({ value: 800 });
+    expect(ok("duration <= 800µs")).toMatchObject({ value: 800 });
+  });
+
+  test("&& binds tighter than ||, parentheses group, positions point at each field", () => {
+    const src = 'request.method == "GET" || response.status >= 500 && duration > 1s';
+    expect(ok(src)).toEqual({
+      kind: "or",
+      left: { kind: "compare", field: "request.method", op: "==", value: "GET", pos: 0 },
+      right: {
+        kind: "and",
+        left: { kind: "compare", field: "response.status", op: ">=", value: 500, pos: 27 },
+        right: { kind: "compare", field: "duration", op: ">", value: 1_000_000, pos: 53 },
+      },
+    });
+    const grouped = ok('(request.method == "GET" || response.status >= 500) && duration > 1s');
+    expect(grouped.kind).toBe("and");
+  });
+
+  test("string escapes", () => {
+    expect(ok('request.url contains "a\\"b\\\\c\\u00e9"')).toMatchObject({ value: 'a"b\\cé' });
+    expect(ok('request.url contains "/café/☃/😀"')).toMatchObject({ value: "/café/☃/😀" });
+  });
+});
+
+describe("parseFilter: errors carry a message and a 0-based position", () => {
+  const cases: Array<[string, number, RegExp]> = [
+    ["", 0, /empty filter/],
+    ["   ", 0, /empty filter/],
+    ['request.method == "GET', 18, /unterminated string/],
+    ['request.url contains "abc\\q"', 25, /unknown escape/],
+    ["request.method == GET", 18, /quoted method/],
+    ['request.method == "G E"', 18, /not an HTTP method/],
+    ["response.status = 500", 16, /"=="/],
+    ['response.status == "500"', 19, /status code/],
+    ["response.status == 5.5", 19, /status code/],
+    ["duration == 5", 9, /duration cannot use "=="/],
+    ["duration > 5h", 12, /unknown duration unit "h"/],
+    ["duration > fast", 11, /expected a duration/],
+    ['request.path == "/"', 0, /unknown field "request.path"/],
+    ['request.url like "/"', 12, /expected an operator/],
+    ['request.method startsWith "G"', 15, /request.method cannot use "startsWith"/],
+    ['request.method == "GET" response.status == 200', 24, /expected "&&" or "\|\|"/],
+    ['request.method == "GET" &&', 26, /expected a condition/],
+    ['request.method == "GET" & response.status == 1', 24, /"&&"/],
+    ['(request.method == "GET"', 24, /expected "\)" to close the "\(" at 0/],
+    ['request.method == "GET")', 23, /unexpected "\)"/],
+    ["response.status == 200 ☃", 23, /unexpected character "☃"/],
+    ['request.url matches "(a"', 21, /missing "\)"/],
+    ['request.url matches "(a)\\\\1"', 24, /backreferences/],
+    ['request.url matches "a(?=b)"', 22, /lookaround/],
+    ['request.url matches "a(?<!b)"', 22, /lookaround/],
+    ['request.url matches "a**"', 23, /repeated quantifier/],
+    ['request.url matches "a{1,1000}"', 22, /repeat count above 100/],
+    ['request.url matches "[z-a]"', 22, /out of order/],
+    ['request.url matches "\\\\bword"', 21, /word boundaries/],
+  ];
+  for (const [src, position, message] of cases) {
+    test(JSON.stringify(src), () => {
+      const e = err(src);
+      expect(e.message).toMatch(message);
+      expect(e.position).toBe(position);
+    });
+  }
+
+  test("regex error positions step over the string's escapes", () => {
+    // "\u0041(" decodes to "A(": the regex error is at pattern index 1, i.e. after the 6-character escape.
+    const e = err('request.url matches "\\u0041("');
+    expect(e.position).toBe(27);
+  });
+});
+
+describe("parseFilter: hostile input stays bounded", () => {
+  test("input over the length limit is refused without parsing", () => {
+    const src = `request.url contains "${"a".repeat(1_000_000)}"`;
+    const t0 = performance.now();
+    const e = err(src);
+    expect(performance.now() - t0).toBeLessThan(50);
+    expect(e.message).toMatch(/longer than 4096/);
+  });
+
+  test("deep nesting is refused with the position of the first too-deep parenthesis", () => {
+    const depth = filterLimits.maxDepth + 1;
+    const src = `${"(".repeat(depth)}response.status == 200${")".repeat(depth)}`;
+    const e = err(src);
+    expect(e.message).toMatch(/nested deeper than 32/);
+    expect(e.position).toBe(filterLimits.maxDepth);
+    expect(parseFilter(`${"(".repeat(32)}response.status == 200${")".repeat(32)}`).ok).toBe(true);
+  });
+
+  test("unbalanced parentheses up to the length limit fail fast", () => {
+    const t0 = performance.now();
+    expect(parseFilter("(".repeat(4096)).ok).toBe(false);
+    expect(parseFilter(")".repeat(4096)).ok).toBe(false);
+    expect(performance.now() - t0).toBeLessThan(50);
+  });
+
+  test("too many clauses are refused", () => {
+    const src = Array.from({ length: filterLimits.maxClauses + 1 }, () => "response.status == 1").join(" || ");
+    expect(err(src).message).toMatch(/more than 64 conditions/);
+  });
+
+  test("garbage bytes and control characters give an error, never a throw", () => {
+    for (const src of ["\u0000", "\uffff", "\ud800", "💥 == 1", "request.url contains \"\u0000\"", "&&", "||", "()", "== 1"]) {
+      const r = parseFilter(src);
+      if (src === 'request.url contains "\u0000"') expect(r.ok).toBe(true);
+      else expect(r.ok).toBe(false);
+    }
+  });
+
+  test("over-long patterns are refused", () => {
+    expect(err(`request.url matches "${"a".repeat(600)}"`).message).toMatch(/regex longer than 512/);
+  });
+});
+
+describe("chips", () => {
+  test("chips are AND-ed; none means match everything", () => {
+    expect(parseFilterChips([])).toEqual({ ok: true, expr: null });
+    const r = parseFilterChips(['request.method == "GET"', "response.status >= 500 || duration > 1s"]);
+    expect(r.ok && r.expr?.kind).toBe("and");
+  });
+
+  test("an error names the chip and the position inside it", () => {
+    const r = parseFilterChips(['request.method == "GET"', "response.status >> 1"]);
+    expect(r).toEqual({ ok: false, error: { index: 1, position: 17, message: expect.stringMatching(/status/) } });
+  });
+
+  test("joinFilterChips gives one expression that parses to the same meaning", () => {
+    const text = joinFilterChips(['request.method == "GET"', "response.status >= 500 || duration > 1s"]);
+    expect(text).toBe('(request.method == "GET") && (response.status >= 500 || duration > 1s)');
+    const joined = parseFilter(text);
+    const chips = parseFilterChips(['request.method == "GET"', "response.status >= 500 || duration > 1s"]);
+    const strip = (x: unknown): unknown => JSON.parse(JSON.stringify(x, (k, v) => (k === "pos" ? undefined : v)));
+    expect(joined.ok && chips.ok && strip(joined.expr)).toEqual(chips.ok ? strip(chips.expr) : null);
+  });
+});
