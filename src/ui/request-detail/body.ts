@@ -1,0 +1,110 @@
+/**
+ * How a captured body is shown. Bodies arrive base64 (spec: TracedEvent bodies); we decide once whether
+ * they read as JSON (pretty-printed), an image (shown from a blob URL), text, or binary (hex rows).
+ * Nothing here ever produces markup: every kind is rendered as text or as an <img> from a blob.
+ */
+export type BodyView =
+  | { kind: "empty" }
+  | { kind: "json"; text: string }
+  | { kind: "text"; text: string }
+  | { kind: "image"; bytes: Uint8Array; contentType: string }
+  | { kind: "binary"; bytes: Uint8Array };
+
+export function decodeBase64(b64: string): Uint8Array {
+  if (!b64) return new Uint8Array(0);
+  try {
+    const bin = atob(b64);
+    const out = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+    return out;
+  } catch {
+    return new Uint8Array(0);
+  }
+}
+
+export function encodeBase64(bytes: Uint8Array): string {
+  let bin = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(bin);
+}
+
+const imageTypes = new Set(["image/png", "image/jpeg", "image/gif", "image/webp", "image/avif", "image/bmp", "image/x-icon", "image/vnd.microsoft.icon", "image/svg+xml"]);
+
+export function mediaType(contentType: string): string {
+  return (contentType.split(";")[0] ?? "").trim().toLowerCase();
+}
+
+export function isJsonType(type: string): boolean {
+  return type === "application/json" || type.endsWith("+json") || type === "application/x-ndjson" || type === "text/json";
+}
+
+/** UTF-8 text, or null when the bytes are not text a person can read (invalid UTF-8 or control bytes). */
+export function asText(bytes: Uint8Array): string | null {
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    // A truncated sample can end in the middle of a character: allow that one tail.
+    if (bytes.length < 4) return null;
+    try {
+      text = new TextDecoder("utf-8", { fatal: true }).decode(trimPartialTail(bytes));
+    } catch {
+      return null;
+    }
+  }
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 32 && c !== 9 && c !== 10 && c !== 13 && c !== 12) return null;
+  }
+  return text;
+}
+
+function trimPartialTail(bytes: Uint8Array): Uint8Array {
+  let end = bytes.length;
+  for (let back = 1; back <= 3 && end - back >= 0; back++) {
+    const b = bytes[end - back]!;
+    if ((b & 0xc0) === 0xc0) return bytes.subarray(0, end - back);
+    if ((b & 0xc0) !== 0x80) break;
+  }
+  return bytes;
+}
+
+export function classifyBody(b64: string, contentType: string): BodyView {
+  const bytes = decodeBase64(b64);
+  if (bytes.length === 0) return { kind: "empty" };
+  const type = mediaType(contentType);
+  if (imageTypes.has(type)) return { kind: "image", bytes, contentType: type };
+  const text = asText(bytes);
+  if (text === null) return { kind: "binary", bytes };
+  const trimmed = text.trimStart();
+  if (isJsonType(type) || trimmed.startsWith("{") || trimmed.startsWith("[")) {
+    try {
+      return { kind: "json", text: JSON.stringify(JSON.parse(text), null, 2) };
+    } catch {
+      // not (complete) JSON: a truncated sample, or JSON-looking text
+    }
+  }
+  return { kind: "text", text };
+}
+
+/** Hex dump rows: offset, 16 bytes in hex, and the printable characters (33 to 126; others as "."). */
+export function hexRows(bytes: Uint8Array, perRow = 16): Array<{ offset: string; hex: string; ascii: string }> {
+  const rows: Array<{ offset: string; hex: string; ascii: string }> = [];
+  for (let start = 0; start < bytes.length; start += perRow) {
+    const slice = bytes.subarray(start, Math.min(start + perRow, bytes.length));
+    let hex = "";
+    let ascii = "";
+    for (let i = 0; i < perRow; i++) {
+      if (i > 0) hex += i === perRow / 2 ? "  " : " ";
+      const b = slice[i];
+      if (b === undefined) {
+        hex += "  ";
+        continue;
+      }
+      hex += b.toString(16).padStart(2, "0");
+      ascii += b >= 33 && b <= 126 ? String.fromCharCode(b) : ".";
+    }
+    rows.push({ offset: start.toString(16).padStart(8, "0"), hex, ascii });
+  }
+  return rows;
+}

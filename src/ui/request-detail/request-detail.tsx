@@ -1,0 +1,210 @@
+import type { ReactNode } from "react";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { formatBytes, formatDateTime, formatDuration, fullUrl, statusClass } from "../live/format.ts";
+import { BodyView } from "./body-view.tsx";
+import { toCurl } from "./curl.ts";
+import { useCopy } from "./use-copy.ts";
+import { Waterfall } from "./waterfall.tsx";
+
+export type RequestDetailProps = {
+  event: TracedEvent;
+  /** Outbound calls made while this request was served (events whose parent_event_id is this event_id). */
+  children?: TracedEvent[];
+  /** The inbound request this outbound call was made for, when known. */
+  parent?: TracedEvent;
+  onOpen?: (event: TracedEvent) => void;
+  onClose?: () => void;
+  onSaveHar?: (event: TracedEvent) => void;
+  onSaveAllHar?: () => void;
+  /** A URL that reopens this request; Copy link is hidden without one. */
+  link?: string;
+};
+
+/**
+ * The request detail shared by the live frame and the requests explorer: summary, actions, timing
+ * waterfall with its culprit, outbound calls, and both sides' headers and bodies (always as text).
+ */
+export function RequestDetail({ event, children = [], parent, onOpen, onClose, onSaveHar, onSaveAllHar, link }: RequestDetailProps) {
+  const { copiedKey, failedKey, copy } = useCopy();
+  const curl = event.protocol === "http" ? toCurl(event) : null;
+  const label = (key: string, idle: string) => (copiedKey === key ? "Copied!" : failedKey === key ? "Copy failed" : idle);
+
+  return (
+    <section aria-label="Request detail" className="flex h-full flex-col overflow-hidden bg-zinc-900 text-zinc-100">
+      <header className="border-b border-zinc-800 p-3">
+        <div className="flex items-start gap-2">
+          <div className="min-w-0 flex-1">
+            <div className="flex items-center gap-2 font-mono text-sm">
+              {event.http_is_outgoing ? (
+                <span title="Outbound call made by the program" className="text-sky-400">
+                  ↗
+                </span>
+              ) : null}
+              <span className="font-semibold">{event.http_req_method || event.protocol.toUpperCase()}</span>
+              <span className={`font-semibold ${statusClass(event.http_resp_status_code)}`}>
+                {event.http_resp_status_code || "—"}
+              </span>
+              <span className="text-zinc-400">{formatDuration(event.http_duration)}</span>
+            </div>
+            <p className="mt-1 font-mono text-xs break-all text-zinc-300" data-testid="detail-url">
+              {fullUrl(event)}
+            </p>
+            <p className="mt-1 text-xs text-zinc-500">
+              {formatDateTime(event.time)} · HTTP/{event.http_version || "?"} · {event.http_client_addr} → {event.http_server_addr}
+              {event.process_executable_name ? ` · ${event.process_executable_name} (pid ${event.process_id})` : ""}
+            </p>
+          </div>
+          {onClose ? (
+            <button type="button" aria-label="Close detail" onClick={onClose} className="rounded p-1 text-zinc-400 hover:bg-zinc-800 hover:text-zinc-100">
+              ✕
+            </button>
+          ) : null}
+        </div>
+        <div className="mt-2 flex flex-wrap gap-1.5">
+          {curl ? (
+            <ActionButton onClick={() => copy("curl", curl.command)}>{label("curl", "Copy as cURL")}</ActionButton>
+          ) : null}
+          {onSaveHar ? <ActionButton onClick={() => onSaveHar(event)}>Save as HAR</ActionButton> : null}
+          {onSaveAllHar ? <ActionButton onClick={onSaveAllHar}>Save all shown as HAR</ActionButton> : null}
+          {link ? <ActionButton onClick={() => copy("link", link)}>{label("link", "Copy link")}</ActionButton> : null}
+        </div>
+        {curl?.isBodyTruncated ? (
+          <p className="mt-1 text-xs text-amber-400">The request body was truncated: the cURL command sends only the captured part.</p>
+        ) : null}
+      </header>
+
+      <div className="flex-1 space-y-4 overflow-auto p-3">
+        <Section title="Timing">
+          <Waterfall event={event} />
+        </Section>
+
+        {parent ? (
+          <Section title="Made while serving">
+            <EventLine event={parent} onOpen={onOpen} />
+          </Section>
+        ) : null}
+
+        {!event.http_is_outgoing ? (
+          <Section title={`Outbound calls (${children.length})`}>
+            {children.length === 0 ? (
+              <p className="text-xs text-zinc-500">No outbound calls were made while serving this request.</p>
+            ) : (
+              <ul aria-label="Outbound calls" className="space-y-0.5">
+                {children.map((child) => (
+                  <li key={child.event_id}>
+                    <EventLine event={child} onOpen={onOpen} offsetUs={child.time - event.time} parentDuration={event.http_duration} />
+                  </li>
+                ))}
+              </ul>
+            )}
+          </Section>
+        ) : null}
+
+        {event.protocol === "http" ? (
+          <>
+            <Section title="Request">
+              <Headers label="Request headers" headers={event.http_req_headers} />
+              <BodyView
+                label="Request body"
+                base64={event.http_req_body}
+                contentType={event.http_req_content_type}
+                isTruncated={event.http_req_body_truncated}
+                wireSize={event.http_req_body_size_bytes_wire}
+              />
+            </Section>
+            <Section title="Response">
+              <Headers label="Response headers" headers={event.http_resp_headers} />
+              <BodyView
+                label="Response body"
+                base64={event.http_resp_body}
+                contentType={event.http_resp_content_type}
+                isTruncated={event.http_resp_body_truncated}
+                wireSize={event.http_resp_body_size_bytes_wire}
+              />
+            </Section>
+          </>
+        ) : (
+          <Section title="Connection">
+            <p className="text-xs text-zinc-300">
+              {formatBytes(event.bytes_sent)} sent, {formatBytes(event.bytes_received)} received (not HTTP).
+            </p>
+          </Section>
+        )}
+      </div>
+    </section>
+  );
+}
+
+function ActionButton({ onClick, children }: { onClick: () => void; children: ReactNode }) {
+  return (
+    <button
+      type="button"
+      onClick={onClick}
+      className="rounded-md border border-zinc-700 bg-zinc-800 px-2.5 py-1 text-xs font-medium text-zinc-100 hover:bg-zinc-700"
+    >
+      {children}
+    </button>
+  );
+}
+
+function Section({ title, children }: { title: string; children: ReactNode }) {
+  return (
+    <div>
+      <h3 className="mb-1.5 text-[11px] font-semibold tracking-wider text-zinc-400 uppercase">{title}</h3>
+      <div className="space-y-2">{children}</div>
+    </div>
+  );
+}
+
+function Headers({ label, headers }: { label: string; headers: Array<[string, string]> }) {
+  if (headers.length === 0) return <p className="text-xs text-zinc-500">No headers</p>;
+  return (
+    <table aria-label={label} className="w-full table-fixed font-mono text-xs">
+      <tbody>
+        {headers.map(([name, value], i) => (
+          // biome-ignore lint/suspicious/noArrayIndexKey: headers repeat; wire order is the identity
+          <tr key={i} className="align-top">
+            <td className="w-1/3 py-0.5 pr-2 break-all text-zinc-400">{name}</td>
+            <td className="py-0.5 break-all text-zinc-200">{value}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+function EventLine({
+  event,
+  onOpen,
+  offsetUs,
+  parentDuration,
+}: {
+  event: TracedEvent;
+  onOpen?: (event: TracedEvent) => void;
+  offsetUs?: number;
+  parentDuration?: number;
+}) {
+  const total = Math.max(parentDuration ?? 0, 1);
+  return (
+    <button
+      type="button"
+      onClick={() => onOpen?.(event)}
+      className="grid w-full grid-cols-[3.5rem_3rem_1fr_5rem] items-center gap-2 rounded px-1 py-0.5 text-left font-mono text-xs hover:bg-zinc-800"
+    >
+      <span className="font-semibold">{event.http_req_method}</span>
+      <span className={statusClass(event.http_resp_status_code)}>{event.http_resp_status_code || "—"}</span>
+      <span className="min-w-0">
+        <span className="block truncate text-zinc-300">{fullUrl(event)}</span>
+        {offsetUs !== undefined ? (
+          <span className="relative mt-0.5 block h-1 rounded bg-zinc-800">
+            <span
+              className="absolute inset-y-0 rounded bg-sky-500"
+              style={{ left: `${Math.max(0, (offsetUs / total) * 100)}%`, width: `max(2px, ${(event.http_duration / total) * 100}%)` }}
+            />
+          </span>
+        ) : null}
+      </span>
+      <span className="text-right text-zinc-400">{formatDuration(event.http_duration)}</span>
+    </button>
+  );
+}

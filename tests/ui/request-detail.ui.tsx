@@ -1,0 +1,163 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { cleanup, fireEvent, render, screen, within } from "@testing-library/react";
+import { classifyBody, hexRows } from "~/ui/request-detail/body.ts";
+import { RequestDetail } from "~/ui/request-detail/request-detail.tsx";
+import { timingSteps } from "~/ui/request-detail/timing.ts";
+import { b64, makeEvent } from "./live-event-factory.ts";
+
+afterEach(cleanup);
+
+describe("timing waterfall", () => {
+  test("inbound steps are request receive, processing, response send; the slowest is the culprit", () => {
+    const steps = timingSteps(makeEvent({ timing_send: 300, timing_wait: 9000, timing_receive: 700 }));
+    expect(steps.map((s) => s.label)).toEqual(["request receive", "processing", "response send"]);
+    expect(steps.filter((s) => s.isCulprit).map((s) => s.label)).toEqual(["processing"]);
+    expect(steps.map((s) => s.start)).toEqual([0, 300, 9300]);
+  });
+
+  test("outbound steps include connect; steps that do not apply are left out", () => {
+    const steps = timingSteps(
+      makeEvent({ http_is_outgoing: true, timing_connect: 50_000, timing_send: 10, timing_wait: 20_000, timing_receive: -1 }),
+    );
+    expect(steps.map((s) => s.label)).toEqual(["connect", "send", "wait"]);
+    expect(steps.find((s) => s.isCulprit)?.label).toBe("connect");
+  });
+
+  test("the rendered waterfall flags the culprit row", () => {
+    render(<RequestDetail event={makeEvent({ timing_send: 100, timing_wait: 200, timing_receive: 90_000 })} />);
+    const timing = screen.getByRole("list", { name: "Timing" });
+    const culprit = within(timing).getByText("culprit").closest("li");
+    expect(culprit?.textContent).toContain("response send");
+    expect(timing.querySelectorAll("[data-culprit]").length).toBe(1);
+  });
+});
+
+describe("bodies", () => {
+  test("JSON is pretty-printed", () => {
+    render(<RequestDetail event={makeEvent({ http_resp_body: b64('{"a":1,"b":[true,null]}'), http_resp_content_type: "application/json" })} />);
+    const body = screen.getByLabelText("Response body");
+    expect(body.getAttribute("data-body-kind")).toBe("json");
+    expect(body.querySelector("pre")?.textContent).toBe('{\n  "a": 1,\n  "b": [\n    true,\n    null\n  ]\n}');
+  });
+
+  test("binary is shown as hex, 16 bytes per row with printable characters", () => {
+    const bytes = new Uint8Array(40).map((_, i) => (i === 0 ? 0 : 65 + (i % 26)));
+    bytes[1] = 0xff;
+    const rows = hexRows(bytes);
+    expect(rows.length).toBe(3);
+    expect(rows[0]!.offset).toBe("00000000");
+    expect(rows[1]!.offset).toBe("00000010");
+    expect(rows[0]!.hex.startsWith("00 ff 43")).toBe(true);
+    expect(rows[0]!.ascii).toBe("..CDEFGHIJKLMNOP");
+    render(
+      <RequestDetail
+        event={makeEvent({ http_resp_body: Buffer.from(bytes).toString("base64"), http_resp_content_type: "application/octet-stream" })}
+      />,
+    );
+    const hex = screen.getByTestId("hex");
+    expect(hex.children.length).toBe(3);
+    expect(hex.textContent).toContain("00000020");
+  });
+
+  test("an image body is shown from a blob URL with its content type", async () => {
+    const png = Buffer.from(
+      "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==",
+      "base64",
+    );
+    const created: Blob[] = [];
+    const original = URL.createObjectURL;
+    URL.createObjectURL = (blob: Blob) => {
+      created.push(blob);
+      return original.call(URL, blob);
+    };
+    try {
+      render(<RequestDetail event={makeEvent({ http_resp_body: png.toString("base64"), http_resp_content_type: "image/png" })} />);
+      const img = await screen.findByRole("img", { name: "Captured image/png body" });
+      expect(img.getAttribute("src")?.startsWith("blob:")).toBe(true);
+      expect(created[0]?.type).toBe("image/png");
+      expect(new Uint8Array(await created[0]!.arrayBuffer())).toEqual(new Uint8Array(png));
+    } finally {
+      URL.createObjectURL = original;
+    }
+  });
+
+  test("hostile HTML in bodies and headers is text, never markup", () => {
+    const hostile = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"><b>bold</b>';
+    render(
+      <RequestDetail
+        event={makeEvent({
+          http_req_path: "/<img src=x onerror=alert(1)>",
+          http_req_headers: [["X-Evil", hostile]],
+          http_resp_body: b64(hostile),
+          http_resp_content_type: "text/html",
+        })}
+      />,
+    );
+    const detail = screen.getByRole("region", { name: "Request detail" });
+    expect(detail.querySelector("script")).toBeNull();
+    expect(detail.querySelector("img")).toBeNull();
+    expect(detail.querySelector("b")).toBeNull();
+    expect(screen.getByLabelText("Response body").textContent).toContain(hostile);
+    expect(screen.getByRole("table", { name: "Request headers" }).textContent).toContain(hostile);
+    expect((window as unknown as { __pwned?: number }).__pwned).toBeUndefined();
+  });
+
+  test("truncation is shown with the wire size", () => {
+    render(
+      <RequestDetail
+        event={makeEvent({
+          http_resp_body: b64("x".repeat(1024)),
+          http_resp_content_type: "text/plain",
+          http_resp_body_truncated: true,
+          http_resp_body_size_bytes_wire: 5 * 1024 * 1024,
+        })}
+      />,
+    );
+    expect(screen.getByTestId("truncated").textContent).toBe("Truncated: showing the first 1.0 KB of 5.0 MB on the wire");
+  });
+
+  test("text that is not valid UTF-8 is treated as binary; a cut multi-byte tail is still text", () => {
+    expect(classifyBody(Buffer.from([0xc3, 0x28, 0x41, 0x42]).toString("base64"), "text/plain").kind).toBe("binary");
+    const cut = Buffer.from("héllo wörld ✓", "utf8").subarray(0, -1);
+    expect(classifyBody(cut.toString("base64"), "text/plain")).toEqual({ kind: "text", text: "héllo wörld " });
+  });
+});
+
+describe("outbound calls", () => {
+  test("an inbound request lists its outbound calls and opens one on click", () => {
+    const parent = makeEvent({ http_req_path: "/checkout" });
+    const child = makeEvent({
+      parent_event_id: parent.event_id,
+      http_is_outgoing: true,
+      http_req_host: "payments.example.com",
+      tls_server_name: "payments.example.com",
+      http_req_path: "/charge",
+      http_req_method: "POST",
+    });
+    const opened: string[] = [];
+    render(<RequestDetail event={parent} children={[child]} onOpen={(e) => opened.push(e.event_id)} />);
+    const list = screen.getByRole("list", { name: "Outbound calls" });
+    expect(list.textContent).toContain("https://payments.example.com/charge");
+    fireEvent.click(within(list).getByRole("button"));
+    expect(opened).toEqual([child.event_id]);
+  });
+
+  test("actions: Copy as cURL puts the command on the clipboard and says Copied!", async () => {
+    let clipboard = "";
+    Object.defineProperty(navigator, "clipboard", {
+      configurable: true,
+      value: { writeText: async (text: string) => void (clipboard = text) },
+    });
+    const saved: string[] = [];
+    const event = makeEvent({ http_req_method: "DELETE", http_req_path: "/items/9" });
+    render(<RequestDetail event={event} onSaveHar={(e) => saved.push(e.event_id)} link="http://x/link/abc" />);
+    fireEvent.click(screen.getByRole("button", { name: "Copy as cURL" }));
+    expect(await screen.findByRole("button", { name: "Copied!" })).toBeTruthy();
+    expect(clipboard.startsWith("curl -X 'DELETE' 'http://localhost:8080/items/9'")).toBe(true);
+    fireEvent.click(screen.getByRole("button", { name: "Save as HAR" }));
+    expect(saved).toEqual([event.event_id]);
+    fireEvent.click(screen.getByRole("button", { name: "Copy link" }));
+    await screen.findAllByRole("button", { name: "Copied!" });
+    expect(clipboard).toBe("http://x/link/abc");
+  });
+});
