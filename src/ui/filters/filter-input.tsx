@@ -1,0 +1,184 @@
+import { type Dispatch, useMemo, useState } from "react";
+import { type ChipAction, type ChipState, commitBlocker } from "./chip-state.ts";
+import { AlertIcon, CloseIcon, PlusIcon } from "./icons.tsx";
+import { type FilterSuggestion, pickSuggestions } from "./suggestions.ts";
+
+const blockerText = {
+  empty: "Type a filter first",
+  duplicate: "This filter is already applied",
+  applying: "Applying the previous filter…",
+} as const;
+
+/**
+ * The Live screen's filter input: chips for committed filters, a text input (Enter commits), saved
+ * suggestions, and the error of the last change under it. State lives in the caller (chipReducer) so the
+ * caller can talk to the live frame.
+ */
+export function FilterInput({
+  state,
+  dispatch,
+  suggestions,
+  onForget,
+}: {
+  state: ChipState;
+  dispatch: Dispatch<ChipAction>;
+  suggestions: FilterSuggestion[];
+  onForget?: (text: string) => void;
+}) {
+  const [isFocused, setFocused] = useState(false);
+  const blocker = commitBlocker(state);
+  const shown = useMemo(
+    () => (isFocused ? pickSuggestions(suggestions, state.draft, state.chips) : []),
+    [isFocused, suggestions, state.draft, state.chips],
+  );
+  const hasError = state.error !== null;
+
+  return (
+    <div className="relative w-full">
+      <div
+        className={`flex min-h-10 flex-wrap items-center gap-1.5 rounded-lg border bg-zinc-900 px-2 py-1.5 ${hasError ? "border-red-500/70" : "border-zinc-700 focus-within:border-zinc-500"}`}
+      >
+        {state.chips.map((chip, index) =>
+          state.editing?.index === index ? (
+            <input
+              key={`edit-${chip}`}
+              aria-label={`Edit filter ${chip}`}
+              className="min-w-48 rounded-md border border-zinc-500 bg-zinc-950 px-2 py-0.5 font-mono text-xs text-zinc-100 outline-none"
+              value={state.editing.text}
+              // biome-ignore lint/a11y/noAutofocus: the user just asked to edit this chip
+              autoFocus
+              onChange={(e) => dispatch({ type: "editText", text: e.target.value })}
+              onKeyDown={(e) => {
+                if (e.key === "Enter") {
+                  e.preventDefault();
+                  dispatch({ type: "commitEdit" });
+                } else if (e.key === "Escape") {
+                  e.preventDefault();
+                  dispatch({ type: "cancelEdit" });
+                }
+              }}
+              onBlur={() => dispatch({ type: "cancelEdit" })}
+            />
+          ) : (
+            <Chip
+              key={chip}
+              text={chip}
+              isPending={state.isApplying && !state.applied.includes(chip)}
+              isLocked={state.isApplying}
+              onEdit={() => dispatch({ type: "startEdit", index })}
+              onRemove={() => dispatch({ type: "remove", index })}
+            />
+          ),
+        )}
+        <input
+          aria-label="Filter"
+          aria-invalid={hasError}
+          aria-describedby={hasError ? "filter-error" : undefined}
+          className="min-w-64 flex-1 bg-transparent px-1 py-0.5 font-mono text-sm text-zinc-100 placeholder:text-zinc-500 outline-none"
+          placeholder='Filter, e.g. response.status >= 500 or request.url contains "/api/"'
+          value={state.draft}
+          spellCheck={false}
+          autoComplete="off"
+          onFocus={() => setFocused(true)}
+          onBlur={() => setTimeout(() => setFocused(false), 150)}
+          onChange={(e) => dispatch({ type: "draft", text: e.target.value })}
+          onKeyDown={(e) => {
+            if (e.key === "Enter") {
+              e.preventDefault();
+              dispatch({ type: "commit" });
+            }
+          }}
+        />
+        <button
+          type="button"
+          aria-label={hasError ? "Add filter (the last filter has an error)" : "Add filter"}
+          title={blocker ? blockerText[blocker] : "Add filter"}
+          disabled={blocker !== null}
+          onClick={() => dispatch({ type: "commit" })}
+          className={`flex size-7 items-center justify-center rounded-md disabled:cursor-not-allowed disabled:opacity-50 ${hasError ? "text-red-400 hover:bg-red-500/10" : "text-zinc-300 hover:bg-zinc-800"}`}
+        >
+          {hasError ? <AlertIcon /> : <PlusIcon />}
+        </button>
+      </div>
+      {hasError ? (
+        <p id="filter-error" role="alert" className="mt-1 font-mono text-xs whitespace-pre-wrap text-red-400">
+          {state.error}
+        </p>
+      ) : null}
+      {shown.length > 0 ? (
+        <ul
+          aria-label="Suggestions"
+          className="absolute z-20 mt-1 w-full overflow-hidden rounded-lg border border-zinc-700 bg-zinc-900 py-1 shadow-xl"
+        >
+          {shown.map((s) => (
+            <li key={s.text} className="group flex items-center">
+              <button
+                type="button"
+                className="flex flex-1 items-center justify-between px-3 py-1.5 text-left font-mono text-xs text-zinc-200 hover:bg-zinc-800"
+                onMouseDown={(e) => e.preventDefault()}
+                onClick={() => {
+                  dispatch({ type: "draft", text: s.text });
+                  dispatch({ type: "commit" });
+                }}
+              >
+                <span>{s.text}</span>
+                <span className="text-[10px] text-zinc-500">{s.builtIn ? "suggested" : `used ${s.useCount}×`}</span>
+              </button>
+              {!s.builtIn && onForget ? (
+                <button
+                  type="button"
+                  aria-label={`Forget ${s.text}`}
+                  className="px-2 text-zinc-500 opacity-0 group-hover:opacity-100 hover:text-zinc-200"
+                  onMouseDown={(e) => e.preventDefault()}
+                  onClick={() => onForget(s.text)}
+                >
+                  <CloseIcon />
+                </button>
+              ) : null}
+            </li>
+          ))}
+        </ul>
+      ) : null}
+    </div>
+  );
+}
+
+function Chip({
+  text,
+  isPending,
+  isLocked,
+  onEdit,
+  onRemove,
+}: {
+  text: string;
+  isPending: boolean;
+  isLocked: boolean;
+  onEdit: () => void;
+  onRemove: () => void;
+}) {
+  return (
+    <span
+      data-pending={isPending || undefined}
+      className={`inline-flex items-center rounded-md border font-mono text-xs ${isPending ? "border-amber-500/50 bg-amber-500/10 text-amber-200" : "border-zinc-700 bg-zinc-800 text-zinc-100"}`}
+    >
+      <button
+        type="button"
+        className="px-2 py-0.5 disabled:cursor-wait"
+        title={isPending ? "Applying…" : "Click to edit"}
+        disabled={isLocked}
+        onClick={onEdit}
+      >
+        {text}
+      </button>
+      <button
+        type="button"
+        aria-label={`Remove filter ${text}`}
+        className="px-1.5 py-1 text-zinc-400 hover:text-zinc-100 disabled:cursor-wait"
+        disabled={isLocked}
+        onClick={onRemove}
+      >
+        <CloseIcon />
+      </button>
+    </span>
+  );
+}
