@@ -3,6 +3,7 @@ import type { Db } from "#db/client.ts";
 import { apiRoutes } from "~/api/index.ts";
 import { errorsPlugin } from "~/api/plugins/errors.ts";
 import type { Config } from "~/lib/env.ts";
+import type { Mailer } from "~/lib/mailer.ts";
 import { pageRoutes } from "~/routes/index.ts";
 import { wsRoutes } from "~/ws/index.ts";
 
@@ -10,6 +11,8 @@ export type AppDeps = {
   config: Config;
   db: Db;
   now?: () => Date;
+  /** Sign-in mail; defaults to SMTP from SMTP_URL (none: links go to the server log). */
+  mailer?: Mailer;
 };
 
 /**

@@ -1,7 +1,21 @@
 import { Elysia } from "elysia";
+import { createMailer } from "~/lib/mailer.ts";
 import type { AppDeps } from "~/server.ts";
+import { createServiceContext } from "~/services/context.ts";
+import { authRoutes } from "./auth/index.ts";
+import { eventRoutes } from "./events/index.ts";
+import { orgRoutes } from "./orgs/index.ts";
+import { tokenRoutes } from "./tokens/index.ts";
+import { userRoutes } from "./users/index.ts";
 
 /** Every /api/* endpoint. Each area is a thin controller under src/api/<area>/. */
-export function apiRoutes(_deps: AppDeps) {
-  return new Elysia({ name: "api" }).get("/api/health", () => ({ ok: true }));
+export function apiRoutes(deps: AppDeps) {
+  const ctx = createServiceContext({ ...deps, mailer: deps.mailer ?? createMailer(deps.config) });
+  return new Elysia({ name: "api" })
+    .get("/api/health", () => ({ ok: true }))
+    .use(authRoutes(ctx))
+    .use(eventRoutes(ctx))
+    .use(orgRoutes(ctx))
+    .use(tokenRoutes(ctx))
+    .use(userRoutes(ctx));
 }

@@ -1,0 +1,51 @@
+import type { Cookie } from "elysia";
+import type { Config } from "~/lib/env.ts";
+import { SESSION_COOKIE } from "~/services/auth/session-token.ts";
+
+type Jar = Record<string, Cookie<unknown>>;
+
+/** Short-lived cookies that carry one OAuth round trip (state, PKCE verifier, where to go after). */
+export const OAUTH_COOKIES = {
+  state: "tapscope_oauth_state",
+  verifier: "tapscope_oauth_verifier",
+  next: "tapscope_oauth_next",
+} as const;
+const OAUTH_TTL_S = 10 * 60;
+
+function isSecure(config: Config): boolean {
+  return config.publicUrl.startsWith("https:");
+}
+
+export function setSessionCookie(jar: Jar, config: Config, token: string, expiresAt: Date): void {
+  jar[SESSION_COOKIE]!.set({
+    value: token,
+    httpOnly: true,
+    sameSite: "lax",
+    secure: isSecure(config),
+    path: "/",
+    expires: expiresAt,
+  });
+}
+
+export function clearSessionCookie(jar: Jar, config: Config): void {
+  jar[SESSION_COOKIE]!.set({ value: "", httpOnly: true, sameSite: "lax", secure: isSecure(config), path: "/", maxAge: 0, expires: new Date(0) });
+}
+
+export function setOAuthCookies(jar: Jar, config: Config, values: { state: string; verifier: string; next: string }): void {
+  for (const key of ["state", "verifier", "next"] as const) {
+    jar[OAUTH_COOKIES[key]]!.set({
+      value: values[key],
+      httpOnly: true,
+      sameSite: "lax",
+      secure: isSecure(config),
+      path: "/api",
+      maxAge: OAUTH_TTL_S,
+    });
+  }
+}
+
+export function clearOAuthCookies(jar: Jar, config: Config): void {
+  for (const name of Object.values(OAUTH_COOKIES)) {
+    jar[name]!.set({ value: "", httpOnly: true, sameSite: "lax", secure: isSecure(config), path: "/api", maxAge: 0, expires: new Date(0) });
+  }
+}

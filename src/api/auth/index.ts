@@ -1,0 +1,119 @@
+import { type Cookie, Elysia } from "elysia";
+import { AppError } from "~/lib/errors.ts";
+import { log } from "~/lib/logger.ts";
+import { authPlugin, parseCookies } from "~/api/plugins/auth.ts";
+import { consumeLoginLink } from "~/services/auth/consume-login-link.ts";
+import { createSession } from "~/services/auth/create-session.ts";
+import { beginOAuth, finishOAuth, type OAuthProviderName } from "~/services/auth/oauth.ts";
+import { requestLoginLink } from "~/services/auth/request-login-link.ts";
+import { revokeSession } from "~/services/auth/revoke-session.ts";
+import { safeNext } from "~/services/auth/safe-next.ts";
+import { signIn } from "~/services/auth/sign-in.ts";
+import type { ServiceContext } from "~/services/context.ts";
+import { safeEqual } from "~/lib/ids.ts";
+import { clearOAuthCookies, clearSessionCookie, OAUTH_COOKIES, setOAuthCookies, setSessionCookie } from "./cookies.ts";
+import { authModel } from "./model.ts";
+
+type Set = { status?: number | string; headers: Record<string, string | number> };
+
+function redirect(set: Set, location: string): string {
+  set.status = 302;
+  set.headers.location = location;
+  set.headers["cache-control"] = "no-store";
+  return "";
+}
+
+/** Failed sign-ins land back on /login with a readable reason (and the original `next`). */
+function loginError(set: Set, message: string, next?: string | null): string {
+  const params = new URLSearchParams({ error: message });
+  if (next && safeNext(next) === next) params.set("next", next);
+  return redirect(set, `/login?${params}`);
+}
+
+async function startSession(ctx: ServiceContext, jar: Record<string, Cookie<unknown>>, email: string) {
+  const user = await signIn({ ctx, email });
+  const session = await createSession({ ctx, userId: user.userId });
+  setSessionCookie(jar, ctx.config, session.token, session.expiresAt);
+  return user;
+}
+
+/** GetSelf, EmailLogin (+ its link's callback), Google/GitHub OAuth, LogOut. */
+export function authRoutes(ctx: ServiceContext) {
+  const oauth = (provider: OAuthProviderName, redirectPath: string, callbackPath: string) =>
+    new Elysia()
+      .get(
+        redirectPath,
+        ({ query, cookie, set }) => {
+          const { url, state, codeVerifier } = beginOAuth({ ctx, provider });
+          setOAuthCookies(cookie, ctx.config, { state, verifier: codeVerifier, next: safeNext(query.next) });
+          return redirect(set, url);
+        },
+        { query: authModel.nextQuery },
+      )
+      .get(
+        callbackPath,
+        async ({ query, request, cookie, set }) => {
+          const jar = parseCookies(request.headers.get("cookie"));
+          const expectedState = jar[OAUTH_COOKIES.state];
+          const verifier = jar[OAUTH_COOKIES.verifier];
+          const next = safeNext(jar[OAUTH_COOKIES.next]);
+          clearOAuthCookies(cookie, ctx.config);
+          if (query.error) return loginError(set, `sign-in was cancelled (${query.error.slice(0, 100)})`, next);
+          if (!query.code || !query.state || !expectedState || !verifier || !safeEqual(query.state, expectedState)) {
+            log.info("oauth callback refused: state mismatch", { provider });
+            return loginError(set, "sign-in failed: the sign-in attempt expired or did not start here; try again", next);
+          }
+          try {
+            const email = await finishOAuth({ ctx, provider, code: query.code, codeVerifier: verifier });
+            await startSession(ctx, cookie, email);
+          } catch (err) {
+            if (err instanceof AppError && err.status < 500) return loginError(set, err.message, next);
+            throw err;
+          }
+          return redirect(set, next);
+        },
+        { query: authModel.oauthCallbackQuery },
+      );
+
+  return new Elysia()
+    .use(authPlugin(ctx))
+    .get(
+      "/api/GetSelf",
+      ({ requireUser }) => {
+        const user = requireUser();
+        return { email: user.email, userId: user.userId, isLoggedIn: true as const };
+      },
+      { response: { 200: authModel.self } },
+    )
+    .post(
+      "/api/EmailLogin",
+      async ({ body }) => {
+        await requestLoginLink({ ctx, email: body.email, next: body.next });
+        return {};
+      },
+      { body: authModel.emailLoginBody, response: { 200: authModel.empty } },
+    )
+    .get(
+      "/api/EmailLoginCallback",
+      async ({ query, cookie, set }) => {
+        if (!query.token) return loginError(set, "this sign-in link is invalid, used or expired");
+        let link;
+        try {
+          link = await consumeLoginLink({ ctx, secret: query.token });
+        } catch (err) {
+          if (err instanceof AppError && err.status < 500) return loginError(set, err.message);
+          throw err;
+        }
+        await startSession(ctx, cookie, link.email);
+        return redirect(set, safeNext(link.next ?? query.next));
+      },
+      { query: authModel.emailCallbackQuery },
+    )
+    .get("/api/LogOut", async ({ principal, cookie, set }) => {
+      if (principal?.kind === "user") await revokeSession({ ctx, sessionId: principal.sessionId });
+      clearSessionCookie(cookie, ctx.config);
+      return redirect(set, "/login");
+    })
+    .use(oauth("google", "/api/GoogleRedirect", "/api/GoogleCallback"))
+    .use(oauth("github", "/api/GithubRedirect", "/api/GithubCallback"));
+}

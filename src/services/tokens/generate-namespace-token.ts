@@ -1,0 +1,26 @@
+import { namespaceTokens } from "#db/schema/index.ts";
+import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
+import type { UserPrincipal } from "~/services/auth/principal.ts";
+import { newToken } from "~/services/auth/token-format.ts";
+import type { ServiceContext } from "~/services/context.ts";
+import { tokenForbidden } from "./messages.ts";
+
+/** Namespace admins create tracer tokens. The token is returned once; only its SHA-256 is kept. */
+export async function generateNamespaceToken({
+  ctx,
+  principal,
+  namespaceId,
+}: {
+  ctx: ServiceContext;
+  principal: UserPrincipal;
+  namespaceId: string;
+}): Promise<{ token: string; tokenId: string }> {
+  await requireNamespaceAccess({ ctx, principal, namespaceId, write: true, forbiddenMessage: tokenForbidden.generateNamespace });
+  const { token, hash, suffix } = newToken("namespace");
+  const [row] = await ctx.db
+    .insert(namespaceTokens)
+    .values({ namespaceId, tokenHash: hash, suffix, creatorUserId: principal.userId, createdAt: ctx.now() })
+    .returning({ id: namespaceTokens.id });
+  if (!row) throw new Error("token insert returned nothing");
+  return { token, tokenId: row.id };
+}

@@ -1,0 +1,26 @@
+import { orgTokens } from "#db/schema/index.ts";
+import { requireOrgAccess } from "~/services/access/require-org-access.ts";
+import type { UserPrincipal } from "~/services/auth/principal.ts";
+import { newToken } from "~/services/auth/token-format.ts";
+import type { ServiceContext } from "~/services/context.ts";
+import { tokenForbidden } from "./messages.ts";
+
+/** Org (worker) tokens: org members who administer at least one namespace of the org may create them. */
+export async function generateOrgToken({
+  ctx,
+  principal,
+  orgId,
+}: {
+  ctx: ServiceContext;
+  principal: UserPrincipal;
+  orgId: string;
+}): Promise<{ token: string; tokenId: string }> {
+  await requireOrgAccess({ ctx, principal, orgId, write: true, forbiddenMessage: tokenForbidden.generateOrg });
+  const { token, hash, suffix } = newToken("org");
+  const [row] = await ctx.db
+    .insert(orgTokens)
+    .values({ orgId, tokenHash: hash, suffix, creatorUserId: principal.userId, createdAt: ctx.now() })
+    .returning({ id: orgTokens.id });
+  if (!row) throw new Error("token insert returned nothing");
+  return { token, tokenId: row.id };
+}

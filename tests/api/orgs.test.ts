@@ -1,0 +1,35 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { backends, startTestApp, type TestApp } from "../support/app.ts";
+
+for (const backend of backends) {
+  describe(`orgs and namespaces [${backend}]`, () => {
+    let t: TestApp;
+    beforeAll(async () => {
+      t = await startTestApp({ backend });
+    });
+    afterAll(() => t.close());
+
+    test("a new user has no org until onboarding, then exactly one org with the first namespace", async () => {
+      const u = await t.user("Alice.Smith@Example.com");
+      const before = await t.call("/api/ListOrgs", {}, { cookie: u.cookie });
+      expect(before.status).toBe(200);
+      expect(before.body).toEqual({ orgs: [] });
+
+      const onboard = await t.call("/api/OnboardNewUser", { namespaceName: "alice.smith" }, { cookie: u.cookie });
+      expect(onboard.status).toBe(200);
+      expect(onboard.body.namespace.name).toBe("alice.smith");
+      const { orgId } = onboard.body.org;
+      const { namespaceId } = onboard.body.namespace;
+
+      const orgs = await t.call("/api/ListOrgs", {}, { cookie: u.cookie });
+      expect(orgs.body).toEqual({ orgs: [{ orgId }] });
+      const namespaces = await t.call("/api/ListNamespaces", { orgId }, { cookie: u.cookie });
+      expect(namespaces.body).toEqual({ namespaces: [{ namespaceId, name: "alice.smith" }] });
+
+      // A second onboarding (double submit) returns the same org and namespace instead of making another.
+      const again = await t.call("/api/OnboardNewUser", { namespaceName: "other" }, { cookie: u.cookie });
+      expect(again.body).toEqual(onboard.body);
+      expect((await t.call("/api/ListOrgs", {}, { cookie: u.cookie })).body.orgs).toHaveLength(1);
+    });
+  });
+}

@@ -1,0 +1,76 @@
+import { spawnSync } from "node:child_process";
+import { chownSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import postgres from "postgres";
+
+/**
+ * A real PostgreSQL for tests. With TEST_DATABASE_URL, that server is used; otherwise a throwaway cluster
+ * (Debian's initdb + pg_ctl, run as the postgres user since tests run as root) is started once per test
+ * process in a temp dir, on a free port, and stopped at exit. Every caller gets its own fresh database.
+ */
+const PG_BIN = "/usr/lib/postgresql/15/bin";
+
+let server: Promise<string> | undefined;
+
+export async function createTestDatabase(): Promise<string> {
+  server ??= process.env.TEST_DATABASE_URL ? Promise.resolve(process.env.TEST_DATABASE_URL) : startCluster();
+  const baseUrl = await server;
+  const name = `t_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`;
+  const admin = postgres(baseUrl, { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(`create database ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(baseUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const address = srv.address();
+      srv.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
+    });
+  });
+}
+
+function asPostgres(args: string[]): void {
+  const isRoot = process.getuid?.() === 0;
+  const [cmd, ...rest] = isRoot ? ["runuser", "-u", "postgres", "--", ...args] : args;
+  const result = spawnSync(cmd!, rest, { encoding: "utf8" });
+  if (result.status !== 0) {
+    throw new Error(`${args[0]} failed (${result.status}): ${result.stderr || result.stdout}`);
+  }
+}
+
+async function startCluster(): Promise<string> {
+  if (!existsSync(`${PG_BIN}/initdb`)) {
+    throw new Error(`PostgreSQL tests need ${PG_BIN} (apt-get install postgresql) or TEST_DATABASE_URL`);
+  }
+  const dir = mkdtempSync(join(tmpdir(), "tapscope-pg-"));
+  const data = join(dir, "data");
+  if (process.getuid?.() === 0) {
+    const id = spawnSync("id", ["-u", "postgres"], { encoding: "utf8" });
+    const gid = spawnSync("id", ["-g", "postgres"], { encoding: "utf8" });
+    chownSync(dir, Number(id.stdout.trim()), Number(gid.stdout.trim()));
+  }
+  asPostgres([`${PG_BIN}/initdb`, "-D", data, "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8"]);
+  const port = await freePort();
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`;
+  asPostgres([`${PG_BIN}/pg_ctl`, "-D", data, "-o", options, "-l", join(dir, "log"), "-w", "-s", "start"]);
+  process.on("exit", () => {
+    try {
+      asPostgres([`${PG_BIN}/pg_ctl`, "-D", data, "-m", "immediate", "-s", "stop"]);
+    } catch {
+      // the cluster may already be gone
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return `postgres://postgres@127.0.0.1:${port}/postgres`;
+}
