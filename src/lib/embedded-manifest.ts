@@ -1,0 +1,19 @@
+/**
+ * What a compiled binary carries. From source this module says "nothing embedded"; scripts/build.ts
+ * replaces it at build time with a generated module that imports each file `with { type: "file" }`,
+ * so every value below becomes a path inside the binary (`/$bunfs/root/...`).
+ */
+export type EmbeddedManifest = {
+  /** Content hash of everything embedded: names the extraction directory in the cache. */
+  buildId: string;
+  target: "linux-x64" | "linux-arm64";
+  pglite: { wasm: string; data: string; initdb: string };
+  /** libduckdb.so for the target, dlopen'ed before @duckdb/node-api loads its `.node` addon. */
+  libduckdb: string | undefined;
+  /** db/migrations, by path relative to that folder ("0000_init.sql", "meta/_journal.json"). */
+  migrations: Record<string, string>;
+  /** build/client (hashed browser assets + manifest), by path relative to that folder. */
+  client: Record<string, string>;
+};
+
+export const embeddedManifest: EmbeddedManifest | undefined = undefined;
