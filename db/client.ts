@@ -8,6 +8,7 @@ import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
+import { embeddedMigrationsFolder, embeddedPgliteAssets, type PgliteAssets } from "~/lib/embedded.ts";
 import * as schema from "./schema/index.ts";
 
 export type Schema = typeof schema;
@@ -27,11 +28,13 @@ export type DatabaseOptions = {
   /** Where PGlite keeps its files; omitted means in memory (tests). */
   pgliteDir?: string;
   migrationsFolder?: string;
+  /** PGlite's wasm modules and data bundle; defaults to the ones embedded in the compiled binary, if any. */
+  pgliteAssets?: PgliteAssets;
 };
 
 /** Opens the metadata database and applies the committed migrations. */
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
-  const migrationsFolder = options.migrationsFolder ?? defaultMigrationsFolder;
+  const migrationsFolder = options.migrationsFolder ?? embeddedMigrationsFolder() ?? defaultMigrationsFolder;
   if (options.databaseUrl) {
     const sql = postgres(options.databaseUrl, { max: 10, onnotice: () => {} });
     const db = drizzlePostgres(sql, { schema, casing: "snake_case" });
@@ -39,7 +42,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     return { db: db as unknown as Db, kind: "postgres", close: () => sql.end({ timeout: 5 }) };
   }
   if (options.pgliteDir) mkdirSync(options.pgliteDir, { recursive: true });
-  const client = await PGlite.create(options.pgliteDir);
+  const assets = options.pgliteAssets ?? (await embeddedPgliteAssets());
+  const client = await PGlite.create(options.pgliteDir, assets);
   const db = drizzlePglite(client, { schema, casing: "snake_case" });
   await migratePglite(db, { migrationsFolder });
   return { db: db as unknown as Db, kind: "pglite", close: () => client.close() };
