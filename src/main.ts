@@ -1,5 +1,7 @@
 #!/usr/bin/env bun
 /** The single binary's entry: `tapscope server|run|proxy|worker|query|version`. */
+import { versionLine } from "./lib/version.ts";
+
 const [command = "help", ...rest] = process.argv.slice(2);
 
 const commands: Record<string, () => Promise<{ main: (args: string[]) => Promise<number> }>> = {
@@ -15,7 +17,7 @@ Usage:
 `;
 
 if (command === "version" || command === "--version") {
-  console.log(`tapscope ${process.env.TAPSCOPE_VERSION ?? "0.1.0"}`);
+  console.log(versionLine());
 } else if (command === "help" || command === "--help" || command === "-h") {
   process.stdout.write(usage);
 } else {
