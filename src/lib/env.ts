@@ -144,3 +144,24 @@ export function parseAgentConfig(env: Env = process.env): AgentConfig {
     linkId: env.TAPSCOPE_LINK_ID || undefined,
   };
 }
+
+/** Where the traced program runs, from the environment it inherits (Kubernetes downward API, GCP). */
+export type HostEnvironment = {
+  isKubernetes: boolean;
+  kubernetesNamespace: string;
+  gcpProject: string;
+  gkeClusterName: string;
+  gkeClusterLocation: string;
+  gkeNodeName: string;
+};
+
+export function parseHostEnvironment(env: Env = process.env): HostEnvironment {
+  return {
+    isKubernetes: Boolean(env.KUBERNETES_SERVICE_HOST),
+    kubernetesNamespace: env.POD_NAMESPACE || env.KUBERNETES_NAMESPACE || env.K8S_NAMESPACE || "",
+    gcpProject: env.GOOGLE_CLOUD_PROJECT || env.GCP_PROJECT || env.GCLOUD_PROJECT || env.CLOUDSDK_CORE_PROJECT || "",
+    gkeClusterName: env.GKE_CLUSTER_NAME || env.CLUSTER_NAME || "",
+    gkeClusterLocation: env.GKE_CLUSTER_LOCATION || env.CLUSTER_LOCATION || "",
+    gkeNodeName: env.NODE_NAME || env.KUBERNETES_NODE_NAME || "",
+  };
+}

@@ -1,0 +1,300 @@
+import { readFileSync, readlinkSync, statSync } from "node:fs";
+import { hostname } from "node:os";
+import { basename } from "node:path";
+import type { HostEnvironment } from "~/lib/env.ts";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+import type { ConnectionInfo } from "./relay/observer.ts";
+import { type BodySample, decodeBody } from "./parse/body.ts";
+import type { Exchange } from "./parse/exchange.ts";
+import { type RedactMode, redactHeaders, redactQuery, redactTarget } from "./redact.ts";
+
+/** Facts about the machine the program runs on: the same for every event of a run. */
+export type HostMetadata = {
+  hostname: string;
+  gcp_project: string;
+  kubernetes_namespace: string;
+  gke_cluster_location: string;
+  gke_cluster_name: string;
+  gke_node_name: string;
+};
+
+export type ProcessInfo = {
+  pid: number;
+  executableName: string;
+  executableSize: number;
+  commandLine: string;
+  user: string;
+};
+
+const SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+
+export function hostMetadata(env: HostEnvironment): HostMetadata {
+  let kubernetesNamespace = env.kubernetesNamespace;
+  if (env.isKubernetes && !kubernetesNamespace) kubernetesNamespace = readText(SERVICE_ACCOUNT_NAMESPACE).trim();
+  return {
+    hostname: hostname(),
+    gcp_project: env.gcpProject,
+    kubernetes_namespace: kubernetesNamespace,
+    gke_cluster_location: env.gkeClusterLocation,
+    gke_cluster_name: env.gkeClusterName,
+    gke_node_name: env.gkeNodeName,
+  };
+}
+
+function readText(path: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return "";
+  }
+}
+
+const MAX_COMMAND_LINE = 4096;
+let passwd: Map<number, string> | null = null;
+
+function userName(uid: number): string {
+  if (!passwd) {
+    passwd = new Map();
+    for (const line of readText("/etc/passwd").split("\n")) {
+      const [name, , id] = line.split(":");
+      if (name && id && !passwd.has(Number(id))) passwd.set(Number(id), name);
+    }
+  }
+  return passwd.get(uid) ?? String(uid);
+}
+
+/** Reads /proc/<pid>; a process that is already gone gives empty fields, never an error. */
+export function readProcessInfo(pid: number, procRoot = "/proc"): ProcessInfo {
+  const info: ProcessInfo = { pid, executableName: "", executableSize: 0, commandLine: "", user: "" };
+  if (pid <= 0) return info;
+  const dir = `${procRoot}/${pid}`;
+  try {
+    const exe = readlinkSync(`${dir}/exe`).replace(/ \(deleted\)$/, "");
+    info.executableName = basename(exe);
+    info.executableSize = statSync(exe).size;
+  } catch {
+    info.executableName = readText(`${dir}/comm`).trim();
+  }
+  const cmdline = readText(`${dir}/cmdline`);
+  info.commandLine = cmdline.replace(/\0+$/, "").replaceAll("\0", " ").slice(0, MAX_COMMAND_LINE);
+  const uid = /^Uid:\s+(\d+)/m.exec(readText(`${dir}/status`));
+  if (uid) info.user = userName(Number(uid[1]));
+  return info;
+}
+
+/** Process facts by pid, read once per process (processes come and go; pids are reused rarely). */
+export class ProcessCache {
+  private readonly cache = new Map<number, ProcessInfo>();
+  constructor(
+    private readonly read: (pid: number) => ProcessInfo = readProcessInfo,
+    private readonly max = 4096,
+  ) {}
+
+  get(pid: number): ProcessInfo {
+    let info = this.cache.get(pid);
+    if (info) return info;
+    info = this.read(pid);
+    if (this.cache.size >= this.max) this.cache.delete(this.cache.keys().next().value as number);
+    this.cache.set(pid, info);
+    return info;
+  }
+}
+
+export type EventContext = {
+  host: HostMetadata;
+  /** --service / TAPSCOPE_SERVICE; otherwise the executable name. */
+  service: string | undefined;
+  redact: RedactMode;
+  payloadLimit: number;
+};
+
+function baseEvent(conn: ConnectionInfo, proc: ProcessInfo, ctx: EventContext): TracedEvent {
+  return {
+    time: 0,
+    event_id: "",
+    parent_event_id: "",
+    service: ctx.service || proc.executableName || "unknown",
+    ...ctx.host,
+    process_id: proc.pid,
+    process_executable_name: proc.executableName,
+    process_executable_size: proc.executableSize,
+    process_command_line: proc.commandLine,
+    process_user: proc.user,
+    protocol: "tcp",
+    tls_server_name: "",
+    http_version: "",
+    http_is_outgoing: conn.direction === "outbound",
+    http_client_addr: conn.clientAddr,
+    http_server_addr: conn.serverAddr,
+    http_duration: 0,
+    http_req_method: "",
+    http_req_path: "",
+    http_req_body_size_bytes_wire: 0,
+    http_req_transfer_encoding: "",
+    http_req_content_type: "",
+    http_req_content_encoding: "",
+    http_req_content_length: -1,
+    http_req_host: "",
+    http_req_x_forwarded_for: "",
+    http_req_headers: [],
+    http_req_body: "",
+    http_req_body_truncated: false,
+    http_resp_status_code: 0,
+    http_resp_body_size_bytes_wire: 0,
+    http_resp_transfer_encoding: "",
+    http_resp_content_type: "",
+    http_resp_content_encoding: "",
+    http_resp_content_length: -1,
+    http_resp_headers: [],
+    http_resp_body: "",
+    http_resp_body_truncated: false,
+    timing_connect: -1,
+    timing_send: -1,
+    timing_wait: -1,
+    timing_receive: -1,
+    bytes_sent: 0,
+    bytes_received: 0,
+    tags: {},
+  };
+}
+
+const span = (from: number, to: number) => (from > 0 && to >= from ? Math.round(to - from) : from > 0 ? 0 : -1);
+
+/** One HTTP exchange -> the published event: redacted, bodies decoded for display and base64'd. */
+export function buildHttpEvent(ex: Exchange, conn: ConnectionInfo, proc: ProcessInfo, ctx: EventContext): TracedEvent {
+  const e = baseEvent(conn, proc, ctx);
+  const req = ex.request;
+  const resp = ex.response;
+  e.protocol = "http";
+  e.event_id = ex.eventId;
+  e.parent_event_id = ex.parentEventId;
+  e.time = Math.round(ex.requestStartAt);
+  e.http_version = `1.${req.versionMinor}`;
+  e.http_req_method = req.method;
+  e.http_req_path = redactTarget(requestPath(req.target), ctx.redact);
+  e.http_req_host = req.host || hostOfAbsoluteTarget(req.target);
+  e.http_req_x_forwarded_for = req.xForwardedFor;
+  e.http_req_transfer_encoding = req.transferEncoding;
+  e.http_req_content_type = req.contentType;
+  e.http_req_content_encoding = req.contentEncoding;
+  e.http_req_content_length = req.contentLength;
+  e.http_req_body_size_bytes_wire = ex.requestBodyWire;
+  e.http_req_headers = redactHeaders(withTrailers(req.headers, ex.requestTrailers), ctx.redact);
+  const reqBody = encodeBody(ex.requestBody, req.contentEncoding, ctx, e.tags, "req");
+  e.http_req_body = maybeRedactForm(reqBody, req.contentType, ctx.redact);
+  e.http_req_body_truncated = isTruncated(ex.requestBody, ex.requestBodyWire);
+  e.bytes_sent = req.headBytes + ex.requestBodyWire;
+  if (resp) {
+    e.http_resp_status_code = resp.status;
+    e.http_resp_transfer_encoding = resp.transferEncoding;
+    e.http_resp_content_type = resp.contentType;
+    e.http_resp_content_encoding = resp.contentEncoding;
+    e.http_resp_content_length = resp.contentLength;
+    e.http_resp_body_size_bytes_wire = ex.responseBodyWire;
+    e.http_resp_headers = redactHeaders(withTrailers(resp.headers, ex.responseTrailers), ctx.redact);
+    e.http_resp_body = encodeBody(ex.responseBody, resp.contentEncoding, ctx, e.tags, "resp");
+    e.http_resp_body_truncated = isTruncated(ex.responseBody, ex.responseBodyWire);
+    e.bytes_received = resp.headBytes + ex.responseBodyWire;
+    if (resp.versionMinor !== req.versionMinor) e.tags.http_resp_version = `1.${resp.versionMinor}`;
+  }
+  const isOutbound = conn.direction === "outbound";
+  if (isOutbound && ex.isFirstOnConnection && conn.connectedAt >= conn.startedAt && conn.startedAt > 0) {
+    e.timing_connect = Math.round(conn.connectedAt - conn.startedAt);
+  }
+  e.timing_send = span(ex.requestStartAt, ex.requestEndAt);
+  if (resp) {
+    e.timing_wait = Math.max(0, Math.round(ex.responseStartAt - ex.requestEndAt));
+    e.timing_receive = span(ex.responseStartAt, ex.responseEndAt);
+    e.http_duration = Math.max(0, Math.round(ex.responseEndAt - ex.requestStartAt));
+  } else {
+    e.http_duration = Math.max(0, Math.round(ex.requestEndAt - ex.requestStartAt));
+  }
+  if (ex.interimStatuses.length > 0) e.tags.interim_statuses = ex.interimStatuses.join(",");
+  if (ex.incompleteReason) e.tags.incomplete = ex.incompleteReason;
+  if (resp?.status === 101 && resp.upgrade) e.tags.upgrade = resp.upgrade.toLowerCase();
+  return e;
+}
+
+export type ConnectionSummary = {
+  openedAt: number;
+  closedAt: number;
+  bytesFromClient: number;
+  bytesFromServer: number;
+  tags: Record<string, string>;
+  tlsServerName: string;
+  httpVersion: string;
+  eventId: string;
+  parentEventId: string;
+};
+
+/** A connection that was not (or stopped being) HTTP/1: peer, bytes each way, duration. */
+export function buildTcpEvent(sum: ConnectionSummary, conn: ConnectionInfo, proc: ProcessInfo, ctx: EventContext): TracedEvent {
+  const e = baseEvent(conn, proc, ctx);
+  e.event_id = sum.eventId;
+  e.parent_event_id = sum.parentEventId;
+  e.time = Math.round(sum.openedAt);
+  e.tls_server_name = sum.tlsServerName;
+  e.http_version = sum.httpVersion;
+  e.http_duration = Math.max(0, Math.round(sum.closedAt - sum.openedAt));
+  e.bytes_sent = sum.bytesFromClient;
+  e.bytes_received = sum.bytesFromServer;
+  if (conn.direction === "outbound" && conn.connectedAt >= conn.startedAt && conn.startedAt > 0) {
+    e.timing_connect = Math.round(conn.connectedAt - conn.startedAt);
+  }
+  e.tags = sum.tags;
+  return e;
+}
+
+function withTrailers(headers: Array<[string, string]>, trailers: Array<[string, string]> | null): Array<[string, string]> {
+  if (!trailers || trailers.length === 0) return headers;
+  // Trailers are marked so the detail view can show them apart (gRPC status lives there).
+  return [...headers, ...trailers.map(([n, v]): [string, string] => [`trailer:${n}`, v])];
+}
+
+function isTruncated(sample: BodySample | null, wire: number): boolean {
+  if (wire === 0) return false;
+  if (!sample) return true;
+  return sample.isTruncated || sample.length < wire;
+}
+
+function encodeBody(sample: BodySample | null, contentEncoding: string, ctx: EventContext, tags: Record<string, string>, side: "req" | "resp"): string {
+  if (!sample || sample.length === 0) return "";
+  const raw = sample.bytes();
+  if (contentEncoding && !sample.isTruncated) {
+    const decoded = decodeBody(raw, contentEncoding, Math.max(ctx.payloadLimit * 4, 1 << 20));
+    if (decoded) {
+      tags[`${side}_body_decoded`] = decoded.decodedFrom;
+      return Buffer.from(decoded.bytes.buffer, decoded.bytes.byteOffset, decoded.bytes.length).toString("base64");
+    }
+  }
+  return Buffer.from(raw.buffer, raw.byteOffset, raw.length).toString("base64");
+}
+
+/** Form bodies carry the same secrets as query strings (password=..., client_secret=...). */
+function maybeRedactForm(base64: string, contentType: string, mode: RedactMode): string {
+  if (mode === "keep" || base64 === "" || !contentType.toLowerCase().startsWith("application/x-www-form-urlencoded")) return base64;
+  const text = Buffer.from(base64, "base64").toString("latin1");
+  const redacted = redactQuery(text, mode);
+  return redacted === text ? base64 : Buffer.from(redacted, "latin1").toString("base64");
+}
+
+/** Absolute-form targets (sent to proxies) become path and query. */
+function requestPath(target: string): string {
+  if (target.startsWith("/") || target === "*") return target;
+  const scheme = target.indexOf("://");
+  if (scheme > 0 && scheme < 10) {
+    const slash = target.indexOf("/", scheme + 3);
+    const q = target.indexOf("?", scheme + 3);
+    if (slash === -1) return q === -1 ? "/" : `/${target.slice(q)}`;
+    return q !== -1 && q < slash ? `/${target.slice(q)}` : target.slice(slash);
+  }
+  return target;
+}
+
+function hostOfAbsoluteTarget(target: string): string {
+  const scheme = target.indexOf("://");
+  if (scheme <= 0 || scheme >= 10) return target.startsWith("/") ? "" : target;
+  const rest = target.slice(scheme + 3);
+  const end = rest.search(/[/?#]/);
+  return end === -1 ? rest : rest.slice(0, end);
+}

@@ -1,0 +1,85 @@
+import { brotliDecompressSync, gunzipSync, inflateRawSync, inflateSync } from "node:zlib";
+
+/**
+ * The kept part of one message body: at most `limit` bytes, allocated once per message (or grown by
+ * doubling when the length is unknown). The true size is counted by the parser, not here.
+ */
+export class BodySample {
+  private buf: Uint8Array | null = null;
+  length = 0;
+  isTruncated = false;
+
+  constructor(
+    private readonly limit: number,
+    expectedLength: number,
+  ) {
+    if (limit > 0 && expectedLength > 0) this.buf = new Uint8Array(Math.min(limit, expectedLength));
+  }
+
+  add(chunk: Uint8Array, start: number, end: number): void {
+    if (end <= start) return;
+    const room = this.limit - this.length;
+    if (room <= 0) {
+      this.isTruncated = true;
+      return;
+    }
+    let n = end - start;
+    if (n > room) {
+      n = room;
+      this.isTruncated = true;
+    }
+    const needed = this.length + n;
+    if (!this.buf || needed > this.buf.length) {
+      const next = new Uint8Array(Math.min(this.limit, Math.max(needed, (this.buf?.length ?? 0) * 2, 1024)));
+      if (this.buf) next.set(this.buf.subarray(0, this.length));
+      this.buf = next;
+    }
+    this.buf.set(chunk.subarray(start, start + n), this.length);
+    this.length = needed;
+  }
+
+  bytes(): Uint8Array {
+    return this.buf ? this.buf.subarray(0, this.length) : new Uint8Array(0);
+  }
+}
+
+export type DecodedBody = { bytes: Uint8Array; decodedFrom: string };
+
+/**
+ * Undoes gzip, deflate and br (in the reverse order they were applied) for display. Returns null when
+ * there is nothing to decode, the coding is unknown, the data is corrupt, or the result would exceed
+ * `maxOutput` (a decompression bomb stays encoded).
+ */
+export function decodeBody(bytes: Uint8Array, contentEncoding: string, maxOutput: number): DecodedBody | null {
+  if (!contentEncoding || bytes.length === 0) return null;
+  const codings = contentEncoding
+    .toLowerCase()
+    .split(",")
+    .map((c) => c.trim())
+    .filter((c) => c !== "" && c !== "identity");
+  if (codings.length === 0) return null;
+  let data: Uint8Array = bytes;
+  const options = { maxOutputLength: Math.max(1, maxOutput) };
+  try {
+    for (let i = codings.length - 1; i >= 0; i--) {
+      const coding = codings[i];
+      if (coding === "gzip" || coding === "x-gzip") data = gunzipSync(data, options);
+      else if (coding === "br") data = brotliDecompressSync(data, options);
+      else if (coding === "deflate") data = inflateDeflate(data, options);
+      else return null;
+    }
+  } catch {
+    return null;
+  }
+  return { bytes: data, decodedFrom: codings.join(", ") };
+}
+
+function inflateDeflate(data: Uint8Array, options: { maxOutputLength: number }): Uint8Array {
+  // "deflate" is meant to be zlib-wrapped; some servers send raw deflate.
+  try {
+    return inflateSync(data, options);
+  } catch (error) {
+    if ((error as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") throw error;
+    return inflateRawSync(data, options);
+  }
+}

@@ -1,0 +1,29 @@
+import type { BodySample } from "./body.ts";
+import type { Http1Head } from "./http1.ts";
+
+/** One HTTP request and its response as the parsers saw them; raw (not redacted, not encoded). */
+export type Exchange = {
+  eventId: string;
+  parentEventId: string;
+  request: Http1Head;
+  response: Http1Head | null;
+  /** Times in microseconds (the relay's clock). */
+  requestStartAt: number;
+  requestEndAt: number;
+  responseStartAt: number;
+  responseEndAt: number;
+  requestBodyWire: number;
+  responseBodyWire: number;
+  requestBody: BodySample | null;
+  responseBody: BodySample | null;
+  requestTrailers: Array<[string, string]> | null;
+  responseTrailers: Array<[string, string]> | null;
+  /** 1xx responses seen before the final one (100-continue, 103 early hints). */
+  interimStatuses: number[];
+  isRequestDone: boolean;
+  isResponseDone: boolean;
+  /** The first exchange of an outbound connection carries the connect time. */
+  isFirstOnConnection: boolean;
+  /** Why the exchange ended without a complete response ("" when it completed). */
+  incompleteReason: string;
+};

@@ -1,0 +1,277 @@
+import { BodySample } from "./body.ts";
+import type { Exchange } from "./exchange.ts";
+import { type Http1Handler, type Http1Head, Http1Parser, type ResponseFraming } from "./http1.ts";
+
+export type Http1SessionHooks = {
+  newEventId(): string;
+  /** The parent of a request starting now ("" for none). */
+  parentEventId(): string;
+  /** A request head was seen (inbound: it is now in flight). */
+  onRequestStart(exchange: Exchange): void;
+  /** Both sides are done, or the exchange will never complete. Called once per exchange. */
+  onExchange(exchange: Exchange): void;
+};
+
+export type Http1SessionOptions = {
+  payloadLimit: number;
+  /** Requests waiting for their response; more means something is off: the session gives up. */
+  maxPipelined?: number;
+  maxHeadBytes?: number;
+  isOutbound: boolean;
+};
+
+const HOLDBACK_LIMIT = 64 * 1024;
+
+/**
+ * Pairs the two directions of one HTTP/1 connection into exchanges: keep-alive, pipelining (responses
+ * answer requests in order), interim responses, HEAD, upgrades and CONNECT tunnels. Once the
+ * connection stops being HTTP/1 (upgrade, tunnel) it is "opaque"; when the parsers cannot follow it,
+ * "failed". Either way the caller keeps counting bytes.
+ */
+export class Http1Session {
+  state: "http" | "opaque" | "failed" = "http";
+  failReason = "";
+  /** What the connection became after a successful upgrade ("websocket", "h2c"), or "tunnel". */
+  upgradedTo = "";
+  exchangeCount = 0;
+
+  private readonly req: Http1Parser;
+  private readonly resp: Http1Parser;
+  /** Exchanges whose response has not completed, oldest first. */
+  private readonly pending: Exchange[] = [];
+  private currentRequest: Exchange | null = null;
+  private currentResponse: Exchange | null = null;
+  private upgradeCandidate: Exchange | null = null;
+  private holdback: Uint8Array | null = null;
+  private holdbackLength = 0;
+  private holdbackAt = 0;
+
+  constructor(
+    private readonly hooks: Http1SessionHooks,
+    private readonly options: Http1SessionOptions,
+  ) {
+    const maxHead = options.maxHeadBytes ?? 64 * 1024;
+    this.req = new Http1Parser("request", this.requestHandler(), maxHead);
+    this.resp = new Http1Parser("response", this.responseHandler(), maxHead);
+  }
+
+  onData(fromClient: boolean, chunk: Uint8Array, at: number): void {
+    if (this.state !== "http") return;
+    if (fromClient) {
+      if (this.upgradeCandidate) {
+        this.hold(chunk, 0, chunk.length, at);
+        return;
+      }
+      const used = this.req.push(chunk, 0, chunk.length, at);
+      if (this.req.hasFailed) return this.fail(`request: ${this.req.errorMessage}`);
+      if (used < chunk.length && this.state === "http") this.hold(chunk, used, chunk.length, at);
+      return;
+    }
+    this.resp.push(chunk, 0, chunk.length, at);
+    if (this.resp.hasFailed) this.fail(`response: ${this.resp.errorMessage}`);
+  }
+
+  onEnd(fromClient: boolean, at: number): void {
+    if (this.state !== "http" || fromClient) return;
+    this.resp.end(at);
+  }
+
+  /** The connection is gone: whatever is still open is reported as incomplete. */
+  onClose(at: number, error?: string): void {
+    if (this.state === "http") this.resp.end(at);
+    this.abandonPending(error ? `connection closed: ${error}` : "connection closed before the response completed", at);
+  }
+
+  private fail(reason: string): void {
+    if (this.state !== "http") return;
+    this.state = "failed";
+    this.failReason = reason;
+    this.abandonPending(`parser gave up: ${reason}`, 0);
+  }
+
+  private abandonPending(reason: string, at: number): void {
+    const open = this.pending.splice(0);
+    const current = this.currentRequest;
+    if (current && !current.isRequestDone && !open.includes(current)) open.push(current);
+    this.currentRequest = null;
+    this.currentResponse = null;
+    for (const ex of open) {
+      if (ex.isRequestDone && ex.isResponseDone) continue;
+      ex.incompleteReason = reason;
+      if (!ex.isRequestDone) {
+        ex.requestEndAt = Math.max(ex.requestStartAt, at);
+        ex.requestBodyWire = ex === current ? this.req.bodyBytes : ex.requestBodyWire;
+      }
+      if (ex.response && !ex.isResponseDone) {
+        ex.responseEndAt = Math.max(ex.responseStartAt, at);
+        ex.responseBodyWire = this.resp.bodyBytes;
+      }
+      ex.isRequestDone = true;
+      ex.isResponseDone = true;
+      this.hooks.onExchange(ex);
+    }
+  }
+
+  private hold(chunk: Uint8Array, start: number, end: number, at: number): void {
+    const n = end - start;
+    if (this.holdbackLength + n > HOLDBACK_LIMIT) {
+      this.becomeOpaque("unknown");
+      return;
+    }
+    if (!this.holdback) this.holdback = new Uint8Array(Math.min(HOLDBACK_LIMIT, Math.max(4096, n)));
+    if (this.holdbackLength + n > this.holdback.length) {
+      const next = new Uint8Array(Math.min(HOLDBACK_LIMIT, Math.max(this.holdbackLength + n, this.holdback.length * 2)));
+      next.set(this.holdback.subarray(0, this.holdbackLength));
+      this.holdback = next;
+    }
+    this.holdback.set(chunk.subarray(start, end), this.holdbackLength);
+    if (this.holdbackLength === 0) this.holdbackAt = at;
+    this.holdbackLength += n;
+  }
+
+  private becomeOpaque(upgradedTo: string): void {
+    this.state = "opaque";
+    this.upgradedTo = upgradedTo;
+    this.req.becomeOpaque();
+    this.resp.becomeOpaque();
+    this.holdback = null;
+    this.holdbackLength = 0;
+  }
+
+  /** The upgrade or CONNECT was refused: the request side is HTTP/1 again; replay what it sent meanwhile. */
+  private resumeRequests(): void {
+    this.upgradeCandidate = null;
+    this.req.resume();
+    const held = this.holdback;
+    const length = this.holdbackLength;
+    this.holdback = null;
+    this.holdbackLength = 0;
+    if (held && length > 0) {
+      const used = this.req.push(held, 0, length, this.holdbackAt);
+      if (this.req.hasFailed) return this.fail(`request: ${this.req.errorMessage}`);
+      if (used < length) this.hold(held, used, length, this.holdbackAt);
+    }
+  }
+
+  private maybeEmit(ex: Exchange): void {
+    if (!ex.isRequestDone || !ex.isResponseDone) return;
+    this.hooks.onExchange(ex);
+  }
+
+  private requestHandler(): Http1Handler {
+    return {
+      onHead: (head: Http1Head, startAt: number): ResponseFraming | undefined => {
+        const limit = this.options.payloadLimit;
+        const ex: Exchange = {
+          eventId: this.hooks.newEventId(),
+          parentEventId: this.options.isOutbound ? this.hooks.parentEventId() : "",
+          request: head,
+          response: null,
+          requestStartAt: startAt,
+          requestEndAt: startAt,
+          responseStartAt: 0,
+          responseEndAt: 0,
+          requestBodyWire: 0,
+          responseBodyWire: 0,
+          requestBody: limit > 0 && hasRequestBody(head) ? new BodySample(limit, head.contentLength) : null,
+          responseBody: null,
+          requestTrailers: null,
+          responseTrailers: null,
+          interimStatuses: [],
+          isRequestDone: false,
+          isResponseDone: false,
+          isFirstOnConnection: this.exchangeCount === 0,
+          incompleteReason: "",
+        };
+        this.exchangeCount++;
+        this.currentRequest = ex;
+        this.pending.push(ex);
+        this.hooks.onRequestStart(ex);
+        if (this.pending.length > (this.options.maxPipelined ?? 1024)) this.fail("too many requests without a response");
+        return undefined;
+      },
+      onBody: (chunk, start, end) => {
+        this.currentRequest?.requestBody?.add(chunk, start, end);
+      },
+      onComplete: (at, trailers) => {
+        const ex = this.currentRequest;
+        if (!ex) return;
+        this.currentRequest = null;
+        ex.requestEndAt = at;
+        ex.requestBodyWire = this.req.bodyBytes;
+        ex.requestTrailers = trailers;
+        ex.isRequestDone = true;
+        const head = ex.request;
+        const isUpgrade = head.upgrade !== "" && head.hasConnectionUpgrade;
+        if ((isUpgrade || head.method === "CONNECT") && !ex.isResponseDone) {
+          // What the client sends next depends on the answer: the new protocol, or HTTP/1 again.
+          this.upgradeCandidate = ex;
+          this.req.pause();
+        }
+        this.maybeEmit(ex);
+      },
+    };
+  }
+
+  private responseHandler(): Http1Handler {
+    return {
+      onHead: (head: Http1Head, startAt: number, at: number): ResponseFraming | undefined => {
+        const ex = this.pending[0];
+        if (!ex) {
+          this.fail("response without a request");
+          return "tunnel";
+        }
+        if (head.status >= 100 && head.status < 200 && head.status !== 101) {
+          ex.interimStatuses.push(head.status);
+          return "interim";
+        }
+        ex.response = head;
+        ex.responseStartAt = startAt;
+        this.currentResponse = ex;
+        const method = ex.request.method;
+        const isSwitch = head.status === 101;
+        const isTunnel = method === "CONNECT" && head.status >= 200 && head.status < 300;
+        if (isSwitch || isTunnel) {
+          this.pending.shift();
+          this.currentResponse = null;
+          ex.responseEndAt = at;
+          ex.isResponseDone = true;
+          if (!ex.isRequestDone) {
+            ex.isRequestDone = true;
+            ex.requestEndAt = at;
+            ex.requestBodyWire = this.req.bodyBytes;
+            this.currentRequest = null;
+          }
+          this.hooks.onExchange(ex);
+          this.becomeOpaque(isTunnel ? "tunnel" : head.upgrade.toLowerCase() || "unknown");
+          return "tunnel";
+        }
+        if (this.upgradeCandidate === ex) this.resumeRequests();
+        const isBodiless = method === "HEAD" || head.status === 204 || head.status === 304;
+        const limit = this.options.payloadLimit;
+        if (limit > 0 && !isBodiless && head.contentLength !== 0) {
+          ex.responseBody = new BodySample(limit, head.contentLength);
+        }
+        return isBodiless ? "bodiless" : "normal";
+      },
+      onBody: (chunk, start, end) => {
+        this.currentResponse?.responseBody?.add(chunk, start, end);
+      },
+      onComplete: (at, trailers) => {
+        const ex = this.currentResponse;
+        if (!ex) return;
+        this.currentResponse = null;
+        if (this.pending[0] === ex) this.pending.shift();
+        ex.responseEndAt = at;
+        ex.responseBodyWire = this.resp.bodyBytes;
+        ex.responseTrailers = trailers;
+        ex.isResponseDone = true;
+        this.maybeEmit(ex);
+      },
+    };
+  }
+}
+
+function hasRequestBody(head: Http1Head): boolean {
+  return head.isChunked || head.contentLength > 0;
+}

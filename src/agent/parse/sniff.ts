@@ -1,0 +1,104 @@
+/**
+ * Protocol sniffing from the first bytes a client sends. HTTP/1 is recognised by its request line
+ * (any method token, so PATCH, OPTIONS and custom methods count), HTTP/2 by its connection preface,
+ * TLS by a handshake record header.
+ */
+export type Sniffed = "http1" | "http2" | "tls" | "unknown" | "more";
+
+const H2_PREFACE = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+/** A request line longer than this is not worth waiting for. */
+export const MAX_SNIFF_BYTES = 8192;
+
+const tchar = new Uint8Array(128);
+for (const c of "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") {
+  tchar[c.charCodeAt(0)] = 1;
+}
+
+export function sniff(buf: Uint8Array, length: number): Sniffed {
+  if (length === 0) return "more";
+  const b0 = buf[0]!;
+  if (b0 === 0x16) {
+    if (length < 3) return "more";
+    return buf[1] === 0x03 && buf[2]! <= 0x04 ? "tls" : "unknown";
+  }
+  // Preface first: "PRI" is a valid method token.
+  if (b0 === 0x50) {
+    const n = Math.min(length, H2_PREFACE.length);
+    let isPrefix = true;
+    for (let i = 0; i < n; i++) {
+      if (buf[i] !== H2_PREFACE.charCodeAt(i)) {
+        isPrefix = false;
+        break;
+      }
+    }
+    if (isPrefix) return n === H2_PREFACE.length ? "http2" : "more";
+  }
+  // Method token, one space, a target, one space, "HTTP/1.x", end of line.
+  let i = 0;
+  while (i < length && i <= 32) {
+    const c = buf[i]!;
+    if (c === 32) break;
+    if (c >= 128 || tchar[c] !== 1) return "unknown";
+    i++;
+  }
+  if (i === length) return length > 32 ? "unknown" : "more";
+  if (i === 0 || buf[i] !== 32) return "unknown";
+  let lf = buf.indexOf(10, i);
+  if (lf === -1 || lf >= length) return length >= MAX_SNIFF_BYTES ? "unknown" : "more";
+  if (buf[lf - 1] === 13) lf--;
+  // "... HTTP/1.x" at the end of the first line.
+  if (lf - 9 <= i) return "unknown";
+  const v = lf - 8;
+  const isHttp1 =
+    buf[v - 1] === 32 &&
+    buf[v] === 0x48 &&
+    buf[v + 1] === 0x54 &&
+    buf[v + 2] === 0x54 &&
+    buf[v + 3] === 0x50 &&
+    buf[v + 4] === 0x2f &&
+    buf[v + 5] === 0x31 &&
+    buf[v + 6] === 0x2e;
+  return isHttp1 ? "http1" : "unknown";
+}
+
+/**
+ * The server name (SNI) of a TLS ClientHello, when the whole first record is in `buf`;
+ * "" when absent or not parseable. Reads only within bounds.
+ */
+export function tlsServerName(buf: Uint8Array, length: number): string {
+  if (length < 5 || buf[0] !== 0x16) return "";
+  const recordEnd = Math.min(length, 5 + ((buf[3]! << 8) | buf[4]!));
+  let p = 5;
+  if (buf[p] !== 0x01) return ""; // ClientHello
+  p += 4; // type + 24-bit length
+  p += 2 + 32; // version + random
+  if (p >= recordEnd) return "";
+  p += 1 + buf[p]!; // session id
+  if (p + 2 > recordEnd) return "";
+  p += 2 + ((buf[p]! << 8) | buf[p + 1]!); // cipher suites
+  if (p >= recordEnd) return "";
+  p += 1 + buf[p]!; // compression methods
+  if (p + 2 > recordEnd) return "";
+  const extEnd = Math.min(recordEnd, p + 2 + ((buf[p]! << 8) | buf[p + 1]!));
+  p += 2;
+  while (p + 4 <= extEnd) {
+    const type = (buf[p]! << 8) | buf[p + 1]!;
+    const len = (buf[p + 2]! << 8) | buf[p + 3]!;
+    p += 4;
+    if (type === 0 && p + 5 <= extEnd) {
+      // server_name list: list length (2), name type (1), name length (2), name
+      const nameLen = (buf[p + 3]! << 8) | buf[p + 4]!;
+      const start = p + 5;
+      if (buf[p + 2] !== 0 || start + nameLen > extEnd || nameLen > 255) return "";
+      let name = "";
+      for (let i = start; i < start + nameLen; i++) {
+        const c = buf[i]!;
+        if (c < 0x21 || c > 0x7e) return "";
+        name += String.fromCharCode(c);
+      }
+      return name;
+    }
+    p += len;
+  }
+  return "";
+}

@@ -1,0 +1,167 @@
+import { createHash } from "node:crypto";
+
+/**
+ * Secrets never leave the machine by default. `redact` replaces them with a marker, `hash` with a
+ * short SHA-256 prefix (equal secrets stay correlatable, the value is not recoverable), `keep` keeps them.
+ * Structure stays visible: the auth scheme, cookie names and cookie attributes are kept.
+ */
+export type RedactMode = "redact" | "hash" | "keep";
+
+export const REDACTED = "[redacted]";
+
+const sensitiveHeaders = new Set([
+  "authorization",
+  "proxy-authorization",
+  "cookie",
+  "set-cookie",
+  "x-api-key",
+  "api-key",
+  "apikey",
+  "x-auth-token",
+  "x-access-token",
+  "x-refresh-token",
+  "x-csrf-token",
+  "x-xsrf-token",
+  "x-amz-security-token",
+  "x-goog-api-key",
+  "x-session-token",
+  "x-upstream-authorization",
+  "private-token",
+  "x-vault-token",
+  "x-gitlab-token",
+  "x-hub-signature",
+  "x-hub-signature-256",
+  "x-slack-signature",
+  "stripe-signature",
+  "x-tapscope-token",
+]);
+
+/** Header names that look like they carry a credential even if not in the list. */
+const sensitiveHeaderPattern = /(^|-)(token|secret|password|passwd|api-?key|auth|credential|session|signature)($|-)/i;
+
+const sensitiveParams = new Set([
+  "token",
+  "access_token",
+  "refresh_token",
+  "id_token",
+  "auth",
+  "auth_token",
+  "api_key",
+  "apikey",
+  "api-key",
+  "key",
+  "secret",
+  "client_secret",
+  "password",
+  "passwd",
+  "pwd",
+  "sig",
+  "signature",
+  "code",
+  "session",
+  "sessionid",
+  "session_id",
+  "jwt",
+  "x-amz-signature",
+  "x-amz-credential",
+  "x-amz-security-token",
+  "x-goog-signature",
+  "x-goog-credential",
+]);
+
+const sensitiveParamPattern = /(token|secret|password|passwd|api_?key|signature|credential)/i;
+
+export function isSensitiveHeader(name: string): boolean {
+  const lower = name.toLowerCase();
+  return sensitiveHeaders.has(lower) || sensitiveHeaderPattern.test(lower);
+}
+
+export function isSensitiveParam(name: string): boolean {
+  const lower = name.toLowerCase();
+  return sensitiveParams.has(lower) || sensitiveParamPattern.test(lower);
+}
+
+export function maskSecret(value: string, mode: RedactMode): string {
+  if (mode === "keep" || value === "") return value;
+  if (mode === "hash") return `sha256:${createHash("sha256").update(value).digest("hex").slice(0, 16)}`;
+  return REDACTED;
+}
+
+export function redactHeaderValue(name: string, value: string, mode: RedactMode): string {
+  if (mode === "keep") return value;
+  const lower = name.toLowerCase();
+  if (lower === "cookie") return redactCookiePairs(value, "; ", mode);
+  if (lower === "set-cookie") return redactSetCookie(value, mode);
+  if (lower === "authorization" || lower === "proxy-authorization") {
+    // Keep the scheme ("Bearer", "Basic"): it tells what kind of credential was used.
+    const space = value.indexOf(" ");
+    if (space > 0 && space < 20) return `${value.slice(0, space)} ${maskSecret(value.slice(space + 1).trim(), mode)}`;
+    return maskSecret(value, mode);
+  }
+  return maskSecret(value, mode);
+}
+
+export function redactHeaders(headers: Array<[string, string]>, mode: RedactMode): Array<[string, string]> {
+  if (mode === "keep") return headers;
+  return headers.map(([name, value]) => (isSensitiveHeader(name) ? [name, redactHeaderValue(name, value, mode)] : [name, value]));
+}
+
+function redactCookiePairs(value: string, joiner: string, mode: RedactMode): string {
+  return value
+    .split(";")
+    .map((pair) => {
+      const p = pair.trim();
+      const eq = p.indexOf("=");
+      if (eq <= 0) return p;
+      return `${p.slice(0, eq)}=${maskSecret(p.slice(eq + 1), mode)}`;
+    })
+    .join(joiner);
+}
+
+function redactSetCookie(value: string, mode: RedactMode): string {
+  // Only the first pair is the cookie; the rest are attributes (Path, Expires...).
+  const semi = value.indexOf(";");
+  const pair = semi === -1 ? value : value.slice(0, semi);
+  const rest = semi === -1 ? "" : value.slice(semi);
+  const eq = pair.indexOf("=");
+  if (eq <= 0) return maskSecret(pair, mode) + rest;
+  return `${pair.slice(0, eq)}=${maskSecret(pair.slice(eq + 1), mode)}${rest}`;
+}
+
+/** Redacts token-like query parameters of a request target, keeping everything else byte for byte. */
+export function redactTarget(target: string, mode: RedactMode): string {
+  if (mode === "keep") return target;
+  const q = target.indexOf("?");
+  if (q === -1) return target;
+  const hashAt = target.indexOf("#", q);
+  const query = hashAt === -1 ? target.slice(q + 1) : target.slice(q + 1, hashAt);
+  const redacted = redactQuery(query, mode);
+  if (redacted === query) return target;
+  return target.slice(0, q + 1) + redacted + (hashAt === -1 ? "" : target.slice(hashAt));
+}
+
+/** `a=1&token=x` -> `a=1&token=%5Bredacted%5D` (form bodies use the same rule). */
+export function redactQuery(query: string, mode: RedactMode): string {
+  if (mode === "keep" || query === "") return query;
+  let changed = false;
+  const parts = query.split("&").map((part) => {
+    const eq = part.indexOf("=");
+    if (eq <= 0) return part;
+    let name: string;
+    try {
+      name = decodeURIComponent(part.slice(0, eq).replaceAll("+", " "));
+    } catch {
+      name = part.slice(0, eq);
+    }
+    if (!isSensitiveParam(name) || eq === part.length - 1) return part;
+    changed = true;
+    let value: string;
+    try {
+      value = decodeURIComponent(part.slice(eq + 1).replaceAll("+", " "));
+    } catch {
+      value = part.slice(eq + 1);
+    }
+    return `${part.slice(0, eq)}=${encodeURIComponent(maskSecret(value, mode))}`;
+  });
+  return changed ? parts.join("&") : query;
+}

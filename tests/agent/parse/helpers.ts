@@ -1,0 +1,158 @@
+import type { ProcessInfo } from "~/agent/event.ts";
+import type { RedactMode } from "~/agent/redact.ts";
+import type { ConnectionInfo } from "~/agent/relay/observer.ts";
+import { createTracer, type Tracer } from "~/agent/tracer.ts";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+
+export const host = {
+  hostname: "test-host",
+  gcp_project: "",
+  kubernetes_namespace: "",
+  gke_cluster_location: "",
+  gke_cluster_name: "",
+  gke_node_name: "",
+};
+
+export const fakeProcess = (pid: number): ProcessInfo => ({
+  pid,
+  executableName: "server",
+  executableSize: 1234,
+  commandLine: "server --port 8000",
+  user: "app",
+});
+
+/** One side's turn in a conversation; `end` is a FIN from that side. */
+export type Segment = { fromClient: boolean; data: string | Uint8Array } | { fromClient: boolean; end: true };
+
+export const c = (data: string | Uint8Array): Segment => ({ fromClient: true, data });
+export const s = (data: string | Uint8Array): Segment => ({ fromClient: false, data });
+export const serverEnd: Segment = { fromClient: false, end: true };
+
+export type Chunker = (length: number) => number[];
+
+/** Chunk boundaries: whole, fixed sizes, one split point, random. */
+export const whole: Chunker = (n) => [n];
+export const bytewise: Chunker = (n) => Array.from({ length: n }, () => 1);
+export const splitAt =
+  (k: number): Chunker =>
+  (n) =>
+    k <= 0 || k >= n ? [n] : [k, n - k];
+export function randomChunker(seed: number): Chunker {
+  let x = seed >>> 0 || 1;
+  const rnd = () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) / 4294967296;
+  };
+  return (n) => {
+    const sizes: number[] = [];
+    let left = n;
+    while (left > 0) {
+      const size = Math.min(left, 1 + Math.floor(rnd() * 20));
+      sizes.push(size);
+      left -= size;
+    }
+    return sizes;
+  };
+}
+
+export const bytes = (data: string | Uint8Array) => (typeof data === "string" ? Buffer.from(data, "latin1") : data);
+
+export type TraceOptions = {
+  chunker?: Chunker;
+  direction?: "inbound" | "outbound";
+  payloadLimit?: number;
+  redact?: RedactMode;
+  pid?: number;
+  /** Each segment advances the clock by this many microseconds. */
+  step?: number;
+  closeError?: string;
+};
+
+export type TraceResult = { events: TracedEvent[]; tracer: Tracer; clientBytes: number; serverBytes: number };
+
+export function connection(id: number, direction: "inbound" | "outbound", pid = 100, at = 1_000_000): ConnectionInfo {
+  return {
+    id,
+    direction,
+    clientAddr: "127.0.0.1:50000",
+    serverAddr: "127.0.0.1:8000",
+    pid,
+    startedAt: at,
+    connectedAt: at + (direction === "outbound" ? 250 : 0),
+  };
+}
+
+/** Runs a conversation through a fresh tracer, chunked as asked, and returns the events. */
+export function trace(segments: Segment[], options: TraceOptions = {}): TraceResult {
+  const events: TracedEvent[] = [];
+  const tracer = createTracer({
+    onEvent: (e) => events.push(e),
+    host,
+    processInfo: fakeProcess,
+    payloadLimit: options.payloadLimit,
+    redact: options.redact ?? "keep",
+  });
+  const direction = options.direction ?? "inbound";
+  let at = 1_000_000;
+  const tap = tracer.onOpen(connection(1, direction, options.pid ?? 100, at));
+  if (!tap) throw new Error("no tap");
+  const chunker = options.chunker ?? whole;
+  let clientBytes = 0;
+  let serverBytes = 0;
+  for (const seg of segments) {
+    at += options.step ?? 1000;
+    if ("end" in seg) {
+      tap.onEnd?.(seg.fromClient, at);
+      continue;
+    }
+    const data = bytes(seg.data);
+    if (seg.fromClient) clientBytes += data.length;
+    else serverBytes += data.length;
+    let offset = 0;
+    for (const size of chunker(data.length)) {
+      // A fresh copy per chunk, like the relay's reused buffer: the tap must copy what it keeps.
+      const chunk = new Uint8Array(data.subarray(offset, offset + size));
+      tap.onData(seg.fromClient, chunk, at);
+      chunk.fill(0x7e);
+      offset += size;
+    }
+  }
+  at += options.step ?? 1000;
+  tap.onClose(at, options.closeError);
+  tracer.flush();
+  return { events, tracer, clientBytes, serverBytes };
+}
+
+export const body = (e: TracedEvent, side: "req" | "resp") =>
+  Buffer.from(side === "req" ? e.http_req_body : e.http_resp_body, "base64").toString("latin1");
+
+/** A compact view of an HTTP event for comparisons across chunkings. */
+export function summary(e: TracedEvent) {
+  return {
+    protocol: e.protocol,
+    method: e.http_req_method,
+    path: e.http_req_path,
+    status: e.http_resp_status_code,
+    reqWire: e.http_req_body_size_bytes_wire,
+    respWire: e.http_resp_body_size_bytes_wire,
+    reqBody: body(e, "req"),
+    respBody: body(e, "resp"),
+    reqHeaders: e.http_req_headers,
+    respHeaders: e.http_resp_headers,
+    tags: e.tags,
+  };
+}
+
+/**
+ * Every chunking we try for small messages: whole, one byte at a time, every single split point of
+ * each segment, and a few random ones.
+ */
+export function chunkings(segments: Segment[]): Chunker[] {
+  const longest = Math.max(...segments.map((seg) => ("end" in seg ? 0 : bytes(seg.data).length)));
+  const all: Chunker[] = [whole, bytewise];
+  for (let k = 1; k < longest; k++) all.push(splitAt(k));
+  for (let seed = 1; seed <= 8; seed++) all.push(randomChunker(seed));
+  return all;
+}
