@@ -1,7 +1,55 @@
 import { Elysia } from "elysia";
+import { AppError } from "~/lib/errors.ts";
+import { log } from "~/lib/logger.ts";
+import { createServiceContext } from "~/services/context.ts";
 import type { AppDeps } from "~/server.ts";
+import { type AssetSource, contentTypeOf, directoryAssetSource } from "~/ssr/assets.ts";
+import { renderPage } from "~/ssr/render.tsx";
+import { createServerEnv } from "~/ssr/server-env.ts";
+import type { PageShell } from "~/ui/shell.tsx";
+
+export type PageRouteOptions = {
+  /** Where built client assets come from: build/client by default; the single binary passes its embedded files. */
+  assets?: AssetSource;
+};
 
 /** Static assets (hashed, cached immutable) and the server-rendered React pages. */
-export function pageRoutes(_deps: AppDeps) {
-  return new Elysia({ name: "pages" });
+export function pageRoutes(deps: AppDeps, options: PageRouteOptions = {}) {
+  const assets = options.assets ?? directoryAssetSource();
+  const env = createServerEnv(createServiceContext(deps));
+  let hasWarned = false;
+
+  function shell(): PageShell {
+    const manifest = assets.manifest();
+    if (!manifest && !hasWarned) {
+      hasWarned = true;
+      log.warn("client assets not built: pages render without styles or scripts (run npm run build:client)");
+    }
+    return {
+      assets: { css: manifest?.css ?? [], js: manifest?.entry ?? null },
+      config: {
+        hasGoogle: Boolean(deps.config.google),
+        hasGithub: Boolean(deps.config.github),
+        supportEmail: deps.config.supportEmail,
+        commitHash: deps.config.commitHash,
+      },
+    };
+  }
+
+  const page = ({ request }: { request: Request }) => {
+    if (new URL(request.url).pathname.startsWith("/api/")) throw new AppError("NOT_FOUND", "not found");
+    return renderPage({ request, env, shell: shell() });
+  };
+
+  return new Elysia({ name: "pages" })
+    .get("/assets/*", ({ params }) => {
+      const name = params["*"];
+      const file = name ? assets.get(decodeURIComponent(name)) : null;
+      if (!file) throw new AppError("NOT_FOUND", "no such asset");
+      return new Response(file, {
+        headers: { "content-type": contentTypeOf(name), "cache-control": "public, max-age=31536000, immutable" },
+      });
+    })
+    .get("/", page)
+    .get("/*", page);
 }

@@ -1,0 +1,73 @@
+import { renderToReadableStream } from "react-dom/server";
+import {
+  createStaticHandler,
+  createStaticRouter,
+  isRouteErrorResponse,
+  type StaticHandlerContext,
+  StaticRouterProvider,
+} from "react-router";
+import { log } from "~/lib/logger.ts";
+import { jsonForScript } from "~/ssr/html.ts";
+import type { PageEnv } from "~/ui/env.ts";
+import { routes } from "~/ui/routes.tsx";
+import { type PageShell, SHELL_GLOBAL, ShellProvider } from "~/ui/shell.tsx";
+
+const handler = createStaticHandler(routes);
+
+/** Past this, whatever has not streamed yet is left to the browser to render. */
+export const RENDER_TIMEOUT_MS = 10_000;
+
+/**
+ * Server render of one page request: run the matching loaders (redirects come back as they are),
+ * then stream the React document with the hydration data for the browser router.
+ */
+export async function renderPage({ request, env, shell }: { request: Request; env: PageEnv; shell: PageShell }): Promise<Response> {
+  const context = await handler.query(request, { requestContext: env as never });
+  if (context instanceof Response) return context;
+
+  const headers = new Headers({ "content-type": "text/html; charset=utf-8", "cache-control": "no-store" });
+  try {
+    const body = await stream(context, shell, request);
+    return new Response(body, { status: context.statusCode, headers });
+  } catch (err) {
+    // A render error outside any Suspense boundary: show the app-wide error screen instead, without server internals.
+    log.error("page render failed", { path: new URL(request.url).pathname, err });
+    const shown = new Error(err instanceof Error ? err.message : "render failed");
+    shown.name = err instanceof Error ? err.name : "Error";
+    shown.stack = "";
+    const errorContext: StaticHandlerContext = { ...context, statusCode: 500, errors: { root: shown }, loaderData: {} };
+    const body = await stream(errorContext, shell, request);
+    return new Response(body, { status: 500, headers });
+  }
+}
+
+async function stream(context: StaticHandlerContext, shell: PageShell, request: Request): Promise<ReadableStream> {
+  const router = createStaticRouter(handler.dataRoutes, context);
+  const hydration = { loaderData: context.loaderData, actionData: context.actionData, errors: serializeErrors(context.errors) };
+  return renderToReadableStream(
+    <ShellProvider shell={shell}>
+      <StaticRouterProvider router={router} context={context} hydrate={false} />
+    </ShellProvider>,
+    {
+      signal: AbortSignal.any([request.signal, AbortSignal.timeout(RENDER_TIMEOUT_MS)]),
+      bootstrapScriptContent: `window.${SHELL_GLOBAL}=${jsonForScript(shell)};window.__staticRouterHydrationData=${jsonForScript(hydration)};`,
+      bootstrapModules: shell.assets.js ? [shell.assets.js] : undefined,
+      onError(error) {
+        if (!request.signal.aborted) log.error("page stream error", { path: new URL(request.url).pathname, err: error });
+      },
+    },
+  );
+}
+
+/** The same encoding react-router's StaticRouterProvider uses, so the browser router revives the errors. */
+function serializeErrors(errors: StaticHandlerContext["errors"]): Record<string, unknown> | null {
+  if (!errors) return null;
+  const out: Record<string, unknown> = {};
+  for (const [routeId, value] of Object.entries(errors)) {
+    if (isRouteErrorResponse(value)) out[routeId] = { ...value, __type: "RouteErrorResponse" };
+    else if (value instanceof Error)
+      out[routeId] = { message: value.message, __type: "Error", ...(value.name !== "Error" ? { __subType: value.name } : {}) };
+    else out[routeId] = value;
+  }
+  return out;
+}

@@ -1,0 +1,35 @@
+/**
+ * Reports an event to POST /api/Event: empty body, the kind and details in the tags header as
+ * URL-encoded key=value pairs. Reporting never throws: a failed report must not break the page.
+ */
+export const TAGS_HEADER = "x-tapscope-tags";
+
+export type EventTags = Record<string, string | number | boolean | undefined | null>;
+
+export function encodeTags(tags: EventTags): string {
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(tags)) {
+    if (value === undefined || value === null) continue;
+    params.append(key, String(value).slice(0, 4000));
+  }
+  return params.toString();
+}
+
+export async function reportEvent(kind: string, tags: EventTags = {}): Promise<void> {
+  try {
+    await fetch("/api/Event", {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { [TAGS_HEADER]: encodeTags({ kind, ...tags }), "content-type": "application/json" },
+      body: "",
+      keepalive: true,
+    });
+  } catch {
+    // best effort
+  }
+}
+
+export function errorTags(err: unknown): EventTags {
+  const e = err instanceof Error ? err : new Error(String(err));
+  return { error_name: e.name, error_message: e.message, error_stack: e.stack };
+}

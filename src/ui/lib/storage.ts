@@ -1,0 +1,21 @@
+/** The browser's local keys (spec section 3). Storage can be unavailable (private modes, quotas). */
+export const storageKeys = {
+  lastNamespaceId: "tapscope:lastNamespaceId",
+  navHidden: "tapscope:navHidden",
+} as const;
+
+export function readLocal(key: string): string | null {
+  try {
+    return window.localStorage.getItem(key);
+  } catch {
+    return null;
+  }
+}
+
+export function writeLocal(key: string, value: string): void {
+  try {
+    window.localStorage.setItem(key, value);
+  } catch {
+    // not fatal: the choice just is not remembered
+  }
+}

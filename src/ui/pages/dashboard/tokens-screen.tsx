@@ -1,0 +1,71 @@
+import { useMemo, useState } from "react";
+import { api } from "~/ui/lib/api.ts";
+import type { GenerateTokenAnswer, ListTokensAnswer } from "~/ui/lib/api-types.ts";
+import { useDashboard } from "~/ui/pages/dashboard/dashboard-state.ts";
+import { DashboardIndex } from "~/ui/pages/dashboard/placeholders.tsx";
+import { Screen } from "~/ui/pages/dashboard/screen.tsx";
+import { type TokenCalls, TokenSection } from "~/ui/pages/dashboard/token-section.tsx";
+
+export function TokensScreen() {
+  const { namespace, org } = useDashboard();
+  const [isAdvancedOpen, setIsAdvancedOpen] = useState(false);
+  const namespaceId = namespace?.namespaceId;
+  const orgId = org?.orgId;
+
+  const namespaceCalls = useMemo<TokenCalls | null>(
+    () =>
+      namespaceId
+        ? {
+            list: async (signal) => (await api<ListTokensAnswer>("ListNamespaceTokens", { namespaceId }, { signal })).tokens,
+            generate: async () => (await api<GenerateTokenAnswer>("GenerateNamespaceToken", { namespaceId })).token,
+            remove: async (tokenId) => void (await api("DeleteNamespaceToken", { tokenId })),
+          }
+        : null,
+    [namespaceId],
+  );
+  const orgCalls = useMemo<TokenCalls | null>(
+    () =>
+      orgId
+        ? {
+            list: async (signal) => (await api<ListTokensAnswer>("ListOrgTokens", { orgId }, { signal })).tokens,
+            generate: async () => (await api<GenerateTokenAnswer>("GenerateOrgToken", { orgId })).token,
+            remove: async (tokenId) => void (await api("DeleteOrgToken", { tokenId })),
+          }
+        : null,
+    [orgId],
+  );
+
+  if (!namespaceCalls || !orgCalls || !namespace) return <DashboardIndex />;
+  return (
+    <Screen
+      title="Tokens"
+      description={
+        <>
+          Tracer tokens let <code className="font-mono text-zinc-300">tapscope run</code> send requests to{" "}
+          <span className="text-zinc-200">{namespace.name}</span>. Export one as <code className="font-mono text-zinc-300">TAPSCOPE_TOKEN</code>.
+        </>
+      }
+    >
+      <TokenSection key={namespace.namespaceId} title="Namespace tokens" scope="namespace" calls={namespaceCalls} />
+      <div>
+        <button
+          type="button"
+          aria-expanded={isAdvancedOpen}
+          onClick={() => setIsAdvancedOpen((open) => !open)}
+          className="flex items-center gap-1.5 text-sm text-zinc-400 hover:text-zinc-100"
+        >
+          <span className={`inline-block transition-transform ${isAdvancedOpen ? "rotate-90" : ""}`} aria-hidden="true">
+            ›
+          </span>
+          Show advanced settings
+        </button>
+        {isAdvancedOpen ? (
+          <div className="mt-4">
+            <p className="mb-4 text-sm text-zinc-500">Organization worker tokens work for every namespace of the organization.</p>
+            <TokenSection title="Organization worker tokens" scope="org" calls={orgCalls} />
+          </div>
+        ) : null}
+      </div>
+    </Screen>
+  );
+}

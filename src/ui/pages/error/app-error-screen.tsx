@@ -1,0 +1,35 @@
+import { useEffect } from "react";
+import { errorTags, reportEvent } from "~/ui/lib/events.ts";
+import { usePublicConfig } from "~/ui/shell.tsx";
+
+/** Spec section 8: the full-screen message for an uncaught render error, reported once. */
+export function AppErrorScreen({ error }: { error: unknown }) {
+  const { supportEmail } = usePublicConfig();
+  const err = error instanceof Error ? error : new Error(typeof error === "string" ? error : JSON.stringify(error));
+  useEffect(() => {
+    void reportEvent("UncaughtAppBoundaryError", { ...errorTags(err), digest: (err as { digest?: string }).digest });
+  }, [err]);
+  return (
+    <main className="flex min-h-dvh items-center justify-center p-6">
+      <title>Error | Tapscope</title>
+      <div className="w-full max-w-2xl">
+        <div className="text-5xl text-zinc-500" aria-hidden="true">
+          :(
+        </div>
+        <p className="mt-6 text-zinc-300">
+          Tapscope ran into a problem. You can refresh the page to see if that fixes the issue. If not, reach out to{" "}
+          <a className="text-zinc-100 underline" href={`mailto:${supportEmail}`}>
+            {supportEmail}
+          </a>{" "}
+          and include the following details
+        </p>
+        <pre className="mt-6 max-h-96 overflow-auto rounded-lg border border-zinc-800 bg-zinc-900 p-4 font-mono text-xs whitespace-pre-wrap text-zinc-400">
+          <span className="text-red-400">{err.name}</span>
+          {": "}
+          {err.message}
+          {err.stack ? `\n\n${err.stack}` : ""}
+        </pre>
+      </div>
+    </main>
+  );
+}

@@ -1,0 +1,77 @@
+import type { ReactNode } from "react";
+import { Link } from "react-router";
+import { Logo } from "~/ui/components/logo.tsx";
+
+const navLinks = [
+  { to: "/pricing", label: "Pricing" },
+  { to: "/customers", label: "Customers" },
+  { to: "/docs", label: "Docs" },
+  { to: "/blog", label: "Blog" },
+  { to: "/discord", label: "Discord" },
+];
+
+export function SiteHeader() {
+  return (
+    <header className="sticky top-0 z-40 border-b border-zinc-900 bg-zinc-950/80 backdrop-blur">
+      <div className="mx-auto flex h-14 max-w-6xl items-center gap-6 px-4">
+        <Logo />
+        <nav className="flex flex-1 gap-1 overflow-x-auto text-sm">
+          {navLinks.map((link) => (
+            <Link key={link.to} to={link.to} className="rounded-full px-3 py-1 whitespace-nowrap text-zinc-400 hover:bg-zinc-900 hover:text-zinc-100">
+              {link.label}
+            </Link>
+          ))}
+        </nav>
+        <span className="hidden font-mono text-xs text-zinc-500 sm:inline">★ 2.6K</span>
+        <Link to="/login" className="rounded-md bg-zinc-100 px-3 py-1.5 text-sm font-medium text-zinc-900 hover:bg-white">
+          Start
+        </Link>
+      </div>
+    </header>
+  );
+}
+
+export function SiteFooter() {
+  return (
+    <footer className="border-t border-zinc-900">
+      <div className="mx-auto grid max-w-6xl grid-cols-2 gap-8 px-4 py-10 text-sm sm:grid-cols-4">
+        <FooterColumn title="Product" links={[["/login", "Login"], ["/pricing", "Pricing"], ["/docs", "Docs"], ["/changelog", "Changelog"]]} />
+        <FooterColumn title="Company" links={[["/blog", "Blog"], ["/customers", "Customers"]]} />
+        <FooterColumn title="Help" links={[["/discord", "Discord"]]} />
+        <p className="col-span-2 text-zinc-500 sm:col-span-1">© {new Date().getUTCFullYear()} Tapscope</p>
+      </div>
+    </footer>
+  );
+}
+
+function FooterColumn({ title, links }: { title: string; links: Array<[string, string]> }) {
+  return (
+    <div>
+      <h3 className="font-medium text-zinc-300">{title}</h3>
+      <ul className="mt-3 space-y-2">
+        {links.map(([to, label]) => (
+          <li key={to}>
+            <Link to={to} className="text-zinc-500 hover:text-zinc-200">
+              {label}
+            </Link>
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
+
+/** A tidy page for routes whose content comes with a later issue. */
+export function PlaceholderPage({ title, heading, children }: { title: string; heading: string; children?: ReactNode }) {
+  return (
+    <div className="flex min-h-dvh flex-col">
+      <title>{`${title} | Tapscope`}</title>
+      <SiteHeader />
+      <main className="mx-auto w-full max-w-6xl flex-1 px-4 py-20">
+        <h1 className="text-3xl font-semibold tracking-tight text-zinc-100 sm:text-4xl">{heading}</h1>
+        <div className="mt-4 max-w-2xl text-zinc-400">{children}</div>
+      </main>
+      <SiteFooter />
+    </div>
+  );
+}

@@ -1,0 +1,72 @@
+import { Outlet, redirect, type RouteObject } from "react-router";
+import { Document } from "~/ui/document.tsx";
+import { DashboardLayout, dashboardLoader } from "~/ui/pages/dashboard/dashboard-layout.tsx";
+import { BillingScreen, DashboardIndex, LiveScreen, RequestsScreen } from "~/ui/pages/dashboard/placeholders.tsx";
+import { TokensScreen } from "~/ui/pages/dashboard/tokens-screen.tsx";
+import { UsersScreen } from "~/ui/pages/dashboard/users-screen.tsx";
+import { RootErrorBoundary } from "~/ui/pages/error/root-error-boundary.tsx";
+import { LoginPage, loginLoader } from "~/ui/pages/login/login-page.tsx";
+import * as marketing from "~/ui/pages/marketing/pages.tsx";
+
+function Root() {
+  return (
+    <Document>
+      <Outlet />
+    </Document>
+  );
+}
+
+/** The route table of spec section 2, shared by the server render and the browser. Unknown paths 404. */
+export const routes: RouteObject[] = [
+  {
+    id: "root",
+    path: "/",
+    Component: Root,
+    ErrorBoundary: RootErrorBoundary,
+    children: [
+      { index: true, Component: marketing.LandingPage },
+      { path: "pricing", Component: marketing.PricingPage },
+      { path: "docs", Component: marketing.DocsPage },
+      { path: "docs/:page", Component: marketing.DocsPage },
+      { path: "changelog", Component: marketing.ChangelogPage },
+      { path: "discord", Component: marketing.DiscordPage },
+      { path: "customers", Component: marketing.CustomersPage },
+      { path: "customers/:customer", Component: marketing.CustomersPage },
+      { path: "blog", Component: marketing.BlogIndexPage },
+      { path: "blog/http2-preface", Component: marketing.Http2PrefacePost },
+      { path: "blog/grpc-debugging", Component: marketing.GrpcDebuggingPost },
+      { path: "link", loader: () => redirect("/") },
+      { path: "link/*", loader: linkLoader, Component: marketing.LinkViewerPage },
+      { path: "login", loader: loginLoader, Component: LoginPage },
+      {
+        id: "dashboard",
+        path: "dashboard",
+        loader: dashboardLoader,
+        // The session is checked on entry; in-app navigation does not need to ask again.
+        shouldRevalidate: () => false,
+        Component: DashboardLayout,
+        children: [
+          { index: true, Component: DashboardIndex },
+          { path: "billing", Component: BillingScreen },
+          { path: ":namespaceName", Component: DashboardIndex },
+          { path: ":namespaceName/live", Component: LiveScreen },
+          { path: ":namespaceName/requests", Component: RequestsScreen },
+          { path: ":namespaceName/tokens", Component: TokensScreen },
+          { path: ":namespaceName/users", Component: UsersScreen },
+        ],
+      },
+      { path: "iframer", Component: marketing.IframerPage },
+      { path: "minified", Component: marketing.MinifiedPage },
+    ],
+  },
+];
+
+/** A link path without an id after /link/ goes home (spec section 5). */
+function linkLoader({ params }: { params: Record<string, string | undefined> }) {
+  const rest = (params["*"] ?? "").split("/").filter(Boolean);
+  if (rest.length === 0) {
+    console.error("shared link: missing link id");
+    throw redirect("/");
+  }
+  return null;
+}

@@ -1,0 +1,29 @@
+import { createContext, type ReactNode, useContext } from "react";
+import type { PublicConfig } from "~/ui/lib/api-types.ts";
+
+/** What the server hands every page besides route data: asset URLs and public configuration. */
+export type PageShell = {
+  assets: { css: string[]; js: string | null };
+  config: PublicConfig;
+};
+
+export const SHELL_GLOBAL = "__TAPSCOPE_SHELL__";
+
+export const defaultShell: PageShell = {
+  assets: { css: [], js: null },
+  config: { hasGoogle: false, hasGithub: false, supportEmail: "support@tapscope.dev", commitHash: "dev" },
+};
+
+const ShellContext = createContext<PageShell>(defaultShell);
+
+export function ShellProvider({ shell, children }: { shell: PageShell; children: ReactNode }) {
+  return <ShellContext.Provider value={shell}>{children}</ShellContext.Provider>;
+}
+
+export function useShell(): PageShell {
+  return useContext(ShellContext);
+}
+
+export function usePublicConfig(): PublicConfig {
+  return useContext(ShellContext).config;
+}

@@ -1,0 +1,105 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { cleanup, fireEvent, render, screen } from "@testing-library/react";
+import { toApiError } from "~/ui/lib/api.ts";
+import { encodeTags } from "~/ui/lib/events.ts";
+import { isWorkerRecent, namespaceNameFromEmail, namespacePath } from "~/ui/pages/dashboard/dashboard-state.ts";
+import { NamespaceSwitcher } from "~/ui/pages/dashboard/namespace-switcher.tsx";
+import { AppErrorScreen } from "~/ui/pages/error/app-error-screen.tsx";
+import { defaultShell, ShellProvider } from "~/ui/shell.tsx";
+
+afterEach(cleanup);
+
+describe("api helper errors", () => {
+  test("carry the status, the trace id and the server's error text", async () => {
+    const response = new Response(JSON.stringify({ error: "forbidden: not an admin" }), {
+      status: 403,
+      headers: { "x-trace-id": "abc123", "content-type": "application/json" },
+    });
+    const err = await toApiError(response);
+    expect(err.message).toBe("got unexpected status code 403 (trace id abc123): forbidden: not an admin");
+    expect(err.status).toBe(403);
+  });
+
+  test("without a JSON body or trace id only the status is said", async () => {
+    const err = await toApiError(new Response("<html>bad gateway</html>", { status: 502 }));
+    expect(err.message).toBe("got unexpected status code 502");
+  });
+});
+
+describe("dashboard helpers", () => {
+  test("the Requests link shows only for a worker seen within 7 days", () => {
+    const now = Date.parse("2026-05-08T00:00:00Z");
+    expect(isWorkerRecent(null, now)).toBe(false);
+    expect(isWorkerRecent(undefined, now)).toBe(false);
+    expect(isWorkerRecent("2026-05-01T00:00:01Z", now)).toBe(true);
+    expect(isWorkerRecent("2026-04-30T23:59:59Z", now)).toBe(false);
+  });
+
+  test("switching namespace keeps the current screen", () => {
+    expect(namespacePath("prod", "/dashboard/dev/tokens")).toBe("/dashboard/prod/tokens");
+    expect(namespacePath("a b", "/dashboard/billing")).toBe("/dashboard/a%20b/live");
+  });
+
+  test("a new user's first namespace is named from the e-mail", () => {
+    expect(namespaceNameFromEmail("Ada.Lovelace+x@example.test")).toBe("ada-lovelace-x");
+    expect(namespaceNameFromEmail("@x")).toBe("default");
+  });
+
+  test("event tags are one URL-encoded header value", () => {
+    expect(encodeTags({ kind: "UncaughtAppBoundaryError", error_message: "a=b&c", skip: undefined })).toBe(
+      "kind=UncaughtAppBoundaryError&error_message=a%3Db%26c",
+    );
+  });
+});
+
+describe("namespace switcher", () => {
+  const namespaces = [
+    { namespaceId: "1", name: "dev" },
+    { namespaceId: "2", name: "prod" },
+  ];
+
+  test("opens, selects, and closes on an outside click", () => {
+    const selected: string[] = [];
+    let creates = 0;
+    render(
+      <div>
+        <p>outside</p>
+        <NamespaceSwitcher namespaces={namespaces} current={namespaces[0]!} onSelect={(ns) => selected.push(ns.name)} onCreate={() => creates++} />
+      </div>,
+    );
+    const toggle = screen.getByRole("button", { name: "Switch namespace" });
+    expect(toggle.textContent).toContain("dev");
+    fireEvent.click(toggle);
+    expect(screen.getAllByRole("menuitem").map((item) => item.textContent)).toEqual(["dev✓", "prod", "+ Create namespace"]);
+    fireEvent.mouseDown(screen.getByText("outside"));
+    expect(screen.queryByRole("menu")).toBeNull();
+    fireEvent.click(toggle);
+    fireEvent.click(screen.getByRole("menuitem", { name: "prod" }));
+    expect(selected).toEqual(["prod"]);
+    expect(screen.queryByRole("menu")).toBeNull();
+    fireEvent.click(toggle);
+    fireEvent.click(screen.getByRole("menuitem", { name: "+ Create namespace" }));
+    expect(creates).toBe(1);
+  });
+
+  test("shows a loading state before the list arrives", () => {
+    render(<NamespaceSwitcher namespaces={null} current={null} onSelect={() => {}} onCreate={() => {}} />);
+    expect(screen.getByText(/Loading namespaces/)).toBeTruthy();
+  });
+});
+
+describe("app-wide error screen", () => {
+  test("shows the spec's message with the support address, the error name, message and stack, as text", () => {
+    const err = new TypeError("<img src=x onerror=alert(1)> is not a function");
+    render(
+      <ShellProvider shell={{ ...defaultShell, config: { ...defaultShell.config, supportEmail: "help@example.test" } }}>
+        <AppErrorScreen error={err} />
+      </ShellProvider>,
+    );
+    expect(document.body.textContent).toContain(
+      "Tapscope ran into a problem. You can refresh the page to see if that fixes the issue. If not, reach out to help@example.test and include the following details",
+    );
+    expect(document.body.textContent).toContain("TypeError: <img src=x onerror=alert(1)> is not a function");
+    expect(document.querySelector("img")).toBeNull();
+  });
+});
