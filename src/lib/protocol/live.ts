@@ -1,0 +1,60 @@
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+
+/**
+ * Messages of the live-view WebSocket (/api/LiveSubscribe), JSON text frames, one object each.
+ * The frame (/iframer) relays them to its parent page as spec section 7 says: config-applied becomes
+ * markApplied, setFilterError stays setFilterError, each event becomes onEvent.
+ */
+
+/** Subscriber -> server. `filters` are the committed chips, AND-ed; the revision is echoed back. */
+export type LiveClientMessage = { type: "setConfig"; revision: number; filters: string[] };
+
+export type LiveServerMessage =
+  /** First message: what this socket watches. A link's expiry is an ISO date. */
+  | { type: "hello"; channel: "namespace" | "link"; expiresAt: string | null }
+  /** The config with this revision is in force: every later `events` message matches it. */
+  | { type: "config-applied"; revision: number }
+  /** The config was refused and the previous one stays in force. `index` is the chip, `position` 0-based within it. */
+  | { type: "setFilterError"; revision: number; message: string; position: number; index: number }
+  /**
+   * The retained recent events that match the config of `revision`, oldest first (at most 1000): sent on join and
+   * after each config-applied. The client replaces its list with them; `events` messages then append.
+   */
+  | { type: "history"; revision: number; events: TracedEvent[] }
+  /** New matching events, oldest first, batched. */
+  | { type: "events"; events: TracedEvent[] }
+  /** Publishers connected to this namespace or link, and viewers watching it; sent on join and on every change. */
+  | { type: "stats"; numPublishers: number; numSubscribers: number }
+  /** This subscriber fell behind and `count` events were skipped since the last report (`total` since joining). */
+  | { type: "dropped"; count: number; total: number }
+  /** The shared link expired; the server closes the socket next. */
+  | { type: "expired" };
+
+export const liveLimits = {
+  maxFilters: 32,
+  maxFilterLength: 4096,
+} as const;
+
+/** The live socket's path; the query carries `ticket` (namespace members) or `link_id` (link viewers). */
+export const liveSubscribePath = "/api/LiveSubscribe";
+
+/** Validates a message that crossed the socket; null when it is not a well-formed setConfig. */
+export function parseLiveClientMessage(raw: unknown): LiveClientMessage | null {
+  let value = raw;
+  if (typeof value === "string") {
+    if (value.length > liveLimits.maxFilters * (liveLimits.maxFilterLength + 16) + 256) return null;
+    try {
+      value = JSON.parse(value);
+    } catch {
+      return null;
+    }
+  }
+  if (typeof value !== "object" || value === null) return null;
+  const msg = value as Record<string, unknown>;
+  if (msg.type !== "setConfig") return null;
+  const { revision, filters } = msg;
+  if (typeof revision !== "number" || !Number.isSafeInteger(revision) || revision < 0) return null;
+  if (!Array.isArray(filters) || filters.length > liveLimits.maxFilters) return null;
+  if (!filters.every((f): f is string => typeof f === "string" && f.length <= liveLimits.maxFilterLength)) return null;
+  return { type: "setConfig", revision, filters };
+}

@@ -1,0 +1,30 @@
+import { AppError } from "~/lib/errors.ts";
+import { liveSubscribePath } from "~/lib/protocol/live.ts";
+import type { Principal } from "~/services/auth/principal.ts";
+import type { ServiceContext } from "~/services/context.ts";
+import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
+import { issueSubscriberTicket } from "./subscriber-ticket.ts";
+
+/** ws:// or wss:// for the public origin. */
+export function websocketBase(publicUrl: string): string {
+  const url = new URL(publicUrl);
+  url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+  return url.toString().replace(/\/+$/, "");
+}
+
+/** A signed-in member of the namespace gets a live socket URL carrying a one-minute, single-use ticket. */
+export async function joinSubscriber({
+  ctx,
+  principal,
+  namespaceId,
+}: {
+  ctx: ServiceContext;
+  principal: Principal | null;
+  namespaceId: string;
+}): Promise<{ websocketUrl: string }> {
+  if (!principal) throw new AppError("UNAUTHORIZED", "not signed in");
+  if (principal.kind !== "user") throw new AppError("FORBIDDEN", "forbidden: the live view is for signed-in users");
+  const access = await requireNamespaceAccess({ ctx, principal, namespaceId });
+  const ticket = issueSubscriberTicket(ctx.config.sessionSecret, { userId: principal.userId, namespaceId: access.namespaceId }, ctx.now());
+  return { websocketUrl: `${websocketBase(ctx.config.publicUrl)}${liveSubscribePath}?ticket=${encodeURIComponent(ticket)}` };
+}

@@ -1,0 +1,219 @@
+import { describe, expect, test } from "bun:test";
+import type { LiveServerMessage } from "~/lib/protocol/live.ts";
+import { LiveHub, type LiveHubOptions, type SubscriberTransport } from "~/services/live/hub.ts";
+import { makeEvent } from "./live-fixtures.ts";
+
+/** A socket stand-in with Bun's send semantics and a buffer the test can fill (a slow reader). */
+class TestSocket implements SubscriberTransport {
+  messages: LiveServerMessage[] = [];
+  buffered = 0;
+  isStalled = false;
+  closed: { code?: number; reason?: string } | null = null;
+  send(data: string): number {
+    if (this.isStalled) {
+      this.buffered += data.length;
+      return -1;
+    }
+    this.messages.push(JSON.parse(data));
+    return data.length;
+  }
+  bufferedAmount(): number {
+    return this.buffered;
+  }
+  close(code?: number, reason?: string): void {
+    this.closed = { code, reason };
+  }
+  /** The reader catches up. */
+  unstall(): void {
+    this.isStalled = false;
+    this.buffered = 0;
+  }
+  of<T extends LiveServerMessage["type"]>(type: T): Extract<LiveServerMessage, { type: T }>[] {
+    return this.messages.filter((m): m is Extract<LiveServerMessage, { type: T }> => m.type === type);
+  }
+  paths(): string[] {
+    return this.of("events").flatMap((m) => m.events.map((e) => e.http_req_path));
+  }
+}
+
+function hubWith(options: Partial<LiveHubOptions> = {}) {
+  return new LiveHub({ flushIntervalMs: 1, ...options });
+}
+
+const ns = (id: string) => ({ kind: "namespace" as const, namespaceId: id });
+const link = (id: string) => ({ kind: "link" as const, linkId: id });
+const noExpiry = { expiresAt: null };
+
+describe("LiveHub", () => {
+  test("a subscriber gets hello, stats and (empty) history on join, then batched events", () => {
+    const hub = hubWith();
+    const s = new TestSocket();
+    hub.subscribe(ns("a"), s, noExpiry);
+    expect(s.messages.map((m) => m.type)).toEqual(["hello", "stats", "history"]);
+    expect(s.of("stats")[0]).toEqual({ type: "stats", numPublishers: 0, numSubscribers: 1 });
+    hub.accept({ namespaceId: "a", linkId: null }, [makeEvent({ http_req_path: "/1" }), makeEvent({ http_req_path: "/2" })]);
+    hub.flushAll();
+    expect(s.of("events")).toHaveLength(1);
+    expect(s.paths()).toEqual(["/1", "/2"]);
+  });
+
+  test("filters are applied on the server, with the revision echoed", () => {
+    const hub = hubWith();
+    const s = new TestSocket();
+    const sub = hub.subscribe(ns("a"), s, noExpiry);
+    sub.setConfig({ type: "setConfig", revision: 7, filters: ['request.method == "POST"', "response.status >= 500"] });
+    expect(s.of("config-applied")).toEqual([{ type: "config-applied", revision: 7 }]);
+    hub.accept({ namespaceId: "a", linkId: null }, [
+      makeEvent({ http_req_method: "POST", http_resp_status_code: 503, http_req_path: "/match" }),
+      makeEvent({ http_req_method: "POST", http_resp_status_code: 200, http_req_path: "/ok" }),
+      makeEvent({ http_req_method: "GET", http_resp_status_code: 500, http_req_path: "/get" }),
+    ]);
+    hub.flushAll();
+    expect(s.paths()).toEqual(["/match"]);
+  });
+
+  test("a bad filter gets setFilterError with message, position and chip index; the old config stays", () => {
+    const hub = hubWith();
+    const s = new TestSocket();
+    const sub = hub.subscribe(ns("a"), s, noExpiry);
+    sub.setConfig({ type: "setConfig", revision: 1, filters: ['request.method == "GET"'] });
+    sub.setConfig({ type: "setConfig", revision: 2, filters: ['request.method == "GET"', "duration == 5"] });
+    expect(s.of("setFilterError")).toEqual([
+      { type: "setFilterError", revision: 2, index: 1, position: 9, message: expect.stringContaining("duration") },
+    ]);
+    expect(s.of("config-applied").map((m) => m.revision)).toEqual([1]);
+    hub.accept({ namespaceId: "a", linkId: null }, [makeEvent({ http_req_method: "GET", http_req_path: "/g" }), makeEvent({ http_req_method: "PUT" })]);
+    hub.flushAll();
+    expect(s.paths()).toEqual(["/g"]);
+  });
+
+  test("namespaces and links are isolated from each other", () => {
+    const hub = hubWith();
+    const a = new TestSocket();
+    const b = new TestSocket();
+    const l1 = new TestSocket();
+    const l2 = new TestSocket();
+    hub.subscribe(ns("a"), a, noExpiry);
+    hub.subscribe(ns("b"), b, noExpiry);
+    hub.subscribe(link("L1"), l1, noExpiry);
+    hub.subscribe(link("L2"), l2, noExpiry);
+    hub.accept({ namespaceId: "a", linkId: null }, [makeEvent({ http_req_path: "/a" })]);
+    hub.accept({ namespaceId: null, linkId: "L1" }, [makeEvent({ http_req_path: "/l1" })]);
+    // A run with a token that also asked for a link: its namespace and its link see it, nobody else.
+    hub.accept({ namespaceId: "b", linkId: "L2" }, [makeEvent({ http_req_path: "/b-and-l2" })]);
+    hub.flushAll();
+    expect(a.paths()).toEqual(["/a"]);
+    expect(b.paths()).toEqual(["/b-and-l2"]);
+    expect(l1.paths()).toEqual(["/l1"]);
+    expect(l2.paths()).toEqual(["/b-and-l2"]);
+  });
+
+  test("stats announce publishers and subscribers on every change, per channel", () => {
+    const hub = hubWith();
+    const s = new TestSocket();
+    const other = new TestSocket();
+    hub.subscribe(ns("a"), s, noExpiry);
+    hub.subscribe(ns("b"), other, noExpiry);
+    hub.publisherConnected({ namespaceId: "a", linkId: null });
+    hub.publisherConnected({ namespaceId: "a", linkId: null });
+    const second = hub.subscribe(ns("a"), new TestSocket(), noExpiry);
+    second.close();
+    hub.publisherDisconnected({ namespaceId: "a", linkId: null });
+    expect(s.of("stats").map((m) => [m.numPublishers, m.numSubscribers])).toEqual([
+      [0, 1],
+      [1, 1],
+      [2, 1],
+      [2, 2],
+      [2, 1],
+      [1, 1],
+    ]);
+    expect(other.of("stats").map((m) => [m.numPublishers, m.numSubscribers])).toEqual([[0, 1]]);
+    expect(hub.stats(ns("a"))).toEqual({ numPublishers: 1, numSubscribers: 1 });
+    // A disconnect without a connect never goes negative.
+    hub.publisherDisconnected({ namespaceId: "z", linkId: null });
+    expect(hub.stats(ns("z")).numPublishers).toBe(0);
+  });
+
+  test("a late link viewer sees the last 1000 events, filtered by its config", () => {
+    const hub = hubWith();
+    const events = Array.from({ length: 1500 }, (_, i) => makeEvent({ http_req_path: `/e${i}`, http_resp_status_code: i % 2 ? 500 : 200 }));
+    hub.accept({ namespaceId: null, linkId: "L" }, events);
+    const s = new TestSocket();
+    const sub = hub.subscribe(link("L"), s, noExpiry);
+    const [first] = s.of("history");
+    expect(first!.events).toHaveLength(1000);
+    expect(first!.events[0]!.http_req_path).toBe("/e500");
+    expect(first!.events.at(-1)!.http_req_path).toBe("/e1499");
+    sub.setConfig({ type: "setConfig", revision: 3, filters: ["response.status == 500"] });
+    const second = s.of("history")[1]!;
+    expect(second.revision).toBe(3);
+    expect(second.events).toHaveLength(500);
+    expect(second.events.every((e) => e.http_resp_status_code === 500)).toBe(true);
+    // Another link's viewer sees none of it.
+    const other = new TestSocket();
+    hub.subscribe(link("M"), other, noExpiry);
+    expect(other.of("history")[0]!.events).toEqual([]);
+  });
+
+  test("a slow subscriber drops (and is told), without slowing the publisher or the others", () => {
+    const hub = hubWith({ queueLimit: 100, maxBufferedBytes: 1000, maxBatch: 50 });
+    const slow = new TestSocket();
+    const fast = new TestSocket();
+    hub.subscribe(ns("a"), slow, noExpiry);
+    hub.subscribe(ns("a"), fast, noExpiry);
+    slow.isStalled = true;
+    slow.buffered = 10_000;
+    const t0 = performance.now();
+    for (let i = 0; i < 1000; i++) hub.accept({ namespaceId: "a", linkId: null }, [makeEvent({ http_req_path: `/${i}` })]);
+    hub.flushAll();
+    expect(performance.now() - t0).toBeLessThan(2000);
+    expect(fast.paths()).toHaveLength(1000);
+    expect(fast.of("dropped")).toEqual([]);
+    // The slow one catches up: it is told how many it missed, then gets the newest 100.
+    slow.unstall();
+    hub.flushAll();
+    const dropped = slow.of("dropped");
+    expect(dropped).toEqual([{ type: "dropped", count: 900, total: 900 }]);
+    expect(slow.paths()).toEqual(Array.from({ length: 100 }, (_, i) => `/${900 + i}`));
+  });
+
+  test("a send the socket drops (status 0) is counted as dropped", () => {
+    const hub = hubWith();
+    const s = new TestSocket();
+    hub.subscribe(ns("a"), s, noExpiry);
+    const realSend = s.send.bind(s);
+    s.send = () => 0;
+    hub.accept({ namespaceId: "a", linkId: null }, [makeEvent(), makeEvent()]);
+    hub.flushAll();
+    s.send = realSend;
+    hub.flushAll();
+    expect(s.of("dropped")).toEqual([{ type: "dropped", count: 2, total: 2 }]);
+  });
+
+  test("expired link viewers are told and closed", () => {
+    const hub = hubWith();
+    const s = new TestSocket();
+    hub.subscribe(link("L"), s, { expiresAt: new Date(Date.now() + 1000) });
+    expect(s.of("hello")[0]).toMatchObject({ channel: "link", expiresAt: expect.any(String) });
+    hub.closeLink("L");
+    expect(s.messages.at(-1)).toEqual({ type: "expired" });
+    expect(s.closed).toEqual({ code: 4410, reason: "link expired" });
+    expect(hub.stats(link("L")).numSubscribers).toBe(0);
+  });
+
+  test("history is bounded by bytes too, and idle channels give theirs up first", () => {
+    const hub = hubWith({ historyBytes: 50_000, totalHistoryBytes: 120_000 });
+    const big = (p: string) => makeEvent({ http_req_path: p, http_resp_body: "x".repeat(10_000) });
+    hub.accept({ namespaceId: null, linkId: "old" }, Array.from({ length: 10 }, (_, i) => big(`/old${i}`)));
+    hub.accept({ namespaceId: null, linkId: "mid" }, Array.from({ length: 10 }, (_, i) => big(`/mid${i}`)));
+    hub.accept({ namespaceId: null, linkId: "new" }, Array.from({ length: 10 }, (_, i) => big(`/new${i}`)));
+    const history = (id: string) => {
+      const s = new TestSocket();
+      hub.subscribe(link(id), s, noExpiry);
+      return s.of("history")[0]!.events.length;
+    };
+    expect(history("new")).toBeGreaterThan(0);
+    expect(history("new")).toBeLessThanOrEqual(5);
+    expect(history("old")).toBe(0);
+  });
+});
