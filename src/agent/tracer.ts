@@ -303,7 +303,7 @@ export function createTracer(options: TracerOptions): Tracer {
 
     private checkSession(): void {
       const s = this.session!;
-      if (s.state === "http") return;
+      if (s.state === "http" || this.mode !== "http1") return;
       if (s.state === "failed") this.giveUp(s.failReason, false);
       else this.mode = "opaque";
     }

@@ -1,0 +1,140 @@
+import { describe, expect, test } from "bun:test";
+import { createTracer } from "~/agent/tracer.ts";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { bytes, connection, fakeProcess, host } from "./helpers.ts";
+
+function setup(redact: "redact" | "hash" | "keep" = "redact") {
+  const events: TracedEvent[] = [];
+  const tracer = createTracer({ onEvent: (e) => events.push(e), host, processInfo: fakeProcess, redact });
+  return { events, tracer };
+}
+
+describe("parent ids: outbound calls made while an inbound request is in flight", () => {
+  test("carry the inbound request's event id; the most recent one when several are in flight; none for other processes", () => {
+    const { events, tracer } = setup();
+    const in1 = tracer.onOpen(connection(1, "inbound", 7))!;
+    const in2 = tracer.onOpen(connection(2, "inbound", 7))!;
+    in1.onData(true, bytes("GET /first HTTP/1.1\r\nHost: h\r\n\r\n"), 10);
+    in2.onData(true, bytes("GET /second HTTP/1.1\r\nHost: h\r\n\r\n"), 20);
+
+    const out1 = tracer.onOpen(connection(3, "outbound", 7))!;
+    out1.onData(true, bytes("GET /db HTTP/1.1\r\nHost: db\r\n\r\n"), 30);
+    out1.onData(false, bytes("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"), 40);
+    const other = tracer.onOpen(connection(4, "outbound", 8))!;
+    other.onData(true, bytes("GET /elsewhere HTTP/1.1\r\nHost: x\r\n\r\n"), 41);
+    other.onData(false, bytes("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"), 42);
+    // The second inbound request finishes; later calls belong to the first one.
+    in2.onData(false, bytes("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"), 50);
+    out1.onData(true, bytes("GET /cache HTTP/1.1\r\nHost: db\r\n\r\n"), 60);
+    out1.onData(false, bytes("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"), 70);
+    in1.onData(false, bytes("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"), 80);
+    // Nothing in flight any more.
+    out1.onData(true, bytes("GET /background HTTP/1.1\r\nHost: db\r\n\r\n"), 90);
+    out1.onData(false, bytes("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"), 95);
+    for (const tap of [in1, in2, out1, other]) tap.onClose(100);
+    tracer.flush();
+
+    const byPath = new Map(events.map((e) => [e.http_req_path, e]));
+    expect(byPath.get("/db")!.parent_event_id).toBe(byPath.get("/second")!.event_id);
+    expect(byPath.get("/cache")!.parent_event_id).toBe(byPath.get("/first")!.event_id);
+    expect(byPath.get("/elsewhere")!.parent_event_id).toBe("");
+    expect(byPath.get("/background")!.parent_event_id).toBe("");
+    expect(byPath.get("/first")!.parent_event_id).toBe("");
+    expect(new Set(events.map((e) => e.event_id)).size).toBe(events.length);
+  });
+
+  test("a non-HTTP outbound connection opened during a request is parented too", () => {
+    const { events, tracer } = setup();
+    const inbound = tracer.onOpen(connection(1, "inbound", 7))!;
+    inbound.onData(true, bytes("GET /users HTTP/1.1\r\nHost: h\r\n\r\n"), 10);
+    const pg = tracer.onOpen(connection(2, "outbound", 7))!;
+    pg.onData(true, new Uint8Array([0, 0, 0, 8, 4, 210, 22, 47]), 20);
+    pg.onClose(30);
+    inbound.onData(false, bytes("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"), 40);
+    inbound.onClose(50);
+    tracer.flush();
+    const tcp = events.find((e) => e.protocol === "tcp")!;
+    expect(tcp.parent_event_id).toBe(events.find((e) => e.protocol === "http")!.event_id);
+  });
+});
+
+describe("redaction in events", () => {
+  const request =
+    "POST /login?user=ann&access_token=SECRET1&page=2 HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer SECRET2\r\nCookie: sid=SECRET3; theme=dark\r\nX-Api-Key: SECRET4\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 29\r\n\r\nuser=ann&password=SECRET5&x=1";
+  const response = "HTTP/1.1 200 OK\r\nSet-Cookie: sid=SECRET6; Path=/; HttpOnly\r\nContent-Length: 0\r\n\r\n";
+
+  function run(mode: "redact" | "hash" | "keep") {
+    const { events, tracer } = setup(mode);
+    const tap = tracer.onOpen(connection(1, "inbound"))!;
+    tap.onData(true, bytes(request), 1);
+    tap.onData(false, bytes(response), 2);
+    tap.onClose(3);
+    tracer.flush();
+    return events[0]!;
+  }
+
+  test("redact (default): secrets replaced, structure kept", () => {
+    const e = run("redact");
+    const all = JSON.stringify(e) + Buffer.from(e.http_req_body, "base64").toString();
+    expect(all).not.toMatch(/SECRET/);
+    expect(e.http_req_path).toBe("/login?user=ann&access_token=%5Bredacted%5D&page=2");
+    expect(e.http_req_headers).toContainEqual(["Authorization", "Bearer [redacted]"]);
+    expect(e.http_req_headers).toContainEqual(["Cookie", "sid=[redacted]; theme=[redacted]"]);
+    expect(e.http_req_headers).toContainEqual(["X-Api-Key", "[redacted]"]);
+    expect(e.http_resp_headers).toContainEqual(["Set-Cookie", "sid=[redacted]; Path=/; HttpOnly"]);
+    expect(Buffer.from(e.http_req_body, "base64").toString()).toBe("user=ann&password=%5Bredacted%5D&x=1");
+  });
+
+  test("hash: equal secrets give equal short hashes, the secret itself is gone", () => {
+    const a = run("hash");
+    const b = run("hash");
+    expect(JSON.stringify(a)).not.toMatch(/SECRET/);
+    const auth = a.http_req_headers.find(([n]) => n === "Authorization")![1];
+    expect(auth).toMatch(/^Bearer sha256:[0-9a-f]{16}$/);
+    expect(b.http_req_headers.find(([n]) => n === "Authorization")![1]).toBe(auth);
+  });
+
+  test("keep: everything as sent", () => {
+    const e = run("keep");
+    expect(e.http_req_path).toContain("access_token=SECRET1");
+    expect(e.http_req_headers).toContainEqual(["Authorization", "Bearer SECRET2"]);
+  });
+});
+
+describe("bounded: the tracer never holds up or grows without limit", () => {
+  test("events beyond the queue bound are dropped and counted", () => {
+    const events: TracedEvent[] = [];
+    const tracer = createTracer({ onEvent: (e) => events.push(e), host, processInfo: fakeProcess, maxQueued: 10 });
+    for (let i = 0; i < 25; i++) {
+      const tap = tracer.onOpen(connection(i, "outbound"))!;
+      tap.onData(true, new Uint8Array([1, 2, 3]), 1);
+      tap.onClose(2);
+    }
+    tracer.flush();
+    expect(events).toHaveLength(10);
+    expect(tracer.stats().droppedEvents).toBe(15);
+  });
+
+  test("a huge head makes the connection passthrough, recorded with its bytes", () => {
+    const { events, tracer } = setup();
+    const tap = tracer.onOpen(connection(1, "inbound"))!;
+    tap.onData(true, bytes("GET / HTTP/1.1\r\n"), 1);
+    const filler = bytes(`X-Fill: ${"a".repeat(1000)}\r\n`);
+    for (let i = 0; i < 100; i++) tap.onData(true, filler, 2);
+    tap.onClose(3);
+    tracer.flush();
+    expect(events.map((e) => [e.protocol, e.tags.passthrough])).toEqual([["tcp", "request: head too large"]]);
+    expect(events[0]!.bytes_sent).toBe(16 + 100 * filler.length);
+    expect(tracer.stats().parserGaveUp).toBe(1);
+  });
+
+  test("events are delivered off the data path, in order", async () => {
+    const { events, tracer } = setup();
+    const tap = tracer.onOpen(connection(1, "inbound"))!;
+    tap.onData(true, bytes("GET /a HTTP/1.1\r\nHost: h\r\n\r\n"), 1);
+    tap.onData(false, bytes("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"), 2);
+    expect(events).toHaveLength(0);
+    await new Promise((r) => setImmediate(r));
+    expect(events.map((e) => e.http_req_path)).toEqual(["/a"]);
+  });
+});
