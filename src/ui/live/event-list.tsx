@@ -1,0 +1,149 @@
+import { observeElementRect, useVirtualizer } from "@tanstack/react-virtual";
+import { memo, type RefObject, useEffect, useRef } from "react";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { displayUrl, formatBytes, formatClock, formatDuration, statusClass } from "./format.ts";
+
+export const ROW_HEIGHT = 28;
+const COLUMNS = "grid-cols-[7.5rem_5.5rem_3.5rem_4.5rem_minmax(0,1fr)_5.5rem]";
+
+/**
+ * The event list, newest first, virtualised: only the rows in view (plus a few) are in the DOM, so
+ * 100,000 events scroll as smoothly as 100. `events` is oldest first; row i shows events[length-1-i].
+ */
+export function EventList({
+  events,
+  version,
+  selectedId,
+  onSelect,
+  onScrollAway,
+  scrollRef,
+  initialHeight = 800,
+}: {
+  events: TracedEvent[];
+  version: number;
+  selectedId: string | null;
+  onSelect: (event: TracedEvent) => void;
+  /** Tells whether the user scrolled away from the newest rows (true) or back to them (false). */
+  onScrollAway?: (isAway: boolean) => void;
+  scrollRef?: RefObject<HTMLDivElement | null>;
+  initialHeight?: number;
+}) {
+  const ownRef = useRef<HTMLDivElement | null>(null);
+  const ref = scrollRef ?? ownRef;
+  const count = events.length;
+  const virtualizer = useVirtualizer({
+    count,
+    getScrollElement: () => ref.current,
+    estimateSize: () => ROW_HEIGHT,
+    overscan: 12,
+    initialRect: { width: 1000, height: initialHeight },
+    // A scroller not laid out yet (or a DOM without layout) reports 0: assume a screenful instead of nothing.
+    observeElementRect: (instance, cb) =>
+      observeElementRect(instance, (rect) => cb(rect.height > 0 ? rect : { width: rect.width, height: initialHeight })),
+    getItemKey: (index) => events[count - 1 - index]?.event_id ?? index,
+  });
+
+  // Keep the virtualizer in step when the events array is mutated in place.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: version is the change signal
+  useEffect(() => {
+    virtualizer.measure();
+  }, [version]);
+
+  const items = virtualizer.getVirtualItems();
+  return (
+    <div className="flex min-h-0 flex-1 flex-col" role="table" aria-label="Requests" aria-rowcount={count}>
+      <div role="rowgroup" className="border-b border-zinc-800 bg-zinc-900/80">
+        <div role="row" className={`grid ${COLUMNS} gap-2 px-3 py-1.5 text-[11px] font-semibold tracking-wider text-zinc-400 uppercase`}>
+          <span role="columnheader">Time</span>
+          <span role="columnheader" className="text-right">
+            Duration
+          </span>
+          <span role="columnheader">Status</span>
+          <span role="columnheader">Method</span>
+          <span role="columnheader">URL</span>
+          <span role="columnheader" className="text-right">
+            Size
+          </span>
+        </div>
+      </div>
+      <div
+        ref={ref}
+        role="rowgroup"
+        data-testid="event-scroll"
+        className="relative min-h-0 flex-1 overflow-auto"
+        onScroll={(e) => onScrollAway?.(e.currentTarget.scrollTop > ROW_HEIGHT / 2)}
+      >
+        <div style={{ height: virtualizer.getTotalSize(), position: "relative" }}>
+          {items.map((item) => {
+            const event = events[count - 1 - item.index];
+            if (!event) return null;
+            return (
+              <Row
+                key={item.key}
+                event={event}
+                top={item.start}
+                index={item.index}
+                isSelected={event.event_id === selectedId}
+                onSelect={onSelect}
+              />
+            );
+          })}
+        </div>
+      </div>
+    </div>
+  );
+}
+
+const Row = memo(function Row({
+  event,
+  top,
+  index,
+  isSelected,
+  onSelect,
+}: {
+  event: TracedEvent;
+  top: number;
+  index: number;
+  isSelected: boolean;
+  onSelect: (event: TracedEvent) => void;
+}) {
+  return (
+    <div
+      role="row"
+      aria-rowindex={index + 1}
+      aria-selected={isSelected}
+      data-event-id={event.event_id}
+      tabIndex={-1}
+      onClick={() => onSelect(event)}
+      onKeyDown={(e) => {
+        if (e.key === "Enter") onSelect(event);
+      }}
+      style={{ position: "absolute", top: 0, left: 0, right: 0, height: ROW_HEIGHT, transform: `translateY(${top}px)` }}
+      className={`grid ${COLUMNS} cursor-pointer items-center gap-2 border-b border-zinc-900 px-3 font-mono text-xs ${isSelected ? "bg-zinc-800" : "hover:bg-zinc-900"}`}
+    >
+      <span role="cell" className="text-zinc-400 tabular-nums">
+        {formatClock(event.time)}
+      </span>
+      <span role="cell" className="text-right text-zinc-300 tabular-nums">
+        {formatDuration(event.http_duration)}
+      </span>
+      <span role="cell" className={statusClass(event.http_resp_status_code)}>
+        {event.http_resp_status_code || "—"}
+      </span>
+      <span role="cell" className="font-semibold text-zinc-200">
+        {event.http_req_method || event.protocol.toUpperCase()}
+      </span>
+      <span role="cell" className="flex min-w-0 items-center gap-1.5 text-zinc-200">
+        {event.http_is_outgoing ? (
+          <span className="shrink-0 text-sky-400" title="Outbound call made by the program" aria-label="outbound">
+            ↗
+          </span>
+        ) : null}
+        <span className="truncate">{displayUrl(event)}</span>
+      </span>
+      <span role="cell" className="text-right text-zinc-400 tabular-nums">
+        {formatBytes(event.http_resp_body_size_bytes_wire)}
+      </span>
+    </div>
+  );
+});

@@ -1,0 +1,111 @@
+import type { EventPredicate } from "~/lib/filter/evaluate.ts";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+
+/** How many events a frame keeps in memory; the oldest go first. */
+export const MAX_EVENTS = 100_000;
+const TRIM_SLACK = 10_000;
+
+/**
+ * The frame's events, oldest first (the list shows them newest first). Mutable for speed at thousands of
+ * events per second; listeners are told at most once per animation frame and read `version` as the snapshot.
+ */
+export class EventStore {
+  all: TracedEvent[] = [];
+  /** The events matching the applied filters, oldest first. */
+  shown: TracedEvent[] = [];
+  version = 0;
+  /** Bumped when the applied filters change (a paused view refreshes its frozen copy then). */
+  filterVersion = 0;
+  private byId = new Map<string, TracedEvent>();
+  private childrenOf = new Map<string, TracedEvent[]>();
+  private predicate: EventPredicate | null = null;
+  private listeners = new Set<() => void>();
+  private scheduled = false;
+
+  constructor(private readonly capacity = MAX_EVENTS) {}
+
+  subscribe = (listener: () => void) => {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  };
+
+  getVersion = () => this.version;
+
+  get(eventId: string): TracedEvent | undefined {
+    return this.byId.get(eventId);
+  }
+
+  /** Outbound calls made while serving an inbound request, in time order. */
+  children(eventId: string): TracedEvent[] {
+    return this.childrenOf.get(eventId) ?? [];
+  }
+
+  add(events: TracedEvent[]): TracedEvent[] {
+    const added: TracedEvent[] = [];
+    for (const event of events) {
+      if (!event || typeof event.event_id !== "string" || this.byId.has(event.event_id)) continue;
+      this.index(event);
+      this.all.push(event);
+      if (!this.predicate || this.predicate(event)) this.shown.push(event);
+      added.push(event);
+    }
+    if (added.length > 0) {
+      this.trim();
+      this.changed();
+    }
+    return added;
+  }
+
+  /** Retained events the server sent after a (re)join or a filter change: merged in time order. */
+  mergeHistory(events: TracedEvent[]): TracedEvent[] {
+    const fresh = events.filter((e) => e && typeof e.event_id === "string" && !this.byId.has(e.event_id));
+    if (fresh.length === 0) return fresh;
+    for (const event of fresh) this.index(event);
+    this.all = this.all.concat(fresh).sort((a, b) => a.time - b.time);
+    this.shown = this.predicate ? this.all.filter(this.predicate) : this.all.slice();
+    this.trim();
+    this.changed();
+    return fresh;
+  }
+
+  setPredicate(predicate: EventPredicate | null) {
+    this.predicate = predicate;
+    this.filterVersion++;
+    this.shown = predicate ? this.all.filter(predicate) : this.all.slice();
+    this.changed();
+  }
+
+  private index(event: TracedEvent) {
+    this.byId.set(event.event_id, event);
+    if (event.parent_event_id) {
+      const siblings = this.childrenOf.get(event.parent_event_id);
+      if (siblings) siblings.push(event);
+      else this.childrenOf.set(event.parent_event_id, [event]);
+    }
+  }
+
+  private trim() {
+    if (this.all.length <= this.capacity + TRIM_SLACK) return;
+    const dropped = this.all.slice(0, this.all.length - this.capacity);
+    this.all = this.all.slice(this.all.length - this.capacity);
+    for (const event of dropped) {
+      this.byId.delete(event.event_id);
+      this.childrenOf.delete(event.event_id);
+      const siblings = event.parent_event_id ? this.childrenOf.get(event.parent_event_id) : undefined;
+      if (siblings) this.childrenOf.set(event.parent_event_id, siblings.filter((e) => e !== event));
+    }
+    this.shown = this.shown.filter((e) => this.byId.has(e.event_id));
+  }
+
+  private changed() {
+    this.version++;
+    if (this.scheduled) return;
+    this.scheduled = true;
+    const flush = () => {
+      this.scheduled = false;
+      for (const listener of this.listeners) listener();
+    };
+    if (typeof requestAnimationFrame === "function") requestAnimationFrame(flush);
+    else setTimeout(flush, 16);
+  }
+}

@@ -1,0 +1,195 @@
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { downloadHar } from "../request-detail/har-download.ts";
+import { RequestDetail } from "../request-detail/request-detail.tsx";
+import { EventList } from "./event-list.tsx";
+import { liveSocketUrlFromFragment } from "./frame-url.ts";
+import type { SocketState } from "./live-socket.ts";
+import { useLiveFrameState } from "./use-live-frame-state.ts";
+
+type FrameParams = { socketUrl: string | null; namespaceId: string | null; openEventId: string | null; isBadUrl: boolean };
+
+function readParams(): FrameParams {
+  const search = new URLSearchParams(window.location.search);
+  const hasUrl = new URLSearchParams(window.location.hash.replace(/^#/, "")).has("url");
+  const socketUrl = liveSocketUrlFromFragment(window.location.hash, window.location);
+  return { socketUrl, namespaceId: search.get("namespace"), openEventId: search.get("event"), isBadUrl: hasUrl && !socketUrl };
+}
+
+/** The page that embeds us, when it is ours (same origin): where Copy link points. */
+function parentHref(): string | null {
+  try {
+    if (window.parent === window) return null;
+    return window.parent.location.href;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * /iframer: the live event list and the request detail. Its socket URL comes from the fragment
+ * (#url=...), so it never reaches a server log; filters come from the parent page by postMessage.
+ */
+export function LiveFrameApp() {
+  const [params, setParams] = useState<FrameParams | null>(null);
+  useEffect(() => setParams(readParams()), []);
+  if (!params) return <FrameMessage text="Loading…" />;
+  if (params.isBadUrl) return <FrameMessage text="This live view URL is not valid here." />;
+  if (!params.socketUrl) return <FrameMessage text="Nothing to show: no live source was given." />;
+  return <LiveFrame socketUrl={params.socketUrl} namespaceId={params.namespaceId} openEventId={params.openEventId} />;
+}
+
+function FrameMessage({ text }: { text: string }) {
+  return <div className="flex h-dvh items-center justify-center bg-zinc-950 text-sm text-zinc-400">{text}</div>;
+}
+
+export function LiveFrame({ socketUrl, namespaceId, openEventId }: { socketUrl: string; namespaceId: string | null; openEventId: string | null }) {
+  const { store, version, socketState, stats } = useLiveFrameState({ socketUrl, namespaceId });
+  const [selectedId, setSelectedId] = useState<string | null>(openEventId);
+  const [pause, setPause] = useState<{ reason: "user" | "scroll"; frozen: TracedEvent[] } | null>(null);
+  const scrollRef = useRef<HTMLDivElement | null>(null);
+
+  // While paused the list is a frozen copy; a filter change refreshes the copy.
+  const shown = pause ? pause.frozen : store.shown;
+  const newSincePause = pause ? Math.max(0, store.shown.length - pause.frozen.length) : 0;
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the store mutates in place; version is the signal
+  const selected = useMemo(() => (selectedId ? store.get(selectedId) : undefined), [selectedId, version, store]);
+
+  const filterVersion = store.filterVersion;
+  // biome-ignore lint/correctness/useExhaustiveDependencies: refresh the frozen copy when the filters change
+  useEffect(() => {
+    setPause((current) => (current ? { ...current, frozen: store.shown.slice() } : current));
+  }, [filterVersion, store]);
+
+  const follow = useCallback(() => {
+    setPause(null);
+    scrollRef.current?.scrollTo({ top: 0 });
+  }, []);
+  const onScrollAway = useCallback(
+    (isAway: boolean) => {
+      setPause((current) => {
+        if (isAway && !current) return { reason: "scroll", frozen: store.shown.slice() };
+        if (!isAway && current?.reason === "scroll") return null;
+        return current;
+      });
+    },
+    [store],
+  );
+
+  const link = useMemo(() => {
+    const href = parentHref();
+    if (!href || !selected) return undefined;
+    const url = new URL(href);
+    url.hash = "";
+    url.searchParams.set("event", selected.event_id);
+    return url.toString();
+  }, [selected]);
+
+  return (
+    <div className="flex h-dvh flex-col bg-zinc-950 text-zinc-100">
+      <div className="flex items-center gap-3 border-b border-zinc-800 px-3 py-1.5 text-xs text-zinc-400">
+        <ConnectionBadge state={socketState} />
+        <span data-testid="event-count">
+          {store.shown.length.toLocaleString("en-US")} {store.shown.length === 1 ? "request" : "requests"}
+          {store.shown.length !== store.all.length ? ` (of ${store.all.length.toLocaleString("en-US")})` : ""}
+        </span>
+        <span title="Programs publishing / people watching">
+          {stats.numPublishers} {stats.numPublishers === 1 ? "program" : "programs"} · {stats.numSubscribers} watching
+        </span>
+        {stats.dropped > 0 ? (
+          <span className="text-amber-400" title="This view fell behind and skipped events; the store still has them">
+            {stats.dropped.toLocaleString("en-US")} dropped
+          </span>
+        ) : null}
+        <span className="flex-1" />
+        {pause ? (
+          <button type="button" onClick={follow} className="rounded-md bg-sky-500/15 px-2 py-0.5 font-medium text-sky-300 hover:bg-sky-500/25">
+            Paused{newSincePause > 0 ? ` · ${newSincePause.toLocaleString("en-US")} new` : ""} — Follow
+          </button>
+        ) : (
+          <button
+            type="button"
+            onClick={() => setPause({ reason: "user", frozen: store.shown.slice() })}
+            className="rounded-md px-2 py-0.5 text-zinc-300 hover:bg-zinc-800"
+          >
+            Pause
+          </button>
+        )}
+        <button
+          type="button"
+          disabled={shown.length === 0}
+          onClick={() => downloadHar(shown, "tapscope-requests.har")}
+          className="rounded-md px-2 py-0.5 text-zinc-300 hover:bg-zinc-800 disabled:opacity-40"
+        >
+          Save all as HAR
+        </button>
+      </div>
+      <div className="flex min-h-0 flex-1">
+        <div className={`flex min-h-0 min-w-0 flex-col ${selected ? "w-1/2 border-r border-zinc-800" : "w-full"}`}>
+          {shown.length === 0 ? (
+            <EmptyState state={socketState} hasFilteredOut={store.all.length > 0} />
+          ) : (
+            <EventList
+              events={shown}
+              version={pause ? 0 : version}
+              selectedId={selectedId}
+              onSelect={(e) => setSelectedId(e.event_id)}
+              onScrollAway={onScrollAway}
+              scrollRef={scrollRef}
+            />
+          )}
+        </div>
+        {selected ? (
+          <div className="min-h-0 w-1/2">
+            <RequestDetail
+              key={selected.event_id}
+              event={selected}
+              children={store.children(selected.event_id)}
+              parent={selected.parent_event_id ? store.get(selected.parent_event_id) : undefined}
+              onOpen={(e) => setSelectedId(e.event_id)}
+              onClose={() => setSelectedId(null)}
+              onSaveHar={(e) => downloadHar([e, ...store.children(e.event_id)], `tapscope-${e.event_id}.har`)}
+              onSaveAllHar={() => downloadHar(shown, "tapscope-requests.har")}
+              link={link}
+            />
+          </div>
+        ) : null}
+      </div>
+    </div>
+  );
+}
+
+const stateText: Record<SocketState, string> = {
+  connecting: "Connecting…",
+  open: "Live",
+  reconnecting: "Reconnecting…",
+  expired: "Link expired",
+  closed: "Disconnected",
+};
+
+function ConnectionBadge({ state }: { state: SocketState }) {
+  const dot = state === "open" ? "bg-emerald-400" : state === "expired" || state === "closed" ? "bg-zinc-500" : "bg-amber-400";
+  return (
+    <span className="flex items-center gap-1.5" data-testid="connection" data-state={state}>
+      <span className={`size-2 rounded-full ${dot} ${state === "open" ? "animate-pulse" : ""}`} />
+      {stateText[state]}
+    </span>
+  );
+}
+
+function EmptyState({ state, hasFilteredOut }: { state: SocketState; hasFilteredOut: boolean }) {
+  return (
+    <div className="flex flex-1 flex-col items-center justify-center gap-1 p-6 text-center text-sm text-zinc-500">
+      {hasFilteredOut ? (
+        <p>No request matches the filters.</p>
+      ) : state === "open" ? (
+        <>
+          <p>Waiting for requests…</p>
+          <p className="text-xs">Send a request to your program and it shows up here within a second.</p>
+        </>
+      ) : (
+        <p>{stateText[state]}</p>
+      )}
+    </div>
+  );
+}
