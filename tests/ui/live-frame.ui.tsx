@@ -100,7 +100,8 @@ describe("live frame against a real socket", () => {
     server = Bun.serve({
       port: 0,
       fetch(req, srv) {
-        if (new URL(req.url).pathname === "/api/LiveSubscribe" && srv.upgrade(req)) return undefined as unknown as Response;
+        // Only upgrades are served (a plain Response would be happy-dom's, not Bun's).
+        if (new URL(req.url).pathname === "/api/LiveSubscribe") srv.upgrade(req, { data: undefined });
         return undefined as unknown as Response;
       },
       websocket: {
