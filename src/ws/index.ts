@@ -1,7 +1,14 @@
 import { Elysia } from "elysia";
 import type { AppDeps } from "~/server.ts";
+import { createServiceContext } from "~/services/context.ts";
+import { liveHubFor } from "~/services/live/hub-registry.ts";
+import { linkPingSocket } from "./link-ping.ts";
+import { subscribeSocket } from "./subscribe.ts";
 
 /** WebSocket channels, one file each: publish, subscribe, tunnel, link-ping. */
-export function wsRoutes(_deps: AppDeps) {
-  return new Elysia({ name: "ws" });
+export function wsRoutes(deps: AppDeps) {
+  const ctx = createServiceContext(deps);
+  return new Elysia({ name: "ws" })
+    .use(subscribeSocket({ ctx, hub: liveHubFor(deps) }))
+    .use(linkPingSocket({ ctx }));
 }

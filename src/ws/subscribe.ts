@@ -1,0 +1,86 @@
+import { Elysia, t } from "elysia";
+import type { ServerWebSocket } from "bun";
+import { AppError } from "~/lib/errors.ts";
+import { liveSubscribePath, parseLiveClientMessage } from "~/lib/protocol/live.ts";
+import type { ServiceContext } from "~/services/context.ts";
+import { getLink } from "~/services/links/get-link.ts";
+import type { ChannelRef, LiveHub, Subscriber } from "~/services/live/hub.ts";
+import { redeemSubscriberTicket } from "~/services/live/subscriber-ticket.ts";
+
+type Connection = { sub: Subscriber; expiryTimer: ReturnType<typeof setTimeout> | null };
+
+/** Longest single setTimeout; a link further out re-arms. */
+const maxTimer = 2 ** 31 - 1;
+
+/**
+ * /api/LiveSubscribe: the live view's socket. `?ticket=` (from JoinSubscriber) watches a namespace;
+ * `?link_id=` watches a shared link (the id is the capability) until it expires. See lib/protocol/live.ts.
+ */
+export function subscribeSocket({ ctx, hub }: { ctx: ServiceContext; hub: LiveHub }) {
+  const connections = new WeakMap<object, Connection>();
+
+  async function resolveChannel(query: { ticket?: string; link_id?: string }): Promise<{ ref: ChannelRef; expiresAt: Date | null }> {
+    if (query.ticket) {
+      const claims = redeemSubscriberTicket(ctx.config.sessionSecret, query.ticket, ctx.now());
+      if (!claims) throw new AppError("UNAUTHORIZED", "live ticket invalid, used or expired: call JoinSubscriber again");
+      return { ref: { kind: "namespace", namespaceId: claims.namespaceId }, expiresAt: null };
+    }
+    if (query.link_id) {
+      const link = await getLink({ ctx, linkId: query.link_id });
+      if (link.isExpired) throw new AppError("NOT_FOUND", "this link has expired");
+      return { ref: { kind: "link", linkId: link.linkId }, expiresAt: link.expiresAt };
+    }
+    throw new AppError("BAD_REQUEST", "ticket or link_id required");
+  }
+
+  function armExpiry(ws: ServerWebSocket<unknown>, sub: Subscriber, expiresAt: Date): ReturnType<typeof setTimeout> {
+    const wait = expiresAt.getTime() - ctx.now().getTime();
+    return setTimeout(
+      () => {
+        const conn = connections.get(ws);
+        if (!conn || sub.isClosed) return;
+        if (expiresAt.getTime() > ctx.now().getTime()) {
+          conn.expiryTimer = armExpiry(ws, sub, expiresAt);
+          return;
+        }
+        sub.hub.expire(sub);
+      },
+      Math.max(0, Math.min(wait, maxTimer)),
+    );
+  }
+
+  return new Elysia({ name: "ws-subscribe" })
+    .resolve(async ({ query }) => ({ live: await resolveChannel(query) }))
+    .ws(liveSubscribePath, {
+      query: t.Object({ ticket: t.Optional(t.String({ maxLength: 1024 })), link_id: t.Optional(t.String({ maxLength: 200 })) }),
+      open(ws) {
+        const raw = ws.raw as ServerWebSocket<unknown>;
+        const { ref, expiresAt } = ws.data.live;
+        const sub = hub.subscribe(
+          ref,
+          {
+            send: (data) => raw.sendText(data),
+            bufferedAmount: () => raw.getBufferedAmount(),
+            close: (code, reason) => raw.close(code, reason),
+          },
+          { expiresAt },
+        );
+        connections.set(raw, { sub, expiryTimer: expiresAt ? armExpiry(raw, sub, expiresAt) : null });
+      },
+      message(ws, message) {
+        const conn = connections.get(ws.raw);
+        const parsed = parseLiveClientMessage(message);
+        if (conn && parsed) conn.sub.setConfig(parsed);
+      },
+      drain(ws) {
+        connections.get(ws.raw)?.sub.drain();
+      },
+      close(ws) {
+        const conn = connections.get(ws.raw);
+        if (!conn) return;
+        connections.delete(ws.raw);
+        if (conn.expiryTimer) clearTimeout(conn.expiryTimer);
+        conn.sub.close();
+      },
+    });
+}
