@@ -1,0 +1,289 @@
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+
+/**
+ * TracedEvent -> HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/). No Node-only APIs, so the
+ * browser's "Save as HAR" and `tapscope query --format har` share it. Times in HAR are milliseconds.
+ */
+export type HarNameValue = { name: string; value: string };
+
+export type HarCookie = {
+  name: string;
+  value: string;
+  path?: string;
+  domain?: string;
+  expires?: string;
+  httpOnly?: boolean;
+  secure?: boolean;
+};
+
+export type HarEntry = {
+  startedDateTime: string;
+  time: number;
+  request: {
+    method: string;
+    url: string;
+    httpVersion: string;
+    cookies: HarCookie[];
+    headers: HarNameValue[];
+    queryString: HarNameValue[];
+    postData?: { mimeType: string; text: string; params?: HarNameValue[]; encoding?: string };
+    headersSize: number;
+    bodySize: number;
+  };
+  response: {
+    status: number;
+    statusText: string;
+    httpVersion: string;
+    cookies: HarCookie[];
+    headers: HarNameValue[];
+    content: { size: number; compression?: number; mimeType: string; text?: string; encoding?: string };
+    redirectURL: string;
+    headersSize: number;
+    bodySize: number;
+  };
+  cache: Record<string, never>;
+  timings: { blocked: number; dns: number; connect: number; send: number; wait: number; receive: number; ssl: number };
+  serverIPAddress?: string;
+  comment?: string;
+  _eventId: string;
+  _parentEventId: string;
+  _isOutgoing: boolean;
+  _requestBodyTruncated: boolean;
+  _responseBodyTruncated: boolean;
+};
+
+export type HarLog = {
+  log: {
+    version: "1.2";
+    creator: { name: string; version: string };
+    pages: [];
+    entries: HarEntry[];
+  };
+};
+
+const statusTexts: Record<number, string> = {
+  100: "Continue",
+  101: "Switching Protocols",
+  103: "Early Hints",
+  200: "OK",
+  201: "Created",
+  202: "Accepted",
+  204: "No Content",
+  206: "Partial Content",
+  301: "Moved Permanently",
+  302: "Found",
+  303: "See Other",
+  304: "Not Modified",
+  307: "Temporary Redirect",
+  308: "Permanent Redirect",
+  400: "Bad Request",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "Not Found",
+  405: "Method Not Allowed",
+  408: "Request Timeout",
+  409: "Conflict",
+  410: "Gone",
+  413: "Content Too Large",
+  415: "Unsupported Media Type",
+  422: "Unprocessable Content",
+  429: "Too Many Requests",
+  500: "Internal Server Error",
+  501: "Not Implemented",
+  502: "Bad Gateway",
+  503: "Service Unavailable",
+  504: "Gateway Timeout",
+};
+
+const ms = (micros: number) => (micros < 0 ? -1 : Math.round(micros) / 1000);
+const nonNegative = (micros: number) => (micros < 0 ? 0 : Math.round(micros) / 1000);
+
+function base64ToBytes(b64: string): Uint8Array {
+  const bin = atob(b64);
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+}
+
+/** The body as text when it is text (valid UTF-8 without control bytes), else base64. */
+function bodyContent(b64: string, contentType: string): { text: string; encoding?: "base64"; size: number } {
+  if (!b64) return { text: "", size: 0 };
+  const raw = base64ToBytes(b64);
+  const isTextType = /^(text\/|application\/(json|.*\+json|xml|.*\+xml|javascript|x-www-form-urlencoded|graphql))/i.test(contentType);
+  try {
+    const text = new TextDecoder("utf-8", { fatal: true }).decode(raw);
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: detecting binary content
+    if (isTextType || !/[\x00-\x08\x0e-\x1f]/.test(text)) return { text, size: raw.length };
+  } catch {
+    // Not UTF-8: binary.
+  }
+  return { text: b64, encoding: "base64", size: raw.length };
+}
+
+function headerList(headers: Array<[string, string]>): HarNameValue[] {
+  return headers.filter(([name]) => !name.startsWith("trailer:")).map(([name, value]) => ({ name, value }));
+}
+
+function queryString(path: string): HarNameValue[] {
+  const q = path.indexOf("?");
+  if (q === -1) return [];
+  const end = path.indexOf("#", q);
+  const query = path.slice(q + 1, end === -1 ? undefined : end);
+  if (!query) return [];
+  return query.split("&").map((part) => {
+    const eq = part.indexOf("=");
+    const name = eq === -1 ? part : part.slice(0, eq);
+    const value = eq === -1 ? "" : part.slice(eq + 1);
+    return { name: safeDecode(name), value: safeDecode(value) };
+  });
+}
+
+function safeDecode(s: string): string {
+  try {
+    return decodeURIComponent(s.replaceAll("+", " "));
+  } catch {
+    return s;
+  }
+}
+
+function requestCookies(headers: Array<[string, string]>): HarCookie[] {
+  const out: HarCookie[] = [];
+  for (const [name, value] of headers) {
+    if (name.toLowerCase() !== "cookie") continue;
+    for (const pair of value.split(";")) {
+      const eq = pair.indexOf("=");
+      if (eq > 0) out.push({ name: pair.slice(0, eq).trim(), value: pair.slice(eq + 1).trim() });
+    }
+  }
+  return out;
+}
+
+function responseCookies(headers: Array<[string, string]>): HarCookie[] {
+  const out: HarCookie[] = [];
+  for (const [name, value] of headers) {
+    if (name.toLowerCase() !== "set-cookie") continue;
+    const [first = "", ...attrs] = value.split(";");
+    const eq = first.indexOf("=");
+    if (eq <= 0) continue;
+    const cookie: HarCookie = { name: first.slice(0, eq).trim(), value: first.slice(eq + 1).trim() };
+    for (const attr of attrs) {
+      const [k = "", v = ""] = attr.split("=", 2).map((x) => x.trim());
+      const key = k.toLowerCase();
+      if (key === "path") cookie.path = v;
+      else if (key === "domain") cookie.domain = v;
+      else if (key === "expires") {
+        const d = new Date(v);
+        if (!Number.isNaN(d.getTime())) cookie.expires = d.toISOString();
+      } else if (key === "httponly") cookie.httpOnly = true;
+      else if (key === "secure") cookie.secure = true;
+    }
+    out.push(cookie);
+  }
+  return out;
+}
+
+function headerValue(headers: Array<[string, string]>, name: string): string {
+  for (const [n, v] of headers) if (n.toLowerCase() === name) return v;
+  return "";
+}
+
+/** "ip:port" / "[v6]:port" -> ip */
+function ipOf(addr: string): string {
+  if (addr.startsWith("[")) return addr.slice(1, addr.indexOf("]"));
+  const colon = addr.lastIndexOf(":");
+  return colon === -1 ? addr : addr.slice(0, colon);
+}
+
+export function eventUrl(e: TracedEvent): string {
+  const scheme = e.tls_server_name ? "https" : "http";
+  const host = e.http_req_host || e.tls_server_name || e.http_server_addr;
+  const path = e.http_req_path.startsWith("/") ? e.http_req_path : `/${e.http_req_path}`;
+  return `${scheme}://${host}${path}`;
+}
+
+export function toHarEntry(e: TracedEvent): HarEntry {
+  const httpVersion = e.http_version ? `HTTP/${e.http_version}` : "";
+  const connect = ms(e.timing_connect);
+  const send = nonNegative(e.timing_send);
+  const wait = nonNegative(e.timing_wait);
+  const receive = nonNegative(e.timing_receive);
+  const total = Math.max(0, connect) + send + wait + receive;
+  const started = e.time / 1000 - Math.max(0, connect);
+  const reqBody = bodyContent(e.http_req_body, e.http_req_content_type);
+  const respBody = bodyContent(e.http_resp_body, e.http_resp_content_type);
+  const isRespDecoded = Boolean(e.tags.resp_body_decoded);
+  const location = headerValue(e.http_resp_headers, "location");
+
+  const entry: HarEntry = {
+    startedDateTime: new Date(started).toISOString(),
+    time: Math.round(total * 1000) / 1000,
+    request: {
+      method: e.http_req_method,
+      url: eventUrl(e),
+      httpVersion,
+      cookies: requestCookies(e.http_req_headers),
+      headers: headerList(e.http_req_headers),
+      queryString: queryString(e.http_req_path),
+      headersSize: -1,
+      bodySize: e.http_req_body_size_bytes_wire,
+    },
+    response: {
+      status: e.http_resp_status_code,
+      statusText: statusTexts[e.http_resp_status_code] ?? "",
+      httpVersion: e.tags.http_resp_version ? `HTTP/${e.tags.http_resp_version}` : httpVersion,
+      cookies: responseCookies(e.http_resp_headers),
+      headers: headerList(e.http_resp_headers),
+      content: {
+        size: isRespDecoded && !e.http_resp_body_truncated ? respBody.size : e.http_resp_body_size_bytes_wire,
+        mimeType: e.http_resp_content_type || "x-unknown",
+        text: respBody.text,
+        ...(respBody.encoding ? { encoding: respBody.encoding } : {}),
+      },
+      redirectURL: location,
+      headersSize: -1,
+      bodySize: e.http_resp_status_code === 0 ? -1 : e.http_resp_body_size_bytes_wire,
+    },
+    cache: {},
+    timings: { blocked: -1, dns: -1, connect, send, wait, receive, ssl: -1 },
+    _eventId: e.event_id,
+    _parentEventId: e.parent_event_id,
+    _isOutgoing: e.http_is_outgoing,
+    _requestBodyTruncated: e.http_req_body_truncated,
+    _responseBodyTruncated: e.http_resp_body_truncated,
+  };
+  if (isRespDecoded && !e.http_resp_body_truncated) {
+    entry.response.content.compression = Math.max(0, respBody.size - e.http_resp_body_size_bytes_wire);
+  }
+  if (e.http_req_body || e.http_req_body_size_bytes_wire > 0) {
+    entry.request.postData = {
+      mimeType: e.http_req_content_type || "application/octet-stream",
+      text: reqBody.text,
+      ...(reqBody.encoding ? { encoding: reqBody.encoding } : {}),
+    };
+    if (/^application\/x-www-form-urlencoded/i.test(e.http_req_content_type) && !reqBody.encoding) {
+      entry.request.postData.params = queryString(`?${reqBody.text}`);
+    }
+  }
+  const ip = ipOf(e.http_server_addr);
+  if (ip) entry.serverIPAddress = ip;
+  const notes: string[] = [];
+  if (e.http_req_body_truncated || e.http_resp_body_truncated) notes.push("body truncated to the capture limit");
+  if (e.tags.incomplete) notes.push(e.tags.incomplete);
+  if (notes.length > 0) entry.comment = notes.join("; ");
+  return entry;
+}
+
+/** A HAR log of the HTTP events (connections of other protocols have no HAR form). */
+export function toHarLog(events: readonly TracedEvent[], version = "0.1.0"): HarLog {
+  return {
+    log: {
+      version: "1.2",
+      creator: { name: "tapscope", version },
+      pages: [],
+      entries: events
+        .filter((e) => e.protocol === "http")
+        .map(toHarEntry)
+        .sort((a, b) => a.startedDateTime.localeCompare(b.startedDateTime)),
+    },
+  };
+}
