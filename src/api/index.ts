@@ -4,6 +4,7 @@ import type { AppDeps } from "~/server.ts";
 import { createServiceContext } from "~/services/context.ts";
 import { authRoutes } from "./auth/index.ts";
 import { eventRoutes } from "./events/index.ts";
+import { installRoutes } from "./install/index.ts";
 import { liveRoutes } from "./live/index.ts";
 import { orgRoutes } from "./orgs/index.ts";
 import { tokenRoutes } from "./tokens/index.ts";
@@ -16,6 +17,7 @@ export function apiRoutes(deps: AppDeps) {
     .get("/api/health", () => ({ ok: true }))
     .use(authRoutes(ctx))
     .use(eventRoutes(ctx))
+    .use(installRoutes(deps))
     .use(liveRoutes(ctx))
     .use(orgRoutes(ctx))
     .use(tokenRoutes(ctx))

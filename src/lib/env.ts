@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { buildInfo } from "./version.ts";
 
 /**
  * The server's configuration, parsed once from the environment. Every variable is in the README table.
@@ -23,6 +24,8 @@ export type Config = {
   retentionDays: number;
   isProduction: boolean;
   commitHash: string;
+  /** Where /download/* finds the tapscope binaries; unset: the running binary itself and dist/. */
+  downloadDir?: string;
 };
 
 export type OAuthProviderConfig = {
@@ -124,7 +127,8 @@ export function parseConfig(env: Env = process.env): Config {
     ingestRateLimit: int(env, "INGEST_RATE_LIMIT", 0, 0, 10_000_000),
     retentionDays: int(env, "RETENTION_DAYS", 30, 1, 3650),
     isProduction: env.NODE_ENV === "production",
-    commitHash: env.TAPSCOPE_COMMIT || "dev",
+    commitHash: env.TAPSCOPE_COMMIT || buildInfo.commit,
+    downloadDir: env.DOWNLOAD_DIR ? resolve(env.DOWNLOAD_DIR) : undefined,
   };
 }
 
