@@ -1,0 +1,189 @@
+import type { FilterExpr } from "~/lib/filter/ast.ts";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+
+/**
+ * Queries against a namespace's events: what the dashboard, `tapscope query` and the tunnel send.
+ * Never SQL: a filter object (spec section 2) the store compiles for its engine.
+ * Times are milliseconds since the Unix epoch (fractions allowed down to the microsecond).
+ */
+
+export const numberOps = [
+  "Equals",
+  "GreaterThan",
+  "GreaterThanOrEquals",
+  "LesserThan",
+  "LesserThanOrEquals",
+  "NotEquals",
+] as const;
+export type NumberOp = (typeof numberOps)[number];
+
+export const stringOps = ["Equals", "DoesNotEqual", "Like", "NotLike"] as const;
+export type StringOp = (typeof stringOps)[number];
+
+/** Columns a clause may name: the spec section 3 columns, by type. Anything else is refused. */
+export const numberColumns = [
+  "process_id",
+  "process_executable_size",
+  "http_duration",
+  "http_req_body_size_bytes_wire",
+  "http_req_content_length",
+  "http_resp_status_code",
+  "http_resp_body_size_bytes_wire",
+  "http_resp_content_length",
+  "http_is_outgoing",
+] as const;
+export type NumberColumn = (typeof numberColumns)[number];
+
+export const stringColumns = [
+  "event_id",
+  "service",
+  "hostname",
+  "gcp_project",
+  "kubernetes_namespace",
+  "gke_cluster_location",
+  "gke_cluster_name",
+  "gke_node_name",
+  "process_executable_name",
+  "process_command_line",
+  "process_user",
+  "protocol",
+  "tls_server_name",
+  "http_version",
+  "http_client_addr",
+  "http_server_addr",
+  "http_req_method",
+  "http_req_path",
+  "http_req_transfer_encoding",
+  "http_req_content_type",
+  "http_req_content_encoding",
+  "http_req_host",
+  "http_req_x_forwarded_for",
+  "http_resp_transfer_encoding",
+  "http_resp_content_type",
+  "http_resp_content_encoding",
+] as const;
+export type StringColumn = (typeof stringColumns)[number];
+
+export type NumberClause = {
+  type: "Number";
+  column: NumberColumn;
+  op: NumberOp;
+  value: number;
+};
+export type StringClause = {
+  type: "String";
+  column: StringColumn;
+  op: StringOp;
+  value: string;
+};
+export type Clause = NumberClause | StringClause;
+
+/** [lowerMs, upperMs): lower bound included, upper excluded. */
+export type TimestampFilter = { lowerMs: number; upperMs: number };
+
+/** The filter object of spec section 2, as it lives (base64 JSON) in the explorer's `filter` parameter. */
+export type QueryFilter = {
+  clauses: Clause[];
+  global: TimestampFilter;
+  /** The brushed part of the global range; rows come from here when set. */
+  focus?: TimestampFilter | null;
+};
+
+export type QueryBase = {
+  filter: QueryFilter;
+  /** Parsed filter-language expressions (spec section 5), all of which must hold. */
+  expressions?: FilterExpr[];
+  /** Echoed in the result; generated when absent. */
+  queryId?: string;
+};
+
+export const maxRowLimit = 10_000;
+
+export type RowsQuery = QueryBase & {
+  /** At most maxRowLimit (the default). */
+  limit?: number;
+};
+
+/** One row of a result page: the spec section 3 columns plus parent_event_id. */
+export type EventRow = Pick<TracedEvent, (typeof rowColumns)[number]>;
+
+export const rowColumns = [
+  "time",
+  "event_id",
+  "parent_event_id",
+  "service",
+  "hostname",
+  "gcp_project",
+  "kubernetes_namespace",
+  "gke_cluster_location",
+  "gke_cluster_name",
+  "gke_node_name",
+  "process_id",
+  "process_executable_name",
+  "process_executable_size",
+  "process_command_line",
+  "process_user",
+  "protocol",
+  "tls_server_name",
+  "http_version",
+  "http_is_outgoing",
+  "http_client_addr",
+  "http_server_addr",
+  "http_duration",
+  "http_req_method",
+  "http_req_path",
+  "http_req_body_size_bytes_wire",
+  "http_req_transfer_encoding",
+  "http_req_content_type",
+  "http_req_content_encoding",
+  "http_req_content_length",
+  "http_req_host",
+  "http_req_x_forwarded_for",
+  "http_resp_status_code",
+  "http_resp_body_size_bytes_wire",
+  "http_resp_transfer_encoding",
+  "http_resp_content_type",
+  "http_resp_content_encoding",
+  "http_resp_content_length",
+] as const satisfies ReadonlyArray<keyof TracedEvent>;
+
+export type ResultBase = {
+  queryId: string;
+  durationInNanoseconds: number;
+};
+
+export type RowsResult = ResultBase & {
+  meta: string[];
+  /** Newest first. */
+  data: EventRow[];
+  wasRowLimitExceeded: boolean;
+  /** How many rows matched in all (exact), even when only `limit` came back. */
+  actualNumberOfRows: number;
+};
+
+export type HistogramQuery = QueryBase;
+
+export type HistogramBucket = {
+  /** Bucket start, ms since the epoch. */
+  timeMs: number;
+  count: number;
+  /** Of count: response status >= 500 (0 = no response is not an error here). */
+  serverErrors: number;
+  /** Of count: response status 400..499. */
+  clientErrors: number;
+};
+
+export type HistogramResult = ResultBase & {
+  bucketMs: number;
+  /** Start of the first bucket (the global lower bound snapped down to bucketMs). */
+  startMs: number;
+  /** Exactly histogramBucketCount buckets, oldest first, empty ones included. */
+  buckets: HistogramBucket[];
+  total: number;
+};
+
+export type EventDetail = ResultBase & {
+  event: TracedEvent;
+  /** Outbound calls made while this request was in flight, oldest first. */
+  children: TracedEvent[];
+};

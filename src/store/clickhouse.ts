@@ -1,0 +1,164 @@
+import { type ClickHouseClient, createClient } from "@clickhouse/client";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { clickhouseDialect } from "./sql/dialect.ts";
+import { SqlEventStore } from "./sql-store.ts";
+import { type ColumnKind, eventColumns } from "./table.ts";
+import type { Engine, StoreLimits } from "./types.ts";
+
+const chType: Record<ColumnKind, string> = {
+  int: "Int64",
+  flag: "UInt8",
+  string: "String",
+  json: "String",
+};
+const lit = clickhouseDialect.literal;
+
+/** TTL clauses on MergeTree tables arrived in ClickHouse 19.6; older servers (Debian's 18.16) delete on a schedule. */
+export function supportsTtl(version: string): boolean {
+  const [major = 0, minor = 0] = version.split(".").map(Number);
+  return major > 19 || (major === 19 && minor >= 6);
+}
+
+function toRow(e: TracedEvent): Record<string, unknown> {
+  const row: Record<string, unknown> = {};
+  for (const [name, kind] of eventColumns) {
+    const v = e[name];
+    if (kind === "int") row[name] = Math.trunc(Number(v) || 0);
+    else if (kind === "flag") row[name] = v ? 1 : 0;
+    else if (kind === "json") row[name] = JSON.stringify(v ?? null);
+    else row[name] = typeof v === "string" ? v.toWellFormed() : String(v ?? "");
+  }
+  return row;
+}
+
+/**
+ * ClickHouse over HTTP. The DDL and SQL stay within what 18.16 understands and current releases still
+ * accept: MergeTree PARTITION BY toDate(DateTime) ORDER BY time; time as Int64 microseconds (no
+ * DateTime64); no query parameters (values are escaped literals); settings per query.
+ */
+class ClickHouseEngine implements Engine {
+  readonly kind = "clickhouse" as const;
+  readonly dialect = clickhouseDialect;
+  private readonly ttlDays = new Map<string, number>();
+
+  constructor(
+    private readonly client: ClickHouseClient,
+    readonly version: string,
+  ) {}
+
+  get hasTtl(): boolean {
+    return supportsTtl(this.version);
+  }
+
+  private async command(sql: string): Promise<void> {
+    await this.client.command({ query: sql });
+  }
+
+  async createTable(table: string): Promise<void> {
+    const cols = eventColumns.map(([name, kind]) => `${name} ${chType[kind]}`);
+    cols.splice(1, 0, "ts DateTime MATERIALIZED toDateTime(intDiv(time, 1000000))");
+    await this.command(
+      `CREATE TABLE IF NOT EXISTS ${table} (${cols.join(", ")}) ENGINE = MergeTree ` +
+        "PARTITION BY toDate(ts) ORDER BY time SETTINGS index_granularity = 8192",
+    );
+  }
+
+  async insert(table: string, events: readonly TracedEvent[]): Promise<void> {
+    await this.client.insert({
+      table,
+      values: events.map(toRow),
+      format: "JSONEachRow",
+    });
+  }
+
+  async select(sql: string, options: { timeoutMs: number; queryId: string }): Promise<Record<string, unknown>[]> {
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(new Error("query timed out")), options.timeoutMs + 1000);
+    try {
+      const result = await this.client.query({
+        query: sql,
+        format: "JSON",
+        abort_signal: abort.signal,
+        clickhouse_settings: {
+          max_execution_time: Math.max(1, Math.ceil(options.timeoutMs / 1000)),
+          output_format_json_quote_64bit_integers: 0,
+        },
+      });
+      const body = await result.json<Record<string, unknown>>();
+      return body.data;
+    } catch (err) {
+      if (abort.signal.aborted) throw new Error("query timed out");
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Native TTL where the server has it (set once per value); the retention job calls this each run. */
+  async setTtl(table: string, days: number): Promise<boolean> {
+    if (!this.hasTtl) return false;
+    if (this.ttlDays.get(table) === days) return true;
+    await this.command(`ALTER TABLE ${table} MODIFY TTL ts + INTERVAL ${lit(Math.floor(days))} DAY`);
+    this.ttlDays.set(table, days);
+    return true;
+  }
+
+  async deleteOlderThan(table: string, cutoffMicros: number): Promise<void> {
+    // Whole days well before the cutoff go by partition (cheap); the rest by a mutation we wait for.
+    const cutoffDay = Math.floor(cutoffMicros / 86_400_000_000) - 1;
+    const parts = await this.client.query({
+      query: `SELECT DISTINCT partition FROM system.parts WHERE database = currentDatabase() AND table = ${lit(table)} AND active`,
+      format: "JSONEachRow",
+    });
+    for (const { partition } of await parts.json<{ partition: string }>()) {
+      const day = Date.parse(`${partition.replaceAll("'", "")}T00:00:00Z`) / 86_400_000;
+      if (Number.isFinite(day) && day < cutoffDay) {
+        await this.command(`ALTER TABLE ${table} DROP PARTITION ${lit(partition.replaceAll("'", ""))}`);
+      }
+    }
+    await this.command(`ALTER TABLE ${table} DELETE WHERE time < ${lit(cutoffMicros)}`);
+    const deadline = Date.now() + 60_000;
+    while (Date.now() < deadline) {
+      const pending = await this.select(
+        `SELECT count() AS n FROM system.mutations WHERE database = currentDatabase() AND table = ${lit(table)} AND is_done = 0`,
+        { timeoutMs: 10_000, queryId: "" },
+      );
+      if (Number(pending[0]?.n ?? 0) === 0) return;
+      await Bun.sleep(50);
+    }
+  }
+
+  async listTables(): Promise<string[]> {
+    const rows = await this.select(
+      "SELECT name FROM system.tables WHERE database = currentDatabase() AND name LIKE 'events\\\\_%'",
+      { timeoutMs: 10_000, queryId: "" },
+    );
+    return rows.map((r) => String(r.name));
+  }
+
+  async dropTable(table: string): Promise<void> {
+    await this.command(`DROP TABLE IF EXISTS ${table}`);
+  }
+
+  async close(): Promise<void> {
+    await this.client.close();
+  }
+}
+
+export type ClickHouseStoreOptions = {
+  url: string;
+  limits?: Partial<StoreLimits>;
+};
+
+export async function openClickHouseStore(options: ClickHouseStoreOptions): Promise<SqlEventStore> {
+  const client = createClient({
+    url: options.url,
+    compression: { request: false, response: true },
+  });
+  const result = await client.query({
+    query: "SELECT version() AS v",
+    format: "JSONEachRow",
+  });
+  const [row] = await result.json<{ v: string }>();
+  return new SqlEventStore(new ClickHouseEngine(client, row?.v ?? "0"), options.limits);
+}

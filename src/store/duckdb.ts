@@ -1,0 +1,159 @@
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { type DuckDBAppender, type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { duckdbDialect } from "./sql/dialect.ts";
+import { SqlEventStore } from "./sql-store.ts";
+import { type ColumnKind, eventColumns } from "./table.ts";
+import type { Engine, StoreLimits } from "./types.ts";
+
+const duckType: Record<ColumnKind, string> = {
+  int: "BIGINT",
+  flag: "UTINYINT",
+  string: "VARCHAR",
+  json: "VARCHAR",
+};
+
+type Reader = { conn: DuckDBConnection; busy: boolean };
+
+/**
+ * DuckDB, embedded: one database file in DATA_DIR, one table per namespace. Inserts go through the
+ * appender on a dedicated connection; queries run on a small pool of reader connections, each of which
+ * can be interrupted when its query outlives the timeout.
+ */
+class DuckDbEngine implements Engine {
+  readonly kind = "duckdb" as const;
+  readonly dialect = duckdbDialect;
+  private readonly readers: Reader[] = [];
+  private readonly waiters: Array<(r: Reader) => void> = [];
+  private writeChain: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly instance: DuckDBInstance,
+    private readonly writer: DuckDBConnection,
+    readers: DuckDBConnection[],
+  ) {
+    for (const conn of readers) this.readers.push({ conn, busy: false });
+  }
+
+  /** Writes (DDL, appends, deletes) go one at a time through the writer connection. */
+  private write<T>(task: () => Promise<T>): Promise<T> {
+    const next = this.writeChain.then(task, task);
+    this.writeChain = next.catch(() => undefined);
+    return next;
+  }
+
+  async createTable(table: string): Promise<void> {
+    const cols = eventColumns.map(([name, kind]) => `${name} ${duckType[kind]} NOT NULL`).join(", ");
+    await this.write(() => this.writer.run(`CREATE TABLE IF NOT EXISTS ${table} (${cols})`));
+  }
+
+  insert(table: string, events: readonly TracedEvent[]): Promise<void> {
+    return this.write(async () => {
+      const appender = await this.writer.createAppender(table);
+      try {
+        // Oldest first keeps the table roughly time-ordered, so min/max zone maps prune range scans.
+        const sorted = [...events].sort((a, b) => a.time - b.time);
+        for (const e of sorted) appendEvent(appender, e);
+        appender.flushSync();
+      } finally {
+        appender.closeSync();
+      }
+    });
+  }
+
+  private acquire(): Promise<Reader> {
+    const free = this.readers.find((r) => !r.busy);
+    if (free) {
+      free.busy = true;
+      return Promise.resolve(free);
+    }
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  private releaseReader(r: Reader): void {
+    const next = this.waiters.shift();
+    if (next) {
+      next(r);
+      return;
+    }
+    r.busy = false;
+  }
+
+  async select(sql: string, options: { timeoutMs: number }): Promise<Record<string, unknown>[]> {
+    const reader = await this.acquire();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      reader.conn.interrupt();
+    }, options.timeoutMs);
+    try {
+      const result = await reader.conn.runAndReadAll(sql);
+      return result.getRowObjectsJS() as Record<string, unknown>[];
+    } catch (err) {
+      if (timedOut) throw new Error("query timed out");
+      throw err;
+    } finally {
+      clearTimeout(timer);
+      this.releaseReader(reader);
+    }
+  }
+
+  async deleteOlderThan(table: string, cutoffMicros: number): Promise<void> {
+    await this.write(() => this.writer.run(`DELETE FROM ${table} WHERE time < ${duckdbDialect.literal(cutoffMicros)}`));
+  }
+
+  async listTables(): Promise<string[]> {
+    const result = await this.writer.runAndReadAll(
+      "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' AND table_name LIKE 'events\\_%' ESCAPE '\\'",
+    );
+    return result.getRowObjectsJS().map((r) => String(r.table_name));
+  }
+
+  async dropTable(table: string): Promise<void> {
+    await this.write(() => this.writer.run(`DROP TABLE IF EXISTS ${table}`));
+  }
+
+  async close(): Promise<void> {
+    await this.writeChain;
+    for (const r of this.readers) r.conn.closeSync();
+    this.writer.closeSync();
+    this.instance.closeSync();
+  }
+}
+
+function appendEvent(a: DuckDBAppender, e: TracedEvent): void {
+  for (const [name, kind] of eventColumns) {
+    const v = e[name];
+    switch (kind) {
+      case "int":
+        a.appendBigInt(BigInt(Math.trunc(Number(v) || 0)));
+        break;
+      case "flag":
+        a.appendUTinyInt(v ? 1 : 0);
+        break;
+      case "json":
+        a.appendVarchar(JSON.stringify(v ?? null));
+        break;
+      default:
+        a.appendVarchar(typeof v === "string" ? v.toWellFormed() : String(v ?? ""));
+    }
+  }
+  a.endRow();
+}
+
+export type DuckDbStoreOptions = {
+  /** A file path, or ":memory:" for tests. */
+  path: string;
+  readers?: number;
+  limits?: Partial<StoreLimits>;
+};
+
+export async function openDuckDbStore(options: DuckDbStoreOptions): Promise<SqlEventStore> {
+  if (options.path !== ":memory:") mkdirSync(dirname(options.path), { recursive: true });
+  const instance = await DuckDBInstance.create(options.path);
+  const writer = await instance.connect();
+  const readers: DuckDBConnection[] = [];
+  for (let i = 0; i < (options.readers ?? 4); i++) readers.push(await instance.connect());
+  return new SqlEventStore(new DuckDbEngine(instance, writer, readers), options.limits);
+}

@@ -1,0 +1,238 @@
+import { randomUUID } from "node:crypto";
+import { AppError } from "~/lib/errors.ts";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+import {
+  type EventDetail,
+  type EventRow,
+  type HistogramBucket,
+  type HistogramQuery,
+  type HistogramResult,
+  maxRowLimit,
+  type RowsQuery,
+  type RowsResult,
+  rowColumns,
+} from "~/lib/protocol/query.ts";
+import { bucketGrid } from "~/lib/time/buckets.ts";
+import { NamespaceGate } from "./guard.ts";
+import { checkRange, compileWhere, toMicros } from "./sql/compile.ts";
+import {
+  columnKind,
+  eventColumns,
+  fromStored,
+  isNamespaceId,
+  namespaceIdOfTable,
+  rowToEvent,
+  tableName,
+} from "./table.ts";
+import { defaultStoreLimits, type Engine, type EventStore, type StoreLimits } from "./types.ts";
+
+const rowSelect = rowColumns.join(", ");
+const fullSelect = eventColumns.map(([name]) => name).join(", ");
+
+function toRow(raw: Record<string, unknown>): EventRow {
+  const row: Record<string, unknown> = {};
+  for (const name of rowColumns) row[name] = fromStored(columnKind[name]!, raw[name]);
+  return row as EventRow;
+}
+
+function queryIdOf(query: { queryId?: unknown }): string {
+  const id = query.queryId;
+  if (typeof id === "string" && /^[\w-]{1,64}$/.test(id)) return id;
+  return randomUUID();
+}
+
+/** The store both engines share: validation, limits, SQL generation and result shaping. */
+export class SqlEventStore implements EventStore {
+  readonly kind: EventStore["kind"];
+  private readonly gate: NamespaceGate;
+  private readonly limits: StoreLimits;
+  private readonly known = new Set<string>();
+
+  constructor(
+    private readonly engine: Engine,
+    limits: Partial<StoreLimits> = {},
+  ) {
+    this.kind = engine.kind;
+    this.limits = { ...defaultStoreLimits, ...limits };
+    this.gate = new NamespaceGate(this.limits.maxConcurrentQueries, this.limits.maxQueuedQueries);
+  }
+
+  async ensureNamespace(namespaceId: string): Promise<void> {
+    const table = tableName(namespaceId);
+    if (this.known.has(table)) return;
+    await this.engine.createTable(table);
+    this.known.add(table);
+  }
+
+  async insert(namespaceId: string, events: readonly TracedEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    await this.ensureNamespace(namespaceId);
+    await this.engine.insert(tableName(namespaceId), events);
+  }
+
+  private async select(_namespaceId: string, queryId: string, sql: string) {
+    try {
+      return await this.engine.select(sql, {
+        timeoutMs: this.limits.queryTimeoutMs,
+        queryId,
+      });
+    } catch (err) {
+      throw this.translate(err);
+    }
+  }
+
+  private translate(err: unknown): Error {
+    if (err instanceof AppError) return err;
+    const message = err instanceof Error ? err.message : String(err);
+    if (/timeout|timed out|interrupt|TIMEOUT_EXCEEDED|aborted/i.test(message)) {
+      return new AppError("UNAVAILABLE", "query timed out");
+    }
+    if (/regex|regular expression|re2/i.test(message)) return new AppError("BAD_REQUEST", "invalid regular expression");
+    return err instanceof Error ? err : new Error(message);
+  }
+
+  /** Queries a namespace that was never written to as an empty table, without creating it. */
+  private async hasTable(namespaceId: string): Promise<boolean> {
+    const table = tableName(namespaceId);
+    if (this.known.has(table)) return true;
+    const tables = await this.engine.listTables();
+    for (const t of tables) this.known.add(t);
+    return this.known.has(table);
+  }
+
+  async queryRows(namespaceId: string, query: RowsQuery): Promise<RowsResult> {
+    const table = tableName(namespaceId);
+    const started = process.hrtime.bigint();
+    const queryId = queryIdOf(query);
+    const range = checkRange(query.filter?.focus ?? query.filter?.global, "query");
+    const limit = query.limit ?? maxRowLimit;
+    if (!Number.isInteger(limit) || limit < 1 || limit > maxRowLimit) {
+      throw new AppError("BAD_REQUEST", `limit must be 1..${maxRowLimit}`);
+    }
+    const where = compileWhere(this.engine.dialect, query, range);
+    const result: RowsResult = {
+      queryId,
+      durationInNanoseconds: 0,
+      meta: [...rowColumns],
+      data: [],
+      wasRowLimitExceeded: false,
+      actualNumberOfRows: 0,
+    };
+    if (!(await this.hasTable(namespaceId))) return result;
+    await this.gate.run(namespaceId, async () => {
+      const raw = await this.select(
+        namespaceId,
+        queryId,
+        `SELECT ${rowSelect} FROM ${table} WHERE ${where} ORDER BY time DESC, event_id DESC LIMIT ${limit + 1}`,
+      );
+      result.wasRowLimitExceeded = raw.length > limit;
+      result.data = raw.slice(0, limit).map(toRow);
+      result.actualNumberOfRows = result.data.length;
+      if (result.wasRowLimitExceeded) {
+        const counted = await this.select(namespaceId, queryId, `SELECT count(*) AS n FROM ${table} WHERE ${where}`);
+        result.actualNumberOfRows = Number(counted[0]?.n ?? 0);
+      }
+    });
+    result.durationInNanoseconds = Number(process.hrtime.bigint() - started);
+    return result;
+  }
+
+  async histogram(namespaceId: string, query: HistogramQuery): Promise<HistogramResult> {
+    const table = tableName(namespaceId);
+    const started = process.hrtime.bigint();
+    const queryId = queryIdOf(query);
+    const range = checkRange(query.filter?.global, "global");
+    const grid = bucketGrid(range.lowerMs, range.upperMs);
+    const d = this.engine.dialect;
+    const where = compileWhere(d, query, range);
+    const buckets: HistogramBucket[] = Array.from({ length: grid.count }, (_, i) => ({
+      timeMs: grid.startMs + i * grid.bucketMs,
+      count: 0,
+      serverErrors: 0,
+      clientErrors: 0,
+    }));
+    let total = 0;
+    if (await this.hasTable(namespaceId)) {
+      const bucket = d.intDiv(`time - ${d.literal(toMicros(grid.startMs))}`, d.literal(grid.bucketMs * 1000));
+      const sql =
+        `SELECT ${bucket} AS b, count(*) AS n, ` +
+        `${d.countIf("http_resp_status_code >= 500")} AS e5, ` +
+        `${d.countIf("http_resp_status_code >= 400 AND http_resp_status_code < 500")} AS e4 ` +
+        `FROM ${table} WHERE ${where} GROUP BY b`;
+      const raw = await this.gate.run(namespaceId, () => this.select(namespaceId, queryId, sql));
+      for (const r of raw) {
+        const b = buckets[Number(r.b)];
+        if (!b) continue;
+        b.count = Number(r.n);
+        b.serverErrors = Number(r.e5);
+        b.clientErrors = Number(r.e4);
+        total += b.count;
+      }
+    }
+    return {
+      queryId,
+      durationInNanoseconds: Number(process.hrtime.bigint() - started),
+      bucketMs: grid.bucketMs,
+      startMs: grid.startMs,
+      buckets,
+      total,
+    };
+  }
+
+  async getEvent(namespaceId: string, eventId: string): Promise<EventDetail | null> {
+    const table = tableName(namespaceId);
+    if (!isNamespaceId(eventId)) throw new AppError("BAD_REQUEST", "invalid event id");
+    const started = process.hrtime.bigint();
+    const queryId = randomUUID();
+    if (!(await this.hasTable(namespaceId))) return null;
+    const d = this.engine.dialect;
+    const id = d.literal(eventId);
+    return this.gate.run(namespaceId, async () => {
+      const found = await this.select(
+        namespaceId,
+        queryId,
+        `SELECT ${fullSelect} FROM ${table} WHERE event_id = ${id} LIMIT 1`,
+      );
+      if (!found[0]) return null;
+      const children = await this.select(
+        namespaceId,
+        queryId,
+        `SELECT ${fullSelect} FROM ${table} WHERE parent_event_id = ${id} ORDER BY time ASC, event_id ASC LIMIT ${maxRowLimit}`,
+      );
+      return {
+        queryId,
+        durationInNanoseconds: Number(process.hrtime.bigint() - started),
+        event: rowToEvent(found[0]),
+        children: children.map(rowToEvent),
+      };
+    });
+  }
+
+  async deleteOlderThan(namespaceId: string, cutoffMicros: number): Promise<void> {
+    if (!Number.isFinite(cutoffMicros)) throw new AppError("BAD_REQUEST", "invalid cutoff");
+    if (!(await this.hasTable(namespaceId))) return;
+    await this.engine.deleteOlderThan(tableName(namespaceId), Math.floor(cutoffMicros));
+  }
+
+  async applyRetention(namespaceId: string, days: number, nowMs: number): Promise<void> {
+    if (!Number.isFinite(days) || days <= 0) throw new AppError("BAD_REQUEST", "invalid retention");
+    if (!(await this.hasTable(namespaceId))) return;
+    if (await this.engine.setTtl?.(tableName(namespaceId), days)) return;
+    await this.deleteOlderThan(namespaceId, toMicros(nowMs - days * 86_400_000));
+  }
+
+  async listNamespaces(): Promise<string[]> {
+    const tables = await this.engine.listTables();
+    return tables.map(namespaceIdOfTable).filter((id): id is string => id !== null);
+  }
+
+  async dropNamespace(namespaceId: string): Promise<void> {
+    const table = tableName(namespaceId);
+    await this.engine.dropTable(table);
+    this.known.delete(table);
+  }
+
+  close(): Promise<void> {
+    return this.engine.close();
+  }
+}

@@ -1,0 +1,156 @@
+import { AppError } from "~/lib/errors.ts";
+import type { CompareOp, FilterExpr, StringOp as FilterStringOp } from "~/lib/filter/ast.ts";
+import {
+  type Clause,
+  type NumberOp,
+  numberColumns,
+  numberOps,
+  type QueryBase,
+  type StringOp,
+  stringColumns,
+  stringOps,
+  type TimestampFilter,
+} from "~/lib/protocol/query.ts";
+import type { Dialect } from "./dialect.ts";
+
+/**
+ * Compiles a query object (never SQL) into a WHERE condition for one engine. Everything that crossed a
+ * socket is checked here: columns against a whitelist, operators against closed sets, value types,
+ * sizes. Values reach SQL only through the dialect's literal function.
+ */
+
+export const limits = {
+  clauses: 64,
+  expressions: 32,
+  expressionDepth: 32,
+  expressionNodes: 256,
+  stringValue: 4096,
+  regex: 512,
+} as const;
+
+function bad(message: string): never {
+  throw new AppError("BAD_REQUEST", message);
+}
+
+const numberSql: Record<NumberOp, string> = {
+  Equals: "=",
+  GreaterThan: ">",
+  GreaterThanOrEquals: ">=",
+  LesserThan: "<",
+  LesserThanOrEquals: "<=",
+  NotEquals: "!=",
+};
+
+function checkString(value: unknown, max: number = limits.stringValue): string {
+  if (typeof value !== "string") bad("string value expected");
+  if (value.length > max) bad(`value longer than ${max} characters`);
+  return value;
+}
+
+function checkNumber(value: unknown): number {
+  if (typeof value !== "number" || !Number.isFinite(value)) bad("number value expected");
+  return value;
+}
+
+function compileClause(d: Dialect, clause: Clause): string {
+  if (typeof clause !== "object" || clause === null) bad("invalid clause");
+  if (clause.type === "Number") {
+    if (!(numberColumns as readonly string[]).includes(clause.column)) bad("unknown number column");
+    if (!(numberOps as readonly string[]).includes(clause.op)) bad("unknown number operator");
+    return `${clause.column} ${numberSql[clause.op]} ${d.literal(checkNumber(clause.value))}`;
+  }
+  if (clause.type === "String") {
+    if (!(stringColumns as readonly string[]).includes(clause.column)) bad("unknown string column");
+    if (!(stringOps as readonly string[]).includes(clause.op)) bad("unknown string operator");
+    const lit = d.literal(checkString(clause.value));
+    const op: Record<StringOp, string> = {
+      Equals: "=",
+      DoesNotEqual: "!=",
+      Like: "LIKE",
+      NotLike: "NOT LIKE",
+    };
+    return `${clause.column} ${op[clause.op]} ${lit}`;
+  }
+  return bad("unknown clause type");
+}
+
+const compareSql: Record<CompareOp, string> = {
+  "==": "=",
+  "!=": "!=",
+  "<": "<",
+  ">": ">",
+  "<=": "<=",
+  ">=": ">=",
+};
+const isCompareOp = (op: unknown): op is CompareOp => typeof op === "string" && Object.hasOwn(compareSql, op);
+const urlOps: readonly FilterStringOp[] = ["startsWith", "endsWith", "contains", "matches"];
+
+function compileLeaf(d: Dialect, e: Extract<FilterExpr, { kind: "compare" }>): string {
+  switch (e.field) {
+    case "request.method": {
+      if (e.op !== "==" && e.op !== "!=") bad("request.method supports == and !=");
+      return `http_req_method ${compareSql[e.op]} ${d.literal(checkString(e.value, 64).toUpperCase())}`;
+    }
+    case "response.status": {
+      if (!isCompareOp(e.op)) bad("response.status supports ==, !=, <, >, <=, >=");
+      return `http_resp_status_code ${compareSql[e.op]} ${d.literal(checkNumber(e.value))}`;
+    }
+    case "duration": {
+      if (!isCompareOp(e.op)) bad("duration supports <, >, <=, >=");
+      return `http_duration ${compareSql[e.op]} ${d.literal(checkNumber(e.value))}`;
+    }
+    case "request.url": {
+      if (isCompareOp(e.op) && (e.op === "==" || e.op === "!=")) {
+        return `http_req_path ${compareSql[e.op]} ${d.literal(checkString(e.value))}`;
+      }
+      if (!urlOps.includes(e.op as FilterStringOp)) bad("request.url supports startsWith, endsWith, contains, matches");
+      if (e.op === "matches") return d.matches("http_req_path", d.literal(checkString(e.value, limits.regex)));
+      const lit = d.literal(checkString(e.value));
+      if (e.op === "startsWith") return d.startsWith("http_req_path", lit);
+      if (e.op === "endsWith") return d.endsWith("http_req_path", lit);
+      return d.contains("http_req_path", lit);
+    }
+    default:
+      return bad("unknown filter field");
+  }
+}
+
+function compileExpr(d: Dialect, e: FilterExpr, depth: number, budget: { nodes: number }): string {
+  if (typeof e !== "object" || e === null) bad("invalid filter expression");
+  if (depth > limits.expressionDepth) bad("filter expression nested too deeply");
+  if (--budget.nodes < 0) bad("filter expression too large");
+  if (e.kind === "compare") return `(${compileLeaf(d, e)})`;
+  if (e.kind === "and" || e.kind === "or") {
+    const joiner = e.kind === "and" ? "AND" : "OR";
+    return `(${compileExpr(d, e.left, depth + 1, budget)} ${joiner} ${compileExpr(d, e.right, depth + 1, budget)})`;
+  }
+  return bad("invalid filter expression");
+}
+
+/** Microseconds of a millisecond bound (event time is stored in microseconds). */
+export function toMicros(ms: number): number {
+  return Math.round(ms * 1000);
+}
+
+export function checkRange(range: TimestampFilter | null | undefined, what: string): TimestampFilter {
+  if (typeof range !== "object" || range === null) bad(`${what} time range required`);
+  const { lowerMs, upperMs } = range;
+  if (!Number.isFinite(lowerMs) || !Number.isFinite(upperMs)) bad(`${what} time range must be numbers`);
+  if (upperMs <= lowerMs) bad(`${what} time range is empty`);
+  return { lowerMs, upperMs };
+}
+
+/** The condition of a query over one time range: bounds, clauses, and filter expressions. */
+export function compileWhere(d: Dialect, query: QueryBase, range: TimestampFilter): string {
+  const parts = [`time >= ${d.literal(toMicros(range.lowerMs))}`, `time < ${d.literal(toMicros(range.upperMs))}`];
+  const clauses = query.filter?.clauses ?? [];
+  if (!Array.isArray(clauses)) bad("clauses must be a list");
+  if (clauses.length > limits.clauses) bad("too many clauses");
+  for (const clause of clauses) parts.push(compileClause(d, clause));
+  const expressions = query.expressions ?? [];
+  if (!Array.isArray(expressions)) bad("expressions must be a list");
+  if (expressions.length > limits.expressions) bad("too many filter expressions");
+  const budget = { nodes: limits.expressionNodes };
+  for (const e of expressions) parts.push(compileExpr(d, e, 0, budget));
+  return parts.join(" AND ");
+}

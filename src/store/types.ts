@@ -1,0 +1,58 @@
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+import type { EventDetail, HistogramQuery, HistogramResult, RowsQuery, RowsResult } from "~/lib/protocol/query.ts";
+
+/**
+ * The event store: one table per namespace, DuckDB embedded or ClickHouse. Namespace ids are validated
+ * UUIDs; queries are query objects compiled by the store, never SQL.
+ */
+export type EventStore = {
+  readonly kind: "duckdb" | "clickhouse";
+  /** Creates the namespace's table if missing (idempotent). */
+  ensureNamespace(namespaceId: string): Promise<void>;
+  insert(namespaceId: string, events: readonly TracedEvent[]): Promise<void>;
+  queryRows(namespaceId: string, query: RowsQuery): Promise<RowsResult>;
+  histogram(namespaceId: string, query: HistogramQuery): Promise<HistogramResult>;
+  /** One event with full detail and its child events (parent_event_id), or null. */
+  getEvent(namespaceId: string, eventId: string): Promise<EventDetail | null>;
+  /** Removes events whose time (microseconds) is before cutoffMicros. */
+  deleteOlderThan(namespaceId: string, cutoffMicros: number): Promise<void>;
+  /**
+   * Keeps `days` of events: native TTL where the engine has it (ClickHouse >= 19.6), otherwise deletes
+   * what is older now. Called on a schedule by the retention job.
+   */
+  applyRetention(namespaceId: string, days: number, nowMs: number): Promise<void>;
+  /** Namespace ids that have a table. */
+  listNamespaces(): Promise<string[]>;
+  dropNamespace(namespaceId: string): Promise<void>;
+  close(): Promise<void>;
+};
+
+export type StoreLimits = {
+  /** A query running longer is cancelled and fails with UNAVAILABLE. */
+  queryTimeoutMs: number;
+  /** Queries running at once per namespace; more wait in a short queue, beyond it RATE_LIMITED. */
+  maxConcurrentQueries: number;
+  maxQueuedQueries: number;
+};
+
+export const defaultStoreLimits: StoreLimits = {
+  queryTimeoutMs: 15_000,
+  maxConcurrentQueries: 4,
+  maxQueuedQueries: 16,
+};
+
+/** What an engine provides; the query logic shared by both lives in sql-store.ts. */
+export type Engine = {
+  readonly kind: EventStore["kind"];
+  readonly dialect: import("./sql/dialect.ts").Dialect;
+  createTable(table: string): Promise<void>;
+  insert(table: string, events: readonly TracedEvent[]): Promise<void>;
+  /** Runs a generated SELECT; rows as objects keyed by column alias. */
+  select(sql: string, options: { timeoutMs: number; queryId: string }): Promise<Record<string, unknown>[]>;
+  deleteOlderThan(table: string, cutoffMicros: number): Promise<void>;
+  /** Sets a native TTL; false when the engine has none (then the store deletes on schedule). */
+  setTtl?(table: string, days: number): Promise<boolean>;
+  listTables(): Promise<string[]>;
+  dropTable(table: string): Promise<void>;
+  close(): Promise<void>;
+};
