@@ -1,0 +1,168 @@
+import { useEffect, useState } from "react";
+import { ApiError, api, isAbortError } from "~/ui/lib/api.ts";
+import { useCopy } from "../request-detail/use-copy.ts";
+import { type Stack, setupCommands, stacks } from "./stacks.ts";
+
+export const PUBLISHER_POLL_MS = 1000;
+const TOKEN_FORBIDDEN = "You do not have permissions to generate a token in this namespace.";
+
+/** Polls HasSeenPublisher every second until it says yes; then stops. */
+export function usePublisherSeen(orgId: string, isActive = true): boolean {
+  const [isSeen, setSeen] = useState(false);
+  useEffect(() => {
+    if (!isActive || isSeen) return;
+    const controller = new AbortController();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const poll = async () => {
+      try {
+        const answer = await api<{ hasSeenPublisher: boolean }>("HasSeenPublisher", { orgId }, { signal: controller.signal });
+        if (answer.hasSeenPublisher) {
+          setSeen(true);
+          return;
+        }
+      } catch (err) {
+        if (isAbortError(err)) return;
+      }
+      if (!controller.signal.aborted) timer = setTimeout(poll, PUBLISHER_POLL_MS);
+    };
+    void poll();
+    return () => {
+      controller.abort();
+      clearTimeout(timer);
+    };
+  }, [orgId, isActive, isSeen]);
+  return isSeen;
+}
+
+/**
+ * Onboarding of the Live screen (spec sections 2 and 4): step 1 picks a stack, step 2 shows the commands
+ * with a fresh namespace token, and waits for the first publisher. Finish needs a connection; "I'll do
+ * this later" closes it while not connected.
+ */
+export function OnboardingOverlay({
+  orgId,
+  namespaceId,
+  publicUrl,
+  onClose,
+}: {
+  orgId: string;
+  namespaceId: string;
+  publicUrl: string;
+  onClose: () => void;
+}) {
+  const [stack, setStack] = useState<Stack | null>(null);
+  const [token, setToken] = useState<string | null>(null);
+  const [tokenError, setTokenError] = useState<string | null>(null);
+  const isConnected = usePublisherSeen(orgId);
+  const { copiedKey, copy } = useCopy();
+
+  const needsToken = stack !== null && token === null && tokenError === null;
+  useEffect(() => {
+    if (!needsToken) return;
+    const controller = new AbortController();
+    api<{ token: string }>("GenerateNamespaceToken", { namespaceId }, { signal: controller.signal })
+      .then((answer) => setToken(answer.token))
+      .catch((err) => {
+        if (isAbortError(err)) return;
+        setTokenError(err instanceof ApiError && err.status === 403 ? TOKEN_FORBIDDEN : `Could not create a token: ${(err as Error).message}`);
+      });
+    return () => controller.abort();
+  }, [needsToken, namespaceId]);
+
+  const commands = stack ? setupCommands(stack, publicUrl, token ?? "<your-token>") : [];
+
+  return (
+    <div className="absolute inset-0 z-30 flex items-center justify-center bg-zinc-950/80 p-4 backdrop-blur-sm">
+      <div role="dialog" aria-modal="true" aria-labelledby="onboarding-title" className="w-full max-w-xl rounded-xl border border-zinc-800 bg-zinc-900 p-6 shadow-2xl">
+        {stack === null ? (
+          <>
+            <h2 id="onboarding-title" className="text-lg font-semibold text-zinc-100">
+              Connect your backend
+            </h2>
+            <p className="mt-1 text-sm text-zinc-400">What does your server run on?</p>
+            <div className="mt-4 grid grid-cols-2 gap-2 sm:grid-cols-5">
+              {stacks.map((s) => (
+                <button
+                  key={s.id}
+                  type="button"
+                  onClick={() => setStack(s.id)}
+                  className="rounded-lg border border-zinc-700 bg-zinc-800 px-3 py-3 text-sm font-medium text-zinc-100 hover:border-zinc-500 hover:bg-zinc-700"
+                >
+                  {s.label}
+                </button>
+              ))}
+            </div>
+            <div className="mt-5 flex justify-end">
+              <button type="button" onClick={onClose} className="text-sm text-zinc-400 hover:text-zinc-100">
+                I'll do this later
+              </button>
+            </div>
+          </>
+        ) : (
+          <>
+            <h2 id="onboarding-title" className="text-lg font-semibold text-zinc-100">
+              Run your app with Tapscope
+            </h2>
+            <div role="tablist" aria-label="Stack" className="mt-3 flex flex-wrap gap-1">
+              {stacks.map((s) => (
+                <button
+                  key={s.id}
+                  type="button"
+                  role="tab"
+                  aria-selected={s.id === stack}
+                  onClick={() => setStack(s.id)}
+                  className={`rounded-md px-2.5 py-1 text-xs font-medium ${s.id === stack ? "bg-zinc-100 text-zinc-900" : "text-zinc-300 hover:bg-zinc-800"}`}
+                >
+                  {s.label}
+                </button>
+              ))}
+            </div>
+            <ol className="mt-4 space-y-2">
+              {commands.map((command, i) => (
+                <li key={command} className="flex items-center gap-2">
+                  <code
+                    data-testid={`command-${i}`}
+                    className="flex-1 overflow-x-auto rounded-md bg-zinc-950 px-3 py-2 font-mono text-xs whitespace-pre text-zinc-100"
+                  >
+                    {command}
+                  </code>
+                  <button
+                    type="button"
+                    aria-label={`Copy command ${i + 1}`}
+                    onClick={() => copy(`cmd-${i}`, command)}
+                    className="w-16 rounded-md border border-zinc-700 px-2 py-1.5 text-xs text-zinc-300 hover:bg-zinc-800"
+                  >
+                    {copiedKey === `cmd-${i}` ? "✓" : "Copy"}
+                  </button>
+                </li>
+              ))}
+            </ol>
+            {tokenError ? <p className="mt-2 text-xs text-red-400">{tokenError}</p> : null}
+            {token ? <p className="mt-2 text-xs text-zinc-500">This token is shown once; it is also listed (masked) on the Tokens screen.</p> : null}
+            <div className="mt-5 flex items-center justify-between">
+              <p role="status" className={`flex items-center gap-2 text-sm ${isConnected ? "text-emerald-400" : "text-zinc-400"}`}>
+                <span className={`size-2 rounded-full ${isConnected ? "bg-emerald-400" : "animate-pulse bg-amber-400"}`} />
+                {isConnected ? "Connected!" : "Waiting for connections…"}
+              </p>
+              <div className="flex items-center gap-3">
+                {!isConnected ? (
+                  <button type="button" onClick={onClose} className="text-sm text-zinc-400 hover:text-zinc-100">
+                    I'll do this later
+                  </button>
+                ) : null}
+                <button
+                  type="button"
+                  disabled={!isConnected}
+                  onClick={onClose}
+                  className="rounded-md bg-zinc-100 px-3 py-1.5 text-sm font-medium text-zinc-900 hover:bg-white disabled:cursor-not-allowed disabled:opacity-40"
+                >
+                  Finish
+                </button>
+              </div>
+            </div>
+          </>
+        )}
+      </div>
+    </div>
+  );
+}

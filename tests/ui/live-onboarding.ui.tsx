@@ -1,0 +1,114 @@
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { OnboardingOverlay } from "~/ui/onboarding/onboarding-overlay.tsx";
+import { setupCommands } from "~/ui/onboarding/stacks.ts";
+
+afterEach(cleanup);
+
+let server: Server;
+let origin = "";
+let hasSeen = false;
+let forbidToken = false;
+const calls: Array<{ path: string; body: unknown; at: number }> = [];
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    let raw = "";
+    req.on("data", (c) => (raw += c));
+    req.on("end", () => {
+      const body = raw ? JSON.parse(raw) : null;
+      calls.push({ path: req.url ?? "", body, at: Date.now() });
+      res.setHeader("content-type", "application/json");
+      if (req.url === "/api/HasSeenPublisher") return res.end(JSON.stringify({ hasSeenPublisher: hasSeen }));
+      if (req.url === "/api/GenerateNamespaceToken") {
+        if (forbidToken) {
+          res.statusCode = 403;
+          return res.end(JSON.stringify({ error: "forbidden" }));
+        }
+        return res.end(JSON.stringify({ token: "tsn_live_abc123" }));
+      }
+      res.statusCode = 404;
+      res.end("{}");
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  (window as unknown as { happyDOM: { setURL: (u: string) => void } }).happyDOM.setURL(`${origin}/dashboard/acme/live`);
+});
+afterAll(() => server.close());
+
+describe("setup commands", () => {
+  test("install, token and run lines per stack", () => {
+    expect(setupCommands("python", "https://tapscope.example.com/", "tok")).toEqual([
+      "curl -fsSL https://tapscope.example.com/install.sh | sh",
+      "export TAPSCOPE_TOKEN=tok",
+      "tapscope run -- python3 main.py",
+    ]);
+    expect(setupCommands("node", "http://x", "t")[2]).toBe("tapscope run -- node server.js");
+    expect(setupCommands("next", "http://x", "t")[2]).toBe("tapscope run -- npm run start");
+    expect(setupCommands("go", "http://x", "t")[2]).toBe("tapscope run -- ./main");
+    expect(setupCommands("other", "http://x", "t")[2]).toBe("tapscope run -- <your command>");
+  });
+});
+
+describe("onboarding overlay", () => {
+  test("two steps, a real token, polling every second until connected, then Finish", async () => {
+    hasSeen = false;
+    forbidToken = false;
+    calls.length = 0;
+    let closed = 0;
+    render(<OnboardingOverlay orgId="org-1" namespaceId="ns-1" publicUrl={origin} onClose={() => closed++} />);
+    expect(screen.getByRole("heading", { name: "Connect your backend" })).toBeTruthy();
+    for (const label of ["Python", "Node.js", "Next.js", "Go", "Other"]) expect(screen.getByRole("button", { name: label })).toBeTruthy();
+    expect(screen.getByRole("button", { name: "I'll do this later" })).toBeTruthy();
+
+    fireEvent.click(screen.getByRole("button", { name: "Node.js" }));
+    await waitFor(() => expect(screen.getByTestId("command-1").textContent).toBe("export TAPSCOPE_TOKEN=tsn_live_abc123"));
+    expect(screen.getByTestId("command-0").textContent).toBe(`curl -fsSL ${origin}/install.sh | sh`);
+    expect(screen.getByTestId("command-2").textContent).toBe("tapscope run -- node server.js");
+    expect(calls.find((c) => c.path === "/api/GenerateNamespaceToken")?.body).toEqual({ namespaceId: "ns-1" });
+
+    // the stack can be changed on step 2; the token stays
+    fireEvent.click(screen.getByRole("tab", { name: "Go" }));
+    expect(screen.getByTestId("command-2").textContent).toBe("tapscope run -- ./main");
+    expect(calls.filter((c) => c.path === "/api/GenerateNamespaceToken").length).toBe(1);
+
+    expect(screen.getByRole("status").textContent).toBe("Waiting for connections…");
+    const finish = screen.getByRole("button", { name: "Finish" }) as HTMLButtonElement;
+    expect(finish.disabled).toBe(true);
+    fireEvent.click(finish);
+    expect(closed).toBe(0);
+
+    await Bun.sleep(2200);
+    const polls = calls.filter((c) => c.path === "/api/HasSeenPublisher");
+    expect(polls.length).toBeGreaterThanOrEqual(2);
+    expect(polls.length).toBeLessThanOrEqual(4);
+    expect(polls[0]!.body).toEqual({ orgId: "org-1" });
+
+    hasSeen = true;
+    await waitFor(() => expect(screen.getByRole("status").textContent).toBe("Connected!"), { timeout: 2500 });
+    expect((screen.getByRole("button", { name: "Finish" }) as HTMLButtonElement).disabled).toBe(false);
+    expect(screen.queryByRole("button", { name: "I'll do this later" })).toBeNull();
+    const pollsAtConnect = calls.filter((c) => c.path === "/api/HasSeenPublisher").length;
+    await Bun.sleep(1500);
+    expect(calls.filter((c) => c.path === "/api/HasSeenPublisher").length).toBe(pollsAtConnect);
+    fireEvent.click(screen.getByRole("button", { name: "Finish" }));
+    expect(closed).toBe(1);
+  }, 15_000);
+
+  test("I'll do this later closes it on either step; a 403 on the token is explained", async () => {
+    hasSeen = false;
+    forbidToken = true;
+    let closed = 0;
+    render(<OnboardingOverlay orgId="org-1" namespaceId="ns-1" publicUrl={origin} onClose={() => closed++} />);
+    fireEvent.click(screen.getByRole("button", { name: "I'll do this later" }));
+    expect(closed).toBe(1);
+    fireEvent.click(screen.getByRole("button", { name: "Python" }));
+    expect(await screen.findByText("You do not have permissions to generate a token in this namespace.")).toBeTruthy();
+    expect(screen.getByTestId("command-1").textContent).toBe("export TAPSCOPE_TOKEN=<your-token>");
+    fireEvent.click(screen.getByRole("button", { name: "I'll do this later" }));
+    expect(closed).toBe(2);
+  });
+});
