@@ -4,14 +4,13 @@
  * split) and the Tailwind stylesheet (hashed), plus manifest.json that the server reads to link them.
  */
 import { createHash } from "node:crypto";
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 
 const root = resolve(import.meta.dir, "..");
 const outDir = resolve(process.env.CLIENT_OUT_DIR ?? join(root, "build/client"));
 const started = performance.now();
 
-rmSync(outDir, { recursive: true, force: true });
 mkdirSync(outDir, { recursive: true });
 
 const result = await Bun.build({
@@ -48,7 +47,16 @@ const files = [...result.outputs.map((output) => basename(output.path)), cssName
 const entry = result.outputs.find((output) => output.kind === "entry-point");
 if (!entry) throw new Error("no entry point in the build output");
 const manifest = { entry: `/assets/${basename(entry.path)}`, css: [`/assets/${cssName}`], files };
-writeFileSync(join(outDir, "manifest.json"), `${JSON.stringify(manifest, null, 2)}\n`);
+const manifestTmp = join(outDir, `manifest.${process.pid}.tmp`);
+writeFileSync(manifestTmp, `${JSON.stringify(manifest, null, 2)}\n`);
+renameSync(manifestTmp, join(outDir, "manifest.json"));
+
+// Old hashed files go once they are stale: a server started from an earlier build may still link them for a while.
+const keep = new Set([...files, "manifest.json"]);
+for (const name of readdirSync(outDir)) {
+  const path = join(outDir, name);
+  if (!keep.has(name) && Date.now() - statSync(path).mtimeMs > 10 * 60_000) rmSync(path, { force: true });
+}
 
 const bytes = result.outputs.reduce((sum, output) => sum + output.size, 0) + css.length;
 console.log(`client built in ${Math.round(performance.now() - started)} ms: ${files.length} files, ${(bytes / 1024).toFixed(0)} KiB -> ${outDir}`);

@@ -3,7 +3,7 @@ import { AppError } from "~/lib/errors.ts";
 import { log } from "~/lib/logger.ts";
 import { createServiceContext } from "~/services/context.ts";
 import type { AppDeps } from "~/server.ts";
-import { type AssetSource, contentTypeOf, directoryAssetSource } from "~/ssr/assets.ts";
+import { type AssetSource, contentTypeOf, defaultAssetSource } from "~/ssr/assets.ts";
 import { renderPage } from "~/ssr/render.tsx";
 import { createServerEnv } from "~/ssr/server-env.ts";
 import type { PageShell } from "~/ui/shell.tsx";
@@ -15,7 +15,7 @@ export type PageRouteOptions = {
 
 /** Static assets (hashed, cached immutable) and the server-rendered React pages. */
 export function pageRoutes(deps: AppDeps, options: PageRouteOptions = {}) {
-  const assets = options.assets ?? directoryAssetSource();
+  const assets = options.assets ?? defaultAssetSource();
   const env = createServerEnv(createServiceContext(deps));
   let hasWarned = false;
 
@@ -36,20 +36,29 @@ export function pageRoutes(deps: AppDeps, options: PageRouteOptions = {}) {
     };
   }
 
-  const page = ({ request }: { request: Request }) => {
-    if (new URL(request.url).pathname.startsWith("/api/")) throw new AppError("NOT_FOUND", "not found");
+  // One wildcard handler dispatching on the path: two overlapping wildcards resolve differently across Elysia's routers.
+  const handle = ({ request }: { request: Request }) => {
+    const { pathname } = new URL(request.url);
+    if (pathname.startsWith("/api/")) throw new AppError("NOT_FOUND", "not found");
+    if (pathname.startsWith(ASSET_PREFIX)) return serveAsset(assets, pathname.slice(ASSET_PREFIX.length));
     return renderPage({ request, env, shell: shell() });
   };
 
-  return new Elysia({ name: "pages" })
-    .get("/assets/*", ({ params }) => {
-      const name = params["*"];
-      const file = name ? assets.get(decodeURIComponent(name)) : null;
-      if (!file) throw new AppError("NOT_FOUND", "no such asset");
-      return new Response(file, {
-        headers: { "content-type": contentTypeOf(name), "cache-control": "public, max-age=31536000, immutable" },
-      });
-    })
-    .get("/", page)
-    .get("/*", page);
+  return new Elysia({ name: "pages" }).get("/", handle).get("/*", handle);
+}
+
+const ASSET_PREFIX = "/assets/";
+
+function serveAsset(assets: AssetSource, encodedName: string): Response {
+  let name: string;
+  try {
+    name = decodeURIComponent(encodedName);
+  } catch {
+    throw new AppError("NOT_FOUND", "no such asset");
+  }
+  const file = name ? assets.get(name) : null;
+  if (!file) throw new AppError("NOT_FOUND", "no such asset");
+  return new Response(file, {
+    headers: { "content-type": contentTypeOf(name), "cache-control": "public, max-age=31536000, immutable" },
+  });
 }

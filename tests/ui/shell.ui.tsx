@@ -46,8 +46,8 @@ describe("dashboard helpers", () => {
   });
 
   test("event tags are one URL-encoded header value", () => {
-    expect(encodeTags({ kind: "UncaughtAppBoundaryError", error_message: "a=b&c", skip: undefined })).toBe(
-      "kind=UncaughtAppBoundaryError&error_message=a%3Db%26c",
+    expect(encodeTags({ kind: "UncaughtAppBoundaryError", error_message: "a=b&c;", skip: undefined })).toBe(
+      "kind=UncaughtAppBoundaryError;error_message=a%3Db%26c%3B",
     );
   });
 });

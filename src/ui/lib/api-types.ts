@@ -3,7 +3,8 @@ export type Self = { email: string; userId: string };
 export type Org = { orgId: string; lastSeenWorkerTime?: string | number | null };
 export type Namespace = { namespaceId: string; name: string };
 export type Token = { tokenId: string; createTime: string | number; name: string; creatorEmail: string | null };
-export type NamespaceUser = { userId: string; email: string; joinTime: string | number; hasWrite: boolean };
+/** Invited addresses that have not signed in yet come with isPending and no userId. */
+export type NamespaceUser = { userId: string | null; email: string; joinTime: string | number; hasWrite: boolean; isPending?: boolean };
 
 export type ListOrgsAnswer = { orgs: Org[] };
 export type ListNamespacesAnswer = { namespaces: Namespace[] };

@@ -1,18 +1,18 @@
 /**
- * Reports an event to POST /api/Event: empty body, the kind and details in the tags header as
- * URL-encoded key=value pairs. Reporting never throws: a failed report must not break the page.
+ * Reports an event to POST /api/Event: empty body, the kind and details in the x-tags header as
+ * `key=value` pairs joined by ';', each side percent-encoded. Reporting never throws: a failed report must not break the page.
  */
-export const TAGS_HEADER = "x-tapscope-tags";
+export const TAGS_HEADER = "x-tags";
 
 export type EventTags = Record<string, string | number | boolean | undefined | null>;
 
 export function encodeTags(tags: EventTags): string {
-  const params = new URLSearchParams();
+  const pairs: string[] = [];
   for (const [key, value] of Object.entries(tags)) {
     if (value === undefined || value === null) continue;
-    params.append(key, String(value).slice(0, 4000));
+    pairs.push(`${encodeURIComponent(key)}=${encodeURIComponent(String(value).slice(0, 4000))}`);
   }
-  return params.toString();
+  return pairs.join(";");
 }
 
 export async function reportEvent(kind: string, tags: EventTags = {}): Promise<void> {
@@ -20,8 +20,7 @@ export async function reportEvent(kind: string, tags: EventTags = {}): Promise<v
     await fetch("/api/Event", {
       method: "POST",
       credentials: "same-origin",
-      headers: { [TAGS_HEADER]: encodeTags({ kind, ...tags }), "content-type": "application/json" },
-      body: "",
+      headers: { [TAGS_HEADER]: encodeTags({ kind, ...tags }) },
       keepalive: true,
     });
   } catch {

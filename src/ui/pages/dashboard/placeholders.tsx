@@ -1,6 +1,8 @@
 import { Spinner } from "~/ui/components/spinner.tsx";
+import { LiveScreenView } from "~/ui/live/live-screen.tsx";
 import { useDashboard } from "~/ui/pages/dashboard/dashboard-state.ts";
 import { Screen } from "~/ui/pages/dashboard/screen.tsx";
+import { usePublicConfig } from "~/ui/shell.tsx";
 
 export function DashboardIndex() {
   return (
@@ -11,13 +13,14 @@ export function DashboardIndex() {
 }
 
 export function LiveScreen() {
-  const { namespace } = useDashboard();
+  const { namespace, org } = useDashboard();
+  const { commitHash } = usePublicConfig();
+  if (!namespace || !org) return <DashboardIndex />;
   return (
-    <Screen title="Live" description={namespace ? `Requests in ${namespace.name} appear here as they happen.` : undefined}>
-      <div className="rounded-lg border border-dashed border-zinc-800 p-10 text-center text-sm text-zinc-500">
-        Run your server with <code className="font-mono text-zinc-300">tapscope run -- &lt;command&gt;</code> to see requests here.
-      </div>
-    </Screen>
+    <div className="flex min-h-0 flex-1 flex-col px-4 py-4 sm:px-6">
+      <title>Live | Tapscope</title>
+      <LiveScreenView key={namespace.namespaceId} namespaceId={namespace.namespaceId} orgId={org.orgId} commitHash={commitHash} />
+    </div>
   );
 }
 

@@ -110,8 +110,11 @@ function UserTable({ title, users }: { title: string; users: NamespaceUser[] }) 
               </tr>
             ) : (
               users.map((user) => (
-                <tr key={user.userId}>
-                  <td className="px-4 py-2.5 text-zinc-200">{user.email}</td>
+                <tr key={user.userId ?? `invite:${user.email}`}>
+                  <td className="px-4 py-2.5 text-zinc-200">
+                    {user.email}
+                    {user.isPending ? <span className="ml-2 rounded bg-zinc-800 px-1.5 py-0.5 text-[10px] font-medium text-zinc-400 uppercase">Invited</span> : null}
+                  </td>
                   <td className="px-4 py-2.5 text-zinc-400">{formatDate(user.joinTime)}</td>
                 </tr>
               ))

@@ -13,7 +13,9 @@ export function safeNext(raw: string | null): string | null {
 export async function loginLoader({ request, context }: LoaderFunctionArgs) {
   const self = await pageEnv(context).getSelf(request);
   if (self) throw redirect("/dashboard");
-  return { next: safeNext(new URL(request.url).searchParams.get("next")) };
+  const params = new URL(request.url).searchParams;
+  // The sign-in callbacks come back here with a readable reason when a link or provider round trip failed.
+  return { next: safeNext(params.get("next")), error: params.get("error")?.slice(0, 300) ?? null };
 }
 
 const marqueeRows = [
@@ -22,7 +24,7 @@ const marqueeRows = [
 ];
 
 export function LoginPage() {
-  const { next } = useLoaderData<typeof loginLoader>();
+  const { next, error } = useLoaderData<typeof loginLoader>();
   const config = usePublicConfig();
   return (
     <div className="grid min-h-dvh lg:grid-cols-2">
@@ -32,6 +34,11 @@ export function LoginPage() {
         <div className="mx-auto flex w-full max-w-sm flex-1 flex-col justify-center py-12">
           <h1 className="text-2xl font-semibold tracking-tight text-zinc-100">Get started</h1>
           <p className="mt-1 mb-8 text-sm text-zinc-400">Sign into your account</p>
+          {error ? (
+            <p role="alert" className="mb-6 rounded-md border border-red-900/60 bg-red-950/40 px-3 py-2 text-sm text-red-300">
+              {error}
+            </p>
+          ) : null}
           <LoginForm next={next} hasGoogle={config.hasGoogle} hasGithub={config.hasGithub} supportEmail={config.supportEmail} />
         </div>
       </main>

@@ -1,5 +1,8 @@
 import { Link, useParams } from "react-router";
+import { LinkViewer, linkIdFromPath } from "~/ui/link/link-page.tsx";
+import { LiveFrameApp } from "~/ui/live/frame-app.tsx";
 import { PlaceholderPage } from "~/ui/pages/marketing/site-chrome.tsx";
+import { usePublicConfig } from "~/ui/shell.tsx";
 
 export function LandingPage() {
   return (
@@ -86,22 +89,21 @@ export function GrpcDebuggingPost() {
 
 export function LinkViewerPage() {
   const params = useParams();
-  const linkId = params["*"]?.split("/").filter(Boolean).at(-1) ?? "";
+  const { commitHash } = usePublicConfig();
   return (
-    <PlaceholderPage title="Shared link" heading="Shared link">
-      <p>
-        Link <span className="font-mono text-zinc-200">{linkId}</span>
-      </p>
-    </PlaceholderPage>
+    <>
+      <title>Shared link | Tapscope</title>
+      <LinkViewer linkId={linkIdFromPath(params["*"] ?? "") ?? ""} commitHash={commitHash} />
+    </>
   );
 }
 
 export function IframerPage() {
   return (
-    <main className="p-4 text-sm text-zinc-400">
+    <>
       <title>Live | Tapscope</title>
-      Waiting for events…
-    </main>
+      <LiveFrameApp />
+    </>
   );
 }
 

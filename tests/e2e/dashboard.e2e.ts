@@ -1,0 +1,203 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { BrowserContext, Page } from "playwright-core";
+import { startSmtpServer } from "../support/smtp.ts";
+import { launchBrowser, type RunningBrowser, type RunningServer, screenshot, startServer, watchPageErrors } from "./harness.ts";
+
+let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
+let server: RunningServer;
+let browser: RunningBrowser;
+let context: BrowserContext;
+let page: Page;
+let pageErrors: string[];
+const email = "ada@example.test";
+
+beforeAll(async () => {
+  smtp = await startSmtpServer();
+  server = await startServer({ SMTP_URL: smtp.url, SUPPORT_EMAIL: "help@example.test" });
+  browser = await launchBrowser();
+  context = browser.context;
+  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.baseUrl });
+  page = await context.newPage();
+  pageErrors = watchPageErrors(page);
+  page.setDefaultTimeout(10_000);
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+  await smtp?.close();
+});
+
+describe("sign-in and the dashboard, in Chromium against the real server", () => {
+  test("a signed-out visitor of a dashboard page is sent to /login with next", async () => {
+    await page.goto(`${server.baseUrl}/dashboard/somewhere/tokens`);
+    expect(new URL(page.url()).pathname).toBe("/login");
+    expect(new URL(page.url()).searchParams.get("next")).toBe("/dashboard/somewhere/tokens");
+    await page.goto(`${server.baseUrl}/dashboard`);
+    expect(page.url()).toBe(`${server.baseUrl}/login`);
+  });
+
+  test("login: no OAuth buttons without configuration; the magic link is mailed and confirmed", async () => {
+    await page.goto(`${server.baseUrl}/login`);
+    await page.getByRole("heading", { name: "Get started" }).waitFor();
+    expect(await page.getByText("Sign into your account").isVisible()).toBe(true);
+    expect(await page.getByText("Continue with Google").count()).toBe(0);
+    await page.waitForFunction(() => (window as unknown as { __reactRouterVersion?: string }).__reactRouterVersion !== undefined);
+    await screenshot(page, "01-login");
+
+    await page.getByPlaceholder("Enter your email...").fill(email);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByText(`We emailed a magic link to ${email}. Click the link to continue. Need help? Contact support.`).waitFor();
+    await screenshot(page, "02-login-sent");
+  });
+
+  test("the link from the delivered mail signs in and lands on the first namespace's Live screen", async () => {
+    const mail = await smtp.waitFor(email);
+    const link = /https?:\/\/[^\s"'<>]+\/api\/EmailLoginCallback\?[^\s"'<>]+/.exec(mail.text)?.[0];
+    expect(link).toBeDefined();
+    await page.goto(link!.replaceAll("&amp;", "&"));
+    await page.waitForURL(/\/dashboard\/[^/]+\/live$/);
+    await page.getByRole("heading", { name: "Live" }).waitFor();
+    const switcher = page.getByRole("button", { name: "Switch namespace" });
+    expect((await switcher.textContent())?.trim().length).toBeGreaterThan(0);
+    await screenshot(page, "03-dashboard-live");
+
+    // Signed in: /login and /dashboard both go to the dashboard.
+    await page.goto(`${server.baseUrl}/login`);
+    await page.waitForURL(/\/dashboard\/[^/]+\/live$/);
+  });
+
+  test("create a namespace through the switcher; it is selected and in the URL; outside click closes", async () => {
+    await page.getByRole("button", { name: "Switch namespace" }).click();
+    await page.getByRole("menu").waitFor();
+    await page.getByRole("heading", { name: "Live" }).click();
+    await page.getByRole("menu").waitFor({ state: "detached" });
+
+    page.once("dialog", (dialog) => void dialog.accept("staging"));
+    await page.getByRole("button", { name: "Switch namespace" }).click();
+    await screenshot(page, "04-namespace-menu");
+    await page.getByRole("menuitem", { name: "+ Create namespace" }).click();
+    await page.waitForURL(/\/dashboard\/staging\/live$/);
+    expect((await page.getByRole("button", { name: "Switch namespace" }).textContent())?.trim()).toBe("staging");
+
+    // An empty name aborts.
+    page.once("dialog", (dialog) => void dialog.accept(""));
+    await page.getByRole("button", { name: "Switch namespace" }).click();
+    await page.getByRole("menuitem", { name: "+ Create namespace" }).click();
+    await page.getByRole("button", { name: "Switch namespace" }).click();
+    expect(await page.getByRole("menuitem").count()).toBe(3);
+    await page.keyboard.press("Escape");
+  });
+
+  test("tokens: create shows it once, copy, NEW badge, delete with confirmation", async () => {
+    await page.getByRole("link", { name: "Tokens" }).click();
+    await page.waitForURL(/\/dashboard\/staging\/tokens$/);
+    await page.getByText("No tokens yet").waitFor();
+    await page.getByRole("button", { name: "Create" }).click();
+    const dialog = page.getByRole("dialog", { name: "New token" });
+    await dialog.waitFor();
+    const token = (await page.getByTestId("new-token").textContent())!.trim();
+    expect(token).toMatch(/^tsk_[A-Za-z0-9_-]{43}$/);
+    expect(await dialog.textContent()).toContain("cannot be viewed again");
+    await page.getByRole("button", { name: "Copy token" }).click();
+    await page.getByText("Copied!").waitFor();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(token);
+    await screenshot(page, "05-token-created");
+    await page.getByRole("button", { name: "Done" }).click();
+
+    // The token works as a bearer for this namespace (shown once, then usable).
+    const masked = `tsk_...${token.slice(-6)}`;
+    const row = page.getByRole("listitem").filter({ hasText: masked });
+    await row.waitFor();
+    expect(await row.getByText("NEW").isVisible()).toBe(true);
+    expect(await row.getByText(email).isVisible()).toBe(true);
+    expect(await page.getByText(token).count()).toBe(0);
+    await row.hover();
+    await screenshot(page, "06-tokens-list");
+    await row.getByRole("button", { name: `Delete token ${masked}` }).click();
+    await page.getByText(`Are you sure you want to delete token ${masked}? This action cannot be undone.`).waitFor();
+    await screenshot(page, "07-token-delete-confirm");
+    await page.getByRole("button", { name: "Delete", exact: true }).click();
+    await page.getByText("No tokens yet").waitFor();
+
+    await page.getByRole("button", { name: "Show advanced settings" }).click();
+    await page.getByRole("region", { name: "Organization worker tokens" }).waitFor();
+  });
+
+  test("users: invite an address; admins and members are listed with counts", async () => {
+    await page.getByRole("link", { name: "Users" }).click();
+    await page.waitForURL(/\/dashboard\/staging\/users$/);
+    const admins = page.getByRole("region", { name: "Namespace admins" });
+    await admins.getByText(email).waitFor();
+    await page.getByLabel("Email to invite").fill("bob@example.test");
+    await page.getByRole("button", { name: "Invite" }).click();
+    await page.getByText("bob@example.test").waitFor();
+    expect(await page.getByLabel("Email to invite").inputValue()).toBe("");
+    expect(await page.getByRole("columnheader", { name: "Joined" }).count()).toBe(2);
+    await screenshot(page, "08-users");
+  });
+
+  test("the navigation can be hidden, and stays hidden after a reload", async () => {
+    await page.getByRole("button", { name: "Hide navigation" }).click();
+    await page.reload();
+    await page.getByRole("button", { name: "Show navigation" }).waitFor();
+    expect(await page.getByRole("navigation", { name: "Dashboard" }).count()).toBe(0);
+    await screenshot(page, "09-nav-hidden");
+    await page.getByRole("button", { name: "Show navigation" }).click();
+    await page.getByRole("navigation", { name: "Dashboard" }).waitFor();
+  });
+
+  test("/dashboard remembers the last namespace", async () => {
+    await page.goto(`${server.baseUrl}/dashboard`);
+    await page.waitForURL(/\/dashboard\/staging\/live$/);
+  });
+
+  test("a failure while starting the app shows the app-wide error screen and reports it", async () => {
+    // The network answers ListOrgs with a 500 for this one page load; everything else is the real server.
+    await page.route("**/api/ListOrgs", (route) =>
+      route.fulfill({ status: 500, contentType: "application/json", headers: { "x-trace-id": "trace-e2e" }, body: JSON.stringify({ error: "database unavailable" }) }),
+    );
+    const report = page.waitForRequest((req) => req.url().endsWith("/api/Event") && req.method() === "POST");
+    await page.goto(`${server.baseUrl}/dashboard`);
+    await page.getByText("Tapscope ran into a problem.", { exact: false }).waitFor();
+    expect(await page.locator("main").textContent()).toContain(
+      "If not, reach out to help@example.test and include the following details",
+    );
+    expect(await page.locator("pre").textContent()).toContain("ApiError: got unexpected status code 500 (trace id trace-e2e): database unavailable");
+    const request = await report;
+    const tags = Object.fromEntries((request.headers()["x-tags"] ?? "").split(";").map((pair) => pair.split("=").map(decodeURIComponent)));
+    expect(tags.kind).toBe("UncaughtAppBoundaryError");
+    expect(tags.error_name).toBe("ApiError");
+    expect((await request.response())?.status()).toBe(200);
+    await screenshot(page, "12-app-error");
+    await page.unroute("**/api/ListOrgs");
+  });
+
+  test("log out ends the session", async () => {
+    await page.goto(`${server.baseUrl}/dashboard`);
+    await page.waitForURL(/\/dashboard\/staging\/live$/);
+    await page.getByRole("link", { name: "Log out" }).click();
+    await page.waitForURL(/\/login$/);
+    await page.goto(`${server.baseUrl}/dashboard/staging/live`);
+    expect(new URL(page.url()).pathname).toBe("/login");
+  });
+
+  test("unknown routes answer 404 with the router fallback; placeholder pages answer 200", async () => {
+    const response = await page.goto(`${server.baseUrl}/no/such/page`);
+    expect(response?.status()).toBe(404);
+    await page.getByText("Unexpected Application Error!").waitFor();
+    await screenshot(page, "10-not-found");
+    for (const path of ["/", "/pricing", "/docs", "/docs/golang", "/changelog", "/discord", "/customers/acme", "/blog", "/blog/http2-preface", "/blog/grpc-debugging", "/link/abc123", "/iframer", "/minified/"]) {
+      const res = await page.goto(`${server.baseUrl}${path}`);
+      expect(`${path} ${res?.status()}`).toBe(`${path} 200`);
+    }
+    await page.goto(`${server.baseUrl}/`);
+    await screenshot(page, "11-landing");
+    await page.goto(`${server.baseUrl}/link`);
+    expect(page.url()).toBe(`${server.baseUrl}/`);
+  });
+
+  test("no hydration errors or uncaught page errors along the way", () => {
+    expect(pageErrors).toEqual([]);
+  });
+});

@@ -1,0 +1,125 @@
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
+
+export const root = resolve(import.meta.dir, "../..");
+export const artifactsDir = join(root, "test-artifacts");
+const bun = join(root, "node_modules/.bin/bun");
+
+/** Builds build/client once per test process, as `npm start` does before serving. */
+let built: Promise<void> | undefined;
+export function buildClient(): Promise<void> {
+  built ??= (async () => {
+    const proc = Bun.spawn([bun, join(root, "scripts/build-client.ts")], { cwd: root, stdout: "pipe", stderr: "pipe" });
+    if ((await proc.exited) !== 0) throw new Error(`client build failed: ${await new Response(proc.stderr).text()}`);
+  })();
+  return built;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+export type RunningServer = { baseUrl: string; logs: string[]; stop: () => Promise<void> };
+
+/** The real server as a subprocess (`tapscope server`), on a free port, with a fresh PGlite data dir. */
+export async function startServer(env: Record<string, string> = {}): Promise<RunningServer> {
+  await buildClient();
+  const port = await freePort();
+  const dataDir = mkdtempSync(join(tmpdir(), "tapscope-e2e-"));
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const proc = Bun.spawn([bun, join(root, "src/main.ts"), "server"], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", PORT: String(port), PUBLIC_URL: baseUrl, DATA_DIR: dataDir, ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const logs: string[] = [];
+  void collect(proc.stderr, logs);
+  void collect(proc.stdout, logs);
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      const res = await fetch(`${baseUrl}/api/health`);
+      if (res.ok) break;
+    } catch {
+      // not up yet
+    }
+    if (proc.exitCode !== null) throw new Error(`server exited early:\n${logs.join("")}`);
+    if (Date.now() > deadline) throw new Error(`server did not start:\n${logs.join("")}`);
+    await Bun.sleep(100);
+  }
+  return {
+    baseUrl,
+    logs,
+    async stop() {
+      proc.kill("SIGTERM");
+      await proc.exited;
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function collect(stream: ReadableStream<Uint8Array>, into: string[]) {
+  const decoder = new TextDecoder();
+  const reader = stream.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return;
+    into.push(decoder.decode(value));
+  }
+}
+
+export type RunningBrowser = { context: BrowserContext; close: () => Promise<void> };
+
+/** Debian's Chromium, headless, with a fresh profile directory per launch. */
+export async function launchBrowser(): Promise<RunningBrowser> {
+  const profile = mkdtempSync(join(tmpdir(), "tapscope-chromium-"));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: "/usr/bin/chromium",
+    headless: true,
+    viewport: { width: 1280, height: 800 },
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+  return {
+    context,
+    async close() {
+      await context.close();
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(artifactsDir, { recursive: true });
+  await page.screenshot({ path: join(artifactsDir, `${name}.png`), fullPage: false });
+}
+
+/** Fails the test on any uncaught page error or hydration mismatch, which the user would not see as text. */
+export function watchPageErrors(page: Page): string[] {
+  const errors: string[] = [];
+  page.on("pageerror", (err) => errors.push(`pageerror: ${err.message}`));
+  page.on("console", (msg) => {
+    if (msg.type() === "error" && /hydrat|did not match/i.test(msg.text())) errors.push(`console: ${msg.text()}`);
+  });
+  return errors;
+}

@@ -1,0 +1,147 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { startTestApp, type TestApp } from "../support/app.ts";
+import { mapAssetSource } from "~/ssr/assets.ts";
+import { pageRoutes } from "~/routes/index.ts";
+
+// Server render and routing of the pages, through createApp on PGlite (no browser: see tests/e2e for that).
+let t: TestApp;
+
+beforeAll(async () => {
+  t = await startTestApp({ backend: "pglite", env: { GITHUB_CLIENT_ID: "gh-id", GITHUB_CLIENT_SECRET: "gh-secret" } });
+}, 60_000);
+afterAll(() => t.close());
+
+const page = (path: string, cookie?: string) => t.request(path, cookie ? { headers: { cookie } } : {});
+
+describe("routes of the spec's route table", () => {
+  test.each([
+    "/",
+    "/pricing",
+    "/docs",
+    "/docs/nodejs-express",
+    "/docs/kubernetes",
+    "/changelog",
+    "/discord",
+    "/customers",
+    "/customers/acme",
+    "/blog",
+    "/blog/http2-preface",
+    "/blog/grpc-debugging",
+    "/link/some/abc123",
+    "/link/abc123",
+    "/login",
+    "/iframer",
+    "/minified/",
+  ])("%s renders a streamed HTML page", async (path) => {
+    const res = await page(path);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(String(res.body)).toStartWith("<!DOCTYPE html><html");
+    expect(String(res.body)).toContain("window.__staticRouterHydrationData=");
+  });
+
+  test("unknown routes are 404 with the router fallback text", async () => {
+    for (const path of ["/nope", "/dashboardx", "/blog/unknown-post/x"]) {
+      const res = await page(path);
+      expect(res.status).toBe(404);
+      expect(String(res.body)).toContain("Unexpected Application Error!");
+    }
+  });
+
+  test("unknown /api paths stay JSON", async () => {
+    const res = await page("/api/NoSuchCall");
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ error: "not found" });
+  });
+
+  test("/link without an id goes home", async () => {
+    for (const path of ["/link", "/link/"]) {
+      const res = await page(path);
+      expect(res.status).toBe(302);
+      expect(res.headers.get("location")).toBe("/");
+    }
+  });
+});
+
+describe("sign-in redirects", () => {
+  test("signed out: /dashboard goes to /login, deeper pages carry next", async () => {
+    expect((await page("/dashboard")).headers.get("location")).toBe("/login");
+    const deep = await page("/dashboard/prod/users?x=1");
+    expect(deep.status).toBe(302);
+    expect(deep.headers.get("location")).toBe(`/login?next=${encodeURIComponent("/dashboard/prod/users?x=1")}`);
+  });
+
+  test("a forged or revoked session counts as signed out", async () => {
+    const res = await page("/dashboard", "tapscope_session=not-a-jwt");
+    expect(res.headers.get("location")).toBe("/login");
+  });
+
+  test("signed in: /login goes to /dashboard and the dashboard renders", async () => {
+    const user = await t.user("pages-user@example.test");
+    const login = await page("/login", user.cookie);
+    expect(login.status).toBe(302);
+    expect(login.headers.get("location")).toBe("/dashboard");
+    const dashboard = await page("/dashboard/anything/tokens", user.cookie);
+    expect(dashboard.status).toBe(200);
+    expect(String(dashboard.body)).toContain("pages-user@example.test");
+  });
+});
+
+describe("login page", () => {
+  test("shows only the configured OAuth provider, with next forwarded", async () => {
+    const html = String((await page("/login?next=%2Fdashboard%2Fprod%2Flive")).body);
+    expect(html).toContain("Continue with Github");
+    expect(html).not.toContain("Continue with Google");
+    expect(html).toContain('href="/api/GithubRedirect?next=%2Fdashboard%2Fprod%2Flive"');
+  });
+
+  test("a foreign next is dropped", async () => {
+    const html = String((await page("/login?next=%2F%2Fevil.example%2Fx")).body);
+    expect(html).toContain('href="/api/GithubRedirect"');
+    expect(html).not.toContain("evil.example/x\"");
+  });
+
+  test("reflected text is escaped in the markup and in the hydration data", async () => {
+    const attack = "</script><script>alert(1)</script><img src=x onerror=alert(2)>";
+    const html = String((await page(`/login?error=${encodeURIComponent(attack)}`)).body);
+    expect(html).not.toContain("<script>alert(1)");
+    expect(html).not.toContain("<img src=x");
+    expect(html).toContain("&lt;img src=x onerror=alert(2)&gt;");
+  });
+});
+
+describe("assets", () => {
+  const js = new Blob(["console.log(1)"]);
+  const css = new Blob(["body{}"]);
+  const assets = mapAssetSource(
+    new Map([
+      ["entry-client-abc.js", js],
+      ["app-def.css", css],
+    ]),
+    { entry: "/assets/entry-client-abc.js", css: ["/assets/app-def.css"], files: ["entry-client-abc.js", "app-def.css"] },
+  );
+  const pages = () => pageRoutes({ config: t.config, db: t.db }, { assets });
+
+  test("hashed assets are served immutable with their content type", async () => {
+    const res = await pages().handle(new Request("http://x/assets/entry-client-abc.js"));
+    expect(res.status).toBe(200);
+    expect(res.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
+    expect(res.headers.get("content-type")).toBe("text/javascript; charset=utf-8");
+    expect(await res.text()).toBe("console.log(1)");
+    const style = await pages().handle(new Request("http://x/assets/app-def.css"));
+    expect(style.headers.get("content-type")).toBe("text/css; charset=utf-8");
+  });
+
+  test("pages link the manifest's stylesheet and boot the hashed entry as a module", async () => {
+    const html = await (await pages().handle(new Request("http://x/login"))).text();
+    expect(html).toContain('<link rel="stylesheet" href="/assets/app-def.css"/>');
+    expect(html).toContain('<script type="module" src="/assets/entry-client-abc.js" async=""></script>');
+  });
+
+  test("unknown assets and the manifest itself are 404", async () => {
+    for (const path of ["/assets/nope.js", "/assets/manifest.json", "/assets/..%2F..%2Fpackage.json"]) {
+      const res = await pages().handle(new Request(`http://x${path}`));
+      expect(res.status).toBe(404);
+    }
+  });
+});
