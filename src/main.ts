@@ -6,6 +6,9 @@ const [command = "help", ...rest] = process.argv.slice(2);
 
 const commands: Record<string, () => Promise<{ main: (args: string[]) => Promise<number> }>> = {
   server: () => import("./commands/server.ts"),
+  run: () => import("./commands/run.ts"),
+  proxy: () => import("./commands/proxy.ts"),
+  __tracee: () => import("./commands/run.ts").then((m) => ({ main: m.traceeMain })),
 };
 
 const usage = `Tapscope: zero-code network tracer
@@ -26,6 +29,8 @@ if (command === "version" || command === "--version") {
     process.stderr.write(`tapscope: unknown command "${command}"\n\n${usage}`);
     process.exit(2);
   }
+  // In the compiled binary the server's DuckDB addon needs its native library loaded before its module is.
+  if (command === "server") await (await import("./lib/embedded.ts")).loadDuckDbNative();
   const code = await (await load()).main(rest);
   process.exit(code);
 }

@@ -1,0 +1,137 @@
+import { readdirSync, readlinkSync } from "node:fs";
+import { constants, release } from "node:os";
+import type { ConnectionObserver } from "./relay/observer.ts";
+import { E, errno, pidfdGetfd, pidfdOpen } from "./seccomp/ffi.ts";
+import { TRACEE_SETUP_FAILED } from "./seccomp/tracee.ts";
+import { startSupervisor, type Supervisor } from "./supervisor/index.ts";
+
+/**
+ * Starts `argv` under interception: re-executes this binary as `__tracee`, takes the seccomp listener
+ * from it, and runs the supervisor. The program inherits stdio, gets the same argv and environment,
+ * and its exit status comes back the way a shell reports it.
+ */
+export type LaunchOptions = {
+  argv: string[];
+  env: Record<string, string | undefined>;
+  observer: ConnectionObserver | null;
+  say: (line: string) => void;
+};
+
+export type Launched = {
+  pid: number;
+  supervisor: Supervisor;
+  /** Resolves with the exit code (128+n for a death by signal n). */
+  exited: Promise<number>;
+};
+
+export class InterceptionUnavailable extends Error {
+  override name = "InterceptionUnavailable";
+}
+
+/** Why interception cannot work on this machine, or null when it can. */
+export function checkPlatform(): string | null {
+  if (process.platform !== "linux") {
+    return `tapscope run needs Linux (seccomp user notification); this is ${process.platform}. Use \`tapscope proxy --listen :8080 --to 127.0.0.1:3000\` to trace a server through a reverse proxy.`;
+  }
+  const [major = 0, minor = 0] = release().split(/[.-]/).map(Number);
+  if (major < 5 || (major === 5 && minor < 9)) {
+    return `tapscope run needs Linux 5.9 or newer (seccomp ADDFD); this kernel is ${release()}. Upgrade the kernel, or use \`tapscope proxy --listen :8080 --to 127.0.0.1:3000\`.`;
+  }
+  return null;
+}
+
+/** How to start this same program again: the compiled binary, or bun with the entry script in development. */
+export function selfCommand(): string[] {
+  const main = Bun.main;
+  if (main.startsWith("/$bunfs/") || main.startsWith("B:/~BUN/")) return [process.execPath];
+  return [process.execPath, main];
+}
+
+function findListenerFd(pid: number): number {
+  let entries: string[];
+  try {
+    entries = readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return -1;
+  }
+  for (const entry of entries) {
+    try {
+      if (readlinkSync(`/proc/${pid}/fd/${entry}`) === "anon_inode:seccomp notify") return Number(entry);
+    } catch {}
+  }
+  return -1;
+}
+
+export function signalNumber(name: string | number | null | undefined): number {
+  if (!name) return 0;
+  if (typeof name === "number") return name;
+  return (constants.signals as Record<string, number>)[name] ?? 0;
+}
+
+export async function launch(options: LaunchOptions): Promise<Launched> {
+  const child = Bun.spawn([...selfCommand(), "__tracee", "--", ...options.argv], {
+    stdio: ["inherit", "inherit", "inherit"],
+    env: options.env as Record<string, string>,
+  });
+  const exited = child.exited.then((code) => {
+    const signal = signalNumber(child.signalCode);
+    return signal ? 128 + signal : code;
+  });
+  let hasExited = false;
+  exited.then(() => {
+    hasExited = true;
+  });
+
+  // The launcher parks in its execve until we hold the listener; find it in its fd table.
+  const deadline = Date.now() + 15_000;
+  let remoteFd = -1;
+  while (remoteFd < 0) {
+    if (hasExited) {
+      const code = await exited;
+      throw new InterceptionUnavailable(code === TRACEE_SETUP_FAILED ? "" : `the launcher exited with ${code}`, {
+        cause: code,
+      });
+    }
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new InterceptionUnavailable("the launcher did not install its seccomp filter within 15 s");
+    }
+    remoteFd = findListenerFd(child.pid);
+    if (remoteFd < 0) await Bun.sleep(2);
+  }
+  const pidfd = pidfdOpen(child.pid);
+  const listener = pidfd >= 0 ? pidfdGetfd(pidfd, remoteFd) : -1;
+  if (listener < 0) {
+    const err = errno();
+    child.kill("SIGKILL");
+    await exited;
+    if (err === E.EPERM || err === E.EACCES) {
+      throw new InterceptionUnavailable(
+        "no permission to take the seccomp listener (pidfd_getfd needs CAP_SYS_PTRACE in containers). " +
+          "Run the container with `docker run --cap-add=SYS_PTRACE` (Kubernetes: securityContext.capabilities.add: [SYS_PTRACE]), " +
+          "or use `tapscope proxy --listen :8080 --to 127.0.0.1:3000`.",
+      );
+    }
+    if (err === E.ENOSYS) {
+      throw new InterceptionUnavailable("this kernel has no pidfd_getfd (Linux 5.6+ needed). Use `tapscope proxy`.");
+    }
+    throw new InterceptionUnavailable(`could not take the seccomp listener (errno ${err})`);
+  }
+  let isFatal = false;
+  const supervisor = startSupervisor({
+    listener,
+    observer: options.observer,
+    say: options.say,
+    onFatal: (reason) => {
+      if (isFatal) return;
+      isFatal = true;
+      if (reason === "pidfd_getfd") {
+        options.say(
+          "no permission to read the program's sockets (pidfd_getfd needs CAP_SYS_PTRACE in containers): its connections run untraced. " +
+            "Run the container with `docker run --cap-add=SYS_PTRACE`.",
+        );
+      }
+    },
+  });
+  return { pid: child.pid, supervisor, exited };
+}

@@ -1,0 +1,263 @@
+import type { Socket, SocketHandler } from "bun";
+import { type ConnectionInfo, type ConnectionObserver, type ConnectionTap, nowMicros } from "./observer.ts";
+
+/**
+ * One relayed TCP connection: two Bun sockets and the bytes between them. Bytes are forwarded first and
+ * untouched; the tap gets a copy afterwards. Backpressure pauses the reading side; FIN is forwarded as
+ * FIN (half-close) and a reset as a reset, so each end sees what it would see without the relay.
+ */
+export type Side = "client" | "server";
+export type LegData = { pipe: Pipe; side: Side } | undefined;
+type Queued = { bytes: Uint8Array; isTapped: boolean };
+
+const HIGH_WATER = 1 << 20;
+/** A tap call slower than this detaches the tap: the connection becomes plain passthrough. */
+const TAP_BUDGET_MS = 50;
+
+export type PipeStats = { opened: number; tapErrors: number };
+export const pipeStats: PipeStats = { opened: 0, tapErrors: 0 };
+
+class Leg {
+  socket: Socket<LegData> | null = null;
+  /** Bytes waiting to be written to this leg. */
+  queue: Queued[] = [];
+  queuedBytes = 0;
+  /** The peer sent FIN; forward it once the queue is flushed. */
+  isEndPending = false;
+  isWriteShut = false;
+  /** This leg's remote end sent FIN (we will read nothing more). */
+  isReadEnded = false;
+  isClosed = false;
+}
+
+export class Pipe {
+  private readonly legs: Record<Side, Leg> = { client: new Leg(), server: new Leg() };
+  private tap: ConnectionTap | null = null;
+  private isOpened = false;
+  private isFinished = false;
+  info: ConnectionInfo;
+
+  constructor(
+    info: ConnectionInfo,
+    private readonly observer: ConnectionObserver | null,
+    private readonly onFinish?: () => void,
+  ) {
+    this.info = info;
+  }
+
+  /** noDelay: TCP_NODELAY on this leg (always on loopback legs; a far leg mirrors the program's choice). */
+  attach(side: Side, socket: Socket<LegData>, noDelay = true): void {
+    const leg = this.legs[side];
+    socket.data = { pipe: this, side };
+    leg.socket = socket;
+    socket.setNoDelay(noDelay);
+    if (this.legs.client.socket && this.legs.server.socket && !this.isOpened) this.open();
+    this.flush(side);
+  }
+
+  /** The far side could not be reached: reset the side we have, as an unreachable peer would. */
+  fail(reason: string): void {
+    for (const side of ["client", "server"] as const) {
+      const leg = this.legs[side];
+      if (leg.socket && !leg.isClosed) leg.socket.terminate();
+    }
+    this.finish(reason);
+  }
+
+  private open(): void {
+    this.isOpened = true;
+    pipeStats.opened++;
+    this.info.connectedAt ||= nowMicros();
+    if (!this.observer) return;
+    try {
+      this.tap = this.observer.onOpen(this.info);
+    } catch {
+      pipeStats.tapErrors++;
+      this.tap = null;
+    }
+  }
+
+  private other(side: Side): Side {
+    return side === "client" ? "server" : "client";
+  }
+
+  onData(from: Side, chunk: Uint8Array): void {
+    const to = this.legs[this.other(from)];
+    if (to.isClosed) return;
+    if (to.socket && to.queue.length === 0) {
+      const written = to.socket.write(chunk);
+      if (written < chunk.length) {
+        this.enqueue(to, chunk.slice(Math.max(0, written)), true);
+        this.legs[from].socket?.pause();
+      }
+      this.tapData(from, chunk);
+      return;
+    }
+    const isTapped = this.isOpened;
+    this.enqueue(to, chunk.slice(), isTapped);
+    if (isTapped) this.tapData(from, chunk);
+    if (to.queuedBytes > HIGH_WATER) this.legs[from].socket?.pause();
+  }
+
+  private enqueue(leg: Leg, bytes: Uint8Array, isTapped: boolean): void {
+    leg.queue.push({ bytes, isTapped });
+    leg.queuedBytes += bytes.length;
+  }
+
+  onDrain(side: Side): void {
+    this.flush(side);
+  }
+
+  private flush(side: Side): void {
+    const leg = this.legs[side];
+    const socket = leg.socket;
+    if (!socket || leg.isClosed) return;
+    const from = this.other(side);
+    while (leg.queue.length > 0) {
+      const item = leg.queue[0]!;
+      if (!item.isTapped && this.isOpened) {
+        item.isTapped = true;
+        this.tapData(from, item.bytes);
+      }
+      const written = socket.write(item.bytes);
+      if (written < item.bytes.length) {
+        if (written > 0) {
+          item.bytes = item.bytes.subarray(written);
+          leg.queuedBytes -= written;
+        }
+        return;
+      }
+      leg.queue.shift();
+      leg.queuedBytes -= item.bytes.length;
+    }
+    const fromLeg = this.legs[from];
+    if (fromLeg.socket && !fromLeg.isClosed && !fromLeg.isReadEnded) fromLeg.socket.resume();
+    if (leg.isEndPending) this.shutWrite(side);
+  }
+
+  /** FIN from `from`: forward it to the other leg after its queue. */
+  onEnd(from: Side): void {
+    const fromLeg = this.legs[from];
+    fromLeg.isReadEnded = true;
+    this.tapEnd(from);
+    const to = this.other(from);
+    const toLeg = this.legs[to];
+    if (toLeg.queue.length > 0 || !toLeg.socket) toLeg.isEndPending = true;
+    else this.shutWrite(to);
+  }
+
+  private shutWrite(side: Side): void {
+    const leg = this.legs[side];
+    leg.isEndPending = false;
+    if (leg.isWriteShut || !leg.socket || leg.isClosed) return;
+    leg.isWriteShut = true;
+    leg.socket.shutdown();
+    this.closeIfDone();
+  }
+
+  private closeIfDone(): void {
+    const { client, server } = this.legs;
+    if (client.isWriteShut && server.isWriteShut && client.isReadEnded && server.isReadEnded) {
+      client.socket?.end();
+      server.socket?.end();
+    }
+  }
+
+  onClose(side: Side, error?: unknown): void {
+    const leg = this.legs[side];
+    if (leg.isClosed) return;
+    leg.isClosed = true;
+    const other = this.legs[this.other(side)];
+    if (error) {
+      // A reset on one side is passed on as a reset.
+      if (other.socket && !other.isClosed) other.socket.terminate();
+      this.finish(errorText(error));
+      return;
+    }
+    if (!leg.isReadEnded) this.onEnd(side);
+    if (other.isClosed || !other.socket) {
+      this.finish();
+      return;
+    }
+    // The closed side can take no more bytes: stop the other side's unread data as the kernel would.
+    if (leg.queue.length > 0 && !other.isReadEnded) other.socket.terminate();
+    else if (other.queue.length === 0) other.socket.end();
+  }
+
+  private finish(error?: string): void {
+    if (this.isFinished) return;
+    this.isFinished = true;
+    const tap = this.tap;
+    this.tap = null;
+    if (tap) {
+      try {
+        tap.onClose(nowMicros(), error);
+      } catch {
+        pipeStats.tapErrors++;
+      }
+    }
+    this.onFinish?.();
+  }
+
+  onSocketClosed(side: Side, error?: unknown): void {
+    this.onClose(side, error);
+    const other = this.legs[this.other(side)];
+    if (other.isClosed || !other.socket) this.finish(error ? errorText(error) : undefined);
+  }
+
+  private tapData(from: Side, chunk: Uint8Array): void {
+    const tap = this.tap;
+    if (!tap) return;
+    const started = performance.now();
+    try {
+      tap.onData(from === "client", chunk, nowMicros());
+    } catch {
+      this.detachTap();
+      return;
+    }
+    if (performance.now() - started > TAP_BUDGET_MS) this.detachTap();
+  }
+
+  private tapEnd(from: Side): void {
+    const tap = this.tap;
+    if (!tap?.onEnd) return;
+    try {
+      tap.onEnd(from === "client", nowMicros());
+    } catch {
+      this.detachTap();
+    }
+  }
+
+  private detachTap(): void {
+    pipeStats.tapErrors++;
+    const tap = this.tap;
+    this.tap = null;
+    try {
+      tap?.onClose(nowMicros(), "tap detached: it failed or fell behind");
+    } catch {}
+  }
+}
+
+function errorText(error: unknown): string {
+  if (error && typeof error === "object" && "code" in error) return String((error as { code: unknown }).code);
+  return String(error);
+}
+
+/** One handler set for every relay socket; each socket's `data` names its pipe and side. */
+export const legHandlers: SocketHandler<LegData> = {
+  data(socket, chunk) {
+    socket.data?.pipe.onData(socket.data.side, chunk);
+  },
+  drain(socket) {
+    socket.data?.pipe.onDrain(socket.data.side);
+  },
+  end(socket) {
+    socket.data?.pipe.onEnd(socket.data.side);
+  },
+  close(socket, error) {
+    socket.data?.pipe.onSocketClosed(socket.data.side, error);
+  },
+  error(socket, error) {
+    socket.data?.pipe.onSocketClosed(socket.data.side, error ?? "error");
+  },
+};

@@ -1,0 +1,51 @@
+import { readFileSync } from "node:fs";
+import type { TCPSocketListener } from "bun";
+import type { LegData, Pipe } from "../relay/pipe.ts";
+import type { ConnectionObserver } from "../relay/observer.ts";
+import type { SockAddr } from "../relay/sockaddr.ts";
+import type { AcceptMsg } from "../seccomp/messages.ts";
+
+/** A program listening socket the supervisor took over: it owns `requested`, the program listens on `hidden`. */
+export type Takeover = {
+  inode: string;
+  /** What the program asked for, with the real port when it asked for port 0. */
+  requested: SockAddr;
+  /** AF_INET / AF_INET6 of the program's socket. */
+  domain: number;
+  ownedFd: number;
+  hidden: SockAddr;
+  hiddenEncoded: Uint8Array;
+  server: TCPSocketListener<LegData> | null;
+  /** Blocking accept() calls waiting for a connection. */
+  parked: AcceptMsg[];
+  pid: number;
+  isRetired: boolean;
+};
+
+/** A connection the relay made to a program's hidden port, by the relay socket's local port. */
+export type InboundEntry = { peer: SockAddr; local: SockAddr; takeover: Takeover };
+
+/** A program socket the supervisor connected to the relay, by that socket's local port. */
+export type OutboundEntry = { pipe: Pipe; realPeer: SockAddr; realLocal: SockAddr | null };
+
+export type Context = {
+  listener: number;
+  observer: ConnectionObserver | null;
+  say: (line: string) => void;
+  takeovers: Map<string, Takeover>;
+  inbound: Map<number, InboundEntry>;
+  outbound: Map<number, OutboundEntry>;
+  nextConnectionId: () => number;
+  stats: { intercepted: number; inbound: number; outbound: number; refusedIoUring: number; lostAccepts: number };
+};
+
+/** The thread-group id (process id) of a thread; the thread id itself when /proc says nothing. */
+export function processOf(tid: number): number {
+  try {
+    const status = readFileSync(`/proc/${tid}/status`, "utf8");
+    const m = /^Tgid:\s*(\d+)/m.exec(status);
+    return m ? Number(m[1]) : tid;
+  } catch {
+    return tid;
+  }
+}

@@ -1,0 +1,144 @@
+import { Worker } from "node:worker_threads";
+import type { ConnectionObserver } from "../relay/observer.ts";
+import { libc } from "../seccomp/ffi.ts";
+import type { NotifMessage, WorkerInit, WorkerMessage } from "../seccomp/messages.ts";
+import { replyContinue } from "../seccomp/notif.ts";
+import type { Context } from "./context.ts";
+import { handleAccept, handleBind, handleListen, sweepTakeovers } from "./inbound.ts";
+import { handleName } from "./names.ts";
+import { handleConnect, type OutboundRelay, startOutboundRelay } from "./outbound.ts";
+
+export type SupervisorOptions = {
+  /** Our copy of the seccomp listener fd (taken with pidfd_getfd). */
+  listener: number;
+  observer: ConnectionObserver | null;
+  /** One short line for the user on stderr. */
+  say: (line: string) => void;
+  /** Interception cannot work here (e.g. no permission for pidfd_getfd): the caller explains and stops. */
+  onFatal: (reason: string, errno: number) => void;
+};
+
+export type Supervisor = {
+  ctx: Context;
+  /** Everything passes through from now on (used on a fault). */
+  isPassthrough: () => boolean;
+  stop: () => Promise<void>;
+};
+
+/**
+ * The supervisor: a Worker receives seccomp notifications; TCP work is done here on the main thread,
+ * next to the relay, with non-blocking sockets only. A fault in any handler never reaches the program:
+ * that notification is let through, everything switches to passthrough, and a short report is printed.
+ */
+export function startSupervisor(options: SupervisorOptions): Supervisor {
+  let connectionId = 0;
+  const ctx: Context = {
+    listener: options.listener,
+    observer: options.observer,
+    say: options.say,
+    takeovers: new Map(),
+    inbound: new Map(),
+    outbound: new Map(),
+    nextConnectionId: () => ++connectionId,
+    stats: { intercepted: 0, inbound: 0, outbound: 0, refusedIoUring: 0, lostAccepts: 0 },
+  };
+  const control = new SharedArrayBuffer(4);
+  const flags = new Int32Array(control);
+  let isPassthrough = false;
+  let relay: OutboundRelay | null = null;
+  const ioUringPids = new Set<number>();
+
+  const crash = (where: string, err: unknown) => {
+    if (isPassthrough) return;
+    isPassthrough = true;
+    Atomics.store(flags, 0, 1);
+    for (const t of ctx.takeovers.values()) {
+      for (const p of t.parked) {
+        replyContinue(ctx.listener, p.id);
+        libc.close(p.fd);
+      }
+      t.parked = [];
+    }
+    const detail = err instanceof Error ? (err.stack ?? err.message) : String(err);
+    options.say(
+      `internal error in ${where}; the program keeps running, with new connections untraced from now on.\n` +
+        `  Please report it with this: ${detail.split("\n").slice(0, 6).join("\n  ")}`,
+    );
+  };
+
+  try {
+    relay = startOutboundRelay(ctx);
+  } catch (err) {
+    crash("the outbound relay", err);
+  }
+
+  const dispatch = (m: NotifMessage) => {
+    let keepFd = false;
+    try {
+      if (isPassthrough || !relay) {
+        replyContinue(ctx.listener, m.id);
+      } else if (m.kind === "connect") {
+        handleConnect(ctx, relay, m);
+        keepFd = true; // handleConnect owns (and closes) the fd
+      } else if (m.kind === "bind") handleBind(ctx, m);
+      else if (m.kind === "listen") handleListen(ctx, m);
+      else if (m.kind === "accept") keepFd = handleAccept(ctx, m);
+      else handleName(ctx, m);
+    } catch (err) {
+      replyContinue(ctx.listener, m.id);
+      crash(m.kind, err);
+    } finally {
+      if (!keepFd) libc.close(m.fd);
+    }
+  };
+
+  const worker = new Worker(new URL("../seccomp/notify-worker.ts", import.meta.url), {
+    workerData: { listener: options.listener, control } satisfies WorkerInit,
+  });
+  worker.unref();
+  worker.on("message", (m: WorkerMessage) => {
+    switch (m.kind) {
+      case "started":
+        return;
+      case "io_uring":
+        ctx.stats.refusedIoUring++;
+        if (!ioUringPids.has(m.pid)) {
+          ioUringPids.add(m.pid);
+          if (ioUringPids.size === 1) {
+            options.say("refused io_uring (its network operations would bypass interception); the program falls back to ordinary syscalls");
+          }
+        }
+        return;
+      case "fatal":
+        options.onFatal(m.reason, m.errno);
+        return;
+      case "crash":
+        crash("the notification loop", m.error);
+        return;
+      default:
+        dispatch(m);
+    }
+  });
+  worker.on("error", (err) => crash("the notification loop", err));
+
+  const sweep = setInterval(() => {
+    try {
+      sweepTakeovers(ctx);
+    } catch (err) {
+      crash("the listener sweep", err);
+    }
+  }, 2000);
+  sweep.unref();
+
+  return {
+    ctx,
+    isPassthrough: () => isPassthrough,
+    stop: async () => {
+      clearInterval(sweep);
+      relay?.v4.stop(true);
+      relay?.v6?.stop(true);
+      for (const t of ctx.takeovers.values()) t.server?.stop(true);
+      await worker.terminate().catch(() => {});
+    },
+  };
+}
