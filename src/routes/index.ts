@@ -4,7 +4,7 @@ import { log } from "~/lib/logger.ts";
 import { createServiceContext } from "~/services/context.ts";
 import type { AppDeps } from "~/server.ts";
 import { type AssetSource, contentTypeOf, defaultAssetSource } from "~/ssr/assets.ts";
-import { renderPage } from "~/ssr/render.tsx";
+import { createPageRenderer } from "~/ssr/render.tsx";
 import { createServerEnv } from "~/ssr/server-env.ts";
 import type { PageShell } from "~/ui/shell.tsx";
 
@@ -17,6 +17,7 @@ export type PageRouteOptions = {
 export function pageRoutes(deps: AppDeps, options: PageRouteOptions = {}) {
   const assets = options.assets ?? defaultAssetSource();
   const env = createServerEnv(createServiceContext(deps));
+  const renderPage = createPageRenderer();
   let hasWarned = false;
 
   function shell(): PageShell {

@@ -3,31 +3,41 @@ import {
   createStaticHandler,
   createStaticRouter,
   isRouteErrorResponse,
+  type RouteObject,
+  type StaticHandler,
   type StaticHandlerContext,
   StaticRouterProvider,
 } from "react-router";
 import { log } from "~/lib/logger.ts";
 import { jsonForScript } from "~/ssr/html.ts";
 import type { PageEnv } from "~/ui/env.ts";
-import { routes } from "~/ui/routes.tsx";
+import { routes as appRoutes } from "~/ui/routes.tsx";
 import { type PageShell, SHELL_GLOBAL, ShellProvider } from "~/ui/shell.tsx";
-
-const handler = createStaticHandler(routes);
 
 /** Past this, whatever has not streamed yet is left to the browser to render. */
 export const RENDER_TIMEOUT_MS = 10_000;
+
+export type RenderPage = (input: { request: Request; env: PageEnv; shell: PageShell }) => Promise<Response>;
 
 /**
  * Server render of one page request: run the matching loaders (redirects come back as they are),
  * then stream the React document with the hydration data for the browser router.
  */
-export async function renderPage({ request, env, shell }: { request: Request; env: PageEnv; shell: PageShell }): Promise<Response> {
+export function createPageRenderer(routes: RouteObject[] = appRoutes): RenderPage {
+  const handler = createStaticHandler(routes);
+  return (input) => render(handler, input);
+}
+
+async function render(
+  handler: StaticHandler,
+  { request, env, shell }: { request: Request; env: PageEnv; shell: PageShell },
+): Promise<Response> {
   const context = await handler.query(request, { requestContext: env as never });
   if (context instanceof Response) return context;
 
   const headers = new Headers({ "content-type": "text/html; charset=utf-8", "cache-control": "no-store" });
   try {
-    const body = await stream(context, shell, request);
+    const body = await stream(handler, context, shell, request);
     return new Response(body, { status: context.statusCode, headers });
   } catch (err) {
     // A render error outside any Suspense boundary: show the app-wide error screen instead, without server internals.
@@ -36,12 +46,17 @@ export async function renderPage({ request, env, shell }: { request: Request; en
     shown.name = err instanceof Error ? err.name : "Error";
     shown.stack = "";
     const errorContext: StaticHandlerContext = { ...context, statusCode: 500, errors: { root: shown }, loaderData: {} };
-    const body = await stream(errorContext, shell, request);
+    const body = await stream(handler, errorContext, shell, request);
     return new Response(body, { status: 500, headers });
   }
 }
 
-async function stream(context: StaticHandlerContext, shell: PageShell, request: Request): Promise<ReadableStream> {
+async function stream(
+  handler: StaticHandler,
+  context: StaticHandlerContext,
+  shell: PageShell,
+  request: Request,
+): Promise<ReadableStream> {
   const router = createStaticRouter(handler.dataRoutes, context);
   const hydration = { loaderData: context.loaderData, actionData: context.actionData, errors: serializeErrors(context.errors) };
   return renderToReadableStream(

@@ -29,7 +29,6 @@ export function DashboardLayout() {
 
   return (
     <DashboardContext.Provider value={state}>
-      <title>Dashboard | Tapscope</title>
       <div className="flex h-dvh overflow-hidden">
         {isNavHidden ? null : <SideNav onHide={() => setHidden(true)} />}
         <div className="relative flex min-w-0 flex-1 flex-col overflow-y-auto">

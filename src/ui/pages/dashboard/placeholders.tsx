@@ -7,6 +7,7 @@ import { usePublicConfig } from "~/ui/shell.tsx";
 export function DashboardIndex() {
   return (
     <div className="flex flex-1 items-center justify-center text-sm text-zinc-500">
+      <title>Dashboard | Tapscope</title>
       <Spinner className="mr-2 size-4" /> Loading your workspace…
     </div>
   );

@@ -13,9 +13,7 @@ export function AppErrorScreen({ error }: { error: unknown }) {
     <main className="flex min-h-dvh items-center justify-center p-6">
       <title>Error | Tapscope</title>
       <div className="w-full max-w-2xl">
-        <div className="text-5xl text-zinc-500" aria-hidden="true">
-          :(
-        </div>
+        <SadFace />
         <p className="mt-6 text-zinc-300">
           Tapscope ran into a problem. You can refresh the page to see if that fixes the issue. If not, reach out to{" "}
           <a className="text-zinc-100 underline" href={`mailto:${supportEmail}`}>
@@ -31,5 +29,15 @@ export function AppErrorScreen({ error }: { error: unknown }) {
         </pre>
       </div>
     </main>
+  );
+}
+
+function SadFace() {
+  return (
+    <svg viewBox="0 0 48 48" className="size-14 text-zinc-500" fill="none" stroke="currentColor" strokeWidth="2.5" strokeLinecap="round" aria-hidden="true">
+      <circle cx="24" cy="24" r="21" />
+      <path d="M17 19v1M31 19v1" />
+      <path d="M15.5 34c2.2-3.2 5.2-4.8 8.5-4.8s6.3 1.6 8.5 4.8" />
+    </svg>
   );
 }
