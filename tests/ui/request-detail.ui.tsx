@@ -161,3 +161,36 @@ describe("outbound calls", () => {
     expect(clipboard).toBe("http://x/link/abc");
   });
 });
+
+describe("Save as HAR", () => {
+  test("downloads a HAR 1.2 file of the given events, built by the shared converter", async () => {
+    const { downloadHar } = await import("~/ui/request-detail/har-download.ts");
+    const blobs: Blob[] = [];
+    const original = URL.createObjectURL;
+    URL.createObjectURL = (blob: Blob) => {
+      blobs.push(blob);
+      return original.call(URL, blob);
+    };
+    const clicked: Array<{ download: string; href: string }> = [];
+    const originalClick = HTMLAnchorElement.prototype.click;
+    HTMLAnchorElement.prototype.click = function (this: HTMLAnchorElement) {
+      clicked.push({ download: this.download, href: this.href });
+    };
+    try {
+      const parent = makeEvent({ http_req_method: "POST", http_req_body: b64('{"x":1}'), http_req_content_type: "application/json" });
+      const child = makeEvent({ parent_event_id: parent.event_id, http_is_outgoing: true });
+      downloadHar([parent, child], "one.har");
+      expect(clicked[0]?.download).toBe("one.har");
+      const har = JSON.parse(await blobs[0]!.text());
+      expect(har.log.version).toBe("1.2");
+      expect(har.log.entries.length).toBe(2);
+      const entry = har.log.entries.find((e: { _eventId: string }) => e._eventId === parent.event_id);
+      expect(entry.request.method).toBe("POST");
+      expect(entry.request.postData.text).toBe('{"x":1}');
+      expect(entry.response.status).toBe(200);
+    } finally {
+      URL.createObjectURL = original;
+      HTMLAnchorElement.prototype.click = originalClick;
+    }
+  });
+});
