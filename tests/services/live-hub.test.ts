@@ -177,6 +177,24 @@ describe("LiveHub", () => {
     expect(slow.paths()).toEqual(Array.from({ length: 100 }, (_, i) => `/${900 + i}`));
   });
 
+  test("viewers with the same filters share batches only when they were sent the same events", () => {
+    const hub = hubWith({ maxBufferedBytes: 10 });
+    const [a, b, c] = [new TestSocket(), new TestSocket(), new TestSocket()];
+    for (const s of [a, b, c]) hub.subscribe(ns("n"), s, noExpiry).setConfig({ type: "setConfig", revision: 1, filters: ['request.method == "GET"'] });
+    b.isStalled = true;
+    b.buffered = 100;
+    hub.accept({ namespaceId: "n", linkId: null }, [makeEvent({ http_req_path: "/1" }), makeEvent({ http_req_method: "POST" })]);
+    hub.flushAll();
+    b.unstall();
+    hub.accept({ namespaceId: "n", linkId: null }, [makeEvent({ http_req_path: "/2" })]);
+    hub.flushAll();
+    expect(a.paths()).toEqual(["/1", "/2"]);
+    expect(b.paths()).toEqual(["/1", "/2"]);
+    expect(c.paths()).toEqual(["/1", "/2"]);
+    expect(b.of("events")).toHaveLength(1);
+    expect(a.of("events")).toHaveLength(2);
+  });
+
   test("a send the socket drops (status 0) is counted as dropped", () => {
     const hub = hubWith();
     const s = new TestSocket();

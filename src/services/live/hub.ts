@@ -28,7 +28,10 @@ export type LiveHubOptions = {
   queueLimit: number;
   /** A subscriber whose socket holds more than this unsent is not sent more until it drains. */
   maxBufferedBytes: number;
-  /** Events are coalesced for this long before a send (a full batch goes at once). */
+  /**
+   * Events are coalesced for this long before a send (a full batch goes at once). 0: until the end of the
+   * current event-loop turn, so what one publisher message brought goes out as one message per subscriber.
+   */
   flushIntervalMs: number;
   maxBatch: number;
 };
@@ -39,7 +42,7 @@ export const defaultLiveHubOptions: LiveHubOptions = {
   totalHistoryBytes: 256 * 1024 * 1024,
   queueLimit: 5000,
   maxBufferedBytes: 4 * 1024 * 1024,
-  flushIntervalMs: 10,
+  flushIntervalMs: 0,
   maxBatch: 500,
 };
 
@@ -57,6 +60,8 @@ export type LiveStats = { numPublishers: number; numSubscribers: number };
 export class Subscriber {
   revision = 0;
   predicate: EventPredicate = () => true;
+  /** Equal for subscribers with the same filters: they can share one serialized batch. */
+  configKey = "[]";
   /** Serialized matching events not yet sent, oldest first. */
   pending: string[] = [];
   droppedTotal = 0;
@@ -103,8 +108,13 @@ function targetKeys(target: EventTarget): string[] {
 export class LiveHub implements EventSink {
   private readonly channels = new Map<string, Channel>();
   private readonly dirty = new Set<Subscriber>();
-  private timer: ReturnType<typeof setTimeout> | null = null;
+  private timer: { cancel: () => void } | null = null;
   private historyBytes = 0;
+  /**
+   * Batches built in this flush round, by config: viewers with the same filters were sent the same events, so
+   * the message is built once and sent to each (checked: same length, same first and last event).
+   */
+  private batchCache = new Map<string, { length: number; first: string; last: string; text: string }>();
   readonly options: LiveHubOptions;
 
   constructor(options: Partial<LiveHubOptions> = {}) {
@@ -191,6 +201,7 @@ export class LiveHub implements EventSink {
       return;
     }
     sub.predicate = compileFilter(parsed.expr);
+    sub.configKey = JSON.stringify(message.filters);
     sub.revision = message.revision;
     // Everything waiting is also in the history, which is resent under the new filters.
     sub.pending = [];
@@ -221,12 +232,13 @@ export class LiveHub implements EventSink {
   /** Sends now whatever waits for every subscriber (tests and shutdown). */
   flushAll(): void {
     if (this.timer) {
-      clearTimeout(this.timer);
+      this.timer.cancel();
       this.timer = null;
     }
     const subs = [...this.dirty];
     this.dirty.clear();
     for (const sub of subs) this.flush(sub);
+    this.batchCache.clear();
   }
 
   // ---- internals ----
@@ -275,10 +287,18 @@ export class LiveHub implements EventSink {
 
   private markDirty(sub: Subscriber): void {
     this.dirty.add(sub);
-    this.timer ??= setTimeout(() => {
+    if (this.timer) return;
+    const run = () => {
       this.timer = null;
       this.flushAll();
-    }, this.options.flushIntervalMs);
+    };
+    if (this.options.flushIntervalMs > 0) {
+      const handle = setTimeout(run, this.options.flushIntervalMs);
+      this.timer = { cancel: () => clearTimeout(handle) };
+    } else {
+      const handle = setImmediate(run);
+      this.timer = { cancel: () => clearImmediate(handle) };
+    }
   }
 
   private trim(sub: Subscriber): void {
@@ -304,7 +324,7 @@ export class LiveHub implements EventSink {
     }
     while (sub.pending.length > 0) {
       const batch = sub.pending.splice(0, this.options.maxBatch);
-      const status = sub.transport.send(`{"type":"events","events":[${batch.join(",")}]}`);
+      const status = sub.transport.send(this.batchText(sub.configKey, batch));
       if (status === 0) {
         sub.droppedTotal += batch.length;
         sub.droppedUnreported += batch.length;
@@ -314,6 +334,16 @@ export class LiveHub implements EventSink {
     }
     this.trim(sub);
     if (sub.pending.length > 0 || sub.droppedUnreported > 0) this.markDirty(sub);
+  }
+
+  private batchText(configKey: string, batch: string[]): string {
+    const first = batch[0]!;
+    const last = batch[batch.length - 1]!;
+    const cached = this.batchCache.get(configKey);
+    if (cached && cached.length === batch.length && cached.first === first && cached.last === last) return cached.text;
+    const text = `{"type":"events","events":[${batch.join(",")}]}`;
+    this.batchCache.set(configKey, { length: batch.length, first, last, text });
+    return text;
   }
 
   private sendHistory(sub: Subscriber): void {

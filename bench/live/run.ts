@@ -1,0 +1,164 @@
+/**
+ * bench:live: one publisher at 5,000 events/s fanned out to 50 subscribers with different filters, over real
+ * WebSockets on loopback through the server, against a baseline of 1 subscriber with no filter.
+ * Prints median and p99 publish-to-subscriber latency, events lost and server CPU, side by side with ratios.
+ *
+ *   npm run bench:live [-- --rate 5000 --seconds 10 --subscribers 50]
+ */
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { compileFilter } from "~/lib/filter/evaluate.ts";
+import { parseFilterChips } from "~/lib/filter/parse.ts";
+import type { LiveServerMessage } from "~/lib/protocol/live.ts";
+import { benchEvent, benchFilters, nowUs } from "./events.ts";
+
+const args = new Map<string, string>();
+for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i]!.replace(/^--/, ""), process.argv[i + 1] ?? "");
+const rate = Number(args.get("rate") ?? 5000);
+const seconds = Number(args.get("seconds") ?? 10);
+const subscribers = Number(args.get("subscribers") ?? 50);
+const batchMs = Number(args.get("batch-ms") ?? 10);
+
+type ServerLine = { type: string; [k: string]: unknown };
+
+function startServer() {
+  const child = spawn(process.execPath, [join(import.meta.dir, "server.ts")], { stdio: ["pipe", "pipe", "inherit"] });
+  let buffer = "";
+  const waiting: Array<(line: ServerLine) => void> = [];
+  child.stdout.on("data", (chunk: Buffer) => {
+    buffer += chunk.toString();
+    let nl = buffer.indexOf("\n");
+    while (nl >= 0) {
+      const line = JSON.parse(buffer.slice(0, nl)) as ServerLine;
+      buffer = buffer.slice(nl + 1);
+      nl = buffer.indexOf("\n");
+      waiting.shift()?.(line);
+    }
+  });
+  return {
+    next: () => new Promise<ServerLine>((resolve) => waiting.push(resolve)),
+    send: (value: unknown) => child.stdin.write(`${JSON.stringify(value)}\n`),
+    kill: () => child.kill(),
+  };
+}
+
+type Sub = { ws: WebSocket; filters: string[]; latenciesMs: number[]; received: Set<number>; dropped: number; applied: boolean };
+
+function openSubscriber(url: string, filters: string[]): Promise<Sub> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url);
+    const sub: Sub = { ws, filters, latenciesMs: [], received: new Set(), dropped: 0, applied: false };
+    ws.onmessage = (m) => {
+      const at = nowUs();
+      const msg = JSON.parse(String(m.data)) as LiveServerMessage;
+      if (msg.type === "events") {
+        for (const e of msg.events) {
+          sub.latenciesMs.push((at - e.time) / 1000);
+          sub.received.add(Number(e.event_id.slice(-12)));
+        }
+      } else if (msg.type === "config-applied") {
+        sub.applied = true;
+      } else if (msg.type === "dropped") {
+        sub.dropped += msg.count;
+      }
+    };
+    ws.onopen = () => {
+      ws.send(JSON.stringify({ type: "setConfig", revision: 1, filters }));
+      resolve(sub);
+    };
+    ws.onerror = () => reject(new Error("subscriber refused"));
+  });
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+type Result = {
+  name: string;
+  subscribers: number;
+  published: number;
+  delivered: number;
+  lost: number;
+  droppedReported: number;
+  p50: number;
+  p99: number;
+  max: number;
+  serverCpuPct: number;
+  serverCpuMsPerKEvents: number;
+  clientCpuPct: number;
+};
+
+async function scenario(name: string, count: number, filterFor: (k: number) => string[]): Promise<Result> {
+  const server = startServer();
+  const ready = await server.next();
+  const url = `ws://127.0.0.1:${ready.port}/api/LiveSubscribe?link_id=${ready.linkId}`;
+  const subs: Sub[] = [];
+  for (let k = 0; k < count; k++) subs.push(await openSubscriber(url, filterFor(k)));
+  while (!subs.every((s) => s.applied)) await Bun.sleep(10);
+
+  const clientCpu0 = process.cpuUsage();
+  server.send({ type: "publish", rate, seconds, batchMs });
+  const done = await server.next();
+  const clientCpu = process.cpuUsage(clientCpu0);
+  await Bun.sleep(500);
+  const published = Number(done.published);
+
+  let lost = 0;
+  let delivered = 0;
+  const all: number[] = [];
+  for (const s of subs) {
+    const parsed = parseFilterChips(s.filters);
+    if (!parsed.ok) throw new Error(parsed.error.message);
+    const pred = compileFilter(parsed.expr);
+    for (let i = 0; i < published; i++) if (pred(benchEvent(i, 0)) && !s.received.has(i)) lost++;
+    delivered += s.received.size;
+    for (const l of s.latenciesMs) all.push(l);
+    s.ws.close();
+  }
+  all.sort((a, b) => a - b);
+  server.send({ type: "quit" });
+  const cpuMs = Number(done.cpuUserMs) + Number(done.cpuSystemMs);
+  return {
+    name,
+    subscribers: count,
+    published,
+    delivered,
+    lost,
+    droppedReported: subs.reduce((n, s) => n + s.dropped, 0),
+    p50: percentile(all, 50),
+    p99: percentile(all, 99),
+    max: all.at(-1) ?? Number.NaN,
+    serverCpuPct: (cpuMs / Number(done.wallMs)) * 100,
+    serverCpuMsPerKEvents: (cpuMs / published) * 1000,
+    clientCpuPct: ((clientCpu.user + clientCpu.system) / 1000 / Number(done.wallMs)) * 100,
+  };
+}
+
+console.log(`live fan-out: ${rate} events/s for ${seconds}s, batches every ${batchMs} ms; publisher: synthetic, in the server process`);
+const baseline = await scenario("baseline: 1 subscriber, no filter", 1, () => []);
+const measured = await scenario(`${subscribers} subscribers, ${benchFilters.length} filter sets`, subscribers, (k) => benchFilters[k % benchFilters.length]!);
+
+const fmt = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : "-");
+const rows: Array<[string, (r: Result) => string, (a: Result, b: Result) => string]> = [
+  ["subscribers", (r) => String(r.subscribers), (a, b) => `${fmt(b.subscribers / a.subscribers, 0)}x`],
+  ["events published", (r) => String(r.published), () => ""],
+  ["events delivered (all subscribers)", (r) => String(r.delivered), (a, b) => `${fmt(b.delivered / a.delivered)}x`],
+  ["events lost", (r) => String(r.lost), () => ""],
+  ["drops reported to subscribers", (r) => String(r.droppedReported), () => ""],
+  ["latency p50 (ms)", (r) => fmt(r.p50, 2), (a, b) => `${fmt(b.p50 / a.p50, 2)}x`],
+  ["latency p99 (ms)", (r) => fmt(r.p99, 2), (a, b) => `${fmt(b.p99 / a.p99, 2)}x`],
+  ["latency max (ms)", (r) => fmt(r.max, 2), (a, b) => `${fmt(b.max / a.max, 2)}x`],
+  ["server CPU (% of one core)", (r) => fmt(r.serverCpuPct), (a, b) => `${fmt(b.serverCpuPct / a.serverCpuPct, 2)}x`],
+  ["server CPU ms per 1000 events published", (r) => fmt(r.serverCpuMsPerKEvents, 2), (a, b) => `${fmt(b.serverCpuMsPerKEvents / a.serverCpuMsPerKEvents, 2)}x`],
+  ["subscribers' process CPU (% of one core)", (r) => fmt(r.clientCpuPct), (a, b) => `${fmt(b.clientCpuPct / a.clientCpuPct, 2)}x`],
+];
+const w0 = Math.max(...rows.map((r) => r[0].length));
+console.log(`\n${"".padEnd(w0)} | ${"baseline".padStart(10)} | ${"measured".padStart(10)} | ratio`);
+for (const [label, get, ratio] of rows) {
+  console.log(`${label.padEnd(w0)} | ${get(baseline).padStart(10)} | ${get(measured).padStart(10)} | ${ratio(baseline, measured)}`);
+}
+const pass = measured.p99 < 50 && measured.lost === 0;
+console.log(`\ntarget p99 < 50 ms and nothing lost: ${pass ? "met" : "NOT met"}`);
+process.exit(0);
