@@ -6,7 +6,7 @@ for (const backend of backends) {
     let t: TestApp;
     beforeAll(async () => {
       t = await startTestApp({ backend });
-    });
+    }, 60_000);
     afterAll(() => t.close());
 
     test("a new user has no org until onboarding, then exactly one org with the first namespace", async () => {
@@ -31,5 +31,5 @@ for (const backend of backends) {
       expect(again.body).toEqual(onboard.body);
       expect((await t.call("/api/ListOrgs", {}, { cookie: u.cookie })).body.orgs).toHaveLength(1);
     });
-  });
+  }, 60_000);
 }

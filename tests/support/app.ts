@@ -9,7 +9,12 @@ import { SESSION_COOKIE } from "~/services/auth/session-token.ts";
 import { signIn } from "~/services/auth/sign-in.ts";
 import { createServiceContext, type ServiceContext } from "~/services/context.ts";
 import { createApp } from "~/server.ts";
+import { setLogSink } from "~/lib/logger.ts";
+import { createTestPglite } from "./pglite.ts";
 import { createTestDatabase } from "./postgres.ts";
+
+// Quiet server logs in tests (TEST_LOG=1 shows them); tests that assert on log lines install their own sink.
+if (!process.env.TEST_LOG) setLogSink(() => {});
 
 export type Backend = "pglite" | "postgres";
 /** Every API suite runs once per metadata backend. */
@@ -43,7 +48,7 @@ export type TestApp = Awaited<ReturnType<typeof startTestApp>>;
  */
 export async function startTestApp({ backend, env = {} }: { backend: Backend; env?: Record<string, string> }) {
   const database: Database =
-    backend === "pglite" ? await openDatabase({}) : await openDatabase({ databaseUrl: await createTestDatabase() });
+    backend === "pglite" ? await createTestPglite() : await openDatabase({ databaseUrl: await createTestDatabase() });
   const config: Config = parseConfig({
     DATA_DIR: mkdtempSync(join(tmpdir(), "tapscope-test-")),
     SESSION_SECRET: "test-session-secret-0123456789abcdef",

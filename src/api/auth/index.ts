@@ -7,7 +7,7 @@ import { createSession } from "~/services/auth/create-session.ts";
 import { beginOAuth, finishOAuth, type OAuthProviderName } from "~/services/auth/oauth.ts";
 import { requestLoginLink } from "~/services/auth/request-login-link.ts";
 import { revokeSession } from "~/services/auth/revoke-session.ts";
-import { safeNext } from "~/services/auth/safe-next.ts";
+import { DEFAULT_NEXT, safeNext } from "~/services/auth/safe-next.ts";
 import { signIn } from "~/services/auth/sign-in.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { safeEqual } from "~/lib/ids.ts";
@@ -26,7 +26,7 @@ function redirect(set: Set, location: string): string {
 /** Failed sign-ins land back on /login with a readable reason (and the original `next`). */
 function loginError(set: Set, message: string, next?: string | null): string {
   const params = new URLSearchParams({ error: message });
-  if (next && safeNext(next) === next) params.set("next", next);
+  if (next && next !== DEFAULT_NEXT && safeNext(next) === next) params.set("next", next);
   return redirect(set, `/login?${params}`);
 }
 

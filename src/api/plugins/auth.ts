@@ -14,9 +14,13 @@ import type { ServiceContext } from "~/services/context.ts";
 export function authPlugin(ctx: ServiceContext) {
   return new Elysia()
     .decorate("ctx", ctx)
+    // Before body validation, so a cross-site form post is refused as such (403) rather than as a bad body.
+    .onTransform({ as: "scoped" }, ({ request }) => {
+      if (isSafeMethod(request.method) || request.headers.has("authorization")) return;
+      if (sessionCookieFromRequest(request)) assertNotCrossSite(request, ctx.config);
+    })
     .resolve({ as: "scoped" }, async ({ request }) => {
       const principal = await principalFromRequest({ ctx, request });
-      if (principal?.kind === "user" && !isSafeMethod(request.method)) assertNotCrossSite(request, ctx.config);
       return {
         principal,
         requireUser: (): UserPrincipal => {
@@ -87,9 +91,11 @@ export function isAllowedOrigin(request: Request, config: Pick<Config, "publicUr
 
 function assertNotCrossSite(request: Request, config: Config): void {
   if (!isAllowedOrigin(request, config)) throw new AppError("FORBIDDEN", "forbidden: cross-site request refused");
-  const contentType = request.headers.get("content-type") ?? "";
+  // Cross-site pages can only send form, text/plain or untyped bodies without a preflight: accept JSON alone.
+  const contentType = request.headers.get("content-type");
   const hasBody = request.headers.has("transfer-encoding") || Number(request.headers.get("content-length") ?? "0") > 0;
-  if (hasBody && !/^application\/json\s*(;|$)/i.test(contentType)) {
+  const isJson = contentType !== null && /^application\/json\s*(;|$)/i.test(contentType);
+  if ((contentType !== null || hasBody) && !isJson) {
     throw new AppError("FORBIDDEN", "forbidden: requests with a body must be application/json");
   }
 }

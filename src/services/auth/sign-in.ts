@@ -12,8 +12,9 @@ export function normalizeEmail(email: string): string {
  */
 export async function signIn({ ctx, email }: { ctx: ServiceContext; email: string }): Promise<{ userId: string; email: string }> {
   const address = normalizeEmail(email);
+  const now = ctx.now();
   return ctx.db.transaction(async (tx) => {
-    await tx.insert(users).values({ email: address }).onConflictDoNothing({ target: users.email });
+    await tx.insert(users).values({ email: address, createdAt: now }).onConflictDoNothing({ target: users.email });
     const [user] = await tx.select({ id: users.id }).from(users).where(eq(users.email, address)).limit(1);
     if (!user) throw new Error("user row missing after upsert");
 
@@ -23,12 +24,12 @@ export async function signIn({ ctx, email }: { ctx: ServiceContext; email: strin
       .innerJoin(namespaces, eq(namespaces.id, invitations.namespaceId))
       .where(and(eq(invitations.email, address), isNull(invitations.acceptedAt)));
     for (const invite of pending) {
-      await tx.insert(memberships).values({ orgId: invite.orgId, userId: user.id }).onConflictDoNothing();
+      await tx.insert(memberships).values({ orgId: invite.orgId, userId: user.id, createdAt: now }).onConflictDoNothing();
       await tx
         .insert(namespaceMembers)
-        .values({ namespaceId: invite.namespaceId, userId: user.id, hasWrite: invite.hasWrite })
+        .values({ namespaceId: invite.namespaceId, userId: user.id, hasWrite: invite.hasWrite, joinedAt: now })
         .onConflictDoNothing();
-      await tx.update(invitations).set({ acceptedAt: ctx.now() }).where(eq(invitations.id, invite.id));
+      await tx.update(invitations).set({ acceptedAt: now }).where(eq(invitations.id, invite.id));
     }
     return { userId: user.id, email: address };
   });
