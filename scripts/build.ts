@@ -5,7 +5,8 @@
  *   dist/tapscope-linux-x64, dist/tapscope-linux-arm64   the binaries the server offers at /download/*
  *   dist/tapscope                                        the one for this machine (hard link)
  *
- * Options: --target x64|arm64|all (default all), --outdir <dir> (default dist), --skip-client.
+ * Options: --target x64|arm64|all (default all), --outdir <dir> (default dist), --skip-client,
+ * --entry <file> (default src/main.ts; tests compile small probes with the same embedding).
  * Environment: TAPSCOPE_COMMIT overrides the commit baked into `tapscope version`.
  *
  * A target other than this machine's needs Bun's runtime for that target (@oven/bun-linux-<arch>) and
@@ -27,6 +28,7 @@ function parseArgs(argv: string[]) {
   let targets: Arch[] = ["x64", "arm64"];
   let outdir = join(root, "dist");
   let skipClient = false;
+  let entry = join(root, "src/main.ts");
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const value = () => {
@@ -40,10 +42,11 @@ function parseArgs(argv: string[]) {
       else if (v === "x64" || v === "arm64") targets = [v];
       else fail(`--target must be x64, arm64 or all, got "${v}"`);
     } else if (arg?.startsWith("--outdir")) outdir = resolve(value());
+    else if (arg?.startsWith("--entry")) entry = resolve(value());
     else if (arg === "--skip-client") skipClient = true;
     else fail(`unknown option "${arg}"`);
   }
-  return { targets, outdir, skipClient };
+  return { targets, outdir, skipClient, entry };
 }
 
 function fail(message: string): never {
@@ -138,6 +141,18 @@ function duckdbNative(arch: Arch): { addon: string; library: string } {
   return { addon: join(dir, "duckdb.node"), library: join(dir, "libduckdb.so") };
 }
 
+/** build/client as its manifest lists it (older hashed files linger there for a while after a rebuild). */
+function clientFiles(): string[] {
+  const dir = join(root, "build/client");
+  const manifestPath = join(dir, "manifest.json");
+  if (!existsSync(manifestPath)) return listFiles(dir);
+  const manifest = JSON.parse(readFileSync(manifestPath, "utf8")) as { files?: string[] };
+  const files = (manifest.files ?? []).map((f) => join(dir, f));
+  const missing = files.filter((f) => !existsSync(f));
+  if (missing.length > 0) fail(`build/client/manifest.json lists missing files: ${missing.join(", ")}`);
+  return [manifestPath, ...files];
+}
+
 function usesDuckDb(): boolean {
   return listFiles(join(root, "src")).some(
     (f) => /\.tsx?$/.test(f) && readFileSync(f, "utf8").includes("@duckdb/node-api"),
@@ -181,7 +196,7 @@ function hashFiles(paths: string[], salt: string): string {
   return h.digest("hex").slice(0, 16);
 }
 
-async function buildTarget(arch: Arch, outdir: string, commit: string, withDuckDb: boolean) {
+async function buildTarget(arch: Arch, entry: string, outdir: string, commit: string, withDuckDb: boolean) {
   const started = performance.now();
   const pgliteDir = join(root, "node_modules/@electric-sql/pglite/dist");
   const duck = withDuckDb ? duckdbNative(arch) : undefined;
@@ -189,7 +204,7 @@ async function buildTarget(arch: Arch, outdir: string, commit: string, withDuckD
     pglite: { wasm: join(pgliteDir, "pglite.wasm"), data: join(pgliteDir, "pglite.data"), initdb: join(pgliteDir, "initdb.wasm") },
     libduckdb: duck?.library,
     migrations: listFiles(join(root, "db/migrations")),
-    client: listFiles(join(root, "build/client")),
+    client: clientFiles(),
   };
   const all = [files.pglite.wasm, files.pglite.data, files.pglite.initdb, ...(duck ? [duck.library] : []), ...files.migrations, ...files.client];
   const buildId = `${arch}-${hashFiles(all, commit)}`;
@@ -209,7 +224,7 @@ async function buildTarget(arch: Arch, outdir: string, commit: string, withDuckD
 
   const outfile = join(outdir, `tapscope-linux-${arch}`);
   const result = await Bun.build({
-    entrypoints: [join(root, "src/main.ts")],
+    entrypoints: [entry],
     compile: {
       target: `bun-linux-${arch}`,
       executablePath: bunExecutable(arch),
@@ -248,14 +263,14 @@ async function buildTarget(arch: Arch, outdir: string, commit: string, withDuckD
   return outfile;
 }
 
-const { targets, outdir, skipClient } = parseArgs(process.argv.slice(2));
+const { targets, outdir, skipClient, entry } = parseArgs(process.argv.slice(2));
 const started = performance.now();
 buildClient(skipClient);
 mkdirSync(outdir, { recursive: true });
 const commit = gitCommit();
 const withDuckDb = usesDuckDb();
 for (const arch of targets) {
-  const outfile = await buildTarget(arch, outdir, commit, withDuckDb);
+  const outfile = await buildTarget(arch, entry, outdir, commit, withDuckDb);
   if (arch === process.arch) {
     const host = join(outdir, "tapscope");
     rmSync(host, { force: true });

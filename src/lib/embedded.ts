@@ -98,9 +98,9 @@ export async function loadDuckDbNative(): Promise<void> {
   if (!manifest || duckdbLibrary) return;
   if (!manifest.libduckdb) throw new Error("this tapscope binary was built without DuckDB");
   const path = extract(manifest.libduckdb, join(cacheDir(manifest), "libduckdb.so"), 0o755);
-  const { dlopen } = await import("bun:ffi");
+  const { dlopen, FFIType } = await import("bun:ffi");
   // Kept referenced for the life of the process: closing it would unload DuckDB under the addon.
-  duckdbLibrary = dlopen(path, {});
+  duckdbLibrary = dlopen(path, { duckdb_library_version: { args: [], returns: FFIType.cstring } });
 }
 
 /**

@@ -1,0 +1,228 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { chownSync, existsSync, openSync, readSync, closeSync, readFileSync, statSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { isRoot, sh, tempDir } from "./support.ts";
+
+/**
+ * The compiled `tapscope` binary, built here with `npm run build` (x64 and arm64): it runs, serves the
+ * API and pages from its embedded PGlite, migrations and browser assets, uses DuckDB from the binary,
+ * installs itself through /install.sh, and stops cleanly. Slow (a build): TAPSCOPE_SKIP_BINARY_TEST=1 skips it.
+ */
+
+const skip = process.env.TAPSCOPE_SKIP_BINARY_TEST === "1";
+const root = resolve(import.meta.dir, "../..");
+const dist = join(root, "dist");
+const hostArch = process.arch === "arm64" ? "arm64" : "x64";
+const BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+const VERSION_LINE = /^tapscope (\d+\.\d+\.\d+\S*) \(commit ([0-9a-f]{12}(?:-dirty)?), (linux-(?:x64|arm64)), built \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\)$/;
+
+type Running = { url: string; proc: Bun.Subprocess<"ignore", "pipe", "pipe">; log: () => string; dataDir: string };
+
+/** Starts `<binary> server` on a free port with a fresh DATA_DIR; resolves once it logs that it listens. */
+async function startBinaryServer(binary: string, env: Record<string, string> = {}, prefix: string[] = []): Promise<Running> {
+  const dataDir = tempDir("bin-data");
+  const home = tempDir("bin-home");
+  const port = freePort();
+  const proc = Bun.spawn([...prefix, binary, "server"], {
+    env: { PATH: BASE_PATH, HOME: home, DATA_DIR: dataDir, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, ...env },
+    cwd: dataDir,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  let text = "";
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    const decoder = new TextDecoder();
+    for await (const chunk of stream) text += decoder.decode(chunk, { stream: true });
+  };
+  void pump(proc.stdout);
+  void pump(proc.stderr);
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline) {
+    if (text.includes('"msg":"tapscope server listening"')) {
+      return { url: `http://127.0.0.1:${port}`, proc, log: () => text, dataDir };
+    }
+    if (proc.exitCode !== null) break;
+    await Bun.sleep(50);
+  }
+  proc.kill("SIGKILL");
+  throw new Error(`the binary server did not start:\n${text}`);
+}
+
+function freePort(): number {
+  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const { port } = probe;
+  probe.stop(true);
+  return port;
+}
+
+function elfMachine(path: string): number {
+  const fd = openSync(path, "r");
+  const header = Buffer.alloc(20);
+  readSync(fd, header, 0, 20, 0);
+  closeSync(fd);
+  expect(header.subarray(0, 4).toString("latin1")).toBe("\x7fELF");
+  return header.readUInt16LE(18);
+}
+
+describe.skipIf(skip)("compiled binary", () => {
+  let buildSeconds = 0;
+
+  beforeAll(async () => {
+    const started = performance.now();
+    const build = Bun.spawnSync(["npm", "run", "build"], { cwd: root, stdout: "pipe", stderr: "pipe" });
+    buildSeconds = (performance.now() - started) / 1000;
+    if (build.exitCode !== 0) throw new Error(`npm run build failed:\n${build.stderr}\n${build.stdout}`);
+    console.log(`npm run build: ${buildSeconds.toFixed(1)} s`);
+  }, 600_000);
+
+  test("npm run build writes both binaries, each for its CPU", () => {
+    const x64 = join(dist, "tapscope-linux-x64");
+    const arm64 = join(dist, "tapscope-linux-arm64");
+    expect(elfMachine(x64)).toBe(0x3e); // EM_X86_64
+    expect(elfMachine(arm64)).toBe(0xb7); // EM_AARCH64
+    expect(statSync(join(dist, "tapscope")).ino).toBe(statSync(join(dist, `tapscope-linux-${hostArch}`)).ino);
+    for (const file of [x64, arm64]) {
+      const size = statSync(file).size;
+      console.log(`${file.slice(root.length + 1)}: ${(size / 1024 / 1024).toFixed(1)} MiB`);
+      expect(size).toBeGreaterThan(100 * 1024 * 1024); // Bun itself + DuckDB + PGlite
+      expect(statSync(file).mode & 0o111).toBe(0o111);
+    }
+    expect(existsSync(join(dist, "tapscope-linux-x64.map"))).toBe(false);
+  });
+
+  test("tapscope version names the version, the commit it was built from and the target", async () => {
+    const ran = await sh(`${join(dist, "tapscope")} version`, { env: { PATH: BASE_PATH } });
+    expect(ran.code).toBe(0);
+    const match = VERSION_LINE.exec(ran.stdout.trim());
+    expect(match).not.toBeNull();
+    const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
+    expect(match?.[1]).toBe(pkg.version);
+    // Built from this checkout: HEAD or (when others commit meanwhile) one of its ancestors.
+    const commit = match?.[2]?.slice(0, 12) ?? "";
+    expect(Bun.spawnSync(["git", "merge-base", "--is-ancestor", commit, "HEAD"], { cwd: root }).exitCode).toBe(0);
+    expect(match?.[3]).toBe(`linux-${hostArch}`);
+  });
+
+  describe("tapscope server", () => {
+    let server: Running;
+
+    beforeAll(async () => {
+      server = await startBinaryServer(join(dist, "tapscope"));
+    }, 180_000);
+
+    afterAll(() => {
+      if (server && server.proc.exitCode === null) server.proc.kill("SIGKILL");
+    });
+
+    test("serves /api/health from an embedded, migrated PGlite", async () => {
+      const res = await fetch(`${server.url}/api/health`);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toMatchObject({ ok: true });
+      expect(server.log()).toContain('"database":"pglite"');
+      expect(existsSync(join(server.dataDir, "pglite", "PG_VERSION"))).toBe(true);
+    });
+
+    test("the metadata database works: e-mail sign-in round trip", async () => {
+      const email = "binary-test@example.com";
+      const asked = await fetch(`${server.url}/api/EmailLogin`, {
+        method: "POST",
+        headers: { "content-type": "application/json", origin: server.url },
+        body: JSON.stringify({ email }),
+      });
+      expect(asked.status).toBe(200);
+      // Without SMTP_URL the server logs the link.
+      const link = new RegExp(`magic link for ${email}: (\\S+?)"`).exec(server.log())?.[1];
+      expect(link).toStartWith(`${server.url}/api/EmailLoginCallback?token=`);
+      const callback = await fetch(link as string, { redirect: "manual" });
+      expect(callback.status).toBeGreaterThanOrEqual(300);
+      const cookie = callback.headers.getSetCookie().map((c) => c.split(";")[0]).join("; ");
+      const self = await fetch(`${server.url}/api/GetSelf`, { headers: { cookie } });
+      expect(self.status).toBe(200);
+      expect(await self.json()).toMatchObject({ email, isLoggedIn: true });
+    });
+
+    test("renders a page whose script and stylesheet come from the binary", async () => {
+      const res = await fetch(`${server.url}/login`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-type")).toContain("text/html");
+      const html = await res.text();
+      const assets = [...html.matchAll(/(?:src|href)="(\/assets\/[^"]+)"/g)].map((m) => m[1] as string);
+      expect(assets.some((a) => a.endsWith(".js"))).toBe(true);
+      expect(assets.some((a) => a.endsWith(".css"))).toBe(true);
+      for (const asset of assets) {
+        const file = await fetch(`${server.url}${asset}`);
+        expect(file.status).toBe(200);
+        const name = asset.slice("/assets/".length);
+        expect(Buffer.from(await file.arrayBuffer()).equals(readFileSync(join(root, "build/client", name)))).toBe(true);
+      }
+    });
+
+    test("offers itself and the other architecture's binary for download", async () => {
+      for (const arch of ["x64", "arm64"]) {
+        const res = await fetch(`${server.url}/download/tapscope-linux-${arch}`);
+        expect(res.status).toBe(200);
+        expect(Number(res.headers.get("content-length"))).toBe(statSync(join(dist, `tapscope-linux-${arch}`)).size);
+        await res.body?.cancel();
+      }
+    });
+
+    test("curl | sh installs this very binary, which then runs", async () => {
+      const home = tempDir("bin-install");
+      const asUser = isRoot && Bun.which("setpriv") ? 65534 : undefined;
+      if (asUser) chownSync(home, asUser, asUser);
+      const ran = await sh(`curl -fsSL ${server.url}/install.sh | sh`, { env: { HOME: home, PATH: BASE_PATH }, asUser, cwd: home });
+      expect(ran.stderr).toBe("");
+      expect(ran.code).toBe(0);
+      const installed = join(home, ".local/bin/tapscope");
+      const version = await sh(`${installed} version`, { env: { PATH: BASE_PATH } });
+      expect(version.stdout.trim()).toMatch(VERSION_LINE);
+      expect(ran.stdout).toContain(`Installed ${version.stdout.trim()}`);
+      expect(ran.stdout).toContain("run -- <your command>");
+      expect(statSync(installed).size).toBe(statSync(join(dist, "tapscope")).size);
+    }, 60_000);
+
+    test("exits 0 on SIGTERM", async () => {
+      server.proc.kill("SIGTERM");
+      const code = await Promise.race([server.proc.exited, Bun.sleep(15_000).then(() => "timeout")]);
+      expect(code).toBe(0);
+      expect(server.log()).toContain('"msg":"shutting down"');
+    }, 20_000);
+  });
+
+  test("DuckDB loads from the binary; no .env is read from the working directory (a probe compiled the same way)", async () => {
+    const out = tempDir("probe");
+    const build = Bun.spawnSync(
+      ["npm", "run", "build", "--", "--target", hostArch, "--skip-client", "--entry", join(import.meta.dir, "binary-probe.ts"), "--outdir", out],
+      { cwd: root, stdout: "pipe", stderr: "pipe" },
+    );
+    expect(build.exitCode).toBe(0);
+    // A user's project directory: the binary must not load its .env (it would change a traced program's environment).
+    const cwd = tempDir("probe-cwd");
+    await Bun.write(join(cwd, ".env"), "TAPSCOPE_PROBE=from-dotenv\n");
+    await Bun.write(join(cwd, "bunfig.toml"), 'preload = ["./missing.ts"]\n');
+    const ran = await sh(join(out, `tapscope-linux-${hostArch}`), { env: { PATH: BASE_PATH, HOME: tempDir("probe-home") }, cwd });
+    expect(ran.stderr).toBe("");
+    expect(ran.stdout.trim()).toBe("duckdb: 2 events, newest /b\ndotenv: not loaded");
+  }, 120_000);
+
+  const qemu = Bun.which("qemu-aarch64");
+  const hasArm64Libc = existsSync("/lib/ld-linux-aarch64.so.1");
+  test.skipIf(hostArch !== "x64" || !qemu || !hasArm64Libc)(
+    "the arm64 binary runs (under qemu-user): version and a server with PGlite and pages",
+    async () => {
+      const arm64 = join(dist, "tapscope-linux-arm64");
+      const ran = await sh(`${qemu} -L / ${arm64} version`, { env: { PATH: BASE_PATH } });
+      expect(ran.code).toBe(0);
+      expect(VERSION_LINE.exec(ran.stdout.trim())?.[3]).toBe("linux-arm64");
+      const server = await startBinaryServer(arm64, {}, [qemu as string, "-L", "/"]);
+      try {
+        expect((await (await fetch(`${server.url}/api/health`)).json()) as object).toMatchObject({ ok: true });
+        expect((await fetch(`${server.url}/login`)).status).toBe(200);
+      } finally {
+        server.proc.kill("SIGTERM");
+        expect(await server.proc.exited).toBe(0);
+      }
+    },
+    300_000,
+  );
+});
