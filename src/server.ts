@@ -4,6 +4,8 @@ import { apiRoutes } from "~/api/index.ts";
 import { errorsPlugin } from "~/api/plugins/errors.ts";
 import type { Config } from "~/lib/env.ts";
 import type { Mailer } from "~/lib/mailer.ts";
+import { EventSinks } from "~/services/ingest/sink.ts";
+import type { EventStore } from "~/store/types.ts";
 import { pageRoutes } from "~/routes/index.ts";
 import { wsRoutes } from "~/ws/index.ts";
 
@@ -13,6 +15,10 @@ export type AppDeps = {
   now?: () => Date;
   /** Sign-in mail; defaults to SMTP from SMTP_URL (none: links go to the server log). */
   mailer?: Mailer;
+  /** Where validated published events go (store, live fan-out); created by createApp when absent. */
+  sinks?: EventSinks;
+  /** The namespace event store (DuckDB in DATA_DIR, or ClickHouse); absent: events are not kept. */
+  store?: EventStore;
 };
 
 /**
@@ -20,6 +26,7 @@ export type AppDeps = {
  * `app.handle(new Request(...))` or listen on port 0.
  */
 export function createApp(deps: AppDeps) {
+  deps.sinks ??= new EventSinks();
   return new Elysia().use(errorsPlugin).use(apiRoutes(deps)).use(wsRoutes(deps)).use(pageRoutes(deps));
 }
 

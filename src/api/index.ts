@@ -7,6 +7,7 @@ import { eventRoutes } from "./events/index.ts";
 import { installRoutes } from "./install/index.ts";
 import { liveRoutes } from "./live/index.ts";
 import { orgRoutes } from "./orgs/index.ts";
+import { publishRoutes } from "./publish/index.ts";
 import { tokenRoutes } from "./tokens/index.ts";
 import { userRoutes } from "./users/index.ts";
 
@@ -20,6 +21,7 @@ export function apiRoutes(deps: AppDeps) {
     .use(installRoutes(deps))
     .use(liveRoutes(ctx))
     .use(orgRoutes(ctx))
+    .use(publishRoutes(ctx))
     .use(tokenRoutes(ctx))
     .use(userRoutes(ctx));
 }

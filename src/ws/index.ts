@@ -2,7 +2,9 @@ import { Elysia } from "elysia";
 import type { AppDeps } from "~/server.ts";
 import { createServiceContext } from "~/services/context.ts";
 import { liveHubFor } from "~/services/live/hub-registry.ts";
+import { ingestFor } from "~/services/ingest/ingest-registry.ts";
 import { linkPingSocket } from "./link-ping.ts";
+import { publishSocket } from "./publish.ts";
 import { subscribeSocket } from "./subscribe.ts";
 
 /** WebSocket channels, one file each: publish, subscribe, tunnel, link-ping. */
@@ -10,5 +12,6 @@ export function wsRoutes(deps: AppDeps) {
   const ctx = createServiceContext(deps);
   return new Elysia({ name: "ws" })
     .use(subscribeSocket({ ctx, hub: liveHubFor(deps) }))
-    .use(linkPingSocket({ ctx }));
+    .use(linkPingSocket({ ctx }))
+    .use(publishSocket({ ctx, ingest: ingestFor(deps), presence: liveHubFor(deps) }));
 }

@@ -1,0 +1,70 @@
+import type { TracedEvent } from "./event.ts";
+
+/**
+ * The publisher protocol: `tapscope run` -> POST /api/JoinPublisher -> WebSocket to the returned
+ * websocketUrl (/api/PublishEvents?ticket=...). Messages are JSON; the client sends them as binary
+ * frames (UTF-8), so the server can refuse an oversized one before parsing it.
+ */
+
+export type JoinPublisherRequest = {
+  /** Publish into this shared link (TAPSCOPE_LINK_ID, or the link of a previous join when reconnecting). */
+  linkId?: string;
+};
+
+export type JoinPublisherResponse = {
+  /** ws(s)://.../api/PublishEvents?ticket=...: a one-minute, single-use ticket; never the token. */
+  websocketUrl: string;
+  linkId?: string;
+  /** The shared link's page, carrying its expiry: <PUBLIC_URL>/link/<id>?expiry=<ISO date>. */
+  linkUrl?: string;
+  namespaceId?: string;
+  /** ISO date: when an anonymous link stops accepting and showing events. */
+  expiresAt?: string;
+  error?: string;
+};
+
+/** Client -> server. `seq` is echoed in the reply so the client can count per batch. */
+export type PublishClientMessage = { type: "events"; seq: number; events: TracedEvent[] } | { type: "ping"; seq: number };
+
+export type PublishServerMessage =
+  /** First message on a new socket: where the events go and the limits to respect. */
+  | {
+      type: "ready";
+      namespaceId: string | null;
+      linkId: string | null;
+      maxMessageBytes: number;
+      maxEventsPerMessage: number;
+    }
+  /**
+   * One per events message. accepted + refused + rateLimited = events in the message. `truncated` counts
+   * fields cut to their size limit (marked with the truncation marker).
+   */
+  | { type: "ack"; seq: number; accepted: number; refused: number; rateLimited: number; truncated: number; errors?: string[] }
+  | { type: "pong"; seq: number }
+  /** The message was refused as a whole (too large, not JSON, wrong shape); the socket stays open. */
+  | { type: "error"; seq: number | null; code: PublishErrorCode; message: string }
+  /** The link expired: the server closes the socket next. */
+  | { type: "expired" };
+
+export type PublishErrorCode = "too_large" | "malformed" | "too_many_events" | "unknown_type";
+
+export const publishPath = "/api/PublishEvents";
+
+export const publishLimits = {
+  /** Bytes of one message; bigger ones are refused with an error reply. */
+  maxMessageBytes: 4 * 1024 * 1024,
+  maxEventsPerMessage: 1000,
+  /** Longest string field (bodies are base64 of at most a few times the payload limit). */
+  maxBodyChars: 1024 * 1024,
+  maxPathChars: 8192,
+  maxHeaderCount: 256,
+  maxHeaderNameChars: 256,
+  maxHeaderValueChars: 8192,
+  maxShortChars: 1024,
+  maxCommandLineChars: 4096,
+  maxTags: 64,
+  maxTagChars: 1024,
+} as const;
+
+/** Appended to a string cut to its limit. */
+export const TRUNCATION_MARKER = "…[truncated]";

@@ -1,0 +1,135 @@
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { type PublishServerMessage, publishLimits } from "~/lib/protocol/publish.ts";
+import { RateLimiter } from "./rate-limit.ts";
+import type { EventSink, EventTarget } from "./sink.ts";
+import { validateEvent } from "./validate-event.ts";
+
+export type IngestCounts = {
+  accepted: number;
+  refused: number;
+  rateLimited: number;
+  truncated: number;
+  /** Messages refused as a whole (too large, not JSON, wrong shape). */
+  badMessages: number;
+};
+
+const zero = (): IngestCounts => ({ accepted: 0, refused: 0, rateLimited: 0, truncated: 0, badMessages: 0 });
+
+export function targetKey(target: EventTarget): string {
+  return target.namespaceId ? `ns:${target.namespaceId}` : `link:${target.linkId ?? ""}`;
+}
+
+const decoder = new TextDecoder();
+
+/**
+ * The server side of publishing, transport-free: one message in, one reply out. Validates, applies the
+ * rate limit of the namespace (or link), counts, and hands accepted events to the sinks. Synchronous and
+ * bounded in work per message, so it never holds up the publisher's socket.
+ */
+export class Ingest {
+  private readonly limiter: RateLimiter;
+  private readonly counts = new Map<string, IngestCounts>();
+  readonly totals: IngestCounts = zero();
+
+  constructor(
+    private readonly sinks: EventSink,
+    options: { rateLimit: number; now?: () => number },
+  ) {
+    this.limiter = new RateLimiter(options.rateLimit);
+    this.now = options.now ?? Date.now;
+  }
+
+  private readonly now: () => number;
+
+  countsFor(target: EventTarget): IngestCounts {
+    return { ...(this.counts.get(targetKey(target)) ?? zero()) };
+  }
+
+  /** `data` is what the socket delivered: bytes (binary frame), a string, or an already parsed object. */
+  handle(target: EventTarget, data: unknown): PublishServerMessage {
+    const key = targetKey(target);
+    let counts = this.counts.get(key);
+    if (!counts) {
+      if (this.counts.size > 100_000) this.counts.clear();
+      counts = zero();
+      this.counts.set(key, counts);
+    }
+    const message = this.parse(data);
+    if ("code" in message) {
+      counts.badMessages++;
+      this.totals.badMessages++;
+      return { type: "error", ...message };
+    }
+    if (message.type === "ping") return { type: "pong", seq: message.seq };
+
+    const accepted: TracedEvent[] = [];
+    const errors = new Set<string>();
+    let refused = 0;
+    let truncated = 0;
+    for (const raw of message.events) {
+      const result = validateEvent(raw);
+      if (!result.ok) {
+        refused++;
+        if (errors.size < 5) errors.add(result.error);
+        continue;
+      }
+      truncated += result.truncated;
+      accepted.push(result.event);
+    }
+    const granted = this.limiter.take(key, accepted.length, this.now());
+    const rateLimited = accepted.length - granted;
+    if (rateLimited > 0) accepted.length = granted;
+    if (accepted.length > 0) this.sinks.accept(target, accepted);
+
+    counts.accepted += accepted.length;
+    counts.refused += refused;
+    counts.rateLimited += rateLimited;
+    counts.truncated += truncated;
+    this.totals.accepted += accepted.length;
+    this.totals.refused += refused;
+    this.totals.rateLimited += rateLimited;
+    this.totals.truncated += truncated;
+    const reply: PublishServerMessage = { type: "ack", seq: message.seq, accepted: accepted.length, refused, rateLimited, truncated };
+    if (errors.size > 0) reply.errors = [...errors];
+    return reply;
+  }
+
+  private parse(
+    data: unknown,
+  ):
+    | { type: "events"; seq: number; events: unknown[] }
+    | { type: "ping"; seq: number }
+    | { code: "too_large" | "malformed" | "too_many_events" | "unknown_type"; seq: number | null; message: string } {
+    let value = data;
+    if (data instanceof Uint8Array || data instanceof ArrayBuffer) {
+      const bytes = data instanceof ArrayBuffer ? new Uint8Array(data) : data;
+      if (bytes.length > publishLimits.maxMessageBytes) {
+        return { code: "too_large", seq: null, message: `message of ${bytes.length} bytes exceeds ${publishLimits.maxMessageBytes}` };
+      }
+      value = decoder.decode(bytes);
+    }
+    if (typeof value === "string") {
+      if (value.length > publishLimits.maxMessageBytes) {
+        return { code: "too_large", seq: null, message: `message exceeds ${publishLimits.maxMessageBytes} bytes` };
+      }
+      try {
+        value = JSON.parse(value);
+      } catch {
+        return { code: "malformed", seq: null, message: "message is not JSON" };
+      }
+    }
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      return { code: "malformed", seq: null, message: "message must be a JSON object" };
+    }
+    const m = value as { type?: unknown; seq?: unknown; events?: unknown };
+    const seq = typeof m.seq === "number" && Number.isSafeInteger(m.seq) && m.seq >= 0 ? m.seq : null;
+    if (seq === null) return { code: "malformed", seq: null, message: "seq must be a non-negative integer" };
+    if (m.type === "ping") return { type: "ping", seq };
+    if (m.type !== "events") return { code: "unknown_type", seq, message: 'type must be "events" or "ping"' };
+    if (!Array.isArray(m.events)) return { code: "malformed", seq, message: "events must be a list" };
+    if (m.events.length > publishLimits.maxEventsPerMessage) {
+      return { code: "too_many_events", seq, message: `at most ${publishLimits.maxEventsPerMessage} events per message` };
+    }
+    return { type: "events", seq, events: m.events };
+  }
+}

@@ -1,0 +1,189 @@
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { publishLimits as L, TRUNCATION_MARKER } from "~/lib/protocol/publish.ts";
+
+/**
+ * Published events crossed a socket from a program we do not control: every field is checked for its
+ * type and cut to its size. Missing fields get their neutral value (older and newer agents stay
+ * compatible); a field of the wrong type, or a missing/invalid event id or time, refuses the event.
+ */
+export type ValidationResult = { ok: true; event: TracedEvent; truncated: number } | { ok: false; error: string };
+
+type Kind =
+  | { t: "string"; max: number }
+  | { t: "int"; min: number; max: number; fallback: number }
+  | { t: "bool" }
+  | { t: "body"; flag: "http_req_body_truncated" | "http_resp_body_truncated" };
+
+const str = (max: number): Kind => ({ t: "string", max });
+const int = (min: number, max: number, fallback = 0): Kind => ({ t: "int", min, max, fallback });
+const MAX_MICROS = 8_640_000_000_000_000_000; // Date's range in microseconds
+const MAX_BYTES = Number.MAX_SAFE_INTEGER;
+
+const fields: Record<string, Kind> = {
+  parent_event_id: str(64),
+  service: str(L.maxShortChars),
+  hostname: str(L.maxShortChars),
+  gcp_project: str(L.maxShortChars),
+  kubernetes_namespace: str(L.maxShortChars),
+  gke_cluster_location: str(L.maxShortChars),
+  gke_cluster_name: str(L.maxShortChars),
+  gke_node_name: str(L.maxShortChars),
+  process_id: int(0, 2 ** 31),
+  process_executable_name: str(L.maxShortChars),
+  process_executable_size: int(0, MAX_BYTES),
+  process_command_line: str(L.maxCommandLineChars),
+  process_user: str(L.maxShortChars),
+  tls_server_name: str(L.maxShortChars),
+  http_version: str(16),
+  http_is_outgoing: { t: "bool" },
+  http_client_addr: str(128),
+  http_server_addr: str(128),
+  http_duration: int(0, MAX_BYTES),
+  http_req_method: str(64),
+  http_req_path: str(L.maxPathChars),
+  http_req_body_size_bytes_wire: int(0, MAX_BYTES),
+  http_req_transfer_encoding: str(L.maxShortChars),
+  http_req_content_type: str(L.maxShortChars),
+  http_req_content_encoding: str(L.maxShortChars),
+  http_req_content_length: int(-1, MAX_BYTES, -1),
+  http_req_host: str(L.maxShortChars),
+  http_req_x_forwarded_for: str(L.maxShortChars),
+  http_req_body: { t: "body", flag: "http_req_body_truncated" },
+  http_req_body_truncated: { t: "bool" },
+  http_resp_status_code: int(0, 999),
+  http_resp_body_size_bytes_wire: int(0, MAX_BYTES),
+  http_resp_transfer_encoding: str(L.maxShortChars),
+  http_resp_content_type: str(L.maxShortChars),
+  http_resp_content_encoding: str(L.maxShortChars),
+  http_resp_content_length: int(-1, MAX_BYTES, -1),
+  http_resp_body: { t: "body", flag: "http_resp_body_truncated" },
+  http_resp_body_truncated: { t: "bool" },
+  timing_connect: int(-1, MAX_BYTES, -1),
+  timing_send: int(-1, MAX_BYTES, -1),
+  timing_wait: int(-1, MAX_BYTES, -1),
+  timing_receive: int(-1, MAX_BYTES, -1),
+  bytes_sent: int(0, MAX_BYTES),
+  bytes_received: int(0, MAX_BYTES),
+};
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+function cut(value: string, max: number): string {
+  return `${value.slice(0, Math.max(0, max - TRUNCATION_MARKER.length))}${TRUNCATION_MARKER}`;
+}
+
+export function validateEvent(raw: unknown): ValidationResult {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return { ok: false, error: "event is not an object" };
+  const input = raw as Record<string, unknown>;
+  if (typeof input.event_id !== "string" || !UUID.test(input.event_id)) return { ok: false, error: "event_id must be a UUID" };
+  if (typeof input.time !== "number" || !Number.isFinite(input.time) || input.time <= 0 || input.time > MAX_MICROS) {
+    return { ok: false, error: "time must be microseconds since the epoch" };
+  }
+  const protocol = input.protocol ?? "http";
+  if (protocol !== "http" && protocol !== "tcp") return { ok: false, error: 'protocol must be "http" or "tcp"' };
+
+  const out: Record<string, unknown> = { time: Math.trunc(input.time), event_id: input.event_id.toLowerCase(), protocol };
+  let truncated = 0;
+  const bodies: Array<[string, Extract<Kind, { t: "body" }>]> = [];
+  for (const name in fields) {
+    const kind = fields[name]!;
+    const value = input[name];
+    switch (kind.t) {
+      case "string":
+        if (value === undefined || value === null) out[name] = "";
+        else if (typeof value !== "string") return { ok: false, error: `${name} must be a string` };
+        else if (value.length > kind.max) {
+          out[name] = cut(value, kind.max);
+          truncated++;
+        } else out[name] = value;
+        break;
+      case "int":
+        if (value === undefined || value === null) out[name] = kind.fallback;
+        else if (typeof value !== "number" || !Number.isFinite(value)) return { ok: false, error: `${name} must be a number` };
+        else out[name] = Math.min(kind.max, Math.max(kind.min, Math.trunc(value)));
+        break;
+      case "bool":
+        if (value === undefined || value === null) out[name] = false;
+        else if (typeof value !== "boolean") return { ok: false, error: `${name} must be a boolean` };
+        else out[name] = value;
+        break;
+      case "body":
+        bodies.push([name, kind]);
+        break;
+    }
+  }
+  for (const [name, kind] of bodies) {
+    const value = input[name];
+    if (value === undefined || value === null || value === "") {
+      out[name] = "";
+      continue;
+    }
+    if (typeof value !== "string") return { ok: false, error: `${name} must be a base64 string` };
+    if (value.length > L.maxBodyChars) {
+      // Cut on a base64 quantum so the kept part still decodes; the flag says it was cut.
+      out[name] = value.slice(0, L.maxBodyChars - (L.maxBodyChars % 4));
+      out[kind.flag] = true;
+      truncated++;
+    } else out[name] = value;
+    if (!BASE64.test(out[name] as string)) return { ok: false, error: `${name} must be base64` };
+  }
+  for (const name of ["http_req_headers", "http_resp_headers"] as const) {
+    const headers = validateHeaders(input[name], name);
+    if (typeof headers === "string") return { ok: false, error: headers };
+    out[name] = headers.headers;
+    truncated += headers.truncated;
+  }
+  const tags = validateTags(input.tags);
+  if (typeof tags === "string") return { ok: false, error: tags };
+  out.tags = tags.tags;
+  truncated += tags.truncated;
+  return { ok: true, event: out as TracedEvent, truncated };
+}
+
+function validateHeaders(value: unknown, name: string): { headers: Array<[string, string]>; truncated: number } | string {
+  if (value === undefined || value === null) return { headers: [], truncated: 0 };
+  if (!Array.isArray(value)) return `${name} must be a list of [name, value] pairs`;
+  let truncated = 0;
+  const list = value.length > L.maxHeaderCount ? value.slice(0, L.maxHeaderCount) : value;
+  if (list !== value) truncated++;
+  const headers: Array<[string, string]> = [];
+  for (const pair of list) {
+    if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== "string" || typeof pair[1] !== "string") {
+      return `${name} must be a list of [name, value] pairs`;
+    }
+    let [n, v] = pair as [string, string];
+    if (n.length > L.maxHeaderNameChars) {
+      n = cut(n, L.maxHeaderNameChars);
+      truncated++;
+    }
+    if (v.length > L.maxHeaderValueChars) {
+      v = cut(v, L.maxHeaderValueChars);
+      truncated++;
+    }
+    headers.push([n, v]);
+  }
+  return { headers, truncated };
+}
+
+function validateTags(value: unknown): { tags: Record<string, string>; truncated: number } | string {
+  if (value === undefined || value === null) return { tags: {}, truncated: 0 };
+  if (typeof value !== "object" || Array.isArray(value)) return "tags must be an object of strings";
+  const tags: Record<string, string> = Object.create(null);
+  let truncated = 0;
+  let count = 0;
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+    if (typeof v !== "string") return "tags must be an object of strings";
+    if (++count > L.maxTags) {
+      truncated++;
+      break;
+    }
+    const key = k.length > 128 ? cut(k, 128) : k;
+    if (key !== k) truncated++;
+    if (v.length > L.maxTagChars) {
+      tags[key] = cut(v, L.maxTagChars);
+      truncated++;
+    } else tags[key] = v;
+  }
+  return { tags: { ...tags }, truncated };
+}

@@ -1,0 +1,81 @@
+import type { ServerWebSocket } from "bun";
+import { Elysia, t } from "elysia";
+import { AppError } from "~/lib/errors.ts";
+import { log } from "~/lib/logger.ts";
+import { type PublishServerMessage, publishLimits, publishPath } from "~/lib/protocol/publish.ts";
+import type { ServiceContext } from "~/services/context.ts";
+import type { Ingest } from "~/services/ingest/ingest.ts";
+import type { EventTarget } from "~/services/ingest/sink.ts";
+import { markPublisherSeen } from "~/services/publish/mark-publisher-seen.ts";
+import { type PublishTicketClaims, redeemPublishTicket } from "~/services/publish/publish-ticket.ts";
+
+/** Who wants to know that publishers come and go (the live hub's stats). */
+export type PublisherPresence = {
+  publisherConnected(target: EventTarget): void;
+  publisherDisconnected(target: EventTarget): void;
+};
+
+/**
+ * /api/PublishEvents?ticket=...: the capture CLI's socket. Every message is validated and answered (ack,
+ * or error for a refused message); nothing a publisher sends can close the socket or reach the sinks
+ * unvalidated. The work per message is synchronous and bounded; storage happens behind the sinks.
+ */
+export function publishSocket({ ctx, ingest, presence }: { ctx: ServiceContext; ingest: Ingest; presence?: PublisherPresence }) {
+  const targets = new WeakMap<object, { target: EventTarget; claims: PublishTicketClaims }>();
+
+  const send = (ws: ServerWebSocket<unknown>, message: PublishServerMessage) => ws.sendText(JSON.stringify(message));
+  const isExpired = (claims: PublishTicketClaims) => claims.linkExpiresAt !== null && claims.linkExpiresAt <= ctx.now().getTime();
+
+  return new Elysia({ name: "ws-publish" })
+    .resolve(({ query, path }) => {
+      if (path !== publishPath) return {};
+      const claims = query.ticket ? redeemPublishTicket(ctx.config.sessionSecret, query.ticket, ctx.now()) : null;
+      if (!claims) throw new AppError("UNAUTHORIZED", "publish ticket invalid, used or expired: call JoinPublisher again");
+      return { publish: claims };
+    })
+    .ws(publishPath, {
+      query: t.Object({ ticket: t.Optional(t.String({ maxLength: 2048 })) }),
+      open(ws) {
+        const raw = ws.raw as ServerWebSocket<unknown>;
+        const claims = (ws.data as { publish: PublishTicketClaims }).publish;
+        const target: EventTarget = { namespaceId: claims.namespaceId, linkId: claims.linkId };
+        targets.set(raw, { target, claims });
+        send(raw, {
+          type: "ready",
+          namespaceId: claims.namespaceId,
+          linkId: claims.linkId,
+          maxMessageBytes: publishLimits.maxMessageBytes,
+          maxEventsPerMessage: publishLimits.maxEventsPerMessage,
+        });
+        presence?.publisherConnected(target);
+        if (claims.orgId) {
+          markPublisherSeen({ ctx, orgId: claims.orgId }).catch((err) => log.warn("could not mark publisher seen", { err }));
+        }
+      },
+      message(ws, message) {
+        const raw = ws.raw as ServerWebSocket<unknown>;
+        const entry = targets.get(raw);
+        if (!entry) return;
+        if (isExpired(entry.claims)) {
+          send(raw, { type: "expired" });
+          raw.close(4410, "link expired");
+          return;
+        }
+        let reply: PublishServerMessage;
+        try {
+          reply = ingest.handle(entry.target, message);
+        } catch (err) {
+          log.error("publish message failed", { err });
+          reply = { type: "error", seq: null, code: "malformed", message: "message could not be processed" };
+        }
+        send(raw, reply);
+      },
+      close(ws) {
+        const raw = ws.raw as ServerWebSocket<unknown>;
+        const entry = targets.get(raw);
+        if (!entry) return;
+        targets.delete(raw);
+        presence?.publisherDisconnected(entry.target);
+      },
+    });
+}

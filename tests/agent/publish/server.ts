@@ -1,0 +1,126 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { randomUUID } from "node:crypto";
+import { openDatabase } from "#db/client.ts";
+import { namespaces, namespaceTokens, orgTokens, orgs } from "#db/schema/index.ts";
+import { parseConfig } from "~/lib/env.ts";
+import { setLogLevel } from "~/lib/logger.ts";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { createApp, type AppDeps } from "~/server.ts";
+import { newToken } from "~/services/auth/token-format.ts";
+import { createServiceContext } from "~/services/context.ts";
+import { ingestFor } from "~/services/ingest/ingest-registry.ts";
+import { EventSinks, type EventTarget } from "~/services/ingest/sink.ts";
+
+/** A real server (createApp on a fresh PGlite) listening on a free loopback port, with a sink that records. */
+export async function startServer(env: Record<string, string> = {}) {
+  setLogLevel("warn");
+  const database = await openDatabase({});
+  const config = parseConfig({
+    DATA_DIR: mkdtempSync(join(tmpdir(), "tapscope-publish-")),
+    SESSION_SECRET: "publish-test-secret-0123456789abcdef",
+    PUBLIC_URL: "http://127.0.0.1:1",
+    ...env,
+  });
+  const received: Array<{ target: EventTarget; events: TracedEvent[] }> = [];
+  const sinks = new EventSinks();
+  sinks.add({ accept: (target, events) => received.push({ target, events: [...events] }) });
+  const deps: AppDeps = { config, db: database.db, sinks };
+  const app = createApp(deps);
+  app.listen({ port: 0, hostname: "127.0.0.1" });
+  const port = app.server!.port;
+  // The public URL is only known once listening; services read it per call.
+  config.publicUrl = `http://127.0.0.1:${port}`;
+  const ctx = createServiceContext(deps);
+
+  async function namespaceWithToken() {
+    const [org] = await database.db.insert(orgs).values({ name: "acme" }).returning();
+    const [ns] = await database.db.insert(namespaces).values({ orgId: org!.id, name: `ns-${randomUUID().slice(0, 8)}` }).returning();
+    const { token, hash, suffix } = newToken("namespace");
+    await database.db.insert(namespaceTokens).values({ namespaceId: ns!.id, tokenHash: hash, suffix });
+    return { orgId: org!.id, namespaceId: ns!.id, token };
+  }
+
+  async function orgToken(orgId: string) {
+    const { token, hash, suffix } = newToken("org");
+    await database.db.insert(orgTokens).values({ orgId, tokenHash: hash, suffix });
+    return token;
+  }
+
+  return {
+    app,
+    ctx,
+    db: database.db,
+    config,
+    endpoint: config.publicUrl,
+    received,
+    events: () => received.flatMap((r) => r.events),
+    ingest: ingestFor(deps),
+    namespaceWithToken,
+    orgToken,
+    stop: async () => {
+      await app.stop(true);
+      await database.close();
+    },
+  };
+}
+
+export type TestServer = Awaited<ReturnType<typeof startServer>>;
+
+/** A plausible event as the tracer makes it. */
+export function sampleEvent(overrides: Partial<TracedEvent> = {}): TracedEvent {
+  return {
+    time: Date.now() * 1000,
+    event_id: randomUUID(),
+    parent_event_id: "",
+    service: "test",
+    hostname: "h",
+    gcp_project: "",
+    kubernetes_namespace: "",
+    gke_cluster_location: "",
+    gke_cluster_name: "",
+    gke_node_name: "",
+    process_id: 1,
+    process_executable_name: "node",
+    process_executable_size: 100,
+    process_command_line: "node server.js",
+    process_user: "app",
+    protocol: "http",
+    tls_server_name: "",
+    http_version: "1.1",
+    http_is_outgoing: false,
+    http_client_addr: "127.0.0.1:5000",
+    http_server_addr: "127.0.0.1:8000",
+    http_duration: 1200,
+    http_req_method: "GET",
+    http_req_path: "/users/1",
+    http_req_body_size_bytes_wire: 0,
+    http_req_transfer_encoding: "",
+    http_req_content_type: "",
+    http_req_content_encoding: "",
+    http_req_content_length: -1,
+    http_req_host: "localhost",
+    http_req_x_forwarded_for: "",
+    http_req_headers: [["Host", "localhost"]],
+    http_req_body: "",
+    http_req_body_truncated: false,
+    http_resp_status_code: 200,
+    http_resp_body_size_bytes_wire: 2,
+    http_resp_transfer_encoding: "",
+    http_resp_content_type: "application/json",
+    http_resp_content_encoding: "",
+    http_resp_content_length: 2,
+    http_resp_headers: [["Content-Length", "2"]],
+    http_resp_body: "e30=",
+    http_resp_body_truncated: false,
+    timing_connect: -1,
+    timing_send: 10,
+    timing_wait: 1000,
+    timing_receive: 190,
+    bytes_sent: 40,
+    bytes_received: 60,
+    tags: {},
+    ...overrides,
+  };
+}

@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { eq } from "drizzle-orm";
+import { links } from "#db/schema/index.ts";
+import { startServer, type TestServer } from "../agent/publish/server.ts";
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await startServer();
+});
+afterAll(() => server.stop());
+
+async function join(body: unknown = {}, token?: string) {
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (token) headers.authorization = `Bearer ${token}`;
+  const res = await fetch(`${server.endpoint}/api/JoinPublisher`, { method: "POST", headers, body: JSON.stringify(body) });
+  return { status: res.status, body: (await res.json()) as Record<string, string> };
+}
+
+describe("POST /api/JoinPublisher", () => {
+  test("without a token: a new anonymous link that expires in 24 hours, and a socket URL with a ticket", async () => {
+    const before = Date.now();
+    const { status, body } = await join();
+    expect(status).toBe(200);
+    expect(body.linkId).toMatch(/^[A-Za-z0-9_-]{22,}$/);
+    expect(body.namespaceId).toBeUndefined();
+    const expiresAt = new Date(body.expiresAt!).getTime();
+    expect(expiresAt - before).toBeGreaterThan(24 * 3600_000 - 60_000);
+    expect(expiresAt - before).toBeLessThan(24 * 3600_000 + 60_000);
+    expect(body.linkUrl).toBe(`${server.endpoint}/link/${body.linkId}?expiry=${encodeURIComponent(body.expiresAt!)}`);
+    expect(body.websocketUrl).toStartWith(`ws://127.0.0.1:${new URL(server.endpoint).port}/api/PublishEvents?ticket=`);
+    const [row] = await server.db.select().from(links).where(eq(links.id, body.linkId!));
+    expect(row?.namespaceId).toBeNull();
+    expect(row?.expiresAt.toISOString()).toBe(body.expiresAt!);
+  });
+
+  test("each anonymous run gets its own unguessable link", async () => {
+    const ids = new Set<string>();
+    for (let i = 0; i < 5; i++) ids.add((await join()).body.linkId!);
+    expect(ids.size).toBe(5);
+  });
+
+  test("with a namespace token: that namespace, no link, and the token never in the URL", async () => {
+    const { namespaceId, token } = await server.namespaceWithToken();
+    const { status, body } = await join({}, token);
+    expect(status).toBe(200);
+    expect(body.namespaceId).toBe(namespaceId);
+    expect(body.linkId).toBeUndefined();
+    expect(body.websocketUrl).not.toContain(token);
+    expect(body.websocketUrl).not.toContain(token.slice(4, 20));
+  });
+
+  test("a token that does not authenticate is refused (never silently anonymous)", async () => {
+    const bad = await join({}, `tsk_${"A".repeat(43)}`);
+    expect(bad.status).toBe(401);
+    expect(bad.body.error).toContain("TAPSCOPE_TOKEN");
+    const garbage = await join({}, "hello");
+    expect(garbage.status).toBe(401);
+  });
+
+  test("an organization (worker) token cannot publish", async () => {
+    const { orgId } = await server.namespaceWithToken();
+    const res = await join({}, await server.orgToken(orgId));
+    expect(res.status).toBe(403);
+  });
+
+  test("a link id override: reuse a live anonymous link, create a strong new one, refuse weak, expired or foreign links", async () => {
+    const first = (await join()).body;
+    const again = await join({ linkId: first.linkId });
+    expect(again.status).toBe(200);
+    expect(again.body.linkId).toBe(first.linkId);
+    expect(again.body.expiresAt).toBe(first.expiresAt);
+
+    const chosen = "my-own-strong-link-id-0123456789";
+    const created = await join({ linkId: chosen });
+    expect([created.status, created.body.linkId]).toEqual([200, chosen]);
+
+    expect((await join({ linkId: "short-id" })).status).toBe(400);
+    expect((await join({ linkId: "../../etc/passwd" })).status).toBe(400);
+
+    await server.db.update(links).set({ expiresAt: new Date(Date.now() - 1000) }).where(eq(links.id, chosen));
+    const expired = await join({ linkId: chosen });
+    expect(expired.status).toBe(404);
+    expect(expired.body.error).toContain("expired");
+
+    const a = await server.namespaceWithToken();
+    const b = await server.namespaceWithToken();
+    const owned = "namespace-owned-link-id-0123456789";
+    expect((await join({ linkId: owned }, a.token)).body.namespaceId).toBe(a.namespaceId);
+    expect((await join({ linkId: owned }, b.token)).status).toBe(403);
+    expect((await join({ linkId: owned })).status).toBe(403);
+  });
+
+  test("a malformed body is a 400 with an error", async () => {
+    const res = await fetch(`${server.endpoint}/api/JoinPublisher`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ linkId: 42 }),
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toBeString();
+  });
+});
