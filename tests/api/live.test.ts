@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { links, orgs } from "#db/schema/index.ts";
 import { randomId } from "~/lib/ids.ts";
+import { liveSocketUrl } from "~/lib/protocol/live.ts";
 import { liveHubFor } from "~/services/live/hub-registry.ts";
 import { createApp } from "~/server.ts";
 import { makeEvent } from "../services/live-fixtures.ts";
@@ -22,10 +23,10 @@ for (const backend of backends) {
       deps = { config: t.config, db: t.db, now: t.clock.now };
       server = createApp(deps).listen({ port: 0, hostname: "127.0.0.1" });
       port = server.server!.port!;
-    });
+    }, 60_000);
     afterAll(async () => {
-      await server.stop(true);
-      await t.close();
+      await server?.stop(true);
+      await t?.close();
     });
 
     /** The URL the server handed out, pointed at the test listener. */
@@ -174,13 +175,13 @@ for (const backend of backends) {
     });
 
     describe("GetLink and link viewers", () => {
-      test("GetLink answers the link's socket URL with its expiry, without sign-in", async () => {
+      test("GetLink answers the link page URL with its expiry, without sign-in", async () => {
         const id = await makeLink(3_600_000);
         const res = await t.call("/api/GetLink", { linkId: id }, { origin: null });
         expect(res.status).toBe(200);
         expect(res.headers.get("cache-control")).toBe("no-store");
         const url = new URL(res.body.linkUrl);
-        expect(url.searchParams.get("link_id")).toBe(id);
+        expect(`${url.origin}${url.pathname}`).toBe(`${t.config.publicUrl}/link/${id}`);
         const expiry = new Date(url.searchParams.get("expiry")!);
         expect(expiry.getTime()).toBe(t.clock.now().getTime() + 3_600_000);
       });
@@ -202,7 +203,7 @@ for (const backend of backends) {
         hub().accept({ namespaceId: null, linkId: id }, earlier);
         hub().accept({ namespaceId: null, linkId: other }, [makeEvent({ http_req_path: "/other" })]);
         const linkUrl = (await t.call("/api/GetLink", { linkId: id })).body.linkUrl;
-        const viewer = await LiveClient.open(local(linkUrl));
+        const viewer = await LiveClient.open(local(liveSocketUrl(linkUrl)!));
         await viewer.until(() => viewer.of("history").length === 1, "history");
         const history = viewer.of("history")[0]!.events.map((e) => e.http_req_path);
         expect(history).toHaveLength(1000);

@@ -38,6 +38,28 @@ export const liveLimits = {
 /** The live socket's path; the query carries `ticket` (namespace members) or `link_id` (link viewers). */
 export const liveSubscribePath = "/api/LiveSubscribe";
 
+/**
+ * The socket the live frame opens for the URL it was given (/iframer#url=...): JoinSubscriber's websocketUrl as is,
+ * or, for a shared link's linkUrl (<origin>/link/<id>?expiry=...), the link's socket on the same origin.
+ * Null for anything else.
+ */
+export function liveSocketUrl(url: string): string | null {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return null;
+  }
+  if (parsed.protocol === "ws:" || parsed.protocol === "wss:") return parsed.pathname === liveSubscribePath ? parsed.toString() : null;
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return null;
+  const match = /^\/link\/([^/]+)\/?$/.exec(parsed.pathname);
+  if (!match) return null;
+  const socket = new URL(liveSubscribePath, parsed.origin);
+  socket.protocol = parsed.protocol === "https:" ? "wss:" : "ws:";
+  socket.searchParams.set("link_id", decodeURIComponent(match[1]!));
+  return socket.toString();
+}
+
 /** Validates a message that crossed the socket; null when it is not a well-formed setConfig. */
 export function parseLiveClientMessage(raw: unknown): LiveClientMessage | null {
   let value = raw;

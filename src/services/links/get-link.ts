@@ -1,9 +1,7 @@
 import { eq } from "drizzle-orm";
 import { links } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
-import { liveSubscribePath } from "~/lib/protocol/live.ts";
 import type { ServiceContext } from "~/services/context.ts";
-import { websocketBase } from "~/services/live/join-subscriber.ts";
 
 export type LinkInfo = {
   linkId: string;
@@ -11,8 +9,8 @@ export type LinkInfo = {
   expiresAt: Date;
   isExpired: boolean;
   /**
-   * The live socket of this link, with its expiry: the /link page parses `expiry` for the countdown and hands the
-   * whole URL to /iframer (#url=...), which opens it like JoinSubscriber's websocketUrl.
+   * <PUBLIC_URL>/link/<id>?expiry=<ISO date>, the same form JoinPublisher prints: the /link page parses `expiry`
+   * for the countdown and hands the URL to /iframer (#url=...), which opens liveSocketUrl(linkUrl).
    */
   linkUrl: string;
 };
@@ -24,9 +22,9 @@ export function isLinkId(value: string): boolean {
   return LINK_ID.test(value);
 }
 
-export function linkSocketUrl(publicUrl: string, linkId: string, expiresAt: Date): string {
-  const params = new URLSearchParams({ link_id: linkId, expiry: expiresAt.toISOString() });
-  return `${websocketBase(publicUrl)}${liveSubscribePath}?${params}`;
+/** Keep in step with linkPageUrl in create-link.ts (one format for the printed and the fetched link). */
+export function linkUrlOf(publicUrl: string, linkId: string, expiresAt: Date): string {
+  return `${publicUrl}/link/${encodeURIComponent(linkId)}?expiry=${encodeURIComponent(expiresAt.toISOString())}`;
 }
 
 /**
@@ -47,6 +45,6 @@ export async function getLink({ ctx, linkId }: { ctx: ServiceContext; linkId: st
     namespaceId: row.namespaceId,
     expiresAt: row.expiresAt,
     isExpired: row.expiresAt.getTime() <= ctx.now().getTime(),
-    linkUrl: linkSocketUrl(ctx.config.publicUrl, row.id, row.expiresAt),
+    linkUrl: linkUrlOf(ctx.config.publicUrl, row.id, row.expiresAt),
   };
 }
