@@ -6,7 +6,7 @@ import { startServer, type TestServer } from "../agent/publish/server.ts";
 let server: TestServer;
 beforeAll(async () => {
   server = await startServer();
-});
+}, 30_000);
 afterAll(() => server.stop());
 
 async function join(body: unknown = {}, token?: string) {
