@@ -3,6 +3,9 @@ import { openDatabase } from "#db/client.ts";
 import { ConfigError, parseConfig } from "~/lib/env.ts";
 import { log } from "~/lib/logger.ts";
 import { createApp } from "~/server.ts";
+import { EventSinks } from "~/services/ingest/sink.ts";
+import { attachStore } from "~/services/store/attach-store.ts";
+import { openEventStore } from "~/store/open.ts";
 
 export async function main(_args: string[]): Promise<number> {
   let config;
@@ -19,12 +22,18 @@ export async function main(_args: string[]): Promise<number> {
     databaseUrl: config.databaseUrl,
     pgliteDir: config.databaseUrl ? undefined : join(config.dataDir, "pglite"),
   });
-  const app = createApp({ config, db: database.db });
-  const server = Bun.serve({ port: config.port, fetch: (req) => app.handle(req) });
+  const store = await openEventStore(config);
+  const sinks = new EventSinks();
+  const attached = attachStore({ config, db: database.db, store, sinks });
+  const app = createApp({ config, db: database.db, store, sinks });
+  // listen() (not a bare Bun.serve over app.handle) so the WebSocket routes (live view, publishers, link pings) upgrade.
+  app.listen({ port: config.port });
+  const server = app.server!;
   log.info("tapscope server listening", {
     url: config.publicUrl,
     port: server.port,
     database: database.kind,
+    eventStore: store.kind,
     dataDir: config.dataDir,
   });
 
@@ -35,6 +44,8 @@ export async function main(_args: string[]): Promise<number> {
     stopping = true;
     log.info("shutting down", { signal });
     await server.stop(false); // stop accepting, let in-flight requests finish
+    await attached.close(); // writes the events still batched
+    await store.close();
     await database.close();
     resolve(0);
   };

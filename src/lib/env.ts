@@ -22,6 +22,8 @@ export type Config = {
   /** Events per second per namespace (token bucket average); 0 means no limit. */
   ingestRateLimit: number;
   retentionDays: number;
+  /** Keep events per the org's plan (Free 3, Team 7, Scale 30 days) instead of retentionDays. */
+  planRetention: boolean;
   isProduction: boolean;
   commitHash: string;
   /** Where /download/* finds the tapscope binaries; unset: the running binary itself and dist/. */
@@ -126,6 +128,7 @@ export function parseConfig(env: Env = process.env): Config {
     clickhouseUrl: url(env, "CLICKHOUSE_URL"),
     ingestRateLimit: int(env, "INGEST_RATE_LIMIT", 0, 0, 10_000_000),
     retentionDays: int(env, "RETENTION_DAYS", 30, 1, 3650),
+    planRetention: env.PLAN_RETENTION === "1" || env.PLAN_RETENTION === "true",
     isProduction: env.NODE_ENV === "production",
     commitHash: env.TAPSCOPE_COMMIT || buildInfo.commit,
     downloadDir: env.DOWNLOAD_DIR ? resolve(env.DOWNLOAD_DIR) : undefined,

@@ -151,7 +151,9 @@ export type DuckDbStoreOptions = {
 
 export async function openDuckDbStore(options: DuckDbStoreOptions): Promise<SqlEventStore> {
   if (options.path !== ":memory:") mkdirSync(dirname(options.path), { recursive: true });
-  const instance = await DuckDBInstance.create(options.path);
+  // A larger checkpoint threshold than the default 16 MB: checkpoints then write whole row groups instead
+  // of recompressing a half-filled one after every few thousand events (measured: 2-3x ingest).
+  const instance = await DuckDBInstance.create(options.path, { checkpoint_threshold: "256MB" });
   const writer = await instance.connect();
   const readers: DuckDBConnection[] = [];
   for (let i = 0; i < (options.readers ?? 4); i++) readers.push(await instance.connect());

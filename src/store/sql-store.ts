@@ -3,11 +3,12 @@ import { AppError } from "~/lib/errors.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import {
   type EventDetail,
-  type EventRow,
   type HistogramBucket,
   type HistogramQuery,
   type HistogramResult,
   maxRowLimit,
+  type ResultRow,
+  type RowColumn,
   type RowsQuery,
   type RowsResult,
   rowColumns,
@@ -26,13 +27,24 @@ import {
 } from "./table.ts";
 import { defaultStoreLimits, type Engine, type EventStore, type StoreLimits } from "./types.ts";
 
-const rowSelect = rowColumns.join(", ");
 const fullSelect = eventColumns.map(([name]) => name).join(", ");
 
-function toRow(raw: Record<string, unknown>): EventRow {
+function toRow(raw: Record<string, unknown>, columns: readonly RowColumn[]): ResultRow {
   const row: Record<string, unknown> = {};
-  for (const name of rowColumns) row[name] = fromStored(columnKind[name]!, raw[name]);
-  return row as EventRow;
+  for (const name of columns) row[name] = fromStored(columnKind[name] ?? "string", raw[name]);
+  return row as ResultRow;
+}
+
+/** The requested row columns, whitelisted, in table order, always with time and event_id. */
+function selectedColumns(requested: unknown): RowColumn[] {
+  if (requested === undefined) return [...rowColumns];
+  if (!Array.isArray(requested) || requested.length > rowColumns.length) {
+    throw new AppError("BAD_REQUEST", "columns must be a list of row columns");
+  }
+  for (const c of requested) {
+    if (!(rowColumns as readonly unknown[]).includes(c)) throw new AppError("BAD_REQUEST", "unknown column");
+  }
+  return rowColumns.filter((c) => c === "time" || c === "event_id" || requested.includes(c));
 }
 
 function queryIdOf(query: { queryId?: unknown }): string {
@@ -109,29 +121,41 @@ export class SqlEventStore implements EventStore {
     if (!Number.isInteger(limit) || limit < 1 || limit > maxRowLimit) {
       throw new AppError("BAD_REQUEST", `limit must be 1..${maxRowLimit}`);
     }
+    const columns = selectedColumns(query.columns);
     const where = compileWhere(this.engine.dialect, query, range);
     const result: RowsResult = {
       queryId,
       durationInNanoseconds: 0,
-      meta: [...rowColumns],
+      meta: columns,
       data: [],
       wasRowLimitExceeded: false,
       actualNumberOfRows: 0,
     };
     if (!(await this.hasTable(namespaceId))) return result;
+    const select = `SELECT ${columns.join(", ")} FROM ${table} WHERE ${where}`;
+    const order = `ORDER BY time DESC, event_id DESC LIMIT ${limit}`;
     await this.gate.run(namespaceId, async () => {
-      const raw = await this.select(
+      // The time of row limit+1 (reading only the time column) bounds the wide read to the newest rows,
+      // which min/max indexes then prune; no such row means everything fits.
+      const cut = await this.select(
         namespaceId,
         queryId,
-        `SELECT ${rowSelect} FROM ${table} WHERE ${where} ORDER BY time DESC, event_id DESC LIMIT ${limit + 1}`,
+        `SELECT time FROM ${table} WHERE ${where} ORDER BY time DESC LIMIT 1 OFFSET ${limit}`,
       );
-      result.wasRowLimitExceeded = raw.length > limit;
-      result.data = raw.slice(0, limit).map(toRow);
-      result.actualNumberOfRows = result.data.length;
-      if (result.wasRowLimitExceeded) {
-        const counted = await this.select(namespaceId, queryId, `SELECT count(*) AS n FROM ${table} WHERE ${where}`);
-        result.actualNumberOfRows = Number(counted[0]?.n ?? 0);
+      if (!cut[0]) {
+        const raw = await this.select(namespaceId, queryId, `${select} ${order}`);
+        result.data = raw.map((r) => toRow(r, columns));
+        result.actualNumberOfRows = raw.length;
+        return;
       }
+      const threshold = this.engine.dialect.literal(Number(cut[0].time));
+      const [raw, counted] = await Promise.all([
+        this.select(namespaceId, queryId, `${select} AND time >= ${threshold} ${order}`),
+        this.select(namespaceId, queryId, `SELECT count(*) AS n FROM ${table} WHERE ${where}`),
+      ]);
+      result.data = raw.map((r) => toRow(r, columns));
+      result.wasRowLimitExceeded = true;
+      result.actualNumberOfRows = Number(counted[0]?.n ?? 0);
     });
     result.durationInNanoseconds = Number(process.hrtime.bigint() - started);
     return result;

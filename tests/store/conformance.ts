@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomUUID } from "node:crypto";
 import { AppError } from "~/lib/errors.ts";
+import { compileFilter } from "~/lib/filter/evaluate.ts";
+import { parseFilter } from "~/lib/filter/parse.ts";
 import type { FilterExpr } from "~/lib/filter/ast.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { Clause, QueryBase, RowsQuery } from "~/lib/protocol/query.ts";
@@ -101,6 +103,30 @@ export function runConformance(target: ConformanceTarget): void {
       const row = result.data[0]!;
       for (const column of result.meta)
         expect(row[column as keyof typeof row] as unknown).toEqual(first[column as keyof TracedEvent]);
+    });
+
+    test("rows can be narrowed to chosen columns; unknown columns are refused", async () => {
+      const r = await store.queryRows(ns, {
+        filter: { clauses: [], global: all },
+        limit: 20,
+        columns: ["http_resp_status_code", "http_req_path"],
+      });
+      expect(r.meta).toEqual(["time", "event_id", "http_req_path", "http_resp_status_code"]);
+      const expected = newestFirst(events).slice(0, 20);
+      expect(r.data).toEqual(
+        expected.map((e) => ({
+          time: e.time,
+          event_id: e.event_id,
+          http_req_path: e.http_req_path,
+          http_resp_status_code: e.http_resp_status_code,
+        })),
+      );
+      await expectBadRequest(
+        store.queryRows(ns, {
+          filter: { clauses: [], global: all },
+          columns: ["http_req_body" as "time"],
+        }),
+      );
     });
 
     test("rows come from the focus range when one is set", async () => {
@@ -241,6 +267,41 @@ export function runConformance(target: ConformanceTarget): void {
         expect(expected.length).toBeGreaterThan(0);
       });
     }
+
+    const filterTexts = [
+      'request.method == "POST"',
+      'request.method != "get"',
+      "response.status >= 500",
+      "response.status == 404 || response.status == 429",
+      'request.url startsWith "/api/users/" && duration > 100ms',
+      'request.url endsWith "/capture"',
+      'request.url contains "/orders" && (response.status >= 400 || duration >= 1s)',
+      'request.url matches "^/api/(users|orders)/[0-9]+$"',
+      "duration < 2ms",
+      "duration <= 500us || duration > 2s",
+    ];
+    for (const text of filterTexts) {
+      test(`parsed filter agrees with the live view's evaluator: ${text}`, async () => {
+        const parsed = parseFilter(text);
+        if (!parsed.ok) throw new Error(parsed.error.message);
+        const live = compileFilter(parsed.expr);
+        const expected = newestFirst(events.filter(live));
+        const { result } = await expectRows({ filter: { clauses: [], global: all }, expressions: [parsed.expr] });
+        expect(result.data.map((r) => r.event_id)).toEqual(expected.map((e) => e.event_id));
+        expect(expected.length).toBeGreaterThan(0);
+      });
+    }
+
+    test("patterns outside the safe regex subset are refused", async () => {
+      for (const pattern of ["(a)\\1", "(?=x)", "a{1000}", "["]) {
+        await expectBadRequest(
+          store.queryRows(ns, {
+            filter: { clauses: [], global: all },
+            expressions: [cmp("request.url", "matches", pattern)],
+          }),
+        );
+      }
+    });
 
     test("several expressions must all hold", async () => {
       await expectRows({

@@ -72,7 +72,7 @@ export function exprHolds(e: TracedEvent, x: FilterExpr): boolean {
   if (x.kind === "or") return exprHolds(e, x.left) || exprHolds(e, x.right);
   switch (x.field) {
     case "request.method":
-      return compare(e.http_req_method, x.op, String(x.value).toUpperCase());
+      return compare(e.http_req_method.toUpperCase(), x.op, String(x.value).toUpperCase());
     case "response.status":
       return compare(e.http_resp_status_code, x.op, Number(x.value));
     case "duration":

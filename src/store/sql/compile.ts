@@ -1,4 +1,5 @@
 import { AppError } from "~/lib/errors.ts";
+import { compileRegex, RegexSyntaxError } from "~/lib/filter/regex.ts";
 import type { CompareOp, FilterExpr, StringOp as FilterStringOp } from "~/lib/filter/ast.ts";
 import {
   type Clause,
@@ -52,6 +53,20 @@ function checkNumber(value: unknown): number {
   return value;
 }
 
+/**
+ * Patterns must lie in the RE2 subset the live view's matcher accepts: the same filter then means the
+ * same thing live and in the store, and nothing the engines would treat differently gets through.
+ */
+function checkPattern(value: unknown): string {
+  const pattern = checkString(value, limits.regex);
+  try {
+    compileRegex(pattern);
+  } catch (err) {
+    bad(err instanceof RegexSyntaxError ? `invalid regular expression: ${err.message}` : "invalid regular expression");
+  }
+  return pattern;
+}
+
 function compileClause(d: Dialect, clause: Clause): string {
   if (typeof clause !== "object" || clause === null) bad("invalid clause");
   if (clause.type === "Number") {
@@ -89,7 +104,8 @@ function compileLeaf(d: Dialect, e: Extract<FilterExpr, { kind: "compare" }>): s
   switch (e.field) {
     case "request.method": {
       if (e.op !== "==" && e.op !== "!=") bad("request.method supports == and !=");
-      return `http_req_method ${compareSql[e.op]} ${d.literal(checkString(e.value, 64).toUpperCase())}`;
+      // Case-insensitive, like the live view's evaluator.
+      return `upper(http_req_method) ${compareSql[e.op]} ${d.literal(checkString(e.value, 64).toUpperCase())}`;
     }
     case "response.status": {
       if (!isCompareOp(e.op)) bad("response.status supports ==, !=, <, >, <=, >=");
@@ -104,7 +120,7 @@ function compileLeaf(d: Dialect, e: Extract<FilterExpr, { kind: "compare" }>): s
         return `http_req_path ${compareSql[e.op]} ${d.literal(checkString(e.value))}`;
       }
       if (!urlOps.includes(e.op as FilterStringOp)) bad("request.url supports startsWith, endsWith, contains, matches");
-      if (e.op === "matches") return d.matches("http_req_path", d.literal(checkString(e.value, limits.regex)));
+      if (e.op === "matches") return d.matches("http_req_path", d.literal(checkPattern(e.value)));
       const lit = d.literal(checkString(e.value));
       if (e.op === "startsWith") return d.startsWith("http_req_path", lit);
       if (e.op === "endsWith") return d.endsWith("http_req_path", lit);

@@ -1,0 +1,39 @@
+import type { Db } from "#db/client.ts";
+import type { Config } from "~/lib/env.ts";
+import type { EventSinks } from "~/services/ingest/sink.ts";
+import type { EventStore } from "~/store/types.ts";
+import { startRetention } from "./retention.ts";
+import { StoreSink } from "./store-sink.ts";
+
+export type AttachedStore = { sink: StoreSink; close: () => Promise<void> };
+
+/**
+ * Plugs the event store into ingest: a batching store sink registered with the app's sinks, and the
+ * retention job. The rate limit is applied once, upstream, by ingest (which tells the publisher), so
+ * this sink is unlimited here; it keeps its own limiter for paths without ingest in front of them.
+ */
+export function attachStore(deps: {
+  config: Config;
+  db: Db;
+  store: EventStore;
+  sinks: EventSinks;
+  now?: () => Date;
+  rateLimit?: number;
+}): AttachedStore {
+  const sink = new StoreSink({ store: deps.store, rateLimit: deps.rateLimit ?? 0 });
+  const remove = deps.sinks.add(sink);
+  const stopRetention = startRetention({
+    db: deps.db,
+    config: deps.config,
+    store: deps.store,
+    now: deps.now ?? (() => new Date()),
+  });
+  return {
+    sink,
+    close: async () => {
+      remove();
+      stopRetention();
+      await sink.close();
+    },
+  };
+}

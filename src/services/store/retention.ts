@@ -1,0 +1,71 @@
+import { eq } from "drizzle-orm";
+import type { Db } from "#db/client.ts";
+import { namespaces, orgs } from "#db/schema/index.ts";
+import type { Config } from "~/lib/env.ts";
+import { log } from "~/lib/logger.ts";
+import type { EventStore } from "~/store/types.ts";
+
+/** Days of events kept per plan (spec section 9). */
+export const planRetentionDays: Record<string, number> = { free: 3, team: 7, scale: 30 };
+
+/**
+ * A namespace's retention: its org's plan when plans apply (PLAN_RETENTION), otherwise the server's own
+ * RETENTION_DAYS (a self-hosted server keeps what its operator configured).
+ */
+export function retentionDaysFor(
+  plan: string | null | undefined,
+  config: Pick<Config, "retentionDays" | "planRetention">,
+): number {
+  if (!config.planRetention) return config.retentionDays;
+  return planRetentionDays[plan ?? "free"] ?? planRetentionDays.free ?? 3;
+}
+
+/** Applies retention to every namespace table the store holds. */
+export async function applyRetention(deps: {
+  db: Db;
+  config: Config;
+  store: EventStore;
+  now: () => Date;
+}): Promise<number> {
+  const stored = await deps.store.listNamespaces();
+  if (stored.length === 0) return 0;
+  const plans = new Map<string, string>();
+  const rows = await deps.db
+    .select({ id: namespaces.id, plan: orgs.plan })
+    .from(namespaces)
+    .innerJoin(orgs, eq(namespaces.orgId, orgs.id));
+  for (const r of rows) plans.set(r.id, r.plan);
+  const nowMs = deps.now().getTime();
+  let applied = 0;
+  for (const ns of stored) {
+    // A table whose namespace is gone keeps the strictest retention until it is dropped.
+    const days = plans.has(ns) ? retentionDaysFor(plans.get(ns), deps.config) : Math.min(3, deps.config.retentionDays);
+    try {
+      await deps.store.applyRetention(ns, days, nowMs);
+      applied++;
+    } catch (err) {
+      log.error("retention failed", { namespaceId: ns, err });
+    }
+  }
+  return applied;
+}
+
+/** Runs retention now and then every `intervalMs` (hourly by default) until stopped. */
+export function startRetention(
+  deps: { db: Db; config: Config; store: EventStore; now: () => Date },
+  intervalMs = 3_600_000,
+): () => void {
+  let running: Promise<unknown> | null = null;
+  const tick = () => {
+    if (running) return;
+    running = applyRetention(deps)
+      .catch((err) => log.error("retention run failed", { err }))
+      .finally(() => {
+        running = null;
+      });
+  };
+  tick();
+  const timer = setInterval(tick, intervalMs);
+  timer.unref?.();
+  return () => clearInterval(timer);
+}

@@ -1,0 +1,16 @@
+import { join } from "node:path";
+import type { Config } from "~/lib/env.ts";
+import type { EventStore, StoreLimits } from "./types.ts";
+
+/** The server's event store, chosen once: ClickHouse when CLICKHOUSE_URL is set, else DuckDB in DATA_DIR. */
+export async function openEventStore(
+  config: Pick<Config, "clickhouseUrl" | "dataDir">,
+  limits?: Partial<StoreLimits>,
+): Promise<EventStore> {
+  if (config.clickhouseUrl) {
+    const { openClickHouseStore } = await import("./clickhouse.ts");
+    return openClickHouseStore({ url: config.clickhouseUrl, limits });
+  }
+  const { openDuckDbStore } = await import("./duckdb.ts");
+  return openDuckDbStore({ path: join(config.dataDir, "events.duckdb"), limits });
+}

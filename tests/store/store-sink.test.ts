@@ -1,0 +1,120 @@
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { randomUUID } from "node:crypto";
+import { setLogSink } from "~/lib/logger.ts";
+import { EventSinks } from "~/services/ingest/sink.ts";
+import { NamespaceRateLimiter } from "~/services/store/rate-limit.ts";
+import { StoreSink } from "~/services/store/store-sink.ts";
+import { openDuckDbStore } from "~/store/duckdb.ts";
+import type { EventStore } from "~/store/types.ts";
+import { generateEvents } from "./generate.ts";
+
+const endMs = Date.UTC(2026, 0, 10, 12);
+const all = { clauses: [], global: { lowerMs: endMs - 3_600_000, upperMs: endMs } };
+const events = (n: number, seed = 1) =>
+  generateEvents({ count: n, startMicros: (endMs - 3_600_000) * 1000, endMicros: endMs * 1000, seed });
+
+describe("token bucket", () => {
+  test("averages the rate, allows a burst, refills with time", () => {
+    let now = 0;
+    const limiter = new NamespaceRateLimiter({ ratePerSecond: 100, burst: 1000 }, () => now);
+    expect(limiter.take("a", 1500)).toBe(1000); // the burst
+    expect(limiter.take("a", 10)).toBe(0);
+    now += 500;
+    expect(limiter.take("a", 100)).toBe(50); // half a second refills 50
+    expect(limiter.take("b", 10)).toBe(10); // namespaces have their own buckets
+    now += 60_000;
+    expect(limiter.take("a", 5000)).toBe(1000); // never more than the burst
+    let passed = 0;
+    for (let i = 0; i < 100; i++) {
+      now += 100;
+      passed += limiter.take("a", 50);
+    }
+    expect(passed).toBe(1000); // 10 s at 100/s
+  });
+
+  test("0 means unlimited", () => {
+    const limiter = new NamespaceRateLimiter({ ratePerSecond: 0, burst: 0 });
+    expect(limiter.take("a", 1_000_000)).toBe(1_000_000);
+  });
+});
+
+describe("store sink", () => {
+  let store: EventStore;
+  beforeEach(async () => {
+    store = await openDuckDbStore({ path: ":memory:" });
+  });
+  afterEach(async () => {
+    await store.close();
+  });
+
+  test("batches by count without waiting for the timer, and by time", async () => {
+    const ns = randomUUID();
+    const sink = new StoreSink({ store, rateLimit: 0, batchSize: 100, flushIntervalMs: 50 });
+    const sinks = new EventSinks();
+    sinks.add(sink);
+    sinks.accept({ namespaceId: ns, linkId: null }, events(250));
+    // 2 full batches are written straight away; the remaining 50 by the timer.
+    await Bun.sleep(200);
+    expect((await store.queryRows(ns, { filter: all })).actualNumberOfRows).toBe(250);
+    expect(sink.statsFor(ns)).toEqual({
+      accepted: 250,
+      written: 250,
+      dropped: { rate_limited: 0, overloaded: 0, store_error: 0 },
+    });
+    await sink.close();
+  });
+
+  test("accept never waits for the store", () => {
+    const sink = new StoreSink({ store, rateLimit: 0 });
+    const batch = events(20_000);
+    const t = performance.now();
+    sink.accept({ namespaceId: randomUUID(), linkId: null }, batch);
+    expect(performance.now() - t).toBeLessThan(50);
+    return sink.close();
+  });
+
+  test("over the rate limit events are dropped, counted and reported", async () => {
+    let now = 0;
+    const reported: Array<[number, string]> = [];
+    const sink = new StoreSink({
+      store,
+      rateLimit: { ratePerSecond: 10, burst: 100 },
+      now: () => now,
+      onDropped: (_t, n, reason) => reported.push([n, reason]),
+    });
+    const ns = randomUUID();
+    sink.accept({ namespaceId: ns, linkId: null }, events(150, 2));
+    now += 1000;
+    sink.accept({ namespaceId: ns, linkId: null }, events(30, 3));
+    await sink.close();
+    expect(reported).toEqual([
+      [50, "rate_limited"],
+      [20, "rate_limited"],
+    ]);
+    expect(sink.statsFor(ns).dropped.rate_limited).toBe(70);
+    expect((await store.queryRows(ns, { filter: all })).actualNumberOfRows).toBe(110);
+  });
+
+  test("a store that cannot keep up drops beyond the buffer instead of growing without bound", async () => {
+    const sink = new StoreSink({ store, rateLimit: 0, maxBuffered: 100, batchSize: 1000 });
+    const ns = randomUUID();
+    sink.accept({ namespaceId: ns, linkId: null }, events(80));
+    sink.accept({ namespaceId: ns, linkId: null }, events(80, 4));
+    expect(sink.statsFor(ns).dropped.overloaded).toBe(60);
+    await sink.close();
+    expect((await store.queryRows(ns, { filter: all })).actualNumberOfRows).toBe(100);
+  });
+
+  test("events of an anonymous link (no namespace) are not stored; store errors are counted", async () => {
+    const lines: string[] = [];
+    const restore = setLogSink((line) => lines.push(line));
+    const sink = new StoreSink({ store, rateLimit: 0 });
+    sink.accept({ namespaceId: null, linkId: "abc" }, events(10));
+    sink.accept({ namespaceId: "not-a-uuid", linkId: null }, events(10));
+    await sink.close();
+    restore();
+    expect(lines.join("\n")).toContain("store write failed");
+    expect(await store.listNamespaces()).toEqual([]);
+    expect(sink.statsFor("not-a-uuid").dropped.store_error).toBe(10);
+  });
+});
