@@ -32,7 +32,8 @@ async function startBinaryServer(binary: string, env: Record<string, string> = {
   let text = "";
   const pump = async (stream: ReadableStream<Uint8Array>) => {
     const decoder = new TextDecoder();
-    for await (const chunk of stream) text += decoder.decode(chunk, { stream: true });
+    const reader = stream.getReader();
+    for (let r = await reader.read(); !r.done; r = await reader.read()) text += decoder.decode(r.value, { stream: true });
   };
   void pump(proc.stdout);
   void pump(proc.stderr);
