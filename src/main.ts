@@ -8,7 +8,7 @@ const commands: Record<string, () => Promise<{ main: (args: string[]) => Promise
   server: () => import("./commands/server.ts"),
   run: () => import("./commands/run.ts"),
   proxy: () => import("./commands/proxy.ts"),
-  __tracee: () => import("./commands/run.ts").then((m) => ({ main: m.traceeMain })),
+  __tracee: () => import("./commands/tracee.ts"),
 };
 
 const usage = `Tapscope: zero-code network tracer

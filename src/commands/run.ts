@@ -1,12 +1,8 @@
 import { basename } from "node:path";
 import { checkPlatform, InterceptionUnavailable, launch } from "~/agent/launch.ts";
-import { formatLogLine } from "~/agent/log-line.ts";
 import type { RedactMode } from "~/agent/redact.ts";
-import type { ConnectionObserver } from "~/agent/relay/observer.ts";
-import { pipeStats } from "~/agent/relay/pipe.ts";
-import { runTracee } from "~/agent/seccomp/tracee.ts";
-import { createTracer, DEFAULT_PAYLOAD_LIMIT } from "~/agent/tracer.ts";
-import { hostMetadata } from "~/agent/event.ts";
+import { createSession, say } from "~/agent/session.ts";
+import { DEFAULT_PAYLOAD_LIMIT } from "~/agent/tracer.ts";
 import { parseAgentConfig, parseHostEnvironment } from "~/lib/env.ts";
 
 /**
@@ -18,13 +14,29 @@ export type RunOptions = {
   service: string | undefined;
   payloadLimit: number;
   redact: RedactMode;
+  eventsFile: string | undefined;
+  publish: boolean;
   command: string[];
 };
 
-const usage = "usage: tapscope run [--log] [--service NAME] [--payload-limit BYTES] [--redact redact|hash|keep] -- <command> [args...]";
+const usage = `usage: tapscope run [options] -- <command> [args...]
+  --log                    print one line per request on stderr
+  --service NAME           service name on every event (default: TAPSCOPE_SERVICE or the executable name)
+  --payload-limit BYTES    body bytes kept per request and response (default 65536)
+  --redact MODE            redact (default), hash or keep secret headers and query parameters
+  --events-file FILE       also append every event to FILE as JSON lines
+  --no-publish             do not send events to the server (TAPSCOPE_ENDPOINT)`;
 
 export function parseRunArgs(args: string[]): RunOptions | string {
-  const options: RunOptions = { log: false, service: undefined, payloadLimit: DEFAULT_PAYLOAD_LIMIT, redact: "redact", command: [] };
+  const options: RunOptions = {
+    log: false,
+    service: undefined,
+    payloadLimit: DEFAULT_PAYLOAD_LIMIT,
+    redact: "redact",
+    eventsFile: undefined,
+    publish: true,
+    command: [],
+  };
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
     if (arg === "--") {
@@ -38,6 +50,12 @@ export function parseRunArgs(args: string[]): RunOptions | string {
     const [flag, inline] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
     const value = (): string | undefined => inline ?? args[++i];
     if (flag === "--log") options.log = true;
+    else if (flag === "--no-publish") options.publish = false;
+    else if (flag === "--events-file") {
+      const v = value();
+      if (!v) return "--events-file needs a file name";
+      options.eventsFile = v;
+    }
     else if (flag === "--service") {
       const v = value();
       if (!v) return "--service needs a name";
@@ -57,7 +75,6 @@ export function parseRunArgs(args: string[]): RunOptions | string {
   return options;
 }
 
-const say = (line: string) => process.stderr.write(`tapscope: ${line}\n`);
 
 /** Forwarded to the program; the terminal already delivers SIGINT/SIGQUIT to its whole process group. */
 function forwardSignals(pid: number): void {
@@ -85,44 +102,28 @@ export async function main(args: string[]): Promise<number> {
     return 1;
   }
   const agent = parseAgentConfig();
-  const service = parsed.service ?? agent.service ?? basename(parsed.command[0]!);
-  let events = 0;
-  const tracer = createTracer({
-    host: hostMetadata(parseHostEnvironment()),
-    service,
+  const session = createSession({
+    agent,
+    host: parseHostEnvironment(),
+    service: parsed.service ?? agent.service ?? basename(parsed.command[0]!),
     redact: parsed.redact,
     payloadLimit: parsed.payloadLimit,
-    onEvent(event) {
-      events++;
-      if (parsed.log) process.stderr.write(`${formatLogLine(event, { color: Boolean(process.stderr.isTTY) })}\n`);
-    },
+    log: parsed.log,
+    eventsFile: parsed.eventsFile,
+    publish: parsed.publish,
   });
-  const observer: ConnectionObserver = tracer;
-
   let launched;
   try {
-    launched = await launch({ argv: parsed.command, env: process.env, observer, say });
+    launched = await launch({ argv: parsed.command, env: process.env, observer: session.tracer, say });
   } catch (err) {
     if (err instanceof InterceptionUnavailable) {
       if (err.message) say(err.message);
-      const code = typeof err.cause === "number" ? err.cause : 1;
-      return code;
+      return typeof err.cause === "number" ? err.cause : 1;
     }
     throw err;
   }
   forwardSignals(launched.pid);
   const code = await launched.exited;
-  tracer.flush();
-  const stats = tracer.stats();
-  if (stats.droppedEvents > 0 || pipeStats.tapErrors > 0) {
-    say(`${stats.droppedEvents} events dropped, ${pipeStats.tapErrors} connections passed through untraced after a parser fault`);
-  }
-  void events;
+  await session.finish();
   return code;
-}
-
-/** The hidden `__tracee` step (see src/agent/seccomp/tracee.ts). */
-export async function traceeMain(args: string[]): Promise<number> {
-  const argv = args[0] === "--" ? args.slice(1) : args;
-  return runTracee(argv, process.env);
 }

@@ -1,0 +1,104 @@
+import { appendFileSync, writeSync } from "node:fs";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+import type { AgentConfig, HostEnvironment } from "~/lib/env.ts";
+import { hostMetadata } from "./event.ts";
+import { formatLogLine } from "./log-line.ts";
+import { createPublisher, type JoinInfo } from "./publish.ts";
+import type { RedactMode } from "./redact.ts";
+import { pipeStats } from "./relay/pipe.ts";
+import { createTracer, type Tracer } from "./tracer.ts";
+
+/**
+ * What `tapscope run` and `tapscope proxy` share after the relay: the tracer (bytes -> events), the
+ * `--log` lines, the optional JSON-lines file, and the publisher (events -> the server), plus the short
+ * lines on stderr that say where the requests can be seen and what was dropped.
+ */
+export type SessionOptions = {
+  agent: AgentConfig;
+  host: HostEnvironment;
+  service: string;
+  redact: RedactMode;
+  payloadLimit: number;
+  log: boolean;
+  /** Also append every event as one JSON line to this file. */
+  eventsFile?: string;
+  /** Publish to the server (off only in tests and benchmarks that have none). */
+  publish: boolean;
+};
+
+export type Session = {
+  tracer: Tracer;
+  /** Flushes the tracer and the publisher (bounded wait) and reports what was dropped. */
+  finish(): Promise<void>;
+};
+
+export const say = (line: string) => {
+  try {
+    writeSync(2, `tapscope: ${line}\n`);
+  } catch {}
+};
+
+function linkBox(url: string): string {
+  const text = `See your requests live: ${url}`;
+  const bar = "─".repeat(text.length + 2);
+  return `┌${bar}┐\n│ ${text} │\n└${bar}┘\n`;
+}
+
+function announce(info: JoinInfo, endpoint: string): void {
+  if (info.linkUrl) {
+    try {
+      writeSync(2, linkBox(info.linkUrl));
+    } catch {}
+  } else if (info.namespaceId) say(`sending requests to ${endpoint} (namespace ${info.namespaceId})`);
+}
+
+export function createSession(options: SessionOptions): Session {
+  const publisher = options.publish
+    ? createPublisher({
+        endpoint: options.agent.endpoint,
+        token: options.agent.token,
+        linkId: options.agent.linkId,
+        service: options.service,
+        onNotice: (_kind, message) => say(message),
+      })
+    : null;
+  const color = Boolean(process.stderr.isTTY);
+  const tracer = createTracer({
+    host: hostMetadata(options.host),
+    service: options.service,
+    redact: options.redact,
+    payloadLimit: options.payloadLimit,
+    onEvent(event: TracedEvent) {
+      publisher?.send(event);
+      if (options.log) {
+        try {
+          writeSync(2, `${formatLogLine(event, { color })}\n`);
+        } catch {}
+      }
+      if (options.eventsFile) appendFileSync(options.eventsFile, `${JSON.stringify(event)}\n`);
+    },
+  });
+  publisher
+    ?.join()
+    .then((info) => announce(info, options.agent.endpoint))
+    .catch((err: unknown) => {
+      say(`could not reach ${options.agent.endpoint} (${err instanceof Error ? err.message : String(err)}); requests are not published`);
+    });
+
+  return {
+    tracer,
+    async finish() {
+      tracer.flush();
+      const stats = tracer.stats();
+      const published = publisher ? await publisher.close(2000) : null;
+      const dropped = stats.droppedEvents + (published?.dropped ?? 0);
+      const parts: string[] = [];
+      if (dropped > 0) parts.push(`${dropped} events dropped`);
+      if (published && published.refused + published.rateLimited > 0) {
+        parts.push(`${published.refused + published.rateLimited} refused or rate-limited by the server`);
+      }
+      if (pipeStats.tapErrors > 0) parts.push(`${pipeStats.tapErrors} connections passed through untraced after a parser fault`);
+      if (parts.length > 0) say(parts.join(", "));
+    },
+  };
+}
