@@ -106,7 +106,7 @@ for (const backend of backends) {
         expect(res.headers.get("location")).toBe("/dashboard");
       }
     });
-  }, 60_000);
+  });
 }
 
 describe("OAuth not configured", () => {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { setLogSink } from "~/lib/logger.ts";
 import { backends, startTestApp, type TestApp } from "../support/app.ts";
 
 /** Every cookie-authenticated JSON call, with a body that would succeed for the caller. */
@@ -95,6 +96,21 @@ for (const backend of backends) {
         expect(JSON.stringify(res.body)).not.toContain(b.email);
       }
       expect((await t.call("/api/ListOrgs", {}, { cookie: a.cookie })).body.orgs).toEqual([{ orgId: a.orgId }]);
+    });
+
+    test("a failed call's trace id header is in the server's log line for that request", async () => {
+      const lines: string[] = [];
+      const restore = setLogSink((line) => lines.push(line));
+      let traceId: string | null;
+      try {
+        const res = await t.call("/api/ListOrgs", {});
+        expect(res.status).toBe(401);
+        traceId = res.headers.get("x-trace-id");
+      } finally {
+        restore();
+      }
+      const line = lines.map((l) => JSON.parse(l)).find((r) => r.traceId === traceId);
+      expect(line).toMatchObject({ path: "/api/ListOrgs", status: 401, error: "not signed in" });
     });
 
     test("broken JSON is a 400 with a JSON error, not a 500", async () => {

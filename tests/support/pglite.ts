@@ -19,6 +19,6 @@ async function migratedTemplate(): Promise<PGlite> {
 export async function createTestPglite(): Promise<Database> {
   template ??= migratedTemplate();
   const client = await (await template).clone();
-  const db = drizzle(client, { schema, casing: "snake_case" });
+  const db = drizzle({ client: client as PGlite, schema, casing: "snake_case" });
   return { db: db as unknown as Db, kind: "pglite", close: () => client.close() };
 }

@@ -17,7 +17,7 @@ function isSecure(config: Config): boolean {
 }
 
 export function setSessionCookie(jar: Jar, config: Config, token: string, expiresAt: Date): void {
-  jar[SESSION_COOKIE]!.set({
+  jar[SESSION_COOKIE]?.set({
     value: token,
     httpOnly: true,
     sameSite: "lax",
@@ -28,12 +28,12 @@ export function setSessionCookie(jar: Jar, config: Config, token: string, expire
 }
 
 export function clearSessionCookie(jar: Jar, config: Config): void {
-  jar[SESSION_COOKIE]!.set({ value: "", httpOnly: true, sameSite: "lax", secure: isSecure(config), path: "/", maxAge: 0, expires: new Date(0) });
+  jar[SESSION_COOKIE]?.set({ value: "", httpOnly: true, sameSite: "lax", secure: isSecure(config), path: "/", maxAge: 0, expires: new Date(0) });
 }
 
 export function setOAuthCookies(jar: Jar, config: Config, values: { state: string; verifier: string; next: string }): void {
   for (const key of ["state", "verifier", "next"] as const) {
-    jar[OAUTH_COOKIES[key]]!.set({
+    jar[OAUTH_COOKIES[key]]?.set({
       value: values[key],
       httpOnly: true,
       sameSite: "lax",
@@ -46,6 +46,6 @@ export function setOAuthCookies(jar: Jar, config: Config, values: { state: strin
 
 export function clearOAuthCookies(jar: Jar, config: Config): void {
   for (const name of Object.values(OAUTH_COOKIES)) {
-    jar[name]!.set({ value: "", httpOnly: true, sameSite: "lax", secure: isSecure(config), path: "/api", maxAge: 0, expires: new Date(0) });
+    jar[name]?.set({ value: "", httpOnly: true, sameSite: "lax", secure: isSecure(config), path: "/api", maxAge: 0, expires: new Date(0) });
   }
 }

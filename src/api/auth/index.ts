@@ -97,7 +97,7 @@ export function authRoutes(ctx: ServiceContext) {
       "/api/EmailLoginCallback",
       async ({ query, cookie, set }) => {
         if (!query.token) return loginError(set, "this sign-in link is invalid, used or expired");
-        let link;
+        let link: Awaited<ReturnType<typeof consumeLoginLink>>;
         try {
           link = await consumeLoginLink({ ctx, secret: query.token });
         } catch (err) {
