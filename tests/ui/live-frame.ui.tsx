@@ -76,7 +76,11 @@ describe("frame messages", () => {
     expect(liveSocketUrlFromFragment(enc("wss://internal:3000/api/LiveSubscribe?link_id=abc&expiry=x"), here)).toBe(
       "wss://app.example.com/api/LiveSubscribe?link_id=abc&expiry=x",
     );
+    expect(liveSocketUrlFromFragment(enc("https://internal:3000/link/abcdefgh12?expiry=2030-01-01T00:00:00.000Z"), here)).toBe(
+      "wss://app.example.com/api/LiveSubscribe?link_id=abcdefgh12",
+    );
     expect(liveSocketUrlFromFragment(enc("wss://evil.example/steal"), here)).toBeNull();
+    expect(liveSocketUrlFromFragment(enc("https://evil.example/steal"), here)).toBeNull();
     expect(liveSocketUrlFromFragment(enc("javascript:alert(1)"), here)).toBeNull();
     expect(liveSocketUrlFromFragment("", here)).toBeNull();
   });

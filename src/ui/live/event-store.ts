@@ -45,8 +45,8 @@ export class EventStore {
     for (const event of events) {
       if (!event || typeof event.event_id !== "string" || this.byId.has(event.event_id)) continue;
       this.index(event);
-      this.all.push(event);
-      if (!this.predicate || this.predicate(event)) this.shown.push(event);
+      insertByTime(this.all, event);
+      if (!this.predicate || this.predicate(event)) insertByTime(this.shown, event);
       added.push(event);
     }
     if (added.length > 0) {
@@ -108,4 +108,12 @@ export class EventStore {
     if (typeof requestAnimationFrame === "function") requestAnimationFrame(flush);
     else setTimeout(flush, 16);
   }
+}
+
+/** Events mostly arrive in time order, but an inbound request is published after the calls it made. */
+function insertByTime(list: TracedEvent[], event: TracedEvent) {
+  let at = list.length;
+  while (at > 0 && list[at - 1]!.time > event.time) at--;
+  if (at === list.length) list.push(event);
+  else list.splice(at, 0, event);
 }
