@@ -235,3 +235,19 @@ describe("LiveHub", () => {
     expect(history("old")).toBe(0);
   });
 });
+
+describe("liveHubFor", () => {
+  test("one hub per app, registered once as an ingest sink", async () => {
+    const { EventSinks } = await import("~/services/ingest/sink.ts");
+    const { liveHubFor } = await import("~/services/live/hub-registry.ts");
+    const deps = { config: {}, sinks: new EventSinks() };
+    const hub = liveHubFor(deps);
+    expect(liveHubFor(deps)).toBe(hub);
+    expect(liveHubFor({ config: {}, sinks: new EventSinks() })).not.toBe(hub);
+    const s = new TestSocket();
+    hub.subscribe(ns("a"), s, noExpiry);
+    deps.sinks.accept({ namespaceId: "a", linkId: null }, [makeEvent({ http_req_path: "/via-sinks" })]);
+    hub.flushAll();
+    expect(s.paths()).toEqual(["/via-sinks"]);
+  });
+});

@@ -2,6 +2,7 @@ import { eq } from "drizzle-orm";
 import { links } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
 import type { ServiceContext } from "~/services/context.ts";
+import { linkPageUrl } from "~/services/links/create-link.ts";
 
 export type LinkInfo = {
   linkId: string;
@@ -22,11 +23,6 @@ export function isLinkId(value: string): boolean {
   return LINK_ID.test(value);
 }
 
-/** Keep in step with linkPageUrl in create-link.ts (one format for the printed and the fetched link). */
-export function linkUrlOf(publicUrl: string, linkId: string, expiresAt: Date): string {
-  return `${publicUrl}/link/${encodeURIComponent(linkId)}?expiry=${encodeURIComponent(expiresAt.toISOString())}`;
-}
-
 /**
  * Anyone holding the id may look a link up (the id is the capability). An expired link is still answered,
  * with its past expiry, so the page can show the expired panel; an unknown one is NOT_FOUND.
@@ -45,6 +41,6 @@ export async function getLink({ ctx, linkId }: { ctx: ServiceContext; linkId: st
     namespaceId: row.namespaceId,
     expiresAt: row.expiresAt,
     isExpired: row.expiresAt.getTime() <= ctx.now().getTime(),
-    linkUrl: linkUrlOf(ctx.config.publicUrl, row.id, row.expiresAt),
+    linkUrl: linkPageUrl(ctx.config.publicUrl, row.id, row.expiresAt),
   };
 }
