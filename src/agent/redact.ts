@@ -71,14 +71,25 @@ const sensitiveParams = new Set([
 
 const sensitiveParamPattern = /(token|secret|password|passwd|api_?key|signature|credential)/i;
 
+// Names repeat on every request: the answer is remembered (bounded) instead of matched each time.
+const headerVerdicts = new Map<string, boolean>();
+const paramVerdicts = new Map<string, boolean>();
+
+function remember(cache: Map<string, boolean>, name: string, decide: (lower: string) => boolean): boolean {
+  let verdict = cache.get(name);
+  if (verdict === undefined) {
+    verdict = decide(name.toLowerCase());
+    if (cache.size < 4096) cache.set(name, verdict);
+  }
+  return verdict;
+}
+
 export function isSensitiveHeader(name: string): boolean {
-  const lower = name.toLowerCase();
-  return sensitiveHeaders.has(lower) || sensitiveHeaderPattern.test(lower);
+  return remember(headerVerdicts, name, (lower) => sensitiveHeaders.has(lower) || sensitiveHeaderPattern.test(lower));
 }
 
 export function isSensitiveParam(name: string): boolean {
-  const lower = name.toLowerCase();
-  return sensitiveParams.has(lower) || sensitiveParamPattern.test(lower);
+  return remember(paramVerdicts, name, (lower) => sensitiveParams.has(lower) || sensitiveParamPattern.test(lower));
 }
 
 export function maskSecret(value: string, mode: RedactMode): string {

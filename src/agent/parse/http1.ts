@@ -206,7 +206,10 @@ export class Http1Parser {
     this.handler.onComplete(at, trailers);
   }
 
-  /** Copies head bytes line by line until the blank line. */
+  /**
+   * Finds the blank line that ends the head. The common case (a whole head inside one read) is parsed
+   * straight from the chunk; a head split across reads is gathered in the head buffer first.
+   */
   private readHead(chunk: Uint8Array, start: number, end: number, at: number): number {
     let i = start;
     if (this.headLen === 0) {
@@ -215,17 +218,27 @@ export class Http1Parser {
       if (i === end) return end;
       this.startAt = at;
       this.bodyBytes = 0;
-    }
-    while (i < end) {
-      const lf = chunk.indexOf(LF, i);
-      const stop = lf === -1 || lf >= end ? end : lf + 1;
-      if (!this.append(chunk, i, stop)) return this.fail("head too large", end);
-      i = stop;
-      if (stop === lf + 1 && this.isHeadComplete()) {
-        return this.onHeadComplete(i, end, at);
+      const headEnd = findHeadEnd(chunk, i, end);
+      if (headEnd !== -1) {
+        if (headEnd - i > this.maxHeadBytes) return this.fail("head too large", end);
+        return this.onHeadComplete(latin1(chunk, i, headEnd), headEnd - i, headEnd, end, at);
       }
+      if (!this.append(chunk, i, end)) return this.fail("head too large", end);
+      return end;
     }
-    return i;
+    // Continue a head split across reads: the terminator may straddle the boundary.
+    const from = Math.max(0, this.headLen - 3);
+    const before = this.headLen;
+    const take = Math.min(end - i, this.maxHeadBytes - before);
+    if (take <= 0 || !this.append(chunk, i, i + take)) return this.fail("head too large", end);
+    const headEnd = findHeadEnd(this.head, from, this.headLen);
+    if (headEnd === -1) {
+      if (take < end - i) return this.fail("head too large", end);
+      return i + take;
+    }
+    const headBytes = headEnd;
+    this.headLen = 0;
+    return this.onHeadComplete(latin1(this.head, 0, headBytes), headBytes, i + (headBytes - before), end, at);
   }
 
   private append(chunk: Uint8Array, start: number, end: number): boolean {
@@ -242,17 +255,7 @@ export class Http1Parser {
     return true;
   }
 
-  /** The buffer ends with an empty line: "\n\n" or "\n\r\n". */
-  private isHeadComplete(): boolean {
-    const h = this.head;
-    const n = this.headLen;
-    if (n >= 2 && h[n - 2] === LF) return true;
-    return n >= 3 && h[n - 2] === CR && h[n - 3] === LF;
-  }
-
-  private onHeadComplete(i: number, end: number, at: number): number {
-    const headBytes = this.headLen;
-    const text = latin1(this.head, headBytes);
+  private onHeadComplete(text: string, headBytes: number, i: number, end: number, at: number): number {
     this.headLen = 0;
     const head = this.kind === "request" ? parseRequestHead(text) : parseResponseHead(text);
     if (typeof head === "string") return this.fail(head, end);
@@ -264,9 +267,8 @@ export class Http1Parser {
       return end;
     }
     if (framing === "interim") {
-      // A 1xx response: the real response follows; the head buffer starts over.
+      // A 1xx response: the real response follows.
       this.state = State.Head;
-      this.headLen = 0;
       return i;
     }
     if (this.kind === "response" && (framing === "bodiless" || (head.status >= 100 && head.status < 200) || head.status === 204 || head.status === 304)) {
@@ -363,8 +365,8 @@ export class Http1Parser {
         this.finish(at, null);
         return i;
       }
-      if (this.isHeadComplete()) {
-        const trailers = parseHeaderLines(latin1(this.head, this.headLen), 0);
+      if (findHeadEnd(this.head, Math.max(0, this.headLen - 3), this.headLen) === this.headLen) {
+        const trailers = parseHeaderLines(latin1(this.head, 0, this.headLen), 0);
         this.headLen = 0;
         this.finish(at, typeof trailers === "string" ? null : trailers);
         return i;
@@ -381,8 +383,29 @@ function hexValue(b: number): number {
   return -1;
 }
 
-function latin1(bytes: Uint8Array, length: number): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, length).toString("latin1");
+function latin1(bytes: Uint8Array, start: number, end: number): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString("latin1");
+}
+
+/**
+ * The offset just past the blank line ending a head ("\n\n" or "\n\r\n"), searching [from, end);
+ * -1 when not there yet. Uses the native indexOf to jump from line end to line end.
+ */
+export function findHeadEnd(buf: Uint8Array, from: number, end: number): number {
+  let lf = buf.indexOf(LF, from);
+  while (lf !== -1 && lf < end) {
+    const next = lf + 1;
+    if (next < end) {
+      const b = buf[next];
+      if (b === LF) return next + 1;
+      if (b === CR) {
+        if (next + 1 >= end) return -1;
+        if (buf[next + 1] === LF) return next + 2;
+      }
+    }
+    lf = buf.indexOf(LF, next);
+  }
+  return -1;
 }
 
 /** RFC 9110 token characters. */
@@ -497,9 +520,11 @@ function fillHeaders(head: Http1Head, text: string, from: number): Http1Head | s
   const headers = parseHeaderLines(text, from);
   if (typeof headers === "string") return headers;
   head.headers = headers;
-  for (const [name, value] of headers) {
-    if (name.length < 4 || name.length > 17) continue;
-    switch (name.toLowerCase()) {
+  for (let h = 0; h < headers.length; h++) {
+    const pair = headers[h]!;
+    const name = pair[0];
+    const value = pair[1];
+    switch (framingName(name)) {
       case "content-length": {
         const n = parseContentLength(value);
         if (n < 0 || (head.contentLength >= 0 && head.contentLength !== n)) return "bad content-length";
@@ -542,6 +567,25 @@ function fillHeaders(head: Http1Head, text: string, from: number): Http1Head | s
     head.isChunked = codings[codings.length - 1]!.trim() === "chunked";
   }
   return head;
+}
+
+/**
+ * The framing-relevant header a name is, or "". The names we care about all differ in length, so one
+ * length check and a case-insensitive compare replace lower-casing every name.
+ */
+const framingNames = ["host", "expect", "upgrade", "connection", "content-type", "content-length", "x-forwarded-for", "content-encoding", "transfer-encoding"];
+const byLength: string[] = [];
+for (const n of framingNames) byLength[n.length] = n;
+
+function framingName(name: string): string {
+  const candidate = byLength[name.length];
+  if (candidate === undefined) return "";
+  for (let i = 0; i < candidate.length; i++) {
+    const c = name.charCodeAt(i);
+    // ASCII letters compare case-insensitively; '-' (45) is unaffected by the 0x20 bit check below.
+    if (c !== candidate.charCodeAt(i) && (c | 0x20) !== candidate.charCodeAt(i)) return "";
+  }
+  return candidate;
 }
 
 function parseContentLength(value: string): number {
