@@ -185,6 +185,9 @@ function EventLine({
   parentDuration?: number;
 }) {
   const total = Math.max(parentDuration ?? 0, 1);
+  // Clocks of two processes can disagree a little: keep the bar inside the parent's span.
+  const left = Math.min(98, Math.max(0, ((offsetUs ?? 0) / total) * 100));
+  const width = Math.min(100 - left, (event.http_duration / total) * 100);
   return (
     <button
       type="button"
@@ -199,7 +202,7 @@ function EventLine({
           <span className="relative mt-0.5 block h-1 rounded bg-zinc-800">
             <span
               className="absolute inset-y-0 rounded bg-sky-500"
-              style={{ left: `${Math.max(0, (offsetUs / total) * 100)}%`, width: `max(2px, ${(event.http_duration / total) * 100}%)` }}
+              style={{ left: `${left}%`, width: `max(2px, ${width}%)` }}
             />
           </span>
         ) : null}
