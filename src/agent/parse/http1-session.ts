@@ -218,7 +218,9 @@ export class Http1Session {
       onHead: (head: Http1Head, startAt: number, at: number): ResponseFraming | undefined => {
         const ex = this.pending[0];
         if (!ex) {
-          this.fail("response without a request");
+          // An unsolicited response (a 408 on an idle keep-alive connection): nothing to pair it with,
+          // and nothing after it is worth parsing.
+          this.becomeOpaque("");
           return "tunnel";
         }
         if (head.status >= 100 && head.status < 200 && head.status !== 101) {
