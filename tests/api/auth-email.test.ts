@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { loginLinks, sessions } from "#db/schema/index.ts";
-import { setLogSink } from "~/lib/logger.ts";
 import { sha256Hex } from "~/lib/ids.ts";
 import { SESSION_COOKIE } from "~/services/auth/session-token.ts";
-import { backends, cookieFrom, PUBLIC_URL, setCookieLine, startTestApp, type TestApp } from "../support/app.ts";
+import { backends, captureLogs, cookieFrom, PUBLIC_URL, setCookieLine, startTestApp, type TestApp } from "../support/app.ts";
 import { startSmtpServer } from "../support/smtp.ts";
 
 const LINK = /http:\/\/tapscope\.test\/api\/EmailLoginCallback\?token=[A-Za-z0-9_-]+/;
@@ -188,13 +187,9 @@ describe("magic link without SMTP", () => {
   afterAll(() => t.close());
 
   test("goes to the server log as one line containing 'magic link' and the URL, which signs in", async () => {
-    const lines: string[] = [];
-    const restore = setLogSink((line) => lines.push(line));
-    try {
+    const lines = await captureLogs(async () => {
       expect((await t.call("/api/EmailLogin", { email: "terminal@example.com" })).status).toBe(200);
-    } finally {
-      restore();
-    }
+    });
     const hits = lines.filter((l) => l.includes("magic link"));
     expect(hits).toHaveLength(1);
     const url = LINK.exec(hits[0]!)?.[0];
@@ -208,13 +203,9 @@ describe("magic link without SMTP", () => {
   test("the session cookie is Secure when PUBLIC_URL is https", async () => {
     const secure = await startTestApp({ backend: "pglite", env: { PUBLIC_URL: "https://tapscope.example" } });
     try {
-      const lines: string[] = [];
-      const restore = setLogSink((line) => lines.push(line));
-      try {
-        await secure.call("/api/EmailLogin", { email: "s@example.com" }, { origin: "https://tapscope.example" });
-      } finally {
-        restore();
-      }
+      const lines = await captureLogs(() =>
+        secure.call("/api/EmailLogin", { email: "s@example.com" }, { origin: "https://tapscope.example" }),
+      );
       const url = /https:\/\/tapscope\.example\/api\/EmailLoginCallback\?token=[A-Za-z0-9_-]+/.exec(lines.join("\n"))![0];
       const res = await secure.app.handle(new Request(url));
       expect(setCookieLine(res, SESSION_COOKIE)).toContain("Secure");

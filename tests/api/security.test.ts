@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { setLogSink } from "~/lib/logger.ts";
-import { backends, startTestApp, type TestApp } from "../support/app.ts";
+import { backends, captureLogs, startTestApp, type TestApp } from "../support/app.ts";
 
 /** Every cookie-authenticated JSON call, with a body that would succeed for the caller. */
 function endpoints(u: { orgId: string; namespaceId: string }): Array<[string, object]> {
@@ -99,16 +98,12 @@ for (const backend of backends) {
     });
 
     test("a failed call's trace id header is in the server's log line for that request", async () => {
-      const lines: string[] = [];
-      const restore = setLogSink((line) => lines.push(line));
-      let traceId: string | null;
-      try {
+      let traceId: string | null = null;
+      const lines = await captureLogs(async () => {
         const res = await t.call("/api/ListOrgs", {});
         expect(res.status).toBe(401);
         traceId = res.headers.get("x-trace-id");
-      } finally {
-        restore();
-      }
+      });
       const line = lines.map((l) => JSON.parse(l)).find((r) => r.traceId === traceId);
       expect(line).toMatchObject({ path: "/api/ListOrgs", status: 401, error: "not signed in" });
     });

@@ -9,7 +9,7 @@ import { SESSION_COOKIE } from "~/services/auth/session-token.ts";
 import { signIn } from "~/services/auth/sign-in.ts";
 import { createServiceContext, type ServiceContext } from "~/services/context.ts";
 import { createApp } from "~/server.ts";
-import { setLogSink } from "~/lib/logger.ts";
+import { setLogLevel, setLogSink } from "~/lib/logger.ts";
 import { createTestPglite } from "./pglite.ts";
 import { createTestDatabase } from "./postgres.ts";
 
@@ -128,4 +128,17 @@ export function cookieFrom(res: Response, name: string): string | undefined {
 
 export function setCookieLine(res: Response, name: string): string | undefined {
   return res.headers.getSetCookie().find((line) => line.startsWith(`${name}=`));
+}
+
+/** Runs fn with the server log captured (at info level, whatever another test file set) and returns the lines. */
+export async function captureLogs(fn: () => Promise<unknown>): Promise<string[]> {
+  const lines: string[] = [];
+  setLogLevel("info");
+  const restore = setLogSink((line) => lines.push(line));
+  try {
+    await fn();
+  } finally {
+    restore();
+  }
+  return lines;
 }
