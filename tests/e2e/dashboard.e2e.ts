@@ -19,7 +19,8 @@ beforeAll(async () => {
   await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.baseUrl });
   page = await context.newPage();
   pageErrors = watchPageErrors(page);
-  page.setDefaultTimeout(10_000);
+  // Generous: CI machines run other suites alongside.
+  page.setDefaultTimeout(20_000);
 }, 120_000);
 
 afterAll(async () => {
@@ -78,7 +79,7 @@ describe("sign-in and the dashboard, in Chromium against the real server", () =>
     await screenshot(page, "04-namespace-menu");
     await page.getByRole("menuitem", { name: "+ Create namespace" }).click();
     await page.waitForURL(/\/dashboard\/staging\/live$/);
-    expect((await page.getByRole("button", { name: "Switch namespace" }).textContent())?.trim()).toBe("staging");
+    await page.getByRole("button", { name: "Switch namespace" }).filter({ hasText: /^staging$/ }).waitFor();
 
     // An empty name aborts.
     page.once("dialog", (dialog) => void dialog.accept(""));

@@ -1,0 +1,128 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { Page } from "playwright-core";
+import { startSmtpServer } from "../support/smtp.ts";
+import { launchBrowser, type RunningBrowser, type RunningServer, screenshot, startServer, watchPageErrors } from "./harness.ts";
+import { liveFrame, type RunningProgram, startProgram } from "./live-harness.ts";
+
+// The signed-in Live screen in Chromium: onboarding with a real token, a program publishing with that token
+// (through src/agent/publish.ts: `tapscope run` does not publish yet), live rows, filters, saved suggestions,
+// and Copy link reopening a request.
+
+let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
+let server: RunningServer;
+let browser: RunningBrowser;
+let program: RunningProgram | undefined;
+let page: Page;
+let pageErrors: string[];
+let livePath = "";
+const email = "grace@example.test";
+const rows = () => liveFrame(page).locator.locator("[role=row][data-event-id]");
+
+beforeAll(async () => {
+  smtp = await startSmtpServer();
+  server = await startServer({ SMTP_URL: smtp.url });
+  browser = await launchBrowser();
+  await browser.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.baseUrl });
+  page = await browser.context.newPage();
+  page.setDefaultTimeout(10_000);
+  pageErrors = watchPageErrors(page);
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await program?.stop();
+  await server?.stop();
+  await smtp?.close();
+});
+
+const call = (path: string, init?: RequestInit) => fetch(`http://127.0.0.1:${program!.port}${path}`, init);
+
+describe("Live screen", () => {
+  test("a new user lands on the Live screen with the onboarding overlay", async () => {
+    await page.goto(`${server.baseUrl}/login`);
+    await page.waitForFunction(() => (window as unknown as { __reactRouterVersion?: string }).__reactRouterVersion !== undefined);
+    await page.getByPlaceholder("Enter your email...").fill(email);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    const mail = await smtp.waitFor(email);
+    const link = /https?:\/\/[^\s"'<>]+\/api\/EmailLoginCallback\?[^\s"'<>]+/.exec(mail.text)?.[0];
+    await page.goto(link!.replaceAll("&amp;", "&"));
+    await page.waitForURL(/\/dashboard\/[^/]+\/live$/);
+    livePath = new URL(page.url()).pathname;
+    await page.getByRole("heading", { name: "Connect your backend" }).waitFor();
+    for (const stack of ["Python", "Node.js", "Next.js", "Go", "Other"]) expect(await page.getByRole("button", { name: stack, exact: true }).count()).toBe(1);
+    await screenshot(page, "live-10-onboarding-step1");
+  }, 30_000);
+
+  test("step 2 shows real commands with a fresh token; Finish waits for a connection", async () => {
+    await page.getByRole("button", { name: "Node.js", exact: true }).click();
+    await page.getByTestId("command-1").filter({ hasText: /^export TAPSCOPE_TOKEN=\S{20,}$/ }).waitFor();
+    expect(await page.getByTestId("command-0").textContent()).toBe(`curl -fsSL ${server.baseUrl}/install.sh | sh`);
+    expect(await page.getByTestId("command-2").textContent()).toBe("tapscope run -- node server.js");
+    expect(await page.getByRole("status").filter({ hasText: "Waiting for connections…" }).count()).toBe(1);
+    expect(await page.getByRole("button", { name: "Finish" }).isDisabled()).toBe(true);
+    await screenshot(page, "live-11-onboarding-step2");
+
+    const token = (await page.getByTestId("command-1").textContent())!.replace("export TAPSCOPE_TOKEN=", "");
+    program = await startProgram(server.baseUrl, token);
+    expect(program.linkUrl).toBeNull();
+    await page.getByRole("status").filter({ hasText: "Connected!" }).waitFor({ timeout: 5000 });
+    expect(await page.getByRole("button", { name: "Finish" }).isEnabled()).toBe(true);
+    expect(await page.getByRole("button", { name: "I'll do this later" }).count()).toBe(0);
+    await screenshot(page, "live-12-onboarding-connected");
+    await page.getByRole("button", { name: "Finish" }).click();
+    await page.getByRole("dialog").waitFor({ state: "detached" });
+  }, 30_000);
+
+  test("requests of the namespace appear live within a second", async () => {
+    await liveFrame(page).locator.locator('[data-testid=connection][data-state=open]').waitFor();
+    const started = Date.now();
+    await call("/hello?q=live");
+    await rows().filter({ hasText: "/hello?q=live" }).waitFor({ timeout: 1000 });
+    expect(Date.now() - started).toBeLessThan(1000);
+    await call("/echo", { method: "POST", headers: { "content-type": "application/json" }, body: '{"a":1}' });
+    await call("/checkout");
+    await rows().filter({ hasText: "/checkout" }).waitFor();
+    expect(await rows().count()).toBe(4);
+    await screenshot(page, "live-13-screen-rows");
+  });
+
+  test("a filter applies, is remembered as a suggestion after a reload, and duplicates are refused", async () => {
+    const input = page.getByRole("textbox", { name: "Filter" });
+    await input.fill('request.method == "POST"');
+    await input.press("Enter");
+    await page.locator("[data-pending]").waitFor({ state: "detached" });
+    await liveFrame(page).locator.getByTestId("event-count").filter({ hasText: "2 requests (of 4)" }).waitFor();
+    await input.fill('REQUEST.METHOD == "post"');
+    expect(await page.getByRole("button", { name: "Add filter" }).isDisabled()).toBe(true);
+    await input.fill("");
+    await screenshot(page, "live-14-screen-filtered");
+
+    await page.reload();
+    await page.getByRole("heading", { name: "Live", exact: true }).waitFor();
+    await page.getByRole("textbox", { name: "Filter" }).focus();
+    const suggestions = page.getByRole("list", { name: "Suggestions" });
+    await suggestions.waitFor();
+    expect(await suggestions.locator("li").count()).toBeLessThanOrEqual(7);
+    expect(await suggestions.locator("li").first().textContent()).toBe('request.method == "POST"used 1×');
+    await screenshot(page, "live-15-screen-suggestions");
+  });
+
+  test("Copy link reopens the request", async () => {
+    await page.getByRole("heading", { name: "Live", exact: true }).click();
+    await rows().filter({ hasText: "/checkout" }).click();
+    const detail = liveFrame(page).locator.getByRole("region", { name: "Request detail" });
+    await detail.getByRole("button", { name: "Copy link" }).click();
+    await detail.getByRole("button", { name: "Copied!" }).waitFor();
+    const copied = await page.evaluate(() => navigator.clipboard.readText());
+    const url = new URL(copied);
+    expect(url.pathname).toBe(livePath);
+    const eventId = url.searchParams.get("event");
+    expect(eventId).toMatch(/^[0-9a-f-]{36}$/);
+    await page.goto(copied);
+    const reopened = liveFrame(page).locator.getByRole("region", { name: "Request detail" });
+    await reopened.getByTestId("detail-url").filter({ hasText: "/checkout" }).waitFor();
+    expect(await reopened.getByRole("list", { name: "Outbound calls" }).textContent()).toContain("/v1/charges");
+    await screenshot(page, "live-16-screen-copy-link");
+    expect(pageErrors).toEqual([]);
+  });
+});
