@@ -4,7 +4,7 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { displayUrl, formatBytes, formatClock, formatDuration, statusClass } from "./format.ts";
 
 export const ROW_HEIGHT = 28;
-const COLUMNS = "grid-cols-[7.5rem_5.5rem_3.5rem_4.5rem_minmax(0,1fr)_5.5rem]";
+const COLUMNS = "grid-cols-[6rem_4.5rem_2.75rem_3.75rem_minmax(0,1fr)_4.5rem]";
 
 /**
  * The event list, newest first, virtualised: only the rows in view (plus a few) are in the DOM, so

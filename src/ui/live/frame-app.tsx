@@ -125,7 +125,7 @@ export function LiveFrame({ socketUrl, namespaceId, openEventId }: { socketUrl: 
         </button>
       </div>
       <div className="flex min-h-0 flex-1">
-        <div className={`flex min-h-0 min-w-0 flex-col ${selected ? "w-1/2 border-r border-zinc-800" : "w-full"}`}>
+        <div className={`flex min-h-0 min-w-0 flex-col ${selected ? "w-[55%] border-r border-zinc-800" : "w-full"}`}>
           {shown.length === 0 ? (
             <EmptyState state={socketState} hasFilteredOut={store.all.length > 0} />
           ) : (
@@ -140,7 +140,7 @@ export function LiveFrame({ socketUrl, namespaceId, openEventId }: { socketUrl: 
           )}
         </div>
         {selected ? (
-          <div className="min-h-0 w-1/2">
+          <div className="min-h-0 w-[45%]">
             <RequestDetail
               key={selected.event_id}
               event={selected}
