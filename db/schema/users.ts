@@ -24,12 +24,17 @@ export const sessions = pgTable(
 );
 
 /** Magic sign-in links: only the hash of the secret is stored; single use, short-lived. */
-export const loginLinks = pgTable("login_links", {
-  id: id(),
-  email: text().notNull(),
-  tokenHash: text().notNull().unique(),
-  next: text(),
-  createdAt: createdAt(),
-  expiresAt: time().notNull(),
-  usedAt: time(),
-});
+export const loginLinks = pgTable(
+  "login_links",
+  {
+    id: id(),
+    email: text().notNull(),
+    tokenHash: text().notNull().unique(),
+    next: text(),
+    createdAt: createdAt(),
+    expiresAt: time().notNull(),
+    usedAt: time(),
+  },
+  // EmailLogin counts an address's recent links (rate limit) and sweeps its expired ones.
+  (t) => [index("login_links_email_idx").on(t.email, t.createdAt)],
+);

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { and, count, eq, gt } from "drizzle-orm";
+import { and, count, eq, gt, lt } from "drizzle-orm";
 import { loginLinks } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
 import { sha256Hex } from "~/lib/ids.ts";
@@ -34,6 +34,9 @@ export async function requestLoginLink({
   if ((recent?.n ?? 0) >= MAX_LINKS_PER_WINDOW) {
     throw new AppError("RATE_LIMITED", "too many sign-in links requested; try again in a few minutes");
   }
+
+  // Spent and expired links of this address are of no further use (the count above only looks at live ones).
+  await ctx.db.delete(loginLinks).where(and(eq(loginLinks.email, address), lt(loginLinks.expiresAt, now)));
 
   const secret = randomBytes(32).toString("base64url");
   await ctx.db.insert(loginLinks).values({

@@ -1,0 +1,1 @@
+CREATE INDEX "login_links_email_idx" ON "login_links" USING btree ("email","created_at");
