@@ -1,7 +1,7 @@
 /**
- * The benchmark's server process: the real app (createApp, PGlite in memory) listening on loopback, one shared
- * link, and, until the publisher socket is in, a synthetic publisher that hands events to the hub the way ingest
- * does. Driven over stdin/stdout with one JSON object per line.
+ * The benchmark's server process: the real app (createApp, PGlite in memory, no store) listening on loopback.
+ * Driven over stdin/stdout, one JSON object per line: "cpu-start" / "cpu-stop" bracket the measured run.
+ * With --hub, it also plays the publisher itself, handing events straight to the live hub (no publish socket).
  */
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -17,27 +17,28 @@ import { benchEvent, nowUs } from "./events.ts";
 
 setLogLevel("warn");
 const database = await openDatabase({});
-const config = parseConfig({ DATA_DIR: mkdtempSync(join(tmpdir(), "tapscope-bench-")), SESSION_SECRET: "bench-secret-0123456789abcdef", PUBLIC_URL: "http://127.0.0.1:1" });
+const config = parseConfig({
+  DATA_DIR: mkdtempSync(join(tmpdir(), "tapscope-bench-")),
+  SESSION_SECRET: "bench-secret-0123456789abcdef",
+  PUBLIC_URL: "http://127.0.0.1:1",
+});
 const deps = { config, db: database.db };
 const server = createApp(deps).listen({ port: 0, hostname: "127.0.0.1" });
 const hub = liveHubFor(deps);
-const linkId = randomId();
-await database.db.insert(links).values({ id: linkId, expiresAt: new Date(Date.now() + 3_600_000) });
 
-function reply(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value)}\n`);
-}
+const reply = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}\n`);
 
-async function publish(rate: number, seconds: number, batchMs: number): Promise<void> {
+let cpu0 = process.cpuUsage();
+let t0 = performance.now();
+
+async function publishDirect(linkId: string, rate: number, seconds: number, batchMs: number): Promise<void> {
   const target = { namespaceId: null, linkId };
   const total = Math.round(rate * seconds);
-  const cpu0 = process.cpuUsage();
-  const t0 = performance.now();
+  const start = performance.now();
   let sent = 0;
   hub.publisherConnected(target);
   while (sent < total) {
-    // Catch up to the schedule: events due by now go out as one batch, as a publisher would send them.
-    const due = Math.min(total, Math.floor(((performance.now() - t0) / 1000) * rate) + 1);
+    const due = Math.min(total, Math.floor(((performance.now() - start) / 1000) * rate) + 1);
     if (due > sent) {
       const at = nowUs();
       const batch = [];
@@ -47,26 +48,33 @@ async function publish(rate: number, seconds: number, batchMs: number): Promise<
     }
     await Bun.sleep(batchMs);
   }
-  // Let the last batch leave before the CPU reading.
-  await Bun.sleep(100);
-  const cpu = process.cpuUsage(cpu0);
   hub.publisherDisconnected(target);
-  reply({ type: "done", published: sent, wallMs: performance.now() - t0, cpuUserMs: cpu.user / 1000, cpuSystemMs: cpu.system / 1000 });
+  reply({ type: "done", published: sent, accepted: sent, rateLimited: 0, refused: 0, wallMs: performance.now() - start });
 }
 
-reply({ type: "ready", port: server.server!.port, linkId });
+reply({ type: "ready", port: server.server!.port });
 
 let input = "";
 for await (const chunk of process.stdin) {
   input += new TextDecoder().decode(chunk);
   let nl = input.indexOf("\n");
   while (nl >= 0) {
-    const line = input.slice(0, nl);
+    const cmd = JSON.parse(input.slice(0, nl));
     input = input.slice(nl + 1);
     nl = input.indexOf("\n");
-    const cmd = JSON.parse(line);
-    if (cmd.type === "publish") await publish(cmd.rate, cmd.seconds, cmd.batchMs);
-    if (cmd.type === "quit") {
+    if (cmd.type === "make-link") {
+      const linkId = randomId();
+      await database.db.insert(links).values({ id: linkId, expiresAt: new Date(Date.now() + 3_600_000) });
+      reply({ type: "link", linkId });
+    } else if (cmd.type === "publish") {
+      await publishDirect(cmd.linkId, cmd.rate, cmd.seconds, cmd.batchMs);
+    } else if (cmd.type === "cpu-start") {
+      cpu0 = process.cpuUsage();
+      t0 = performance.now();
+    } else if (cmd.type === "cpu-stop") {
+      const cpu = process.cpuUsage(cpu0);
+      reply({ type: "cpu", userMs: cpu.user / 1000, systemMs: cpu.system / 1000, wallMs: performance.now() - t0 });
+    } else if (cmd.type === "quit") {
       await server.stop(true);
       process.exit(0);
     }
