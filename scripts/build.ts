@@ -224,7 +224,8 @@ async function buildTarget(arch: Arch, entry: string, outdir: string, commit: st
 
   const outfile = join(outdir, `tapscope-linux-${arch}`);
   const result = await Bun.build({
-    entrypoints: [entry],
+    // The capture Worker is its own module in the binary (src/agent/supervisor/index.ts finds it).
+    entrypoints: entry === join(root, "src/main.ts") ? [entry, join(root, "src/agent/seccomp/notify-worker.ts")] : [entry],
     compile: {
       target: `bun-linux-${arch}`,
       executablePath: bunExecutable(arch),

@@ -41,8 +41,13 @@ process.on("exit", () => eventsDir.cleanup());
 
 function collect(stream: ReadableStream<Uint8Array>, sink: { text: string }): void {
   const decoder = new TextDecoder();
+  const reader = stream.getReader();
   (async () => {
-    for await (const chunk of stream) sink.text += decoder.decode(chunk, { stream: true });
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      sink.text += decoder.decode(value, { stream: true });
+    }
   })().catch(() => {});
 }
 

@@ -11,7 +11,8 @@ import { parseHostEnvironment } from "~/lib/env.ts";
  * The relay with the real tracer as its observer: random and mutated HTTP byte streams arrive
  * byte-identical in both directions and never crash it; half-close and resets pass through.
  */
-let echo: TCPSocketListener<undefined>;
+type EchoState = { queue: Uint8Array[]; isEnded: boolean };
+let echo: TCPSocketListener<EchoState>;
 let resetter: TCPSocketListener<undefined>;
 let proxy: ReverseProxy;
 let resetProxy: ReverseProxy;
@@ -24,39 +25,40 @@ const tracer = createTracer({
 
 beforeAll(() => {
   // Echo everything back; answer a FIN with a FIN once everything is echoed.
-  echo = Bun.listen({
+  echo = Bun.listen<EchoState>({
     hostname: "127.0.0.1",
     port: 0,
     allowHalfOpen: true,
     socket: {
+      open(socket) {
+        socket.data = { queue: [], isEnded: false };
+      },
       data(socket, chunk) {
-        const queue = (socket.data as unknown as Uint8Array[] | undefined) ?? [];
-        if (queue.length === 0) {
+        const state = socket.data;
+        if (state.queue.length === 0) {
           const written = socket.write(chunk);
-          if (written < chunk.length) queue.push(chunk.slice(written));
-        } else queue.push(chunk.slice());
-        (socket as unknown as { data: Uint8Array[] }).data = queue;
+          if (written < chunk.length) state.queue.push(chunk.slice(Math.max(0, written)));
+        } else state.queue.push(chunk.slice());
       },
       drain(socket) {
-        const queue = (socket.data as unknown as Uint8Array[] | undefined) ?? [];
-        while (queue.length > 0) {
-          const head = queue[0]!;
+        const state = socket.data;
+        while (state.queue.length > 0) {
+          const head = state.queue[0]!;
           const written = socket.write(head);
           if (written < head.length) {
-            queue[0] = head.slice(written);
+            state.queue[0] = head.slice(Math.max(0, written));
             return;
           }
-          queue.shift();
+          state.queue.shift();
         }
-        if ((socket as unknown as { ended?: boolean }).ended) socket.end();
+        if (state.isEnded) socket.end();
       },
       end(socket) {
-        const queue = (socket.data as unknown as Uint8Array[] | undefined) ?? [];
-        if (queue.length === 0) socket.end();
-        else (socket as unknown as { ended: boolean }).ended = true;
+        if (socket.data.queue.length === 0) socket.end();
+        else socket.data.isEnded = true;
       },
     },
-  } as unknown as Bun.TCPSocketListenOptions<undefined>) as unknown as TCPSocketListener<undefined>;
+  } as Bun.TCPSocketListenOptions<EchoState>) as unknown as TCPSocketListener<EchoState>;
   // Reads the first bytes, then resets the connection.
   resetter = Bun.listen({
     hostname: "127.0.0.1",
@@ -90,7 +92,7 @@ function roundTrip(port: number, payload: Uint8Array, rand: () => number): Promi
       }
       socket.end();
     });
-    socket.on("data", (d) => chunks.push(d));
+    socket.on("data", (d: Buffer) => chunks.push(d));
     socket.on("end", () => {
       socket.end();
       done(Buffer.concat(chunks));
@@ -166,20 +168,23 @@ describe("relay fuzz", () => {
   }, 60_000);
 
   test("half-close: the client's FIN reaches the server, which answers after it", async () => {
-    const afterFin = Bun.listen({
+    const afterFin = Bun.listen<{ got: string }>({
       hostname: "127.0.0.1",
       port: 0,
       allowHalfOpen: true,
       socket: {
+        open(socket) {
+          socket.data = { got: "" };
+        },
         data(socket, chunk) {
-          (socket as unknown as { got: string }).got = ((socket as unknown as { got?: string }).got ?? "") + chunk.toString();
+          socket.data.got += chunk.toString();
         },
         end(socket) {
-          socket.write(`after FIN: ${(socket as unknown as { got?: string }).got ?? ""}`);
+          socket.write(`after FIN: ${socket.data.got}`);
           socket.end();
         },
       },
-    } as unknown as Bun.TCPSocketListenOptions<undefined>) as unknown as TCPSocketListener<undefined>;
+    } as Bun.TCPSocketListenOptions<{ got: string }>) as unknown as TCPSocketListener<{ got: string }>;
     const p = startReverseProxy({ listenHost: "127.0.0.1", listenPort: 0, targetHost: "127.0.0.1", targetPort: afterFin.port, observer: tracer });
     const direct = await roundTrip(afterFin.port, new TextEncoder().encode("request then FIN"), seeded(3));
     const relayed = await roundTrip(p.port, new TextEncoder().encode("request then FIN"), seeded(3));

@@ -88,7 +88,7 @@ export class Pipe {
       const written = to.socket.write(chunk);
       if (written < chunk.length) {
         this.enqueue(to, chunk.slice(Math.max(0, written)), true);
-        this.legs[from].socket?.pause();
+        if (to.queuedBytes > HIGH_WATER) this.legs[from].socket?.pause();
       }
       this.tapData(from, chunk);
       return;

@@ -1,12 +1,23 @@
 import { Worker } from "node:worker_threads";
 import type { ConnectionObserver } from "../relay/observer.ts";
-import { libc } from "../seccomp/ffi.ts";
+import { dirname } from "node:path";
+import { pathToFileURL } from "node:url";
+import { isReadable, libc } from "../seccomp/ffi.ts";
 import type { NotifMessage, WorkerInit, WorkerMessage } from "../seccomp/messages.ts";
-import { replyContinue } from "../seccomp/notif.ts";
+import { receive, replyContinue } from "../seccomp/notif.ts";
 import type { Context } from "./context.ts";
 import { handleAccept, handleBind, handleListen, sweepTakeovers } from "./inbound.ts";
 import { handleName } from "./names.ts";
 import { handleConnect, type OutboundRelay, startOutboundRelay } from "./outbound.ts";
+
+/**
+ * The Worker's module. In the compiled binary it is an extra entrypoint of the build (scripts/build.ts),
+ * stored next to the entry under the same relative path as in src/.
+ */
+function notifyWorkerUrl(): URL {
+  if (Bun.main.startsWith("/$bunfs/")) return new URL("./agent/seccomp/notify-worker.ts", pathToFileURL(`${dirname(Bun.main)}/`));
+  return new URL("../seccomp/notify-worker.ts", import.meta.url);
+}
 
 export type SupervisorOptions = {
   /** Our copy of the seccomp listener fd (taken with pidfd_getfd). */
@@ -92,10 +103,23 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
     }
   };
 
-  const worker = new Worker(new URL("../seccomp/notify-worker.ts", import.meta.url), {
+  const worker = new Worker(notifyWorkerUrl(), {
     workerData: { listener: options.listener, control } satisfies WorkerInit,
   });
   worker.unref();
+  // If the notification loop itself is gone, nobody would answer the program's syscalls: answer them
+  // from here (CONTINUE, without blocking) so the program keeps running untraced.
+  let pump: Timer | null = null;
+  const startPassthroughPump = () => {
+    if (pump) return;
+    pump = setInterval(() => {
+      while (isReadable(options.listener)) {
+        const n = receive(options.listener);
+        if ("errno" in n) break;
+        replyContinue(options.listener, n.id);
+      }
+    }, 1);
+  };
   worker.on("message", (m: WorkerMessage) => {
     switch (m.kind) {
       case "started":
@@ -119,7 +143,14 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
         dispatch(m);
     }
   });
-  worker.on("error", (err) => crash("the notification loop", err));
+  worker.on("error", (err) => {
+    crash("the notification loop", err);
+    startPassthroughPump();
+  });
+  worker.on("exit", () => {
+    crash("the notification loop", "it exited");
+    startPassthroughPump();
+  });
 
   const sweep = setInterval(() => {
     try {
@@ -135,6 +166,7 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
     isPassthrough: () => isPassthrough,
     stop: async () => {
       clearInterval(sweep);
+      if (pump) clearInterval(pump);
       relay?.v4.stop(true);
       relay?.v6?.stop(true);
       for (const t of ctx.takeovers.values()) t.server?.stop(true);
