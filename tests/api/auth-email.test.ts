@@ -119,6 +119,16 @@ for (const backend of backends) {
       expect(res.headers.get("location")).toBe("/dashboard/mine/live");
     });
 
+    test("AddUser mails the invited address a link to sign in", async () => {
+      const admin = await t.onboardedUser();
+      const email = `invited-${crypto.randomUUID().slice(0, 6)}@example.com`;
+      expect((await t.call("/api/AddUser", { namespaceId: admin.namespaceId, email }, { cookie: admin.cookie })).status).toBe(200);
+      const mail = await smtp.waitFor(email);
+      smtp.messages.splice(smtp.messages.indexOf(mail), 1);
+      expect(mail.text).toContain(admin.email);
+      expect(mail.text).toContain(`${PUBLIC_URL}/login`);
+    });
+
     test("an invalid address is refused with 400 and a JSON error", async () => {
       for (const body of [{ email: "not-an-email" }, {}, { email: "" }]) {
         const res = await t.call("/api/EmailLogin", body);

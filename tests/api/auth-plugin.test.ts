@@ -1,0 +1,36 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { principalFromRequest, principalFromUpgrade } from "~/api/plugins/auth.ts";
+import { backends, ORIGIN, startTestApp, type TestApp } from "../support/app.ts";
+
+for (const backend of backends) {
+  describe(`principal from a Request (WebSocket upgrades, SSR) [${backend}]`, () => {
+    let t: TestApp;
+    beforeAll(async () => {
+      t = await startTestApp({ backend });
+    }, 60_000);
+    afterAll(() => t.close());
+
+    const upgrade = (headers: Record<string, string>) =>
+      new Request("http://tapscope.test/api/ws", { headers: { upgrade: "websocket", ...headers } });
+
+    test("a session cookie with our Origin is the user; without a matching Origin it counts for nothing", async () => {
+      const u = await t.user();
+      const ok = await principalFromUpgrade({ ctx: t.ctx, request: upgrade({ cookie: u.cookie, origin: ORIGIN }) });
+      expect(ok).toEqual({ kind: "user", userId: u.userId, email: u.email, sessionId: u.sessionId });
+      expect(await principalFromUpgrade({ ctx: t.ctx, request: upgrade({ cookie: u.cookie, origin: "https://evil.example" }) })).toBeNull();
+      expect(await principalFromUpgrade({ ctx: t.ctx, request: upgrade({ cookie: u.cookie }) })).toBeNull();
+      // Plain requests (SSR loaders) read the cookie without an Origin.
+      expect((await principalFromRequest({ ctx: t.ctx, request: upgrade({ cookie: `a=1; ${u.cookie}; b=2` }) }))?.kind).toBe("user");
+    });
+
+    test("a bearer token works from anywhere and names its scope", async () => {
+      const admin = await t.onboardedUser();
+      const { token, tokenId } = (await t.call("/api/GenerateNamespaceToken", { namespaceId: admin.namespaceId }, { cookie: admin.cookie })).body;
+      const p = await principalFromUpgrade({ ctx: t.ctx, request: upgrade({ authorization: `Bearer ${token}` }) });
+      expect(p).toEqual({ kind: "namespaceToken", tokenId, namespaceId: admin.namespaceId, orgId: admin.orgId });
+      // An invalid bearer never falls back to the cookie.
+      const withBoth = upgrade({ authorization: "Bearer nope", cookie: admin.cookie, origin: ORIGIN });
+      expect(await principalFromUpgrade({ ctx: t.ctx, request: withBoth })).toBeNull();
+    });
+  });
+}
