@@ -6,7 +6,7 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { ConnectionInfo } from "./relay/observer.ts";
 import { type BodySample, decodeBody } from "./parse/body.ts";
 import type { Exchange } from "./parse/exchange.ts";
-import { type RedactMode, redactHeaders, redactQuery, redactTarget } from "./redact.ts";
+import { type RedactMode, redactHeaders, redactJsonText, redactQuery, redactTarget } from "./redact.ts";
 
 /** Facts about the machine the program runs on: the same for every event of a run. */
 export type HostMetadata = {
@@ -181,7 +181,7 @@ export function buildHttpEvent(ex: Exchange, conn: ConnectionInfo, proc: Process
   e.http_req_body_size_bytes_wire = ex.requestBodyWire;
   e.http_req_headers = redactHeaders(withTrailers(req.headers, ex.requestTrailers), ctx.redact);
   const reqBody = encodeBody(ex.requestBody, req.contentEncoding, ctx, e.tags, "req");
-  e.http_req_body = maybeRedactForm(reqBody, req.contentType, ctx.redact);
+  e.http_req_body = redactBody(reqBody, req.contentType, ctx.redact);
   e.http_req_body_truncated = isTruncated(ex.requestBody, ex.requestBodyWire);
   e.bytes_sent = req.headBytes + ex.requestBodyWire;
   if (resp) {
@@ -192,7 +192,7 @@ export function buildHttpEvent(ex: Exchange, conn: ConnectionInfo, proc: Process
     e.http_resp_content_length = resp.contentLength;
     e.http_resp_body_size_bytes_wire = ex.responseBodyWire;
     e.http_resp_headers = redactHeaders(withTrailers(resp.headers, ex.responseTrailers), ctx.redact);
-    e.http_resp_body = encodeBody(ex.responseBody, resp.contentEncoding, ctx, e.tags, "resp");
+    e.http_resp_body = redactBody(encodeBody(ex.responseBody, resp.contentEncoding, ctx, e.tags, "resp"), resp.contentType, ctx.redact);
     e.http_resp_body_truncated = isTruncated(ex.responseBody, ex.responseBodyWire);
     e.bytes_received = resp.headBytes + ex.responseBodyWire;
     if (resp.versionMinor !== req.versionMinor) e.tags.http_resp_version = `1.${resp.versionMinor}`;
@@ -270,12 +270,19 @@ function encodeBody(sample: BodySample | null, contentEncoding: string, ctx: Eve
   return Buffer.from(raw.buffer, raw.byteOffset, raw.length).toString("base64");
 }
 
-/** Form bodies carry the same secrets as query strings (password=..., client_secret=...). */
-function maybeRedactForm(base64: string, contentType: string, mode: RedactMode): string {
-  if (mode === "keep" || base64 === "" || !contentType.toLowerCase().startsWith("application/x-www-form-urlencoded")) return base64;
-  const text = Buffer.from(base64, "base64").toString("latin1");
-  const redacted = redactQuery(text, mode);
-  return redacted === text ? base64 : Buffer.from(redacted, "latin1").toString("base64");
+/**
+ * Bodies carry the same secrets as query strings and headers: form fields (password=...) and JSON
+ * members ({"password": ...}, an OAuth token response's "access_token").
+ */
+function redactBody(base64: string, contentType: string, mode: RedactMode): string {
+  if (mode === "keep" || base64 === "") return base64;
+  const type = contentType.toLowerCase();
+  const isForm = type.startsWith("application/x-www-form-urlencoded");
+  const isJson = type.includes("json");
+  if (!isForm && !isJson) return base64;
+  const text = Buffer.from(base64, "base64").toString(isForm ? "latin1" : "utf8");
+  const redacted = isForm ? redactQuery(text, mode) : redactJsonText(text, mode);
+  return redacted === text ? base64 : Buffer.from(redacted, isForm ? "latin1" : "utf8").toString("base64");
 }
 
 /** Absolute-form targets (sent to proxies) become path and query. */

@@ -176,3 +176,28 @@ export function redactQuery(query: string, mode: RedactMode): string {
   });
   return changed ? parts.join("&") : query;
 }
+
+/** JSON keys are matched more narrowly than query names: {"code": "NOT_FOUND"} or {"key": "id"} are ordinary data. */
+const jsonVerdicts = new Map<string, boolean>();
+const jsonSensitivePattern = /(token|secret|password|passwd|api_?key|apikey|credential|authorization|private_?key)/i;
+
+/** Descriptions of a credential rather than the credential: token_type, password_expires_at, api_key_id. */
+const jsonMetadataSuffix = /(type|kind|_?ids?|_?url|_?uri|_?endpoint|expires?(_in|_at)?|_?count|_?length|_?hint|_?name)$/i;
+
+export function isSensitiveJsonKey(name: string): boolean {
+  return remember(jsonVerdicts, name, (lower) => jsonSensitivePattern.test(lower) && !jsonMetadataSuffix.test(lower));
+}
+
+// A JSON member with a string value; linear (no nested quantifiers over the same characters).
+const jsonStringMember = /"((?:[^"\\]|\\.){1,128})"(\s*:\s*)"((?:[^"\\]|\\.)*)"/g;
+
+/**
+ * Redacts string values of credential-looking keys in JSON text ({"password": "..."}, an OAuth token
+ * response's "access_token"), keeping the rest byte for byte. Works on a truncated sample too.
+ */
+export function redactJsonText(text: string, mode: RedactMode): string {
+  if (mode === "keep") return text;
+  return text.replace(jsonStringMember, (whole, key: string, colon: string, value: string) =>
+    isSensitiveJsonKey(key) && value !== "" ? `"${key}"${colon}"${maskSecret(value, mode)}"` : whole,
+  );
+}

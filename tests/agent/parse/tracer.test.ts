@@ -94,6 +94,23 @@ describe("redaction in events", () => {
     expect(b.http_req_headers.find(([n]) => n === "Authorization")![1]).toBe(auth);
   });
 
+  test("JSON bodies: credential members redacted both ways, ordinary data and formatting kept", () => {
+    const { events, tracer } = setup("redact");
+    const tap = tracer.onOpen(connection(1, "outbound"))!;
+    const reqBody = '{"username": "ann", "password": "SECRET7", "code": "NOT_FOUND", "nested": {"apiKey":"SECRET8"}}';
+    tap.onData(true, bytes(`POST /oauth/token HTTP/1.1\r\nHost: idp\r\nContent-Type: application/json\r\nContent-Length: ${reqBody.length}\r\n\r\n${reqBody}`), 1);
+    const respBody = '{"access_token":"SECRET9","token_type":"Bearer","expires_in":3600,"note":"say \\"password\\": \\"x\\""}';
+    tap.onData(false, bytes(`HTTP/1.1 200 OK\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${respBody.length}\r\n\r\n${respBody}`), 2);
+    tap.onClose(3);
+    tracer.flush();
+    const e = events[0]!;
+    const req = Buffer.from(e.http_req_body, "base64").toString();
+    const resp = Buffer.from(e.http_resp_body, "base64").toString();
+    expect(req).toBe('{"username": "ann", "password": "[redacted]", "code": "NOT_FOUND", "nested": {"apiKey":"[redacted]"}}');
+    expect(resp).toBe('{"access_token":"[redacted]","token_type":"Bearer","expires_in":3600,"note":"say \\"password\\": \\"x\\""}');
+    expect(JSON.parse(resp).note).toBe('say "password": "x"');
+  });
+
   test("keep: everything as sent", () => {
     const e = run("keep");
     expect(e.http_req_path).toContain("access_token=SECRET1");
