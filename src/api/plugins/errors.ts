@@ -22,6 +22,9 @@ export const errorsPlugin = new Elysia({ name: "errors" })
     if (error instanceof AppError) {
       status = error.status;
       message = error.message;
+    } else if (code === "VALIDATION" && (error as { type?: string }).type === "response") {
+      // Our own answer broke its declared schema: a server bug, not the caller's.
+      log.error("response failed its schema", { traceId, method: request.method, path, err: error });
     } else if (code === "VALIDATION") {
       status = 400;
       message = validationMessage(error);
