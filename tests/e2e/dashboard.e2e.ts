@@ -136,6 +136,20 @@ describe("sign-in and the dashboard, in Chromium against the real server", () =>
     expect(await page.getByLabel("Email to invite").inputValue()).toBe("");
     expect(await page.getByRole("columnheader", { name: "Joined" }).count()).toBe(2);
     await screenshot(page, "08-users");
+    // Phones: the navigation is a drawer that starts closed and closes after navigating.
+    await page.setViewportSize({ width: 390, height: 844 });
+    expect(await page.getByRole("navigation", { name: "Dashboard" }).isVisible()).toBe(false);
+    await screenshot(page, "08b-users-phone");
+    await page.getByRole("button", { name: "Show navigation" }).click();
+    await page.getByRole("navigation", { name: "Dashboard" }).waitFor();
+    await screenshot(page, "08c-nav-drawer-phone");
+    await page.getByRole("link", { name: "Tokens" }).click();
+    await page.waitForURL(/\/tokens$/);
+    await page.getByRole("navigation", { name: "Dashboard" }).waitFor({ state: "hidden" });
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.getByRole("navigation", { name: "Dashboard" }).waitFor();
+    await page.getByRole("link", { name: "Users" }).click();
+    await page.waitForURL(/\/users$/);
   });
 
   test("the navigation can be hidden, and stays hidden after a reload", async () => {
@@ -194,6 +208,10 @@ describe("sign-in and the dashboard, in Chromium against the real server", () =>
     }
     await page.goto(`${server.baseUrl}/`);
     await screenshot(page, "11-landing");
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(`${server.baseUrl}/login`);
+    await screenshot(page, "11b-login-phone");
+    await page.setViewportSize({ width: 1280, height: 800 });
     await page.goto(`${server.baseUrl}/link`);
     expect(page.url()).toBe(`${server.baseUrl}/`);
   });

@@ -2,7 +2,7 @@ import type { ReactNode } from "react";
 
 export function Screen({ title, description, children }: { title: string; description?: ReactNode; children?: ReactNode }) {
   return (
-    <div className="mx-auto w-full max-w-4xl px-6 py-10 sm:px-10">
+    <div className="mx-auto w-full max-w-4xl px-5 pt-16 pb-10 sm:px-10 md:pt-10">
       <title>{`${title} | Tapscope`}</title>
       <h1 className="text-xl font-semibold tracking-tight text-zinc-100">{title}</h1>
       {description ? <p className="mt-1 text-sm text-zinc-400">{description}</p> : null}

@@ -96,7 +96,7 @@ function UserTable({ title, users }: { title: string; users: NamespaceUser[] }) 
               <th scope="col" className="px-4 py-2 font-medium">
                 Email
               </th>
-              <th scope="col" className="w-40 px-4 py-2 font-medium">
+              <th scope="col" className="w-36 px-4 py-2 font-medium">
                 Joined
               </th>
             </tr>
@@ -115,7 +115,7 @@ function UserTable({ title, users }: { title: string; users: NamespaceUser[] }) 
                     {user.email}
                     {user.isPending ? <span className="ml-2 rounded bg-zinc-800 px-1.5 py-0.5 text-[10px] font-medium text-zinc-400 uppercase">Invited</span> : null}
                   </td>
-                  <td className="px-4 py-2.5 text-zinc-400">{formatDate(user.joinTime)}</td>
+                  <td className="px-4 py-2.5 whitespace-nowrap text-zinc-400">{formatDate(user.joinTime)}</td>
                 </tr>
               ))
             )}
