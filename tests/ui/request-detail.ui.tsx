@@ -135,7 +135,7 @@ describe("outbound calls", () => {
       http_req_method: "POST",
     });
     const opened: string[] = [];
-    render(<RequestDetail event={parent} children={[child]} onOpen={(e) => opened.push(e.event_id)} />);
+    render(<RequestDetail event={parent} outboundCalls={[child]} onOpen={(e) => opened.push(e.event_id)} />);
     const list = screen.getByRole("list", { name: "Outbound calls" });
     expect(list.textContent).toContain("https://payments.example.com/charge");
     fireEvent.click(within(list).getByRole("button"));

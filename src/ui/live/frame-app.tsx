@@ -144,7 +144,7 @@ export function LiveFrame({ socketUrl, namespaceId, openEventId }: { socketUrl: 
             <RequestDetail
               key={selected.event_id}
               event={selected}
-              children={store.children(selected.event_id)}
+              outboundCalls={store.children(selected.event_id)}
               parent={selected.parent_event_id ? store.get(selected.parent_event_id) : undefined}
               onOpen={(e) => setSelectedId(e.event_id)}
               onClose={() => setSelectedId(null)}

@@ -60,7 +60,7 @@ export function asText(bytes: Uint8Array): string | null {
 }
 
 function trimPartialTail(bytes: Uint8Array): Uint8Array {
-  let end = bytes.length;
+  const end = bytes.length;
   for (let back = 1; back <= 3 && end - back >= 0; back++) {
     const b = bytes[end - back]!;
     if ((b & 0xc0) === 0xc0) return bytes.subarray(0, end - back);

@@ -9,7 +9,7 @@ import { Waterfall } from "./waterfall.tsx";
 export type RequestDetailProps = {
   event: TracedEvent;
   /** Outbound calls made while this request was served (events whose parent_event_id is this event_id). */
-  children?: TracedEvent[];
+  outboundCalls?: TracedEvent[];
   /** The inbound request this outbound call was made for, when known. */
   parent?: TracedEvent;
   onOpen?: (event: TracedEvent) => void;
@@ -24,7 +24,7 @@ export type RequestDetailProps = {
  * The request detail shared by the live frame and the requests explorer: summary, actions, timing
  * waterfall with its culprit, outbound calls, and both sides' headers and bodies (always as text).
  */
-export function RequestDetail({ event, children = [], parent, onOpen, onClose, onSaveHar, onSaveAllHar, link }: RequestDetailProps) {
+export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClose, onSaveHar, onSaveAllHar, link }: RequestDetailProps) {
   const { copiedKey, failedKey, copy } = useCopy();
   const curl = event.protocol === "http" ? toCurl(event) : null;
   const label = (key: string, idle: string) => (copiedKey === key ? "Copied!" : failedKey === key ? "Copy failed" : idle);
@@ -85,12 +85,12 @@ export function RequestDetail({ event, children = [], parent, onOpen, onClose, o
         ) : null}
 
         {!event.http_is_outgoing ? (
-          <Section title={`Outbound calls (${children.length})`}>
-            {children.length === 0 ? (
+          <Section title={`Outbound calls (${outboundCalls.length})`}>
+            {outboundCalls.length === 0 ? (
               <p className="text-xs text-zinc-500">No outbound calls were made while serving this request.</p>
             ) : (
               <ul aria-label="Outbound calls" className="space-y-0.5">
-                {children.map((child) => (
+                {outboundCalls.map((child) => (
                   <li key={child.event_id}>
                     <EventLine event={child} onOpen={onOpen} offsetUs={child.time - event.time} parentDuration={event.http_duration} />
                   </li>
