@@ -195,6 +195,45 @@ describe("LiveHub", () => {
     expect(a.of("events")).toHaveLength(2);
   });
 
+  test("a stalled subscriber is polled gently, not on every loop turn", async () => {
+    const hub = new LiveHub({ maxBufferedBytes: 10 });
+    const s = new TestSocket();
+    hub.subscribe(ns("a"), s, noExpiry);
+    s.isStalled = true;
+    s.buffered = 100;
+    let polls = 0;
+    const read = s.bufferedAmount.bind(s);
+    s.bufferedAmount = () => {
+      polls++;
+      return read();
+    };
+    hub.accept({ namespaceId: "a", linkId: null }, [makeEvent()]);
+    await Bun.sleep(200);
+    expect(polls).toBeGreaterThan(2);
+    expect(polls).toBeLessThan(40);
+    s.unstall();
+    await Bun.sleep(60);
+    expect(s.paths()).toHaveLength(1);
+  });
+
+  test("filters changed faster than the viewer reads give one history, for the latest config", () => {
+    const hub = hubWith({ maxBufferedBytes: 10 });
+    hub.accept({ namespaceId: "a", linkId: null }, [makeEvent({ http_resp_status_code: 200 }), makeEvent({ http_resp_status_code: 500 })]);
+    const s = new TestSocket();
+    const sub = hub.subscribe(ns("a"), s, noExpiry);
+    s.isStalled = true;
+    s.buffered = 100;
+    for (let revision = 1; revision <= 5; revision++) {
+      sub.setConfig({ type: "setConfig", revision, filters: [revision === 5 ? "response.status == 500" : "response.status == 200"] });
+    }
+    s.unstall();
+    hub.flushAll();
+    const histories = s.of("history");
+    expect(histories).toHaveLength(2); // the one on join, and the one for revision 5
+    expect(histories[1]!.revision).toBe(5);
+    expect(histories[1]!.events.map((e) => e.http_resp_status_code)).toEqual([500]);
+  });
+
   test("a send the socket drops (status 0) is counted as dropped", () => {
     const hub = hubWith();
     const s = new TestSocket();

@@ -46,6 +46,8 @@ export const defaultLiveHubOptions: LiveHubOptions = {
   maxBatch: 500,
 };
 
+const retryDelayMs = 20;
+
 type Channel = {
   key: string;
   subscribers: Set<Subscriber>;
@@ -66,6 +68,8 @@ export class Subscriber {
   pending: string[] = [];
   droppedTotal = 0;
   droppedUnreported = 0;
+  /** A history is owed for the current config but the socket is full: sent when it drains (only the latest). */
+  isHistoryOwed = false;
   isClosed = false;
 
   constructor(
@@ -109,6 +113,8 @@ export class LiveHub implements EventSink {
   private readonly channels = new Map<string, Channel>();
   private readonly dirty = new Set<Subscriber>();
   private timer: { cancel: () => void } | null = null;
+  private readonly retry = new Set<Subscriber>();
+  private retryTimer: ReturnType<typeof setTimeout> | null = null;
   private historyBytes = 0;
   /**
    * Batches built in this flush round, by config: viewers with the same filters were sent the same events, so
@@ -188,6 +194,7 @@ export class LiveHub implements EventSink {
     sub.isClosed = true;
     sub.pending = [];
     this.dirty.delete(sub);
+    this.retry.delete(sub);
     sub.channel.subscribers.delete(sub);
     this.announceStats(sub.channel);
     this.forgetIfUnused(sub.channel);
@@ -207,7 +214,13 @@ export class LiveHub implements EventSink {
     sub.pending = [];
     this.dirty.delete(sub);
     this.sendControl(sub, { type: "config-applied", revision: message.revision });
-    this.sendHistory(sub);
+    // A viewer that changes filters faster than it reads gets one history, for its latest config.
+    if (sub.transport.bufferedAmount() > this.options.maxBufferedBytes) {
+      sub.isHistoryOwed = true;
+      this.retryLater(sub);
+    } else {
+      this.sendHistory(sub);
+    }
   }
 
   stats(ref: ChannelRef): LiveStats {
@@ -235,8 +248,9 @@ export class LiveHub implements EventSink {
       this.timer.cancel();
       this.timer = null;
     }
-    const subs = [...this.dirty];
+    const subs = [...this.dirty, ...this.retry];
     this.dirty.clear();
+    this.retry.clear();
     for (const sub of subs) this.flush(sub);
     this.batchCache.clear();
   }
@@ -315,8 +329,14 @@ export class LiveHub implements EventSink {
     this.dirty.delete(sub);
     if (sub.transport.bufferedAmount() > this.options.maxBufferedBytes) {
       this.trim(sub);
-      this.markDirty(sub); // Retried on the next tick (and on drain).
+      this.retryLater(sub); // And on drain, whichever comes first.
       return;
+    }
+    if (sub.isHistoryOwed) {
+      // The history covers everything that waited (pending was cleared when the config changed).
+      sub.isHistoryOwed = false;
+      sub.pending = [];
+      this.sendHistory(sub);
     }
     if (sub.droppedUnreported > 0) {
       this.sendControl(sub, { type: "dropped", count: sub.droppedUnreported, total: sub.droppedTotal });
@@ -333,7 +353,19 @@ export class LiveHub implements EventSink {
       if (status < 0 || sub.transport.bufferedAmount() > this.options.maxBufferedBytes) break;
     }
     this.trim(sub);
-    if (sub.pending.length > 0 || sub.droppedUnreported > 0) this.markDirty(sub);
+    if (sub.pending.length > 0 || sub.droppedUnreported > 0) this.retryLater(sub);
+  }
+
+  /** A subscriber whose socket is full is looked at again after a pause, not on every loop turn. */
+  private retryLater(sub: Subscriber): void {
+    this.retry.add(sub);
+    this.retryTimer ??= setTimeout(() => {
+      this.retryTimer = null;
+      const subs = [...this.retry];
+      this.retry.clear();
+      for (const s of subs) this.flush(s);
+      this.batchCache.clear();
+    }, retryDelayMs);
   }
 
   private batchText(configKey: string, batch: string[]): string {
