@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { eq } from "drizzle-orm";
+import { orgs } from "#db/schema/index.ts";
 import { backends, startTestApp, type TestApp } from "../support/app.ts";
 
 for (const backend of backends) {
@@ -22,7 +24,7 @@ for (const backend of backends) {
       const { namespaceId } = onboard.body.namespace;
 
       const orgs = await t.call("/api/ListOrgs", {}, { cookie: u.cookie });
-      expect(orgs.body).toEqual({ orgs: [{ orgId }] });
+      expect(orgs.body).toEqual({ orgs: [{ orgId, lastSeenWorkerTime: null }] });
       const namespaces = await t.call("/api/ListNamespaces", { orgId }, { cookie: u.cookie });
       expect(namespaces.body).toEqual({ namespaces: [{ namespaceId, name: "alice.smith" }] });
 
@@ -30,6 +32,19 @@ for (const backend of backends) {
       const again = await t.call("/api/OnboardNewUser", { namespaceName: "other" }, { cookie: u.cookie });
       expect(again.body).toEqual(onboard.body);
       expect((await t.call("/api/ListOrgs", {}, { cookie: u.cookie })).body.orgs).toHaveLength(1);
+    });
+
+    test("ListOrgs carries the org's last worker sighting for the Requests link", async () => {
+      const u = await t.onboardedUser();
+      const seen = new Date("2026-11-20T10:00:00.000Z");
+      await t.db.update(orgs).set({ lastSeenWorkerTime: seen }).where(eq(orgs.id, u.orgId));
+      const res = await t.call("/api/ListOrgs", {}, { cookie: u.cookie });
+      expect(res.body).toEqual({ orgs: [{ orgId: u.orgId, lastSeenWorkerTime: seen.toISOString() }] });
+    });
+
+    test("ListOrgs and OnboardNewUser need a session", async () => {
+      expect((await t.call("/api/ListOrgs", {})).status).toBe(401);
+      expect((await t.call("/api/OnboardNewUser", { namespaceName: "x" })).status).toBe(401);
     });
   });
 }

@@ -94,7 +94,7 @@ for (const backend of backends) {
         expect(res.status, path).toBe(404);
         expect(JSON.stringify(res.body)).not.toContain(b.email);
       }
-      expect((await t.call("/api/ListOrgs", {}, { cookie: a.cookie })).body.orgs).toEqual([{ orgId: a.orgId }]);
+      expect((await t.call("/api/ListOrgs", {}, { cookie: a.cookie })).body.orgs).toEqual([{ orgId: a.orgId, lastSeenWorkerTime: null }]);
     });
 
     test("a failed call's trace id header is in the server's log line for that request", async () => {

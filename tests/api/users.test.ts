@@ -27,7 +27,7 @@ for (const backend of backends) {
       ]);
 
       // Bob now sees the org and the namespace, and may read its users.
-      expect((await t.call("/api/ListOrgs", {}, { cookie: bob.cookie })).body.orgs).toEqual([{ orgId: admin.orgId }]);
+      expect((await t.call("/api/ListOrgs", {}, { cookie: bob.cookie })).body.orgs).toEqual([{ orgId: admin.orgId, lastSeenWorkerTime: null }]);
       const ns = await t.call("/api/ListNamespaces", { orgId: admin.orgId }, { cookie: bob.cookie });
       expect(ns.body.namespaces.map((n: { namespaceId: string }) => n.namespaceId)).toEqual([admin.namespaceId]);
       expect((await t.call("/api/ListUsers", { namespaceId: admin.namespaceId }, { cookie: bob.cookie })).status).toBe(200);
@@ -46,7 +46,7 @@ for (const backend of backends) {
       expect(pending.body.users.find((u: { email: string }) => u.email === email)).toEqual({ userId: null, email, joinTime: expect.any(String), hasWrite: false, isPending: true });
 
       const invited = await t.user(email); // signs in (same path as the sign-in routes)
-      expect((await t.call("/api/ListOrgs", {}, { cookie: invited.cookie })).body.orgs).toEqual([{ orgId: admin.orgId }]);
+      expect((await t.call("/api/ListOrgs", {}, { cookie: invited.cookie })).body.orgs).toEqual([{ orgId: admin.orgId, lastSeenWorkerTime: null }]);
       const users = (await t.call("/api/ListUsers", { namespaceId: admin.namespaceId }, { cookie: admin.cookie })).body.users;
       expect(users).toHaveLength(2);
       expect(users.find((u: { email: string }) => u.email === email)).toEqual({ userId: invited.userId, email, joinTime: expect.any(String), hasWrite: false, isPending: false });

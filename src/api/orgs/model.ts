@@ -5,7 +5,7 @@ const namespace = t.Object({ namespaceId: t.String(), name: t.String() });
 
 export const orgsModel = {
   empty: t.Object({}),
-  listOrgsResponse: t.Object({ orgs: t.Array(t.Object({ orgId: t.String() })) }),
+  listOrgsResponse: t.Object({ orgs: t.Array(t.Object({ orgId: t.String(), lastSeenWorkerTime: t.Nullable(t.String()) })) }),
   orgBody: t.Object({ orgId: id }),
   listNamespacesResponse: t.Object({ namespaces: t.Array(namespace) }),
   createNamespaceBody: t.Object({ orgId: id, name: t.String({ maxLength: 200 }) }),

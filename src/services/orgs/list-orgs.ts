@@ -2,12 +2,18 @@ import { asc, eq } from "drizzle-orm";
 import { memberships, orgs } from "#db/schema/index.ts";
 import type { ServiceContext } from "~/services/context.ts";
 
-/** The user's orgs, oldest membership first (the client uses the first). */
-export async function listOrgs({ ctx, userId }: { ctx: ServiceContext; userId: string }): Promise<{ orgId: string }[]> {
-  return ctx.db
-    .select({ orgId: orgs.id })
+export type OrgSummary = { orgId: string; lastSeenWorkerTime: string | null };
+
+/**
+ * The user's orgs, oldest membership first (the client uses the first). lastSeenWorkerTime (ISO or null) lets the
+ * dashboard show the Requests link when a worker was seen within 7 days.
+ */
+export async function listOrgs({ ctx, userId }: { ctx: ServiceContext; userId: string }): Promise<OrgSummary[]> {
+  const rows = await ctx.db
+    .select({ orgId: orgs.id, lastSeenWorkerTime: orgs.lastSeenWorkerTime })
     .from(memberships)
     .innerJoin(orgs, eq(orgs.id, memberships.orgId))
     .where(eq(memberships.userId, userId))
     .orderBy(asc(memberships.createdAt), asc(orgs.id));
+  return rows.map((r) => ({ orgId: r.orgId, lastSeenWorkerTime: r.lastSeenWorkerTime?.toISOString() ?? null }));
 }
