@@ -28,6 +28,7 @@ for (const backend of backends) {
       const gen = await t.call("/api/GenerateNamespaceToken", { namespaceId: admin.namespaceId }, { cookie: admin.cookie });
       expect(gen.status).toBe(200);
       expect(gen.body.token).toMatch(NS_TOKEN);
+      expect(gen.headers.get("cache-control")).toBe("no-store");
 
       const list = await t.call("/api/ListNamespaceTokens", { namespaceId: admin.namespaceId }, { cookie: admin.cookie });
       expect(list.status).toBe(200);

@@ -19,7 +19,9 @@ export function authPlugin(ctx: ServiceContext) {
       if (isSafeMethod(request.method) || request.headers.has("authorization")) return;
       if (sessionCookieFromRequest(request)) assertNotCrossSite(request, ctx.config);
     })
-    .resolve({ as: "scoped" }, async ({ request }) => {
+    .resolve({ as: "scoped" }, async ({ request, set }) => {
+      // Answers depend on who asks (and carry secrets such as new tokens): never cache them.
+      set.headers["cache-control"] = "no-store";
       const principal = await principalFromRequest({ ctx, request });
       return {
         principal,
