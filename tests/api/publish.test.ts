@@ -90,6 +90,21 @@ describe("POST /api/JoinPublisher", () => {
     expect((await join({ linkId: owned })).status).toBe(403);
   });
 
+  test("new anonymous links are rate-limited per address (loopback exempt); a token is not", async () => {
+    // app.handle has no socket address: it stands for a remote client here.
+    const remoteJoin = (headers: Record<string, string> = {}) =>
+      server.app.handle(new Request(`${server.endpoint}/api/JoinPublisher`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: "{}" }));
+    const statuses: number[] = [];
+    for (let i = 0; i < 101; i++) statuses.push((await remoteJoin()).status);
+    expect(statuses.slice(0, 100).every((st) => st === 200)).toBe(true);
+    const limited = await remoteJoin();
+    expect(limited.status).toBe(429);
+    expect(((await limited.json()) as { error: string }).error).toContain("TAPSCOPE_TOKEN");
+    const { token } = await server.namespaceWithToken();
+    expect((await remoteJoin({ authorization: `Bearer ${token}` })).status).toBe(200);
+    expect((await join()).status).toBe(200);
+  });
+
   test("a malformed body is a 400 with an error", async () => {
     const res = await fetch(`${server.endpoint}/api/JoinPublisher`, {
       method: "POST",
