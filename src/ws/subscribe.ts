@@ -50,7 +50,11 @@ export function subscribeSocket({ ctx, hub }: { ctx: ServiceContext; hub: LiveHu
   }
 
   return new Elysia({ name: "ws-subscribe" })
-    .resolve(async ({ query }) => ({ live: await resolveChannel(query) }))
+    .resolve(async ({ query }) => {
+      const live = await resolveChannel(query);
+      if (!hub.hasRoomFor(live.ref)) throw new AppError("RATE_LIMITED", "too many viewers on this live view right now");
+      return { live };
+    })
     .ws(liveSubscribePath, {
       query: t.Object({ ticket: t.Optional(t.String({ maxLength: 1024 })), link_id: t.Optional(t.String({ maxLength: 200 })) }),
       open(ws) {

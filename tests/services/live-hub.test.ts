@@ -234,6 +234,17 @@ describe("LiveHub", () => {
     expect(histories[1]!.events.map((e) => e.http_resp_status_code)).toEqual([500]);
   });
 
+  test("a channel's audience is bounded", () => {
+    const hub = hubWith({ maxSubscribersPerChannel: 2 });
+    hub.subscribe(link("L"), new TestSocket(), noExpiry);
+    expect(hub.hasRoomFor(link("L"))).toBe(true);
+    const second = hub.subscribe(link("L"), new TestSocket(), noExpiry);
+    expect(hub.hasRoomFor(link("L"))).toBe(false);
+    expect(hub.hasRoomFor(link("M"))).toBe(true);
+    second.close();
+    expect(hub.hasRoomFor(link("L"))).toBe(true);
+  });
+
   test("a send the socket drops (status 0) is counted as dropped", () => {
     const hub = hubWith();
     const s = new TestSocket();

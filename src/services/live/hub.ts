@@ -34,6 +34,8 @@ export type LiveHubOptions = {
    */
   flushIntervalMs: number;
   maxBatch: number;
+  /** Viewers of one namespace or link at once: a link is public, so its audience is bounded. */
+  maxSubscribersPerChannel: number;
 };
 
 export const defaultLiveHubOptions: LiveHubOptions = {
@@ -44,6 +46,7 @@ export const defaultLiveHubOptions: LiveHubOptions = {
   maxBufferedBytes: 4 * 1024 * 1024,
   flushIntervalMs: 0,
   maxBatch: 500,
+  maxSubscribersPerChannel: 1000,
 };
 
 const retryDelayMs = 20;
@@ -174,6 +177,11 @@ export class LiveHub implements EventSink {
   }
 
   // ---- subscribers ----
+
+  /** Whether one more viewer may join (checked before the socket upgrade). */
+  hasRoomFor(ref: ChannelRef): boolean {
+    return (this.channels.get(channelKey(ref))?.subscribers.size ?? 0) < this.options.maxSubscribersPerChannel;
+  }
 
   subscribe(ref: ChannelRef, transport: SubscriberTransport, hello: { expiresAt: Date | null }): Subscriber {
     const channel = this.channel(channelKey(ref));
