@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { renderToReadableStream } from "react-dom/server";
 import {
   createStaticHandler,
@@ -17,7 +18,8 @@ import { type PageShell, SHELL_GLOBAL, ShellProvider } from "~/ui/shell.tsx";
 /** Past this, whatever has not streamed yet is left to the browser to render. */
 export const RENDER_TIMEOUT_MS = 10_000;
 
-export type RenderPage = (input: { request: Request; env: PageEnv; shell: PageShell }) => Promise<Response>;
+type RenderInput = { request: Request; env: PageEnv; shell: PageShell };
+export type RenderPage = (input: RenderInput) => Promise<Response>;
 
 /**
  * Server render of one page request: run the matching loaders (redirects come back as they are),
@@ -28,16 +30,20 @@ export function createPageRenderer(routes: RouteObject[] = appRoutes): RenderPag
   return (input) => render(handler, input);
 }
 
-async function render(
-  handler: StaticHandler,
-  { request, env, shell }: { request: Request; env: PageEnv; shell: PageShell },
-): Promise<Response> {
+async function render(handler: StaticHandler, { request, env, shell }: RenderInput): Promise<Response> {
   const context = await handler.query(request, { requestContext: env as never });
   if (context instanceof Response) return context;
 
-  const headers = new Headers({ "content-type": "text/html; charset=utf-8", "cache-control": "no-store" });
+  const nonce = randomBytes(16).toString("base64");
+  const headers = new Headers({
+    "content-type": "text/html; charset=utf-8",
+    "cache-control": "no-store",
+    "content-security-policy": contentSecurityPolicy(nonce, new URL(request.url).host),
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "strict-origin-when-cross-origin",
+  });
   try {
-    const body = await stream(handler, context, shell, request);
+    const body = await stream(handler, context, shell, request, nonce);
     return new Response(body, { status: context.statusCode, headers });
   } catch (err) {
     // A render error outside any Suspense boundary: show the app-wide error screen instead, without server internals.
@@ -46,7 +52,7 @@ async function render(
     shown.name = err instanceof Error ? err.name : "Error";
     shown.stack = "";
     const errorContext: StaticHandlerContext = { ...context, statusCode: 500, errors: { root: shown }, loaderData: {} };
-    const body = await stream(handler, errorContext, shell, request);
+    const body = await stream(handler, errorContext, shell, request, nonce);
     return new Response(body, { status: 500, headers });
   }
 }
@@ -56,15 +62,17 @@ async function stream(
   context: StaticHandlerContext,
   shell: PageShell,
   request: Request,
+  nonce: string,
 ): Promise<ReadableStream> {
   const router = createStaticRouter(handler.dataRoutes, context);
   const hydration = { loaderData: context.loaderData, actionData: context.actionData, errors: serializeErrors(context.errors) };
   return renderToReadableStream(
     <ShellProvider shell={shell}>
-      <StaticRouterProvider router={router} context={context} hydrate={false} />
+      <StaticRouterProvider router={router} context={context} hydrate={false} nonce={nonce} />
     </ShellProvider>,
     {
       signal: AbortSignal.any([request.signal, AbortSignal.timeout(RENDER_TIMEOUT_MS)]),
+      nonce,
       bootstrapScriptContent: `window.${SHELL_GLOBAL}=${jsonForScript(shell)};window.__staticRouterHydrationData=${jsonForScript(hydration)};`,
       bootstrapModules: shell.assets.js ? [shell.assets.js] : undefined,
       onError(error) {
@@ -72,6 +80,26 @@ async function stream(
       },
     },
   );
+}
+
+/**
+ * Scripts only from our origin or carrying this response's nonce: captured data is rendered as text, and
+ * should anything slip through as markup, it still cannot run. Frames only from our origin (/iframer).
+ */
+export function contentSecurityPolicy(nonce: string, host: string): string {
+  return [
+    "default-src 'self'",
+    `script-src 'self' 'nonce-${nonce}'`,
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data: blob:",
+    // Older Safari does not count same-host WebSockets as 'self'.
+    `connect-src 'self' ws://${host} wss://${host}`,
+    "frame-src 'self'",
+    "frame-ancestors 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+  ].join("; ");
 }
 
 /** The same encoding react-router's StaticRouterProvider uses, so the browser router revives the errors. */

@@ -119,7 +119,7 @@ export function watchPageErrors(page: Page): string[] {
   const errors: string[] = [];
   page.on("pageerror", (err) => errors.push(`pageerror: ${err.message}`));
   page.on("console", (msg) => {
-    if (msg.type() === "error" && /hydrat|did not match/i.test(msg.text())) errors.push(`console: ${msg.text()}`);
+    if (msg.type() === "error" && /hydrat|did not match|Content Security Policy/i.test(msg.text())) errors.push(`console: ${msg.text()}`);
   });
   return errors;
 }

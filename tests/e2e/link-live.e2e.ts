@@ -2,23 +2,23 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import type { Page } from "playwright-core";
 import { launchBrowser, type RunningBrowser, type RunningServer, screenshot, startServer, watchPageErrors } from "./harness.ts";
-import { liveFrame, type RunningProgram, sh, startProgram } from "./live-harness.ts";
+import { liveFrame, type RunningProgram, sh, startProgram, startUpstream } from "./live-harness.ts";
 
-// A shared link end to end in Chromium: a real program publishing through the real publisher (no token),
-// the printed link opened, requests appearing live, filtered, opened, replayed with cURL and saved as HAR.
-// (The program publishes through src/agent/publish.ts itself: `tapscope run` does not publish yet.)
+// A shared link end to end in Chromium: a real program under `tapscope run` without a token, the printed
+// link opened, requests appearing live, filtered, opened, replayed with cURL and saved as HAR.
 
 let server: RunningServer;
 let program: RunningProgram;
 let browser: RunningBrowser;
 let page: Page;
 let pageErrors: string[];
+const upstream = startUpstream();
 const rows = () => liveFrame(page).locator.locator("[role=row][data-event-id]");
 const rowFor = (text: string) => rows().filter({ hasText: text });
 
 beforeAll(async () => {
   server = await startServer();
-  program = await startProgram(server.baseUrl);
+  program = await startProgram(server.baseUrl, { upstreamUrl: upstream.url });
   browser = await launchBrowser();
   await browser.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.baseUrl });
   page = await browser.context.newPage();
@@ -30,6 +30,7 @@ afterAll(async () => {
   await browser?.close();
   await program?.stop();
   await server?.stop();
+  upstream.stop();
 });
 
 const call = (path: string, init?: RequestInit) => fetch(`http://127.0.0.1:${program.port}${path}`, init);

@@ -1,30 +1,42 @@
 /**
- * A small real HTTP program for the live-view browser tests. `tapscope run` does not publish yet, so
- * this program publishes a TracedEvent for each exchange it serves (and for its one outbound call)
- * through the real publisher (src/agent/publish.ts) -> JoinPublisher -> /api/PublishEvents path.
- * It prints the link like `tapscope run` would, and "listening <port>".
+ * A small real HTTP program for the live-view browser tests, normally run under `tapscope run`, which
+ * captures its traffic. With LIVE_PROGRAM_SELF_PUBLISH=1 (for machines where the capture engine cannot
+ * run) it publishes a TracedEvent for each exchange itself through the real publisher (src/agent/publish.ts)
+ * and prints the link like `tapscope run` does. It prints "listening <port>" once it serves.
  * Env: TAPSCOPE_ENDPOINT (server), TAPSCOPE_TOKEN (optional namespace token).
  */
 import { randomUUID } from "node:crypto";
 import { createPublisher } from "~/agent/publish.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 
+const isSelfPublishing = process.env.LIVE_PROGRAM_SELF_PUBLISH === "1";
 const endpoint = process.env.TAPSCOPE_ENDPOINT ?? "";
-const publisher = createPublisher({ endpoint, token: process.env.TAPSCOPE_TOKEN || undefined, batchIntervalMs: 20 });
-const join = await publisher.join();
-if (join.linkUrl) console.log(`tapscope: watch live at ${join.linkUrl}`);
+const realPublisher = isSelfPublishing
+  ? createPublisher({ endpoint, token: process.env.TAPSCOPE_TOKEN || undefined, batchIntervalMs: 20 })
+  : null;
+const publisher = { send: (event: TracedEvent) => realPublisher?.send(event) };
+if (realPublisher) {
+  const join = await realPublisher.join();
+  if (join.linkUrl) console.log(`tapscope: watch live at ${join.linkUrl}`);
+}
 
 const png = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "base64");
 
-// The "third-party API" the program calls while serving /checkout.
-const upstream = Bun.serve({
-  port: 0,
-  hostname: "127.0.0.1",
-  fetch: async () => {
-    await Bun.sleep(30);
-    return Response.json({ charged: true, id: "ch_123" });
-  },
-});
+// The "third-party API" the program calls while serving /checkout: UPSTREAM_URL (a server outside the traced
+// process, so only the program's own call shows up), else one in this process.
+const upstreamUrl =
+  process.env.UPSTREAM_URL ||
+  `http://127.0.0.1:${
+    Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: async () => {
+        await Bun.sleep(30);
+        return Response.json({ charged: true, id: "ch_123" });
+      },
+    }).port
+  }`;
+const upstreamHost = new URL(upstreamUrl).host;
 
 const b64 = (bytes: Uint8Array | string) => Buffer.from(bytes).toString("base64");
 
@@ -95,7 +107,7 @@ async function handle(req: Request, eventId: string): Promise<Response> {
     const started = performance.now();
     const startedAt = Date.now() * 1000;
     const body = JSON.stringify({ amount: 42 });
-    const res = await fetch(`http://127.0.0.1:${upstream.port}/v1/charges`, { method: "POST", body, headers: { "content-type": "application/json" } });
+    const res = await fetch(`${upstreamUrl}/v1/charges`, { method: "POST", body, headers: { "content-type": "application/json" } });
     const text = await res.text();
     const took = Math.round((performance.now() - started) * 1000);
     publisher.send(
@@ -105,8 +117,8 @@ async function handle(req: Request, eventId: string): Promise<Response> {
         http_is_outgoing: true,
         http_req_method: "POST",
         http_req_path: "/v1/charges",
-        http_req_host: `127.0.0.1:${upstream.port}`,
-        http_server_addr: `127.0.0.1:${upstream.port}`,
+        http_req_host: upstreamHost,
+        http_server_addr: upstreamHost,
         http_req_headers: [["Content-Type", "application/json"]],
         http_req_content_type: "application/json",
         http_req_body: b64(body),

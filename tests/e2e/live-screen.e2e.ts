@@ -2,11 +2,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Page } from "playwright-core";
 import { startSmtpServer } from "../support/smtp.ts";
 import { launchBrowser, type RunningBrowser, type RunningServer, screenshot, startServer, watchPageErrors } from "./harness.ts";
-import { liveFrame, type RunningProgram, startProgram } from "./live-harness.ts";
+import { liveFrame, type RunningProgram, startProgram, startUpstream } from "./live-harness.ts";
 
-// The signed-in Live screen in Chromium: onboarding with a real token, a program publishing with that token
-// (through src/agent/publish.ts: `tapscope run` does not publish yet), live rows, filters, saved suggestions,
-// and Copy link reopening a request.
+// The signed-in Live screen in Chromium: onboarding with a real token, a program under `tapscope run` with
+// that token, live rows, filters, saved suggestions, and Copy link reopening a request.
 
 let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
 let server: RunningServer;
@@ -14,6 +13,7 @@ let browser: RunningBrowser;
 let program: RunningProgram | undefined;
 let page: Page;
 let pageErrors: string[];
+const upstream = startUpstream();
 let livePath = "";
 const email = "grace@example.test";
 const rows = () => liveFrame(page).locator.locator("[role=row][data-event-id]");
@@ -33,6 +33,7 @@ afterAll(async () => {
   await program?.stop();
   await server?.stop();
   await smtp?.close();
+  upstream.stop();
 });
 
 const call = (path: string, init?: RequestInit) => fetch(`http://127.0.0.1:${program!.port}${path}`, init);
@@ -63,7 +64,7 @@ describe("Live screen", () => {
     await screenshot(page, "live-11-onboarding-step2");
 
     const token = (await page.getByTestId("command-1").textContent())!.replace("export TAPSCOPE_TOKEN=", "");
-    program = await startProgram(server.baseUrl, token);
+    program = await startProgram(server.baseUrl, { token, upstreamUrl: upstream.url });
     expect(program.linkUrl).toBeNull();
     await page.getByRole("status").filter({ hasText: "Connected!" }).waitFor({ timeout: 5000 });
     expect(await page.getByRole("button", { name: "Finish" }).isEnabled()).toBe(true);

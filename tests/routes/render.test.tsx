@@ -56,6 +56,21 @@ describe("server render", () => {
     expect(html).not.toContain("</script><b>");
   });
 
+  test("pages carry a CSP whose nonce is on every script React writes, and nothing runs inline without it", async () => {
+    const res = await render({ request: new Request("http://x.test/slow"), env, shell: { ...defaultShell, assets: { css: [], js: "/assets/e.js" } } });
+    const csp = res.headers.get("content-security-policy") ?? "";
+    const nonce = /'nonce-([^']+)'/.exec(csp)?.[1];
+    expect(nonce).toBeDefined();
+    expect(csp).toContain("object-src 'none'");
+    expect(csp).toContain("connect-src 'self' ws://x.test wss://x.test");
+    const html = await res.text();
+    const scripts = html.match(/<script\b[^>]*>/g) ?? [];
+    expect(scripts.length).toBe(2);
+    for (const tag of scripts) expect(tag).toContain(`nonce="${nonce}"`);
+    const again = await render({ request: new Request("http://x.test/slow"), env, shell: defaultShell });
+    expect(again.headers.get("content-security-policy")).not.toContain(nonce!);
+  });
+
   test("an aborted request does not hang the render", async () => {
     const controller = new AbortController();
     controller.abort();
