@@ -153,6 +153,11 @@ function clientFiles(): string[] {
   return [manifestPath, ...files];
 }
 
+/** Every src file named *-worker.ts: the scripts code starts with `new Worker(...)`. */
+function workerEntrypoints(): string[] {
+  return listFiles(join(root, "src")).filter((f) => f.endsWith("-worker.ts"));
+}
+
 function usesDuckDb(): boolean {
   return listFiles(join(root, "src")).some(
     (f) => /\.tsx?$/.test(f) && readFileSync(f, "utf8").includes("@duckdb/node-api"),
@@ -225,7 +230,7 @@ async function buildTarget(arch: Arch, entry: string, outdir: string, commit: st
   const outfile = join(outdir, `tapscope-linux-${arch}`);
   const result = await Bun.build({
     // The capture Worker is its own module in the binary (src/agent/supervisor/index.ts finds it).
-    entrypoints: entry === join(root, "src/main.ts") ? [entry, join(root, "src/agent/seccomp/notify-worker.ts")] : [entry],
+    entrypoints: entry === join(root, "src/main.ts") ? [entry, ...workerEntrypoints()] : [entry],
     compile: {
       target: `bun-linux-${arch}`,
       executablePath: bunExecutable(arch),
