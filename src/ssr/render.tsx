@@ -13,7 +13,7 @@ import { log } from "~/lib/logger.ts";
 import { jsonForScript } from "~/ssr/html.ts";
 import type { PageEnv } from "~/ui/env.ts";
 import { routes as appRoutes } from "~/ui/routes.tsx";
-import { type PageShell, SHELL_GLOBAL, ShellProvider } from "~/ui/shell.tsx";
+import { type PageShell, SHELL_GLOBAL, ShellProvider, VERSION_GLOBAL } from "~/ui/shell.tsx";
 
 /** Past this, whatever has not streamed yet is left to the browser to render. */
 export const RENDER_TIMEOUT_MS = 10_000;
@@ -73,7 +73,8 @@ async function stream(
     {
       signal: AbortSignal.any([request.signal, AbortSignal.timeout(RENDER_TIMEOUT_MS)]),
       nonce,
-      bootstrapScriptContent: `window.${SHELL_GLOBAL}=${jsonForScript(shell)};window.__staticRouterHydrationData=${jsonForScript(hydration)};`,
+      // The shell, the build info the spec reads from a window-level version object, and the router's data.
+      bootstrapScriptContent: `window.${SHELL_GLOBAL}=${jsonForScript(shell)};window.${VERSION_GLOBAL}=${jsonForScript({ commitHash: shell.config.commitHash })};window.__staticRouterHydrationData=${jsonForScript(hydration)};`,
       bootstrapModules: shell.assets.js ? [shell.assets.js] : undefined,
       onError(error) {
         if (!request.signal.aborted) log.error("page stream error", { path: new URL(request.url).pathname, err: error });

@@ -54,6 +54,7 @@ describe("server render", () => {
     expect(res.status).toBe(200);
     expect(html).toContain('"text":"\\u003c/script\\u003e\\u003cb\\u003ehi\\u003c/b\\u003e"');
     expect(html).not.toContain("</script><b>");
+    expect(html).toContain('window.__TAPSCOPE_VERSION__={"commitHash":"dev"}');
   });
 
   test("pages carry a CSP whose nonce is on every script React writes, and nothing runs inline without it", async () => {
