@@ -261,7 +261,8 @@ function encodeBody(sample: BodySample | null, contentEncoding: string, ctx: Eve
   if (!sample || sample.length === 0) return "";
   const raw = sample.bytes();
   if (contentEncoding && !sample.isTruncated) {
-    const decoded = decodeBody(raw, contentEncoding, Math.max(ctx.payloadLimit * 4, 1 << 20));
+    // Decoded text may exceed the sample (compression), within what the server keeps per body (1 MiB).
+    const decoded = decodeBody(raw, contentEncoding, Math.max(ctx.payloadLimit, Math.min(ctx.payloadLimit * 4, 1 << 20)));
     if (decoded) {
       tags[`${side}_body_decoded`] = decoded.decodedFrom;
       return Buffer.from(decoded.bytes.buffer, decoded.bytes.byteOffset, decoded.bytes.length).toString("base64");

@@ -54,8 +54,8 @@ export const publishLimits = {
   /** Bytes of one message; bigger ones are refused with an error reply. */
   maxMessageBytes: 4 * 1024 * 1024,
   maxEventsPerMessage: 1000,
-  /** Longest string field (bodies are base64 of at most a few times the payload limit). */
-  maxBodyChars: 1024 * 1024,
+  /** Longest body field: base64 of 1 MiB (the agent keeps 64 KiB by default, decoded bodies up to 1 MiB). */
+  maxBodyChars: 4 * Math.ceil((1024 * 1024) / 3),
   maxPathChars: 8192,
   maxHeaderCount: 256,
   maxHeaderNameChars: 256,

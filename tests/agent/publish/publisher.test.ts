@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { orgs } from "#db/schema/index.ts";
 import { createPublisher, type NoticeKind } from "~/agent/publish.ts";
-import type { PublishServerMessage } from "~/lib/protocol/publish.ts";
+import { type PublishServerMessage, publishLimits } from "~/lib/protocol/publish.ts";
 import { sampleEvent, startServer, type TestServer } from "./server.ts";
 
 let server: TestServer;
@@ -118,7 +118,8 @@ describe("publisher against the real server", () => {
     const ack = (await next(2)) as Extract<PublishServerMessage, { type: "ack" }>;
     expect([ack.accepted, ack.refused, ack.truncated]).toEqual([1, 6, 1]);
     const big = server.events().find((e) => e.http_resp_body.startsWith("AAAA"))!;
-    expect(big.http_resp_body.length).toBe(1024 * 1024);
+    expect(big.http_resp_body.length).toBe(publishLimits.maxBodyChars);
+    expect(Buffer.from(big.http_resp_body, "base64").length - 1024 * 1024).toBeWithin(0, 3);
     expect(big.http_resp_body_truncated).toBe(true);
     ws.close();
   });
