@@ -1,0 +1,82 @@
+import { describe, expect, test } from "bun:test";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { Ingest } from "~/services/ingest/ingest.ts";
+import { EventSinks, type EventTarget } from "~/services/ingest/sink.ts";
+import { validateEvent } from "~/services/ingest/validate-event.ts";
+import { sampleEvent } from "./server.ts";
+
+function rng(seed: number) {
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) / 4294967296;
+  };
+}
+
+function randomValue(rnd: () => number, depth = 0): unknown {
+  const r = rnd();
+  if (r < 0.15) return null;
+  if (r < 0.3) return Math.floor(rnd() * 1e6) * (rnd() < 0.5 ? -1 : 1);
+  if (r < 0.4) return rnd() < 0.5;
+  if (r < 0.6) return "x".repeat(Math.floor(rnd() * 20));
+  if (r < 0.7) return Number.NaN;
+  if (depth > 2) return "deep";
+  if (r < 0.85) return Array.from({ length: Math.floor(rnd() * 4) }, () => randomValue(rnd, depth + 1));
+  return Object.fromEntries(Array.from({ length: Math.floor(rnd() * 4) }, (_, i) => [`k${i}`, randomValue(rnd, depth + 1)]));
+}
+
+const target: EventTarget = { namespaceId: "00000000-0000-0000-0000-000000000001", linkId: null };
+
+describe("ingest validation", () => {
+  test("a valid event passes through unchanged", () => {
+    const event = sampleEvent({ tags: { a: "b" } });
+    const result = validateEvent(JSON.parse(JSON.stringify(event)));
+    expect(result).toEqual({ ok: true, event, truncated: 0 });
+  });
+
+  test("missing optional fields get neutral values (older agents); unknown fields are dropped", () => {
+    const result = validateEvent({ time: 1_700_000_000_000_000, event_id: "0b0f3c1e-8d2a-4a57-9a3e-1d2c3b4a5f60", surprise: "x" });
+    if (!result.ok) throw new Error(result.error);
+    expect(result.event.http_req_content_length).toBe(-1);
+    expect(result.event.timing_wait).toBe(-1);
+    expect(result.event.http_req_headers).toEqual([]);
+    expect(result.event.protocol).toBe("http");
+    expect("surprise" in result.event).toBe(false);
+  });
+
+  test("fuzz: random fields and messages never throw, and only well-typed events reach the sinks", () => {
+    const delivered: TracedEvent[] = [];
+    const sinks = new EventSinks();
+    sinks.add({ accept: (_t, events) => delivered.push(...events) });
+    const ingest = new Ingest(sinks, { rateLimit: 0 });
+    const keys = Object.keys(sampleEvent());
+    for (let seed = 1; seed <= 2000; seed++) {
+      const rnd = rng(seed);
+      const event: Record<string, unknown> = { ...sampleEvent() };
+      const edits = 1 + Math.floor(rnd() * 4);
+      for (let i = 0; i < edits; i++) event[keys[Math.floor(rnd() * keys.length)]!] = randomValue(rnd);
+      const message = rnd() < 0.1 ? randomValue(rnd) : { type: "events", seq: seed, events: [event] };
+      const data = rnd() < 0.5 ? new TextEncoder().encode(JSON.stringify(message) ?? "null") : message;
+      const reply = ingest.handle(target, data);
+      expect(["ack", "error"]).toContain(reply.type);
+    }
+    expect(delivered.length).toBeGreaterThan(100);
+    for (const e of delivered) {
+      expect(typeof e.http_req_path).toBe("string");
+      expect(Number.isFinite(e.http_duration)).toBe(true);
+      expect(Array.isArray(e.http_req_headers)).toBe(true);
+      expect(typeof e.http_is_outgoing).toBe("boolean");
+    }
+    expect(ingest.totals.accepted).toBe(delivered.length);
+  });
+
+  test("validation keeps up: well over 50,000 events/s", () => {
+    const events = Array.from({ length: 20_000 }, () => JSON.parse(JSON.stringify(sampleEvent())));
+    const started = performance.now();
+    for (const e of events) validateEvent(e);
+    const perSecond = events.length / ((performance.now() - started) / 1000);
+    expect(perSecond).toBeGreaterThan(50_000);
+  });
+});
