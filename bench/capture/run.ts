@@ -2,7 +2,8 @@
 /**
  * `npm run bench:capture`: the cost of `tapscope run` on a minimal HTTP server (bench/capture/server.js),
  * measured with wrk, direct and traced, alternated several times in one run so machine noise hits both.
- * Prints requests/s traced/direct and the added p50/p99 latency at 1 and 16 connections, 1 B and 64 KiB.
+ * Prints requests/s traced/direct and the added p50/p99 latency at 1 and 16 connections, 1 B and 64 KiB,
+ * for the relay alone (relay-only.ts: interception and relay, no parsing) and for full `tapscope run`.
  *
  * Options: --rounds N (default 3), --duration S (default 5), --server <file.js> (default server.js),
  *          --tapscope "<command>" (default: bun src/main.ts), --json <file> to keep the raw figures.
@@ -30,7 +31,8 @@ if (spawnSync("wrk", ["--version"]).error) {
 }
 
 type Sample = { rps: number; p50: number; p99: number };
-type Mode = "direct" | "traced";
+/** direct: the server alone; relay: under interception with the relay only (no parsing); traced: `tapscope run`. */
+type Mode = "direct" | "relay" | "traced";
 const sizes = [1, 64 * 1024];
 const connections = [1, 16];
 const samples = new Map<string, Sample[]>();
@@ -72,7 +74,12 @@ let nextPort = 19_000 + Math.floor(Math.random() * 1000);
 async function measure(mode: Mode, size: number): Promise<void> {
   const port = nextPort++;
   const server = ["node", serverFile, String(port), String(size)];
-  const command = mode === "direct" ? server : [...tapscope, "run", "--", ...server];
+  const command =
+    mode === "direct"
+      ? server
+      : mode === "relay"
+        ? [process.execPath, join(import.meta.dir, "relay-only.ts"), "--", ...server]
+        : [...tapscope, "run", "--no-publish", "--", ...server];
   const child = spawn(command[0]!, command.slice(1), { stdio: ["ignore", "ignore", "inherit"] });
   try {
     await waitForPort(port);
@@ -107,43 +114,48 @@ for (let round = 1; round <= rounds; round++) {
   process.stderr.write(`round ${round}/${rounds}\n`);
   for (const size of sizes) {
     // Alternate which mode goes first so warm caches and neighbours do not favour one.
-    const order: Mode[] = round % 2 ? ["direct", "traced"] : ["traced", "direct"];
+    const order: Mode[] = round % 2 ? ["direct", "relay", "traced"] : ["traced", "relay", "direct"];
     for (const mode of order) await measure(mode, size);
   }
 }
 
 const rows: Record<string, number | string>[] = [];
-console.log(`\ncapture overhead: median of ${rounds} alternated runs of ${duration}s each (wrk, ${navigator.hardwareConcurrency} CPUs)\n`);
-console.log("response  conns  direct req/s  traced req/s  traced/direct  p50 direct  p50 traced  added p50  added p99");
+console.log(`\ncapture overhead: median of ${rounds} alternated runs of ${duration}s each (wrk, ${navigator.hardwareConcurrency} CPUs)`);
+console.log("relay = intercepted and relayed, no parsing; traced = tapscope run (relay + HTTP parsing + events)\n");
+console.log("response  conns  mode    req/s    vs direct  p50      added p50  p99       added p99");
+const med = (list: Sample[], pick: (s: Sample) => number) => median(list.map(pick));
 for (const size of sizes) {
   for (const conns of connections) {
-    const d = samples.get(key("direct", size, conns)) ?? [];
-    const t = samples.get(key("traced", size, conns)) ?? [];
-    const row = {
-      response: size === 1 ? "1 B" : "64 KiB",
-      conns,
-      directRps: median(d.map((s) => s.rps)),
-      tracedRps: median(t.map((s) => s.rps)),
-      ratio: median(t.map((s) => s.rps)) / median(d.map((s) => s.rps)),
-      directP50: median(d.map((s) => s.p50)),
-      tracedP50: median(t.map((s) => s.p50)),
-      addedP50: median(t.map((s) => s.p50)) - median(d.map((s) => s.p50)),
-      addedP99: median(t.map((s) => s.p99)) - median(d.map((s) => s.p99)),
-    };
-    rows.push(row);
-    console.log(
-      [
-        row.response.padEnd(8),
-        String(conns).padStart(5),
-        row.directRps.toFixed(0).padStart(12),
-        row.tracedRps.toFixed(0).padStart(12),
-        row.ratio.toFixed(2).padStart(13),
-        `${row.directP50.toFixed(0)}µs`.padStart(10),
-        `${row.tracedP50.toFixed(0)}µs`.padStart(10),
-        `${row.addedP50 >= 0 ? "+" : ""}${row.addedP50.toFixed(0)}µs`.padStart(9),
-        `${row.addedP99 >= 0 ? "+" : ""}${row.addedP99.toFixed(0)}µs`.padStart(9),
-      ].join("  "),
-    );
+    const direct = samples.get(key("direct", size, conns)) ?? [];
+    for (const mode of ["direct", "relay", "traced"] as const) {
+      const list = samples.get(key(mode, size, conns)) ?? [];
+      const row = {
+        response: size === 1 ? "1 B" : "64 KiB",
+        conns,
+        mode,
+        rps: med(list, (s) => s.rps),
+        ratio: med(list, (s) => s.rps) / med(direct, (s) => s.rps),
+        p50: med(list, (s) => s.p50),
+        addedP50: med(list, (s) => s.p50) - med(direct, (s) => s.p50),
+        p99: med(list, (s) => s.p99),
+        addedP99: med(list, (s) => s.p99) - med(direct, (s) => s.p99),
+      };
+      rows.push(row);
+      const signed = (v: number) => `${v >= 0 ? "+" : ""}${v.toFixed(0)}µs`;
+      console.log(
+        [
+          row.response.padEnd(8),
+          String(conns).padStart(5),
+          mode.padEnd(6),
+          row.rps.toFixed(0).padStart(7),
+          row.ratio.toFixed(2).padStart(9),
+          `${row.p50.toFixed(0)}µs`.padStart(7),
+          (mode === "direct" ? "" : signed(row.addedP50)).padStart(9),
+          `${row.p99.toFixed(0)}µs`.padStart(8),
+          (mode === "direct" ? "" : signed(row.addedP99)).padStart(9),
+        ].join("  "),
+      );
+    }
   }
 }
 if (jsonOut) writeFileSync(jsonOut, `${JSON.stringify({ rounds, duration, rows, samples: Object.fromEntries(samples) }, null, 2)}\n`);

@@ -2,6 +2,7 @@ import { readdirSync, readlinkSync } from "node:fs";
 import { constants, release } from "node:os";
 import type { ConnectionObserver } from "./relay/observer.ts";
 import { E, errno, pidfdGetfd, pidfdOpen } from "./seccomp/ffi.ts";
+import type { NotifMessage } from "./seccomp/messages.ts";
 import { TRACEE_SETUP_FAILED } from "./seccomp/tracee.ts";
 import { startSupervisor, type Supervisor } from "./supervisor/index.ts";
 
@@ -15,10 +16,16 @@ export type LaunchOptions = {
   env: Record<string, string | undefined>;
   observer: ConnectionObserver | null;
   say: (line: string) => void;
+  /** How to start this program again (default: selfCommand()). */
+  self?: string[];
+  beforeDispatch?: (m: NotifMessage) => void;
+  /** The program's stdout: inherited (default) or a pipe (tests). */
+  stdout?: "inherit" | "pipe";
 };
 
 export type Launched = {
   pid: number;
+  stdout: ReadableStream<Uint8Array> | null;
   supervisor: Supervisor;
   /** Resolves with the exit code (128+n for a death by signal n). */
   exited: Promise<number>;
@@ -69,8 +76,8 @@ export function signalNumber(name: string | number | null | undefined): number {
 }
 
 export async function launch(options: LaunchOptions): Promise<Launched> {
-  const child = Bun.spawn([...selfCommand(), "__tracee", "--", ...options.argv], {
-    stdio: ["inherit", "inherit", "inherit"],
+  const child = Bun.spawn([...(options.self ?? selfCommand()), "__tracee", "--", ...options.argv], {
+    stdio: ["inherit", options.stdout ?? "inherit", "inherit"],
     env: options.env as Record<string, string>,
   });
   const exited = child.exited.then((code) => {
@@ -122,6 +129,7 @@ export async function launch(options: LaunchOptions): Promise<Launched> {
     listener,
     observer: options.observer,
     say: options.say,
+    beforeDispatch: options.beforeDispatch,
     onFatal: (reason) => {
       if (isFatal) return;
       isFatal = true;
@@ -133,5 +141,6 @@ export async function launch(options: LaunchOptions): Promise<Launched> {
       }
     },
   });
-  return { pid: child.pid, supervisor, exited };
+  const stdout = child.stdout instanceof ReadableStream ? child.stdout : null;
+  return { pid: child.pid, stdout, supervisor, exited };
 }

@@ -74,11 +74,25 @@ const addfdView = new DataView(addfdBuf.buffer);
 
 /**
  * Installs our fd `srcFd` into the caller and completes its syscall with the new fd number, atomically
- * (SECCOMP_ADDFD_FLAG_SEND, kernel 5.14+). Returns the caller's fd or -errno.
+ * (SECCOMP_ADDFD_FLAG_SEND, kernel 5.14+; older kernels get the two-step form). Returns the caller's fd or -errno.
  */
 export function addFdAndReply(listener: number, id: bigint, srcFd: number, newFdFlags: number): number {
+  if (hasAtomicAddfd) {
+    const r = addFd(listener, id, srcFd, newFdFlags, ADDFD_FLAG_SEND);
+    if (r >= 0 || r !== -E_INVAL) return r;
+    hasAtomicAddfd = false; // kernel 5.9 to 5.13: no SECCOMP_ADDFD_FLAG_SEND
+  }
+  const fd = addFd(listener, id, srcFd, newFdFlags, 0);
+  if (fd < 0) return fd;
+  return replyValue(listener, id, fd) ? fd : -errno();
+}
+
+const E_INVAL = 22;
+let hasAtomicAddfd = true;
+
+function addFd(listener: number, id: bigint, srcFd: number, newFdFlags: number, flags: number): number {
   addfdView.setBigUint64(0, id, true);
-  addfdView.setUint32(8, ADDFD_FLAG_SEND, true);
+  addfdView.setUint32(8, flags, true);
   addfdView.setUint32(12, srcFd, true);
   addfdView.setUint32(16, 0, true);
   addfdView.setUint32(20, newFdFlags, true);

@@ -27,6 +27,8 @@ export type SupervisorOptions = {
   say: (line: string) => void;
   /** Interception cannot work here (e.g. no permission for pidfd_getfd): the caller explains and stops. */
   onFatal: (reason: string, errno: number) => void;
+  /** Test seam: runs before each TCP notification is handled; a throw here is a supervisor fault. */
+  beforeDispatch?: (m: NotifMessage) => void;
 };
 
 export type Supervisor = {
@@ -86,6 +88,7 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
   const dispatch = (m: NotifMessage) => {
     let keepFd = false;
     try {
+      options.beforeDispatch?.(m);
       if (isPassthrough || !relay) {
         replyContinue(ctx.listener, m.id);
       } else if (m.kind === "connect") {

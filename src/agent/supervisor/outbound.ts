@@ -21,7 +21,8 @@ import {
 } from "../seccomp/ffi.ts";
 import type { ConnectMsg } from "../seccomp/messages.ts";
 import { replyContinue, replyError, replyValue } from "../seccomp/notif.ts";
-import { AF_INET, AF_INET6, connectTo, isLoopback, localAddr } from "../seccomp/sockets.ts";
+import { AF_INET, AF_INET6, connectTo, isLoopback, localAddr, socketInode } from "../seccomp/sockets.ts";
+import { retire } from "./inbound.ts";
 import { type Context, processOf } from "./context.ts";
 
 
@@ -68,6 +69,9 @@ function errnoOf(error: unknown): number {
 }
 
 export function handleConnect(ctx: Context, relay: OutboundRelay, m: ConnectMsg): void {
+  // A socket the program bound before connecting (a chosen source address) is a client, not a listener.
+  const bound = ctx.takeovers.get(socketInode(m.fd));
+  if (bound && !bound.server) retire(ctx, bound);
   const dest = decodeSockAddr(m.addr);
   if (!dest || dest.port === 0 || tcpState(m.fd) !== TCP_CLOSE) {
     replyContinue(ctx.listener, m.id); // the kernel answers: EISCONN, EALREADY, EINVAL, ...
