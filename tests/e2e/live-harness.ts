@@ -48,7 +48,12 @@ export async function startProgram(endpoint: string, options: { token?: string; 
   const output: string[] = [];
   const decoder = new TextDecoder();
   const pump = async (stream: ReadableStream<Uint8Array>) => {
-    for await (const chunk of stream) output.push(decoder.decode(chunk));
+    const reader = stream.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      output.push(decoder.decode(value));
+    }
   };
   void pump(proc.stdout);
   void pump(proc.stderr);
