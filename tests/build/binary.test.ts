@@ -123,6 +123,11 @@ describe.skipIf(skip)("compiled binary", () => {
       expect(existsSync(join(server.dataDir, "pglite", "PG_VERSION"))).toBe(true);
     });
 
+    test("the event store is DuckDB, loaded from the binary", () => {
+      expect(server.log()).toContain('"eventStore":"duckdb"');
+      expect(existsSync(join(server.dataDir, "events.duckdb"))).toBe(true);
+    });
+
     test("the metadata database works: e-mail sign-in round trip", async () => {
       const email = "binary-test@example.com";
       const asked = await fetch(`${server.url}/api/EmailLogin`, {
@@ -180,6 +185,40 @@ describe.skipIf(skip)("compiled binary", () => {
       expect(ran.stdout).toContain(`Installed ${version.stdout.trim()}`);
       expect(ran.stdout).toContain("run -- <your command>");
       expect(statSync(installed).size).toBe(statSync(join(dist, "tapscope")).size);
+    }, 60_000);
+
+    test("tapscope run keeps a program's stdio and exit code", async () => {
+      const ran = await sh(`${join(dist, "tapscope")} run -- sh -c 'echo out; echo err >&2; exit 7'`, {
+        env: { PATH: BASE_PATH, HOME: tempDir("run-home"), TAPSCOPE_ENDPOINT: server.url },
+      });
+      expect(ran.code).toBe(7);
+      expect(ran.stdout).toBe("out\n");
+      expect(ran.stderr).toContain("err\n");
+    }, 60_000);
+
+    test.skipIf(!Bun.which("python3"))("tapscope run intercepts a server's listener from the binary", async () => {
+      const port = freePort();
+      const proc = Bun.spawn([join(dist, "tapscope"), "run", "--", "python3", "-m", "http.server", String(port), "--bind", "127.0.0.1"], {
+        env: { PATH: BASE_PATH, HOME: tempDir("run-home"), TAPSCOPE_ENDPOINT: server.url },
+        cwd: tempDir("run-cwd"),
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      try {
+        let status = 0;
+        for (let i = 0; i < 200 && status !== 200; i++) {
+          status = await fetch(`http://127.0.0.1:${port}/`).then((r) => r.status, () => 0);
+          if (status !== 200) await Bun.sleep(50);
+        }
+        expect(status).toBe(200);
+      } finally {
+        proc.kill("SIGINT");
+        await Promise.race([proc.exited, Bun.sleep(10_000)]);
+        if (proc.exitCode === null) proc.kill("SIGKILL");
+      }
+      const stderr = await new Response(proc.stderr).text();
+      expect(stderr).toContain(`intercepted 127.0.0.1:${port}`);
+      expect(stderr).toContain('"GET / HTTP/1.1" 200');
     }, 60_000);
 
     test("exits 0 on SIGTERM", async () => {
