@@ -29,6 +29,23 @@ for (const backend of backends) {
       }
     });
 
+    test("racing creations of one name make one namespace; the others get 409, never 500", async () => {
+      const admin = await t.onboardedUser();
+      const answers = await Promise.all(
+        [1, 2, 3, 4].map(() => t.call("/api/CreateNamespace", { orgId: admin.orgId, name: "race" }, { cookie: admin.cookie })),
+      );
+      expect(answers.map((a) => a.status).sort()).toEqual([200, 409, 409, 409]);
+      const list = await t.call("/api/ListNamespaces", { orgId: admin.orgId }, { cookie: admin.cookie });
+      expect(list.body.namespaces.filter((n: { name: string }) => n.name === "race")).toHaveLength(1);
+    });
+
+    test("an onboarded user sending a bad name still gets their org back", async () => {
+      const u = await t.onboardedUser();
+      const res = await t.call("/api/OnboardNewUser", { namespaceName: "bad name/" }, { cookie: u.cookie });
+      expect(res.status).toBe(200);
+      expect(res.body.org.orgId).toBe(u.orgId);
+    });
+
     test("a read-only member gets the spec's 403 text; a stranger cannot tell the org exists", async () => {
       const admin = await t.onboardedUser();
       const member = await t.user();

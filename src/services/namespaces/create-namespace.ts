@@ -1,4 +1,3 @@
-import { and, eq } from "drizzle-orm";
 import { namespaceMembers, namespaces } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
 import { requireOrgAccess } from "~/services/access/require-org-access.ts";
@@ -23,17 +22,13 @@ export async function createNamespace({
   await requireOrgAccess({ ctx, principal, orgId, write: true, forbiddenMessage: CREATE_NAMESPACE_FORBIDDEN });
   const clean = validNamespaceName(name);
   return ctx.db.transaction(async (tx) => {
-    const [existing] = await tx
-      .select({ id: namespaces.id })
-      .from(namespaces)
-      .where(and(eq(namespaces.orgId, orgId), eq(namespaces.name, clean)))
-      .limit(1);
-    if (existing) throw new AppError("CONFLICT", `a namespace named "${clean}" already exists`);
+    // The (org, name) unique index decides races: a conflicting insert returns nothing.
     const [row] = await tx
       .insert(namespaces)
       .values({ orgId, name: clean, createdAt: ctx.now() })
+      .onConflictDoNothing()
       .returning({ id: namespaces.id });
-    if (!row) throw new Error("namespace insert returned nothing");
+    if (!row) throw new AppError("CONFLICT", `a namespace named "${clean}" already exists`);
     await tx.insert(namespaceMembers).values({ namespaceId: row.id, userId: principal.userId, hasWrite: true, joinedAt: ctx.now() });
     return { namespaceId: row.id };
   });

@@ -19,7 +19,10 @@ export async function onboardNewUser({
   principal: UserPrincipal;
   namespaceName?: string;
 }): Promise<Onboarded> {
-  const name = validNamespaceName(namespaceName?.trim() ? namespaceName : namespaceNameFromEmail(principal.email));
+  const name = () => validNamespaceName(namespaceName?.trim() ? namespaceName : namespaceNameFromEmail(principal.email));
+  // A bad name is refused up front for a new user; an onboarded user gets their org back whatever the name.
+  const [member] = await ctx.db.select({ orgId: memberships.orgId }).from(memberships).where(eq(memberships.userId, principal.userId)).limit(1);
+  if (!member) name();
   return ctx.db.transaction(async (tx) => {
     // Serialises concurrent onboarding of the same user.
     await tx.execute(sql`select 1 from ${users} where ${users.id} = ${principal.userId} for update`);
@@ -54,7 +57,7 @@ export async function onboardNewUser({
       })());
     const [ns] = await tx
       .insert(namespaces)
-      .values({ orgId, name, createdAt: now })
+      .values({ orgId, name: name(), createdAt: now })
       .onConflictDoNothing()
       .returning({ namespaceId: namespaces.id, name: namespaces.name });
     const namespace =
@@ -63,7 +66,7 @@ export async function onboardNewUser({
         await tx
           .select({ namespaceId: namespaces.id, name: namespaces.name })
           .from(namespaces)
-          .where(and(eq(namespaces.orgId, orgId), eq(namespaces.name, name)))
+          .where(and(eq(namespaces.orgId, orgId), eq(namespaces.name, name())))
           .limit(1)
       )[0];
     if (!namespace) throw new Error("namespace missing after onboarding");
