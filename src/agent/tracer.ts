@@ -57,7 +57,10 @@ type Pending =
   | { kind: "http"; ex: Exchange; conn: ConnectionInfo; proc: ProcessInfo }
   | { kind: "tcp"; sum: ConnectionSummary; conn: ConnectionInfo; proc: ProcessInfo };
 
-type Mode = "sniff" | "http1" | "opaque";
+type Mode = "sniff" | "http1" | "tls-hello" | "opaque";
+
+/** A ClientHello is one record of at most 16 KiB. */
+const MAX_HELLO_RECORD = 5 + 16 * 1024;
 
 export function createTracer(options: TracerOptions): Tracer {
   const ctx: EventContext = {
@@ -142,6 +145,8 @@ export function createTracer(options: TracerOptions): Tracer {
     private bytesFromServer = 0;
     private readonly tags: Record<string, string> = {};
     private tlsName = "";
+    private hello: Uint8Array | null = null;
+    private helloLen = 0;
     private httpVersion = "";
     private isClosed = false;
     private readonly parentEventId: string;
@@ -162,7 +167,8 @@ export function createTracer(options: TracerOptions): Tracer {
           this.checkSession();
           return;
         }
-        this.sniffData(fromClient, chunk, at);
+        if (this.mode === "tls-hello") this.helloData(fromClient, chunk);
+        else this.sniffData(fromClient, chunk, at);
       } catch (error) {
         this.giveUp(`tap error: ${(error as Error)?.message ?? String(error)}`, true);
       }
@@ -185,6 +191,7 @@ export function createTracer(options: TracerOptions): Tracer {
       stats.bytesFromClients += this.bytesFromClient;
       stats.bytesFromServers += this.bytesFromServer;
       if (this.mode === "sniff" && this.sniffLen > 0) this.decideUnknown("closed before the protocol was known");
+      if (this.mode === "tls-hello") this.finishHello();
       if (this.session) {
         try {
           this.session.onClose(at, error);
@@ -256,11 +263,39 @@ export function createTracer(options: TracerOptions): Tracer {
         this.tags.protocol = "h2";
       } else if (kind === "tls") {
         this.tags.tls = "true";
+        const recordEnd = 5 + ((buf[3]! << 8) | buf[4]!);
+        if (len < recordEnd && recordEnd <= MAX_HELLO_RECORD) {
+          // The ClientHello continues in the next reads: gather it for the server name.
+          this.hello = new Uint8Array(recordEnd);
+          this.hello.set(buf.subarray(0, len));
+          this.helloLen = len;
+          this.mode = "tls-hello";
+          this.sniffBuf = null;
+          this.sniffLen = 0;
+          return;
+        }
         this.tlsName = tlsServerName(buf, len);
       }
       this.mode = "opaque";
       this.sniffBuf = null;
       this.sniffLen = 0;
+    }
+
+    private helloData(fromClient: boolean, chunk: Uint8Array): void {
+      const hello = this.hello!;
+      if (fromClient) {
+        const n = Math.min(chunk.length, hello.length - this.helloLen);
+        hello.set(chunk.subarray(0, n), this.helloLen);
+        this.helloLen += n;
+        if (this.helloLen < hello.length) return;
+      }
+      this.finishHello();
+    }
+
+    private finishHello(): void {
+      if (this.hello) this.tlsName = tlsServerName(this.hello, this.helloLen);
+      this.hello = null;
+      this.mode = "opaque";
     }
 
     private appendSniff(chunk: Uint8Array): void {

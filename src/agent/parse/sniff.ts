@@ -18,8 +18,10 @@ export function sniff(buf: Uint8Array, length: number): Sniffed {
   if (length === 0) return "more";
   const b0 = buf[0]!;
   if (b0 === 0x16) {
-    if (length < 3) return "more";
-    return buf[1] === 0x03 && buf[2]! <= 0x04 ? "tls" : "unknown";
+    if (length >= 2 && buf[1] !== 0x03) return "unknown";
+    if (length >= 3 && buf[2]! > 0x04) return "unknown";
+    // The record header (5 bytes) tells how long the ClientHello is.
+    return length < 5 ? "more" : "tls";
   }
   // Preface first: "PRI" is a valid method token.
   if (b0 === 0x50) {

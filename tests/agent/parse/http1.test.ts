@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { body, c, chunkings, type Segment, s, serverEnd, summary, trace } from "./helpers.ts";
+import { body, bytewise, c, chunkings, type Segment, s, serverEnd, splitAt, summary, trace } from "./helpers.ts";
 
 /** Runs the conversation under every chunking; all must give the same events. Returns the events. */
 function traceAll(segments: Segment[], options: Parameters<typeof trace>[1] = {}): TracedEvent[] {
@@ -298,6 +298,17 @@ describe("sniffing: what is not HTTP/1 is still recorded", () => {
       ["tcp", "true", "api.example.com", hello.length, 7],
     ]);
     expect(events[0]!.timing_connect).toBe(250);
+  });
+
+  test("a ClientHello split across reads still yields its server name", () => {
+    const hello = clientHello("split.example.org");
+    for (const chunker of [bytewise, splitAt(7), splitAt(hello.length - 1)]) {
+      const { events } = trace([c(hello), s(new Uint8Array([0x16, 3, 3, 0, 2, 2, 0]))], { direction: "outbound", chunker });
+      expect(events.map((e) => [e.tls_server_name, e.bytes_sent])).toEqual([["split.example.org", hello.length]]);
+    }
+    // The server answering before the hello is complete ends the wait.
+    const cut = trace([c(hello.subarray(0, 20)), s("x")], { direction: "outbound" }).events[0]!;
+    expect([cut.tags.tls, cut.tls_server_name]).toEqual(["true", ""]);
   });
 
   test("a server that speaks first (a database, SMTP) is passthrough", () => {
