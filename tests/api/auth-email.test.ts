@@ -210,6 +210,27 @@ describe("magic link without SMTP", () => {
     expect((await t.request("/api/GetSelf", { headers: { cookie } })).body.email).toBe("terminal@example.com");
   });
 
+  test("an unreachable SMTP server answers 503 with a JSON error, and the link is not logged", async () => {
+    const srv = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+    const port = srv.port;
+    srv.stop(true);
+    const down = await startTestApp({ backend: "pglite", env: { SMTP_URL: `smtp://127.0.0.1:${port}` } });
+    try {
+      let status = 0;
+      let body: unknown;
+      const lines = await captureLogs(async () => {
+        const res = await down.call("/api/EmailLogin", { email: "down@example.com" });
+        status = res.status;
+        body = res.body;
+      });
+      expect(status).toBe(503);
+      expect(body).toEqual({ error: "could not send the sign-in e-mail; try again later" });
+      expect(lines.join("\n")).not.toContain("EmailLoginCallback?token=");
+    } finally {
+      await down.close();
+    }
+  });
+
   test("the session cookie is Secure when PUBLIC_URL is https", async () => {
     const secure = await startTestApp({ backend: "pglite", env: { PUBLIC_URL: "https://tapscope.example" } });
     try {
