@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { chownSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,7 +10,14 @@ import postgres from "postgres";
  * (Debian's initdb + pg_ctl, run as the postgres user since tests run as root) is started once per test
  * process in a temp dir, on a free port, and stopped at exit. Every caller gets its own fresh database.
  */
-const PG_BIN = "/usr/lib/postgresql/15/bin";
+/** Debian's server binaries: version 15 here, the newest installed one elsewhere. */
+function pgBin(): string {
+  const root = "/usr/lib/postgresql";
+  const versions = existsSync(root) ? readdirSync(root).filter((v) => existsSync(`${root}/${v}/bin/initdb`)) : [];
+  const newest = versions.sort((a, b) => Number(b) - Number(a))[0];
+  return `${root}/${newest ?? "15"}/bin`;
+}
+const PG_BIN = pgBin();
 
 let server: Promise<string> | undefined;
 
