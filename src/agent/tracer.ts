@@ -323,9 +323,9 @@ export function createTracer(options: TracerOptions): Tracer {
           parentEventId: () => currentParent(pid),
           onRequestStart: (ex) => {
             if (isOutbound) return;
-            let list = inflight.get(pid);
-            if (!list) inflight.set(pid, (list = []));
-            list.push(ex);
+            const list = inflight.get(pid);
+            if (list) list.push(ex);
+            else inflight.set(pid, [ex]);
           },
           onExchange: (ex) => {
             if (!isOutbound) removeInflight(pid, ex);

@@ -63,8 +63,8 @@ export class Http1Session {
         return;
       }
       const used = this.req.push(chunk, 0, chunk.length, at);
-      if (this.req.hasFailed) return this.fail(`request: ${this.req.errorMessage}`);
-      if (used < chunk.length && this.state === "http") this.hold(chunk, used, chunk.length, at);
+      if (this.req.hasFailed) this.fail(`request: ${this.req.errorMessage}`);
+      else if (used < chunk.length && this.state === "http") this.hold(chunk, used, chunk.length, at);
       return;
     }
     this.resp.push(chunk, 0, chunk.length, at);
@@ -148,8 +148,8 @@ export class Http1Session {
     this.holdbackLength = 0;
     if (held && length > 0) {
       const used = this.req.push(held, 0, length, this.holdbackAt);
-      if (this.req.hasFailed) return this.fail(`request: ${this.req.errorMessage}`);
-      if (used < length) this.hold(held, used, length, this.holdbackAt);
+      if (this.req.hasFailed) this.fail(`request: ${this.req.errorMessage}`);
+      else if (used < length) this.hold(held, used, length, this.holdbackAt);
     }
   }
 

@@ -42,7 +42,7 @@ export type Http1Handler = {
   onComplete(at: number, trailers: Array<[string, string]> | null): void;
 };
 
-const enum State {
+enum State {
   Head,
   BodyLength,
   ChunkSize,
