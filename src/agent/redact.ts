@@ -139,6 +139,33 @@ function redactSetCookie(value: string, mode: RedactMode): string {
   return `${pair.slice(0, eq)}=${maskSecret(pair.slice(eq + 1), mode)}${rest}`;
 }
 
+/** Cheap pre-check without allocating per parameter: most queries have nothing to redact. */
+function hasSensitiveParam(query: string): boolean {
+  let start = 0;
+  while (start < query.length) {
+    let end = query.indexOf("&", start);
+    if (end === -1) end = query.length;
+    const eq = query.indexOf("=", start);
+    const nameEnd = eq === -1 || eq > end ? end : eq;
+    if (nameEnd > start) {
+      const raw = query.slice(start, nameEnd);
+      // Encoded names are rare; decode them to be sure rather than miss one.
+      const name = raw.includes("%") || raw.includes("+") ? safeDecode(raw) : raw;
+      if (isSensitiveParam(name)) return true;
+    }
+    start = end + 1;
+  }
+  return false;
+}
+
+function safeDecode(s: string): string {
+  try {
+    return decodeURIComponent(s.replaceAll("+", " "));
+  } catch {
+    return s;
+  }
+}
+
 /** Redacts token-like query parameters of a request target, keeping everything else byte for byte. */
 export function redactTarget(target: string, mode: RedactMode): string {
   if (mode === "keep") return target;
@@ -153,7 +180,7 @@ export function redactTarget(target: string, mode: RedactMode): string {
 
 /** `a=1&token=x` -> `a=1&token=%5Bredacted%5D` (form bodies use the same rule). */
 export function redactQuery(query: string, mode: RedactMode): string {
-  if (mode === "keep" || query === "") return query;
+  if (mode === "keep" || query === "" || !hasSensitiveParam(query)) return query;
   let changed = false;
   const parts = query.split("&").map((part) => {
     const eq = part.indexOf("=");
