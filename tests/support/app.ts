@@ -1,4 +1,4 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Database, openDatabase } from "#db/client.ts";
@@ -11,7 +11,7 @@ import { createServiceContext, type ServiceContext } from "~/services/context.ts
 import { createApp } from "~/server.ts";
 import { setLogLevel, setLogSink } from "~/lib/logger.ts";
 import { createTestPglite } from "./pglite.ts";
-import { createTestDatabase } from "./postgres.ts";
+import { createTestDatabase, dropTestDatabase } from "./postgres.ts";
 
 // Quiet server logs in tests (TEST_LOG=1 shows them); tests that assert on log lines install their own sink.
 if (!process.env.TEST_LOG) setLogSink(() => {});
@@ -47,10 +47,11 @@ export type TestApp = Awaited<ReturnType<typeof startTestApp>>;
  * helpers that speak the API like the browser does (JSON, same Origin, the session cookie).
  */
 export async function startTestApp({ backend, env = {} }: { backend: Backend; env?: Record<string, string> }) {
-  const database: Database =
-    backend === "pglite" ? await createTestPglite() : await openDatabase({ databaseUrl: await createTestDatabase() });
+  const databaseUrl = backend === "postgres" ? await createTestDatabase() : undefined;
+  const database: Database = databaseUrl ? await openDatabase({ databaseUrl }) : await createTestPglite();
+  const dataDir = mkdtempSync(join(tmpdir(), "tapscope-test-"));
   const config: Config = parseConfig({
-    DATA_DIR: mkdtempSync(join(tmpdir(), "tapscope-test-")),
+    DATA_DIR: dataDir,
     SESSION_SECRET: "test-session-secret-0123456789abcdef",
     PUBLIC_URL,
     ...env,
@@ -113,6 +114,8 @@ export async function startTestApp({ backend, env = {} }: { backend: Backend; en
     close: async () => {
       mailer?.close();
       await database.close();
+      if (databaseUrl) await dropTestDatabase(databaseUrl);
+      rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

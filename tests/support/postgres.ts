@@ -36,6 +36,19 @@ export async function createTestDatabase(): Promise<string> {
   return url.toString();
 }
 
+/** Drops a database made by createTestDatabase (matters with a long-lived TEST_DATABASE_URL server). */
+export async function dropTestDatabase(url: string): Promise<void> {
+  if (!server) return;
+  const name = new URL(url).pathname.slice(1);
+  if (!/^t_[0-9a-f]{16}$/.test(name)) return;
+  const admin = postgres(await server, { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(`drop database if exists ${name} with (force)`);
+  } finally {
+    await admin.end();
+  }
+}
+
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
