@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto";
 import { openDatabase } from "#db/client.ts";
 import { namespaces, namespaceTokens, orgTokens, orgs } from "#db/schema/index.ts";
 import { parseConfig } from "~/lib/env.ts";
-import { setLogLevel } from "~/lib/logger.ts";
+import { setLogSink } from "~/lib/logger.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { createApp, type AppDeps } from "~/server.ts";
 import { newToken } from "~/services/auth/token-format.ts";
@@ -15,7 +15,8 @@ import { EventSinks, type EventTarget } from "~/services/ingest/sink.ts";
 
 /** A real server (createApp on a fresh PGlite) listening on a free loopback port, with a sink that records. */
 export async function startServer(env: Record<string, string> = {}) {
-  setLogLevel("warn");
+  // Refusals are logged at info by design; keep this suite's output readable, and give the sink back on stop.
+  const restoreLog = setLogSink(() => {});
   const database = await openDatabase({});
   const config = parseConfig({
     DATA_DIR: mkdtempSync(join(tmpdir(), "tapscope-publish-")),
@@ -62,6 +63,7 @@ export async function startServer(env: Record<string, string> = {}) {
     stop: async () => {
       await app.stop(true);
       await database.close();
+      restoreLog();
     },
   };
 }
