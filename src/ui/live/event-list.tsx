@@ -1,10 +1,10 @@
 import { observeElementRect, useVirtualizer } from "@tanstack/react-virtual";
-import { memo, type RefObject, useEffect, useRef } from "react";
+import { memo, type RefObject, useRef } from "react";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { displayUrl, formatBytes, formatClock, formatDuration, statusClass } from "./format.ts";
 
 export const ROW_HEIGHT = 28;
-const COLUMNS = "grid-cols-[6rem_4.5rem_2.75rem_3.75rem_minmax(0,1fr)_4.5rem]";
+const COLUMNS = "grid-cols-[6rem_4.5rem_3.25rem_3.75rem_minmax(0,1fr)_4.5rem]";
 
 /**
  * The event list, newest first, virtualised: only the rows in view (plus a few) are in the DOM, so
@@ -40,14 +40,7 @@ export function EventList({
     // A scroller not laid out yet (or a DOM without layout) reports 0: assume a screenful instead of nothing.
     observeElementRect: (instance, cb) =>
       observeElementRect(instance, (rect) => cb(rect.height > 0 ? rect : { width: rect.width, height: initialHeight })),
-    getItemKey: (index) => events[count - 1 - index]?.event_id ?? index,
   });
-
-  // Keep the virtualizer in step when the events array is mutated in place.
-  // biome-ignore lint/correctness/useExhaustiveDependencies: version is the change signal
-  useEffect(() => {
-    virtualizer.measure();
-  }, [version]);
 
   const items = virtualizer.getVirtualItems();
   return (

@@ -61,6 +61,7 @@ export function LiveFrame({ socketUrl, namespaceId, openEventId }: { socketUrl: 
     setPause((current) => (current ? { ...current, frozen: store.shown.slice() } : current));
   }, [filterVersion, store]);
 
+  const onSelect = useCallback((e: TracedEvent) => setSelectedId(e.event_id), []);
   const follow = useCallback(() => {
     setPause(null);
     scrollRef.current?.scrollTo({ top: 0 });
@@ -133,7 +134,7 @@ export function LiveFrame({ socketUrl, namespaceId, openEventId }: { socketUrl: 
               events={shown}
               version={pause ? 0 : version}
               selectedId={selectedId}
-              onSelect={(e) => setSelectedId(e.event_id)}
+              onSelect={onSelect}
               onScrollAway={onScrollAway}
               scrollRef={scrollRef}
             />
