@@ -28,6 +28,15 @@ const hub = liveHubFor(deps);
 
 const reply = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}\n`);
 
+/** Event-loop lag: how late a 10 ms timer fires, worst case since cpu-start. */
+let maxLagMs = 0;
+let lastTick = performance.now();
+setInterval(() => {
+  const now = performance.now();
+  maxLagMs = Math.max(maxLagMs, now - lastTick - 10);
+  lastTick = now;
+}, 10);
+
 let cpu0 = process.cpuUsage();
 let t0 = performance.now();
 
@@ -71,9 +80,10 @@ for await (const chunk of process.stdin) {
     } else if (cmd.type === "cpu-start") {
       cpu0 = process.cpuUsage();
       t0 = performance.now();
+      maxLagMs = 0;
     } else if (cmd.type === "cpu-stop") {
       const cpu = process.cpuUsage(cpu0);
-      reply({ type: "cpu", userMs: cpu.user / 1000, systemMs: cpu.system / 1000, wallMs: performance.now() - t0 });
+      reply({ type: "cpu", userMs: cpu.user / 1000, systemMs: cpu.system / 1000, wallMs: performance.now() - t0, maxLagMs });
     } else if (cmd.type === "quit") {
       await server.stop(true);
       process.exit(0);
