@@ -63,6 +63,20 @@ describe("inbound: real servers traced", () => {
       .join("");
     const answer = (await rawExchange(port, pipelined, 700)).toString();
     expect(answer.match(/HTTP\/1\.1 200 OK/g)?.length).toBe(3);
+    // libuv accepts natively (no address asked); node's later getpeername/getsockname are answered for real.
+    const who = await new Promise<{ reply: string; local: string }>((done, fail) => {
+      const socket = connect(port, "127.0.0.1", () => {
+        const local = `${socket.localAddress}:${socket.localPort}`;
+        socket.write("GET /whoami HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        let text = "";
+        socket.on("data", (d) => {
+          text += d;
+        });
+        socket.on("end", () => done({ reply: text.slice(text.indexOf("\r\n\r\n") + 4), local }));
+      });
+      socket.on("error", fail);
+    });
+    expect(who.reply).toBe(`${who.local} 127.0.0.1:${port}`);
     // Chunked response.
     const chunked = await fetch(`http://127.0.0.1:${port}/chunked`);
     expect(chunked.headers.get("transfer-encoding")).toBe("chunked");
@@ -77,7 +91,7 @@ describe("inbound: real servers traced", () => {
     expect(back.length).toBe(big.length);
     expect(new Bun.CryptoHasher("sha256").update(back).digest("hex")).toBe(sha);
 
-    const events = await r.waitForEvents(7, inbound);
+    const events = await r.waitForEvents(8, inbound);
     expectEvent(events, "GET", "/hello?q=a", 200, port);
     expectEvent(events, "GET", "/hello?q=b", 200, port);
     for (const p of [1, 2, 3]) expectEvent(events, "GET", `/hello?p=${p}`, 200, port);
