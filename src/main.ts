@@ -15,6 +15,7 @@ const usage = `Tapscope: zero-code network tracer
 
 Usage:
   tapscope run [options] -- <command> [args...]   trace a program's HTTP traffic
+  tapscope proxy --listen :8080 --to host:3000     trace through a reverse proxy (where run cannot intercept)
   tapscope server                                  run the Tapscope server (dashboard and API)
   tapscope version                                 print the version
 `;
