@@ -92,6 +92,10 @@ function forwardSignals(pid: number): void {
 
 export async function main(args: string[]): Promise<number> {
   const parsed = parseRunArgs(args);
+  if (parsed === usage && (args.includes("-h") || args.includes("--help"))) {
+    process.stdout.write(`${usage}\n`);
+    return 0;
+  }
   if (typeof parsed === "string") {
     process.stderr.write(`tapscope: ${parsed}\n${parsed === usage ? "" : `${usage}\n`}`);
     return 2;

@@ -63,7 +63,8 @@ export function startReverseProxy(options: ReverseProxyOptions): ReverseProxy {
 
 /** "8080", ":8080", "0.0.0.0:8080", "[::1]:8080", "localhost:8080" -> host and port. */
 export function parseHostPort(text: string, defaultHost: string): { host: string; port: number } | null {
-  const m = /^(?:\[([^\]]+)\]|([^:]*))?:?(\d+)$/.exec(text.trim());
+  const trimmed = text.trim();
+  const m = /^(?:(?:\[([^\]]+)\]|([^:[\]]*)):)?(\d+)$/.exec(trimmed);
   if (!m) return null;
   const port = Number(m[3]);
   if (!Number.isInteger(port) || port < 0 || port > 65535) return null;
