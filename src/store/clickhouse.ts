@@ -19,6 +19,24 @@ export function supportsTtl(version: string): boolean {
   return major > 19 || (major === 19 && minor >= 6);
 }
 
+/**
+ * A pooled keep-alive socket the server already closed (18.16 drops idle connections after 3 s) fails with
+ * ECONNRESET before the request was read; one retry on a fresh socket is safe then.
+ */
+function isStaleSocket(err: unknown): boolean {
+  const e = err as { code?: string; message?: string } | null;
+  return e?.code === "ECONNRESET" || /socket hang up/i.test(e?.message ?? "");
+}
+
+async function retryStale<T>(task: () => Promise<T>): Promise<T> {
+  try {
+    return await task();
+  } catch (err) {
+    if (!isStaleSocket(err)) throw err;
+    return task();
+  }
+}
+
 function toRow(e: TracedEvent): Record<string, unknown> {
   const row: Record<string, unknown> = {};
   for (const [name, kind] of eventColumns) {
@@ -51,7 +69,7 @@ class ClickHouseEngine implements Engine {
   }
 
   private async command(sql: string): Promise<void> {
-    await this.client.command({ query: sql });
+    await retryStale(() => this.client.command({ query: sql }));
   }
 
   async createTable(table: string): Promise<void> {
@@ -75,15 +93,17 @@ class ClickHouseEngine implements Engine {
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(new Error("query timed out")), options.timeoutMs + 1000);
     try {
-      const result = await this.client.query({
-        query: sql,
-        format: "JSON",
-        abort_signal: abort.signal,
-        clickhouse_settings: {
-          max_execution_time: Math.max(1, Math.ceil(options.timeoutMs / 1000)),
-          output_format_json_quote_64bit_integers: 0,
-        },
-      });
+      const result = await retryStale(() =>
+        this.client.query({
+          query: sql,
+          format: "JSON",
+          abort_signal: abort.signal,
+          clickhouse_settings: {
+            max_execution_time: Math.max(1, Math.ceil(options.timeoutMs / 1000)),
+            output_format_json_quote_64bit_integers: 0,
+          },
+        }),
+      );
       const body = await result.json<Record<string, unknown>>();
       return body.data;
     } catch (err) {

@@ -12,6 +12,7 @@ import {
   type RowsQuery,
   type RowsResult,
   rowColumns,
+  type TimestampFilter,
 } from "~/lib/protocol/query.ts";
 import { bucketGrid } from "~/lib/time/buckets.ts";
 import { NamespaceGate } from "./guard.ts";
@@ -28,6 +29,9 @@ import {
 import { defaultStoreLimits, type Engine, type EventStore, type StoreLimits } from "./types.ts";
 
 const fullSelect = eventColumns.map(([name]) => name).join(", ");
+
+/** Slices of the range counted to find the window holding the newest rows. */
+const windowSlices = 512;
 
 function toRow(raw: Record<string, unknown>, columns: readonly RowColumn[]): ResultRow {
   const row: Record<string, unknown> = {};
@@ -134,28 +138,36 @@ export class SqlEventStore implements EventStore {
     if (!(await this.hasTable(namespaceId))) return result;
     const select = `SELECT ${columns.join(", ")} FROM ${table} WHERE ${where}`;
     const order = `ORDER BY time DESC, event_id DESC LIMIT ${limit}`;
+    const d = this.engine.dialect;
     await this.gate.run(namespaceId, async () => {
-      // The time of row limit+1 (reading only the time column) bounds the wide read to the newest rows,
-      // which min/max indexes then prune; no such row means everything fits.
-      const cut = await this.select(
+      // One filtered scan counts matches per slice of the range (the exact total, and where the newest
+      // `limit` rows start); the wide columns are then read only from that newest window.
+      const lo = toMicros(range.lowerMs);
+      const step = Math.max(1, Math.ceil((toMicros(range.upperMs) - lo) / windowSlices));
+      const slices = await this.select(
         namespaceId,
         queryId,
-        `SELECT time FROM ${table} WHERE ${where} ORDER BY time DESC LIMIT 1 OFFSET ${limit}`,
+        `SELECT ${d.intDiv(`time - ${d.literal(lo)}`, d.literal(step))} AS s, count(*) AS n FROM ${table} WHERE ${where} GROUP BY s`,
       );
-      if (!cut[0]) {
-        const raw = await this.select(namespaceId, queryId, `${select} ${order}`);
-        result.data = raw.map((r) => toRow(r, columns));
-        result.actualNumberOfRows = raw.length;
-        return;
+      const counts = slices.map((r) => ({ s: Number(r.s), n: Number(r.n) })).sort((a, b) => b.s - a.s);
+      const total = counts.reduce((sum, c) => sum + c.n, 0);
+      result.actualNumberOfRows = total;
+      result.wasRowLimitExceeded = total > limit;
+      if (total === 0) return;
+      let from = lo;
+      if (total > limit) {
+        let seen = 0;
+        for (const c of counts) {
+          seen += c.n;
+          if (seen >= limit) {
+            from = lo + c.s * step;
+            break;
+          }
+        }
       }
-      const threshold = this.engine.dialect.literal(Number(cut[0].time));
-      const [raw, counted] = await Promise.all([
-        this.select(namespaceId, queryId, `${select} AND time >= ${threshold} ${order}`),
-        this.select(namespaceId, queryId, `SELECT count(*) AS n FROM ${table} WHERE ${where}`),
-      ]);
+      const windowed = from > lo ? ` AND time >= ${d.literal(from)}` : "";
+      const raw = await this.select(namespaceId, queryId, `${select}${windowed} ${order}`);
       result.data = raw.map((r) => toRow(r, columns));
-      result.wasRowLimitExceeded = true;
-      result.actualNumberOfRows = Number(counted[0]?.n ?? 0);
     });
     result.durationInNanoseconds = Number(process.hrtime.bigint() - started);
     return result;
@@ -243,6 +255,21 @@ export class SqlEventStore implements EventStore {
     if (!(await this.hasTable(namespaceId))) return;
     if (await this.engine.setTtl?.(tableName(namespaceId), days)) return;
     await this.deleteOlderThan(namespaceId, toMicros(nowMs - days * 86_400_000));
+  }
+
+  /**
+   * Plain COUNT(*) over the namespace's table, optionally within a time range (a scan of `time` alone):
+   * the baseline benchmarks compare the explorer's queries with.
+   */
+  async countAll(namespaceId: string, range?: TimestampFilter): Promise<number> {
+    const table = tableName(namespaceId);
+    if (!(await this.hasTable(namespaceId))) return 0;
+    const d = this.engine.dialect;
+    const where = range
+      ? ` WHERE time >= ${d.literal(toMicros(range.lowerMs))} AND time < ${d.literal(toMicros(range.upperMs))}`
+      : "";
+    const rows = await this.select(namespaceId, "baseline", `SELECT count(*) AS n FROM ${table}${where}`);
+    return Number(rows[0]?.n ?? 0);
   }
 
   async listNamespaces(): Promise<string[]> {

@@ -37,6 +37,8 @@ let child: Subprocess | undefined;
 let dir: string | undefined;
 
 function stop(): void {
+  // The server is the watchdog's child: end it by its parent's pid, then the watchdog.
+  if (child) Bun.spawnSync(["pkill", "-KILL", "-P", String(child.pid)]);
   child?.kill("SIGKILL");
   child = undefined;
   if (dir) rmSync(dir, { recursive: true, force: true });
@@ -75,11 +77,19 @@ async function start(): Promise<string> {
     );
   writeFileSync(join(dir, "config.xml"), config);
   writeFileSync(join(dir, "users.xml"), readFileSync(join(packagedConfig, "users.xml")));
-  child = spawn([bin, `--config-file=${join(dir, "config.xml")}`], {
+  // A watchdog shell owns the server and kills it (and removes its files) once this process is gone:
+  // test runners do not reliably run exit handlers, and an orphaned server would live on.
+  const watchdog = [
+    '"$2" --config-file="$3/config.xml" >/dev/null 2>&1 & ch=$!',
+    'while kill -0 "$1" 2>/dev/null && kill -0 "$ch" 2>/dev/null; do sleep 1; done',
+    'kill -9 "$ch" 2>/dev/null; wait "$ch" 2>/dev/null; rm -rf "$3"',
+  ].join("\n");
+  child = spawn(["sh", "-c", watchdog, "sh", String(process.pid), bin, dir], {
     cwd: dir,
     stdout: "ignore",
     stderr: "ignore",
   });
+  child.unref();
   process.once("exit", stop);
   const url = `http://127.0.0.1:${http}`;
   const deadline = Date.now() + 30_000;
