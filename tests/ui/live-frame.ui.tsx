@@ -164,6 +164,41 @@ describe("live frame against a real socket", () => {
       ),
     );
     expect(within(screen.getByRole("region", { name: "Request detail" })).getByText("Made while serving")).toBeTruthy();
+
+    // Arrow keys walk the list as shown (newest first); Escape closes the detail.
+    const detailUrl = () => within(screen.getByRole("region", { name: "Request detail" })).getByTestId("detail-url").textContent;
+    fireEvent.keyDown(screen.getByTestId("connection"), { key: "ArrowDown" });
+    await waitFor(() => expect(detailUrl()).toBe("http://localhost:8080/checkout"));
+    fireEvent.keyDown(screen.getByTestId("connection"), { key: "ArrowUp" });
+    fireEvent.keyDown(screen.getByTestId("connection"), { key: "ArrowUp" });
+    await waitFor(() => expect(detailUrl()).toBe("http://localhost:8080/later"));
+    fireEvent.keyDown(screen.getByTestId("connection"), { key: "Escape" });
+    await waitFor(() => expect(screen.queryByRole("region", { name: "Request detail" })).toBeNull());
+  });
+
+  test("the socket reconnects after an abnormal close, asking for a fresh URL each time", async () => {
+    const { LiveSocket } = await import("~/ui/live/live-socket.ts");
+    const asked: number[] = [];
+    const states: string[] = [];
+    let opens = 0;
+    const socket = new LiveSocket(
+      async () => {
+        asked.push(Date.now());
+        return `ws://127.0.0.1:${server.port}/api/LiveSubscribe?ticket=t${asked.length}`;
+      },
+      { onMessage: () => {}, onState: (s) => states.push(s), onOpen: () => opens++ },
+    );
+    socket.start();
+    await waitFor(() => expect(opens).toBe(1));
+    const before = sockets.length;
+    sockets.at(-1)!.close(1011, "server restart");
+    await waitFor(() => expect(opens).toBe(2), { timeout: 3000 });
+    expect(sockets.length).toBe(before + 1);
+    expect(asked.length).toBe(2);
+    expect(asked[1]! - asked[0]!).toBeGreaterThanOrEqual(900);
+    expect(states).toContain("reconnecting");
+    socket.stop();
+    expect(states.at(-1)).toBe("closed");
   });
 
   test("a URL for another origin is refused", async () => {

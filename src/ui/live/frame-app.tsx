@@ -86,8 +86,25 @@ export function LiveFrame({ socketUrl, namespaceId, openEventId }: { socketUrl: 
     return url.toString();
   }, [selected]);
 
+  // Arrow keys move the selection through the list as shown (newest first); Escape closes the detail.
+  const onKeyDown = (e: React.KeyboardEvent) => {
+    if (e.target instanceof HTMLInputElement || e.target instanceof HTMLTextAreaElement) return;
+    if (e.key === "Escape") {
+      setSelectedId(null);
+      return;
+    }
+    if (e.key !== "ArrowDown" && e.key !== "ArrowUp") return;
+    e.preventDefault();
+    const at = selected ? shown.lastIndexOf(selected) : shown.length;
+    const next = shown[e.key === "ArrowDown" ? at - 1 : at + 1];
+    if (!next) return;
+    setSelectedId(next.event_id);
+    requestAnimationFrame(() => document.querySelector(`[data-event-id="${CSS.escape(next.event_id)}"]`)?.scrollIntoView({ block: "nearest" }));
+  };
+
   return (
-    <div className="flex h-dvh flex-col bg-zinc-950 text-zinc-100">
+    // biome-ignore lint/a11y/noStaticElementInteractions: keyboard navigation of the list as a whole
+    <div className="flex h-dvh flex-col bg-zinc-950 text-zinc-100" onKeyDown={onKeyDown} tabIndex={-1}>
       <div className="flex items-center gap-3 border-b border-zinc-800 px-3 py-1.5 text-xs text-zinc-400">
         <ConnectionBadge state={socketState} />
         <span data-testid="event-count">
