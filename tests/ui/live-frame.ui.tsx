@@ -6,7 +6,7 @@ import type { LiveServerMessage } from "~/lib/protocol/live.ts";
 import { EventList } from "~/ui/live/event-list.tsx";
 import { EventStore } from "~/ui/live/event-store.ts";
 import { LiveFrameApp } from "~/ui/live/frame-app.tsx";
-import { filterErrorText, parseFrameMessage, parseSetFilters } from "~/ui/live/frame-messages.ts";
+import { filterErrorText, isTrustedMessage, parseFrameMessage, parseSetFilters } from "~/ui/live/frame-messages.ts";
 import { liveSocketUrlFromFragment } from "~/ui/live/frame-url.ts";
 import { makeEvent } from "./live-event-factory.ts";
 
@@ -68,6 +68,15 @@ describe("frame messages", () => {
     expect(parseFrameMessage({ type: "markApplied", revision: 3 })).toEqual({ type: "markApplied", revision: 3 });
     expect(parseFrameMessage({ type: "other" })).toBeNull();
     expect(filterErrorText("unknown field", 0)).toBe("unknown field (at character 1)");
+  });
+
+  test("messages are trusted only from this origin and the expected window", () => {
+    const other = { postMessage() {} } as unknown as MessageEventSource;
+    const from = (origin: string, source: MessageEventSource | null) => new MessageEvent("message", { origin, source, data: {} });
+    expect(isTrustedMessage(from(window.location.origin, window), window)).toBe(true);
+    expect(isTrustedMessage(from("https://evil.example", window), window)).toBe(false);
+    expect(isTrustedMessage(from(window.location.origin, other), window)).toBe(false);
+    expect(isTrustedMessage(from(window.location.origin, null), null)).toBe(false);
   });
 
   test("the fragment URL must be this origin's live socket; the browser's host is used", () => {
