@@ -241,3 +241,47 @@ describe("inbound: addresses the program sees", () => {
     expect(traced.stdout()).toBe(direct.stdout());
   });
 });
+
+describe("inbound: listeners come and go", () => {
+  test("closing a listener and binding its port again works, as without tracing", async () => {
+    const port = await freePort();
+    const script = [
+      "import socket",
+      "for round in range(3):",
+      "    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)",
+      `    s.bind(("127.0.0.1", ${port}))`,
+      "    s.listen()",
+      "    c = socket.create_connection(('127.0.0.1', " + String(port) + "))",
+      "    a, _ = s.accept(); c.sendall(b'x'); print(round, a.recv(1)); a.close(); c.close(); s.close()",
+    ].join("\n");
+    const traced = start(["python3", "-c", script]);
+    expect(await traced.exited).toBe(0);
+    expect(traced.stdout()).toBe("0 b'x'\n1 b'x'\n2 b'x'\n");
+    expect(traced.stderr().match(/intercepted/g)?.length).toBe(3);
+  });
+
+  test("an SO_REUSEPORT group: two sockets on one port both serve", async () => {
+    const port = await freePort();
+    const script = [
+      "import socket, selectors",
+      "socks = []",
+      "for i in range(2):",
+      "    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)",
+      `    s.bind(("127.0.0.1", ${port})); s.listen(); socks.append(s)`,
+      "print('ready', flush=True)",
+      "sel = selectors.DefaultSelector()",
+      "for i, s in enumerate(socks): sel.register(s, selectors.EVENT_READ, i)",
+      "served = 0",
+      "while served < 20:",
+      "    for key, _ in sel.select():",
+      "        c, _ = key.fileobj.accept(); c.recv(100); c.sendall(b'HTTP/1.1 200 OK\\r\\nContent-Length: 1\\r\\nConnection: close\\r\\n\\r\\n%d' % key.data); c.close(); served += 1",
+    ].join("\n");
+    const r = start(["python3", "-c", script]);
+    await r.waitForOutput("ready");
+    const bodies = new Set<string>();
+    for (let i = 0; i < 20; i++) bodies.add(await (await fetch(`http://127.0.0.1:${port}/r${i}`, { headers: { connection: "close" } })).text());
+    expect(await r.exited).toBe(0);
+    expect([...bodies].every((b) => b === "0" || b === "1")).toBe(true);
+    expect(r.stderr().match(/intercepted 127\.0\.0\.1:\d+/g)?.length).toBe(2);
+  });
+});
