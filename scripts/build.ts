@@ -15,8 +15,8 @@
  */
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
-import { join, relative, resolve } from "node:path";
+import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
 import type { BunPlugin } from "bun";
 
 type Arch = "x64" | "arm64";
@@ -172,7 +172,7 @@ function buildClient(skip: boolean) {
   if (res.status !== 0) fail("scripts/build-client.ts failed");
 }
 
-type Embedded = { pglite: { wasm: string; data: string; initdb: string }; libduckdb?: string; migrations: string[]; client: string[] };
+type Embedded = { pglite: { wasm: string; data: string; initdb: string }; libduckdb?: { zst: string; size: number }; migrations: string[]; client: string[] };
 
 /** The generated replacement for src/lib/embedded-manifest.ts: one `with { type: "file" }` import per file. */
 function manifestModule(arch: Arch, files: Embedded, buildId: string): string {
@@ -188,11 +188,23 @@ function manifestModule(arch: Arch, files: Embedded, buildId: string): string {
   buildId: ${JSON.stringify(buildId)},
   target: ${JSON.stringify(`linux-${arch}`)},
   pglite: { wasm: ${ref(files.pglite.wasm)}, data: ${ref(files.pglite.data)}, initdb: ${ref(files.pglite.initdb)} },
-  libduckdb: ${files.libduckdb ? ref(files.libduckdb) : "undefined"},
+  libduckdb: ${files.libduckdb ? `{ zst: ${ref(files.libduckdb.zst)}, size: ${files.libduckdb.size} }` : "undefined"},
   migrations: ${table(join(root, "db/migrations"), files.migrations)},
   client: ${table(join(root, "build/client"), files.client)},
 };`;
   return `${imports.join("\n")}\n${body}\n`;
+}
+
+/** A zstd copy of `path` in the build cache, made once per content (compressing 70 MB takes a few seconds). */
+function zstdCached(path: string): string {
+  const bytes = readFileSync(path);
+  const out = join(cacheRoot, "zstd", `${createHash("sha256").update(bytes).digest("hex").slice(0, 24)}.zst`);
+  if (existsSync(out)) return out;
+  mkdirSync(dirname(out), { recursive: true });
+  const tmp = `${out}.${process.pid}.tmp`;
+  writeFileSync(tmp, Bun.zstdCompressSync(bytes, { level: 3 }));
+  renameSync(tmp, out);
+  return out;
 }
 
 function hashFiles(paths: string[], salt: string): string {
@@ -203,15 +215,16 @@ function hashFiles(paths: string[], salt: string): string {
 
 async function buildTarget(arch: Arch, entry: string, outdir: string, commit: string, withDuckDb: boolean) {
   const started = performance.now();
+  const startedAt = Date.now();
   const pgliteDir = join(root, "node_modules/@electric-sql/pglite/dist");
   const duck = withDuckDb ? duckdbNative(arch) : undefined;
   const files: Embedded = {
     pglite: { wasm: join(pgliteDir, "pglite.wasm"), data: join(pgliteDir, "pglite.data"), initdb: join(pgliteDir, "initdb.wasm") },
-    libduckdb: duck?.library,
+    libduckdb: duck ? { zst: zstdCached(duck.library), size: statSync(duck.library).size } : undefined,
     migrations: listFiles(join(root, "db/migrations")),
     client: clientFiles(),
   };
-  const all = [files.pglite.wasm, files.pglite.data, files.pglite.initdb, ...(duck ? [duck.library] : []), ...files.migrations, ...files.client];
+  const all = [files.pglite.wasm, files.pglite.data, files.pglite.initdb, ...(files.libduckdb ? [files.libduckdb.zst] : []), ...files.migrations, ...files.client];
   const buildId = `${arch}-${hashFiles(all, commit)}`;
   const manifestSource = manifestModule(arch, files, buildId);
 
@@ -258,8 +271,10 @@ async function buildTarget(arch: Arch, entry: string, outdir: string, commit: st
     for (const logLine of result.logs) process.stderr.write(`${logLine}\n`);
     fail(`compiling linux-${arch} failed`);
   }
-  // The sourcemap is embedded in the binary (stack traces point at src/); the file beside it is a leftover.
-  rmSync(`${outfile}.map`, { force: true });
+  // Sourcemaps are embedded in the binary (stack traces point at src/); the files beside it are leftovers.
+  for (const name of readdirSync(outdir)) {
+    if (name.endsWith(".map") && statSync(join(outdir, name)).mtimeMs >= startedAt - 1000) rmSync(join(outdir, name), { force: true });
+  }
   const mb = (statSync(outfile).size / 1024 / 1024).toFixed(1);
   const secs = ((performance.now() - started) / 1000).toFixed(1);
   say(

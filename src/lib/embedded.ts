@@ -42,13 +42,18 @@ export function cacheDir(manifest: EmbeddedManifest): string {
   throw new Error("tapscope: no writable cache directory (tried ~/.cache/tapscope and the temp dir)");
 }
 
-/** Copies one embedded file to `target` unless an identical-size copy is already there; atomic against other processes. */
-function extract(embeddedPath: string, target: string, mode = 0o644): string {
-  const size = statSync(embeddedPath).size;
+/**
+ * Copies one embedded file to `target` (decompressing a zstd one) unless a copy of the right size is
+ * already there; atomic against other processes doing the same.
+ */
+function extract(embeddedPath: string, target: string, mode = 0o644, zstd?: { size: number }): string {
+  const size = zstd ? zstd.size : statSync(embeddedPath).size;
   if (existsSync(target) && statSync(target).size === size) return target;
   mkdirSync(dirname(target), { recursive: true, mode: 0o700 });
   const tmp = `${target}.${process.pid}.tmp`;
-  writeFileSync(tmp, readFileSync(embeddedPath), { mode });
+  const bytes = zstd ? Bun.zstdDecompressSync(readFileSync(embeddedPath)) : readFileSync(embeddedPath);
+  if (bytes.length !== size) throw new Error(`embedded ${target} is damaged (${bytes.length} bytes, expected ${size})`);
+  writeFileSync(tmp, bytes, { mode });
   chmodSync(tmp, mode);
   renameSync(tmp, target);
   return target;
@@ -97,7 +102,7 @@ export async function loadDuckDbNative(): Promise<void> {
   const manifest = embeddedManifest;
   if (!manifest || duckdbLibrary) return;
   if (!manifest.libduckdb) throw new Error("this tapscope binary was built without DuckDB");
-  const path = extract(manifest.libduckdb, join(cacheDir(manifest), "libduckdb.so"), 0o755);
+  const path = extract(manifest.libduckdb.zst, join(cacheDir(manifest), "libduckdb.so"), 0o755, manifest.libduckdb);
   const { dlopen, FFIType } = await import("bun:ffi");
   // Kept referenced for the life of the process: closing it would unload DuckDB under the addon.
   duckdbLibrary = dlopen(path, { duckdb_library_version: { args: [], returns: FFIType.cstring } });
