@@ -169,7 +169,7 @@ export function buildHttpEvent(ex: Exchange, conn: ConnectionInfo, proc: Process
   e.event_id = ex.eventId;
   e.parent_event_id = ex.parentEventId;
   e.time = Math.round(ex.requestStartAt);
-  e.http_version = `1.${req.versionMinor}`;
+  e.http_version = ex.httpVersion ?? `1.${req.versionMinor}`;
   e.http_req_method = req.method;
   e.http_req_path = redactTarget(requestPath(req.target), ctx.redact);
   e.http_req_host = req.host || hostOfAbsoluteTarget(req.target);
@@ -195,7 +195,7 @@ export function buildHttpEvent(ex: Exchange, conn: ConnectionInfo, proc: Process
     e.http_resp_body = redactBody(encodeBody(ex.responseBody, resp.contentEncoding, ctx, e.tags, "resp"), resp.contentType, ctx.redact);
     e.http_resp_body_truncated = isTruncated(ex.responseBody, ex.responseBodyWire);
     e.bytes_received = resp.headBytes + ex.responseBodyWire;
-    if (resp.versionMinor !== req.versionMinor) e.tags.http_resp_version = `1.${resp.versionMinor}`;
+    if (!ex.httpVersion && resp.versionMinor !== req.versionMinor) e.tags.http_resp_version = `1.${resp.versionMinor}`;
   }
   const isOutbound = conn.direction === "outbound";
   if (isOutbound && ex.isFirstOnConnection && conn.connectedAt >= conn.startedAt && conn.startedAt > 0) {

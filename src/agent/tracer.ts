@@ -11,7 +11,8 @@ import {
   readProcessInfo,
 } from "./event.ts";
 import type { Exchange } from "./parse/exchange.ts";
-import { Http1Session } from "./parse/http1-session.ts";
+import { Http1Session, type Http1SessionHooks } from "./parse/http1-session.ts";
+import { Http2Session } from "./parse/http2-session.ts";
 import { MAX_SNIFF_BYTES, sniff, tlsServerName } from "./parse/sniff.ts";
 import type { RedactMode } from "./redact.ts";
 import type { ConnectionInfo, ConnectionObserver, ConnectionTap } from "./relay/observer.ts";
@@ -137,7 +138,7 @@ export function createTracer(options: TracerOptions): Tracer {
 
   class TracedConnection implements ConnectionTap {
     private mode: Mode = "sniff";
-    private session: Http1Session | null = null;
+    private session: Http1Session | Http2Session | null = null;
     private sniffBuf: Uint8Array | null = null;
     private sniffLen = 0;
     private sniffAt = 0;
@@ -247,8 +248,8 @@ export function createTracer(options: TracerOptions): Tracer {
         if (this.sniffLen >= MAX_SNIFF_BYTES) this.decideUnknown("request line too long");
         return;
       }
-      if (kind === "http1") {
-        this.startHttp1();
+      if (kind === "http1" || kind === "http2") {
+        this.startHttp(kind);
         const session = this.session!;
         const sniffed = this.sniffBuf;
         this.sniffBuf = null;
@@ -258,10 +259,7 @@ export function createTracer(options: TracerOptions): Tracer {
         this.checkSession();
         return;
       }
-      if (kind === "http2") {
-        this.httpVersion = "2";
-        this.tags.protocol = "h2";
-      } else if (kind === "tls") {
+      if (kind === "tls") {
         this.tags.tls = "true";
         const recordEnd = 5 + ((buf[3]! << 8) | buf[4]!);
         if (len < recordEnd && recordEnd <= MAX_HELLO_RECORD) {
@@ -313,27 +311,27 @@ export function createTracer(options: TracerOptions): Tracer {
       this.sniffLen = 0;
     }
 
-    private startHttp1(): void {
+    private startHttp(kind: "http1" | "http2"): void {
       const pid = this.conn.pid;
       const isOutbound = this.conn.direction === "outbound";
       this.mode = "http1";
-      this.session = new Http1Session(
-        {
-          newEventId: randomUUID,
-          parentEventId: () => currentParent(pid),
-          onRequestStart: (ex) => {
-            if (isOutbound) return;
-            const list = inflight.get(pid);
-            if (list) list.push(ex);
-            else inflight.set(pid, [ex]);
-          },
-          onExchange: (ex) => {
-            if (!isOutbound) removeInflight(pid, ex);
-            enqueue({ kind: "http", ex, conn: this.conn, proc: this.proc });
-          },
+      if (kind === "http2") this.httpVersion = "2";
+      const hooks: Http1SessionHooks = {
+        newEventId: randomUUID,
+        parentEventId: () => currentParent(pid),
+        onRequestStart: (ex) => {
+          if (isOutbound) return;
+          const list = inflight.get(pid);
+          if (list) list.push(ex);
+          else inflight.set(pid, [ex]);
         },
-        { payloadLimit: ctx.payloadLimit, isOutbound },
-      );
+        onExchange: (ex) => {
+          if (!isOutbound) removeInflight(pid, ex);
+          enqueue({ kind: "http", ex, conn: this.conn, proc: this.proc });
+        },
+      };
+      const options = { payloadLimit: ctx.payloadLimit, isOutbound };
+      this.session = kind === "http2" ? new Http2Session(hooks, options) : new Http1Session(hooks, options);
     }
 
     private checkSession(): void {

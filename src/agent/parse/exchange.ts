@@ -7,6 +7,8 @@ export type Exchange = {
   parentEventId: string;
   request: Http1Head;
   response: Http1Head | null;
+  /** "2" for HTTP/2 streams; absent for HTTP/1.x (the head's minor version says which). */
+  httpVersion?: string;
   /** Times in microseconds (the relay's clock). */
   requestStartAt: number;
   requestEndAt: number;

@@ -286,9 +286,12 @@ describe("timings", () => {
 });
 
 describe("sniffing: what is not HTTP/1 is still recorded", () => {
-  test("an HTTP/2 preface is marked and passed through", () => {
-    const { events } = trace([c("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00"), s("\x00\x00\x00\x04\x01\x00\x00\x00\x00")]);
-    expect(events.map((e) => [e.protocol, e.http_version, e.tags.protocol, e.bytes_sent, e.bytes_received])).toEqual([["tcp", "2", "h2", 33, 9]]);
+  test("an HTTP/2 connection that breaks its framing is recorded as passthrough", () => {
+    const preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    // A CONTINUATION frame with no header block before it.
+    const { events } = trace([c(`${preface}\x00\x00\x00\x09\x04\x00\x00\x00\x01`), s("\x00\x00\x00\x04\x01\x00\x00\x00\x00")]);
+    expect(events.map((e) => [e.protocol, e.http_version, e.bytes_sent, e.bytes_received])).toEqual([["tcp", "2", 33, 9]]);
+    expect(events[0]!.tags.passthrough).toContain("CONTINUATION");
   });
 
   test("TLS is recorded as tcp with the tls flag and the server name", () => {

@@ -1,0 +1,360 @@
+import { BodySample } from "./body.ts";
+import type { Exchange } from "./exchange.ts";
+import { HpackDecoder } from "./hpack.ts";
+import type { Http1Head } from "./http1.ts";
+import type { Http1SessionHooks } from "./http1-session.ts";
+
+/**
+ * HTTP/2 with prior knowledge (h2c, as gRPC uses it): frames of both directions, header blocks
+ * (HEADERS + CONTINUATION) through one HPACK decoder per direction, streams paired into exchanges
+ * with their DATA, trailers (gRPC status), RST_STREAM. Frame payloads other than DATA are gathered
+ * (bounded); DATA is never copied beyond the kept sample.
+ */
+export type Http2SessionOptions = { payloadLimit: number; isOutbound: boolean; maxStreams?: number };
+
+const PREFACE_LENGTH = 24;
+const MAX_FRAME_GATHER = 1024 * 1024;
+const MAX_HEADER_BLOCK = 256 * 1024;
+
+const Type = { Data: 0, Headers: 1, RstStream: 3, PushPromise: 5, Continuation: 9 } as const;
+
+const END_STREAM = 0x1;
+const END_HEADERS = 0x4;
+const PADDED = 0x8;
+const PRIORITY = 0x20;
+
+class Http2Error extends Error {}
+
+/** Frames of one direction. */
+class FrameReader {
+  private header = new Uint8Array(9);
+  private headerLen = 0;
+  private type = 0;
+  private flags = 0;
+  private streamId = 0;
+  private length = 0;
+  private read = 0;
+  private payload: Uint8Array | null = null;
+  // DATA: padding bookkeeping while streaming.
+  private padLength = -1;
+  /** The header block being gathered across HEADERS/PUSH_PROMISE + CONTINUATION. */
+  block: { streamId: number; flags: number; parts: Uint8Array[]; size: number; isPush: boolean } | null = null;
+  private prefaceLeft: number;
+
+  constructor(
+    hasPreface: boolean,
+    private readonly onFrame: (type: number, flags: number, streamId: number, payload: Uint8Array, at: number) => void,
+    private readonly onData: (streamId: number, chunk: Uint8Array, start: number, end: number) => void,
+    private readonly onDataEnd: (streamId: number, flags: number, at: number) => void,
+  ) {
+    this.prefaceLeft = hasPreface ? PREFACE_LENGTH : 0;
+  }
+
+  push(chunk: Uint8Array, at: number): void {
+    let i = 0;
+    const end = chunk.length;
+    if (this.prefaceLeft > 0) {
+      const n = Math.min(this.prefaceLeft, end);
+      this.prefaceLeft -= n;
+      i = n;
+    }
+    while (i < end) {
+      if (this.headerLen < 9) {
+        const n = Math.min(9 - this.headerLen, end - i);
+        this.header.set(chunk.subarray(i, i + n), this.headerLen);
+        this.headerLen += n;
+        i += n;
+        if (this.headerLen < 9) return;
+        const h = this.header;
+        this.length = (h[0]! << 16) | (h[1]! << 8) | h[2]!;
+        this.type = h[3]!;
+        this.flags = h[4]!;
+        this.streamId = ((h[5]! & 0x7f) * 2 ** 24) + ((h[6]! << 16) | (h[7]! << 8) | h[8]!);
+        this.read = 0;
+        this.padLength = this.type === Type.Data && this.flags & PADDED ? -2 : -1;
+        if (this.type !== Type.Data) {
+          if (this.length > MAX_FRAME_GATHER) throw new Http2Error("frame too large to follow");
+          this.payload = this.length > 0 ? new Uint8Array(this.length) : null;
+        }
+        if (this.length === 0) this.finishFrame(at);
+        continue;
+      }
+      const n = Math.min(this.length - this.read, end - i);
+      if (this.type === Type.Data) this.streamData(chunk, i, i + n);
+      else this.payload!.set(chunk.subarray(i, i + n), this.read);
+      this.read += n;
+      i += n;
+      if (this.read === this.length) this.finishFrame(at);
+    }
+  }
+
+  /** DATA bytes [start, end) at payload offset this.read: skip the pad length byte and the padding. */
+  private streamData(chunk: Uint8Array, start: number, end: number): void {
+    let s = start;
+    if (this.padLength === -2 && s < end) {
+      this.padLength = chunk[s]!;
+      s++;
+      if (this.padLength > this.length - 1) throw new Http2Error("padding longer than the frame");
+    }
+    const dataEnd = this.length - Math.max(0, this.padLength);
+    // Payload offsets of [s, end): this.read + (s - start) ...
+    const offset = this.read + (s - start);
+    const stop = Math.min(end, s + Math.max(0, dataEnd - offset));
+    if (stop > s) this.onData(this.streamId, chunk, s, stop);
+  }
+
+  private finishFrame(at: number): void {
+    this.headerLen = 0;
+    const payload = this.payload ?? new Uint8Array(0);
+    this.payload = null;
+    if (this.type === Type.Data) this.onDataEnd(this.streamId, this.flags, at);
+    else this.onFrame(this.type, this.flags, this.streamId, payload, at);
+  }
+}
+
+function lookup(headers: Array<[string, string]>, name: string): string {
+  for (const [n, v] of headers) if (n === name) return v;
+  return "";
+}
+
+function toHead(headers: Array<[string, string]>, blockSize: number): Http1Head {
+  const regular = headers.filter(([n]) => !n.startsWith(":"));
+  const contentLength = Number(lookup(regular, "content-length"));
+  return {
+    method: lookup(headers, ":method"),
+    target: lookup(headers, ":path") || lookup(headers, ":authority"),
+    status: Number(lookup(headers, ":status")) || 0,
+    reason: "",
+    versionMinor: 0,
+    headers: regular,
+    contentLength: lookup(regular, "content-length") !== "" && Number.isFinite(contentLength) ? contentLength : -1,
+    isChunked: false,
+    transferEncoding: "",
+    contentEncoding: lookup(regular, "content-encoding"),
+    contentType: lookup(regular, "content-type"),
+    host: lookup(headers, ":authority") || lookup(regular, "host"),
+    xForwardedFor: lookup(regular, "x-forwarded-for"),
+    upgrade: "",
+    hasConnectionClose: false,
+    hasConnectionUpgrade: false,
+    expectsContinue: false,
+    headBytes: blockSize,
+  };
+}
+
+export class Http2Session {
+  state: "http" | "opaque" | "failed" = "http";
+  failReason = "";
+  upgradedTo = "";
+  exchangeCount = 0;
+
+  private readonly streams = new Map<number, Exchange>();
+  private readonly client: FrameReader;
+  private readonly server: FrameReader;
+  private readonly clientHpack = new HpackDecoder();
+  private readonly serverHpack = new HpackDecoder();
+
+  constructor(
+    private readonly hooks: Http1SessionHooks,
+    private readonly options: Http2SessionOptions,
+  ) {
+    this.client = new FrameReader(
+      true,
+      (type, flags, id, payload, at) => this.onFrame(true, type, flags, id, payload, at),
+      (id, chunk, start, end) => this.onDataBytes(true, id, chunk, start, end),
+      (id, flags, at) => this.onDataEnd(true, id, flags, at),
+    );
+    this.server = new FrameReader(
+      false,
+      (type, flags, id, payload, at) => this.onFrame(false, type, flags, id, payload, at),
+      (id, chunk, start, end) => this.onDataBytes(false, id, chunk, start, end),
+      (id, flags, at) => this.onDataEnd(false, id, flags, at),
+    );
+  }
+
+  onData(fromClient: boolean, chunk: Uint8Array, at: number): void {
+    if (this.state !== "http") return;
+    try {
+      (fromClient ? this.client : this.server).push(chunk, at);
+    } catch (error) {
+      this.fail((error as Error).message || "bad frame");
+    }
+  }
+
+  onEnd(_fromClient: boolean, _at: number): void {}
+
+  onClose(at: number, error?: string): void {
+    this.abandon(error ? `connection closed: ${error}` : "connection closed before the stream completed", at);
+  }
+
+  private fail(reason: string): void {
+    if (this.state !== "http") return;
+    this.state = "failed";
+    this.failReason = reason;
+    this.abandon(`parser gave up: ${reason}`, 0);
+  }
+
+  private abandon(reason: string, at: number): void {
+    for (const ex of this.streams.values()) this.finishIncomplete(ex, reason, at);
+    this.streams.clear();
+  }
+
+  private finishIncomplete(ex: Exchange, reason: string, at: number): void {
+    ex.incompleteReason = reason;
+    if (!ex.isRequestDone) ex.requestEndAt = Math.max(ex.requestStartAt, at);
+    if (ex.response && !ex.isResponseDone) ex.responseEndAt = Math.max(ex.responseStartAt, at);
+    ex.isRequestDone = true;
+    ex.isResponseDone = true;
+    this.hooks.onExchange(ex);
+  }
+
+  private onFrame(fromClient: boolean, type: number, flags: number, id: number, payload: Uint8Array, at: number): void {
+    const reader = fromClient ? this.client : this.server;
+    if (type === Type.Headers || type === Type.PushPromise) {
+      if (reader.block) throw new Http2Error("header block interrupted");
+      let p = 0;
+      let end = payload.length;
+      if (flags & PADDED) {
+        const pad = payload[p++] ?? 0;
+        end -= pad;
+      }
+      if (type === Type.Headers && flags & PRIORITY) p += 5;
+      if (type === Type.PushPromise) p += 4;
+      if (p > end) throw new Http2Error("bad header frame padding");
+      reader.block = { streamId: id, flags, parts: [payload.subarray(p, end)], size: end - p, isPush: type === Type.PushPromise };
+      if (flags & END_HEADERS) this.finishBlock(fromClient, at);
+      return;
+    }
+    if (type === Type.Continuation) {
+      const block = reader.block;
+      if (!block || block.streamId !== id) throw new Http2Error("unexpected CONTINUATION");
+      block.parts.push(payload);
+      block.size += payload.length;
+      if (block.size > MAX_HEADER_BLOCK) throw new Http2Error("header block too large");
+      if (flags & END_HEADERS) this.finishBlock(fromClient, at);
+      return;
+    }
+    if (reader.block) throw new Http2Error("header block interrupted");
+    if (type === Type.RstStream) {
+      const ex = this.streams.get(id);
+      if (!ex) return;
+      this.streams.delete(id);
+      const code = payload.length >= 4 ? ((payload[0]! << 24) >>> 0) + ((payload[1]! << 16) | (payload[2]! << 8) | payload[3]!) : -1;
+      this.finishIncomplete(ex, `stream reset by the ${fromClient ? "client" : "server"} (code ${code})`, at);
+    }
+    // SETTINGS, PING, GOAWAY, WINDOW_UPDATE, PRIORITY: nothing an exchange needs. Header table
+    // size changes arrive as size updates inside the header blocks themselves.
+  }
+
+  private finishBlock(fromClient: boolean, at: number): void {
+    const reader = fromClient ? this.client : this.server;
+    const block = reader.block!;
+    reader.block = null;
+    const bytes = block.parts.length === 1 ? block.parts[0]! : Buffer.concat(block.parts);
+    // Every block goes through the decoder, even ignored ones, to keep its table in step.
+    const headers = (fromClient ? this.clientHpack : this.serverHpack).decode(bytes);
+    if (block.isPush) return;
+    const isEnd = (block.flags & END_STREAM) !== 0;
+    const id = block.streamId;
+    if (fromClient) this.clientHeaders(id, headers, block.size, isEnd, at);
+    else this.serverHeaders(id, headers, block.size, isEnd, at);
+  }
+
+  private clientHeaders(id: number, headers: Array<[string, string]>, size: number, isEnd: boolean, at: number): void {
+    let ex = this.streams.get(id);
+    if (!ex) {
+      if (this.streams.size >= (this.options.maxStreams ?? 1000)) throw new Http2Error("too many open streams");
+      const head = toHead(headers, size);
+      const limit = this.options.payloadLimit;
+      ex = {
+        eventId: this.hooks.newEventId(),
+        parentEventId: this.options.isOutbound ? this.hooks.parentEventId() : "",
+        request: head,
+        response: null,
+        httpVersion: "2",
+        requestStartAt: at,
+        requestEndAt: at,
+        responseStartAt: 0,
+        responseEndAt: 0,
+        requestBodyWire: 0,
+        responseBodyWire: 0,
+        requestBody: limit > 0 && !isEnd ? new BodySample(limit, head.contentLength) : null,
+        responseBody: null,
+        requestTrailers: null,
+        responseTrailers: null,
+        interimStatuses: [],
+        isRequestDone: false,
+        isResponseDone: false,
+        isFirstOnConnection: this.exchangeCount === 0,
+        incompleteReason: "",
+      };
+      this.exchangeCount++;
+      this.streams.set(id, ex);
+      this.hooks.onRequestStart(ex);
+    } else if (!ex.isRequestDone) {
+      ex.requestTrailers = headers;
+    }
+    if (isEnd) this.requestDone(id, ex, at);
+  }
+
+  private serverHeaders(id: number, headers: Array<[string, string]>, size: number, isEnd: boolean, at: number): void {
+    const ex = this.streams.get(id);
+    if (!ex) return;
+    if (!ex.response) {
+      const head = toHead(headers, size);
+      if (head.status >= 100 && head.status < 200) {
+        ex.interimStatuses.push(head.status);
+        return;
+      }
+      ex.response = head;
+      ex.responseStartAt = at;
+      const limit = this.options.payloadLimit;
+      if (limit > 0 && !isEnd && ex.request.method !== "HEAD") ex.responseBody = new BodySample(limit, head.contentLength);
+    } else {
+      ex.responseTrailers = headers;
+    }
+    if (isEnd) {
+      ex.responseEndAt = at;
+      ex.isResponseDone = true;
+      this.maybeEmit(id, ex);
+    }
+  }
+
+  private requestDone(id: number, ex: Exchange, at: number): void {
+    ex.requestEndAt = at;
+    ex.isRequestDone = true;
+    this.maybeEmit(id, ex);
+  }
+
+  private maybeEmit(id: number, ex: Exchange): void {
+    if (!ex.isRequestDone || !ex.isResponseDone) return;
+    this.streams.delete(id);
+    this.hooks.onExchange(ex);
+  }
+
+  private onDataBytes(fromClient: boolean, id: number, chunk: Uint8Array, start: number, end: number): void {
+    const ex = this.streams.get(id);
+    if (!ex) return;
+    if (fromClient) {
+      ex.requestBodyWire += end - start;
+      ex.requestBody?.add(chunk, start, end);
+    } else {
+      ex.responseBodyWire += end - start;
+      ex.responseBody?.add(chunk, start, end);
+    }
+  }
+
+  private onDataEnd(fromClient: boolean, id: number, flags: number, at: number): void {
+    // DATA inside a header block is a protocol error; stop following the connection.
+    if ((fromClient ? this.client : this.server).block) throw new Http2Error("header block interrupted");
+    if (!(flags & END_STREAM)) return;
+    const ex = this.streams.get(id);
+    if (!ex) return;
+    if (fromClient) this.requestDone(id, ex, at);
+    else {
+      ex.responseEndAt = at;
+      ex.isResponseDone = true;
+      this.maybeEmit(id, ex);
+    }
+  }
+}

@@ -1,0 +1,199 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { connect, constants, createServer, type Http2Server } from "node:http2";
+import type { AddressInfo } from "node:net";
+import { gzipSync } from "node:zlib";
+import type { ConnectionTap } from "~/agent/relay/observer.ts";
+import { nowMicros } from "~/agent/relay/observer.ts";
+import { createTracer } from "~/agent/tracer.ts";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { body, chunkings, fakeProcess, host, type Segment, summary, trace } from "./helpers.ts";
+
+/**
+ * HTTP/2 with prior knowledge (h2c, what gRPC speaks inside clusters): Node's http2 server and client
+ * with a TCP relay between them that hands the tracer a copy. The raw conversation is recorded too,
+ * so it can be replayed under every chunking.
+ */
+let upstream: Http2Server;
+let relay: ReturnType<typeof Bun.listen>;
+const events: TracedEvent[] = [];
+const recorded: Segment[] = [];
+const tracer = createTracer({ onEvent: (e) => events.push(e), host, processInfo: fakeProcess, redact: "redact" });
+
+beforeAll(async () => {
+  upstream = createServer();
+  upstream.on("stream", (stream, headers) => {
+    const path = headers[":path"];
+    const chunks: Buffer[] = [];
+    stream.on("data", (d: Buffer) => chunks.push(d));
+    stream.on("end", () => {
+      if (path === "/grpc.Echo/Say") {
+        stream.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
+        stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0", "grpc-message": "OK" }));
+        stream.end(Buffer.concat(chunks));
+      } else if (path === "/gzip") {
+        const packed = gzipSync("compressed hello");
+        stream.respond({ ":status": 200, "content-type": "text/plain", "content-encoding": "gzip" });
+        stream.end(packed);
+      } else if (path === "/slow") {
+        stream.respond({ ":status": 200 });
+        setTimeout(() => stream.end("late"), 300);
+      } else {
+        stream.respond({ ":status": 201, "content-type": "text/plain", "set-cookie": "sid=secret" });
+        stream.end(`got ${Buffer.concat(chunks).length} bytes on ${path}`);
+      }
+    });
+    stream.on("error", () => {});
+  });
+  await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve));
+  const upstreamPort = (upstream.address() as AddressInfo).port;
+
+  type Leg = { tap: ConnectionTap | null; peer: Awaited<ReturnType<typeof Bun.connect>> | null; pending: Uint8Array[] };
+  relay = Bun.listen<Leg>({
+    hostname: "127.0.0.1",
+    port: 0,
+    socket: {
+      async open(client) {
+        const leg: Leg = { tap: null, peer: null, pending: [] };
+        client.data = leg;
+        const startedAt = nowMicros();
+        leg.peer = await Bun.connect({
+          hostname: "127.0.0.1",
+          port: upstreamPort,
+          socket: {
+            data(_s, chunk) {
+              client.write(chunk);
+              recorded.push({ fromClient: false, data: new Uint8Array(chunk) });
+              leg.tap?.onData(false, chunk, nowMicros());
+            },
+            close() {
+              client.end();
+              leg.tap?.onClose(nowMicros());
+              leg.tap = null;
+            },
+          },
+        });
+        leg.tap = tracer.onOpen({ id: 1, direction: "outbound", clientAddr: "127.0.0.1:1", serverAddr: `127.0.0.1:${upstreamPort}`, pid: 7, startedAt, connectedAt: nowMicros() });
+        for (const chunk of leg.pending) {
+          leg.peer.write(chunk);
+          recorded.push({ fromClient: true, data: chunk });
+          leg.tap?.onData(true, chunk, nowMicros());
+        }
+        leg.pending = [];
+      },
+      data(client, chunk) {
+        const leg = client.data;
+        const copy = new Uint8Array(chunk);
+        if (!leg.peer) {
+          leg.pending.push(copy);
+          return;
+        }
+        leg.peer.write(chunk);
+        recorded.push({ fromClient: true, data: copy });
+        leg.tap?.onData(true, chunk, nowMicros());
+      },
+      close(client) {
+        client.data.peer?.end();
+      },
+    },
+  });
+});
+
+afterAll(() => {
+  relay.stop(true);
+  upstream.close();
+});
+
+function request(session: ReturnType<typeof connect>, headers: Record<string, string>, payload?: Buffer | string) {
+  return new Promise<{ status: number; body: string; trailers: Record<string, unknown> }>((resolve, reject) => {
+    const req = session.request(headers);
+    let status = 0;
+    let trailers: Record<string, unknown> = {};
+    const chunks: Buffer[] = [];
+    req.on("response", (h) => (status = Number(h[":status"])));
+    req.on("trailers", (t) => (trailers = t));
+    req.on("data", (d: Buffer) => chunks.push(d));
+    req.on("end", () => resolve({ status, body: Buffer.concat(chunks).toString(), trailers }));
+    req.on("error", reject);
+    if (payload !== undefined) req.end(payload);
+    else req.end();
+  });
+}
+
+describe("HTTP/2 (h2c) through a relay", () => {
+  test("concurrent streams, bodies, gRPC trailers, gzip and a reset stream become exchanges", async () => {
+    const session = connect(`http://127.0.0.1:${relay.port}`);
+    const grpcMessage = Buffer.concat([Buffer.from([0, 0, 0, 0, 5]), Buffer.from("hello")]);
+    const [a, b, grpc, gz] = await Promise.all([
+      request(session, { ":method": "GET", ":path": "/a?token=abc&x=1", authorization: "Bearer s3cret" }),
+      request(session, { ":method": "POST", ":path": "/b", "content-type": "text/plain" }, "x".repeat(50_000)),
+      request(session, { ":method": "POST", ":path": "/grpc.Echo/Say", "content-type": "application/grpc", te: "trailers" }, grpcMessage),
+      request(session, { ":method": "GET", ":path": "/gzip" }),
+    ]);
+    expect([a.status, b.body, grpc.trailers["grpc-status"], gz.status]).toEqual([201, "got 50000 bytes on /b", "0", 200]);
+    const cancelled = session.request({ ":method": "GET", ":path": "/slow" });
+    cancelled.on("error", () => {});
+    await Bun.sleep(50);
+    cancelled.close(constants.NGHTTP2_CANCEL);
+    await Bun.sleep(50);
+    session.close();
+    await Bun.sleep(100);
+    tracer.flush();
+
+    const byPath = new Map(events.map((e) => [e.http_req_path.split("?")[0], e]));
+    expect([...byPath.keys()].sort()).toEqual(["/a", "/b", "/grpc.Echo/Say", "/gzip", "/slow"]);
+    const get = byPath.get("/a")!;
+    expect([get.protocol, get.http_version, get.http_req_method, get.http_resp_status_code]).toEqual(["http", "2", "GET", 201]);
+    expect(get.http_req_path).toBe("/a?token=%5Bredacted%5D&x=1");
+    expect(get.http_req_host).toBe(`127.0.0.1:${relay.port}`);
+    expect(get.http_req_headers).toContainEqual(["authorization", "Bearer [redacted]"]);
+    expect(get.http_resp_headers).toContainEqual(["set-cookie", "sid=[redacted]"]);
+    const post = byPath.get("/b")!;
+    expect(post.http_req_body_size_bytes_wire).toBe(50_000);
+    expect(body(post, "req")).toBe("x".repeat(50_000));
+    expect(body(post, "resp")).toBe("got 50000 bytes on /b");
+    const rpc = byPath.get("/grpc.Echo/Say")!;
+    expect(rpc.http_resp_headers).toContainEqual(["trailer:grpc-status", "0"]);
+    expect(Buffer.from(rpc.http_resp_body, "base64")).toEqual(grpcMessage);
+    expect(body(byPath.get("/gzip")!, "resp")).toBe("compressed hello");
+    const slow = byPath.get("/slow")!;
+    expect(slow.tags.incomplete).toContain("stream reset by the client");
+    for (const e of events) expect(e.http_duration).toBeGreaterThanOrEqual(0);
+    expect(tracer.stats().parserGaveUp).toBe(0);
+    expect(tracer.stats().tapErrors).toBe(0);
+  });
+
+  test("the recorded conversation gives the same exchanges under every chunking", () => {
+    expect(recorded.length).toBeGreaterThan(2);
+    const reference = trace(recorded, { direction: "outbound" }).events.map(summary);
+    expect(reference.length).toBe(5);
+    const ways = chunkings(recorded.slice(0, 3));
+    for (const chunker of ways.slice(0, 40)) {
+      const { events: got, tracer: t } = trace(recorded, { direction: "outbound", chunker });
+      expect(got.map(summary)).toEqual(reference);
+      expect(t.stats().parserGaveUp).toBe(0);
+    }
+  });
+
+  test("fuzz: mutated HTTP/2 conversations never throw out of the tap and keep exact byte counts", () => {
+    let x = 12345;
+    const rnd = () => {
+      x ^= x << 13;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      return (x >>> 0) / 4294967296;
+    };
+    for (let round = 0; round < 300; round++) {
+      const segments: Segment[] = recorded.slice(0, 6).map((seg) => {
+        if ("end" in seg) return seg;
+        const data = new Uint8Array(seg.data as Uint8Array);
+        const edits = Math.floor(rnd() * 4);
+        for (let i = 0; i < edits; i++) data[Math.floor(rnd() * data.length)] = Math.floor(rnd() * 256);
+        return { fromClient: seg.fromClient, data };
+      });
+      const { tracer: t, clientBytes, serverBytes } = trace(segments, { direction: "outbound", chunker: (n) => [Math.ceil(n / 2), Math.floor(n / 2)].filter((k) => k > 0) });
+      const st = t.stats();
+      expect(st.tapErrors).toBe(0);
+      expect([st.bytesFromClients, st.bytesFromServers]).toEqual([clientBytes, serverBytes]);
+    }
+  });
+});
