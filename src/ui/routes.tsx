@@ -1,7 +1,8 @@
 import { Outlet, redirect, type RouteObject } from "react-router";
 import { Document } from "~/ui/document.tsx";
 import { DashboardLayout, dashboardLoader } from "~/ui/pages/dashboard/dashboard-layout.tsx";
-import { BillingScreen, DashboardIndex, LiveScreen, RequestsScreen } from "~/ui/pages/dashboard/placeholders.tsx";
+import { BillingScreen } from "~/ui/pages/dashboard/billing-screen.tsx";
+import { DashboardIndex, LiveScreen, RequestsScreen } from "~/ui/pages/dashboard/placeholders.tsx";
 import { TokensScreen } from "~/ui/pages/dashboard/tokens-screen.tsx";
 import { UsersScreen } from "~/ui/pages/dashboard/users-screen.tsx";
 import { RootErrorBoundary } from "~/ui/pages/error/root-error-boundary.tsx";

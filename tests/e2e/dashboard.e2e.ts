@@ -152,6 +152,20 @@ describe("sign-in and the dashboard, in Chromium against the real server", () =>
     await page.waitForURL(/\/users$/);
   });
 
+  test("billing shows the plans with Free active", async () => {
+    await page.getByRole("link", { name: "Billing" }).click();
+    await page.waitForURL(/\/dashboard\/billing$/);
+    const free = page.getByRole("region", { name: "Free" });
+    await free.getByText("ACTIVE").waitFor();
+    expect(await page.getByRole("region", { name: "Team" }).getByText("$25").isVisible()).toBe(true);
+    expect(await page.getByRole("region", { name: "Scale" }).getByText("$599").isVisible()).toBe(true);
+    expect(await page.getByRole("link", { name: "Contact us" }).getAttribute("href")).toStartWith("mailto:help@example.test");
+    expect(await page.getByRole("button", { name: "Switch namespace" }).textContent()).toContain("staging");
+    await screenshot(page, "08d-billing");
+    await page.getByRole("link", { name: "Users" }).click();
+    await page.waitForURL(/\/staging\/users$/);
+  });
+
   test("the navigation can be hidden, and stays hidden after a reload", async () => {
     await page.getByRole("button", { name: "Hide navigation" }).click();
     await page.reload();

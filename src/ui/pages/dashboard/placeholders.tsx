@@ -20,7 +20,7 @@ export function LiveScreen() {
   return (
     <div className="flex min-h-0 flex-1 flex-col px-4 py-4 sm:px-6">
       <title>Live | Tapscope</title>
-      <h1 className="mb-3 pl-8 text-xl font-semibold tracking-tight text-zinc-100 sm:pl-0">Live</h1>
+      <h1 className="mb-3 pl-8 text-xl font-semibold tracking-tight text-zinc-100 md:pl-0">Live</h1>
       <LiveScreenView key={namespace.namespaceId} namespaceId={namespace.namespaceId} orgId={org.orgId} commitHash={commitHash} />
     </div>
   );
@@ -28,8 +28,4 @@ export function LiveScreen() {
 
 export function RequestsScreen() {
   return <Screen title="Requests" description="Search every captured request over time." />;
-}
-
-export function BillingScreen() {
-  return <Screen title="Billing" description="You are on the Free plan." />;
 }
