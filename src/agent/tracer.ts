@@ -88,38 +88,60 @@ export function createTracer(options: TracerOptions): Tracer {
   let queue: Pending[] = [];
   let isScheduled = false;
 
-  function drain(): void {
-    isScheduled = false;
-    const batch = queue;
-    queue = [];
-    for (const item of batch) {
-      let event: TracedEvent;
-      try {
-        event =
-          item.kind === "http" ? buildHttpEvent(item.ex, item.conn, item.proc, ctx) : buildTcpEvent(item.sum, item.conn, item.proc, ctx);
-      } catch {
-        stats.droppedEvents++;
-        continue;
-      }
-      if (item.kind === "http") stats.httpEvents++;
-      else stats.tcpEvents++;
-      try {
-        options.onEvent(event);
-      } catch {
-        // The consumer's failure is its own; the tracer keeps going.
-      }
+  /** Events built per event-loop turn: relayed traffic gets its turn between slices. */
+  const SLICE = 256;
+  let head = 0;
+
+  function build(item: Pending): void {
+    let event: TracedEvent;
+    try {
+      event = item.kind === "http" ? buildHttpEvent(item.ex, item.conn, item.proc, ctx) : buildTcpEvent(item.sum, item.conn, item.proc, ctx);
+    } catch {
+      stats.droppedEvents++;
+      return;
+    }
+    if (item.kind === "http") stats.httpEvents++;
+    else stats.tcpEvents++;
+    try {
+      options.onEvent(event);
+    } catch {
+      // The consumer's failure is its own; the tracer keeps going.
     }
   }
 
+  function drainSlice(): void {
+    isScheduled = false;
+    const stop = Math.min(queue.length, head + SLICE);
+    while (head < stop) build(queue[head++]!);
+    if (head >= queue.length) {
+      queue = [];
+      head = 0;
+    } else {
+      if (head > 4096) {
+        queue = queue.slice(head);
+        head = 0;
+      }
+      isScheduled = true;
+      setImmediate(drainSlice);
+    }
+  }
+
+  /** Everything queued, now (exit, tests). */
+  function drain(): void {
+    while (head < queue.length) build(queue[head++]!);
+    queue = [];
+    head = 0;
+  }
+
   function enqueue(item: Pending): void {
-    if (queue.length >= maxQueued) {
+    if (queue.length - head >= maxQueued) {
       stats.droppedEvents++;
       return;
     }
     queue.push(item);
     if (!isScheduled) {
       isScheduled = true;
-      setImmediate(drain);
+      setImmediate(drainSlice);
     }
   }
 

@@ -145,6 +145,20 @@ describe("bounded: the tracer never holds up or grows without limit", () => {
     expect(tracer.stats().parserGaveUp).toBe(1);
   });
 
+  test("a large backlog is built in slices, letting other work run between them", async () => {
+    const { events, tracer } = setup();
+    for (let i = 0; i < 2000; i++) {
+      const tap = tracer.onOpen(connection(i, "inbound"))!;
+      tap.onData(true, bytes(`GET /${i} HTTP/1.1\r\nHost: h\r\n\r\n`), 1);
+      tap.onData(false, bytes("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"), 2);
+    }
+    await new Promise((r) => setImmediate(r));
+    expect(events.length).toBeGreaterThan(0);
+    expect(events.length).toBeLessThan(2000);
+    for (let turn = 0; turn < 20 && events.length < 2000; turn++) await new Promise((r) => setImmediate(r));
+    expect(events.map((e) => e.http_req_path)).toEqual(Array.from({ length: 2000 }, (_, i) => `/${i}`));
+  });
+
   test("events are delivered off the data path, in order", async () => {
     const { events, tracer } = setup();
     const tap = tracer.onOpen(connection(1, "inbound"))!;
