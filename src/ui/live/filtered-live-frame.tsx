@@ -4,6 +4,9 @@ import { FilterInput } from "../filters/filter-input.tsx";
 import { type FilterSuggestion, forgetSuggestion, loadSuggestions, recordUse } from "../filters/suggestions.ts";
 import { type EventSummary, filterErrorText, isTrustedMessage, parseFrameMessage, type SetFiltersMessage } from "./frame-messages.ts";
 
+export const APPLY_TIMEOUT_MS = 10_000;
+export const APPLY_TIMEOUT_TEXT = "The live view did not confirm this filter. Check your connection and try again.";
+
 /** The sandbox of spec section 2: modals, popups, scripts, same origin, downloads. */
 export const FRAME_SANDBOX = "allow-modals allow-popups allow-scripts allow-same-origin allow-downloads";
 
@@ -33,12 +36,14 @@ export function FilteredLiveFrame({
   suggestionsScope,
   onEvent,
   title = "Live requests",
+  applyTimeoutMs = APPLY_TIMEOUT_MS,
 }: {
   src: string;
   /** Whose saved suggestions these are: a namespace id, or "shared-links". */
   suggestionsScope: string;
   onEvent?: (event: EventSummary) => void;
   title?: string;
+  applyTimeoutMs?: number;
 }) {
   const [state, dispatch] = useReducer(chipReducer, undefined, () => initialChipState());
   const [suggestions, setSuggestions] = useState<FilterSuggestion[]>([]);
@@ -54,7 +59,11 @@ export function FilteredLiveFrame({
     const { revision, chips } = stateRef.current;
     if (revision === 0) return;
     const message: SetFiltersMessage = { type: "setFilters", revision, filters: chips };
-    frameRef.current?.contentWindow?.postMessage(message, window.location.origin);
+    try {
+      frameRef.current?.contentWindow?.postMessage(message, window.location.origin);
+    } catch {
+      // The frame is not (yet) our page: the next repeat or its load event sends again.
+    }
   }, []);
 
   // Each committed change (a new revision) goes to the frame.
@@ -63,12 +72,18 @@ export function FilteredLiveFrame({
     sendFilters();
   }, [state.revision, sendFilters]);
 
-  // A frame still starting up may miss a message: repeat it each second until it answers.
+  // A frame still starting up may miss a message: repeat it each second until it answers, and give up
+  // (rolling the change back with an error) if it never does.
   useEffect(() => {
     if (!state.isApplying) return;
+    const revision = state.revision;
     const timer = setInterval(sendFilters, 1000);
-    return () => clearInterval(timer);
-  }, [state.isApplying, sendFilters]);
+    const giveUp = setTimeout(() => dispatch({ type: "filterError", revision, message: APPLY_TIMEOUT_TEXT }), applyTimeoutMs);
+    return () => {
+      clearInterval(timer);
+      clearTimeout(giveUp);
+    };
+  }, [state.isApplying, state.revision, sendFilters, applyTimeoutMs]);
 
   useEffect(() => {
     const onMessage = (event: MessageEvent) => {
