@@ -42,8 +42,8 @@ describe("the page side of the frame conversation", () => {
     render(<FilteredLiveFrame src="about:blank" suggestionsScope="ns-test" />);
     const posted: unknown[] = [];
     const target = frameWindow();
-    expect(target).toBeTruthy();
-    target!.postMessage = ((message: unknown) => posted.push(message)) as typeof target.postMessage;
+    if (!target) throw new Error("the frame has no window");
+    target.postMessage = ((message: unknown) => posted.push(message)) as Window["postMessage"];
     commit("duration > 5ms");
     await waitFor(() => expect(posted).toContainEqual({ type: "setFilters", revision: 1, filters: ["duration > 5ms"] }));
 
@@ -59,7 +59,7 @@ describe("the page side of the frame conversation", () => {
     commit("response.status >>= 5");
     fromFrame({ type: "setFilterError", revision: 2, message: 'expected a status code, found ">="', position: 17, index: 1 });
     expect(screen.getByRole("alert").textContent).toBe('expected a status code, found ">=" (at character 18)');
-    expect(screen.queryByRole("button", { name: "response.status >>= 5", exact: true })).toBeNull();
+    expect(screen.queryByText("response.status >>= 5", { selector: "button" })).toBeNull();
   });
 
   test("a frame that never answers: the change is rolled back with an error", async () => {
