@@ -211,6 +211,23 @@ describe("sign-in and the dashboard, in Chromium against the real server", () =>
     expect(new URL(page.url()).pathname).toBe("/login");
   });
 
+  test("signing in again from a deep link returns to that page (next survives the magic link)", async () => {
+    const before = smtp.messages.length;
+    await page.goto(`${server.baseUrl}/dashboard/staging/tokens`);
+    await page.waitForURL(/\/login\?next=/);
+    await page.getByPlaceholder("Enter your email...").fill(email);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByText(/We emailed a magic link/).waitFor();
+    const deadline = Date.now() + 10_000;
+    while (smtp.messages.length === before && Date.now() < deadline) await Bun.sleep(50);
+    const mail = smtp.messages[before];
+    expect(mail).toBeDefined();
+    const link = /https?:\/\/[^\s"'<>]+\/api\/EmailLoginCallback\?[^\s"'<>]+/.exec(mail!.text)?.[0];
+    await page.goto(link!.replaceAll("&amp;", "&"));
+    await page.waitForURL(/\/dashboard\/staging\/tokens$/);
+    await page.getByRole("heading", { name: "Tokens", exact: true }).waitFor();
+  });
+
   test("unknown routes answer 404 with the router fallback; placeholder pages answer 200", async () => {
     const response = await page.goto(`${server.baseUrl}/no/such/page`);
     expect(response?.status()).toBe(404);
