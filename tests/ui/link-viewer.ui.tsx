@@ -112,7 +112,7 @@ describe("LinkViewer against a real server", () => {
 
   test("a live link: share box, countdown, sandboxed frame with commit and url, pings every second, reconnects after close", async () => {
     const expiry = new Date(Date.now() + 2 * 3600_000 + 5 * 60_000 + 30_000);
-    const linkUrl = `ws://127.0.0.1/api/LiveSubscribe?link_id=livelink0001&expiry=${expiry.toISOString()}`;
+    const linkUrl = `${origin}/link/livelink0001?expiry=${encodeURIComponent(expiry.toISOString())}`;
     links.set("livelink0001", linkUrl);
     let clipboard = "";
     Object.defineProperty(navigator, "clipboard", { configurable: true, value: { writeText: async (t: string) => void (clipboard = t) } });
