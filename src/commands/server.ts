@@ -43,7 +43,10 @@ export async function main(_args: string[]): Promise<number> {
     if (stopping) return;
     stopping = true;
     log.info("shutting down", { signal });
-    await server.stop(false); // stop accepting, let in-flight requests finish
+    // Stop accepting and let in-flight requests finish; WebSockets (publishers, viewers) never finish by
+    // themselves, so after a short grace they are closed (publishers reconnect to the next server).
+    await Promise.race([server.stop(false), Bun.sleep(3_000)]);
+    await server.stop(true);
     await attached.close(); // writes the events still batched
     await store.close();
     await database.close();
