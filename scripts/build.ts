@@ -242,6 +242,7 @@ async function buildTarget(arch: Arch, entry: string, outdir: string, commit: st
 
   const outfile = join(outdir, `tapscope-linux-${arch}`);
   const result = await Bun.build({
+    throw: false,
     // The capture Worker is its own module in the binary (src/agent/supervisor/index.ts finds it).
     entrypoints: entry === join(root, "src/main.ts") ? [entry, ...workerEntrypoints()] : [entry],
     compile: {
@@ -268,7 +269,10 @@ async function buildTarget(arch: Arch, entry: string, outdir: string, commit: st
     },
   });
   if (!result.success) {
-    for (const logLine of result.logs) process.stderr.write(`${logLine}\n`);
+    for (const entry of result.logs) {
+      const at = entry.position ? `${relative(root, entry.position.file)}:${entry.position.line}:${entry.position.column}: ` : "";
+      process.stderr.write(`build: ${at}${entry.message}\n`);
+    }
     fail(`compiling linux-${arch} failed`);
   }
   // Sourcemaps are embedded in the binary (stack traces point at src/); the files beside it are leftovers.
