@@ -41,7 +41,7 @@ export function pageRoutes(deps: AppDeps, options: PageRouteOptions = {}) {
   const handle = ({ request }: { request: Request }) => {
     const { pathname } = new URL(request.url);
     if (pathname.startsWith("/api/")) throw new AppError("NOT_FOUND", "not found");
-    if (pathname.startsWith(ASSET_PREFIX)) return serveAsset(assets, pathname.slice(ASSET_PREFIX.length));
+    if (pathname.startsWith(ASSET_PREFIX)) return serveAsset(assets, pathname.slice(ASSET_PREFIX.length), request);
     return renderPage({ request, env, shell: shell() });
   };
 
@@ -50,16 +50,22 @@ export function pageRoutes(deps: AppDeps, options: PageRouteOptions = {}) {
 
 const ASSET_PREFIX = "/assets/";
 
-function serveAsset(assets: AssetSource, encodedName: string): Response {
+function serveAsset(assets: AssetSource, encodedName: string, request: Request): Response {
   let name: string;
   try {
     name = decodeURIComponent(encodedName);
   } catch {
     throw new AppError("NOT_FOUND", "no such asset");
   }
-  const file = name ? assets.get(name) : null;
+  if (!name || name.endsWith(".gz")) throw new AppError("NOT_FOUND", "no such asset");
+  const file = assets.get(name);
   if (!file) throw new AppError("NOT_FOUND", "no such asset");
-  return new Response(file, {
-    headers: { "content-type": contentTypeOf(name), "cache-control": "public, max-age=31536000, immutable" },
-  });
+  const headers: Record<string, string> = {
+    "content-type": contentTypeOf(name),
+    "cache-control": "public, max-age=31536000, immutable",
+    vary: "accept-encoding",
+  };
+  const gzipped = /\bgzip\b/.test(request.headers.get("accept-encoding") ?? "") ? assets.get(`${name}.gz`) : null;
+  if (gzipped) return new Response(gzipped, { headers: { ...headers, "content-encoding": "gzip" } });
+  return new Response(file, { headers });
 }

@@ -138,6 +138,20 @@ describe("assets", () => {
     expect(html).toMatch(/<script type="module" src="\/assets\/entry-client-abc.js"[^>]*><\/script>/);
   });
 
+  test("browsers that accept gzip get the precompressed copy", async () => {
+    const gz = new Blob([Bun.gzipSync(new TextEncoder().encode("console.log(1)"))]);
+    const source = mapAssetSource(new Map([["e.js", js], ["e.js.gz", gz]]), null);
+    const routes = pageRoutes({ config: t.config, db: t.db }, { assets: source });
+    const zipped = await routes.handle(new Request("http://x/assets/e.js", { headers: { "accept-encoding": "gzip, deflate, br" } }));
+    expect(zipped.headers.get("content-encoding")).toBe("gzip");
+    expect(zipped.headers.get("vary")).toBe("accept-encoding");
+    expect(new TextDecoder().decode(Bun.gunzipSync(new Uint8Array(await zipped.arrayBuffer())))).toBe("console.log(1)");
+    const plain = await routes.handle(new Request("http://x/assets/e.js"));
+    expect(plain.headers.get("content-encoding")).toBeNull();
+    expect(await plain.text()).toBe("console.log(1)");
+    expect((await routes.handle(new Request("http://x/assets/e.js.gz"))).status).toBe(404);
+  });
+
   test("unknown assets and the manifest itself are 404", async () => {
     for (const path of ["/assets/nope.js", "/assets/manifest.json", "/assets/..%2F..%2Fpackage.json"]) {
       const res = await pages().handle(new Request(`http://x${path}`));
