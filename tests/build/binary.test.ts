@@ -221,12 +221,33 @@ describe.skipIf(skip)("compiled binary", () => {
       expect(stderr).toContain('"GET / HTTP/1.1" 200');
     }, 60_000);
 
-    test("exits 0 on SIGTERM", async () => {
-      server.proc.kill("SIGTERM");
-      const code = await Promise.race([server.proc.exited, Bun.sleep(15_000).then(() => "timeout")]);
-      expect(code).toBe(0);
-      expect(server.log()).toContain('"msg":"shutting down"');
-    }, 20_000);
+    test("exits 0 on SIGTERM, even with a `tapscope run` publisher connected", async () => {
+      const traced = Bun.spawn([join(dist, "tapscope"), "run", "--", "sleep", "60"], {
+        env: { PATH: BASE_PATH, HOME: tempDir("run-home"), TAPSCOPE_ENDPOINT: server.url },
+        stdout: "ignore",
+        stderr: "pipe",
+      });
+      try {
+        // The anonymous link box is printed once the CLI has joined the server.
+        const reader = traced.stderr.getReader();
+        let said = "";
+        const deadline = Date.now() + 20_000;
+        while (!said.includes("/link/") && Date.now() < deadline) {
+          const chunk = await Promise.race([reader.read(), Bun.sleep(1000).then(() => null)]);
+          if (chunk && !chunk.done) said += new TextDecoder().decode(chunk.value);
+        }
+        expect(said).toContain(`${server.url}/link/`);
+        await Bun.sleep(500);
+        const started = performance.now();
+        server.proc.kill("SIGTERM");
+        const code = await Promise.race([server.proc.exited, Bun.sleep(20_000).then(() => "timeout")]);
+        expect(code).toBe(0);
+        expect(performance.now() - started).toBeLessThan(10_000);
+        expect(server.log()).toContain('"msg":"shutting down"');
+      } finally {
+        traced.kill("SIGKILL");
+      }
+    }, 60_000);
   });
 
   test("DuckDB loads from the binary; no .env is read from the working directory (a probe compiled the same way)", async () => {
