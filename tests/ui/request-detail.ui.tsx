@@ -88,6 +88,8 @@ describe("bodies", () => {
         event={makeEvent({
           http_req_path: "/<img src=x onerror=alert(1)>",
           http_req_headers: [["X-Evil", hostile]],
+          tags: { note: hostile },
+          process_command_line: hostile,
           http_resp_body: b64(hostile),
           http_resp_content_type: "text/html",
         })}
@@ -99,6 +101,7 @@ describe("bodies", () => {
     expect(detail.querySelector("b")).toBeNull();
     expect(screen.getByLabelText("Response body").textContent).toContain(hostile);
     expect(screen.getByRole("table", { name: "Request headers" }).textContent).toContain(hostile);
+    expect(screen.getByRole("table", { name: "Details" }).textContent).toContain(`tag note${hostile}`);
     expect((window as unknown as { __pwned?: number }).__pwned).toBeUndefined();
   });
 

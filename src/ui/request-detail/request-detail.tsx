@@ -100,6 +100,10 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
           </Section>
         ) : null}
 
+        <Section title="Details">
+          <Facts event={event} />
+        </Section>
+
         {event.protocol === "http" ? (
           <>
             <Section title="Request">
@@ -171,6 +175,26 @@ function Headers({ label, headers }: { label: string; headers: Array<[string, st
       </tbody>
     </table>
   );
+}
+
+/** The exchange's context as key/value rows; empty fields are left out. */
+function Facts({ event }: { event: TracedEvent }) {
+  const rows: Array<[string, string]> = [
+    ["service", event.service],
+    ["host", event.hostname],
+    ["process", event.process_command_line || event.process_executable_name],
+    ["user", event.process_user],
+    ["client", event.http_client_addr],
+    ["server", event.http_server_addr],
+    ["TLS server name", event.tls_server_name],
+    ["X-Forwarded-For", event.http_req_x_forwarded_for],
+    ["request encoding", [event.http_req_content_encoding, event.http_req_transfer_encoding].filter(Boolean).join(", ")],
+    ["response encoding", [event.http_resp_content_encoding, event.http_resp_transfer_encoding].filter(Boolean).join(", ")],
+    ["Kubernetes", [event.kubernetes_namespace, event.gke_cluster_name, event.gke_node_name].filter(Boolean).join(" / ")],
+    ["event id", event.event_id],
+    ...Object.entries(event.tags ?? {}).map(([k, v]) => [`tag ${k}`, String(v)] as [string, string]),
+  ];
+  return <Headers label="Details" headers={rows.filter(([, value]) => value !== "")} />;
 }
 
 function EventLine({
