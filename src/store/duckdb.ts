@@ -146,7 +146,8 @@ function appendEvent(a: DuckDBAppender, e: TracedEvent): void {
         a.appendVarchar(JSON.stringify(v ?? null));
         break;
       default:
-        a.appendVarchar(typeof v === "string" ? v.toWellFormed() : String(v ?? ""));
+        // N-API's UTF-8 conversion already turns lone surrogates into U+FFFD.
+        a.appendVarchar(typeof v === "string" ? v : String(v ?? ""));
     }
   }
   a.endRow();

@@ -624,6 +624,24 @@ export function runConformance(target: ConformanceTarget): void {
       }
     }, 60_000);
 
+    test("lone UTF-16 surrogates (not text) are stored as U+FFFD and stay queryable", async () => {
+      const sNs = randomUUID();
+      const [e] = generateEvents({ count: 1, startMicros: startMs * 1000, endMicros: endMs * 1000, seed: 8 });
+      const odd = { ...(e as TracedEvent), http_req_path: "/a\ud800b", service: "x\udc00" };
+      await store.insert(sNs, [odd]);
+      try {
+        const d = await store.getEvent(sNs, odd.event_id);
+        expect(d?.event.http_req_path).toBe("/a\ufffdb");
+        expect(d?.event.service).toBe("x\ufffd");
+        const r = await store.queryRows(sNs, {
+          filter: { clauses: [{ type: "String", column: "http_req_path", op: "Equals", value: "/a\ud800b" }], global: all },
+        });
+        expect(r.actualNumberOfRows).toBe(1);
+      } finally {
+        await store.dropNamespace(sNs);
+      }
+    });
+
     test("literal fuzz: arbitrary bytes (invalid UTF-8 included) round-trip through the engine's literal", async () => {
       const rand = prng(9);
       for (let i = 0; i < 40; i++) {
