@@ -202,9 +202,21 @@ describe("sign-in and the dashboard, in Chromium against the real server", () =>
     await page.unroute("**/api/ListOrgs");
   });
 
+  test("an account without an org is onboarded from the app: OnboardNewUser with a name from the e-mail", async () => {
+    // The server onboards at first sign-in, so the network plays an org-less answer once to reach this path.
+    await page.route("**/api/ListOrgs", (route) => route.fulfill({ status: 200, contentType: "application/json", body: '{"orgs":[]}' }));
+    const onboard = page.waitForRequest((req) => req.url().endsWith("/api/OnboardNewUser"));
+    await page.goto(`${server.baseUrl}/dashboard`);
+    const request = await onboard;
+    expect(JSON.parse(request.postData() ?? "{}")).toEqual({ namespaceName: "ada" });
+    expect((await request.response())?.status()).toBe(200);
+    await page.waitForURL(/\/dashboard\/ada\/live$/);
+    await page.unroute("**/api/ListOrgs");
+  });
+
   test("log out ends the session", async () => {
     await page.goto(`${server.baseUrl}/dashboard`);
-    await page.waitForURL(/\/dashboard\/staging\/live$/);
+    await page.waitForURL(/\/dashboard\/[^/]+\/live$/);
     await page.getByRole("link", { name: "Log out" }).click();
     await page.waitForURL(/\/login$/);
     await page.goto(`${server.baseUrl}/dashboard/staging/live`);
