@@ -1,4 +1,5 @@
 /// <reference lib="webworker" />
+import { writeSync } from "node:fs";
 import { parentPort, workerData } from "node:worker_threads";
 import {
   AF_INET,
@@ -51,6 +52,7 @@ function sweepPidfds(): void {
 }
 
 let hasReportedPermission = false;
+let hasReportedIoUring = false;
 
 /** A dup of the caller's fd in our process, or -1. */
 function takeFd(tid: number, fd: number): number {
@@ -96,6 +98,13 @@ function handle(n: Notif): void {
       post({ kind: "started", pid: n.pid });
       return passOn(n);
     case NR.io_uring_setup:
+      // Said from here, at once: the program may exit before the main thread reads a message.
+      if (!hasReportedIoUring) {
+        hasReportedIoUring = true;
+        try {
+          writeSync(2, "tapscope: refused io_uring (its network operations would bypass interception); the program falls back to ordinary syscalls\n");
+        } catch {}
+      }
       replyError(listener, n.id, E.ENOSYS);
       post({ kind: "io_uring", pid: n.pid });
       return;

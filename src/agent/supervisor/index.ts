@@ -59,7 +59,6 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
   const flags = new Int32Array(control);
   let isPassthrough = false;
   let relay: OutboundRelay | null = null;
-  const ioUringPids = new Set<number>();
 
   const crash = (where: string, err: unknown) => {
     if (isPassthrough) return;
@@ -129,12 +128,6 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
         return;
       case "io_uring":
         ctx.stats.refusedIoUring++;
-        if (!ioUringPids.has(m.pid)) {
-          ioUringPids.add(m.pid);
-          if (ioUringPids.size === 1) {
-            options.say("refused io_uring (its network operations would bypass interception); the program falls back to ordinary syscalls");
-          }
-        }
         return;
       case "fatal":
         options.onFatal(m.reason, m.errno);
