@@ -161,6 +161,7 @@ export function createTracer(options: TracerOptions): Tracer {
   class TracedConnection implements ConnectionTap {
     private mode: Mode = "sniff";
     private session: Http1Session | Http2Session | null = null;
+    private hooks: Http1SessionHooks | null = null;
     private sniffBuf: Uint8Array | null = null;
     private sniffLen = 0;
     private sniffAt = 0;
@@ -187,7 +188,7 @@ export function createTracer(options: TracerOptions): Tracer {
       try {
         if (this.mode === "http1") {
           this.session!.onData(fromClient, chunk, at);
-          this.checkSession();
+          this.checkSession(at);
           return;
         }
         if (this.mode === "tls-hello") this.helloData(fromClient, chunk);
@@ -353,11 +354,27 @@ export function createTracer(options: TracerOptions): Tracer {
         },
       };
       const options = { payloadLimit: ctx.payloadLimit, isOutbound };
+      this.hooks = hooks;
       this.session = kind === "http2" ? new Http2Session(hooks, options) : new Http1Session(hooks, options);
     }
 
-    private checkSession(): void {
-      const s = this.session!;
+    /** An HTTP/1 connection upgraded to h2c: HTTP/2 from here, starting with what each side already sent. */
+    private switchToHttp2(from: Http1Session, at: number): void {
+      const upgraded = from.upgraded!;
+      const next = new Http2Session(this.hooks!, { payloadLimit: ctx.payloadLimit, isOutbound: this.conn.direction === "outbound" });
+      next.adoptUpgradedRequest(upgraded.exchange);
+      this.session = next;
+      this.httpVersion = "2";
+      if (upgraded.clientBytes.length > 0) next.onData(true, upgraded.clientBytes, at);
+      if (upgraded.serverBytes.length > 0) next.onData(false, upgraded.serverBytes, at);
+    }
+
+    private checkSession(at = 0): void {
+      let s = this.session!;
+      if (s.state === "opaque" && s instanceof Http1Session && s.upgraded && this.mode === "http1") {
+        this.switchToHttp2(s, at);
+        s = this.session!;
+      }
       if (s.state === "http" || this.mode !== "http1") return;
       if (s.state === "failed") this.giveUp(s.failReason, false);
       else this.mode = "opaque";

@@ -34,6 +34,8 @@ export class Http1Session {
   /** What the connection became after a successful upgrade ("websocket", "h2c"), or "tunnel". */
   upgradedTo = "";
   exchangeCount = 0;
+  /** After a 101 to h2c: the upgraded request (its response comes on stream 1) and the bytes after the switch. */
+  upgraded: { exchange: Exchange; clientBytes: Uint8Array; serverBytes: Uint8Array } | null = null;
 
   private readonly req: Http1Parser;
   private readonly resp: Http1Parser;
@@ -67,8 +69,9 @@ export class Http1Session {
       else if (used < chunk.length && this.state === "http") this.hold(chunk, used, chunk.length, at);
       return;
     }
-    this.resp.push(chunk, 0, chunk.length, at);
+    const used = this.resp.push(chunk, 0, chunk.length, at);
     if (this.resp.hasFailed) this.fail(`response: ${this.resp.errorMessage}`);
+    else if (this.upgraded && used < chunk.length) this.upgraded.serverBytes = chunk.slice(used);
   }
 
   onEnd(fromClient: boolean, at: number): void {
@@ -129,9 +132,17 @@ export class Http1Session {
     this.holdbackLength += n;
   }
 
-  private becomeOpaque(upgradedTo: string): void {
+  private becomeOpaque(upgradedTo: string, exchange?: Exchange): void {
     this.state = "opaque";
     this.upgradedTo = upgradedTo;
+    if (upgradedTo === "h2c" && exchange) {
+      // HTTP/2 follows: keep what each side already sent of it for the HTTP/2 session.
+      this.upgraded = {
+        exchange,
+        clientBytes: this.holdback ? this.holdback.slice(0, this.holdbackLength) : new Uint8Array(0),
+        serverBytes: new Uint8Array(0),
+      };
+    }
     this.req.becomeOpaque();
     this.resp.becomeOpaque();
     this.holdback = null;
@@ -245,7 +256,7 @@ export class Http1Session {
             this.currentRequest = null;
           }
           this.hooks.onExchange(ex);
-          this.becomeOpaque(isTunnel ? "tunnel" : head.upgrade.toLowerCase() || "unknown");
+          this.becomeOpaque(isTunnel ? "tunnel" : head.upgrade.toLowerCase() || "unknown", ex);
           return "tunnel";
         }
         if (this.upgradeCandidate === ex) this.resumeRequests();

@@ -115,7 +115,10 @@ export class Http1Parser {
     this.state = State.Opaque;
   }
 
-  /** Feeds bytes [start, end) of chunk. Returns the offset where it stopped (end unless paused). */
+  /**
+   * Feeds bytes [start, end) of chunk. Returns the offset where it stopped: end, unless paused or the
+   * rest is another protocol (opaque from there on).
+   */
   push(chunk: Uint8Array, start: number, end: number, at: number): number {
     let i = start;
     while (i < end) {
@@ -174,6 +177,8 @@ export class Http1Parser {
           i = this.readTrailers(chunk, i, end, at);
           break;
         case State.Opaque:
+          // Where the other protocol starts (after a 101 or a CONNECT answer).
+          return i;
         case State.Error:
           return end;
       }
@@ -261,10 +266,10 @@ export class Http1Parser {
     if (typeof head === "string") return this.fail(head, end);
     head.headBytes = headBytes;
     const framing = this.handler.onHead(head, this.startAt, at);
-    if (this.state === State.Error || this.state === State.Opaque) return end;
-    if (framing === "tunnel") {
+    if (this.state === State.Error) return end;
+    if (this.state === State.Opaque || framing === "tunnel") {
       this.state = State.Opaque;
-      return end;
+      return i;
     }
     if (framing === "interim") {
       // A 1xx response: the real response follows.

@@ -172,6 +172,32 @@ export class Http2Session {
     );
   }
 
+  /**
+   * h2c reached by an HTTP/1 Upgrade: the upgrading request becomes stream 1, already sent; its
+   * response arrives as HTTP/2 on that stream.
+   */
+  adoptUpgradedRequest(original: Exchange): void {
+    const ex: Exchange = {
+      ...original,
+      eventId: this.hooks.newEventId(),
+      response: null,
+      httpVersion: "2",
+      responseStartAt: 0,
+      responseEndAt: 0,
+      responseBodyWire: 0,
+      responseBody: null,
+      responseTrailers: null,
+      interimStatuses: [],
+      isRequestDone: true,
+      isResponseDone: false,
+      isFirstOnConnection: false,
+      incompleteReason: "",
+    };
+    this.exchangeCount++;
+    this.streams.set(1, ex);
+    this.hooks.onRequestStart(ex);
+  }
+
   onData(fromClient: boolean, chunk: Uint8Array, at: number): void {
     if (this.state !== "http") return;
     try {

@@ -196,4 +196,36 @@ describe("HTTP/2 (h2c) through a relay", () => {
       expect([st.bytesFromClients, st.bytesFromServers]).toEqual([clientBytes, serverBytes]);
     }
   });
+
+  test("h2c reached through an HTTP/1 Upgrade: the 101, then the response on stream 1, under every chunking", () => {
+    const frame = (type: number, flags: number, stream: number, payload: Uint8Array) =>
+      Buffer.concat([Buffer.from([payload.length >> 16, (payload.length >> 8) & 255, payload.length & 255, type, flags, 0, 0, 0, stream]), payload]);
+    const text = (s: string) => new TextEncoder().encode(s);
+    // :status 200 (static index 8), content-type (index 31, literal without indexing) "text/plain".
+    const block = Buffer.concat([Buffer.from([0x88, 0x0f, 0x10, 10]), text("text/plain")]);
+    const conversation: Segment[] = [
+      { fromClient: true, data: text("GET /h2c?x=1 HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n") },
+      {
+        fromClient: false,
+        data: Buffer.concat([
+          text("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n"),
+          frame(4, 0, 0, new Uint8Array(0)),
+          frame(1, 4, 1, block),
+        ]),
+      },
+      { fromClient: true, data: Buffer.concat([text("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), frame(4, 0, 0, new Uint8Array(0))]) },
+      { fromClient: false, data: frame(0, 1, 1, text("hello h2c")) },
+    ];
+    const reference = trace(conversation).events;
+    expect(reference.map((e) => [e.http_version, e.http_req_path, e.http_resp_status_code, body(e, "resp"), e.tags.upgrade])).toEqual([
+      ["1.1", "/h2c?x=1", 101, "", "h2c"],
+      ["2", "/h2c?x=1", 200, "hello h2c", undefined],
+    ]);
+    expect(reference[1]!.http_resp_content_type).toBe("text/plain");
+    for (const chunker of chunkings(conversation)) {
+      const { events: got, tracer: t } = trace(conversation, { chunker });
+      expect(got.map(summary)).toEqual(reference.map(summary));
+      expect(t.stats().parserGaveUp).toBe(0);
+    }
+  });
 });
