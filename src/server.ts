@@ -6,6 +6,7 @@ import type { Config } from "~/lib/env.ts";
 import type { Mailer } from "~/lib/mailer.ts";
 import { EventSinks } from "~/services/ingest/sink.ts";
 import type { EventStore } from "~/store/types.ts";
+import type { WorkerRegistry } from "~/services/tunnel/worker-registry.ts";
 import { pageRoutes } from "~/routes/index.ts";
 import { wsRoutes } from "~/ws/index.ts";
 
@@ -19,6 +20,8 @@ export type AppDeps = {
   sinks?: EventSinks;
   /** The namespace event store (DuckDB in DATA_DIR, or ClickHouse); absent: events are not kept. */
   store?: EventStore;
+  /** Routes each org's ingest and queries to its worker (in-process store or a self-hosted worker). */
+  workers?: WorkerRegistry;
 };
 
 /**

@@ -9,6 +9,8 @@ import { liveRoutes } from "./live/index.ts";
 import { orgRoutes } from "./orgs/index.ts";
 import { publishRoutes } from "./publish/index.ts";
 import { tokenRoutes } from "./tokens/index.ts";
+import { tunnelRoutes } from "./tunnel/index.ts";
+import { workerRegistryFor } from "~/services/tunnel/worker-registry.ts";
 import { userRoutes } from "./users/index.ts";
 
 /** Every /api/* endpoint. Each area is a thin controller under src/api/<area>/. */
@@ -23,5 +25,6 @@ export function apiRoutes(deps: AppDeps) {
     .use(orgRoutes(ctx))
     .use(publishRoutes(ctx))
     .use(tokenRoutes(ctx))
+    .use(tunnelRoutes({ ctx, workers: workerRegistryFor(deps) }))
     .use(userRoutes(ctx));
 }

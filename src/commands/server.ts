@@ -6,6 +6,7 @@ import { createApp } from "~/server.ts";
 import { EventSinks } from "~/services/ingest/sink.ts";
 import { attachStore } from "~/services/store/attach-store.ts";
 import { openEventStore } from "~/store/open.ts";
+import { WorkerRegistry } from "~/services/tunnel/worker-registry.ts";
 
 export async function main(_args: string[]): Promise<number> {
   let config;
@@ -24,8 +25,10 @@ export async function main(_args: string[]): Promise<number> {
   });
   const store = await openEventStore(config);
   const sinks = new EventSinks();
-  const attached = attachStore({ config, db: database.db, store, sinks });
-  const app = createApp({ config, db: database.db, store, sinks });
+  // Ingest writes through the worker registry: an org with a self-hosted worker keeps its events there.
+  const workers = new WorkerRegistry({ db: database.db, local: store });
+  const attached = attachStore({ config, db: database.db, store: workers.route(), sinks });
+  const app = createApp({ config, db: database.db, store, sinks, workers });
   // listen() (not a bare Bun.serve over app.handle) so the WebSocket routes (live view, publishers, link pings) upgrade.
   app.listen({ port: config.port });
   const server = app.server!;

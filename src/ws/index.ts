@@ -6,6 +6,9 @@ import { ingestFor } from "~/services/ingest/ingest-registry.ts";
 import { linkPingSocket } from "./link-ping.ts";
 import { publishSocket } from "./publish.ts";
 import { subscribeSocket } from "./subscribe.ts";
+import { tunnelSocket } from "./tunnel.ts";
+import { workerSocket } from "./worker.ts";
+import { workerRegistryFor } from "~/services/tunnel/worker-registry.ts";
 
 /** WebSocket channels, one file each: publish, subscribe, tunnel, link-ping. */
 export function wsRoutes(deps: AppDeps) {
@@ -13,5 +16,7 @@ export function wsRoutes(deps: AppDeps) {
   return new Elysia({ name: "ws" })
     .use(subscribeSocket({ ctx, hub: liveHubFor(deps) }))
     .use(linkPingSocket({ ctx }))
-    .use(publishSocket({ ctx, ingest: ingestFor(deps), presence: liveHubFor(deps) }));
+    .use(publishSocket({ ctx, ingest: ingestFor(deps), presence: liveHubFor(deps) }))
+    .use(tunnelSocket({ ctx, workers: workerRegistryFor(deps) }))
+    .use(workerSocket({ ctx, workers: workerRegistryFor(deps) }));
 }
