@@ -1,4 +1,4 @@
-import type { ReactNode } from "react";
+import { type ReactNode, useMemo } from "react";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { formatBytes, formatDateTime, formatDuration, fullUrl, statusClass } from "../live/format.ts";
 import { BodyView } from "./body-view.tsx";
@@ -26,7 +26,8 @@ export type RequestDetailProps = {
  */
 export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClose, onSaveHar, onSaveAllHar, link }: RequestDetailProps) {
   const { copiedKey, failedKey, copy } = useCopy();
-  const curl = event.protocol === "http" ? toCurl(event) : null;
+  // The live frame re-renders as events stream in: decode the body for cURL once per event.
+  const curl = useMemo(() => (event.protocol === "http" ? toCurl(event) : null), [event]);
   const label = (key: string, idle: string) => (copiedKey === key ? "Copied!" : failedKey === key ? "Copy failed" : idle);
 
   return (
