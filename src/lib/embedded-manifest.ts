@@ -7,7 +7,8 @@ export type EmbeddedManifest = {
   /** Content hash of everything embedded: names the extraction directory in the cache. */
   buildId: string;
   target: "linux-x64" | "linux-arm64";
-  pglite: { wasm: string; data: string; initdb: string };
+  /** PGlite's pglite.wasm, pglite.data and initdb.wasm, each zstd-compressed (15 MB -> 5 MB of download). */
+  pglite: { wasmZst: string; dataZst: string; initdbZst: string };
   /**
    * libduckdb.so for the target, zstd-compressed (70 MB -> about 22 MB of download), extracted once and
    * dlopen'ed before @duckdb/node-api loads its `.node` addon. `size` is the uncompressed size.

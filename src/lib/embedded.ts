@@ -81,11 +81,12 @@ export function embeddedPgliteAssets(): Promise<PgliteAssets> | undefined {
   const manifest = embeddedManifest;
   if (!manifest) return undefined;
   pgliteAssets ??= (async () => {
+    const unzst = async (path: string) => Bun.zstdDecompressSync(await Bun.file(path).bytes());
     const [pgliteWasmModule, initdbWasmModule] = await Promise.all([
-      WebAssembly.compile(await Bun.file(manifest.pglite.wasm).arrayBuffer()),
-      WebAssembly.compile(await Bun.file(manifest.pglite.initdb).arrayBuffer()),
+      WebAssembly.compile(await unzst(manifest.pglite.wasmZst)),
+      WebAssembly.compile(await unzst(manifest.pglite.initdbZst)),
     ]);
-    return { pgliteWasmModule, initdbWasmModule, fsBundle: Bun.file(manifest.pglite.data) };
+    return { pgliteWasmModule, initdbWasmModule, fsBundle: new Blob([new Uint8Array(await unzst(manifest.pglite.dataZst))]) };
   })();
   return pgliteAssets;
 }
