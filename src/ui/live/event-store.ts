@@ -16,6 +16,8 @@ export class EventStore {
   version = 0;
   /** Bumped when the applied filters change (a paused view refreshes its frozen copy then). */
   filterVersion = 0;
+  /** Events that joined `shown` since the store was made (a paused view counts what it is not showing). */
+  shownAdded = 0;
   private byId = new Map<string, TracedEvent>();
   private childrenOf = new Map<string, TracedEvent[]>();
   private predicate: EventPredicate | null = null;
@@ -46,7 +48,10 @@ export class EventStore {
       if (!event || typeof event.event_id !== "string" || this.byId.has(event.event_id)) continue;
       this.index(event);
       insertByTime(this.all, event);
-      if (!this.predicate || this.predicate(event)) insertByTime(this.shown, event);
+      if (!this.predicate || this.predicate(event)) {
+        insertByTime(this.shown, event);
+        this.shownAdded++;
+      }
       added.push(event);
     }
     if (added.length > 0) {

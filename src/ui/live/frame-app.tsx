@@ -46,19 +46,19 @@ function FrameMessage({ text }: { text: string }) {
 export function LiveFrame({ socketUrl, namespaceId, openEventId }: { socketUrl: string; namespaceId: string | null; openEventId: string | null }) {
   const { store, version, socketState, stats } = useLiveFrameState({ socketUrl, namespaceId });
   const [selectedId, setSelectedId] = useState<string | null>(openEventId);
-  const [pause, setPause] = useState<{ reason: "user" | "scroll"; frozen: TracedEvent[] } | null>(null);
+  const [pause, setPause] = useState<{ reason: "user" | "scroll"; frozen: TracedEvent[]; baseAdded: number } | null>(null);
   const scrollRef = useRef<HTMLDivElement | null>(null);
 
   // While paused the list is a frozen copy; a filter change refreshes the copy.
   const shown = pause ? pause.frozen : store.shown;
-  const newSincePause = pause ? Math.max(0, store.shown.length - pause.frozen.length) : 0;
+  const newSincePause = pause ? store.shownAdded - pause.baseAdded : 0;
   // biome-ignore lint/correctness/useExhaustiveDependencies: the store mutates in place; version is the signal
   const selected = useMemo(() => (selectedId ? store.get(selectedId) : undefined), [selectedId, version, store]);
 
   const filterVersion = store.filterVersion;
   // biome-ignore lint/correctness/useExhaustiveDependencies: refresh the frozen copy when the filters change
   useEffect(() => {
-    setPause((current) => (current ? { ...current, frozen: store.shown.slice() } : current));
+    setPause((current) => (current ? { ...current, frozen: store.shown.slice(), baseAdded: store.shownAdded } : current));
   }, [filterVersion, store]);
 
   const onSelect = useCallback((e: TracedEvent) => setSelectedId(e.event_id), []);
@@ -69,7 +69,7 @@ export function LiveFrame({ socketUrl, namespaceId, openEventId }: { socketUrl: 
   const onScrollAway = useCallback(
     (isAway: boolean) => {
       setPause((current) => {
-        if (isAway && !current) return { reason: "scroll", frozen: store.shown.slice() };
+        if (isAway && !current) return { reason: "scroll", frozen: store.shown.slice(), baseAdded: store.shownAdded };
         if (!isAway && current?.reason === "scroll") return null;
         return current;
       });
@@ -115,7 +115,7 @@ export function LiveFrame({ socketUrl, namespaceId, openEventId }: { socketUrl: 
           {stats.numPublishers} {stats.numPublishers === 1 ? "program" : "programs"} · {stats.numSubscribers} watching
         </span>
         {stats.dropped > 0 ? (
-          <span className="text-amber-400" title="This view fell behind and skipped events; the store still has them">
+          <span className="text-amber-400" title="This view fell behind and the server skipped these events for it">
             {stats.dropped.toLocaleString("en-US")} dropped
           </span>
         ) : null}
@@ -127,7 +127,7 @@ export function LiveFrame({ socketUrl, namespaceId, openEventId }: { socketUrl: 
         ) : (
           <button
             type="button"
-            onClick={() => setPause({ reason: "user", frozen: store.shown.slice() })}
+            onClick={() => setPause({ reason: "user", frozen: store.shown.slice(), baseAdded: store.shownAdded })}
             className="rounded-md px-2 py-0.5 text-zinc-300 hover:bg-zinc-800"
           >
             Pause
