@@ -1,0 +1,123 @@
+import { bucketGrid, chooseBucketMs, histogramBucketCount, shiftBuckets, snapDown, snapUp } from "./buckets.ts";
+
+/**
+ * Time selection rules of spec sections 4 and 5: the global range the histogram covers and the focus
+ * (brushed) range inside it. Milliseconds since the epoch; ranges are [startMs, endMs).
+ */
+
+export type TimeRange = { startMs: number; endMs: number };
+
+/** Spec section 9: the focus end must exceed its start by at least 0.001 ms. */
+export const minFocusMs = 0.001;
+
+/** The span the 120 buckets of a global range cover: [grid start, grid start + 120 buckets). */
+export function gridRange(global: TimeRange): TimeRange & { bucketMs: number } {
+  const grid = bucketGrid(global.startMs, global.endMs);
+  return { startMs: grid.startMs, endMs: grid.startMs + grid.bucketMs * grid.count, bucketMs: grid.bucketMs };
+}
+
+/** Nearest bucket boundary of the global range's grid, kept inside the grid. */
+export function snapToBucket(global: TimeRange, t: number): number {
+  const g = gridRange(global);
+  const snapped = Math.round((t - g.startMs) / g.bucketMs) * g.bucketMs + g.startMs;
+  return Math.min(g.endMs, Math.max(g.startMs, snapped));
+}
+
+const clamp = (v: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, v));
+
+/**
+ * Left handle: snapped, between the global start and the focus end (less one bucket, so the focus never
+ * collapses below the minimal step).
+ */
+export function moveLeftHandle(global: TimeRange, focus: TimeRange, t: number): TimeRange {
+  const g = gridRange(global);
+  const snapped = snapToBucket(global, t);
+  const startMs = clamp(snapped, g.startMs, Math.max(g.startMs, focus.endMs - g.bucketMs));
+  return { startMs, endMs: focus.endMs };
+}
+
+/** Right handle: snapped, between the focus start (plus one bucket) and the global end. */
+export function moveRightHandle(global: TimeRange, focus: TimeRange, t: number): TimeRange {
+  const g = gridRange(global);
+  const snapped = snapToBucket(global, t);
+  const endMs = clamp(snapped, Math.min(g.endMs, focus.startMs + g.bucketMs), g.endMs);
+  return { startMs: focus.startMs, endMs };
+}
+
+/** Pan: the focus keeps its width, moves by a whole number of buckets, and stays inside the grid. */
+export function panFocus(global: TimeRange, focus: TimeRange, deltaMs: number): TimeRange {
+  const g = gridRange(global);
+  const width = focus.endMs - focus.startMs;
+  const steps = Math.round(deltaMs / g.bucketMs);
+  const startMs = clamp(focus.startMs + steps * g.bucketMs, g.startMs, Math.max(g.startMs, g.endMs - width));
+  return { startMs, endMs: startMs + width };
+}
+
+/** A new interval drawn from a to b (either order): outward to whole buckets, at least one bucket wide. */
+export function newInterval(global: TimeRange, a: number, b: number): TimeRange {
+  const g = gridRange(global);
+  const lo = clamp(Math.min(a, b), g.startMs, g.endMs);
+  const hi = clamp(Math.max(a, b), g.startMs, g.endMs);
+  let startMs = g.startMs + Math.floor((lo - g.startMs) / g.bucketMs) * g.bucketMs;
+  let endMs = g.startMs + Math.ceil((hi - g.startMs) / g.bucketMs) * g.bucketMs;
+  if (endMs - startMs < g.bucketMs) endMs = startMs + g.bucketMs;
+  if (endMs > g.endMs) {
+    endMs = g.endMs;
+    startMs = g.endMs - g.bucketMs;
+  }
+  return { startMs, endMs };
+}
+
+/** A focus is valid when it lies in the grid, ends after it starts (0.001 ms at least) and is whole ms. */
+export function isValidFocus(global: TimeRange, focus: TimeRange): boolean {
+  const g = gridRange(global);
+  return (
+    Number.isInteger(focus.startMs) &&
+    Number.isInteger(focus.endMs) &&
+    focus.endMs - focus.startMs >= minFocusMs &&
+    focus.startMs >= g.startMs &&
+    focus.endMs <= g.endMs
+  );
+}
+
+/** Shift the global range back (-1) or forward (1) by 30 buckets; the focus moves with it. */
+export function shiftGlobal(global: TimeRange, direction: -1 | 1): TimeRange {
+  const step = chooseBucketMs(global.startMs, global.endMs) * shiftBuckets * direction;
+  return { startMs: global.startMs + step, endMs: global.endMs + step };
+}
+
+/** Zoom: the focus becomes the global range (re-bucketed: a smaller span picks a smaller bucket). */
+export function zoomToFocus(focus: TimeRange): TimeRange {
+  return { startMs: focus.startMs, endMs: focus.endMs };
+}
+
+export const presets = [
+  { label: "5m", ms: 5 * 60_000 },
+  { label: "15m", ms: 15 * 60_000 },
+  { label: "1h", ms: 3_600_000 },
+  { label: "6h", ms: 6 * 3_600_000 },
+  { label: "24h", ms: 24 * 3_600_000 },
+  { label: "3d", ms: 3 * 86_400_000 },
+  { label: "7d", ms: 7 * 86_400_000 },
+] as const;
+
+/** A preset duration ending now: the end is rounded up to a whole second so URLs stay short. */
+export function endingAt(durationMs: number, nowMs: number): TimeRange {
+  const endMs = snapUp(nowMs, 1000);
+  return { startMs: endMs - durationMs, endMs };
+}
+
+/** Jump: the same duration, centred on t (whole milliseconds). */
+export function centredOn(global: TimeRange, t: number): TimeRange {
+  const width = global.endMs - global.startMs;
+  const startMs = Math.round(t - width / 2);
+  return { startMs, endMs: startMs + width };
+}
+
+/** The bucket index under t, for hit testing; clamps to the grid. */
+export function bucketAt(global: TimeRange, t: number): number {
+  const g = gridRange(global);
+  return clamp(Math.floor((t - g.startMs) / g.bucketMs), 0, histogramBucketCount - 1);
+}
+
+export { snapDown };
