@@ -95,8 +95,13 @@ describe("curl | sh", () => {
     const homeDir = home();
     const env = { PATH: `${homeDir}/.local/bin:${BASE_PATH}` };
     expect((await installAsUser(homeDir, env)).code).toBe(0);
+    const older = "tapscope 0.0.1 (commit 000000000000, linux-test)";
+    fakeBinary(join(homeDir, ".local/bin"), "tapscope", older);
+    if (canSwitchUser) chownSync(join(homeDir, ".local/bin/tapscope"), 65534, 65534);
     const again = await installAsUser(homeDir, env);
     expect(again.code).toBe(0);
+    expect(again.stdout).toContain(`(replacing ${older})`);
+    expect((await sh("tapscope version", { env })).stdout.trim()).toBe(FAKE_VERSION);
     expect(again.stdout).toContain("\n  tapscope run -- <your command>");
     expect(again.stdout).not.toContain("export PATH=");
   });

@@ -93,12 +93,16 @@ main() {
   say "Downloading tapscope for linux-$arch from $url"
   download "$url" "$tmp" || fail "download from $url failed."
   chmod 755 "$tmp"
-  if ! installed=$("$tmp" version 2>&1); then
+  # </dev/null: under "curl | sh" stdin is the rest of this script.
+  if ! installed=$("$tmp" version 2>&1 </dev/null); then
     fail "the downloaded binary does not run on this machine: $installed"
   fi
+  previous=""
+  if [ -x "$dir/tapscope" ]; then previous=$("$dir/tapscope" version 2>/dev/null </dev/null || true); fi
   mv -f "$tmp" "$dir/tapscope"
   say "Installed $installed"
   say "       to $dir/tapscope"
+  if [ -n "$previous" ] && [ "$previous" != "$installed" ]; then say "  (replacing $previous)"; fi
   check_kernel
 
   case ":\${PATH:-}:" in
