@@ -8,6 +8,8 @@ const commands: Record<string, () => Promise<{ main: (args: string[]) => Promise
   server: () => import("./commands/server.ts"),
   run: () => import("./commands/run.ts"),
   proxy: () => import("./commands/proxy.ts"),
+  worker: () => import("./commands/worker.ts"),
+  query: () => import("./commands/query.ts"),
   __tracee: () => import("./commands/tracee.ts"),
 };
 
@@ -17,6 +19,8 @@ Usage:
   tapscope run [options] -- <command> [args...]   trace a program's HTTP traffic
   tapscope proxy --listen :8080 --to host:3000     trace through a reverse proxy (where run cannot intercept)
   tapscope server                                  run the Tapscope server (dashboard and API)
+  tapscope worker --server URL --token TOKEN       keep an org's events on this machine (self-hosted worker)
+  tapscope query --since 1h [--filter F] [--format table|json|har]   search captured requests
   tapscope version                                 print the version
 `;
 
@@ -31,7 +35,7 @@ if (command === "version" || command === "--version") {
     process.exit(2);
   }
   // In the compiled binary the server's DuckDB addon needs its native library loaded before its module is.
-  if (command === "server") await (await import("./lib/embedded.ts")).loadDuckDbNative();
+  if (command === "server" || command === "worker") await (await import("./lib/embedded.ts")).loadDuckDbNative();
   const code = await (await load()).main(rest);
   process.exit(code);
 }

@@ -97,6 +97,10 @@ export async function startTunnelServer(options: { limits?: Partial<StoreLimits>
     namespaceToken,
     orgToken,
     ingest,
+    /** Writes what the store sink has batched (it flushes every second on its own). */
+    flush: async () => {
+      await attached?.sink.flush();
+    },
     close: async () => {
       await app.stop(true);
       await attached?.close();
