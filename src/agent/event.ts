@@ -6,6 +6,7 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { ConnectionInfo } from "./relay/observer.ts";
 import { type BodySample, decodeBody } from "./parse/body.ts";
 import type { Exchange } from "./parse/exchange.ts";
+import { describeGrpcBody, isGrpc } from "./parse/grpc.ts";
 import { type RedactMode, redactHeaders, redactJsonText, redactQuery, redactTarget } from "./redact.ts";
 
 /** Facts about the machine the program runs on: the same for every event of a run. */
@@ -209,10 +210,34 @@ export function buildHttpEvent(ex: Exchange, conn: ConnectionInfo, proc: Process
   } else {
     e.http_duration = Math.max(0, Math.round(ex.requestEndAt - ex.requestStartAt));
   }
+  if (isGrpc(req.contentType) || (resp && isGrpc(resp.contentType))) addGrpcTags(e.tags, ex);
   if (ex.interimStatuses.length > 0) e.tags.interim_statuses = ex.interimStatuses.join(",");
   if (ex.incompleteReason) e.tags.incomplete = ex.incompleteReason;
   if (resp?.status === 101 && resp.upgrade) e.tags.upgrade = resp.upgrade.toLowerCase();
   return e;
+}
+
+function headerOf(headers: Array<[string, string]> | null | undefined, name: string): string {
+  if (!headers) return "";
+  for (const [n, v] of headers) if (n.toLowerCase() === name) return v;
+  return "";
+}
+
+/** gRPC status (trailers, or headers of a trailers-only answer) and the messages decoded without a schema. */
+function addGrpcTags(tags: Record<string, string>, ex: Exchange): void {
+  const resp = ex.response;
+  const status = headerOf(ex.responseTrailers, "grpc-status") || headerOf(resp?.headers, "grpc-status");
+  if (status) tags.grpc_status = status;
+  const message = headerOf(ex.responseTrailers, "grpc-message") || headerOf(resp?.headers, "grpc-message");
+  if (message) tags.grpc_message = message.slice(0, 500);
+  if (ex.requestBody && ex.requestBody.length > 0) {
+    const text = describeGrpcBody(ex.requestBody.bytes(), headerOf(ex.request.headers, "grpc-encoding"));
+    if (text) tags.req_grpc = text;
+  }
+  if (resp && ex.responseBody && ex.responseBody.length > 0) {
+    const text = describeGrpcBody(ex.responseBody.bytes(), headerOf(resp.headers, "grpc-encoding"));
+    if (text) tags.resp_grpc = text;
+  }
 }
 
 export type ConnectionSummary = {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { connect, constants, createServer, type Http2Server } from "node:http2";
+import type { TCPSocketListener } from "bun";
+import { connect, constants, createServer, type Http2Server, type ServerHttp2Stream } from "node:http2";
 import type { AddressInfo } from "node:net";
 import { gzipSync } from "node:zlib";
 import type { ConnectionTap } from "~/agent/relay/observer.ts";
@@ -14,14 +15,15 @@ import { body, chunkings, fakeProcess, host, type Segment, summary, trace } from
  * so it can be replayed under every chunking.
  */
 let upstream: Http2Server;
-let relay: ReturnType<typeof Bun.listen>;
+type Leg = { tap: ConnectionTap | null; peer: Awaited<ReturnType<typeof Bun.connect>> | null; pending: Uint8Array[] };
+let relay: TCPSocketListener<Leg>;
 const events: TracedEvent[] = [];
 const recorded: Segment[] = [];
 const tracer = createTracer({ onEvent: (e) => events.push(e), host, processInfo: fakeProcess, redact: "redact" });
 
 beforeAll(async () => {
   upstream = createServer();
-  upstream.on("stream", (stream, headers) => {
+  upstream.on("stream", (stream: ServerHttp2Stream, headers) => {
     const path = headers[":path"];
     const chunks: Buffer[] = [];
     stream.on("data", (d: Buffer) => chunks.push(d));
@@ -47,7 +49,6 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve));
   const upstreamPort = (upstream.address() as AddressInfo).port;
 
-  type Leg = { tap: ConnectionTap | null; peer: Awaited<ReturnType<typeof Bun.connect>> | null; pending: Uint8Array[] };
   relay = Bun.listen<Leg>({
     hostname: "127.0.0.1",
     port: 0,
@@ -122,7 +123,9 @@ function request(session: ReturnType<typeof connect>, headers: Record<string, st
 describe("HTTP/2 (h2c) through a relay", () => {
   test("concurrent streams, bodies, gRPC trailers, gzip and a reset stream become exchanges", async () => {
     const session = connect(`http://127.0.0.1:${relay.port}`);
-    const grpcMessage = Buffer.concat([Buffer.from([0, 0, 0, 0, 5]), Buffer.from("hello")]);
+    // A protobuf message {1: "hello", 2: 150, 3: {1: "x"}}, length-prefixed.
+    const proto = Buffer.from([0x0a, 5, ...Buffer.from("hello"), 0x10, 0x96, 0x01, 0x1a, 3, 0x0a, 1, 0x78]);
+    const grpcMessage = Buffer.concat([Buffer.from([0, 0, 0, 0, proto.length]), proto]);
     const [a, b, grpc, gz] = await Promise.all([
       request(session, { ":method": "GET", ":path": "/a?token=abc&x=1", authorization: "Bearer s3cret" }),
       request(session, { ":method": "POST", ":path": "/b", "content-type": "text/plain" }, "x".repeat(50_000)),
@@ -154,6 +157,7 @@ describe("HTTP/2 (h2c) through a relay", () => {
     const rpc = byPath.get("/grpc.Echo/Say")!;
     expect(rpc.http_resp_headers).toContainEqual(["trailer:grpc-status", "0"]);
     expect(Buffer.from(rpc.http_resp_body, "base64")).toEqual(grpcMessage);
+    expect(rpc.tags).toMatchObject({ grpc_status: "0", grpc_message: "OK", req_grpc: '{1: "hello", 2: 150, 3: {1: "x"}}', resp_grpc: '{1: "hello", 2: 150, 3: {1: "x"}}' });
     expect(body(byPath.get("/gzip")!, "resp")).toBe("compressed hello");
     const slow = byPath.get("/slow")!;
     expect(slow.tags.incomplete).toContain("stream reset by the client");

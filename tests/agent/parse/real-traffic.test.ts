@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { TCPSocketListener } from "bun";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { gzipSync } from "node:zlib";
@@ -13,7 +14,8 @@ import { body, fakeProcess, host } from "./helpers.ts";
  * hands the tracer a copy, like the supervisor's relay: the parser meets real-world framing.
  */
 let upstream: Server;
-let relay: ReturnType<typeof Bun.listen>;
+type Leg = { tap: ConnectionTap | null; peer: Awaited<ReturnType<typeof Bun.connect>> | null; pending: Uint8Array[] };
+let relay: TCPSocketListener<Leg>;
 const events: TracedEvent[] = [];
 const tracer = createTracer({ onEvent: (e) => events.push(e), host, processInfo: fakeProcess, redact: "redact" });
 
@@ -44,7 +46,6 @@ beforeAll(async () => {
   const upstreamPort = (upstream.address() as AddressInfo).port;
   let nextId = 1;
 
-  type Leg = { tap: ConnectionTap | null; peer: Awaited<ReturnType<typeof Bun.connect>> | null; pending: Uint8Array[] };
   relay = Bun.listen<Leg>({
     hostname: "127.0.0.1",
     port: 0,
