@@ -13,6 +13,9 @@ type Queued = { bytes: Uint8Array; isTapped: boolean };
 const HIGH_WATER = 1 << 20;
 /** A tap call slower than this (wall time, so generous on a loaded machine) detaches the tap: the connection becomes plain passthrough. */
 const TAP_BUDGET_MS = 200;
+/** An inbound connection is shown to the observer at the latest this long after both legs are up, or past this many bytes. */
+const DEFER_MAX_MS = 50;
+const DEFER_MAX_BYTES = 256 * 1024;
 
 export type PipeStats = { opened: number; tapErrors: number };
 export const pipeStats: PipeStats = { opened: 0, tapErrors: 0 };
@@ -33,16 +36,42 @@ class Leg {
 export class Pipe {
   private readonly legs: Record<Side, Leg> = { client: new Leg(), server: new Leg() };
   private tap: ConnectionTap | null = null;
+  /** Both legs are attached: bytes flow, and each chunk goes to the tap (or the deferred buffer) once. */
   private isOpened = false;
   private isFinished = false;
+  private endsBeforeOpen: Side[] = [];
+  /**
+   * Inbound connections wait to be shown to the observer until the program accepted them, so the
+   * event names the process that did (a pre-forked worker, not the parent that bound). Meanwhile copies
+   * are kept, bounded; bytes are never held back.
+   */
+  private deferred: { items: Array<{ from: Side; bytes: Uint8Array | null; at: number }>; size: number } | null = null;
   info: ConnectionInfo;
 
   constructor(
     info: ConnectionInfo,
     private readonly observer: ConnectionObserver | null,
     private readonly onFinish?: () => void,
+    options: { deferTap?: boolean } = {},
   ) {
     this.info = info;
+    if (options.deferTap && observer) {
+      this.deferred = { items: [], size: 0 };
+      setTimeout(() => this.release(), DEFER_MAX_MS).unref();
+    }
+  }
+
+  /** Shows the connection to the observer now, as seen by process `pid` when known. */
+  release(pid?: number): void {
+    const deferred = this.deferred;
+    if (!deferred) return;
+    this.deferred = null;
+    if (pid) this.info.pid = pid;
+    this.openTap();
+    for (const item of deferred.items) {
+      if (item.bytes) this.tapData(item.from, item.bytes, item.at);
+      else this.tapEnd(item.from, item.at);
+    }
   }
 
   /** noDelay: TCP_NODELAY on this leg (always on loopback legs; a far leg mirrors the program's choice). */
@@ -53,6 +82,9 @@ export class Pipe {
     socket.setNoDelay(noDelay);
     if (this.legs.client.socket && this.legs.server.socket && !this.isOpened) this.open();
     this.flush(side);
+    if (this.isOpened && this.endsBeforeOpen.length > 0) {
+      for (const from of this.endsBeforeOpen.splice(0)) this.tapEnd(from);
+    }
   }
 
   /** The far side could not be reached: reset the side we have, as an unreachable peer would. */
@@ -68,7 +100,11 @@ export class Pipe {
     this.isOpened = true;
     pipeStats.opened++;
     this.info.connectedAt ||= nowMicros();
-    if (!this.observer) return;
+    if (!this.deferred) this.openTap();
+  }
+
+  private openTap(): void {
+    if (!this.observer || this.tap) return;
     try {
       this.tap = this.observer.onOpen(this.info);
     } catch {
@@ -139,7 +175,9 @@ export class Pipe {
   onEnd(from: Side): void {
     const fromLeg = this.legs[from];
     fromLeg.isReadEnded = true;
-    this.tapEnd(from);
+    // Before both legs are up the bytes are still queued untapped: the end is told after them.
+    if (this.isOpened) this.tapEnd(from);
+    else this.endsBeforeOpen.push(from);
     const to = this.other(from);
     const toLeg = this.legs[to];
     if (toLeg.queue.length > 0 || !toLeg.socket) toLeg.isEndPending = true;
@@ -186,6 +224,7 @@ export class Pipe {
 
   private finish(error?: string): void {
     if (this.isFinished) return;
+    this.release();
     this.isFinished = true;
     const tap = this.tap;
     this.tap = null;
@@ -205,12 +244,19 @@ export class Pipe {
     if (other.isClosed || !other.socket) this.finish(error ? errorText(error) : undefined);
   }
 
-  private tapData(from: Side, chunk: Uint8Array): void {
+  private tapData(from: Side, chunk: Uint8Array, at = nowMicros()): void {
+    const deferred = this.deferred;
+    if (deferred) {
+      deferred.items.push({ from, bytes: chunk.slice(), at });
+      deferred.size += chunk.length;
+      if (deferred.size > DEFER_MAX_BYTES) this.release();
+      return;
+    }
     const tap = this.tap;
     if (!tap) return;
     const started = performance.now();
     try {
-      tap.onData(from === "client", chunk, nowMicros());
+      tap.onData(from === "client", chunk, at);
     } catch {
       this.detachTap();
       return;
@@ -218,11 +264,15 @@ export class Pipe {
     if (performance.now() - started > TAP_BUDGET_MS) this.detachTap();
   }
 
-  private tapEnd(from: Side): void {
+  private tapEnd(from: Side, at = nowMicros()): void {
+    if (this.deferred) {
+      this.deferred.items.push({ from, bytes: null, at });
+      return;
+    }
     const tap = this.tap;
     if (!tap?.onEnd) return;
     try {
-      tap.onEnd(from === "client", nowMicros());
+      tap.onEnd(from === "client", at);
     } catch {
       this.detachTap();
     }

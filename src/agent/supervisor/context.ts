@@ -23,7 +23,7 @@ export type Takeover = {
 };
 
 /** A connection the relay made to a program's hidden port, by the relay socket's local port. */
-export type InboundEntry = { peer: SockAddr; local: SockAddr; takeover: Takeover };
+export type InboundEntry = { peer: SockAddr; local: SockAddr; takeover: Takeover; pipe: Pipe };
 
 /** A program socket the supervisor connected to the relay, by that socket's local port. */
 export type OutboundEntry = { pipe: Pipe; realPeer: SockAddr; realLocal: SockAddr | null };

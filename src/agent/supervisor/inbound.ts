@@ -147,6 +147,7 @@ function relayInbound(ctx: Context, takeover: Takeover, client: Socket<LegData>)
     },
     ctx.observer,
     () => setTimeout(() => ctx.inbound.delete(relayPort), 5000).unref(),
+    { deferTap: true },
   );
   pipe.attach("client", client);
   ctx.stats.inbound++;
@@ -159,7 +160,7 @@ function relayInbound(ctx: Context, takeover: Takeover, client: Socket<LegData>)
     return;
   }
   relayPort = localAddr(fd)?.port ?? -1;
-  ctx.inbound.set(relayPort, { peer, local, takeover });
+  ctx.inbound.set(relayPort, { peer, local, takeover, pipe });
   const err = connectTo(fd, takeover.hiddenEncoded);
   if (err && err !== E.EINPROGRESS) {
     libc.close(fd);
@@ -275,6 +276,7 @@ function tryAccept(ctx: Context, takeover: Takeover, m: AcceptMsg): boolean {
   }
   const relayPeer = decodeSockAddr(addrBuf.subarray(0, lenBuf[0]));
   const entry = relayPeer ? ctx.inbound.get(relayPeer.port) : undefined;
+  entry?.pipe.release(processOf(m.pid));
   const shown = entry?.peer ?? relayPeer;
   if (shown) writeAddrResult(m.pid, m.addrPtr, m.lenPtr, encodeSockAddr(shown, takeover.domain));
   const installed = addFdAndReply(ctx.listener, m.id, accepted, (m.flags & SOCK_CLOEXEC) !== 0 ? O_CLOEXEC : 0);

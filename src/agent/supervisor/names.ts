@@ -2,7 +2,7 @@ import { encodeSockAddr, type SockAddr } from "../relay/sockaddr.ts";
 import type { NameMsg } from "../seccomp/messages.ts";
 import { replyContinue, replyValue } from "../seccomp/notif.ts";
 import { isLoopback, localAddr, peerAddr, socketInode, writeAddrResult } from "../seccomp/sockets.ts";
-import type { Context } from "./context.ts";
+import { type Context, processOf } from "./context.ts";
 
 
 /**
@@ -26,7 +26,10 @@ function resolve(ctx: Context, m: NameMsg): SockAddr | null {
   const peer = peerAddr(m.fd);
   if (!peer || !isLoopback(peer)) return null;
   const inbound = ctx.inbound.get(peer.port);
-  if (inbound) return m.kind === "getpeername" ? inbound.peer : inbound.local;
+  if (inbound) {
+    inbound.pipe.release(processOf(m.pid));
+    return m.kind === "getpeername" ? inbound.peer : inbound.local;
+  }
   const local = localAddr(m.fd);
   const outbound = local ? ctx.outbound.get(local.port) : undefined;
   if (!outbound) return null;
