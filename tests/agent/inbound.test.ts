@@ -103,6 +103,26 @@ describe("inbound: real servers traced", () => {
     expect(echo.http_req_body_truncated).toBe(true);
   }, 60_000);
 
+  test("an outbound call made while serving a request carries that request's event id as parent", async () => {
+    const upstream = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("upstream") });
+    try {
+      const port = await freePort();
+      const r = track(start(["node", join(fixtures, "node-server.mjs"), String(port)]));
+      await r.waitForOutput("listening");
+      const target = encodeURIComponent(`http://127.0.0.1:${upstream.port}/inner`);
+      expect(await (await fetch(`http://127.0.0.1:${port}/call?to=${target}`)).text()).toBe("called: upstream");
+      const events = await r.waitForEvents(2, (e) => e.protocol === "http");
+      const outer = expectEvent(events, "GET", `/call?to=${target}`, 200, port);
+      const inner = events.find((e) => e.http_is_outgoing && e.http_req_path === "/inner");
+      expect(inner).toBeDefined();
+      expect(inner!.http_server_addr).toBe(`127.0.0.1:${upstream.port}`);
+      expect(inner!.parent_event_id).toBe(outer.event_id);
+      expect(inner!.process_id).toBe(outer.process_id);
+    } finally {
+      upstream.stop(true);
+    }
+  });
+
   test("a Bun server", async () => {
     const port = await freePort();
     const r = track(start([process.execPath, join(fixtures, "bun-server.ts"), String(port)]));
