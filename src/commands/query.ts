@@ -150,6 +150,7 @@ export async function main(args: string[]): Promise<number> {
         if (isLong) process.stderr.write(`\rtapscope query: fetched ${events.length}/${ids.length} requests`);
       }
       if (isLong) process.stderr.write("\n");
+      events.reverse();
       await write(`${JSON.stringify(toHarLog(events, buildInfo.version), null, 2)}\n`);
     }
     return 0;

@@ -68,6 +68,8 @@ export async function exportHar({
       const batch = await ask(workers, namespaceId, orgId, { kind: "events", eventIds: ids.slice(i, i + maxEventsPerRequest) });
       events.push(...(batch.data as unknown as TracedEvent[]));
     }
+    // Rows come newest first; a HAR reads oldest first (ties within a millisecond keep this order).
+    events.reverse();
     filename = `tapscope-${access.name}-${new Date(ctx.now()).toISOString().replace(/[:.]/g, "-")}.har`;
   }
   return { har: toHarLog(events, buildInfo.version), filename };
