@@ -278,6 +278,7 @@ describe.skipIf(skip)("compiled binary", () => {
       const server = await startBinaryServer(arm64, {}, [qemu as string, "-L", "/"]);
       try {
         expect((await (await fetch(`${server.url}/api/health`)).json()) as object).toMatchObject({ ok: true });
+        expect(server.log()).toContain('"eventStore":"duckdb"'); // the arm64 libduckdb.so, from the binary
         expect((await fetch(`${server.url}/login`)).status).toBe(200);
       } finally {
         server.proc.kill("SIGTERM");

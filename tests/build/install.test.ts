@@ -206,6 +206,25 @@ describe("GET /download/:file", () => {
     );
   });
 
+  test("without DOWNLOAD_DIR a server run from source offers what npm run build left in dist/", async () => {
+    const fromSource = await startServer();
+    try {
+      for (const arch of ["x64", "arm64"]) {
+        const built = join(import.meta.dir, "../../dist", `tapscope-linux-${arch}`);
+        const res = await fetch(`${fromSource.url}/download/tapscope-linux-${arch}`);
+        if (existsSync(built)) {
+          expect(res.status).toBe(200);
+          expect(res.headers.get("content-length")).toBe(String(statSync(built).size));
+          await res.body?.cancel();
+        } else {
+          expect(res.status).toBe(404);
+        }
+      }
+    } finally {
+      await fromSource.stop();
+    }
+  }, 30_000);
+
   test("unknown names and path tricks are 404, never a file read", async () => {
     for (const name of ["tapscope-darwin-arm64", "..%2F..%2Fetc%2Fpasswd", "tapscope-linux-x64.map", "%2Fetc%2Fpasswd"]) {
       const res = await fetch(`${server.url}/download/${name}`);
