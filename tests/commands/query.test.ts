@@ -137,4 +137,19 @@ describe("tapscope query (subprocess against a real server)", () => {
     expect(badSince.code).toBe(2);
     expect(badSince.stderr).toContain("--since must look like");
   }, 30_000);
+
+  test("--format har over many rows: details fetched in batches, progress on stderr", async () => {
+    const big = await s.onboardedUser();
+    const bigToken = await s.namespaceToken(big);
+    const many = Array.from({ length: 1200 }, (_, i) => makeEvent({ time: (base + i) * 1000, http_req_path: `/bulk/${i}` }));
+    await s.ingest(big.namespaceId, many);
+    const r = await runQuery(["--since", "1h", "--format", "har", "--limit", "10000"], { TAPSCOPE_TOKEN: bigToken, TAPSCOPE_ENDPOINT: s.base });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain("fetched 500/1200 requests");
+    expect(r.stderr).toContain("fetched 1200/1200 requests");
+    const entries = JSON.parse(r.stdout).log.entries as Array<{ request: { url: string } }>;
+    expect(entries).toHaveLength(1200);
+    expect(new URL(entries[0]!.request.url).pathname).toBe("/bulk/0");
+    expect(new URL(entries[1199]!.request.url).pathname).toBe("/bulk/1199");
+  }, 60_000);
 });

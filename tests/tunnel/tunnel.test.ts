@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
-import { orgs } from "#db/schema/index.ts";
+import { namespaceMembers, orgs } from "#db/schema/index.ts";
 import { TunnelClient, TunnelQueryError } from "~/agent/query-client.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { QueryFilter } from "~/lib/protocol/query.ts";
@@ -70,6 +70,20 @@ describe("query tunnels", () => {
       first.close();
       // A forged or altered ticket does not open either.
       await expect(TunnelClient.connect(res.body.endpoint.replace(/ticket=./, "ticket=x"))).rejects.toThrow();
+    });
+
+    test("a member without write may query but not open an INSERT tunnel; tokens may (they carry data rights)", async () => {
+      const reader = await s.user();
+      await s.db.insert(namespaceMembers).values({ namespaceId: owner.namespaceId, userId: reader.userId, hasWrite: false });
+      const sel = await s.call("/api/CreateTunnel", { namespaceId: owner.namespaceId, role: "SELECT" }, { cookie: reader.cookie });
+      expect(sel.status).toBe(200);
+      const ins = await s.call("/api/CreateTunnel", { namespaceId: owner.namespaceId, role: "INSERT" }, { cookie: reader.cookie });
+      expect(ins.status).toBe(403);
+      const nsToken = await s.namespaceToken(owner);
+      expect((await s.call("/api/CreateTunnel", { role: "INSERT" }, { bearer: nsToken, origin: null })).status).toBe(200);
+      // A cross-site page cannot open one with the session cookie.
+      expect((await s.call("/api/CreateTunnel", { namespaceId: owner.namespaceId, role: "SELECT" }, { cookie: owner.cookie, origin: "https://evil.example" })).status).toBe(403);
+      expect((await s.call("/api/ListOpenTunnels", {}, { origin: null })).status).toBe(401);
     });
 
     test("tokens: a namespace token reaches its own namespace only; an org token its org's namespaces", async () => {
