@@ -22,6 +22,8 @@ export type StoreSinkOptions = {
   flushIntervalMs?: number;
   /** Events held per namespace while the store is slow; beyond that new events are dropped. */
   maxBuffered?: number;
+  /** Batches written at once per namespace. */
+  writeConcurrency?: number;
   /** Told about every drop, so ingest can tell the publisher (and the CLI can say it). */
   onDropped?: (target: EventTarget, count: number, reason: DropReason) => void;
   now?: () => number;
@@ -40,6 +42,7 @@ export class StoreSink implements EventSink {
   private readonly limiter: NamespaceRateLimiter;
   private readonly batchSize: number;
   private readonly maxBuffered: number;
+  private readonly writeConcurrency: number;
   private readonly timer: ReturnType<typeof setInterval>;
   private isClosed = false;
 
@@ -48,6 +51,7 @@ export class StoreSink implements EventSink {
     this.limiter = new NamespaceRateLimiter(limit, options.now);
     this.batchSize = options.batchSize ?? 5000;
     this.maxBuffered = options.maxBuffered ?? 200_000;
+    this.writeConcurrency = Math.max(1, options.writeConcurrency ?? 2);
     this.timer = setInterval(() => {
       void this.flush();
       this.limiter.sweep();
@@ -93,7 +97,8 @@ export class StoreSink implements EventSink {
     if (!p) return Promise.resolve();
     if (p.writing) return p.writing;
     if (p.events.length === 0) return Promise.resolve();
-    const run = async () => {
+    // A few batches in flight: ClickHouse parses one while the next is serialised; DuckDB queues them.
+    const worker = async () => {
       while (p.events.length > 0) {
         const batch = p.events.splice(0, this.batchSize);
         try {
@@ -105,6 +110,7 @@ export class StoreSink implements EventSink {
         }
       }
     };
+    const run = () => Promise.all(Array.from({ length: this.writeConcurrency }, worker)).then(() => undefined);
     p.writing = run().finally(() => {
       p.writing = null;
       if (p.events.length === 0) this.pending.delete(ns);
