@@ -14,6 +14,7 @@ import { compileFilter } from "~/lib/filter/evaluate.ts";
 import { parseFilterChips } from "~/lib/filter/parse.ts";
 import type { LiveServerMessage } from "~/lib/protocol/live.ts";
 import { benchEvent, benchFilters, nowUs } from "./events.ts";
+import { hubAlone } from "./hub-alone.ts";
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i]!.replace(/^--/, ""), process.argv[i + 1] ?? "");
@@ -272,6 +273,13 @@ console.log(`\n${"".padEnd(w0)} | ${"baseline".padStart(10)} | ${"measured".padS
 for (const [label, get, ratio] of rows) {
   console.log(`${label.padEnd(w0)} | ${get(baseline).padStart(10)} | ${get(measured).padStart(10)} | ${ratio(baseline, measured)}`);
 }
+const hubBase = hubAlone(1, 20_000);
+const hubMeasured = hubAlone(subscribers, 20_000);
+console.log(
+  `\nhub alone (no sockets, CPU time): ${fmt(hubBase.usPerEvent, 2)} µs per event for 1 subscriber, ` +
+    `${fmt(hubMeasured.usPerEvent, 2)} µs for ${subscribers} (${fmt(hubMeasured.usPerEvent / hubBase.usPerEvent, 1)}x); ` +
+    `at ${rate} events/s that is ${fmt((hubMeasured.usPerEvent * rate) / 10_000, 1)}% of one core`,
+);
 console.log(`load average at end: ${loadavg().map((n) => n.toFixed(1)).join(" ")}`);
 const pass = measured.p99 < 50 && measured.lost === 0;
 console.log(`\ntarget p99 < 50 ms and nothing lost: ${pass ? "met" : "NOT met"}`);
