@@ -20,7 +20,7 @@ import {
   tcpState,
 } from "../seccomp/ffi.ts";
 import type { ConnectMsg } from "../seccomp/messages.ts";
-import { replyContinue, replyError, replyValue } from "../seccomp/notif.ts";
+import { isValid, replyContinue, replyError, replyValue } from "../seccomp/notif.ts";
 import { AF_INET, AF_INET6, connectTo, isLoopback, localAddr, socketInode } from "../seccomp/sockets.ts";
 import { retire } from "./inbound.ts";
 import { type Context, processOf } from "./context.ts";
@@ -68,9 +68,20 @@ function errnoOf(error: unknown): number {
   return value ?? E.ECONNREFUSED;
 }
 
+/** Dials in flight by program socket (inode): a connect() restarted after a signal takes over its dial. */
+const pendingDials = new Map<string, { id: bigint; adopt(m: ConnectMsg): void }>();
+
 export function handleConnect(ctx: Context, relay: OutboundRelay, m: ConnectMsg): void {
+  const inode = socketInode(m.fd);
+  const pending = inode ? pendingDials.get(inode) : undefined;
+  if (pending) {
+    libc.close(m.fd);
+    if (isValid(ctx.listener, pending.id)) replyError(ctx.listener, m.id, E.EALREADY); // a second thread, as the kernel says
+    else pending.adopt(m); // the same connect, restarted after a signal
+    return;
+  }
   // A socket the program bound before connecting (a chosen source address) is a client, not a listener.
-  const bound = ctx.takeovers.get(socketInode(m.fd));
+  const bound = ctx.takeovers.get(inode);
   if (bound && !bound.server) retire(ctx, bound);
   const dest = decodeSockAddr(m.addr);
   if (!dest || dest.port === 0 || tcpState(m.fd) !== TCP_CLOSE) {
@@ -136,10 +147,22 @@ export function handleConnect(ctx: Context, relay: OutboundRelay, m: ConnectMsg)
     if (timer) clearTimeout(timer);
     if (state === "holding") {
       state = "done";
+      pendingDials.delete(inode);
+      // The caller left (killed, or interrupted and not yet back): leave its socket untouched.
+      if (!isValid(ctx.listener, notifId)) {
+        libc.close(m.fd);
+        socket.terminate();
+        return;
+      }
       const result = plugProgram();
+      if (result !== 0 && result !== E.EINPROGRESS) {
+        replyError(ctx.listener, notifId, result);
+        socket.terminate();
+        return;
+      }
       setClientAddr(socket);
-      if (result === 0) replyValue(ctx.listener, m.id, 0);
-      else replyError(ctx.listener, m.id, result);
+      if (result === 0) replyValue(ctx.listener, notifId, 0);
+      else replyError(ctx.listener, notifId, result);
     }
     setClientAddr(socket);
     pipe?.attach("server", socket, wantsNoDelay || isLoopback(dialAddr));
@@ -156,23 +179,37 @@ export function handleConnect(ctx: Context, relay: OutboundRelay, m: ConnectMsg)
     if (timer) clearTimeout(timer);
     if (state === "holding") {
       state = "done";
+      pendingDials.delete(inode);
       libc.close(m.fd);
-      replyError(ctx.listener, m.id, errnoOf(error));
+      replyError(ctx.listener, notifId, errnoOf(error));
       return;
     }
     pipe?.fail(`connect: ${formatSockAddr(shownPeer)}: ${String((error as { code?: string })?.code ?? error)}`);
   };
 
-  if (isNonBlocking) {
+  let notifId = m.id;
+  const holdNonBlocking = () => {
     timer = setTimeout(() => {
       timer = null;
       if (state !== "holding") return;
       state = "in-progress";
+      pendingDials.delete(inode);
       const result = plugProgram();
-      if (result === 0 || result === E.EINPROGRESS) replyError(ctx.listener, m.id, E.EINPROGRESS);
-      else replyError(ctx.listener, m.id, result);
+      if (result === 0 || result === E.EINPROGRESS) replyError(ctx.listener, notifId, E.EINPROGRESS);
+      else replyError(ctx.listener, notifId, result);
     }, NONBLOCKING_HOLD_MS);
-  }
+  };
+  if (inode) pendingDials.set(inode, {
+    get id() {
+      return notifId;
+    },
+    adopt(next: ConnectMsg) {
+      notifId = next.id;
+      if (timer) clearTimeout(timer);
+      if (isNonBlocking) holdNonBlocking();
+    },
+  });
+  if (isNonBlocking) holdNonBlocking();
 
   Bun.connect<LegData>({
     hostname: dialAddr.ip,
