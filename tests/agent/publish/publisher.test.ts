@@ -208,7 +208,7 @@ describe("when the server is away or slow, the program is never slowed", () => {
     const result = await publisher.close(300);
     const waited = performance.now() - started;
     expect(waited).toBeGreaterThanOrEqual(250);
-    expect(waited).toBeLessThan(1000);
+    expect(waited).toBeLessThan(2000);
     expect(result).toMatchObject({ sent: 0, dropped: 100 });
     silent.stop(true);
   });
