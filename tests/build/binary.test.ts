@@ -49,6 +49,24 @@ async function startBinaryServer(binary: string, env: Record<string, string> = {
   throw new Error(`the binary server did not start:\n${text}`);
 }
 
+/** Asks for a magic link (logged without SMTP), follows it and reads the session back: writes and reads the metadata DB. */
+async function signInRoundTrip(server: Running, email: string) {
+  const asked = await fetch(`${server.url}/api/EmailLogin`, {
+    method: "POST",
+    headers: { "content-type": "application/json", origin: server.url },
+    body: JSON.stringify({ email }),
+  });
+  expect(asked.status).toBe(200);
+  const link = new RegExp(`magic link for ${email}: (\\S+?)"`).exec(server.log())?.[1];
+  expect(link).toStartWith(`${server.url}/api/EmailLoginCallback?token=`);
+  const callback = await fetch(link as string, { redirect: "manual" });
+  expect(callback.status).toBeGreaterThanOrEqual(300);
+  const cookie = callback.headers.getSetCookie().map((c) => c.split(";")[0]).join("; ");
+  const self = await fetch(`${server.url}/api/GetSelf`, { headers: { cookie } });
+  expect(self.status).toBe(200);
+  expect(await self.json()).toMatchObject({ email, isLoggedIn: true });
+}
+
 function freePort(): number {
   const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
   const { port } = probe;
@@ -129,22 +147,7 @@ describe.skipIf(skip)("compiled binary", () => {
     });
 
     test("the metadata database works: e-mail sign-in round trip", async () => {
-      const email = "binary-test@example.com";
-      const asked = await fetch(`${server.url}/api/EmailLogin`, {
-        method: "POST",
-        headers: { "content-type": "application/json", origin: server.url },
-        body: JSON.stringify({ email }),
-      });
-      expect(asked.status).toBe(200);
-      // Without SMTP_URL the server logs the link.
-      const link = new RegExp(`magic link for ${email}: (\\S+?)"`).exec(server.log())?.[1];
-      expect(link).toStartWith(`${server.url}/api/EmailLoginCallback?token=`);
-      const callback = await fetch(link as string, { redirect: "manual" });
-      expect(callback.status).toBeGreaterThanOrEqual(300);
-      const cookie = callback.headers.getSetCookie().map((c) => c.split(";")[0]).join("; ");
-      const self = await fetch(`${server.url}/api/GetSelf`, { headers: { cookie } });
-      expect(self.status).toBe(200);
-      expect(await self.json()).toMatchObject({ email, isLoggedIn: true });
+      await signInRoundTrip(server, "binary-test@example.com");
     });
 
     test("renders a page whose script and stylesheet come from the binary", async () => {
@@ -265,6 +268,25 @@ describe.skipIf(skip)("compiled binary", () => {
     expect(ran.stderr).toBe("");
     expect(ran.stdout.trim()).toBe("duckdb: 2 events, newest /b\ndotenv: not loaded");
   }, 120_000);
+
+  test.skipIf(!existsSync("/usr/lib/postgresql") || !Bun.which("clickhouse-server"))(
+    "tapscope server on PostgreSQL (migrations from the binary) and ClickHouse",
+    async () => {
+      const { createTestDatabase } = await import("../support/postgres.ts");
+      const { clickhouseUrl } = await import("../support/clickhouse.ts");
+      const [databaseUrl, chUrl] = await Promise.all([createTestDatabase(), clickhouseUrl()]);
+      const server = await startBinaryServer(join(dist, "tapscope"), { DATABASE_URL: databaseUrl, CLICKHOUSE_URL: chUrl });
+      try {
+        expect(server.log()).toContain('"database":"postgres"');
+        expect(server.log()).toContain('"eventStore":"clickhouse"');
+        await signInRoundTrip(server, "binary-pg@example.com");
+      } finally {
+        server.proc.kill("SIGTERM");
+        expect(await server.proc.exited).toBe(0);
+      }
+    },
+    180_000,
+  );
 
   const qemu = Bun.which("qemu-aarch64");
   const hasArm64Libc = existsSync("/lib/ld-linux-aarch64.so.1");
