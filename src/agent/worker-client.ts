@@ -1,24 +1,18 @@
 import { log } from "~/lib/logger.ts";
-import {
-	decodeRequest,
-	encodeResult,
-	errorResult,
-	TunnelProtocolError,
-	workerPath,
-} from "~/lib/protocol/tunnel.ts";
+import { decodeRequest, encodeResult, errorResult, TunnelProtocolError, workerPath } from "~/lib/protocol/tunnel.ts";
 import { executeRequest } from "~/services/tunnel/execute-request.ts";
 import type { EventStore } from "~/store/types.ts";
 
 export type WorkerClientOptions = {
-	/** The server's base URL (http[s]://...). */
-	server: string;
-	/** An org worker token (tso_...). */
-	token: string;
-	store: EventStore;
-	heartbeatMs?: number;
-	reconnectMinMs?: number;
-	reconnectMaxMs?: number;
-	onStatus?: (status: "connected" | "disconnected", detail?: string) => void;
+  /** The server's base URL (http[s]://...). */
+  server: string;
+  /** An org worker token (tso_...). */
+  token: string;
+  store: EventStore;
+  heartbeatMs?: number;
+  reconnectMinMs?: number;
+  reconnectMaxMs?: number;
+  onStatus?: (status: "connected" | "disconnected", detail?: string) => void;
 };
 
 export type WorkerClient = { stop(): void; readonly isConnected: boolean };
@@ -31,108 +25,99 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * with exponential backoff (with jitter) whenever the connection drops.
  */
 export function startWorkerClient(options: WorkerClientOptions): WorkerClient {
-	const url = new URL(workerPath, options.server);
-	url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
-	const minMs = options.reconnectMinMs ?? 500;
-	const maxMs = options.reconnectMaxMs ?? 30_000;
-	let backoff = minMs;
-	let ws: WebSocket | null = null;
-	let isStopped = false;
-	let isConnected = false;
-	let heartbeat: ReturnType<typeof setInterval> | null = null;
-	let retry: ReturnType<typeof setTimeout> | null = null;
+  const url = new URL(workerPath, options.server);
+  url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+  const minMs = options.reconnectMinMs ?? 500;
+  const maxMs = options.reconnectMaxMs ?? 30_000;
+  let backoff = minMs;
+  let ws: WebSocket | null = null;
+  let isStopped = false;
+  let isConnected = false;
+  let heartbeat: ReturnType<typeof setInterval> | null = null;
+  let retry: ReturnType<typeof setTimeout> | null = null;
 
-	async function handle(socket: WebSocket, bytes: Uint8Array): Promise<void> {
-		let reply: Uint8Array;
-		try {
-			const request = await decodeRequest(bytes);
-			const namespaceId = request.tags.namespaceId;
-			if (!namespaceId || !UUID.test(namespaceId)) {
-				reply = encodeResult(
-					errorResult(request.queryId, {
-						tunnelError: "request without a namespace",
-					}),
-				);
-			} else {
-				const role = request.want.kind === "insert" ? "INSERT" : "SELECT";
-				reply = encodeResult(
-					await executeRequest({
-						store: options.store,
-						namespaceId,
-						role,
-						request,
-					}),
-				);
-			}
-		} catch (err) {
-			reply = encodeResult(
-				errorResult("", {
-					tunnelError:
-						err instanceof TunnelProtocolError
-							? err.message
-							: "malformed request",
-				}),
-			);
-		}
-		if (socket.readyState === WebSocket.OPEN) socket.send(reply);
-	}
+  async function handle(socket: WebSocket, bytes: Uint8Array): Promise<void> {
+    let reply: Uint8Array;
+    try {
+      const request = await decodeRequest(bytes);
+      const namespaceId = request.tags.namespaceId;
+      if (!namespaceId || !UUID.test(namespaceId)) {
+        reply = encodeResult(
+          errorResult(request.queryId, {
+            tunnelError: "request without a namespace",
+          }),
+        );
+      } else {
+        const role = request.want.kind === "insert" ? "INSERT" : "SELECT";
+        reply = encodeResult(
+          await executeRequest({
+            store: options.store,
+            namespaceId,
+            role,
+            request,
+          }),
+        );
+      }
+    } catch (err) {
+      reply = encodeResult(
+        errorResult("", {
+          tunnelError: err instanceof TunnelProtocolError ? err.message : "malformed request",
+        }),
+      );
+    }
+    if (socket.readyState === WebSocket.OPEN) socket.send(reply);
+  }
 
-	function schedule(): void {
-		if (isStopped) return;
-		const wait = Math.min(maxMs, backoff) * (0.75 + Math.random() * 0.5);
-		backoff = Math.min(maxMs, backoff * 2);
-		retry = setTimeout(connect, wait);
-	}
+  function schedule(): void {
+    if (isStopped) return;
+    const wait = Math.min(maxMs, backoff) * (0.75 + Math.random() * 0.5);
+    backoff = Math.min(maxMs, backoff * 2);
+    retry = setTimeout(connect, wait);
+  }
 
-	function connect(): void {
-		if (isStopped) return;
-		const socket = new WebSocket(url.toString(), {
-			headers: { authorization: `Bearer ${options.token}` },
-		} as unknown as string[]);
-		socket.binaryType = "arraybuffer";
-		ws = socket;
-		socket.onopen = () => {
-			isConnected = true;
-			backoff = minMs;
-			options.onStatus?.("connected");
-			heartbeat = setInterval(() => {
-				if (socket.readyState === WebSocket.OPEN) socket.send("ping");
-			}, options.heartbeatMs ?? 30_000);
-		};
-		socket.onmessage = (ev) => {
-			if (typeof ev.data === "string") return;
-			void handle(socket, new Uint8Array(ev.data as ArrayBuffer)).catch((err) =>
-				log.error("worker request failed", { err }),
-			);
-		};
-		socket.onclose = (ev) => {
-			if (heartbeat) clearInterval(heartbeat);
-			heartbeat = null;
-			const wasConnected = isConnected;
-			isConnected = false;
-			if (ws === socket) ws = null;
-			if (wasConnected || !isStopped)
-				options.onStatus?.(
-					"disconnected",
-					`${ev.code}${ev.reason ? ` ${ev.reason}` : ""}`,
-				);
-			schedule();
-		};
-		socket.onerror = () => {
-			// onclose follows and reconnects.
-		};
-	}
+  function connect(): void {
+    if (isStopped) return;
+    const socket = new WebSocket(url.toString(), {
+      headers: { authorization: `Bearer ${options.token}` },
+    } as unknown as string[]);
+    socket.binaryType = "arraybuffer";
+    ws = socket;
+    socket.onopen = () => {
+      isConnected = true;
+      backoff = minMs;
+      options.onStatus?.("connected");
+      heartbeat = setInterval(() => {
+        if (socket.readyState === WebSocket.OPEN) socket.send("ping");
+      }, options.heartbeatMs ?? 30_000);
+    };
+    socket.onmessage = (ev) => {
+      if (typeof ev.data === "string") return;
+      void handle(socket, new Uint8Array(ev.data as ArrayBuffer)).catch((err) => log.error("worker request failed", { err }));
+    };
+    socket.onclose = (ev) => {
+      if (heartbeat) clearInterval(heartbeat);
+      heartbeat = null;
+      const wasConnected = isConnected;
+      isConnected = false;
+      if (ws === socket) ws = null;
+      if (wasConnected || !isStopped) options.onStatus?.("disconnected", `${ev.code}${ev.reason ? ` ${ev.reason}` : ""}`);
+      schedule();
+    };
+    socket.onerror = () => {
+      // onclose follows and reconnects.
+    };
+  }
 
-	connect();
-	return {
-		stop() {
-			isStopped = true;
-			if (retry) clearTimeout(retry);
-			if (heartbeat) clearInterval(heartbeat);
-			ws?.close(1000, "worker stopping");
-		},
-		get isConnected() {
-			return isConnected;
-		},
-	};
+  connect();
+  return {
+    stop() {
+      isStopped = true;
+      if (retry) clearTimeout(retry);
+      if (heartbeat) clearInterval(heartbeat);
+      ws?.close(1000, "worker stopping");
+    },
+    get isConnected() {
+      return isConnected;
+    },
+  };
 }

@@ -1,9 +1,5 @@
 import { toHarLog } from "~/agent/har.ts";
-import {
-	TunnelClient,
-	TunnelConnectError,
-	TunnelQueryError,
-} from "~/agent/query-client.ts";
+import { TunnelClient, TunnelConnectError, TunnelQueryError } from "~/agent/query-client.ts";
 import { parseAgentConfig } from "~/lib/env.ts";
 import { parseFilter } from "~/lib/filter/parse.ts";
 import { specColumns, type TracedEvent } from "~/lib/protocol/event.ts";
@@ -18,226 +14,168 @@ const usage = `usage: tapscope query [--since 1h|15m|2d | --from ISO [--to ISO]]
 type Format = "table" | "json" | "har";
 
 const units: Record<string, number> = {
-	s: 1000,
-	m: 60_000,
-	h: 3_600_000,
-	d: 86_400_000,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
 };
 
 export function parseSince(text: string): number | null {
-	const m = /^(\d+(?:\.\d+)?)(s|m|h|d)$/.exec(text.trim());
-	if (!m) return null;
-	const ms = Number(m[1]) * units[m[2]!]!;
-	return ms > 0 && Number.isFinite(ms) ? ms : null;
+  const m = /^(\d+(?:\.\d+)?)(s|m|h|d)$/.exec(text.trim());
+  if (!m) return null;
+  const ms = Number(m[1]) * units[m[2]!]!;
+  return ms > 0 && Number.isFinite(ms) ? ms : null;
 }
 
 /** ISO 8601 with the microseconds the event carries. */
 export function isoMicros(micros: number): string {
-	const ms = Math.floor(micros / 1000);
-	const frac = String(
-		Math.floor(micros - Math.floor(micros / 1_000_000) * 1_000_000),
-	).padStart(6, "0");
-	return new Date(ms).toISOString().replace(/\.\d{3}Z$/, `.${frac}Z`);
+  const ms = Math.floor(micros / 1000);
+  const frac = String(Math.floor(micros - Math.floor(micros / 1_000_000) * 1_000_000)).padStart(6, "0");
+  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, `.${frac}Z`);
 }
 
 export function formatDuration(micros: number): string {
-	if (micros < 1000) return `${micros}µs`;
-	if (micros < 1_000_000)
-		return `${(micros / 1000).toFixed(micros < 10_000 ? 1 : 0)}ms`;
-	return `${(micros / 1_000_000).toFixed(2)}s`;
+  if (micros < 1000) return `${micros}µs`;
+  if (micros < 1_000_000) return `${(micros / 1000).toFixed(micros < 10_000 ? 1 : 0)}ms`;
+  return `${(micros / 1_000_000).toFixed(2)}s`;
 }
 
 export function formatTable(rows: Record<string, unknown>[]): string {
-	const cells = rows.map((r) => [
-		new Date(Number(r.time) / 1000)
-			.toISOString()
-			.replace("T", " ")
-			.replace("Z", ""),
-		Number(r.http_resp_status_code) ? String(r.http_resp_status_code) : "-",
-		String(r.http_req_method || "-"),
-		String(r.http_req_path ?? ""),
-		formatDuration(Number(r.http_duration)),
-	]);
-	const header = ["TIME", "STATUS", "METHOD", "PATH", "DURATION"];
-	const all = [header, ...cells];
-	const widths = header.map((_, i) =>
-		Math.max(...all.map((row) => row[i]!.length)),
-	);
-	return (
-		all
-			.map((row) =>
-				row
-					.map((c, i) => (i === row.length - 1 ? c : c.padEnd(widths[i]!)))
-					.join("  "),
-			)
-			.join("\n") + "\n"
-	);
+  const cells = rows.map((r) => [
+    new Date(Number(r.time) / 1000).toISOString().replace("T", " ").replace("Z", ""),
+    Number(r.http_resp_status_code) ? String(r.http_resp_status_code) : "-",
+    String(r.http_req_method || "-"),
+    String(r.http_req_path ?? ""),
+    formatDuration(Number(r.http_duration)),
+  ]);
+  const header = ["TIME", "STATUS", "METHOD", "PATH", "DURATION"];
+  const all = [header, ...cells];
+  const widths = header.map((_, i) => Math.max(...all.map((row) => row[i]!.length)));
+  return all.map((row) => row.map((c, i) => (i === row.length - 1 ? c : c.padEnd(widths[i]!))).join("  ")).join("\n") + "\n";
 }
 
 function fail(message: string, code = 2): number {
-	process.stderr.write(`tapscope query: ${message}\n`);
-	return code;
+  process.stderr.write(`tapscope query: ${message}\n`);
+  return code;
 }
 
 export async function main(args: string[]): Promise<number> {
-	const agent = parseAgentConfig();
-	let sinceMs: number | null = null;
-	let from: number | null = null;
-	let to: number | null = null;
-	let filterText = "";
-	let limit = 1000;
-	let format: Format = "table";
-	for (let i = 0; i < args.length; i++) {
-		const arg = args[i]!;
-		const [flag, inline] = arg.includes("=")
-			? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)]
-			: [arg, undefined];
-		const value = () => inline ?? args[++i] ?? "";
-		if (flag === "--since") {
-			const v = value();
-			sinceMs = parseSince(v);
-			if (sinceMs === null)
-				return fail(`--since must look like 30s, 15m, 1h or 2d, got "${v}"`);
-		} else if (flag === "--from" || flag === "--to") {
-			const v = value();
-			const t = Date.parse(v);
-			if (!Number.isFinite(t))
-				return fail(
-					`${flag} must be an ISO time such as 2026-11-21T09:00:00Z, got "${v}"`,
-				);
-			if (flag === "--from") from = t;
-			else to = t;
-		} else if (flag === "--filter") filterText = value();
-		else if (flag === "--limit") {
-			limit = Number(value());
-			if (!Number.isInteger(limit) || limit < 1 || limit > maxRowLimit)
-				return fail(`--limit must be 1 to ${maxRowLimit}`);
-		} else if (flag === "--format") {
-			const v = value();
-			if (v !== "table" && v !== "json" && v !== "har")
-				return fail(`--format must be table, json or har, got "${v}"`);
-			format = v;
-		} else if (flag === "--help" || flag === "-h") {
-			process.stdout.write(`${usage}\n`);
-			return 0;
-		} else return fail(`unknown option ${flag}\n${usage}`);
-	}
-	if (!agent.token)
-		return fail(
-			"TAPSCOPE_TOKEN is not set: create a namespace token under Tokens in the dashboard and export it",
-		);
-	if (sinceMs !== null && from !== null)
-		return fail("use --since or --from, not both");
-	const nowMs = Date.now();
-	const upperMs = to ?? nowMs;
-	const lowerMs = from ?? upperMs - (sinceMs ?? 3_600_000);
-	if (lowerMs >= upperMs)
-		return fail("the time range is empty (--from must be before --to)");
-	if (filterText.trim()) {
-		const parsed = parseFilter(filterText);
-		if (!parsed.ok) {
-			const { message, position } = parsed.error;
-			return fail(
-				`bad filter: ${message}\n  ${filterText}\n  ${" ".repeat(Math.max(0, position))}^`,
-			);
-		}
-	}
+  const agent = parseAgentConfig();
+  let sinceMs: number | null = null;
+  let from: number | null = null;
+  let to: number | null = null;
+  let filterText = "";
+  let limit = 1000;
+  let format: Format = "table";
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    const [flag, inline] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
+    const value = () => inline ?? args[++i] ?? "";
+    if (flag === "--since") {
+      const v = value();
+      sinceMs = parseSince(v);
+      if (sinceMs === null) return fail(`--since must look like 30s, 15m, 1h or 2d, got "${v}"`);
+    } else if (flag === "--from" || flag === "--to") {
+      const v = value();
+      const t = Date.parse(v);
+      if (!Number.isFinite(t)) return fail(`${flag} must be an ISO time such as 2026-11-21T09:00:00Z, got "${v}"`);
+      if (flag === "--from") from = t;
+      else to = t;
+    } else if (flag === "--filter") filterText = value();
+    else if (flag === "--limit") {
+      limit = Number(value());
+      if (!Number.isInteger(limit) || limit < 1 || limit > maxRowLimit) return fail(`--limit must be 1 to ${maxRowLimit}`);
+    } else if (flag === "--format") {
+      const v = value();
+      if (v !== "table" && v !== "json" && v !== "har") return fail(`--format must be table, json or har, got "${v}"`);
+      format = v;
+    } else if (flag === "--help" || flag === "-h") {
+      process.stdout.write(`${usage}\n`);
+      return 0;
+    } else return fail(`unknown option ${flag}\n${usage}`);
+  }
+  if (!agent.token) return fail("TAPSCOPE_TOKEN is not set: create a namespace token under Tokens in the dashboard and export it");
+  if (sinceMs !== null && from !== null) return fail("use --since or --from, not both");
+  const nowMs = Date.now();
+  const upperMs = to ?? nowMs;
+  const lowerMs = from ?? upperMs - (sinceMs ?? 3_600_000);
+  if (lowerMs >= upperMs) return fail("the time range is empty (--from must be before --to)");
+  if (filterText.trim()) {
+    const parsed = parseFilter(filterText);
+    if (!parsed.ok) {
+      const { message, position } = parsed.error;
+      return fail(`bad filter: ${message}\n  ${filterText}\n  ${" ".repeat(Math.max(0, position))}^`);
+    }
+  }
 
-	let client: TunnelClient;
-	try {
-		client = await TunnelClient.open({
-			endpoint: agent.endpoint,
-			token: agent.token,
-			role: "SELECT",
-		});
-	} catch (err) {
-		if (err instanceof TunnelConnectError && err.status === 401)
-			return fail(
-				"the server refused TAPSCOPE_TOKEN (revoked or mistyped?)",
-				1,
-			);
-		if (err instanceof TunnelConnectError && err.status === undefined) {
-			return fail(
-				`cannot reach the server at ${agent.endpoint} (is TAPSCOPE_ENDPOINT right?): ${err.message}`,
-				1,
-			);
-		}
-		return fail((err as Error).message, 1);
-	}
-	try {
-		const filter = { clauses: [], global: { lowerMs, upperMs } };
-		const columns: RowColumn[] =
-			format === "har"
-				? ["time", "event_id"]
-				: format === "json"
-					? [...specColumns]
-					: [
-							"time",
-							"event_id",
-							"http_req_method",
-							"http_req_path",
-							"http_resp_status_code",
-							"http_duration",
-						];
-		const rows = await client.query(
-			{
-				kind: "rows",
-				query: { filter, limit, columns },
-				filterText: filterText.trim() || undefined,
-			},
-			{ compression: "gzip" },
-		);
-		if (rows.wasRowLimitExceeded) {
-			process.stderr.write(
-				`tapscope query: showing the newest ${rows.data.length} of ${rows.actualNumberOfRows} matching requests (--limit, --since or --filter narrow it)\n`,
-			);
-		}
-		if (format === "json") {
-			let out = "";
-			for (const r of rows.data) {
-				const line: Record<string, unknown> = {};
-				for (const c of specColumns)
-					line[c] = c === "time" ? isoMicros(Number(r.time)) : r[c];
-				out += `${JSON.stringify(line)}\n`;
-			}
-			await write(out);
-		} else if (format === "table") {
-			await write(formatTable(rows.data));
-		} else {
-			const ids = rows.data.map((r) => String(r.event_id));
-			const events: TracedEvent[] = [];
-			const isLong = ids.length > maxEventsPerRequest;
-			for (let i = 0; i < ids.length; i += maxEventsPerRequest) {
-				const batch = await client.query(
-					{ kind: "events", eventIds: ids.slice(i, i + maxEventsPerRequest) },
-					{ compression: "gzip" },
-				);
-				events.push(...(batch.data as unknown as TracedEvent[]));
-				if (isLong)
-					process.stderr.write(
-						`\rtapscope query: fetched ${events.length}/${ids.length} requests`,
-					);
-			}
-			if (isLong) process.stderr.write("\n");
-			events.reverse();
-			await write(
-				`${JSON.stringify(toHarLog(events, buildInfo.version), null, 2)}\n`,
-			);
-		}
-		return 0;
-	} catch (err) {
-		if (err instanceof TunnelQueryError) return fail(err.message, 1);
-		if (err instanceof TunnelConnectError)
-			return fail(
-				`lost the connection to ${agent.endpoint}: ${err.message}`,
-				1,
-			);
-		throw err;
-	} finally {
-		client.close();
-	}
+  let client: TunnelClient;
+  try {
+    client = await TunnelClient.open({
+      endpoint: agent.endpoint,
+      token: agent.token,
+      role: "SELECT",
+    });
+  } catch (err) {
+    if (err instanceof TunnelConnectError && err.status === 401) return fail("the server refused TAPSCOPE_TOKEN (revoked or mistyped?)", 1);
+    if (err instanceof TunnelConnectError && err.status === undefined) {
+      return fail(`cannot reach the server at ${agent.endpoint} (is TAPSCOPE_ENDPOINT right?): ${err.message}`, 1);
+    }
+    return fail((err as Error).message, 1);
+  }
+  try {
+    const filter = { clauses: [], global: { lowerMs, upperMs } };
+    const columns: RowColumn[] =
+      format === "har"
+        ? ["time", "event_id"]
+        : format === "json"
+          ? [...specColumns]
+          : ["time", "event_id", "http_req_method", "http_req_path", "http_resp_status_code", "http_duration"];
+    const rows = await client.query(
+      {
+        kind: "rows",
+        query: { filter, limit, columns },
+        filterText: filterText.trim() || undefined,
+      },
+      { compression: "gzip" },
+    );
+    if (rows.wasRowLimitExceeded) {
+      process.stderr.write(
+        `tapscope query: showing the newest ${rows.data.length} of ${rows.actualNumberOfRows} matching requests (--limit, --since or --filter narrow it)\n`,
+      );
+    }
+    if (format === "json") {
+      let out = "";
+      for (const r of rows.data) {
+        const line: Record<string, unknown> = {};
+        for (const c of specColumns) line[c] = c === "time" ? isoMicros(Number(r.time)) : r[c];
+        out += `${JSON.stringify(line)}\n`;
+      }
+      await write(out);
+    } else if (format === "table") {
+      await write(formatTable(rows.data));
+    } else {
+      const ids = rows.data.map((r) => String(r.event_id));
+      const events: TracedEvent[] = [];
+      const isLong = ids.length > maxEventsPerRequest;
+      for (let i = 0; i < ids.length; i += maxEventsPerRequest) {
+        const batch = await client.query({ kind: "events", eventIds: ids.slice(i, i + maxEventsPerRequest) }, { compression: "gzip" });
+        events.push(...(batch.data as unknown as TracedEvent[]));
+        if (isLong) process.stderr.write(`\rtapscope query: fetched ${events.length}/${ids.length} requests`);
+      }
+      if (isLong) process.stderr.write("\n");
+      events.reverse();
+      await write(`${JSON.stringify(toHarLog(events, buildInfo.version), null, 2)}\n`);
+    }
+    return 0;
+  } catch (err) {
+    if (err instanceof TunnelQueryError) return fail(err.message, 1);
+    if (err instanceof TunnelConnectError) return fail(`lost the connection to ${agent.endpoint}: ${err.message}`, 1);
+    throw err;
+  } finally {
+    client.close();
+  }
 }
 
 async function write(text: string): Promise<void> {
-	await Bun.write(Bun.stdout, text);
+  await Bun.write(Bun.stdout, text);
 }

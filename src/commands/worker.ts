@@ -8,102 +8,79 @@ const usage = `usage: tapscope worker --server URL --token ORG_WORKER_TOKEN [--c
   The worker connects out to the server; the server sends it the org's events and queries.`;
 
 function say(message: string): void {
-	process.stderr.write(`tapscope worker: ${message}\n`);
+  process.stderr.write(`tapscope worker: ${message}\n`);
 }
 
 export async function main(args: string[]): Promise<number> {
-	const agent = parseAgentConfig();
-	let server: string | undefined;
-	let token = agent.token;
-	let clickhouse: string | undefined;
-	let dataDir = "./tapscope-worker-data";
-	let retentionDays = 30;
-	for (let i = 0; i < args.length; i++) {
-		const arg = args[i]!;
-		const [flag, inline] = arg.includes("=")
-			? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)]
-			: [arg, undefined];
-		const value = () => inline ?? args[++i] ?? "";
-		if (flag === "--server") server = value();
-		else if (flag === "--token") token = value();
-		else if (flag === "--clickhouse") clickhouse = value();
-		else if (flag === "--data-dir") dataDir = value();
-		else if (flag === "--retention-days") retentionDays = Number(value());
-		else if (flag === "--help" || flag === "-h") {
-			process.stdout.write(`${usage}\n`);
-			return 0;
-		} else return fail(`unknown option ${flag}`);
-	}
-	server ??= agent.endpoint;
-	if (!token)
-		return fail(
-			"an org worker token is needed: --token (or TAPSCOPE_TOKEN); create one under Tokens > Show advanced settings",
-		);
-	if (!token.startsWith("tso_"))
-		return fail(
-			"--token must be an org worker token (tso_...), not a namespace token",
-		);
-	try {
-		new URL(server);
-	} catch {
-		return fail(`--server must be a URL, got "${server}"`);
-	}
-	if (!Number.isInteger(retentionDays) || retentionDays < 1)
-		return fail("--retention-days needs a whole number of days");
+  const agent = parseAgentConfig();
+  let server: string | undefined;
+  let token = agent.token;
+  let clickhouse: string | undefined;
+  let dataDir = "./tapscope-worker-data";
+  let retentionDays = 30;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    const [flag, inline] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
+    const value = () => inline ?? args[++i] ?? "";
+    if (flag === "--server") server = value();
+    else if (flag === "--token") token = value();
+    else if (flag === "--clickhouse") clickhouse = value();
+    else if (flag === "--data-dir") dataDir = value();
+    else if (flag === "--retention-days") retentionDays = Number(value());
+    else if (flag === "--help" || flag === "-h") {
+      process.stdout.write(`${usage}\n`);
+      return 0;
+    } else return fail(`unknown option ${flag}`);
+  }
+  server ??= agent.endpoint;
+  if (!token) return fail("an org worker token is needed: --token (or TAPSCOPE_TOKEN); create one under Tokens > Show advanced settings");
+  if (!token.startsWith("tso_")) return fail("--token must be an org worker token (tso_...), not a namespace token");
+  try {
+    new URL(server);
+  } catch {
+    return fail(`--server must be a URL, got "${server}"`);
+  }
+  if (!Number.isInteger(retentionDays) || retentionDays < 1) return fail("--retention-days needs a whole number of days");
 
-	let store: EventStore;
-	if (clickhouse) {
-		const { openClickHouseStore } = await import("~/store/clickhouse.ts");
-		store = await openClickHouseStore({ url: clickhouse });
-	} else {
-		const { openDuckDbStore } = await import("~/store/duckdb.ts");
-		store = await openDuckDbStore({
-			path: join(resolve(dataDir), "events.duckdb"),
-		});
-	}
-	say(
-		`events stored in ${clickhouse ? "ClickHouse" : join(resolve(dataDir), "events.duckdb")}`,
-	);
+  let store: EventStore;
+  if (clickhouse) {
+    const { openClickHouseStore } = await import("~/store/clickhouse.ts");
+    store = await openClickHouseStore({ url: clickhouse });
+  } else {
+    const { openDuckDbStore } = await import("~/store/duckdb.ts");
+    store = await openDuckDbStore({
+      path: join(resolve(dataDir), "events.duckdb"),
+    });
+  }
+  say(`events stored in ${clickhouse ? "ClickHouse" : join(resolve(dataDir), "events.duckdb")}`);
 
-	const retention = setInterval(
-		() => void applyRetention(store, retentionDays),
-		3_600_000,
-	);
-	void applyRetention(store, retentionDays);
+  const retention = setInterval(() => void applyRetention(store, retentionDays), 3_600_000);
+  void applyRetention(store, retentionDays);
 
-	const client = startWorkerClient({
-		server,
-		token,
-		store,
-		onStatus: (status, detail) =>
-			say(
-				status === "connected"
-					? `connected to ${server}`
-					: `disconnected (${detail}); reconnecting`,
-			),
-	});
-	const signal = await new Promise<string>((done) => {
-		for (const s of ["SIGINT", "SIGTERM"] as const)
-			process.once(s, () => done(s));
-	});
-	clearInterval(retention);
-	client.stop();
-	await store.close();
-	return signal === "SIGINT" ? 130 : 0;
+  const client = startWorkerClient({
+    server,
+    token,
+    store,
+    onStatus: (status, detail) => say(status === "connected" ? `connected to ${server}` : `disconnected (${detail}); reconnecting`),
+  });
+  const signal = await new Promise<string>((done) => {
+    for (const s of ["SIGINT", "SIGTERM"] as const) process.once(s, () => done(s));
+  });
+  clearInterval(retention);
+  client.stop();
+  await store.close();
+  return signal === "SIGINT" ? 130 : 0;
 }
 
 async function applyRetention(store: EventStore, days: number): Promise<void> {
-	try {
-		for (const ns of await store.listNamespaces())
-			await store.applyRetention(ns, days, Date.now());
-	} catch (err) {
-		say(
-			`retention failed: ${err instanceof Error ? err.message : String(err)}`,
-		);
-	}
+  try {
+    for (const ns of await store.listNamespaces()) await store.applyRetention(ns, days, Date.now());
+  } catch (err) {
+    say(`retention failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
 }
 
 function fail(message: string): number {
-	process.stderr.write(`tapscope worker: ${message}\n${usage}\n`);
-	return 2;
+  process.stderr.write(`tapscope worker: ${message}\n${usage}\n`);
+  return 2;
 }

@@ -2,20 +2,10 @@ import type { ServerWebSocket } from "bun";
 import { Elysia, t } from "elysia";
 import { AppError } from "~/lib/errors.ts";
 import { log } from "~/lib/logger.ts";
-import {
-	decodeRequest,
-	encodeResult,
-	errorResult,
-	type TunnelRequest,
-	TunnelProtocolError,
-	tunnelPath,
-} from "~/lib/protocol/tunnel.ts";
+import { decodeRequest, encodeResult, errorResult, type TunnelRequest, TunnelProtocolError, tunnelPath } from "~/lib/protocol/tunnel.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { openTunnels } from "~/services/tunnel/open-tunnels.ts";
-import {
-	redeemTunnelTicket,
-	type TunnelClaims,
-} from "~/services/tunnel/tunnel-ticket.ts";
+import { redeemTunnelTicket, type TunnelClaims } from "~/services/tunnel/tunnel-ticket.ts";
 import type { WorkerRegistry } from "~/services/tunnel/worker-registry.ts";
 
 /** Requests one tunnel may have running at once; more are answered with a tunnel error. */
@@ -24,128 +14,99 @@ const maxInFlight = 8;
 const maxMessageBytes = 16 * 1024 * 1024;
 
 function bytesOf(message: unknown): Uint8Array | null {
-	if (message instanceof Uint8Array) return message;
-	if (message instanceof ArrayBuffer) return new Uint8Array(message);
-	return null;
+  if (message instanceof Uint8Array) return message;
+  if (message instanceof ArrayBuffer) return new Uint8Array(message);
+  return null;
 }
 
 /**
  * /api/Tunnel?ticket=...: a query tunnel (spec section 3). Binary request frames in, binary result frames
  * out. The socket is bound to the ticket's namespace and role; a message naming another namespace is refused.
  */
-export function tunnelSocket({
-	ctx,
-	workers,
-}: {
-	ctx: ServiceContext;
-	workers: WorkerRegistry;
-}) {
-	const state = new WeakMap<
-		object,
-		{ claims: TunnelClaims; inFlight: number }
-	>();
+export function tunnelSocket({ ctx, workers }: { ctx: ServiceContext; workers: WorkerRegistry }) {
+  const state = new WeakMap<object, { claims: TunnelClaims; inFlight: number }>();
 
-	return new Elysia({ name: "ws-tunnel" })
-		.resolve(({ query, path }) => {
-			if (path !== tunnelPath) return {};
-			const claims = query.ticket
-				? redeemTunnelTicket(ctx.config.sessionSecret, query.ticket, ctx.now())
-				: null;
-			if (!claims)
-				throw new AppError(
-					"UNAUTHORIZED",
-					"tunnel ticket invalid, used or expired: call CreateTunnel again",
-				);
-			return { tunnel: claims };
-		})
-		.ws(tunnelPath, {
-			query: t.Object({ ticket: t.Optional(t.String({ maxLength: 2048 })) }),
-			maxPayloadLength: maxMessageBytes,
-			open(ws) {
-				const claims = (ws.data as unknown as { tunnel: TunnelClaims }).tunnel;
-				state.set(ws.raw, { claims, inFlight: 0 });
-				openTunnels.connected(claims.tunnelId);
-			},
-			async message(ws, message) {
-				const raw = ws.raw as ServerWebSocket<unknown>;
-				const s = state.get(raw);
-				if (!s) return;
-				const send = (frame: Uint8Array) => {
-					if (raw.readyState === 1) raw.sendBinary(frame);
-				};
-				const bytes = bytesOf(message);
-				if (!bytes) {
-					send(
-						encodeResult(
-							errorResult("", { tunnelError: "tunnel messages are binary" }),
-						),
-					);
-					return;
-				}
-				let request: TunnelRequest;
-				try {
-					request = await decodeRequest(bytes, maxMessageBytes * 4);
-				} catch (err) {
-					const text =
-						err instanceof TunnelProtocolError
-							? err.message
-							: "malformed tunnel message";
-					send(encodeResult(errorResult("", { tunnelError: text })));
-					return;
-				}
-				const { namespaceId, orgId, role } = s.claims;
-				if (
-					request.tags.namespaceId !== undefined &&
-					request.tags.namespaceId !== namespaceId
-				) {
-					send(
-						encodeResult(
-							errorResult(request.queryId, {
-								tunnelError: "this tunnel is bound to another namespace",
-							}),
-						),
-					);
-					return;
-				}
-				if (request.tags.orgId !== undefined && request.tags.orgId !== orgId) {
-					send(
-						encodeResult(
-							errorResult(request.queryId, {
-								tunnelError: "this tunnel is bound to another org",
-							}),
-						),
-					);
-					return;
-				}
-				if (s.inFlight >= maxInFlight) {
-					send(
-						encodeResult(
-							errorResult(request.queryId, {
-								tunnelError: "too many queries in flight on this tunnel",
-							}),
-						),
-					);
-					return;
-				}
-				s.inFlight++;
-				try {
-					send(await workers.dispatch({ namespaceId, orgId, role, request }));
-				} catch (err) {
-					log.error("tunnel dispatch failed", { err, namespaceId });
-					send(
-						encodeResult(
-							errorResult(request.queryId, { tunnelError: "internal error" }),
-						),
-					);
-				} finally {
-					s.inFlight--;
-				}
-			},
-			close(ws) {
-				const s = state.get(ws.raw);
-				if (!s) return;
-				state.delete(ws.raw);
-				openTunnels.closed(s.claims.tunnelId);
-			},
-		});
+  return new Elysia({ name: "ws-tunnel" })
+    .resolve(({ query, path }) => {
+      if (path !== tunnelPath) return {};
+      const claims = query.ticket ? redeemTunnelTicket(ctx.config.sessionSecret, query.ticket, ctx.now()) : null;
+      if (!claims) throw new AppError("UNAUTHORIZED", "tunnel ticket invalid, used or expired: call CreateTunnel again");
+      return { tunnel: claims };
+    })
+    .ws(tunnelPath, {
+      query: t.Object({ ticket: t.Optional(t.String({ maxLength: 2048 })) }),
+      maxPayloadLength: maxMessageBytes,
+      open(ws) {
+        const claims = (ws.data as unknown as { tunnel: TunnelClaims }).tunnel;
+        state.set(ws.raw, { claims, inFlight: 0 });
+        openTunnels.connected(claims.tunnelId);
+      },
+      async message(ws, message) {
+        const raw = ws.raw as ServerWebSocket<unknown>;
+        const s = state.get(raw);
+        if (!s) return;
+        const send = (frame: Uint8Array) => {
+          if (raw.readyState === 1) raw.sendBinary(frame);
+        };
+        const bytes = bytesOf(message);
+        if (!bytes) {
+          send(encodeResult(errorResult("", { tunnelError: "tunnel messages are binary" })));
+          return;
+        }
+        let request: TunnelRequest;
+        try {
+          request = await decodeRequest(bytes, maxMessageBytes * 4);
+        } catch (err) {
+          const text = err instanceof TunnelProtocolError ? err.message : "malformed tunnel message";
+          send(encodeResult(errorResult("", { tunnelError: text })));
+          return;
+        }
+        const { namespaceId, orgId, role } = s.claims;
+        if (request.tags.namespaceId !== undefined && request.tags.namespaceId !== namespaceId) {
+          send(
+            encodeResult(
+              errorResult(request.queryId, {
+                tunnelError: "this tunnel is bound to another namespace",
+              }),
+            ),
+          );
+          return;
+        }
+        if (request.tags.orgId !== undefined && request.tags.orgId !== orgId) {
+          send(
+            encodeResult(
+              errorResult(request.queryId, {
+                tunnelError: "this tunnel is bound to another org",
+              }),
+            ),
+          );
+          return;
+        }
+        if (s.inFlight >= maxInFlight) {
+          send(
+            encodeResult(
+              errorResult(request.queryId, {
+                tunnelError: "too many queries in flight on this tunnel",
+              }),
+            ),
+          );
+          return;
+        }
+        s.inFlight++;
+        try {
+          send(await workers.dispatch({ namespaceId, orgId, role, request }));
+        } catch (err) {
+          log.error("tunnel dispatch failed", { err, namespaceId });
+          send(encodeResult(errorResult(request.queryId, { tunnelError: "internal error" })));
+        } finally {
+          s.inFlight--;
+        }
+      },
+      close(ws) {
+        const s = state.get(ws.raw);
+        if (!s) return;
+        state.delete(ws.raw);
+        openTunnels.closed(s.claims.tunnelId);
+      },
+    });
 }

@@ -5,149 +5,126 @@ import { startTunnelServer, type TunnelServer } from "../tunnel/support.ts";
 
 /** HAR downloads for the dashboard: one request, or a query's result set; members of the namespace only. */
 describe("HAR download", () => {
-	let s: TunnelServer;
-	let owner: Awaited<ReturnType<TunnelServer["onboardedUser"]>>;
-	let stranger: Awaited<ReturnType<TunnelServer["onboardedUser"]>>;
-	let parent: TracedEvent;
-	let child: TracedEvent;
-	const T0 = Date.UTC(2026, 10, 20, 12, 0, 0);
-	const filter = {
-		clauses: [],
-		global: { lowerMs: T0 - 60_000, upperMs: T0 + 60_000 },
-	};
+  let s: TunnelServer;
+  let owner: Awaited<ReturnType<TunnelServer["onboardedUser"]>>;
+  let stranger: Awaited<ReturnType<TunnelServer["onboardedUser"]>>;
+  let parent: TracedEvent;
+  let child: TracedEvent;
+  const T0 = Date.UTC(2026, 10, 20, 12, 0, 0);
+  const filter = {
+    clauses: [],
+    global: { lowerMs: T0 - 60_000, upperMs: T0 + 60_000 },
+  };
 
-	beforeAll(async () => {
-		s = await startTunnelServer();
-		owner = await s.onboardedUser();
-		stranger = await s.onboardedUser();
-		parent = makeEvent({
-			time: T0 * 1000,
-			http_req_path: "/checkout",
-			http_resp_status_code: 500,
-		});
-		child = makeEvent({
-			time: T0 * 1000 + 10,
-			parent_event_id: parent.event_id,
-			http_is_outgoing: true,
-			http_req_path: "/charge",
-			http_req_host: "pay.example",
-		});
-		await s.ingest(owner.namespaceId, [
-			parent,
-			child,
-			makeEvent({ time: T0 * 1000 - 5_000_000, http_req_path: "/ok" }),
-		]);
-	}, 60_000);
-	afterAll(async () => {
-		await s?.close();
-	});
+  beforeAll(async () => {
+    s = await startTunnelServer();
+    owner = await s.onboardedUser();
+    stranger = await s.onboardedUser();
+    parent = makeEvent({
+      time: T0 * 1000,
+      http_req_path: "/checkout",
+      http_resp_status_code: 500,
+    });
+    child = makeEvent({
+      time: T0 * 1000 + 10,
+      parent_event_id: parent.event_id,
+      http_is_outgoing: true,
+      http_req_path: "/charge",
+      http_req_host: "pay.example",
+    });
+    await s.ingest(owner.namespaceId, [parent, child, makeEvent({ time: T0 * 1000 - 5_000_000, http_req_path: "/ok" })]);
+  }, 60_000);
+  afterAll(async () => {
+    await s?.close();
+  });
 
-	const one = (
-		eventId: string,
-		namespaceId = owner.namespaceId,
-		headers: Record<string, string> = { cookie: owner.cookie },
-	) =>
-		fetch(
-			`${s.base}/api/DownloadHar?namespaceId=${namespaceId}&eventId=${eventId}`,
-			{ headers },
-		);
+  const one = (eventId: string, namespaceId = owner.namespaceId, headers: Record<string, string> = { cookie: owner.cookie }) =>
+    fetch(`${s.base}/api/DownloadHar?namespaceId=${namespaceId}&eventId=${eventId}`, { headers });
 
-	test("one request with its outbound calls, as an attachment", async () => {
-		const res = await one(parent.event_id);
-		expect(res.status).toBe(200);
-		expect(res.headers.get("content-disposition")).toBe(
-			`attachment; filename="tapscope-${parent.event_id}.har"`,
-		);
-		expect(res.headers.get("cache-control")).toBe("no-store");
-		const har = await res.json();
-		expect(
-			har.log.entries.map(
-				(e: { request: { url: string } }) => new URL(e.request.url).pathname,
-			),
-		).toEqual(["/checkout", "/charge"]);
-	});
+  test("one request with its outbound calls, as an attachment", async () => {
+    const res = await one(parent.event_id);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-disposition")).toBe(`attachment; filename="tapscope-${parent.event_id}.har"`);
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    const har = await res.json();
+    expect(har.log.entries.map((e: { request: { url: string } }) => new URL(e.request.url).pathname)).toEqual(["/checkout", "/charge"]);
+  });
 
-	test("a result set, filtered", async () => {
-		const res = await fetch(`${s.base}/api/DownloadHar`, {
-			method: "POST",
-			headers: {
-				cookie: owner.cookie,
-				origin: s.base,
-				"content-type": "application/json",
-			},
-			body: JSON.stringify({
-				namespaceId: owner.namespaceId,
-				filter,
-				filterText: "response.status >= 200",
-			}),
-		});
-		expect(res.status).toBe(200);
-		expect(res.headers.get("content-disposition")).toStartWith(
-			"attachment; filename=",
-		);
-		const paths = (await res.json()).log.entries.map(
-			(e: { request: { url: string } }) => new URL(e.request.url).pathname,
-		);
-		expect(paths).toEqual(["/ok", "/checkout", "/charge"]);
-		const filtered = await fetch(`${s.base}/api/DownloadHar`, {
-			method: "POST",
-			headers: {
-				cookie: owner.cookie,
-				origin: s.base,
-				"content-type": "application/json",
-			},
-			body: JSON.stringify({
-				namespaceId: owner.namespaceId,
-				filter,
-				filterText: "response.status >= 500",
-			}),
-		});
-		expect((await filtered.json()).log.entries).toHaveLength(1);
-	});
+  test("a result set, filtered", async () => {
+    const res = await fetch(`${s.base}/api/DownloadHar`, {
+      method: "POST",
+      headers: {
+        cookie: owner.cookie,
+        origin: s.base,
+        "content-type": "application/json",
+      },
+      body: JSON.stringify({
+        namespaceId: owner.namespaceId,
+        filter,
+        filterText: "response.status >= 200",
+      }),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-disposition")).toStartWith("attachment; filename=");
+    const paths = (await res.json()).log.entries.map((e: { request: { url: string } }) => new URL(e.request.url).pathname);
+    expect(paths).toEqual(["/ok", "/checkout", "/charge"]);
+    const filtered = await fetch(`${s.base}/api/DownloadHar`, {
+      method: "POST",
+      headers: {
+        cookie: owner.cookie,
+        origin: s.base,
+        "content-type": "application/json",
+      },
+      body: JSON.stringify({
+        namespaceId: owner.namespaceId,
+        filter,
+        filterText: "response.status >= 500",
+      }),
+    });
+    expect((await filtered.json()).log.entries).toHaveLength(1);
+  });
 
-	test("401 signed out, 404 for a non-member or a request of another namespace, 400 for a bad filter", async () => {
-		expect((await one(parent.event_id, owner.namespaceId, {})).status).toBe(
-			401,
-		);
-		expect(
-			(
-				await one(parent.event_id, owner.namespaceId, {
-					cookie: stranger.cookie,
-				})
-			).status,
-		).toBe(404);
-		// The stranger's own namespace does not hold the owner's request.
-		expect(
-			(
-				await one(parent.event_id, stranger.namespaceId, {
-					cookie: stranger.cookie,
-				})
-			).status,
-		).toBe(404);
-		const crossSite = await fetch(`${s.base}/api/DownloadHar`, {
-			method: "POST",
-			headers: {
-				cookie: owner.cookie,
-				origin: "https://evil.example",
-				"content-type": "application/json",
-			},
-			body: JSON.stringify({ namespaceId: owner.namespaceId, filter }),
-		});
-		expect(crossSite.status).toBe(403);
-		const bad = await fetch(`${s.base}/api/DownloadHar`, {
-			method: "POST",
-			headers: {
-				cookie: owner.cookie,
-				origin: s.base,
-				"content-type": "application/json",
-			},
-			body: JSON.stringify({
-				namespaceId: owner.namespaceId,
-				filter,
-				filterText: "response.status >=",
-			}),
-		});
-		expect(bad.status).toBe(400);
-		expect((await bad.json()).error).toContain("filter:");
-	});
+  test("401 signed out, 404 for a non-member or a request of another namespace, 400 for a bad filter", async () => {
+    expect((await one(parent.event_id, owner.namespaceId, {})).status).toBe(401);
+    expect(
+      (
+        await one(parent.event_id, owner.namespaceId, {
+          cookie: stranger.cookie,
+        })
+      ).status,
+    ).toBe(404);
+    // The stranger's own namespace does not hold the owner's request.
+    expect(
+      (
+        await one(parent.event_id, stranger.namespaceId, {
+          cookie: stranger.cookie,
+        })
+      ).status,
+    ).toBe(404);
+    const crossSite = await fetch(`${s.base}/api/DownloadHar`, {
+      method: "POST",
+      headers: {
+        cookie: owner.cookie,
+        origin: "https://evil.example",
+        "content-type": "application/json",
+      },
+      body: JSON.stringify({ namespaceId: owner.namespaceId, filter }),
+    });
+    expect(crossSite.status).toBe(403);
+    const bad = await fetch(`${s.base}/api/DownloadHar`, {
+      method: "POST",
+      headers: {
+        cookie: owner.cookie,
+        origin: s.base,
+        "content-type": "application/json",
+      },
+      body: JSON.stringify({
+        namespaceId: owner.namespaceId,
+        filter,
+        filterText: "response.status >=",
+      }),
+    });
+    expect(bad.status).toBe(400);
+    expect((await bad.json()).error).toContain("filter:");
+  });
 });

@@ -15,211 +15,160 @@ import { startTunnelServer, type TunnelServer } from "./support.ts";
 const root = join(import.meta.dir, "../..");
 const bun = process.execPath;
 
-async function until(
-	check: () => boolean | Promise<boolean>,
-	what: string,
-	timeoutMs = 20_000,
-): Promise<void> {
-	const end = Date.now() + timeoutMs;
-	while (Date.now() < end) {
-		if (await check()) return;
-		await Bun.sleep(50);
-	}
-	throw new Error(`timed out waiting for ${what}`);
+async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    if (await check()) return;
+    await Bun.sleep(50);
+  }
+  throw new Error(`timed out waiting for ${what}`);
 }
 
 describe("self-hosted worker (tapscope worker subprocess)", () => {
-	let s: TunnelServer;
-	let owner: Awaited<ReturnType<TunnelServer["onboardedUser"]>>;
-	let local: Awaited<ReturnType<TunnelServer["onboardedUser"]>>;
-	let workerDir: string;
-	let orgToken: string;
-	let worker: Subprocess | undefined;
-	let stderr = "";
+  let s: TunnelServer;
+  let owner: Awaited<ReturnType<TunnelServer["onboardedUser"]>>;
+  let local: Awaited<ReturnType<TunnelServer["onboardedUser"]>>;
+  let workerDir: string;
+  let orgToken: string;
+  let worker: Subprocess | undefined;
+  let stderr = "";
 
-	function startWorker(): Subprocess {
-		const child = spawn(
-			[
-				bun,
-				"src/main.ts",
-				"worker",
-				"--server",
-				s.base,
-				"--token",
-				orgToken,
-				"--data-dir",
-				workerDir,
-			],
-			{
-				cwd: root,
-				env: { ...process.env, TAPSCOPE_TOKEN: "" },
-				stdout: "ignore",
-				stderr: "pipe",
-			},
-		);
-		void (async () => {
-			for await (const chunk of child.stderr as ReadableStream<Uint8Array>)
-				stderr += new TextDecoder().decode(chunk);
-		})();
-		return child;
-	}
+  function startWorker(): Subprocess {
+    const child = spawn([bun, "src/main.ts", "worker", "--server", s.base, "--token", orgToken, "--data-dir", workerDir], {
+      cwd: root,
+      env: { ...process.env, TAPSCOPE_TOKEN: "" },
+      stdout: "ignore",
+      stderr: "pipe",
+    });
+    void (async () => {
+      for await (const chunk of child.stderr as ReadableStream<Uint8Array>) stderr += new TextDecoder().decode(chunk);
+    })();
+    return child;
+  }
 
-	async function stopWorker(): Promise<void> {
-		worker?.kill("SIGTERM");
-		await worker?.exited;
-		worker = undefined;
-	}
+  async function stopWorker(): Promise<void> {
+    worker?.kill("SIGTERM");
+    await worker?.exited;
+    worker = undefined;
+  }
 
-	const open = () =>
-		TunnelClient.open({
-			endpoint: s.base,
-			headers: { cookie: owner.cookie, origin: s.base },
-			namespaceId: owner.namespaceId,
-		});
-	const range = () => ({
-		clauses: [],
-		global: { lowerMs: Date.now() - 3_600_000, upperMs: Date.now() + 60_000 },
-	});
+  const open = () =>
+    TunnelClient.open({
+      endpoint: s.base,
+      headers: { cookie: owner.cookie, origin: s.base },
+      namespaceId: owner.namespaceId,
+    });
+  const range = () => ({
+    clauses: [],
+    global: { lowerMs: Date.now() - 3_600_000, upperMs: Date.now() + 60_000 },
+  });
 
-	beforeAll(async () => {
-		s = await startTunnelServer();
-		owner = await s.onboardedUser();
-		local = await s.onboardedUser();
-		orgToken = await s.orgToken(owner);
-		workerDir = mkdtempSync(join(tmpdir(), "tapscope-worker-"));
-	}, 60_000);
-	afterAll(async () => {
-		await stopWorker();
-		await s?.close();
-		rmSync(workerDir, { recursive: true, force: true });
-	});
+  beforeAll(async () => {
+    s = await startTunnelServer();
+    owner = await s.onboardedUser();
+    local = await s.onboardedUser();
+    orgToken = await s.orgToken(owner);
+    workerDir = mkdtempSync(join(tmpdir(), "tapscope-worker-"));
+  }, 60_000);
+  afterAll(async () => {
+    await stopWorker();
+    await s?.close();
+    rmSync(workerDir, { recursive: true, force: true });
+  });
 
-	test("a namespace token is refused as a worker token", async () => {
-		const nsToken = await s.namespaceToken(owner);
-		const child = spawn(
-			[bun, "src/main.ts", "worker", "--server", s.base, "--token", nsToken],
-			{ cwd: root, stderr: "pipe", stdout: "ignore" },
-		);
-		expect(await child.exited).toBe(2);
-		expect(await new Response(child.stderr as ReadableStream).text()).toContain(
-			"org worker token",
-		);
-	});
+  test("a namespace token is refused as a worker token", async () => {
+    const nsToken = await s.namespaceToken(owner);
+    const child = spawn([bun, "src/main.ts", "worker", "--server", s.base, "--token", nsToken], {
+      cwd: root,
+      stderr: "pipe",
+      stdout: "ignore",
+    });
+    expect(await child.exited).toBe(2);
+    expect(await new Response(child.stderr as ReadableStream).text()).toContain("org worker token");
+  });
 
-	test("connects out; the org's published events land in the worker's DuckDB and queries go through it", async () => {
-		worker = startWorker();
-		await until(() => s.workers.hasRemote(owner.orgId), "worker connected");
-		const [seen] = await s.db
-			.select({ t: orgs.lastSeenWorkerTime })
-			.from(orgs)
-			.where(eq(orgs.id, owner.orgId));
-		expect(seen!.t).toBeInstanceOf(Date);
+  test("connects out; the org's published events land in the worker's DuckDB and queries go through it", async () => {
+    worker = startWorker();
+    await until(() => s.workers.hasRemote(owner.orgId), "worker connected");
+    const [seen] = await s.db.select({ t: orgs.lastSeenWorkerTime }).from(orgs).where(eq(orgs.id, owner.orgId));
+    expect(seen!.t).toBeInstanceOf(Date);
 
-		const nsToken = await s.namespaceToken(owner);
-		const publisher = createPublisher({ endpoint: s.base, token: nsToken });
-		await publisher.join();
-		const now = Date.now();
-		const events: TracedEvent[] = ["/w/a", "/w/b", "/w/c"].map((p, i) =>
-			makeEvent({ time: (now - 1000 * (3 - i)) * 1000, http_req_path: p }),
-		);
-		for (const e of events) publisher.send(e);
-		const stats = await publisher.close(5000);
-		expect(stats.sent).toBe(3);
-		await s.flush();
+    const nsToken = await s.namespaceToken(owner);
+    const publisher = createPublisher({ endpoint: s.base, token: nsToken });
+    await publisher.join();
+    const now = Date.now();
+    const events: TracedEvent[] = ["/w/a", "/w/b", "/w/c"].map((p, i) =>
+      makeEvent({ time: (now - 1000 * (3 - i)) * 1000, http_req_path: p }),
+    );
+    for (const e of events) publisher.send(e);
+    const stats = await publisher.close(5000);
+    expect(stats.sent).toBe(3);
+    await s.flush();
 
-		// Another org (no worker) keeps using the server's own store.
-		await s.ingest(local.namespaceId, [makeEvent({ http_req_path: "/local" })]);
+    // Another org (no worker) keeps using the server's own store.
+    await s.ingest(local.namespaceId, [makeEvent({ http_req_path: "/local" })]);
 
-		const c = await open();
-		const rows = await c.query(
-			{ kind: "rows", query: { filter: range() } },
-			{ compression: "gzip" },
-		);
-		expect(rows.data.map((r) => r.http_req_path)).toEqual([
-			"/w/c",
-			"/w/b",
-			"/w/a",
-		]);
-		const detail = await c.query({
-			kind: "event",
-			eventId: events[0]!.event_id,
-		});
-		expect(detail.data[0]!.http_resp_body).toBe(events[0]!.http_resp_body);
-		const hist = await c.query(
-			{ kind: "histogram", query: { filter: range() } },
-			{ compression: "none" },
-		);
-		expect(hist.total).toBe(3);
-		c.close();
+    const c = await open();
+    const rows = await c.query({ kind: "rows", query: { filter: range() } }, { compression: "gzip" });
+    expect(rows.data.map((r) => r.http_req_path)).toEqual(["/w/c", "/w/b", "/w/a"]);
+    const detail = await c.query({
+      kind: "event",
+      eventId: events[0]!.event_id,
+    });
+    expect(detail.data[0]!.http_resp_body).toBe(events[0]!.http_resp_body);
+    const hist = await c.query({ kind: "histogram", query: { filter: range() } }, { compression: "none" });
+    expect(hist.total).toBe(3);
+    c.close();
 
-		// The server holds no event data for that org.
-		const onServer = await s.store!.listNamespaces();
-		expect(onServer).not.toContain(owner.namespaceId);
-		expect(onServer).toContain(local.namespaceId);
+    // The server holds no event data for that org.
+    const onServer = await s.store!.listNamespaces();
+    expect(onServer).not.toContain(owner.namespaceId);
+    expect(onServer).toContain(local.namespaceId);
 
-		// HAR download for the dashboard goes through the worker too.
-		const har = await fetch(
-			`${s.base}/api/DownloadHar?namespaceId=${owner.namespaceId}&eventId=${events[1]!.event_id}`,
-			{
-				headers: { cookie: owner.cookie },
-			},
-		);
-		expect(har.status).toBe(200);
-		expect(
-			(await har.json()).log.entries.map(
-				(e: { request: { url: string } }) => new URL(e.request.url).pathname,
-			),
-		).toEqual(["/w/b"]);
+    // HAR download for the dashboard goes through the worker too.
+    const har = await fetch(`${s.base}/api/DownloadHar?namespaceId=${owner.namespaceId}&eventId=${events[1]!.event_id}`, {
+      headers: { cookie: owner.cookie },
+    });
+    expect(har.status).toBe(200);
+    expect((await har.json()).log.entries.map((e: { request: { url: string } }) => new URL(e.request.url).pathname)).toEqual(["/w/b"]);
 
-		// Stop the worker: queries and ingest for the org fail clearly instead of landing on the server.
-		await stopWorker();
-		await until(() => !s.workers.hasRemote(owner.orgId), "worker gone");
-		const c2 = await open();
-		const away = await c2.send({ kind: "rows", query: { filter: range() } });
-		expect(away.tunnelError).toBe("the org's worker is not connected");
-		c2.close();
-		await s.ingest(owner.namespaceId, [
-			makeEvent({ http_req_path: "/while-away" }),
-		]);
-		expect(await s.store!.listNamespaces()).not.toContain(owner.namespaceId);
+    // Stop the worker: queries and ingest for the org fail clearly instead of landing on the server.
+    await stopWorker();
+    await until(() => !s.workers.hasRemote(owner.orgId), "worker gone");
+    const c2 = await open();
+    const away = await c2.send({ kind: "rows", query: { filter: range() } });
+    expect(away.tunnelError).toBe("the org's worker is not connected");
+    c2.close();
+    await s.ingest(owner.namespaceId, [makeEvent({ http_req_path: "/while-away" })]);
+    expect(await s.store!.listNamespaces()).not.toContain(owner.namespaceId);
 
-		// The data is in the worker's own DuckDB file.
-		const file = await openDuckDbStore({
-			path: join(workerDir, "events.duckdb"),
-		});
-		const kept = await file.queryRows(owner.namespaceId, { filter: range() });
-		expect(kept.data.map((r) => r.http_req_path)).toEqual([
-			"/w/c",
-			"/w/b",
-			"/w/a",
-		]);
-		await file.close();
+    // The data is in the worker's own DuckDB file.
+    const file = await openDuckDbStore({
+      path: join(workerDir, "events.duckdb"),
+    });
+    const kept = await file.queryRows(owner.namespaceId, { filter: range() });
+    expect(kept.data.map((r) => r.http_req_path)).toEqual(["/w/c", "/w/b", "/w/a"]);
+    await file.close();
 
-		// A restarted worker reconnects and serves the same data.
-		worker = startWorker();
-		await until(() => s.workers.hasRemote(owner.orgId), "worker reconnected");
-		const c3 = await open();
-		expect(
-			(await c3.query({ kind: "rows", query: { filter: range() } }))
-				.actualNumberOfRows,
-		).toBe(3);
-		c3.close();
-		expect(stderr).toContain("connected to");
-	}, 60_000);
+    // A restarted worker reconnects and serves the same data.
+    worker = startWorker();
+    await until(() => s.workers.hasRemote(owner.orgId), "worker reconnected");
+    const c3 = await open();
+    expect((await c3.query({ kind: "rows", query: { filter: range() } })).actualNumberOfRows).toBe(3);
+    c3.close();
+    expect(stderr).toContain("connected to");
+  }, 60_000);
 
-	test("the worker reconnects by itself after the server restarts its side", async () => {
-		worker ??= startWorker();
-		await until(() => s.workers.hasRemote(owner.orgId), "worker connected");
-		// Drop the server side of the socket: the worker must come back (backoff from 0.5 s).
-		s.app.server!.stop(true);
-		await until(() => !s.workers.hasRemote(owner.orgId), "worker dropped");
-		s.app.listen({ port: s.port, hostname: "127.0.0.1" });
-		await until(() => s.workers.hasRemote(owner.orgId), "worker back", 20_000);
-		const c = await open();
-		expect(
-			(await c.query({ kind: "rows", query: { filter: range() } }))
-				.actualNumberOfRows,
-		).toBe(3);
-		c.close();
-	}, 40_000);
+  test("the worker reconnects by itself after the server restarts its side", async () => {
+    worker ??= startWorker();
+    await until(() => s.workers.hasRemote(owner.orgId), "worker connected");
+    // Drop the server side of the socket: the worker must come back (backoff from 0.5 s).
+    s.app.server!.stop(true);
+    await until(() => !s.workers.hasRemote(owner.orgId), "worker dropped");
+    s.app.listen({ port: s.port, hostname: "127.0.0.1" });
+    await until(() => s.workers.hasRemote(owner.orgId), "worker back", 20_000);
+    const c = await open();
+    expect((await c.query({ kind: "rows", query: { filter: range() } })).actualNumberOfRows).toBe(3);
+    c.close();
+  }, 40_000);
 });

@@ -10,87 +10,81 @@ import type { WorkerRegistry } from "~/services/tunnel/worker-registry.ts";
 import { tunnelModel } from "./model.ts";
 
 function attachment(har: unknown, filename: string): Response {
-	return new Response(JSON.stringify(har), {
-		headers: {
-			"content-type": "application/json; charset=utf-8",
-			"content-disposition": `attachment; filename="${filename.replace(/[^\w.-]/g, "_")}"`,
-			"cache-control": "no-store",
-			"x-content-type-options": "nosniff",
-		},
-	});
+  return new Response(JSON.stringify(har), {
+    headers: {
+      "content-type": "application/json; charset=utf-8",
+      "content-disposition": `attachment; filename="${filename.replace(/[^\w.-]/g, "_")}"`,
+      "cache-control": "no-store",
+      "x-content-type-options": "nosniff",
+    },
+  });
 }
 
 /** CreateTunnel, ListOpenTunnels, and HAR downloads (one request, or a query's result set). */
-export function tunnelRoutes({
-	ctx,
-	workers,
-}: {
-	ctx: ServiceContext;
-	workers: WorkerRegistry;
-}) {
-	return new Elysia()
-		.use(authPlugin(ctx))
-		.post(
-			"/api/CreateTunnel",
-			({ body, principal }) =>
-				createTunnel({
-					ctx,
-					principal,
-					namespaceId: body.namespaceId,
-					role: body.role,
-				}),
-			{
-				body: tunnelModel.createTunnelBody,
-				response: { 200: tunnelModel.createTunnelResponse },
-			},
-		)
-		.post(
-			"/api/ListOpenTunnels",
-			({ body, principal }) => {
-				if (!principal) throw new AppError("UNAUTHORIZED", "not signed in");
-				return {
-					tunnels: listOpenTunnels({
-						principalKey: principalKey(principal),
-						createAfterTime: body.create_after_time,
-						now: ctx.now(),
-					}),
-				};
-			},
-			{
-				body: tunnelModel.listOpenTunnelsBody,
-				response: { 200: tunnelModel.listOpenTunnelsResponse },
-			},
-		)
-		.get(
-			"/api/DownloadHar",
-			async ({ query, principal }) => {
-				const { har, filename } = await exportHar({
-					ctx,
-					workers,
-					principal,
-					namespaceId: query.namespaceId,
-					selection: { eventId: query.eventId },
-				});
-				return attachment(har, filename);
-			},
-			{ query: tunnelModel.harOneQuery },
-		)
-		.post(
-			"/api/DownloadHar",
-			async ({ body, principal }) => {
-				const { har, filename } = await exportHar({
-					ctx,
-					workers,
-					principal,
-					namespaceId: body.namespaceId,
-					selection: {
-						filter: body.filter as QueryFilter,
-						filterText: body.filterText,
-						limit: body.limit,
-					},
-				});
-				return attachment(har, filename);
-			},
-			{ body: tunnelModel.harSetBody },
-		);
+export function tunnelRoutes({ ctx, workers }: { ctx: ServiceContext; workers: WorkerRegistry }) {
+  return new Elysia()
+    .use(authPlugin(ctx))
+    .post(
+      "/api/CreateTunnel",
+      ({ body, principal }) =>
+        createTunnel({
+          ctx,
+          principal,
+          namespaceId: body.namespaceId,
+          role: body.role,
+        }),
+      {
+        body: tunnelModel.createTunnelBody,
+        response: { 200: tunnelModel.createTunnelResponse },
+      },
+    )
+    .post(
+      "/api/ListOpenTunnels",
+      ({ body, principal }) => {
+        if (!principal) throw new AppError("UNAUTHORIZED", "not signed in");
+        return {
+          tunnels: listOpenTunnels({
+            principalKey: principalKey(principal),
+            createAfterTime: body.create_after_time,
+            now: ctx.now(),
+          }),
+        };
+      },
+      {
+        body: tunnelModel.listOpenTunnelsBody,
+        response: { 200: tunnelModel.listOpenTunnelsResponse },
+      },
+    )
+    .get(
+      "/api/DownloadHar",
+      async ({ query, principal }) => {
+        const { har, filename } = await exportHar({
+          ctx,
+          workers,
+          principal,
+          namespaceId: query.namespaceId,
+          selection: { eventId: query.eventId },
+        });
+        return attachment(har, filename);
+      },
+      { query: tunnelModel.harOneQuery },
+    )
+    .post(
+      "/api/DownloadHar",
+      async ({ body, principal }) => {
+        const { har, filename } = await exportHar({
+          ctx,
+          workers,
+          principal,
+          namespaceId: body.namespaceId,
+          selection: {
+            filter: body.filter as QueryFilter,
+            filterText: body.filterText,
+            limit: body.limit,
+          },
+        });
+        return attachment(har, filename);
+      },
+      { body: tunnelModel.harSetBody },
+    );
 }

@@ -4,45 +4,43 @@ const error = t.Optional(t.String());
 const timestampFilter = t.Object({ lowerMs: t.Number(), upperMs: t.Number() });
 
 export const tunnelModel = {
-	createTunnelBody: t.Object({
-		// Optional with a namespace token (its own namespace).
-		namespaceId: t.Optional(t.String({ maxLength: 64 })),
-		role: t.Union([t.Literal("SELECT"), t.Literal("INSERT")]),
-	}),
-	createTunnelResponse: t.Object({
-		tunnel_id: t.String(),
-		endpoint: t.String(),
-		error,
-	}),
-	listOpenTunnelsBody: t.Object({
-		create_after_time: t.Optional(
-			t.Union([t.String({ maxLength: 64 }), t.Number()]),
-		),
-	}),
-	listOpenTunnelsResponse: t.Object({
-		tunnels: t.Array(
-			t.Object({
-				tunnel_id: t.String(),
-				role: t.String(),
-				namespace_id: t.String(),
-				create_time: t.String(),
-			}),
-		),
-		error,
-	}),
-	harOneQuery: t.Object({
-		namespaceId: t.String({ maxLength: 64 }),
-		eventId: t.String({ maxLength: 64 }),
-	}),
-	harSetBody: t.Object({
-		namespaceId: t.String({ maxLength: 64 }),
-		filter: t.Object({
-			// Clauses are validated by the store's compiler (whitelisted columns and operators).
-			clauses: t.Array(t.Unknown(), { maxItems: 64 }),
-			global: timestampFilter,
-			focus: t.Optional(t.Nullable(timestampFilter)),
-		}),
-		filterText: t.Optional(t.String({ maxLength: 4096 })),
-		limit: t.Optional(t.Integer({ minimum: 1, maximum: 10_000 })),
-	}),
+  createTunnelBody: t.Object({
+    // Optional with a namespace token (its own namespace).
+    namespaceId: t.Optional(t.String({ maxLength: 64 })),
+    role: t.Union([t.Literal("SELECT"), t.Literal("INSERT")]),
+  }),
+  createTunnelResponse: t.Object({
+    tunnel_id: t.String(),
+    endpoint: t.String(),
+    error,
+  }),
+  listOpenTunnelsBody: t.Object({
+    create_after_time: t.Optional(t.Union([t.String({ maxLength: 64 }), t.Number()])),
+  }),
+  listOpenTunnelsResponse: t.Object({
+    tunnels: t.Array(
+      t.Object({
+        tunnel_id: t.String(),
+        role: t.String(),
+        namespace_id: t.String(),
+        create_time: t.String(),
+      }),
+    ),
+    error,
+  }),
+  harOneQuery: t.Object({
+    namespaceId: t.String({ maxLength: 64 }),
+    eventId: t.String({ maxLength: 64 }),
+  }),
+  harSetBody: t.Object({
+    namespaceId: t.String({ maxLength: 64 }),
+    filter: t.Object({
+      // Clauses are validated by the store's compiler (whitelisted columns and operators).
+      clauses: t.Array(t.Unknown(), { maxItems: 64 }),
+      global: timestampFilter,
+      focus: t.Optional(t.Nullable(timestampFilter)),
+    }),
+    filterText: t.Optional(t.String({ maxLength: 4096 })),
+    limit: t.Optional(t.Integer({ minimum: 1, maximum: 10_000 })),
+  }),
 };

@@ -21,57 +21,57 @@ export type TunnelRole = "SELECT" | "INSERT";
 
 /** Queries are query objects, never SQL; filterText is filter-language text (spec section 5) parsed by the worker. */
 export type TunnelWant =
-	| { kind: "rows"; query: Omit<RowsQuery, "expressions">; filterText?: string }
-	| {
-			kind: "histogram";
-			query: Omit<HistogramQuery, "expressions">;
-			filterText?: string;
-	  }
-	| { kind: "event"; eventId: string }
-	/** Full events (headers, bodies, timings) of up to maxEventsPerRequest ids: what a HAR export needs. */
-	| { kind: "events"; eventIds: string[] }
-	/** Role INSERT only: events for the tunnel's namespace. */
-	| { kind: "insert"; events: TracedEvent[] };
+  | { kind: "rows"; query: Omit<RowsQuery, "expressions">; filterText?: string }
+  | {
+      kind: "histogram";
+      query: Omit<HistogramQuery, "expressions">;
+      filterText?: string;
+    }
+  | { kind: "event"; eventId: string }
+  /** Full events (headers, bodies, timings) of up to maxEventsPerRequest ids: what a HAR export needs. */
+  | { kind: "events"; eventIds: string[] }
+  /** Role INSERT only: events for the tunnel's namespace. */
+  | { kind: "insert"; events: TracedEvent[] };
 
 export const maxEventsPerRequest = 500;
 
 export type TunnelRequest = {
-	queryId: string;
-	/** The org or namespace the request is for; the tunnel's own namespace always wins on the server. */
-	tags: { namespaceId?: string; orgId?: string };
-	/** How the result's data should be compressed. */
-	compression: Compression;
-	want: TunnelWant;
+  queryId: string;
+  /** The org or namespace the request is for; the tunnel's own namespace always wins on the server. */
+  tags: { namespaceId?: string; orgId?: string };
+  /** How the result's data should be compressed. */
+  compression: Compression;
+  want: TunnelWant;
 };
 
 export type TunnelResult = {
-	queryId: string;
-	tunnelError: string | null;
-	databaseQueryId: string | null;
-	databaseError: string | null;
-	compression: Compression;
-	/** The (compressed) result data; empty when there is an error. */
-	data: Uint8Array;
+  queryId: string;
+  tunnelError: string | null;
+  databaseQueryId: string | null;
+  databaseError: string | null;
+  compression: Compression;
+  /** The (compressed) result data; empty when there is an error. */
+  data: Uint8Array;
 };
 
 /** Decoded result data. meta names the columns of data's rows (spec section 3 names). */
 export type TunnelResultData = {
-	meta: string[];
-	data: Record<string, unknown>[];
-	rows_before_limit_at_least: number;
-	wasRowLimitExceeded: boolean;
-	actualNumberOfRows: number;
-	durationInNanoseconds: number;
-	/** Histogram results: the bucket grid (data rows are the buckets). */
-	bucketMs?: number;
-	startMs?: number;
-	total?: number;
-	/** Event detail: the outbound calls of data[0]. */
-	children?: TracedEvent[];
+  meta: string[];
+  data: Record<string, unknown>[];
+  rows_before_limit_at_least: number;
+  wasRowLimitExceeded: boolean;
+  actualNumberOfRows: number;
+  durationInNanoseconds: number;
+  /** Histogram results: the bucket grid (data rows are the buckets). */
+  bucketMs?: number;
+  startMs?: number;
+  total?: number;
+  /** Event detail: the outbound calls of data[0]. */
+  children?: TracedEvent[];
 };
 
 export class TunnelProtocolError extends Error {
-	override name = "TunnelProtocolError";
+  override name = "TunnelProtocolError";
 }
 
 const MAGIC0 = 0x54; // T
@@ -85,259 +85,192 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8", { fatal: true });
 
 export function isCompression(value: unknown): value is Compression {
-	return (
-		typeof value === "string" &&
-		(compressionModes as readonly string[]).includes(value)
-	);
+  return typeof value === "string" && (compressionModes as readonly string[]).includes(value);
 }
 
 function frame(kind: number, header: unknown, payload: Uint8Array): Uint8Array {
-	const head = encoder.encode(JSON.stringify(header));
-	const out = new Uint8Array(PREFIX + head.length + payload.length);
-	out[0] = MAGIC0;
-	out[1] = MAGIC1;
-	out[2] = VERSION;
-	out[3] = kind;
-	new DataView(out.buffer).setUint32(4, head.length, false);
-	out.set(head, PREFIX);
-	out.set(payload, PREFIX + head.length);
-	return out;
+  const head = encoder.encode(JSON.stringify(header));
+  const out = new Uint8Array(PREFIX + head.length + payload.length);
+  out[0] = MAGIC0;
+  out[1] = MAGIC1;
+  out[2] = VERSION;
+  out[3] = kind;
+  new DataView(out.buffer).setUint32(4, head.length, false);
+  out.set(head, PREFIX);
+  out.set(payload, PREFIX + head.length);
+  return out;
 }
 
-function unframe(
-	bytes: Uint8Array,
-	kind: number,
-): { header: Record<string, unknown>; payload: Uint8Array } {
-	if (bytes.length < PREFIX || bytes[0] !== MAGIC0 || bytes[1] !== MAGIC1) {
-		throw new TunnelProtocolError("not a tunnel message");
-	}
-	if (bytes[2] !== VERSION)
-		throw new TunnelProtocolError(
-			`unsupported tunnel message version ${bytes[2]}`,
-		);
-	if (bytes[3] !== kind)
-		throw new TunnelProtocolError(
-			kind === KIND_REQUEST ? "expected a request" : "expected a result",
-		);
-	const headLen = new DataView(
-		bytes.buffer,
-		bytes.byteOffset,
-		bytes.byteLength,
-	).getUint32(4, false);
-	if (PREFIX + headLen > bytes.length)
-		throw new TunnelProtocolError("truncated tunnel message");
-	let header: unknown;
-	try {
-		header = JSON.parse(
-			decoder.decode(bytes.subarray(PREFIX, PREFIX + headLen)),
-		);
-	} catch {
-		throw new TunnelProtocolError("tunnel message header is not JSON");
-	}
-	if (typeof header !== "object" || header === null || Array.isArray(header)) {
-		throw new TunnelProtocolError("tunnel message header must be an object");
-	}
-	return {
-		header: header as Record<string, unknown>,
-		payload: bytes.subarray(PREFIX + headLen),
-	};
+function unframe(bytes: Uint8Array, kind: number): { header: Record<string, unknown>; payload: Uint8Array } {
+  if (bytes.length < PREFIX || bytes[0] !== MAGIC0 || bytes[1] !== MAGIC1) {
+    throw new TunnelProtocolError("not a tunnel message");
+  }
+  if (bytes[2] !== VERSION) throw new TunnelProtocolError(`unsupported tunnel message version ${bytes[2]}`);
+  if (bytes[3] !== kind) throw new TunnelProtocolError(kind === KIND_REQUEST ? "expected a request" : "expected a result");
+  const headLen = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(4, false);
+  if (PREFIX + headLen > bytes.length) throw new TunnelProtocolError("truncated tunnel message");
+  let header: unknown;
+  try {
+    header = JSON.parse(decoder.decode(bytes.subarray(PREFIX, PREFIX + headLen)));
+  } catch {
+    throw new TunnelProtocolError("tunnel message header is not JSON");
+  }
+  if (typeof header !== "object" || header === null || Array.isArray(header)) {
+    throw new TunnelProtocolError("tunnel message header must be an object");
+  }
+  return {
+    header: header as Record<string, unknown>,
+    payload: bytes.subarray(PREFIX + headLen),
+  };
 }
 
-export async function compress(
-	mode: Compression,
-	bytes: Uint8Array,
-): Promise<Uint8Array> {
-	if (mode === "none") return bytes;
-	if (mode !== "gzip")
-		throw new TunnelProtocolError(`unknown compression mode "${String(mode)}"`);
-	const stream = new Blob([bytes as Uint8Array<ArrayBuffer>])
-		.stream()
-		.pipeThrough(new CompressionStream("gzip"));
-	return new Uint8Array(await new Response(stream).arrayBuffer());
+export async function compress(mode: Compression, bytes: Uint8Array): Promise<Uint8Array> {
+  if (mode === "none") return bytes;
+  if (mode !== "gzip") throw new TunnelProtocolError(`unknown compression mode "${String(mode)}"`);
+  const stream = new Blob([bytes as Uint8Array<ArrayBuffer>]).stream().pipeThrough(new CompressionStream("gzip"));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
 /** Decompresses, refusing more than maxBytes of output (a small gzip can expand to gigabytes). */
-export async function decompress(
-	mode: unknown,
-	bytes: Uint8Array,
-	maxBytes = 512 * 1024 * 1024,
-): Promise<Uint8Array> {
-	if (mode === "none") {
-		if (bytes.length > maxBytes)
-			throw new TunnelProtocolError("tunnel data too large");
-		return bytes;
-	}
-	if (mode !== "gzip")
-		throw new TunnelProtocolError(`unknown compression mode "${String(mode)}"`);
-	const stream = new Blob([bytes as Uint8Array<ArrayBuffer>])
-		.stream()
-		.pipeThrough(new DecompressionStream("gzip"));
-	const reader = stream.getReader();
-	const chunks: Uint8Array[] = [];
-	let total = 0;
-	try {
-		for (;;) {
-			const { done, value } = await reader.read();
-			if (done) break;
-			total += value.length;
-			if (total > maxBytes) {
-				await reader.cancel().catch(() => {});
-				throw new TunnelProtocolError("tunnel data too large");
-			}
-			chunks.push(value);
-		}
-	} catch (err) {
-		if (err instanceof TunnelProtocolError) throw err;
-		throw new TunnelProtocolError("tunnel data is not valid gzip");
-	}
-	const out = new Uint8Array(total);
-	let at = 0;
-	for (const c of chunks) {
-		out.set(c, at);
-		at += c.length;
-	}
-	return out;
+export async function decompress(mode: unknown, bytes: Uint8Array, maxBytes = 512 * 1024 * 1024): Promise<Uint8Array> {
+  if (mode === "none") {
+    if (bytes.length > maxBytes) throw new TunnelProtocolError("tunnel data too large");
+    return bytes;
+  }
+  if (mode !== "gzip") throw new TunnelProtocolError(`unknown compression mode "${String(mode)}"`);
+  const stream = new Blob([bytes as Uint8Array<ArrayBuffer>]).stream().pipeThrough(new DecompressionStream("gzip"));
+  const reader = stream.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      total += value.length;
+      if (total > maxBytes) {
+        await reader.cancel().catch(() => {});
+        throw new TunnelProtocolError("tunnel data too large");
+      }
+      chunks.push(value);
+    }
+  } catch (err) {
+    if (err instanceof TunnelProtocolError) throw err;
+    throw new TunnelProtocolError("tunnel data is not valid gzip");
+  }
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
 }
 
-export async function encodeRequest(
-	request: TunnelRequest,
-	bodyCompression: Compression = "none",
-): Promise<Uint8Array> {
-	const body = await compress(
-		bodyCompression,
-		encoder.encode(JSON.stringify(request.want)),
-	);
-	return frame(
-		KIND_REQUEST,
-		{
-			queryId: request.queryId,
-			tags: request.tags,
-			compression: request.compression,
-			bodyCompression,
-		},
-		body,
-	);
+export async function encodeRequest(request: TunnelRequest, bodyCompression: Compression = "none"): Promise<Uint8Array> {
+  const body = await compress(bodyCompression, encoder.encode(JSON.stringify(request.want)));
+  return frame(
+    KIND_REQUEST,
+    {
+      queryId: request.queryId,
+      tags: request.tags,
+      compression: request.compression,
+      bodyCompression,
+    },
+    body,
+  );
 }
 
 /**
  * Reads a request frame. Shape checks only (the receiver validates the query itself); a request that
  * carries SQL text is refused, as is any unknown compression mode.
  */
-export async function decodeRequest(
-	bytes: Uint8Array,
-	maxBodyBytes?: number,
-): Promise<TunnelRequest> {
-	const { header, payload } = unframe(bytes, KIND_REQUEST);
-	if ("sql" in header || "statement" in header)
-		throw new TunnelProtocolError("SQL is not accepted: send a query object");
-	const queryId = header.queryId;
-	if (typeof queryId !== "string" || !/^[\w-]{1,64}$/.test(queryId))
-		throw new TunnelProtocolError("invalid query id");
-	if (!isCompression(header.compression))
-		throw new TunnelProtocolError(
-			`unknown compression mode "${String(header.compression)}"`,
-		);
-	if (!isCompression(header.bodyCompression)) {
-		throw new TunnelProtocolError(
-			`unknown compression mode "${String(header.bodyCompression)}"`,
-		);
-	}
-	const rawTags = (
-		typeof header.tags === "object" && header.tags !== null ? header.tags : {}
-	) as Record<string, unknown>;
-	const tags: TunnelRequest["tags"] = {};
-	if (rawTags.namespaceId !== undefined)
-		tags.namespaceId = String(rawTags.namespaceId);
-	if (rawTags.orgId !== undefined) tags.orgId = String(rawTags.orgId);
-	let want: unknown;
-	try {
-		want = JSON.parse(
-			decoder.decode(
-				await decompress(header.bodyCompression, payload, maxBodyBytes),
-			),
-		);
-	} catch (err) {
-		if (err instanceof TunnelProtocolError) throw err;
-		throw new TunnelProtocolError("request body is not JSON");
-	}
-	if (typeof want === "string")
-		throw new TunnelProtocolError("SQL is not accepted: send a query object");
-	if (typeof want !== "object" || want === null || Array.isArray(want))
-		throw new TunnelProtocolError("request body must be an object");
-	if ("sql" in want || "statement" in want)
-		throw new TunnelProtocolError("SQL is not accepted: send a query object");
-	return {
-		queryId,
-		tags,
-		compression: header.compression,
-		want: want as TunnelWant,
-	};
+export async function decodeRequest(bytes: Uint8Array, maxBodyBytes?: number): Promise<TunnelRequest> {
+  const { header, payload } = unframe(bytes, KIND_REQUEST);
+  if ("sql" in header || "statement" in header) throw new TunnelProtocolError("SQL is not accepted: send a query object");
+  const queryId = header.queryId;
+  if (typeof queryId !== "string" || !/^[\w-]{1,64}$/.test(queryId)) throw new TunnelProtocolError("invalid query id");
+  if (!isCompression(header.compression)) throw new TunnelProtocolError(`unknown compression mode "${String(header.compression)}"`);
+  if (!isCompression(header.bodyCompression)) {
+    throw new TunnelProtocolError(`unknown compression mode "${String(header.bodyCompression)}"`);
+  }
+  const rawTags = (typeof header.tags === "object" && header.tags !== null ? header.tags : {}) as Record<string, unknown>;
+  const tags: TunnelRequest["tags"] = {};
+  if (rawTags.namespaceId !== undefined) tags.namespaceId = String(rawTags.namespaceId);
+  if (rawTags.orgId !== undefined) tags.orgId = String(rawTags.orgId);
+  let want: unknown;
+  try {
+    want = JSON.parse(decoder.decode(await decompress(header.bodyCompression, payload, maxBodyBytes)));
+  } catch (err) {
+    if (err instanceof TunnelProtocolError) throw err;
+    throw new TunnelProtocolError("request body is not JSON");
+  }
+  if (typeof want === "string") throw new TunnelProtocolError("SQL is not accepted: send a query object");
+  if (typeof want !== "object" || want === null || Array.isArray(want)) throw new TunnelProtocolError("request body must be an object");
+  if ("sql" in want || "statement" in want) throw new TunnelProtocolError("SQL is not accepted: send a query object");
+  return {
+    queryId,
+    tags,
+    compression: header.compression,
+    want: want as TunnelWant,
+  };
 }
 
 export function encodeResult(result: TunnelResult): Uint8Array {
-	const { data, ...header } = result;
-	return frame(KIND_RESULT, header, data);
+  const { data, ...header } = result;
+  return frame(KIND_RESULT, header, data);
 }
 
 /** Reads a result frame (data still compressed). An unknown compression mode throws. */
 export function decodeResult(bytes: Uint8Array): TunnelResult {
-	const { header, payload } = unframe(bytes, KIND_RESULT);
-	if (!isCompression(header.compression))
-		throw new TunnelProtocolError(
-			`unknown compression mode "${String(header.compression)}"`,
-		);
-	const str = (v: unknown) => (typeof v === "string" ? v : null);
-	return {
-		queryId: String(header.queryId ?? ""),
-		tunnelError: str(header.tunnelError),
-		databaseQueryId: str(header.databaseQueryId),
-		databaseError: str(header.databaseError),
-		compression: header.compression,
-		data: payload,
-	};
+  const { header, payload } = unframe(bytes, KIND_RESULT);
+  if (!isCompression(header.compression)) throw new TunnelProtocolError(`unknown compression mode "${String(header.compression)}"`);
+  const str = (v: unknown) => (typeof v === "string" ? v : null);
+  return {
+    queryId: String(header.queryId ?? ""),
+    tunnelError: str(header.tunnelError),
+    databaseQueryId: str(header.databaseQueryId),
+    databaseError: str(header.databaseError),
+    compression: header.compression,
+    data: payload,
+  };
 }
 
 /** Re-labels a result frame (a worker's answer relayed to the client under the client's query id). */
 export function relabelResult(bytes: Uint8Array, queryId: string): Uint8Array {
-	return encodeResult({ ...decodeResult(bytes), queryId });
+  return encodeResult({ ...decodeResult(bytes), queryId });
 }
 
-export async function encodeResultData(
-	mode: Compression,
-	data: TunnelResultData,
-): Promise<Uint8Array> {
-	return compress(mode, encoder.encode(JSON.stringify(data)));
+export async function encodeResultData(mode: Compression, data: TunnelResultData): Promise<Uint8Array> {
+  return compress(mode, encoder.encode(JSON.stringify(data)));
 }
 
-export async function decodeResultData(
-	result: TunnelResult,
-): Promise<TunnelResultData> {
-	const bytes = await decompress(result.compression, result.data);
-	return JSON.parse(decoder.decode(bytes)) as TunnelResultData;
+export async function decodeResultData(result: TunnelResult): Promise<TunnelResultData> {
+  const bytes = await decompress(result.compression, result.data);
+  return JSON.parse(decoder.decode(bytes)) as TunnelResultData;
 }
 
 export function errorResult(
-	queryId: string,
-	error: {
-		tunnelError?: string;
-		databaseError?: string;
-		databaseQueryId?: string | null;
-	},
+  queryId: string,
+  error: {
+    tunnelError?: string;
+    databaseError?: string;
+    databaseQueryId?: string | null;
+  },
 ): TunnelResult {
-	return {
-		queryId,
-		tunnelError: error.tunnelError ?? null,
-		databaseQueryId: error.databaseQueryId ?? null,
-		databaseError: error.databaseError ?? null,
-		compression: "none",
-		data: new Uint8Array(0),
-	};
+  return {
+    queryId,
+    tunnelError: error.tunnelError ?? null,
+    databaseQueryId: error.databaseQueryId ?? null,
+    databaseError: error.databaseError ?? null,
+    compression: "none",
+    data: new Uint8Array(0),
+  };
 }
 
 /** Body of POST /api/CreateTunnel and its answer. */
 export type CreateTunnelRequest = { namespaceId: string; role: TunnelRole };
 export type CreateTunnelResponse = {
-	tunnel_id: string;
-	endpoint: string;
-	error?: string;
+  tunnel_id: string;
+  endpoint: string;
+  error?: string;
 };

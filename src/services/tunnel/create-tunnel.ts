@@ -1,10 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { AppError } from "~/lib/errors.ts";
-import {
-	type CreateTunnelResponse,
-	type TunnelRole,
-	tunnelPath,
-} from "~/lib/protocol/tunnel.ts";
+import { type CreateTunnelResponse, type TunnelRole, tunnelPath } from "~/lib/protocol/tunnel.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
 import type { Principal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
@@ -12,8 +8,8 @@ import { openTunnels } from "./open-tunnels.ts";
 import { issueTunnelTicket, TUNNEL_TICKET_TTL_MS } from "./tunnel-ticket.ts";
 
 export function principalKey(principal: Principal): string {
-	if (principal.kind === "user") return `user:${principal.userId}`;
-	return `${principal.kind}:${principal.tokenId}`;
+  if (principal.kind === "user") return `user:${principal.userId}`;
+  return `${principal.kind}:${principal.tokenId}`;
 }
 
 /**
@@ -22,55 +18,51 @@ export function principalKey(principal: Principal): string {
  * events, spec section 6), which for users needs write access to the namespace.
  */
 export async function createTunnel({
-	ctx,
-	principal,
-	namespaceId,
-	role,
+  ctx,
+  principal,
+  namespaceId,
+  role,
 }: {
-	ctx: ServiceContext;
-	principal: Principal | null;
-	namespaceId: string | undefined;
-	role: TunnelRole;
+  ctx: ServiceContext;
+  principal: Principal | null;
+  namespaceId: string | undefined;
+  role: TunnelRole;
 }): Promise<CreateTunnelResponse> {
-	if (role !== "SELECT" && role !== "INSERT")
-		throw new AppError("BAD_REQUEST", 'role must be "SELECT" or "INSERT"');
-	if (!principal) throw new AppError("UNAUTHORIZED", "not signed in");
-	namespaceId ??=
-		principal.kind === "namespaceToken" ? principal.namespaceId : undefined;
-	if (!namespaceId)
-		throw new AppError("BAD_REQUEST", "namespaceId is required");
-	const access = await requireNamespaceAccess({
-		ctx,
-		principal,
-		namespaceId,
-		write: role === "INSERT" && principal?.kind === "user",
-		forbiddenMessage:
-			"forbidden: you do not have write access to this namespace",
-	});
-	const tunnelId = randomUUID();
-	const key = principalKey(principal!);
-	const ticket = issueTunnelTicket(
-		ctx.config.sessionSecret,
-		{
-			tunnelId,
-			principalKey: key,
-			namespaceId: access.namespaceId,
-			orgId: access.orgId,
-			role,
-		},
-		ctx.now(),
-	);
-	const url = new URL(ctx.config.publicUrl);
-	url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
-	url.pathname = tunnelPath;
-	url.search = `?ticket=${encodeURIComponent(ticket)}`;
-	openTunnels.created({
-		tunnelId,
-		principalKey: key,
-		namespaceId: access.namespaceId,
-		role,
-		createTimeMs: ctx.now().getTime(),
-		expiresAtMs: ctx.now().getTime() + TUNNEL_TICKET_TTL_MS,
-	});
-	return { tunnel_id: tunnelId, endpoint: url.toString() };
+  if (role !== "SELECT" && role !== "INSERT") throw new AppError("BAD_REQUEST", 'role must be "SELECT" or "INSERT"');
+  if (!principal) throw new AppError("UNAUTHORIZED", "not signed in");
+  namespaceId ??= principal.kind === "namespaceToken" ? principal.namespaceId : undefined;
+  if (!namespaceId) throw new AppError("BAD_REQUEST", "namespaceId is required");
+  const access = await requireNamespaceAccess({
+    ctx,
+    principal,
+    namespaceId,
+    write: role === "INSERT" && principal?.kind === "user",
+    forbiddenMessage: "forbidden: you do not have write access to this namespace",
+  });
+  const tunnelId = randomUUID();
+  const key = principalKey(principal!);
+  const ticket = issueTunnelTicket(
+    ctx.config.sessionSecret,
+    {
+      tunnelId,
+      principalKey: key,
+      namespaceId: access.namespaceId,
+      orgId: access.orgId,
+      role,
+    },
+    ctx.now(),
+  );
+  const url = new URL(ctx.config.publicUrl);
+  url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+  url.pathname = tunnelPath;
+  url.search = `?ticket=${encodeURIComponent(ticket)}`;
+  openTunnels.created({
+    tunnelId,
+    principalKey: key,
+    namespaceId: access.namespaceId,
+    role,
+    createTimeMs: ctx.now().getTime(),
+    expiresAtMs: ctx.now().getTime() + TUNNEL_TICKET_TTL_MS,
+  });
+  return { tunnel_id: tunnelId, endpoint: url.toString() };
 }

@@ -10,78 +10,68 @@ import { safeEqual } from "~/lib/ids.ts";
 export const TUNNEL_TICKET_TTL_MS = 60_000;
 
 export type TunnelClaims = {
-	tunnelId: string;
-	/** "user:<id>", "namespaceToken:<id>" or "orgToken:<id>": who opened it. */
-	principalKey: string;
-	namespaceId: string;
-	orgId: string;
-	role: TunnelRole;
+  tunnelId: string;
+  /** "user:<id>", "namespaceToken:<id>" or "orgToken:<id>": who opened it. */
+  principalKey: string;
+  namespaceId: string;
+  orgId: string;
+  role: TunnelRole;
 };
 
 function key(secret: string): Buffer {
-	return createHmac("sha256", secret)
-		.update("tapscope tunnel ticket v1")
-		.digest();
+  return createHmac("sha256", secret).update("tapscope tunnel ticket v1").digest();
 }
 
 function sign(secret: string, payload: string): string {
-	return createHmac("sha256", key(secret)).update(payload).digest("base64url");
+  return createHmac("sha256", key(secret)).update(payload).digest("base64url");
 }
 
-export function issueTunnelTicket(
-	secret: string,
-	claims: TunnelClaims,
-	now: Date,
-): string {
-	const payload = Buffer.from(
-		JSON.stringify({
-			...claims,
-			e: now.getTime() + TUNNEL_TICKET_TTL_MS,
-			r: randomBytes(16).toString("base64url"),
-		}),
-	).toString("base64url");
-	return `${payload}.${sign(secret, payload)}`;
+export function issueTunnelTicket(secret: string, claims: TunnelClaims, now: Date): string {
+  const payload = Buffer.from(
+    JSON.stringify({
+      ...claims,
+      e: now.getTime() + TUNNEL_TICKET_TTL_MS,
+      r: randomBytes(16).toString("base64url"),
+    }),
+  ).toString("base64url");
+  return `${payload}.${sign(secret, payload)}`;
 }
 
 const spent = new Map<string, number>();
 
 function sweep(nowMs: number): void {
-	for (const [nonce, expiry] of spent) if (expiry <= nowMs) spent.delete(nonce);
+  for (const [nonce, expiry] of spent) if (expiry <= nowMs) spent.delete(nonce);
 }
 
 /** The claims of a valid, unexpired, unspent ticket (spending it), else null. */
-export function redeemTunnelTicket(
-	secret: string,
-	ticket: string,
-	now: Date,
-): TunnelClaims | null {
-	if (ticket.length > 2048) return null;
-	const dot = ticket.indexOf(".");
-	if (dot < 0) return null;
-	const payload = ticket.slice(0, dot);
-	if (!safeEqual(sign(secret, payload), ticket.slice(dot + 1))) return null;
-	let c: Record<string, unknown>;
-	try {
-		c = JSON.parse(Buffer.from(payload, "base64url").toString("utf8"));
-	} catch {
-		return null;
-	}
-	const { tunnelId, principalKey, namespaceId, orgId, role, e, r } = c;
-	if (
-		typeof tunnelId !== "string" ||
-		typeof principalKey !== "string" ||
-		typeof namespaceId !== "string" ||
-		typeof orgId !== "string" ||
-		(role !== "SELECT" && role !== "INSERT") ||
-		typeof e !== "number" ||
-		typeof r !== "string"
-	) {
-		return null;
-	}
-	const nowMs = now.getTime();
-	if (e <= nowMs) return null;
-	if (spent.size > 10_000) sweep(nowMs);
-	if (spent.has(r)) return null;
-	spent.set(r, e);
-	return { tunnelId, principalKey, namespaceId, orgId, role };
+export function redeemTunnelTicket(secret: string, ticket: string, now: Date): TunnelClaims | null {
+  if (ticket.length > 2048) return null;
+  const dot = ticket.indexOf(".");
+  if (dot < 0) return null;
+  const payload = ticket.slice(0, dot);
+  if (!safeEqual(sign(secret, payload), ticket.slice(dot + 1))) return null;
+  let c: Record<string, unknown>;
+  try {
+    c = JSON.parse(Buffer.from(payload, "base64url").toString("utf8"));
+  } catch {
+    return null;
+  }
+  const { tunnelId, principalKey, namespaceId, orgId, role, e, r } = c;
+  if (
+    typeof tunnelId !== "string" ||
+    typeof principalKey !== "string" ||
+    typeof namespaceId !== "string" ||
+    typeof orgId !== "string" ||
+    (role !== "SELECT" && role !== "INSERT") ||
+    typeof e !== "number" ||
+    typeof r !== "string"
+  ) {
+    return null;
+  }
+  const nowMs = now.getTime();
+  if (e <= nowMs) return null;
+  if (spent.size > 10_000) sweep(nowMs);
+  if (spent.has(r)) return null;
+  spent.set(r, e);
+  return { tunnelId, principalKey, namespaceId, orgId, role };
 }

@@ -5,15 +5,15 @@ import { AppError } from "~/lib/errors.ts";
 import { log } from "~/lib/logger.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import {
-	decodeResult,
-	decodeResultData,
-	encodeRequest,
-	errorResult,
-	relabelResult,
-	type TunnelRequest,
-	type TunnelResult,
-	type TunnelRole,
-	encodeResult,
+  decodeResult,
+  decodeResultData,
+  encodeRequest,
+  errorResult,
+  relabelResult,
+  type TunnelRequest,
+  type TunnelResult,
+  type TunnelRole,
+  encodeResult,
 } from "~/lib/protocol/tunnel.ts";
 import type { EventStore } from "~/store/types.ts";
 import { executeRequest, isAllowedFor } from "./execute-request.ts";
@@ -21,13 +21,13 @@ import { markWorkerSeen } from "./mark-worker-seen.ts";
 
 /** What the registry needs of a worker's socket. */
 export type WorkerSocket = {
-	send(bytes: Uint8Array): void;
-	close(code?: number, reason?: string): void;
+  send(bytes: Uint8Array): void;
+  close(code?: number, reason?: string): void;
 };
 
 type Pending = {
-	resolve: (frame: Uint8Array) => void;
-	timer: ReturnType<typeof setTimeout>;
+  resolve: (frame: Uint8Array) => void;
+  timer: ReturnType<typeof setTimeout>;
 };
 
 const REMOTE_TIMEOUT_MS = 30_000;
@@ -36,77 +36,66 @@ const SEEN_EVERY_MS = 60_000;
 
 /** One connected self-hosted worker (`tapscope worker`): requests out, results back, matched by id. */
 export class RemoteWorker {
-	private readonly pending = new Map<string, Pending>();
-	private seq = 0;
+  private readonly pending = new Map<string, Pending>();
+  private seq = 0;
 
-	constructor(
-		readonly orgId: string,
-		readonly socket: WorkerSocket,
-	) {}
+  constructor(
+    readonly orgId: string,
+    readonly socket: WorkerSocket,
+  ) {}
 
-	/** Sends a request for a namespace and resolves with the worker's result frame (never rejects). */
-	async request(request: TunnelRequest): Promise<Uint8Array> {
-		const id = `w${++this.seq}`;
-		const frame = await encodeRequest(
-			{ ...request, queryId: id },
-			request.want.kind === "insert" ? "gzip" : "none",
-		);
-		return new Promise<Uint8Array>((resolve) => {
-			const timer = setTimeout(() => {
-				this.pending.delete(id);
-				resolve(
-					encodeResult(
-						errorResult(id, {
-							tunnelError: "the worker did not answer in time",
-						}),
-					),
-				);
-			}, REMOTE_TIMEOUT_MS);
-			this.pending.set(id, { resolve, timer });
-			try {
-				this.socket.send(frame);
-			} catch {
-				clearTimeout(timer);
-				this.pending.delete(id);
-				resolve(
-					encodeResult(
-						errorResult(id, { tunnelError: "the worker is not connected" }),
-					),
-				);
-			}
-		});
-	}
+  /** Sends a request for a namespace and resolves with the worker's result frame (never rejects). */
+  async request(request: TunnelRequest): Promise<Uint8Array> {
+    const id = `w${++this.seq}`;
+    const frame = await encodeRequest({ ...request, queryId: id }, request.want.kind === "insert" ? "gzip" : "none");
+    return new Promise<Uint8Array>((resolve) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        resolve(
+          encodeResult(
+            errorResult(id, {
+              tunnelError: "the worker did not answer in time",
+            }),
+          ),
+        );
+      }, REMOTE_TIMEOUT_MS);
+      this.pending.set(id, { resolve, timer });
+      try {
+        this.socket.send(frame);
+      } catch {
+        clearTimeout(timer);
+        this.pending.delete(id);
+        resolve(encodeResult(errorResult(id, { tunnelError: "the worker is not connected" })));
+      }
+    });
+  }
 
-	/** A result frame from the worker. */
-	received(frame: Uint8Array): void {
-		let id: string;
-		try {
-			id = decodeResult(frame).queryId;
-		} catch (err) {
-			log.warn("worker sent a bad frame", {
-				orgId: this.orgId,
-				err: String(err),
-			});
-			return;
-		}
-		const p = this.pending.get(id);
-		if (!p) return;
-		this.pending.delete(id);
-		clearTimeout(p.timer);
-		p.resolve(frame);
-	}
+  /** A result frame from the worker. */
+  received(frame: Uint8Array): void {
+    let id: string;
+    try {
+      id = decodeResult(frame).queryId;
+    } catch (err) {
+      log.warn("worker sent a bad frame", {
+        orgId: this.orgId,
+        err: String(err),
+      });
+      return;
+    }
+    const p = this.pending.get(id);
+    if (!p) return;
+    this.pending.delete(id);
+    clearTimeout(p.timer);
+    p.resolve(frame);
+  }
 
-	closed(): void {
-		for (const [id, p] of this.pending) {
-			clearTimeout(p.timer);
-			p.resolve(
-				encodeResult(
-					errorResult(id, { tunnelError: "the worker disconnected" }),
-				),
-			);
-		}
-		this.pending.clear();
-	}
+  closed(): void {
+    for (const [id, p] of this.pending) {
+      clearTimeout(p.timer);
+      p.resolve(encodeResult(errorResult(id, { tunnelError: "the worker disconnected" })));
+    }
+    this.pending.clear();
+  }
 }
 
 /**
@@ -115,192 +104,175 @@ export class RemoteWorker {
  * so an org with a worker has no event data on the server.
  */
 export class WorkerRegistry {
-	private readonly remote = new Map<string, RemoteWorker>();
-	/** Orgs that had a remote worker since start: while it is away their events are refused, not kept here. */
-	private readonly remoteOrgs = new Set<string>();
-	private readonly orgOfNamespace = new Map<string, string>();
-	private readonly seenAt = new Map<string, number>();
+  private readonly remote = new Map<string, RemoteWorker>();
+  /** Orgs that had a remote worker since start: while it is away their events are refused, not kept here. */
+  private readonly remoteOrgs = new Set<string>();
+  private readonly orgOfNamespace = new Map<string, string>();
+  private readonly seenAt = new Map<string, number>();
 
-	constructor(
-		private readonly deps: {
-			db: Db;
-			local: EventStore | undefined;
-			now?: () => Date;
-		},
-	) {}
+  constructor(
+    private readonly deps: {
+      db: Db;
+      local: EventStore | undefined;
+      now?: () => Date;
+    },
+  ) {}
 
-	private now(): Date {
-		return this.deps.now?.() ?? new Date();
-	}
+  private now(): Date {
+    return this.deps.now?.() ?? new Date();
+  }
 
-	async orgOf(namespaceId: string): Promise<string | null> {
-		const cached = this.orgOfNamespace.get(namespaceId);
-		if (cached) return cached;
-		const [row] = await this.deps.db
-			.select({ orgId: namespaces.orgId })
-			.from(namespaces)
-			.where(eq(namespaces.id, namespaceId))
-			.limit(1);
-		if (!row) return null;
-		if (this.orgOfNamespace.size > 100_000) this.orgOfNamespace.clear();
-		this.orgOfNamespace.set(namespaceId, row.orgId);
-		return row.orgId;
-	}
+  async orgOf(namespaceId: string): Promise<string | null> {
+    const cached = this.orgOfNamespace.get(namespaceId);
+    if (cached) return cached;
+    const [row] = await this.deps.db.select({ orgId: namespaces.orgId }).from(namespaces).where(eq(namespaces.id, namespaceId)).limit(1);
+    if (!row) return null;
+    if (this.orgOfNamespace.size > 100_000) this.orgOfNamespace.clear();
+    this.orgOfNamespace.set(namespaceId, row.orgId);
+    return row.orgId;
+  }
 
-	/** Records the org's worker as seen (throttled); force for connects and heartbeats. */
-	seen(orgId: string, force = false): void {
-		const nowMs = this.now().getTime();
-		if (!force && (this.seenAt.get(orgId) ?? 0) + SEEN_EVERY_MS > nowMs) return;
-		this.seenAt.set(orgId, nowMs);
-		markWorkerSeen({ db: this.deps.db, orgId, now: this.now() }).catch((err) =>
-			log.warn("could not record worker seen", { orgId, err: String(err) }),
-		);
-	}
+  /** Records the org's worker as seen (throttled); force for connects and heartbeats. */
+  seen(orgId: string, force = false): void {
+    const nowMs = this.now().getTime();
+    if (!force && (this.seenAt.get(orgId) ?? 0) + SEEN_EVERY_MS > nowMs) return;
+    this.seenAt.set(orgId, nowMs);
+    markWorkerSeen({ db: this.deps.db, orgId, now: this.now() }).catch((err) =>
+      log.warn("could not record worker seen", { orgId, err: String(err) }),
+    );
+  }
 
-	connect(orgId: string, socket: WorkerSocket): RemoteWorker {
-		const previous = this.remote.get(orgId);
-		const worker = new RemoteWorker(orgId, socket);
-		this.remote.set(orgId, worker);
-		this.remoteOrgs.add(orgId);
-		this.seen(orgId, true);
-		if (previous) {
-			// One worker per org: the newest connection wins (a restarted worker replaces its stale socket).
-			previous.closed();
-			try {
-				previous.socket.close(4409, "replaced by a newer worker");
-			} catch {}
-		}
-		log.info("worker connected", { orgId });
-		return worker;
-	}
+  connect(orgId: string, socket: WorkerSocket): RemoteWorker {
+    const previous = this.remote.get(orgId);
+    const worker = new RemoteWorker(orgId, socket);
+    this.remote.set(orgId, worker);
+    this.remoteOrgs.add(orgId);
+    this.seen(orgId, true);
+    if (previous) {
+      // One worker per org: the newest connection wins (a restarted worker replaces its stale socket).
+      previous.closed();
+      try {
+        previous.socket.close(4409, "replaced by a newer worker");
+      } catch {}
+    }
+    log.info("worker connected", { orgId });
+    return worker;
+  }
 
-	disconnect(worker: RemoteWorker): void {
-		worker.closed();
-		if (this.remote.get(worker.orgId) === worker)
-			this.remote.delete(worker.orgId);
-		log.info("worker disconnected", { orgId: worker.orgId });
-	}
+  disconnect(worker: RemoteWorker): void {
+    worker.closed();
+    if (this.remote.get(worker.orgId) === worker) this.remote.delete(worker.orgId);
+    log.info("worker disconnected", { orgId: worker.orgId });
+  }
 
-	hasRemote(orgId: string): boolean {
-		return this.remote.has(orgId);
-	}
+  hasRemote(orgId: string): boolean {
+    return this.remote.has(orgId);
+  }
 
-	/**
-	 * Runs a validated request for a namespace on the org's worker. The result frame is returned under the
-	 * request's own query id. The namespace is the caller's binding; the message's tags are overwritten.
-	 */
-	async dispatch({
-		namespaceId,
-		orgId,
-		role,
-		request,
-	}: {
-		namespaceId: string;
-		orgId: string;
-		role: TunnelRole;
-		request: TunnelRequest;
-	}): Promise<Uint8Array> {
-		const bound: TunnelRequest = { ...request, tags: { namespaceId, orgId } };
-		const remote = this.remote.get(orgId);
-		if (remote) {
-			if (!isAllowedFor(role, request.want.kind)) {
-				return encodeResult(
-					errorResult(request.queryId, {
-						tunnelError: `${role} tunnels cannot send "${String(request.want.kind)}" requests`,
-					}),
-				);
-			}
-			return relabelResult(await remote.request(bound), request.queryId);
-		}
-		if (this.remoteOrgs.has(orgId)) {
-			return encodeResult(
-				errorResult(request.queryId, {
-					tunnelError: "the org's worker is not connected",
-				}),
-			);
-		}
-		if (!this.deps.local)
-			return encodeResult(
-				errorResult(request.queryId, {
-					tunnelError: "this server keeps no events",
-				}),
-			);
-		this.seen(orgId);
-		return encodeResult(
-			await executeRequest({
-				store: this.deps.local,
-				namespaceId,
-				role,
-				request: bound,
-			}),
-		);
-	}
+  /**
+   * Runs a validated request for a namespace on the org's worker. The result frame is returned under the
+   * request's own query id. The namespace is the caller's binding; the message's tags are overwritten.
+   */
+  async dispatch({
+    namespaceId,
+    orgId,
+    role,
+    request,
+  }: {
+    namespaceId: string;
+    orgId: string;
+    role: TunnelRole;
+    request: TunnelRequest;
+  }): Promise<Uint8Array> {
+    const bound: TunnelRequest = { ...request, tags: { namespaceId, orgId } };
+    const remote = this.remote.get(orgId);
+    if (remote) {
+      if (!isAllowedFor(role, request.want.kind)) {
+        return encodeResult(
+          errorResult(request.queryId, {
+            tunnelError: `${role} tunnels cannot send "${String(request.want.kind)}" requests`,
+          }),
+        );
+      }
+      return relabelResult(await remote.request(bound), request.queryId);
+    }
+    if (this.remoteOrgs.has(orgId)) {
+      return encodeResult(
+        errorResult(request.queryId, {
+          tunnelError: "the org's worker is not connected",
+        }),
+      );
+    }
+    if (!this.deps.local)
+      return encodeResult(
+        errorResult(request.queryId, {
+          tunnelError: "this server keeps no events",
+        }),
+      );
+    this.seen(orgId);
+    return encodeResult(
+      await executeRequest({
+        store: this.deps.local,
+        namespaceId,
+        role,
+        request: bound,
+      }),
+    );
+  }
 
-	/** Inserts for ingest: to the org's worker when it has one, else the local store. */
-	async insert(
-		namespaceId: string,
-		events: readonly TracedEvent[],
-	): Promise<void> {
-		const orgId = await this.orgOf(namespaceId);
-		const remote = orgId ? this.remote.get(orgId) : undefined;
-		if (orgId && remote) {
-			const frame = await remote.request({
-				queryId: "insert",
-				tags: { namespaceId, orgId },
-				compression: "none",
-				want: { kind: "insert", events: events as TracedEvent[] },
-			});
-			const result = decodeResult(frame);
-			if (result.tunnelError || result.databaseError) {
-				throw new AppError(
-					"UNAVAILABLE",
-					result.tunnelError ?? result.databaseError ?? "worker insert failed",
-				);
-			}
-			await decodeResultData(result);
-			return;
-		}
-		if (orgId && this.remoteOrgs.has(orgId))
-			throw new AppError("UNAVAILABLE", "the org's worker is not connected");
-		if (!this.deps.local) return;
-		if (orgId) this.seen(orgId);
-		await this.deps.local.insert(namespaceId, events);
-	}
+  /** Inserts for ingest: to the org's worker when it has one, else the local store. */
+  async insert(namespaceId: string, events: readonly TracedEvent[]): Promise<void> {
+    const orgId = await this.orgOf(namespaceId);
+    const remote = orgId ? this.remote.get(orgId) : undefined;
+    if (orgId && remote) {
+      const frame = await remote.request({
+        queryId: "insert",
+        tags: { namespaceId, orgId },
+        compression: "none",
+        want: { kind: "insert", events: events as TracedEvent[] },
+      });
+      const result = decodeResult(frame);
+      if (result.tunnelError || result.databaseError) {
+        throw new AppError("UNAVAILABLE", result.tunnelError ?? result.databaseError ?? "worker insert failed");
+      }
+      await decodeResultData(result);
+      return;
+    }
+    if (orgId && this.remoteOrgs.has(orgId)) throw new AppError("UNAVAILABLE", "the org's worker is not connected");
+    if (!this.deps.local) return;
+    if (orgId) this.seen(orgId);
+    await this.deps.local.insert(namespaceId, events);
+  }
 
-	/** The store ingest writes to: the local store with inserts routed per org. */
-	route(): EventStore {
-		const local = this.deps.local;
-		if (!local) throw new Error("WorkerRegistry.route: no local store");
-		return {
-			kind: local.kind,
-			ensureNamespace: (ns) => local.ensureNamespace(ns),
-			insert: (ns, events) => this.insert(ns, events),
-			queryRows: (ns, q) => local.queryRows(ns, q),
-			histogram: (ns, q) => local.histogram(ns, q),
-			getEvent: (ns, id) => local.getEvent(ns, id),
-			deleteOlderThan: (ns, c) => local.deleteOlderThan(ns, c),
-			applyRetention: (ns, d, n) => local.applyRetention(ns, d, n),
-			listNamespaces: () => local.listNamespaces(),
-			dropNamespace: (ns) => local.dropNamespace(ns),
-			close: () => local.close(),
-		};
-	}
+  /** The store ingest writes to: the local store with inserts routed per org. */
+  route(): EventStore {
+    const local = this.deps.local;
+    if (!local) throw new Error("WorkerRegistry.route: no local store");
+    return {
+      kind: local.kind,
+      ensureNamespace: (ns) => local.ensureNamespace(ns),
+      insert: (ns, events) => this.insert(ns, events),
+      queryRows: (ns, q) => local.queryRows(ns, q),
+      histogram: (ns, q) => local.histogram(ns, q),
+      getEvent: (ns, id) => local.getEvent(ns, id),
+      deleteOlderThan: (ns, c) => local.deleteOlderThan(ns, c),
+      applyRetention: (ns, d, n) => local.applyRetention(ns, d, n),
+      listNamespaces: () => local.listNamespaces(),
+      dropNamespace: (ns) => local.dropNamespace(ns),
+      close: () => local.close(),
+    };
+  }
 }
 
 /** One registry per app deps object (like the live hub), unless the caller made one (the server command). */
 const registries = new WeakMap<object, WorkerRegistry>();
 
-export function workerRegistryFor(deps: {
-	db: Db;
-	store?: EventStore;
-	workers?: WorkerRegistry;
-	now?: () => Date;
-}): WorkerRegistry {
-	if (deps.workers) return deps.workers;
-	let r = registries.get(deps);
-	if (!r) {
-		r = new WorkerRegistry({ db: deps.db, local: deps.store, now: deps.now });
-		registries.set(deps, r);
-	}
-	return r;
+export function workerRegistryFor(deps: { db: Db; store?: EventStore; workers?: WorkerRegistry; now?: () => Date }): WorkerRegistry {
+  if (deps.workers) return deps.workers;
+  let r = registries.get(deps);
+  if (!r) {
+    r = new WorkerRegistry({ db: deps.db, local: deps.store, now: deps.now });
+    registries.set(deps, r);
+  }
+  return r;
 }
