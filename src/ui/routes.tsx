@@ -2,7 +2,9 @@ import { Outlet, redirect, type RouteObject } from "react-router";
 import { Document } from "~/ui/document.tsx";
 import { DashboardLayout, dashboardLoader } from "~/ui/pages/dashboard/dashboard-layout.tsx";
 import { BillingScreen } from "~/ui/pages/dashboard/billing-screen.tsx";
-import { DashboardIndex, LiveScreen, RequestsScreen } from "~/ui/pages/dashboard/placeholders.tsx";
+import { MinifiedResultsPage } from "~/ui/explorer/minified-page.tsx";
+import { RequestsRoute } from "~/ui/explorer/requests-route.tsx";
+import { DashboardIndex, LiveScreen } from "~/ui/pages/dashboard/placeholders.tsx";
 import { TokensScreen } from "~/ui/pages/dashboard/tokens-screen.tsx";
 import { UsersScreen } from "~/ui/pages/dashboard/users-screen.tsx";
 import { RootErrorBoundary } from "~/ui/pages/error/root-error-boundary.tsx";
@@ -51,13 +53,13 @@ export const routes: RouteObject[] = [
           { path: "billing", Component: BillingScreen },
           { path: ":namespaceName", Component: DashboardIndex },
           { path: ":namespaceName/live", Component: LiveScreen },
-          { path: ":namespaceName/requests", Component: RequestsScreen },
+          { path: ":namespaceName/requests", Component: RequestsRoute },
           { path: ":namespaceName/tokens", Component: TokensScreen },
           { path: ":namespaceName/users", Component: UsersScreen },
         ],
       },
       { path: "iframer", Component: marketing.IframerPage },
-      { path: "minified", Component: marketing.MinifiedPage },
+      { path: "minified", Component: MinifiedResultsPage },
     ],
   },
 ];

@@ -46,7 +46,10 @@ describe("snapping and bounds (spec section 5)", () => {
     expect(snapToBucket(global, t0 + 5 * H)).toBe(gridRange(global).endMs);
   });
   test("left handle stays between the global start and the focus end", () => {
-    expect(moveLeftHandle(global, focus, t0 + 5 * M + 3000)).toEqual({ startMs: t0 + 5 * M, endMs: focus.endMs });
+    expect(moveLeftHandle(global, focus, t0 + 5 * M + 3000)).toEqual({
+      startMs: t0 + 5 * M,
+      endMs: focus.endMs,
+    });
     expect(moveLeftHandle(global, focus, t0 - 10 * M).startMs).toBe(t0);
     const past = moveLeftHandle(global, focus, t0 + 50 * M);
     expect(past.startMs).toBe(focus.endMs - 30 * S);
@@ -58,13 +61,25 @@ describe("snapping and bounds (spec section 5)", () => {
     expect(moveRightHandle(global, focus, t0).endMs).toBe(focus.startMs + 30 * S);
   });
   test("pan keeps the width, moves whole buckets, stays inside", () => {
-    expect(panFocus(global, focus, 61_000)).toEqual({ startMs: focus.startMs + 60_000, endMs: focus.endMs + 60_000 });
-    expect(panFocus(global, focus, -H)).toEqual({ startMs: t0, endMs: t0 + 10 * M });
-    expect(panFocus(global, focus, H)).toEqual({ startMs: t0 + 50 * M, endMs: t0 + H });
+    expect(panFocus(global, focus, 61_000)).toEqual({
+      startMs: focus.startMs + 60_000,
+      endMs: focus.endMs + 60_000,
+    });
+    expect(panFocus(global, focus, -H)).toEqual({
+      startMs: t0,
+      endMs: t0 + 10 * M,
+    });
+    expect(panFocus(global, focus, H)).toEqual({
+      startMs: t0 + 50 * M,
+      endMs: t0 + H,
+    });
   });
   test("a new interval snaps outward, either direction, at least one bucket", () => {
     expect(newInterval(global, t0 + 20 * M + 5000, t0 + 10 * M + 5000)).toEqual({ startMs: t0 + 10 * M, endMs: t0 + 20 * M + 30_000 });
-    expect(newInterval(global, t0 + 90_000, t0 + 90_000)).toEqual({ startMs: t0 + 90_000, endMs: t0 + 120_000 });
+    expect(newInterval(global, t0 + 90_000, t0 + 90_000)).toEqual({
+      startMs: t0 + 90_000,
+      endMs: t0 + 120_000,
+    });
   });
   test("valid focus: integer ms, inside, non-empty", () => {
     expect(isValidFocus(global, focus)).toBe(true);
@@ -76,8 +91,14 @@ describe("snapping and bounds (spec section 5)", () => {
 
 describe("shift, zoom, presets, jump", () => {
   test("shift moves the global range by 30 buckets (a quarter)", () => {
-    expect(shiftGlobal({ startMs: t0, endMs: t0 + H }, -1)).toEqual({ startMs: t0 - 15 * M, endMs: t0 + 45 * M });
-    expect(shiftGlobal({ startMs: t0, endMs: t0 + 10 * H }, 1)).toEqual({ startMs: t0 + 150 * M, endMs: t0 + 10 * H + 150 * M });
+    expect(shiftGlobal({ startMs: t0, endMs: t0 + H }, -1)).toEqual({
+      startMs: t0 - 15 * M,
+      endMs: t0 + 45 * M,
+    });
+    expect(shiftGlobal({ startMs: t0, endMs: t0 + 10 * H }, 1)).toEqual({
+      startMs: t0 + 150 * M,
+      endMs: t0 + 10 * H + 150 * M,
+    });
   });
   test("zoom re-buckets the global range to the focus", () => {
     const z = zoomToFocus({ startMs: t0 + 10 * M, endMs: t0 + 12 * M });
@@ -85,8 +106,14 @@ describe("shift, zoom, presets, jump", () => {
     expect(chooseBucketMs(z.startMs, z.endMs)).toBe(S);
   });
   test("presets end now (next whole second); jump keeps the duration around the time", () => {
-    expect(endingAt(H, t0 + 1234)).toEqual({ startMs: t0 + 2000 - H, endMs: t0 + 2000 });
-    expect(centredOn({ startMs: 0, endMs: H }, t0)).toEqual({ startMs: t0 - 30 * M, endMs: t0 + 30 * M });
+    expect(endingAt(H, t0 + 1234)).toEqual({
+      startMs: t0 + 2000 - H,
+      endMs: t0 + 2000,
+    });
+    expect(centredOn({ startMs: 0, endMs: H }, t0)).toEqual({
+      startMs: t0 - 30 * M,
+      endMs: t0 + 30 * M,
+    });
   });
 });
 
@@ -96,7 +123,15 @@ describe("typed time round trip (spec section 5)", () => {
     expect(formatUtc(Date.UTC(2026, 0, 2, 3, 4, 5))).toBe("2026-01-02 03:04:05");
   });
   test("anything else is refused", () => {
-    for (const bad of ["2026-02-30 10:00:00", "2026-1-02 03:04:05", "2026-01-02T03:04:05", "2026-01-02 24:00:00", "2026-01-02 03:04:05 ", "", "2026-01-02 03:04"]) {
+    for (const bad of [
+      "2026-02-30 10:00:00",
+      "2026-1-02 03:04:05",
+      "2026-01-02T03:04:05",
+      "2026-01-02 24:00:00",
+      "2026-01-02 03:04:05 ",
+      "",
+      "2026-01-02 03:04",
+    ]) {
       expect(parseTypedUtc(bad)).toBeNull();
     }
   });

@@ -13,7 +13,11 @@ export const minFocusMs = 0.001;
 /** The span the 120 buckets of a global range cover: [grid start, grid start + 120 buckets). */
 export function gridRange(global: TimeRange): TimeRange & { bucketMs: number } {
   const grid = bucketGrid(global.startMs, global.endMs);
-  return { startMs: grid.startMs, endMs: grid.startMs + grid.bucketMs * grid.count, bucketMs: grid.bucketMs };
+  return {
+    startMs: grid.startMs,
+    endMs: grid.startMs + grid.bucketMs * grid.count,
+    bucketMs: grid.bucketMs,
+  };
 }
 
 /** Nearest bucket boundary of the global range's grid, kept inside the grid. */

@@ -5,14 +5,32 @@ const m = 60 * s;
 const h = 60 * m;
 const d = 24 * h;
 
-export const tickStepsMs = [1 * s, 5 * s, 15 * s, 30 * s, 1 * m, 5 * m, 15 * m, 30 * m, 60 * m, 3 * h, 4 * h, 6 * h, 12 * h, 1 * d, 3 * d, 7 * d, 30 * d] as const;
+export const tickStepsMs = [
+  1 * s,
+  5 * s,
+  15 * s,
+  30 * s,
+  1 * m,
+  5 * m,
+  15 * m,
+  30 * m,
+  60 * m,
+  3 * h,
+  4 * h,
+  6 * h,
+  12 * h,
+  1 * d,
+  3 * d,
+  7 * d,
+  30 * d,
+] as const;
 
 export const targetTickCount = 12;
 
 /** The smallest listed step that gives at most about 12 labels over the span. */
 export function chooseTickStep(spanMs: number): number {
   for (const step of tickStepsMs) if (spanMs / step <= targetTickCount) return step;
-  return tickStepsMs[tickStepsMs.length - 1];
+  return 30 * d;
 }
 
 export type TimeZoneMode = "UTC" | "Local";

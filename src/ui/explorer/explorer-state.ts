@@ -1,0 +1,117 @@
+import { type Clause, numberColumns, numberOps, type QueryFilter, stringColumns, stringOps } from "~/lib/protocol/query.ts";
+import type { TimeRange } from "~/lib/time/range.ts";
+import type { TimeZoneMode } from "~/lib/time/ticks.ts";
+
+/**
+ * The explorer's whole state, as it lives in the `filter` query parameter (spec section 2): base64 of a
+ * JSON object with the clauses, the global timestamp filter and the focused one. Two additions ride
+ * along: the filter-language chips (`text`) and the display zone (`tz`).
+ */
+export type ExplorerState = {
+  clauses: Clause[];
+  global: TimeRange;
+  focus: TimeRange | null;
+  text: string[];
+  tz: TimeZoneMode;
+};
+
+type Wire = {
+  clauses: Clause[];
+  global: { lowerMs: number; upperMs: number };
+  focus: { lowerMs: number; upperMs: number } | null;
+  text?: string[];
+  tz?: TimeZoneMode;
+};
+
+function toBase64(text: string): string {
+  const bytes = new TextEncoder().encode(text);
+  let bin = "";
+  for (const b of bytes) bin += String.fromCharCode(b);
+  return btoa(bin);
+}
+
+function fromBase64(b64: string): string {
+  const bin = atob(b64);
+  const bytes = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+  return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+}
+
+export function encodeState(state: ExplorerState): string {
+  const wire: Wire = {
+    clauses: state.clauses,
+    global: { lowerMs: state.global.startMs, upperMs: state.global.endMs },
+    focus: state.focus ? { lowerMs: state.focus.startMs, upperMs: state.focus.endMs } : null,
+  };
+  if (state.text.length) wire.text = state.text;
+  if (state.tz !== "UTC") wire.tz = state.tz;
+  return toBase64(JSON.stringify(wire));
+}
+
+const isRange = (v: unknown): v is { lowerMs: number; upperMs: number } =>
+  typeof v === "object" &&
+  v !== null &&
+  Number.isFinite((v as Record<string, unknown>).lowerMs) &&
+  Number.isFinite((v as Record<string, unknown>).upperMs) &&
+  (v as { lowerMs: number }).lowerMs < (v as { upperMs: number }).upperMs;
+
+function isClause(v: unknown): v is Clause {
+  if (typeof v !== "object" || v === null) return false;
+  const c = v as Record<string, unknown>;
+  if (c.type === "Number") {
+    return (
+      (numberColumns as readonly unknown[]).includes(c.column) &&
+      (numberOps as readonly unknown[]).includes(c.op) &&
+      Number.isFinite(c.value)
+    );
+  }
+  if (c.type === "String") {
+    return (
+      (stringColumns as readonly unknown[]).includes(c.column) &&
+      (stringOps as readonly unknown[]).includes(c.op) &&
+      typeof c.value === "string"
+    );
+  }
+  return false;
+}
+
+/** The state a `filter` parameter holds, or null when it is missing or not ours (a hand-edited URL). */
+export function decodeState(param: string | null): ExplorerState | null {
+  if (!param) return null;
+  let wire: Partial<Wire>;
+  try {
+    wire = JSON.parse(fromBase64(param)) as Partial<Wire>;
+  } catch {
+    return null;
+  }
+  if (typeof wire !== "object" || wire === null || !isRange(wire.global)) return null;
+  const clauses = Array.isArray(wire.clauses) ? wire.clauses.filter(isClause) : [];
+  const text = Array.isArray(wire.text) ? wire.text.filter((t): t is string => typeof t === "string").slice(0, 20) : [];
+  return {
+    clauses,
+    global: { startMs: wire.global.lowerMs, endMs: wire.global.upperMs },
+    focus: isRange(wire.focus) ? { startMs: wire.focus.lowerMs, endMs: wire.focus.upperMs } : null,
+    text,
+    tz: wire.tz === "Local" ? "Local" : "UTC",
+  };
+}
+
+export function defaultState(nowMs: number): ExplorerState {
+  const endMs = Math.ceil(nowMs / 1000) * 1000;
+  return {
+    clauses: [],
+    global: { startMs: endMs - 3_600_000, endMs },
+    focus: null,
+    text: [],
+    tz: "UTC",
+  };
+}
+
+/** The store's filter for this state: rows come from the focus when set (the store reads `focus`). */
+export function toQueryFilter(state: ExplorerState, withFocus: boolean): QueryFilter {
+  return {
+    clauses: state.clauses,
+    global: { lowerMs: state.global.startMs, upperMs: state.global.endMs },
+    focus: withFocus && state.focus ? { lowerMs: state.focus.startMs, upperMs: state.focus.endMs } : null,
+  };
+}

@@ -1,0 +1,140 @@
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { useSearchParams } from "react-router";
+import { joinFilterChips } from "~/lib/filter/parse.ts";
+import { gridRange, type TimeRange } from "~/lib/time/range.ts";
+import { ClauseEditor } from "./clause-editor.tsx";
+import { ExplorerFilterBar } from "./explorer-filter-bar.tsx";
+import { decodeState, defaultState, type ExplorerState, encodeState, toQueryFilter } from "./explorer-state.ts";
+import { Histogram } from "./histogram.tsx";
+import type { HistogramAnswer, QueryClient } from "./query-client.ts";
+import { QueryError } from "./query-error.tsx";
+import { RangeControls } from "./range-controls.tsx";
+import { ResultsPanel } from "./results-panel.tsx";
+import { useQuery } from "./use-query.ts";
+
+/**
+ * The requests explorer: histogram with brush, range controls, filters and the results. The one source of
+ * truth is the `filter` URL parameter, so a URL reopens the same view and back/forward walk the changes.
+ */
+export function ExplorerView({ client, namespaceId, now = Date.now }: { client: QueryClient; namespaceId: string; now?: () => number }) {
+  const [params, setParams] = useSearchParams();
+  const raw = params.get("filter");
+  const state = useMemo(() => decodeState(raw), [raw]);
+
+  const setState = useCallback(
+    (next: ExplorerState, replace = false) => {
+      setParams(
+        (p) => {
+          const q = new URLSearchParams(p);
+          q.set("filter", encodeState(next));
+          return q;
+        },
+        { replace, preventScrollReset: true },
+      );
+    },
+    [setParams],
+  );
+
+  // No (or an unreadable) state: the last hour, written into the URL without a history entry.
+  useEffect(() => {
+    if (!state) setState(defaultState(now()), true);
+  }, [state, setState, now]);
+
+  if (!state) return <p className="p-6 text-sm text-zinc-500">Loading…</p>;
+  return <ExplorerBody state={state} setState={setState} client={client} namespaceId={namespaceId} now={now} />;
+}
+
+function ExplorerBody({
+  state,
+  setState,
+  client,
+  namespaceId,
+  now,
+}: {
+  state: ExplorerState;
+  setState: (s: ExplorerState, replace?: boolean) => void;
+  client: QueryClient;
+  namespaceId: string;
+  now: () => number;
+}) {
+  const filterText = joinFilterChips(state.text);
+  const histFilter = useMemo(() => toQueryFilter(state, false), [state]);
+  const rowsFilter = useMemo(() => toQueryFilter(state, true), [state]);
+
+  // The histogram depends on the global range and the filters only: brushing does not re-query it.
+  const histKey = JSON.stringify([histFilter.global, histFilter.clauses, filterText]);
+  const cache = useRef(new Map<string, HistogramAnswer>());
+  const hist = useQuery<HistogramAnswer>(histKey, async (signal) => {
+    const hit = cache.current.get(histKey);
+    if (hit) return hit;
+    const answer = await client.histogram(histFilter, filterText, signal);
+    if (cache.current.size > 20) cache.current.clear();
+    cache.current.set(histKey, answer);
+    return answer;
+  });
+  const [lastBrush, setLastBrush] = useState(0);
+
+  const grid = gridRange(state.global);
+  const showBuckets = hist.data && hist.data.startMs === grid.startMs && hist.data.bucketMs === grid.bucketMs ? hist.data.buckets : null;
+  const onFocus = (focus: TimeRange) => {
+    setLastBrush(performance.now());
+    setState({ ...state, focus });
+  };
+
+  return (
+    <div className="flex min-h-0 flex-1 flex-col gap-3" data-last-brush={lastBrush || undefined}>
+      <ExplorerFilterBar
+        key={JSON.stringify(state.text)}
+        chips={state.text}
+        namespaceId={namespaceId}
+        onChips={(text) => setState({ ...state, text })}
+      />
+      <ClauseEditor
+        clauses={state.clauses}
+        global={state.global}
+        onClauses={(clauses) => setState({ ...state, clauses })}
+        onGlobal={(global) => setState({ ...state, global, focus: null })}
+      />
+      <RangeControls
+        global={state.global}
+        focus={state.focus}
+        tz={state.tz}
+        now={now}
+        onChange={({ global, focus }) => setState({ ...state, global, focus })}
+        onZone={(tz) => setState({ ...state, tz })}
+      />
+      <div className="rounded-lg border border-zinc-800 bg-zinc-950 p-2">
+        <div className="mb-1 flex items-center gap-3 text-xs text-zinc-400">
+          <span data-testid="histogram-total">{hist.data ? `${hist.data.total.toLocaleString("en-US")} requests` : "…"}</span>
+          <span>bucket {formatBucket(grid.bucketMs)}</span>
+          <span className="flex items-center gap-1">
+            <i className="inline-block size-2 bg-emerald-500/70" /> 1xx–3xx
+          </span>
+          <span className="flex items-center gap-1">
+            <i className="inline-block size-2 bg-amber-400" /> 4xx
+          </span>
+          <span className="flex items-center gap-1">
+            <i className="inline-block size-2 bg-red-500" /> 5xx
+          </span>
+          {state.focus ? (
+            <span className="ml-auto" data-testid="focus-range">
+              focus {new Date(state.focus.startMs).toISOString()} → {new Date(state.focus.endMs).toISOString()}
+            </span>
+          ) : (
+            <span className="ml-auto text-zinc-500">Drag on the chart to focus a range</span>
+          )}
+        </div>
+        {hist.status === "failed" ? <QueryError what="The histogram" message={hist.message} onRetry={hist.retry} /> : null}
+        <Histogram global={state.global} focus={state.focus} buckets={showBuckets} tz={state.tz} onFocus={onFocus} />
+      </div>
+      <ResultsPanel client={client} filter={rowsFilter} filterText={filterText} tz={state.tz} />
+    </div>
+  );
+}
+
+function formatBucket(ms: number): string {
+  if (ms < 60_000) return `${ms / 1000}s`;
+  if (ms < 3_600_000) return `${ms / 60_000}m`;
+  if (ms < 86_400_000) return `${ms / 3_600_000}h`;
+  return `${ms / 86_400_000}d`;
+}

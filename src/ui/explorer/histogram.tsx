@@ -1,0 +1,162 @@
+import { type PointerEvent, useMemo, useRef, useState } from "react";
+import type { HistogramBucket } from "~/lib/protocol/query.ts";
+import { gridRange, type TimeRange } from "~/lib/time/range.ts";
+import { chooseTickStep, type TimeZoneMode, tickLabel, ticks } from "~/lib/time/ticks.ts";
+import { type DragMode, dragResult, type Geometry, modeAt, panHandleShare, xAt } from "./brush.ts";
+
+const geo: Geometry = { width: 1200, height: 160 };
+
+type Drag = { mode: DragMode; x0: number; x1: number; pointerId: number };
+
+/**
+ * The request-count histogram (120 bars: successes, 4xx and 5xx stacked) with the brush of spec section 4.
+ * Drawn as one SVG in a fixed 1200-wide view box (stretched to the width), the labels as HTML under it.
+ */
+export function Histogram({
+  global,
+  focus,
+  buckets,
+  tz,
+  onFocus,
+}: {
+  global: TimeRange;
+  focus: TimeRange | null;
+  buckets: HistogramBucket[] | null;
+  tz: TimeZoneMode;
+  onFocus: (focus: TimeRange) => void;
+}) {
+  const svg = useRef<SVGSVGElement>(null);
+  const [drag, setDrag] = useState<Drag | null>(null);
+  const grid = gridRange(global);
+  const max = useMemo(() => Math.max(1, ...(buckets ?? []).map((b) => b.count)), [buckets]);
+  const barW = geo.width / 120;
+  const shown = drag ? dragResult(drag.mode, global, focus, geo, drag.x0, drag.x1) : focus;
+
+  const toView = (e: PointerEvent) => {
+    const rect = svg.current?.getBoundingClientRect();
+    if (!rect || rect.width === 0) return { x: e.clientX, y: e.clientY };
+    return {
+      x: ((e.clientX - rect.left) * geo.width) / rect.width,
+      y: ((e.clientY - rect.top) * geo.height) / rect.height,
+    };
+  };
+
+  const step = chooseTickStep(grid.endMs - grid.startMs);
+  const tickTimes = ticks(grid.startMs, grid.endMs, tz);
+
+  return (
+    <div className="select-none">
+      <svg
+        ref={svg}
+        role="img"
+        aria-label="Requests over time"
+        data-testid="histogram"
+        data-mode={drag?.mode ?? ""}
+        viewBox={`0 0 ${geo.width} ${geo.height}`}
+        preserveAspectRatio="none"
+        className="block h-40 w-full cursor-crosshair touch-none rounded-md bg-zinc-900"
+        onPointerDown={(e) => {
+          if (e.button !== 0) return;
+          const p = toView(e);
+          (e.currentTarget as Element).setPointerCapture?.(e.pointerId);
+          setDrag({
+            mode: modeAt(global, focus, geo, p.x, p.y),
+            x0: p.x,
+            x1: p.x,
+            pointerId: e.pointerId,
+          });
+        }}
+        onPointerMove={(e) => {
+          if (!drag || e.pointerId !== drag.pointerId) return;
+          const p = toView(e);
+          setDrag({ ...drag, x1: p.x });
+        }}
+        onPointerUp={(e) => {
+          if (!drag || e.pointerId !== drag.pointerId) return;
+          const p = toView(e);
+          const next = dragResult(drag.mode, global, focus, geo, drag.x0, p.x);
+          setDrag(null);
+          if (!focus || next.startMs !== focus.startMs || next.endMs !== focus.endMs) onFocus(next);
+        }}
+        onPointerCancel={() => setDrag(null)}
+      >
+        {(buckets ?? []).map((b, i) => {
+          const h = (b.count / max) * (geo.height - 4);
+          const e5 = (b.serverErrors / max) * (geo.height - 4);
+          const e4 = (b.clientErrors / max) * (geo.height - 4);
+          const x = i * barW + 0.5;
+          const w = Math.max(1, barW - 1);
+          return b.count === 0 ? null : (
+            <g key={b.timeMs}>
+              <rect x={x} y={geo.height - h} width={w} height={h - e5 - e4} className="fill-emerald-500/70" />
+              {e4 > 0 ? <rect x={x} y={geo.height - e5 - e4} width={w} height={e4} className="fill-amber-400" /> : null}
+              {e5 > 0 ? <rect x={x} y={geo.height - e5} width={w} height={e5} className="fill-red-500" /> : null}
+            </g>
+          );
+        })}
+        {tickTimes.map((t) => (
+          <line
+            key={t}
+            x1={xAt(global, geo, t)}
+            x2={xAt(global, geo, t)}
+            y1={0}
+            y2={geo.height}
+            className="stroke-zinc-800"
+            vectorEffect="non-scaling-stroke"
+          />
+        ))}
+        {shown ? (
+          <g data-testid="brush" data-start={shown.startMs} data-end={shown.endMs}>
+            <rect x={0} y={0} width={Math.max(0, xAt(global, geo, shown.startMs))} height={geo.height} className="fill-zinc-950/60" />
+            <rect
+              x={xAt(global, geo, shown.endMs)}
+              y={0}
+              width={Math.max(0, geo.width - xAt(global, geo, shown.endMs))}
+              height={geo.height}
+              className="fill-zinc-950/60"
+            />
+            <rect
+              data-testid="pan-handle"
+              x={xAt(global, geo, shown.startMs)}
+              y={geo.height * (1 - panHandleShare)}
+              width={xAt(global, geo, shown.endMs) - xAt(global, geo, shown.startMs)}
+              height={geo.height * panHandleShare}
+              className="cursor-grab fill-sky-400/20"
+            />
+            <line
+              data-testid="left-handle"
+              x1={xAt(global, geo, shown.startMs)}
+              x2={xAt(global, geo, shown.startMs)}
+              y1={0}
+              y2={geo.height}
+              className="cursor-ew-resize stroke-sky-400"
+              strokeWidth={3}
+              vectorEffect="non-scaling-stroke"
+            />
+            <line
+              data-testid="right-handle"
+              x1={xAt(global, geo, shown.endMs)}
+              x2={xAt(global, geo, shown.endMs)}
+              y1={0}
+              y2={geo.height}
+              className="cursor-ew-resize stroke-sky-400"
+              strokeWidth={3}
+              vectorEffect="non-scaling-stroke"
+            />
+          </g>
+        ) : null}
+      </svg>
+      <div className="relative mt-1 h-4 text-[10px] text-zinc-500" data-testid="axis">
+        {tickTimes.map((t) => (
+          <span
+            key={t}
+            className="absolute -translate-x-1/2 whitespace-nowrap"
+            style={{ left: `${(xAt(global, geo, t) / geo.width) * 100}%` }}
+          >
+            {tickLabel(t, step, tz)}
+          </span>
+        ))}
+      </div>
+    </div>
+  );
+}

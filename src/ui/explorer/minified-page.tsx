@@ -1,0 +1,33 @@
+import { useMemo } from "react";
+import { useSearchParams } from "react-router";
+import { joinFilterChips } from "~/lib/filter/parse.ts";
+import { decodeState, toQueryFilter } from "./explorer-state.ts";
+import { useTunnelClient } from "./requests-screen.tsx";
+import { ResultsPanel } from "./results-panel.tsx";
+
+/**
+ * /minified/?namespace={id}&filter={state}: the explorer's results on their own page (spec section 2),
+ * e.g. to open a brushed range in a tab of its own. Same session and tunnel rules as the explorer.
+ */
+export function MinifiedResultsPage() {
+  const [params] = useSearchParams();
+  const namespaceId = params.get("namespace") ?? "";
+  const state = useMemo(() => decodeState(params.get("filter")), [params]);
+  return (
+    <main className="flex h-screen flex-col bg-zinc-950 p-2 text-zinc-100">
+      <title>Results | Tapscope</title>
+      {namespaceId && state ? (
+        <MinifiedResults namespaceId={namespaceId} state={state} />
+      ) : (
+        <p className="p-4 text-sm text-zinc-400">Open results from the requests explorer.</p>
+      )}
+    </main>
+  );
+}
+
+function MinifiedResults({ namespaceId, state }: { namespaceId: string; state: NonNullable<ReturnType<typeof decodeState>> }) {
+  const { client } = useTunnelClient(namespaceId);
+  const filter = useMemo(() => toQueryFilter(state, true), [state]);
+  if (!client) return null;
+  return <ResultsPanel client={client} filter={filter} filterText={joinFilterChips(state.text)} tz={state.tz} />;
+}

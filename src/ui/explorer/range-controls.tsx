@@ -1,0 +1,117 @@
+import { useEffect, useState } from "react";
+import { centredOn, endingAt, presets, shiftGlobal, type TimeRange, zoomToFocus } from "~/lib/time/range.ts";
+import type { TimeZoneMode } from "~/lib/time/ticks.ts";
+import { formatInZone, parseTypedUtc, typedTimePlaceholder } from "~/lib/time/typed-time.ts";
+
+const btn =
+  "rounded-md border border-zinc-700 bg-zinc-900 px-2 py-1 text-xs text-zinc-200 hover:bg-zinc-800 disabled:cursor-not-allowed disabled:opacity-40";
+
+export type RangeChange = { global: TimeRange; focus: TimeRange | null };
+
+/** Spec section 2's range controls: shift, presets ending now, now, jump to a typed UTC time, zoom, clear, zone. */
+export function RangeControls({
+  global,
+  focus,
+  tz,
+  onChange,
+  onZone,
+  now = Date.now,
+}: {
+  global: TimeRange;
+  focus: TimeRange | null;
+  tz: TimeZoneMode;
+  onChange: (next: RangeChange) => void;
+  onZone: (tz: TimeZoneMode) => void;
+  now?: () => number;
+}) {
+  const [typed, setTyped] = useState("");
+  const [placeholder, setPlaceholder] = useState("");
+  useEffect(() => setPlaceholder(typedTimePlaceholder(now())), [now]);
+  const jumpTo = parseTypedUtc(typed);
+  const duration = global.endMs - global.startMs;
+
+  return (
+    <div className="flex flex-wrap items-center gap-2">
+      <button
+        type="button"
+        className={btn}
+        aria-label="Shift back"
+        title="Shift back by 30 buckets"
+        onClick={() => onChange({ global: shiftGlobal(global, -1), focus: null })}
+      >
+        ◀
+      </button>
+      <span className="min-w-0 font-mono text-xs text-zinc-300" data-testid="global-range">
+        {formatInZone(global.startMs, tz)} → {formatInZone(global.endMs, tz)}
+      </span>
+      <button
+        type="button"
+        className={btn}
+        aria-label="Shift forward"
+        title="Shift forward by 30 buckets"
+        onClick={() => onChange({ global: shiftGlobal(global, 1), focus: null })}
+      >
+        ▶
+      </button>
+      <span className="mx-1 h-5 w-px bg-zinc-800" />
+      {presets.map((p) => (
+        <button
+          key={p.label}
+          type="button"
+          className={btn}
+          title={`Last ${p.label}`}
+          onClick={() => onChange({ global: endingAt(p.ms, now()), focus: null })}
+        >
+          {p.label}
+        </button>
+      ))}
+      <button type="button" className={btn} onClick={() => onChange({ global: endingAt(duration, now()), focus: null })}>
+        Now
+      </button>
+      <form
+        className="flex items-center gap-1"
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (jumpTo !== null) onChange({ global: centredOn(global, jumpTo), focus: null });
+        }}
+      >
+        <input
+          aria-label="Jump to time (UTC)"
+          className="w-40 rounded-md border border-zinc-700 bg-zinc-900 px-2 py-1 font-mono text-xs text-zinc-100 placeholder:text-zinc-600"
+          placeholder={placeholder}
+          value={typed}
+          spellCheck={false}
+          onChange={(e) => setTyped(e.target.value)}
+        />
+        <button type="submit" className={btn} disabled={jumpTo === null} title="Times are UTC, as YYYY-MM-DD HH:MM:SS">
+          Go
+        </button>
+      </form>
+      <span className="mx-1 h-5 w-px bg-zinc-800" />
+      <button
+        type="button"
+        className={btn}
+        disabled={!focus}
+        onClick={() => focus && onChange({ global: zoomToFocus(focus), focus: null })}
+      >
+        Zoom to focus
+      </button>
+      <button type="button" className={btn} disabled={!focus} onClick={() => onChange({ global, focus: null })}>
+        Clear focus
+      </button>
+      <div role="group" aria-label="Time zone" className="ml-auto flex overflow-hidden rounded-md border border-zinc-700 text-xs">
+        {(["UTC", "Local"] as const).map((z) => (
+          <button
+            key={z}
+            type="button"
+            aria-pressed={tz === z}
+            onClick={() => onZone(z)}
+            className={`px-2 py-1 ${tz === z ? "bg-zinc-700 text-zinc-50" : "bg-zinc-900 text-zinc-400 hover:bg-zinc-800"}`}
+          >
+            {z}
+          </button>
+        ))}
+      </div>
+    </div>
+  );
+}

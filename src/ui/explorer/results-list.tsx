@@ -1,0 +1,157 @@
+import { observeElementRect, useVirtualizer } from "@tanstack/react-virtual";
+import { useMemo, useRef } from "react";
+import type { ResultRow } from "~/lib/protocol/query.ts";
+import type { TimeZoneMode } from "~/lib/time/ticks.ts";
+import { formatBytes, formatDuration, statusClass } from "~/ui/live/format.ts";
+
+export const ROW_HEIGHT = 28;
+const COLUMNS = "grid-cols-[12.5rem_4rem_3.5rem_minmax(0,1fr)_5rem_5rem]";
+
+export type SortKey =
+  | "time"
+  | "http_req_method"
+  | "http_resp_status_code"
+  | "http_req_path"
+  | "http_duration"
+  | "http_resp_body_size_bytes_wire";
+export type Sort = { key: SortKey; dir: "asc" | "desc" };
+
+const columns: { key: SortKey; label: string; right?: boolean }[] = [
+  { key: "time", label: "Time" },
+  { key: "http_req_method", label: "Method" },
+  { key: "http_resp_status_code", label: "Status" },
+  { key: "http_req_path", label: "URL" },
+  { key: "http_duration", label: "Duration", right: true },
+  { key: "http_resp_body_size_bytes_wire", label: "Size", right: true },
+];
+
+const pad = (n: number, w = 2) => String(n).padStart(w, "0");
+
+/** Event time (µs) in the zone shown, to the millisecond. */
+export function formatRowTime(timeUs: number, tz: TimeZoneMode): string {
+  const d = new Date(Math.floor(timeUs / 1000));
+  const u = tz === "UTC";
+  const date = `${u ? d.getUTCFullYear() : d.getFullYear()}-${pad((u ? d.getUTCMonth() : d.getMonth()) + 1)}-${pad(u ? d.getUTCDate() : d.getDate())}`;
+  const time = `${pad(u ? d.getUTCHours() : d.getHours())}:${pad(u ? d.getUTCMinutes() : d.getMinutes())}:${pad(u ? d.getUTCSeconds() : d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`;
+  return `${date} ${time}`;
+}
+
+export function sortRows(rows: ResultRow[], sort: Sort): ResultRow[] {
+  if (sort.key === "time" && sort.dir === "desc") return rows; // as the store returns them
+  const sign = sort.dir === "asc" ? 1 : -1;
+  const key = sort.key;
+  return [...rows].sort((a, b) => {
+    const x = a[key] ?? "";
+    const y = b[key] ?? "";
+    if (x === y) return b.time - a.time;
+    return (x < y ? -1 : 1) * sign;
+  });
+}
+
+export function rowLimitText(n: number): string {
+  return `Row limit of 10000 reached. Your query would have returned ${n} rows. Consider narrowing the time window or adding filters to reduce the number of rows returned.`;
+}
+
+/** The results of the focus range: newest first by default, sortable by column, virtualised. */
+export function ResultsList({
+  rows,
+  tz,
+  sort,
+  onSort,
+  selectedId,
+  onSelect,
+}: {
+  rows: ResultRow[];
+  tz: TimeZoneMode;
+  sort: Sort;
+  onSort: (sort: Sort) => void;
+  selectedId: string | null;
+  onSelect: (row: ResultRow) => void;
+}) {
+  const ref = useRef<HTMLDivElement | null>(null);
+  const sorted = useMemo(() => sortRows(rows, sort), [rows, sort]);
+  const virtualizer = useVirtualizer({
+    count: sorted.length,
+    getScrollElement: () => ref.current,
+    estimateSize: () => ROW_HEIGHT,
+    overscan: 10,
+    initialRect: { width: 1000, height: 600 },
+    observeElementRect: (instance, cb) =>
+      observeElementRect(instance, (rect) => cb(rect.height > 0 ? rect : { width: rect.width, height: 600 })),
+  });
+  const items = virtualizer.getVirtualItems();
+
+  return (
+    <div className="flex min-h-0 flex-1 flex-col" role="table" aria-label="Results" aria-rowcount={sorted.length}>
+      <div role="rowgroup" className="border-b border-zinc-800 bg-zinc-900/80">
+        <div role="row" className={`grid ${COLUMNS} gap-2 px-3 py-1.5 text-[11px] font-semibold tracking-wider text-zinc-400 uppercase`}>
+          {columns.map((c) => {
+            const active = sort.key === c.key;
+            const ariaSort = active ? (sort.dir === "asc" ? "ascending" : "descending") : "none";
+            return (
+              <span role="columnheader" aria-sort={ariaSort} key={c.key} className={c.right ? "text-right" : ""}>
+                <button
+                  type="button"
+                  className={`uppercase hover:text-zinc-100 ${active ? "text-zinc-100" : ""}`}
+                  onClick={() =>
+                    onSort({
+                      key: c.key,
+                      dir: active && sort.dir === "desc" ? "asc" : "desc",
+                    })
+                  }
+                >
+                  {c.label}
+                  {active ? (sort.dir === "desc" ? " ↓" : " ↑") : ""}
+                </button>
+              </span>
+            );
+          })}
+        </div>
+      </div>
+      <div ref={ref} className="min-h-0 flex-1 overflow-auto" data-testid="results-scroll">
+        <div role="rowgroup" className="relative w-full" style={{ height: virtualizer.getTotalSize() }}>
+          {items.map((item) => {
+            const row = sorted[item.index]!;
+            const selected = row.event_id === selectedId;
+            return (
+              <div
+                key={row.event_id}
+                role="row"
+                aria-selected={selected}
+                data-event-id={row.event_id}
+                tabIndex={-1}
+                onClick={() => onSelect(row)}
+                onKeyDown={(e) => {
+                  if (e.key === "Enter") onSelect(row);
+                }}
+                className={`absolute left-0 grid w-full ${COLUMNS} cursor-pointer gap-2 px-3 font-mono text-xs leading-7 ${selected ? "bg-sky-500/15" : "hover:bg-zinc-800/60"}`}
+                style={{ top: item.start, height: ROW_HEIGHT }}
+              >
+                <span role="cell" className="truncate text-zinc-400">
+                  {formatRowTime(row.time, tz)}
+                </span>
+                <span role="cell" className="truncate font-semibold text-zinc-200">
+                  {row.http_is_outgoing ? <span className="text-sky-400">↗ </span> : null}
+                  {row.http_req_method || "—"}
+                </span>
+                <span role="cell" className={statusClass(row.http_resp_status_code ?? 0)}>
+                  {row.http_resp_status_code || "—"}
+                </span>
+                <span role="cell" className="truncate text-zinc-200" title={`${row.http_req_host ?? ""}${row.http_req_path ?? ""}`}>
+                  {row.http_is_outgoing ? <span className="text-zinc-500">{row.http_req_host}</span> : null}
+                  {row.http_req_path || "/"}
+                </span>
+                <span role="cell" className="text-right text-zinc-400">
+                  {formatDuration(row.http_duration ?? Number.NaN)}
+                </span>
+                <span role="cell" className="text-right text-zinc-500">
+                  {formatBytes(row.http_resp_body_size_bytes_wire ?? Number.NaN)}
+                </span>
+              </div>
+            );
+          })}
+        </div>
+      </div>
+    </div>
+  );
+}

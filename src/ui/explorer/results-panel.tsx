@@ -1,0 +1,137 @@
+import { useEffect, useState } from "react";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+import type { QueryFilter, ResultRow } from "~/lib/protocol/query.ts";
+import { maxEventsPerRequest } from "~/lib/protocol/tunnel.ts";
+import type { TimeZoneMode } from "~/lib/time/ticks.ts";
+import { downloadHar } from "~/ui/request-detail/har-download.ts";
+import { RequestDetail } from "~/ui/request-detail/request-detail.tsx";
+import type { QueryClient, RowsAnswer } from "./query-client.ts";
+import { QueryError } from "./query-error.tsx";
+import { ResultsList, rowLimitText, type Sort } from "./results-list.tsx";
+import { useQuery } from "./use-query.ts";
+
+export const safariText = "This feature does not work on Safari yet. Consider using a supported browser like Chrome or Firefox.";
+
+export function isSafari(userAgent: string): boolean {
+  return /safari/i.test(userAgent) && !/chrome|chromium|crios|fxios|android|edg/i.test(userAgent);
+}
+
+type Detail =
+  | { status: "loading"; id: string }
+  | { status: "done"; event: TracedEvent; children: TracedEvent[] }
+  | { status: "failed"; id: string; message: string };
+
+/**
+ * The results of spec section 2 (the embedded page at /minified/): rows of the focus range from the store,
+ * the row-limit message, and the request detail of a clicked row (full event and its outbound calls).
+ */
+export function ResultsPanel({
+  client,
+  filter,
+  filterText,
+  tz,
+  onRows,
+}: {
+  client: QueryClient;
+  filter: QueryFilter;
+  filterText: string;
+  tz: TimeZoneMode;
+  onRows?: (answer: RowsAnswer) => void;
+}) {
+  const [sort, setSort] = useState<Sort>({ key: "time", dir: "desc" });
+  const [detail, setDetail] = useState<Detail | null>(null);
+  const [safari, setSafari] = useState(false);
+  useEffect(() => setSafari(isSafari(navigator.userAgent)), []);
+
+  const key = JSON.stringify([filter, filterText]);
+  const rows = useQuery<RowsAnswer>(key, (signal) => client.rows(filter, filterText, signal));
+  useEffect(() => {
+    if (rows.status === "done") onRows?.(rows.data);
+  }, [rows.status, rows.data, onRows]);
+
+  const open = (id: string) => {
+    setDetail({ status: "loading", id });
+    client.detail(id).then(
+      (d) =>
+        setDetail(
+          d
+            ? { status: "done", event: d.event, children: d.children }
+            : {
+                status: "failed",
+                id,
+                message: "This request is no longer stored.",
+              },
+        ),
+      (err: Error) => setDetail({ status: "failed", id, message: err.message }),
+    );
+  };
+
+  const saveAll = async () => {
+    const ids = (rows.data?.rows ?? []).slice(0, maxEventsPerRequest).map((r: ResultRow) => r.event_id);
+    const events = await client.events(ids);
+    downloadHar(events, "requests.har");
+  };
+
+  const selectedId = detail ? (detail.status === "done" ? detail.event.event_id : detail.id) : null;
+  const answer = rows.data;
+
+  return (
+    <div className="relative flex min-h-0 flex-1 overflow-hidden rounded-lg border border-zinc-800 bg-zinc-950" data-testid="results">
+      <div className="flex min-w-0 flex-1 flex-col">
+        <div className="flex items-center gap-3 border-b border-zinc-800 px-3 py-1.5 text-xs text-zinc-400" aria-live="polite">
+          {answer ? (
+            <span data-testid="result-count">
+              {answer.actualNumberOfRows.toLocaleString("en-US")} request
+              {answer.actualNumberOfRows === 1 ? "" : "s"}
+            </span>
+          ) : null}
+          {rows.status === "loading" ? <span className="text-zinc-500">Loading…</span> : null}
+        </div>
+        {answer?.wasRowLimitExceeded ? (
+          <p
+            role="status"
+            data-testid="row-limit"
+            className="border-b border-amber-500/30 bg-amber-500/10 px-3 py-2 text-xs text-amber-200"
+          >
+            {rowLimitText(answer.actualNumberOfRows)}
+          </p>
+        ) : null}
+        {rows.status === "failed" ? <QueryError what="The requests" message={rows.message} onRetry={rows.retry} /> : null}
+        {answer && answer.rows.length === 0 && rows.status === "done" ? (
+          <p className="p-6 text-sm text-zinc-500">No requests in this time range match.</p>
+        ) : null}
+        {answer && answer.rows.length > 0 ? (
+          <ResultsList rows={answer.rows} tz={tz} sort={sort} onSort={setSort} selectedId={selectedId} onSelect={(r) => open(r.event_id)} />
+        ) : null}
+      </div>
+      {detail ? (
+        <div className="flex w-[46%] min-w-96 flex-col border-l border-zinc-800">
+          {detail.status === "done" ? (
+            <RequestDetail
+              event={detail.event}
+              outboundCalls={detail.children}
+              onOpen={(e) => open(e.event_id)}
+              onClose={() => setDetail(null)}
+              onSaveHar={(e) =>
+                downloadHar([e, ...(e.event_id === detail.event.event_id ? detail.children : [])], `request-${e.event_id}.har`)
+              }
+              onSaveAllHar={() => void saveAll()}
+            />
+          ) : detail.status === "loading" ? (
+            <p className="p-4 text-sm text-zinc-500">Loading the request…</p>
+          ) : (
+            <QueryError what="The request" message={detail.message} onRetry={() => open(detail.id)} />
+          )}
+        </div>
+      ) : null}
+      {safari ? (
+        <div
+          role="alert"
+          className="absolute inset-0 z-10 flex items-center justify-center bg-zinc-950/90 p-8 text-center text-sm text-zinc-200"
+        >
+          {safariText}
+        </div>
+      ) : null}
+    </div>
+  );
+}

@@ -1,0 +1,40 @@
+import { useEffect, useState } from "react";
+import { isAbortError } from "~/ui/lib/api.ts";
+
+export type QueryState<T> =
+  | { status: "loading"; data: T | null }
+  | { status: "done"; data: T }
+  | { status: "failed"; data: T | null; message: string };
+
+/**
+ * Runs `run` whenever `key` changes (the previous run is aborted) or retry() is called. The last data stays
+ * while the next loads, so the view never blanks; a failure keeps it too and carries the message.
+ */
+export function useQuery<T>(key: string | null, run: (signal: AbortSignal) => Promise<T>): QueryState<T> & { retry: () => void } {
+  const [state, setState] = useState<QueryState<T>>({
+    status: "loading",
+    data: null,
+  });
+  const [attempt, setAttempt] = useState(0);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: key stands for run's inputs; attempt re-runs
+  useEffect(() => {
+    if (key === null) return;
+    const controller = new AbortController();
+    setState((s) => ({ status: "loading", data: s.data }));
+    run(controller.signal).then(
+      (data) => {
+        if (!controller.signal.aborted) setState({ status: "done", data });
+      },
+      (err: unknown) => {
+        if (controller.signal.aborted || isAbortError(err)) return;
+        setState((s) => ({
+          status: "failed",
+          data: s.data,
+          message: (err as Error).message || "The query failed.",
+        }));
+      },
+    );
+    return () => controller.abort();
+  }, [key, attempt]);
+  return { ...state, retry: () => setAttempt((n) => n + 1) };
+}

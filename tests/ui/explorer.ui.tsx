@@ -1,0 +1,366 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { act, cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
+import { createMemoryRouter, RouterProvider } from "react-router";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+import type { HistogramBucket, QueryFilter, ResultRow } from "~/lib/protocol/query.ts";
+import { gridRange, moveLeftHandle, newInterval, shiftGlobal } from "~/lib/time/range.ts";
+import { dragResult, modeAt, xAt } from "~/ui/explorer/brush.ts";
+import { decodeState, type ExplorerState, encodeState } from "~/ui/explorer/explorer-state.ts";
+import { ExplorerView } from "~/ui/explorer/explorer-view.tsx";
+import type { QueryClient } from "~/ui/explorer/query-client.ts";
+import { rowLimitText } from "~/ui/explorer/results-list.tsx";
+import { isSafari } from "~/ui/explorer/results-panel.tsx";
+
+afterEach(cleanup);
+
+// UI logic only: an in-memory QueryClient over generated rows (the browser tests use the real tunnel).
+const H = 3_600_000;
+const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);
+
+function makeRows(n: number, startMs: number, endMs: number): ResultRow[] {
+  const rows: ResultRow[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = endMs - ((i + 0.5) * (endMs - startMs)) / n;
+    rows.push({
+      time: Math.round(t * 1000),
+      event_id: `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`,
+      http_req_method: "GET",
+      http_req_path: `/p/${i}`,
+      http_resp_status_code: i % 10 === 0 ? 500 : 200,
+      http_duration: 1000 + i,
+      http_resp_body_size_bytes_wire: 10,
+    });
+  }
+  return rows;
+}
+
+function memoryClient(rows: ResultRow[], options: { failRows?: number; limit?: number } = {}) {
+  const calls = {
+    rows: [] as QueryFilter[],
+    histogram: [] as QueryFilter[],
+    detail: [] as string[],
+  };
+  let failures = options.failRows ?? 0;
+  const limit = options.limit ?? 10_000;
+  const inRange = (f: QueryFilter) => {
+    const r = f.focus ?? f.global;
+    return rows.filter((row) => row.time / 1000 >= r.lowerMs && row.time / 1000 < r.upperMs);
+  };
+  const client: QueryClient = {
+    async rows(filter) {
+      calls.rows.push(filter);
+      if (failures > 0) {
+        failures--;
+        throw new Error("database is down");
+      }
+      const all = inRange(filter);
+      return {
+        rows: all.slice(0, limit),
+        wasRowLimitExceeded: all.length > limit,
+        actualNumberOfRows: all.length,
+        durationInNanoseconds: 1,
+      };
+    },
+    async histogram(filter) {
+      calls.histogram.push(filter);
+      const g = gridRange({
+        startMs: filter.global.lowerMs,
+        endMs: filter.global.upperMs,
+      });
+      const buckets: HistogramBucket[] = Array.from({ length: 120 }, (_, i) => ({
+        timeMs: g.startMs + i * g.bucketMs,
+        count: 0,
+        serverErrors: 0,
+        clientErrors: 0,
+      }));
+      for (const r of inRange({ ...filter, focus: null })) {
+        const b = buckets[Math.floor((r.time / 1000 - g.startMs) / g.bucketMs)];
+        if (!b) continue;
+        b.count++;
+        if ((r.http_resp_status_code ?? 0) >= 500) b.serverErrors++;
+      }
+      return {
+        bucketMs: g.bucketMs,
+        startMs: g.startMs,
+        buckets,
+        total: buckets.reduce((s, b) => s + b.count, 0),
+      };
+    },
+    async detail(eventId) {
+      calls.detail.push(eventId);
+      const row = rows.find((r) => r.event_id === eventId);
+      return row
+        ? {
+            event: {
+              ...row,
+              protocol: "http",
+              http_req_headers: [],
+              http_resp_headers: [],
+            } as unknown as TracedEvent,
+            children: [],
+          }
+        : null;
+    },
+    async events() {
+      return [];
+    },
+    close() {},
+  };
+  return { client, calls };
+}
+
+function mount(client: QueryClient, state?: ExplorerState) {
+  const url = state ? `/requests?filter=${encodeURIComponent(encodeState(state))}` : "/requests";
+  const router = createMemoryRouter(
+    [
+      {
+        path: "/requests",
+        element: <ExplorerView client={client} namespaceId="ns-test" now={() => NOW} />,
+      },
+    ],
+    { initialEntries: [url] },
+  );
+  render(<RouterProvider router={router} />);
+  const current = () => decodeState(new URLSearchParams(router.state.location.search).get("filter"));
+  return { router, current };
+}
+
+const global = { startMs: NOW - H, endMs: NOW };
+const base: ExplorerState = {
+  clauses: [],
+  global,
+  focus: null,
+  text: [],
+  tz: "UTC",
+};
+const geo = { width: 1200, height: 160 };
+
+async function drag(from: { x: number; y: number }, to: { x: number; y: number }, expectMode?: string) {
+  const svg = screen.getByTestId("histogram");
+  await act(async () => {
+    fireEvent.pointerDown(svg, {
+      clientX: from.x,
+      clientY: from.y,
+      button: 0,
+      pointerId: 1,
+    });
+  });
+  if (expectMode) expect(svg.getAttribute("data-mode")).toBe(expectMode);
+  await act(async () => {
+    fireEvent.pointerMove(svg, { clientX: to.x, clientY: to.y, pointerId: 1 });
+  });
+  await act(async () => {
+    fireEvent.pointerUp(svg, { clientX: to.x, clientY: to.y, pointerId: 1 });
+  });
+}
+
+describe("explorer URL state", () => {
+  test("state round-trips through base64 JSON; junk is refused", () => {
+    const s: ExplorerState = {
+      ...base,
+      focus: { startMs: NOW - 600_000, endMs: NOW - 300_000 },
+      clauses: [
+        {
+          type: "Number",
+          column: "http_resp_status_code",
+          op: "GreaterThanOrEquals",
+          value: 500,
+        },
+      ],
+      text: ['request.url contains "/ü"'],
+      tz: "Local",
+    };
+    expect(decodeState(encodeState(s))).toEqual(s);
+    const wire = JSON.parse(atob(encodeState(s)));
+    expect(Object.keys(wire)).toEqual(expect.arrayContaining(["clauses", "global", "focus"]));
+    expect(decodeState("not base64!")).toBeNull();
+    expect(decodeState(btoa('{"global":{"lowerMs":5,"upperMs":1}}'))).toBeNull();
+    expect(
+      decodeState(
+        btoa(
+          JSON.stringify({
+            ...wire,
+            clauses: [{ type: "String", column: "password", op: "Equals", value: "x" }],
+          }),
+        ),
+      )?.clauses,
+    ).toEqual([]);
+  });
+
+  test("no filter parameter: the last hour is written into the URL without a history entry", async () => {
+    const { client } = memoryClient([]);
+    const { current, router } = mount(client);
+    await waitFor(() => expect(current()).not.toBeNull());
+    expect(current()!.global).toEqual({ startMs: NOW - H, endMs: NOW });
+    expect(String(router.state.historyAction)).toBe("REPLACE");
+  });
+
+  test("a URL reopens the same view: focus and rows of the focus", async () => {
+    const rows = makeRows(120, global.startMs, global.endMs);
+    const { client, calls } = memoryClient(rows);
+    const focus = { startMs: NOW - 30 * 60_000, endMs: NOW - 15 * 60_000 };
+    mount(client, { ...base, focus });
+    await waitFor(() => expect(screen.getByTestId("result-count").textContent).toBe("30 requests"));
+    expect(calls.rows.at(-1)!.focus).toEqual({
+      lowerMs: focus.startMs,
+      upperMs: focus.endMs,
+    });
+    expect(screen.getByTestId("brush").getAttribute("data-start")).toBe(String(focus.startMs));
+  });
+});
+
+describe("brush modes (applied on release)", () => {
+  test("NewInterval: drag across empty chart sets a snapped focus; rows follow, histogram is not re-queried", async () => {
+    const rows = makeRows(240, global.startMs, global.endMs);
+    const { client, calls } = memoryClient(rows);
+    const { current } = mount(client, base);
+    await waitFor(() => expect(screen.getByTestId("result-count").textContent).toBe("240 requests"));
+    const histBefore = calls.histogram.length;
+    await drag({ x: 310, y: 50 }, { x: 605, y: 50 }, "NewInterval");
+    const expected = newInterval(global, global.startMs + (310 / 1200) * H, global.startMs + (605 / 1200) * H);
+    await waitFor(() => expect(current()!.focus).toEqual(expected));
+    expect(expected.startMs % 30_000).toBe(0);
+    expect(expected.endMs % 30_000).toBe(0);
+    await waitFor(() =>
+      expect(calls.rows.at(-1)!.focus).toEqual({
+        lowerMs: expected.startMs,
+        upperMs: expected.endMs,
+      }),
+    );
+    expect(calls.histogram.length).toBe(histBefore);
+  });
+
+  test("LeftHandle, RightHandle and Pan modes from where the press lands", async () => {
+    const { client } = memoryClient([]);
+    const focus = { startMs: NOW - 40 * 60_000, endMs: NOW - 20 * 60_000 };
+    const { current } = mount(client, { ...base, focus });
+    await waitFor(() => screen.getByTestId("brush"));
+    const left = xAt(global, geo, focus.startMs);
+    const right = xAt(global, geo, focus.endMs);
+    expect(modeAt(global, focus, geo, left + 2, 10)).toBe("LeftHandle");
+    expect(modeAt(global, focus, geo, right - 2, 10)).toBe("RightHandle");
+    expect(modeAt(global, focus, geo, (left + right) / 2, 150)).toBe("Pan");
+    expect(modeAt(global, focus, geo, (left + right) / 2, 40)).toBe("NewInterval");
+
+    // Left handle dragged past the right one stops one bucket before the focus end.
+    await drag({ x: left, y: 20 }, { x: right + 200, y: 20 }, "LeftHandle");
+    await waitFor(() => expect(current()!.focus).toEqual(moveLeftHandle(global, focus, global.startMs + ((right + 200) / 1200) * H)));
+    expect(current()!.focus!.endMs).toBe(focus.endMs);
+    expect(current()!.focus!.startMs).toBe(focus.endMs - 30_000);
+  });
+
+  test("Pan keeps the width and stays inside the global range", async () => {
+    const { client } = memoryClient([]);
+    const focus = { startMs: NOW - 40 * 60_000, endMs: NOW - 20 * 60_000 };
+    const { current } = mount(client, { ...base, focus });
+    await waitFor(() => screen.getByTestId("brush"));
+    const mid = (xAt(global, geo, focus.startMs) + xAt(global, geo, focus.endMs)) / 2;
+    await drag({ x: mid, y: 150 }, { x: mid + 5000, y: 150 }, "Pan");
+    await waitFor(() =>
+      expect(current()!.focus).toEqual({
+        startMs: NOW - 20 * 60_000,
+        endMs: NOW,
+      }),
+    );
+    expect(dragResult("Pan", global, focus, geo, mid, mid - 100)).toEqual({
+      startMs: focus.startMs - 5 * 60_000,
+      endMs: focus.endMs - 5 * 60_000,
+    });
+  });
+});
+
+describe("range controls", () => {
+  test("shift back, zoom, clear, and browser back restores the previous view", async () => {
+    const { client } = memoryClient([]);
+    const focus = { startMs: NOW - 40 * 60_000, endMs: NOW - 20 * 60_000 };
+    const { current, router } = mount(client, { ...base, focus });
+    await waitFor(() => screen.getByTestId("brush"));
+    fireEvent.click(screen.getByRole("button", { name: "Zoom to focus" }));
+    await waitFor(() => expect(current()!.global).toEqual(focus));
+    expect(current()!.focus).toBeNull();
+    fireEvent.click(screen.getByRole("button", { name: "Shift back" }));
+    await waitFor(() => expect(current()!.global).toEqual(shiftGlobal(focus, -1)));
+    expect(current()!.global.startMs).toBe(focus.startMs - 30 * 30_000); // 20 min span: 30 s buckets
+    await act(() => router.navigate(-1));
+    await waitFor(() => expect(current()!.global).toEqual(focus));
+    await act(() => router.navigate(-1));
+    await waitFor(() => expect(current()!.focus).toEqual(focus));
+  });
+
+  test("Go stays disabled unless the typed UTC time round-trips; placeholder is a week ago at 12:34:56", async () => {
+    const { client } = memoryClient([]);
+    const { current } = mount(client, base);
+    const input = await screen.findByLabelText("Jump to time (UTC)");
+    expect(input.getAttribute("placeholder")).toBe("2026-11-14 12:34:56");
+    const go = screen.getByRole("button", { name: "Go" });
+    fireEvent.change(input, { target: { value: "2026-11-31 10:00:00" } });
+    expect(go.hasAttribute("disabled")).toBe(true);
+    fireEvent.change(input, { target: { value: "2026-11-20 10:00:00" } });
+    expect(go.hasAttribute("disabled")).toBe(false);
+    fireEvent.click(go);
+    const t = Date.UTC(2026, 10, 20, 10);
+    await waitFor(() =>
+      expect(current()!.global).toEqual({
+        startMs: t - H / 2,
+        endMs: t + H / 2,
+      }),
+    );
+  });
+
+  test("UTC/Local toggle is kept in the URL", async () => {
+    const { client } = memoryClient([]);
+    const { current } = mount(client, base);
+    fireEvent.click(await screen.findByRole("button", { name: "Local" }));
+    await waitFor(() => expect(current()!.tz).toBe("Local"));
+  });
+});
+
+describe("results", () => {
+  test("row-limit message of spec section 8, and a failed query shows a message and a retry", async () => {
+    const rows = makeRows(50, global.startMs, global.endMs);
+    const { client, calls } = memoryClient(rows, { failRows: 1, limit: 20 });
+    mount(client, base);
+    const alert = await screen.findByText(/The requests could not be loaded: database is down/);
+    fireEvent.click(alert.querySelector("button")!);
+    await waitFor(() => expect(screen.getByTestId("row-limit").textContent).toBe(rowLimitText(50)));
+    expect(rowLimitText(12345)).toBe(
+      "Row limit of 10000 reached. Your query would have returned 12345 rows. Consider narrowing the time window or adding filters to reduce the number of rows returned.",
+    );
+    expect(calls.rows.length).toBe(2);
+  });
+
+  test("filter chips apply through the URL; a bad filter shows its error and is rolled back", async () => {
+    const { client, calls } = memoryClient([]);
+    const { current } = mount(client, base);
+    const input = await screen.findByLabelText("Filter");
+    fireEvent.change(input, { target: { value: "response.status == 500" } });
+    fireEvent.keyDown(input, { key: "Enter" });
+    await waitFor(() => expect(current()!.text).toEqual(["response.status == 500"]));
+    const bad = await screen.findByLabelText("Filter");
+    fireEvent.change(bad, { target: { value: "response.nope == 1" } });
+    fireEvent.keyDown(bad, { key: "Enter" });
+    await screen.findByRole("alert");
+    expect(current()!.text).toEqual(["response.status == 500"]);
+    expect(calls.rows.length).toBeGreaterThan(1);
+  });
+
+  test("clicking a row opens the request detail from the detail query", async () => {
+    const rows = makeRows(5, global.startMs, global.endMs);
+    const { client, calls } = memoryClient(rows);
+    mount(client, base);
+    await waitFor(() => expect(screen.getByTestId("result-count").textContent).toBe("5 requests"));
+    const row = document.querySelector(`[data-event-id="${rows[2]!.event_id}"]`)!;
+    fireEvent.click(row);
+    await screen.findByRole("region", { name: "Request detail" });
+    expect(calls.detail).toEqual([rows[2]!.event_id]);
+  });
+
+  test("Safari is detected (Chrome and Firefox on macOS are not)", () => {
+    expect(
+      isSafari("Mozilla/5.0 (Macintosh; Intel Mac OS X 14_5) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Safari/605.1.15"),
+    ).toBe(true);
+    expect(
+      isSafari("Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36"),
+    ).toBe(false);
+  });
+});
