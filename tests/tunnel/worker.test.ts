@@ -41,7 +41,12 @@ describe("self-hosted worker (tapscope worker subprocess)", () => {
       stderr: "pipe",
     });
     void (async () => {
-      for await (const chunk of child.stderr as ReadableStream<Uint8Array>) stderr += new TextDecoder().decode(chunk);
+      const reader = (child.stderr as ReadableStream<Uint8Array>).getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        stderr += new TextDecoder().decode(value);
+      }
     })();
     return child;
   }
