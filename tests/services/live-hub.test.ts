@@ -245,6 +245,23 @@ describe("LiveHub", () => {
     expect(hub.hasRoomFor(link("L"))).toBe(true);
   });
 
+  test("viewers sharing filters are evaluated together and part cleanly when one changes or leaves", () => {
+    const hub = hubWith();
+    const [a, b, c] = [new TestSocket(), new TestSocket(), new TestSocket()];
+    const subs = [a, b, c].map((s) => hub.subscribe(ns("n"), s, noExpiry));
+    for (const sub of subs) sub.setConfig({ type: "setConfig", revision: 1, filters: ["response.status == 200"] });
+    subs[1]!.setConfig({ type: "setConfig", revision: 2, filters: ["response.status == 500"] });
+    subs[2]!.close();
+    hub.accept({ namespaceId: "n", linkId: null }, [
+      makeEvent({ http_resp_status_code: 200, http_req_path: "/ok" }),
+      makeEvent({ http_resp_status_code: 500, http_req_path: "/err" }),
+    ]);
+    hub.flushAll();
+    expect(a.paths()).toEqual(["/ok"]);
+    expect(b.paths()).toEqual(["/err"]);
+    expect(c.paths()).toEqual([]);
+  });
+
   test("a send the socket drops (status 0) is counted as dropped", () => {
     const hub = hubWith();
     const s = new TestSocket();

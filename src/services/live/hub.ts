@@ -54,6 +54,8 @@ const retryDelayMs = 20;
 type Channel = {
   key: string;
   subscribers: Set<Subscriber>;
+  /** Subscribers by filters: each distinct filter set is evaluated once per event, however many share it. */
+  groups: Map<string, { predicate: EventPredicate; members: Set<Subscriber> }>;
   publishers: number;
   history: EventHistory<TracedEvent>;
   lastWrite: number;
@@ -167,8 +169,9 @@ export class LiveHub implements EventSink {
         const event = events[i]!;
         const json = jsons[i]!;
         channel.history.push(event, json);
-        for (const sub of channel.subscribers) {
-          if (sub.predicate(event)) this.enqueue(sub, json);
+        for (const group of channel.groups.values()) {
+          if (!group.predicate(event)) continue;
+          for (const sub of group.members) this.enqueue(sub, json);
         }
       }
       this.historyBytes += channel.history.byteLength - before;
@@ -187,6 +190,7 @@ export class LiveHub implements EventSink {
     const channel = this.channel(channelKey(ref));
     const sub = new Subscriber(this, channel, transport);
     channel.subscribers.add(sub);
+    this.joinGroup(sub);
     this.sendControl(sub, {
       type: "hello",
       channel: ref.kind,
@@ -204,6 +208,7 @@ export class LiveHub implements EventSink {
     this.dirty.delete(sub);
     this.retry.delete(sub);
     sub.channel.subscribers.delete(sub);
+    this.leaveGroup(sub);
     this.announceStats(sub.channel);
     this.forgetIfUnused(sub.channel);
   }
@@ -215,8 +220,10 @@ export class LiveHub implements EventSink {
       this.sendControl(sub, { type: "setFilterError", revision: message.revision, ...parsed.error });
       return;
     }
+    this.leaveGroup(sub);
     sub.predicate = compileFilter(parsed.expr);
     sub.configKey = JSON.stringify(message.filters);
+    this.joinGroup(sub);
     sub.revision = message.revision;
     // Everything waiting is also in the history, which is resent under the new filters.
     sub.pending = [];
@@ -271,6 +278,7 @@ export class LiveHub implements EventSink {
       channel = {
         key,
         subscribers: new Set(),
+        groups: new Map(),
         publishers: 0,
         history: new EventHistory(this.options.historySize, this.options.historyBytes),
         lastWrite: Date.now(),
@@ -278,6 +286,23 @@ export class LiveHub implements EventSink {
       this.channels.set(key, channel);
     }
     return channel;
+  }
+
+  private joinGroup(sub: Subscriber): void {
+    const groups = sub.channel.groups;
+    let group = groups.get(sub.configKey);
+    if (!group) {
+      group = { predicate: sub.predicate, members: new Set() };
+      groups.set(sub.configKey, group);
+    }
+    group.members.add(sub);
+  }
+
+  private leaveGroup(sub: Subscriber): void {
+    const group = sub.channel.groups.get(sub.configKey);
+    if (!group) return;
+    group.members.delete(sub);
+    if (group.members.size === 0) sub.channel.groups.delete(sub.configKey);
   }
 
   private forgetIfUnused(channel: Channel): void {
