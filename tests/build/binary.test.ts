@@ -49,6 +49,24 @@ async function startBinaryServer(binary: string, env: Record<string, string> = {
   throw new Error(`the binary server did not start:\n${text}`);
 }
 
+/** Collects a stream's text in the background; `until` waits (bounded) for a pattern to appear in it. */
+function collect(stream: ReadableStream<Uint8Array>) {
+  let text = "";
+  void (async () => {
+    const decoder = new TextDecoder();
+    const reader = stream.getReader();
+    for (let r = await reader.read(); !r.done; r = await reader.read()) text += decoder.decode(r.value, { stream: true });
+  })();
+  return {
+    text: () => text,
+    until: async (pattern: RegExp, ms = 20_000) => {
+      const deadline = Date.now() + ms;
+      while (!pattern.test(text) && Date.now() < deadline) await Bun.sleep(50);
+      return pattern.exec(text);
+    },
+  };
+}
+
 /** Asks for a magic link (logged without SMTP), follows it and reads the session back: writes and reads the metadata DB. */
 async function signInRoundTrip(server: Running, email: string) {
   const asked = await fetch(`${server.url}/api/EmailLogin`, {
@@ -199,30 +217,56 @@ describe.skipIf(skip)("compiled binary", () => {
       expect(ran.stderr).toContain("err\n");
     }, 60_000);
 
-    test.skipIf(!Bun.which("python3"))("tapscope run intercepts a server's listener from the binary", async () => {
-      const port = freePort();
-      const proc = Bun.spawn([join(dist, "tapscope"), "run", "--", "python3", "-m", "http.server", String(port), "--bind", "127.0.0.1"], {
-        env: { PATH: BASE_PATH, HOME: tempDir("run-home"), TAPSCOPE_ENDPOINT: server.url },
-        cwd: tempDir("run-cwd"),
-        stdout: "pipe",
-        stderr: "pipe",
-      });
-      try {
-        let status = 0;
-        for (let i = 0; i < 200 && status !== 200; i++) {
-          status = await fetch(`http://127.0.0.1:${port}/`).then((r) => r.status, () => 0);
-          if (status !== 200) await Bun.sleep(50);
+    test.skipIf(!Bun.which("python3"))(
+      "a request to a program under tapscope run shows up live on its shared link (binary CLI -> binary server)",
+      async () => {
+        const port = freePort();
+        const proc = Bun.spawn([join(dist, "tapscope"), "run", "--", "python3", "-m", "http.server", String(port), "--bind", "127.0.0.1"], {
+          env: { PATH: BASE_PATH, HOME: tempDir("run-home"), TAPSCOPE_ENDPOINT: server.url },
+          cwd: tempDir("run-cwd"),
+          stdout: "pipe",
+          stderr: "pipe",
+        });
+        const stderr = collect(proc.stderr);
+        const readUntil = (pattern: RegExp) => stderr.until(pattern);
+        let ws: WebSocket | undefined;
+        try {
+          const linkId = (await readUntil(/\/link\/([\w-]+)/))?.[1];
+          expect(linkId).toBeDefined();
+          expect(await readUntil(new RegExp(`intercepted 127\\.0\\.0\\.1:${port}`))).not.toBeNull();
+
+          const events: Array<Record<string, unknown>> = [];
+          const socket = new WebSocket(`${server.url.replace("http", "ws")}/api/LiveSubscribe?link_id=${linkId}`);
+          ws = socket;
+          socket.onmessage = (m) => {
+            const msg = JSON.parse(String(m.data)) as { type: string; events?: Array<Record<string, unknown>> };
+            if (msg.type === "events" || msg.type === "history") events.push(...(msg.events ?? []));
+          };
+          await new Promise((resolve, reject) => {
+            socket.onopen = resolve;
+            socket.onerror = reject;
+          });
+          socket.send(JSON.stringify({ type: "setConfig", revision: 1, filters: [] }));
+
+          let status = 0;
+          for (let i = 0; i < 100 && status !== 200; i++) {
+            status = await fetch(`http://127.0.0.1:${port}/?from=binary-test`).then((r) => r.status, () => 0);
+            if (status !== 200) await Bun.sleep(100);
+          }
+          expect(status).toBe(200);
+          const deadline = Date.now() + 15_000;
+          while (!events.some((e) => String(e.http_req_path).includes("from=binary-test")) && Date.now() < deadline) await Bun.sleep(100);
+          const event = events.find((e) => String(e.http_req_path).includes("from=binary-test"));
+          expect(event).toMatchObject({ http_req_method: "GET", http_resp_status_code: 200, http_is_outgoing: false });
+        } finally {
+          ws?.close();
+          proc.kill("SIGINT");
+          await Promise.race([proc.exited, Bun.sleep(10_000)]);
+          if (proc.exitCode === null) proc.kill("SIGKILL");
         }
-        expect(status).toBe(200);
-      } finally {
-        proc.kill("SIGINT");
-        await Promise.race([proc.exited, Bun.sleep(10_000)]);
-        if (proc.exitCode === null) proc.kill("SIGKILL");
-      }
-      const stderr = await new Response(proc.stderr).text();
-      expect(stderr).toContain(`intercepted 127.0.0.1:${port}`);
-      expect(stderr).toContain('"GET / HTTP/1.1" 200');
-    }, 60_000);
+      },
+      60_000,
+    );
 
     test("exits 0 on SIGTERM, even with a `tapscope run` publisher connected", async () => {
       const traced = Bun.spawn([join(dist, "tapscope"), "run", "--", "sleep", "60"], {
@@ -232,14 +276,9 @@ describe.skipIf(skip)("compiled binary", () => {
       });
       try {
         // The anonymous link box is printed once the CLI has joined the server.
-        const reader = traced.stderr.getReader();
-        let said = "";
-        const deadline = Date.now() + 20_000;
-        while (!said.includes("/link/") && Date.now() < deadline) {
-          const chunk = await Promise.race([reader.read(), Bun.sleep(1000).then(() => null)]);
-          if (chunk && !chunk.done) said += new TextDecoder().decode(chunk.value);
-        }
-        expect(said).toContain(`${server.url}/link/`);
+        const said = collect(traced.stderr);
+        expect(await said.until(/\/link\//)).not.toBeNull();
+        expect(said.text()).toContain(`${server.url}/link/`);
         await Bun.sleep(500);
         const started = performance.now();
         server.proc.kill("SIGTERM");
