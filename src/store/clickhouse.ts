@@ -174,6 +174,9 @@ export async function openClickHouseStore(options: ClickHouseStoreOptions): Prom
   const client = createClient({
     url: options.url,
     compression: { request: false, response: true },
+    // No pooled sockets: ClickHouse closes idle ones after keep_alive_timeout (3 s), and when the event loop
+    // lags (a busy server) the client reuses one the server has closed; a fresh connection per request avoids it.
+    keep_alive: { enabled: false },
   });
   const result = await client.query({
     query: "SELECT version() AS v",
