@@ -158,7 +158,10 @@ export async function main(args: string[]): Promise<number> {
       const events: TracedEvent[] = [];
       const isLong = ids.length > maxEventsPerRequest;
       for (let i = 0; i < ids.length; i += maxEventsPerRequest) {
-        const batch = await client.query({ kind: "events", eventIds: ids.slice(i, i + maxEventsPerRequest) }, { compression: "gzip" });
+        const batch = await client.query(
+          { kind: "events", eventIds: ids.slice(i, i + maxEventsPerRequest), range: filter.global },
+          { compression: "gzip" },
+        );
         events.push(...(batch.data as unknown as TracedEvent[]));
         if (isLong) process.stderr.write(`\rtapscope query: fetched ${events.length}/${ids.length} requests`);
       }

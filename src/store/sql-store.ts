@@ -215,6 +215,24 @@ export class SqlEventStore implements EventStore {
     };
   }
 
+  async getEvents(namespaceId: string, eventIds: readonly string[], range?: TimestampFilter): Promise<TracedEvent[]> {
+    const table = tableName(namespaceId);
+    if (eventIds.length > maxRowLimit || !eventIds.every((id) => typeof id === "string" && isNamespaceId(id))) {
+      throw new AppError("BAD_REQUEST", "invalid event id");
+    }
+    if (eventIds.length === 0 || !(await this.hasTable(namespaceId))) return [];
+    const d = this.engine.dialect;
+    let where = `event_id IN (${eventIds.map((id) => d.literal(id)).join(", ")})`;
+    if (range) {
+      const r = checkRange(range, "range");
+      where += ` AND time >= ${d.literal(toMicros(r.lowerMs))} AND time < ${d.literal(toMicros(r.upperMs))}`;
+    }
+    const rows = await this.gate.run(namespaceId, () =>
+      this.select(namespaceId, randomUUID(), `SELECT ${fullSelect} FROM ${table} WHERE ${where} LIMIT ${maxRowLimit}`),
+    );
+    return rows.map(rowToEvent);
+  }
+
   async getEvent(namespaceId: string, eventId: string): Promise<EventDetail | null> {
     const table = tableName(namespaceId);
     if (!isNamespaceId(eventId)) throw new AppError("BAD_REQUEST", "invalid event id");

@@ -1,5 +1,12 @@
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import type { EventDetail, HistogramQuery, HistogramResult, RowsQuery, RowsResult } from "~/lib/protocol/query.ts";
+import type {
+  EventDetail,
+  HistogramQuery,
+  HistogramResult,
+  RowsQuery,
+  RowsResult,
+  TimestampFilter,
+} from "~/lib/protocol/query.ts";
 
 /**
  * The event store: one table per namespace, DuckDB embedded or ClickHouse. Namespace ids are validated
@@ -14,6 +21,11 @@ export type EventStore = {
   histogram(namespaceId: string, query: HistogramQuery): Promise<HistogramResult>;
   /** One event with full detail and its child events (parent_event_id), or null. */
   getEvent(namespaceId: string, eventId: string): Promise<EventDetail | null>;
+  /**
+   * Full events of up to 10000 ids in one read (HAR export), optionally within a time range that prunes
+   * the scan; missing ids are skipped, order not defined.
+   */
+  getEvents?(namespaceId: string, eventIds: readonly string[], range?: TimestampFilter): Promise<TracedEvent[]>;
   /** Removes events whose time (microseconds) is before cutoffMicros. */
   deleteOlderThan(namespaceId: string, cutoffMicros: number): Promise<void>;
   /**

@@ -1,5 +1,5 @@
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import type { HistogramQuery, RowsQuery } from "~/lib/protocol/query.ts";
+import type { HistogramQuery, RowsQuery, TimestampFilter } from "~/lib/protocol/query.ts";
 
 /**
  * Query tunnels (spec section 3): binary messages on a WebSocket, shared by the CLI, the server, the
@@ -29,7 +29,7 @@ export type TunnelWant =
     }
   | { kind: "event"; eventId: string }
   /** Full events (headers, bodies, timings) of up to maxEventsPerRequest ids: what a HAR export needs. */
-  | { kind: "events"; eventIds: string[] }
+  | { kind: "events"; eventIds: string[]; range?: TimestampFilter }
   /** Role INSERT only: events for the tunnel's namespace. */
   | { kind: "insert"; events: TracedEvent[] };
 

@@ -74,6 +74,7 @@ export async function exportHar({
       const batch = await ask(workers, namespaceId, orgId, {
         kind: "events",
         eventIds: ids.slice(i, i + maxEventsPerRequest),
+        range: selection.filter.focus ?? selection.filter.global,
       });
       events.push(...(batch.data as unknown as TracedEvent[]));
     }
