@@ -52,7 +52,7 @@ export class Pipe {
     info: ConnectionInfo,
     private readonly observer: ConnectionObserver | null,
     private readonly onFinish?: () => void,
-    options: { deferTap?: boolean } = {},
+    private readonly options: { deferTap?: boolean; onRelease?: (pipe: Pipe) => void } = {},
   ) {
     this.info = info;
     if (options.deferTap && observer) {
@@ -61,11 +61,16 @@ export class Pipe {
     }
   }
 
+  get isDeferred(): boolean {
+    return this.deferred !== null;
+  }
+
   /** Shows the connection to the observer now, as seen by process `pid` when known. */
   release(pid?: number): void {
     const deferred = this.deferred;
     if (!deferred) return;
     this.deferred = null;
+    this.options.onRelease?.(this);
     if (pid) this.info.pid = pid;
     this.openTap();
     for (const item of deferred.items) {

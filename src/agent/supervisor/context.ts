@@ -35,6 +35,8 @@ export type Context = {
   takeovers: Map<string, Takeover>;
   inbound: Map<number, InboundEntry>;
   outbound: Map<number, OutboundEntry>;
+  /** Inbound connections not yet shown to the observer (waiting for the program's accept). */
+  deferredInbound: Set<Pipe>;
   nextConnectionId: () => number;
   stats: { intercepted: number; inbound: number; outbound: number; refusedIoUring: number; lostAccepts: number };
 };

@@ -146,9 +146,11 @@ function relayInbound(ctx: Context, takeover: Takeover, client: Socket<LegData>)
       connectedAt: 0,
     },
     ctx.observer,
-    () => setTimeout(() => ctx.inbound.delete(relayPort), 5000).unref(),
-    { deferTap: true },
+    // Kept a little after close for a late getpeername; a reused port may already belong to a newer connection.
+    () => setTimeout(() => ctx.inbound.get(relayPort)?.pipe === pipe && ctx.inbound.delete(relayPort), 5000).unref(),
+    { deferTap: true, onRelease: (released) => ctx.deferredInbound.delete(released) },
   );
+  if (pipe.isDeferred) ctx.deferredInbound.add(pipe);
   pipe.attach("client", client);
   ctx.stats.inbound++;
   const fd = newSocket(takeover.domain);
@@ -164,7 +166,7 @@ function relayInbound(ctx: Context, takeover: Takeover, client: Socket<LegData>)
   const err = connectTo(fd, takeover.hiddenEncoded);
   if (err && err !== E.EINPROGRESS) {
     libc.close(fd);
-    ctx.inbound.delete(relayPort);
+    if (ctx.inbound.get(relayPort)?.pipe === pipe) ctx.inbound.delete(relayPort);
     pipe.fail("program stopped listening");
     if (err === E.ECONNREFUSED) retire(ctx, takeover);
     return;
@@ -179,7 +181,7 @@ function relayInbound(ctx: Context, takeover: Takeover, client: Socket<LegData>)
         serveParked(ctx, takeover);
       },
       connectError() {
-        ctx.inbound.delete(relayPort);
+        if (ctx.inbound.get(relayPort)?.pipe === pipe) ctx.inbound.delete(relayPort);
         pipe.fail("program stopped listening");
         retire(ctx, takeover);
       },

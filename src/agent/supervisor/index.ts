@@ -52,6 +52,7 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
     takeovers: new Map(),
     inbound: new Map(),
     outbound: new Map(),
+    deferredInbound: new Set(),
     nextConnectionId: () => ++connectionId,
     stats: { intercepted: 0, inbound: 0, outbound: 0, refusedIoUring: 0, lostAccepts: 0 },
   };

@@ -72,6 +72,10 @@ function errnoOf(error: unknown): number {
 const pendingDials = new Map<string, { id: bigint; adopt(m: ConnectMsg): void }>();
 
 export function handleConnect(ctx: Context, relay: OutboundRelay, m: ConnectMsg): void {
+  const pid = processOf(m.pid);
+  // Requests this process received but has not been seen accepting (a native accept) are in flight now:
+  // show them to the tracer first, so this call can name its parent request.
+  for (const pipe of ctx.deferredInbound) if (pipe.info.pid === pid) pipe.release(pid);
   const inode = socketInode(m.fd);
   const pending = inode ? pendingDials.get(inode) : undefined;
   if (pending) {
@@ -108,7 +112,6 @@ export function handleConnect(ctx: Context, relay: OutboundRelay, m: ConnectMsg)
   let upstream: Socket<LegData> | null = null;
   let timer: Timer | null = null;
 
-  const pid = processOf(m.pid);
   const makePipe = (): Pipe => {
     const info = {
       id: ctx.nextConnectionId(),
@@ -119,7 +122,10 @@ export function handleConnect(ctx: Context, relay: OutboundRelay, m: ConnectMsg)
       startedAt,
       connectedAt: 0,
     };
-    const created = new Pipe(info, ctx.observer, () => setTimeout(() => ctx.outbound.delete(programPort), 5000).unref());
+    // Kept a little after close for a late getpeername; a reused port may already belong to a newer connection.
+    const created: Pipe = new Pipe(info, ctx.observer, () =>
+      setTimeout(() => ctx.outbound.get(programPort)?.pipe === created && ctx.outbound.delete(programPort), 5000).unref(),
+    );
     ctx.stats.outbound++;
     return created;
   };
