@@ -60,7 +60,10 @@ function say(message: string) {
 
 function run(cmd: string, args: string[], cwd = root): string {
   const res = spawnSync(cmd, args, { cwd, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
-  if (res.status !== 0) throw new Error(`${cmd} ${args.join(" ")} failed: ${res.stderr || res.error}`);
+  if (res.status !== 0) {
+    const why = (res.stderr || res.stdout || "").trim().split("\n").slice(-3).join(" ") || String(res.error ?? `exit ${res.status}`);
+    throw new Error(`${cmd} ${args.join(" ")} failed: ${why}`);
+  }
   return res.stdout;
 }
 
@@ -133,7 +136,11 @@ function duckdbNative(arch: Arch): { addon: string; library: string } {
   const wanted = pkgVersion("@duckdb/node-bindings");
   let dir = join(root, "node_modules", name);
   if (!existsSync(join(dir, "duckdb.node"))) {
-    const version = nearestPublished(name, wanted);
+    // Remembered, so later builds need no registry look-up (and work offline once the cache is filled).
+    const memo = join(cacheRoot, `${name.replace("/", "+")}@${wanted}.resolved`);
+    const version = existsSync(memo) ? readFileSync(memo, "utf8").trim() : nearestPublished(name, wanted);
+    mkdirSync(cacheRoot, { recursive: true });
+    writeFileSync(memo, `${version}\n`);
     // @duckdb/node-api's JavaScript is the same across these patch releases; the addon is what differs.
     if (version !== wanted) say(`${name}@${wanted} is not on the registry; using ${version}`);
     dir = npmPackage(name, version);
@@ -300,7 +307,9 @@ mkdirSync(outdir, { recursive: true });
 const commit = gitCommit();
 const withDuckDb = usesDuckDb();
 for (const arch of targets) {
-  const outfile = await buildTarget(arch, entry, outdir, commit, withDuckDb);
+  const outfile = await buildTarget(arch, entry, outdir, commit, withDuckDb).catch((err: Error) =>
+    fail(`linux-${arch}: ${err.message}${arch !== process.arch ? " (a cross build needs the npm registry once; --target " + process.arch + " builds only this machine's)" : ""}`),
+  );
   if (arch === process.arch) {
     const host = join(outdir, "tapscope");
     rmSync(host, { force: true });
