@@ -3,7 +3,9 @@
  * exchanges into events, against a baseline that only touches the same bytes (a scan for LF, the least
  * any HTTP/1 parser must do). Run: bun bench/capture/parse-bench.ts
  */
+import { codeLengths } from "~/agent/parse/hpack.ts";
 import { Http1Session } from "~/agent/parse/http1-session.ts";
+import { Http2Session } from "~/agent/parse/http2-session.ts";
 import { createTracer } from "~/agent/tracer.ts";
 import type { ConnectionInfo } from "~/agent/relay/observer.ts";
 
@@ -71,6 +73,64 @@ function chunkedBody(totalMiB: number): Workload {
   };
 }
 
+/** HPACK Huffman encoding (the canonical code of RFC 7541 from its lengths), for building realistic h2 traffic. */
+function huffmanEncoder() {
+  const order = codeLengths.map((len, sym) => [len, sym] as const).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const codes: number[] = [];
+  let code = 0;
+  let prev = order[0]![0];
+  for (const [len, sym] of order) {
+    code *= 2 ** (len - prev);
+    prev = len;
+    codes[sym] = code;
+    code++;
+  }
+  return (text: string): Uint8Array => {
+    const bits: number[] = [];
+    for (const ch of Buffer.from(text, "latin1")) {
+      const len = codeLengths[ch]!;
+      for (let b = len - 1; b >= 0; b--) bits.push(Math.floor(codes[ch]! / 2 ** b) % 2);
+    }
+    while (bits.length % 8) bits.push(1);
+    const out = new Uint8Array(bits.length / 8);
+    for (let i = 0; i < out.length; i++) for (let b = 0; b < 8; b++) out[i] = (out[i]! << 1) | bits[i * 8 + b]!;
+    return out;
+  };
+}
+
+/** gRPC-like h2c traffic: many concurrent streams, Huffman-coded literal headers, small DATA, trailers. */
+function grpcStreams(n: number): Workload {
+  const huff = huffmanEncoder();
+  const str = (s: string) => {
+    const h = huff(s);
+    if (h.length >= 127) throw new Error("long");
+    return concat([Uint8Array.of(0x80 | h.length), h]);
+  };
+  const literalNew = (name: string, value: string) => concat([Uint8Array.of(0), str(name), str(value)]);
+  const frame = (type: number, flags: number, stream: number, payload: Uint8Array) =>
+    concat([Uint8Array.of(payload.length >> 16, (payload.length >> 8) & 255, payload.length & 255, type, flags, stream >>> 24, (stream >> 16) & 255, (stream >> 8) & 255, stream & 255), payload]);
+  const message = concat([Uint8Array.of(0, 0, 0, 0, 12), Uint8Array.of(0x0a, 5, ...enc("hello"), 0x10, 0x96, 0x01, 0x18, 1, 0x20, 2)]);
+  const client: Uint8Array[] = [concat([enc("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), frame(4, 0, 0, new Uint8Array(0))])];
+  const server: Uint8Array[] = [frame(4, 0, 0, new Uint8Array(0))];
+  // Like real encoders: the first stream's headers enter the dynamic table (incremental indexing), later
+  // streams refer to them by index; the per-call header (a request id) is a fresh literal each time.
+  const incr = (index: number, value: string) => concat([Uint8Array.of(0x40 | index), str(value)]);
+  const firstReq = concat([Uint8Array.of(0x83, 0x86), incr(4, "/helloworld.Greeter/SayHello"), incr(1, "127.0.0.1:50051"), incr(31, "application/grpc"), concat([Uint8Array.of(0x40), str("te"), str("trailers")]), incr(58, "grpc-node-js/1.9.0")]);
+  // Dynamic table, newest first: user-agent 62, te 63, content-type 64, authority 65, path 66.
+  const laterReq = Uint8Array.of(0x83, 0x86, 0x80 | 66, 0x80 | 65, 0x80 | 64, 0x80 | 63, 0x80 | 62);
+  const firstResp = concat([Uint8Array.of(0x88), incr(31, "application/grpc+proto"), concat([Uint8Array.of(0x40), str("grpc-accept-encoding"), str("identity,deflate,gzip")])]);
+  const laterResp = Uint8Array.of(0x88, 0x80 | 63, 0x80 | 62);
+  for (let i = 0; i < n; i++) {
+    const id = 1 + 2 * i;
+    const reqBlock = concat([i === 0 ? firstReq : laterReq, literalNew("x-request-id", `req-${i}`)]);
+    client.push(concat([frame(1, 4, id, reqBlock), frame(0, 1, id, message)]));
+    const respBlock = i === 0 ? firstResp : laterResp;
+    const trailers = concat([literalNew("grpc-status", "0"), literalNew("grpc-message", "OK")]);
+    server.push(concat([frame(1, 4, id, respBlock), frame(0, 0, id, message), frame(1, 5, id, trailers)]));
+  }
+  return { name: "gRPC over h2c: streams with Huffman-coded headers, a message each way, trailers", client, server, exchanges: n };
+}
+
 type Mode = "baseline" | "parse" | "tracer";
 
 /** Bytes touched once: find every LF (what any HTTP/1 parser must at least do). */
@@ -94,10 +154,9 @@ function baseline(w: Workload): void {
 /** The HTTP/1 session alone: parse and pair, body samples kept, exchanges discarded. */
 function parseOnly(w: Workload): void {
   let exchanges = 0;
-  const session = new Http1Session(
-    { newEventId: () => "", parentEventId: () => "", onRequestStart: () => {}, onExchange: () => exchanges++ },
-    { payloadLimit: 64 * 1024, isOutbound: false },
-  );
+  const hooks = { newEventId: () => "", parentEventId: () => "", onRequestStart: () => {}, onExchange: () => exchanges++ };
+  const options = { payloadLimit: 64 * 1024, isOutbound: false };
+  const session = w.name.startsWith("gRPC") ? new Http2Session(hooks, options) : new Http1Session(hooks, options);
   const n = Math.max(w.client.length, w.server.length);
   for (let i = 0; i < n; i++) {
     if (i < w.client.length) session.onData(true, w.client[i]!, i);
@@ -139,7 +198,7 @@ function median(xs: number[]): number {
 }
 
 const only = process.argv[2];
-const workloads = [() => smallRequests(50_000), () => largeBodies(200, 1024 * 1024), () => chunkedBody(64)].filter((_, i) => !only || String(i) === only);
+const workloads = [() => smallRequests(50_000), () => largeBodies(200, 1024 * 1024), () => chunkedBody(64), () => grpcStreams(50_000)].filter((_, i) => !only || String(i) === only);
 const results: string[] = [];
 for (const make of workloads) {
   // Built one at a time so only the measured workload is in memory.

@@ -34,7 +34,10 @@ export class BodySample {
       if (this.buf) next.set(this.buf.subarray(0, this.length));
       this.buf = next;
     }
-    this.buf.set(chunk.subarray(start, start + n), this.length);
+    if (n <= 64) {
+      const buf = this.buf;
+      for (let k = 0; k < n; k++) buf[this.length + k] = chunk[start + k]!;
+    } else this.buf.set(chunk.subarray(start, start + n), this.length);
     this.length = needed;
   }
 

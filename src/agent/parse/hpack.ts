@@ -25,7 +25,7 @@ const staticTable: ReadonlyArray<readonly [string, string]> = [
  * Code lengths of the Huffman code of RFC 7541 Appendix B, by symbol (256 = EOS). The code is canonical
  * (codes of one length are consecutive in symbol order), so the lengths define it.
  */
-const codeLengths = [
+export const codeLengths = [
   13, 23, 28, 28, 28, 28, 28, 28, 28, 24, 30, 28, 28, 30, 28, 28, 28, 28, 28, 28, 28, 28, 30, 28, 28, 28, 28, 28, 28, 28, 28, 28,
   6, 10, 10, 12, 13, 6, 8, 11, 10, 10, 8, 11, 8, 6, 6, 6, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 7, 8, 15, 6, 12, 10, 13, 6, 7, 7, 7, 7, 7,
   7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 8, 7, 8, 13, 19, 13, 14, 6, 15, 5, 6, 5, 6, 5, 6, 6, 6, 5, 7, 7, 6, 6, 6, 5, 6,
@@ -125,6 +125,11 @@ export class HpackDecoder {
       const start = p;
       p += length;
       if (isHuffman) return huffmanDecode(block, start, p);
+      if (length <= 64) {
+        let text = "";
+        for (let i = start; i < p; i++) text += String.fromCharCode(block[i]!);
+        return text;
+      }
       return Buffer.from(block.buffer, block.byteOffset + start, length).toString("latin1");
     };
     while (p < block.length) {
