@@ -18,6 +18,7 @@ export async function main(args: string[]): Promise<number> {
   let clickhouse: string | undefined;
   let dataDir = "./tapscope-worker-data";
   let retentionDays = 30;
+  let heartbeatMs = 30_000;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
     const [flag, inline] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
@@ -27,6 +28,7 @@ export async function main(args: string[]): Promise<number> {
     else if (flag === "--clickhouse") clickhouse = value();
     else if (flag === "--data-dir") dataDir = value();
     else if (flag === "--retention-days") retentionDays = Number(value());
+    else if (flag === "--heartbeat-ms") heartbeatMs = Number(value());
     else if (flag === "--help" || flag === "-h") {
       process.stdout.write(`${usage}\n`);
       return 0;
@@ -61,6 +63,7 @@ export async function main(args: string[]): Promise<number> {
     server,
     token,
     store,
+    heartbeatMs: Number.isInteger(heartbeatMs) && heartbeatMs >= 100 ? heartbeatMs : 30_000,
     onStatus: (status, detail) => say(status === "connected" ? `connected to ${server}` : `disconnected (${detail}); reconnecting`),
   });
   const signal = await new Promise<string>((done) => {

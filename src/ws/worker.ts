@@ -4,6 +4,7 @@ import { principalFromUpgrade } from "~/api/plugins/auth.ts";
 import { AppError } from "~/lib/errors.ts";
 import { workerPath } from "~/lib/protocol/tunnel.ts";
 import type { ServiceContext } from "~/services/context.ts";
+import { isOrgTokenActive } from "~/services/tunnel/is-org-token-active.ts";
 import type { RemoteWorker, WorkerRegistry } from "~/services/tunnel/worker-registry.ts";
 
 /**
@@ -13,6 +14,7 @@ import type { RemoteWorker, WorkerRegistry } from "~/services/tunnel/worker-regi
  */
 export function workerSocket({ ctx, workers }: { ctx: ServiceContext; workers: WorkerRegistry }) {
   const connected = new WeakMap<object, RemoteWorker>();
+  const tokens = new WeakMap<object, string>();
 
   return new Elysia({ name: "ws-worker" })
     .resolve(async ({ request, path }) => {
@@ -20,7 +22,7 @@ export function workerSocket({ ctx, workers }: { ctx: ServiceContext; workers: W
       const principal = await principalFromUpgrade({ ctx, request });
       if (!principal) throw new AppError("UNAUTHORIZED", "an org worker token is required");
       if (principal.kind !== "orgToken") throw new AppError("FORBIDDEN", "forbidden: workers connect with an org worker token");
-      return { workerOrgId: principal.orgId };
+      return { workerOrgId: principal.orgId, workerTokenId: principal.tokenId };
     })
     .ws(workerPath, {
       maxPayloadLength: 256 * 1024 * 1024,
@@ -34,6 +36,7 @@ export function workerSocket({ ctx, workers }: { ctx: ServiceContext; workers: W
           close: (code, reason) => raw.close(code, reason),
         });
         connected.set(raw, worker);
+        tokens.set(raw, (ws.data as { workerTokenId: string }).workerTokenId);
         raw.sendText(JSON.stringify({ type: "ready", orgId }));
       },
       message(ws, message) {
@@ -43,9 +46,19 @@ export function workerSocket({ ctx, workers }: { ctx: ServiceContext; workers: W
           worker.received(message);
           return;
         }
-        // Heartbeat (any text): the worker is alive.
-        workers.seen(worker.orgId);
-        (ws.raw as ServerWebSocket<unknown>).sendText("pong");
+        // Heartbeat (any text): the worker is alive, if its token still is.
+        const raw = ws.raw as ServerWebSocket<unknown>;
+        const tokenId = tokens.get(raw) ?? "";
+        void isOrgTokenActive({ ctx, tokenId })
+          .then((isActive) => {
+            if (!isActive) {
+              raw.close(4401, "worker token deleted");
+              return;
+            }
+            workers.seen(worker.orgId);
+            raw.sendText("pong");
+          })
+          .catch(() => {});
       },
       close(ws) {
         const worker = connected.get(ws.raw);

@@ -176,4 +176,29 @@ describe("self-hosted worker (tapscope worker subprocess)", () => {
     expect((await c.query({ kind: "rows", query: { filter: range() } })).actualNumberOfRows).toBe(3);
     c.close();
   }, 40_000);
+
+  test("a worker whose org token is deleted is disconnected at its next heartbeat and stays out", async () => {
+    const admin = await s.onboardedUser();
+    const gen = await s.call("/api/GenerateOrgToken", { orgId: admin.orgId }, { cookie: admin.cookie });
+    const dir = mkdtempSync(join(tmpdir(), "tapscope-worker-"));
+    const child = spawn(
+      [bun, "src/main.ts", "worker", "--server", s.base, "--token", gen.body.token, "--data-dir", dir, "--heartbeat-ms", "200"],
+      {
+        cwd: root,
+        stdout: "ignore",
+        stderr: "ignore",
+      },
+    );
+    try {
+      await until(() => s.workers.hasRemote(admin.orgId), "worker connected");
+      expect((await s.call("/api/DeleteOrgToken", { tokenId: gen.body.tokenId }, { cookie: admin.cookie })).status).toBe(200);
+      await until(() => !s.workers.hasRemote(admin.orgId), "worker sent away");
+      await Bun.sleep(1500);
+      expect(s.workers.hasRemote(admin.orgId)).toBe(false);
+    } finally {
+      child.kill("SIGTERM");
+      await child.exited;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
 });
