@@ -89,6 +89,9 @@ function huffmanDecode(buf: Uint8Array, start: number, end: number): string {
   return out;
 }
 
+/** The largest dynamic table followed; peers rarely go past 64 KiB. */
+const MAX_TABLE_SIZE = 1024 * 1024;
+
 /** Entries cost their name and value lengths plus 32 (RFC 7541 4.1). */
 const entrySize = (name: string, value: string) => name.length + value.length + 32;
 
@@ -145,8 +148,8 @@ export class HpackDecoder {
         headers.push([name, value]);
         this.add(name, value);
       } else if (b & 0x20) {
-        // Dynamic table size update.
-        this.maxSize = readInt(5);
+        // Dynamic table size update. Bounded here too: a table we cannot follow fails decoding (passthrough).
+        this.maxSize = Math.min(readInt(5), MAX_TABLE_SIZE);
         this.evict(0);
       } else {
         // Literal without indexing (0000) or never indexed (0001).
