@@ -107,114 +107,86 @@ export function handleConnect(ctx: Context, relay: OutboundRelay, m: ConnectMsg)
   const wantsKeepAlive = getIntOpt(m.fd, SOL_SOCKET, SO_KEEPALIVE) > 0;
   const isNonBlocking = (libc.fcntl(m.fd, F_GETFL, 0) & O_NONBLOCK) !== 0;
   const shownPeer: SockAddr = dest;
-  let state: "holding" | "in-progress" | "done" = "holding";
-  let pipe: Pipe | null = null;
-  let upstream: Socket<LegData> | null = null;
-  let timer: Timer | null = null;
 
-  const makePipe = (): Pipe => {
-    const info = {
-      id: ctx.nextConnectionId(),
-      direction: "outbound" as const,
-      clientAddr: "",
-      serverAddr: formatSockAddr(shownPeer),
-      pid,
-      startedAt,
-      connectedAt: 0,
-    };
-    // Kept a little after close for a late getpeername; a reused port may already belong to a newer connection.
-    const created: Pipe = new Pipe(info, ctx.observer, () =>
-      setTimeout(() => ctx.outbound.get(programPort)?.pipe === created && ctx.outbound.delete(programPort), 5000).unref(),
-    );
-    ctx.stats.outbound++;
-    return created;
-  };
-  let programPort = -1;
-
-  /** Connects the program's socket to our relay listener; returns 0, EINPROGRESS, or an errno. */
-  const plugProgram = (): number => {
-    const relayPort = dialFamily === AF_INET6 && relay.v6 ? relay.v6.port : relay.v4.port;
-    const relayAddr: SockAddr =
-      dialFamily === AF_INET6 && relay.v6 ? { family: 6, ip: "::1", port: relayPort } : { family: 4, ip: "127.0.0.1", port: relayPort };
-    pipe = makePipe();
-    const result = connectTo(m.fd, encodeSockAddr(relayAddr, m.domain));
-    const local = localAddr(m.fd);
-    if (local && (result === 0 || result === E.EINPROGRESS)) {
-      programPort = local.port;
-      ctx.outbound.set(programPort, { pipe, realPeer: shownPeer, realLocal: null });
-    }
+  // The program's socket is connected to the relay first, before any answer: if its thread is interrupted
+  // and it polls the socket (as CPython and Go do after EINTR), it finds a connecting or connected socket,
+  // as it would without tracing.
+  const pipe: Pipe = new Pipe(
+    { id: ctx.nextConnectionId(), direction: "outbound", clientAddr: "", serverAddr: formatSockAddr(shownPeer), pid, startedAt, connectedAt: 0 },
+    ctx.observer,
+    () => setTimeout(() => ctx.outbound.get(programPort)?.pipe === pipe && ctx.outbound.delete(programPort), 5000).unref(),
+  );
+  const relayAddr: SockAddr =
+    dialFamily === AF_INET6 && relay.v6 ? { family: 6, ip: "::1", port: relay.v6.port } : { family: 4, ip: "127.0.0.1", port: relay.v4.port };
+  const plugged = connectTo(m.fd, encodeSockAddr(relayAddr, m.domain));
+  const programLocal = plugged === 0 || plugged === E.EINPROGRESS ? localAddr(m.fd) : null;
+  if (!programLocal) {
+    replyContinue(ctx.listener, m.id); // cannot relay this one: the kernel connects it, untraced
     libc.close(m.fd);
-    return result;
+    return;
+  }
+  const programPort = programLocal.port;
+  ctx.outbound.set(programPort, { pipe, realPeer: shownPeer, realLocal: null });
+  ctx.stats.outbound++;
+
+  let state: "holding" | "in-progress" | "done" = "holding";
+  let notifId = m.id;
+  let timer: Timer | null = null;
+  const settle = () => {
+    state = "done";
+    if (timer) clearTimeout(timer);
+    pendingDials.delete(inode);
+    libc.close(m.fd);
   };
 
   const onDialed = (socket: Socket<LegData>) => {
-    upstream = socket;
     if (wantsKeepAlive) socket.setKeepAlive(true);
-    if (timer) clearTimeout(timer);
-    if (state === "holding") {
-      state = "done";
-      pendingDials.delete(inode);
-      // The caller left (killed, or interrupted and not yet back): leave its socket untouched.
-      if (!isValid(ctx.listener, notifId)) {
-        libc.close(m.fd);
-        socket.terminate();
-        return;
-      }
-      const result = plugProgram();
-      if (result !== 0 && result !== E.EINPROGRESS) {
-        replyError(ctx.listener, notifId, result);
-        socket.terminate();
-        return;
-      }
-      setClientAddr(socket);
-      if (result === 0) replyValue(ctx.listener, notifId, 0);
-      else replyError(ctx.listener, notifId, result);
-    }
-    setClientAddr(socket);
-    pipe?.attach("server", socket, wantsNoDelay || isLoopback(dialAddr));
-  };
-  const setClientAddr = (socket: Socket<LegData>) => {
-    if (!pipe || pipe.info.clientAddr) return;
     const local = fromHostPort(socket.localAddress, socket.localPort);
     pipe.info.clientAddr = formatSockAddr(local);
     pipe.info.connectedAt = nowMicros();
     const entry = ctx.outbound.get(programPort);
-    if (entry) entry.realLocal = local;
+    if (entry?.pipe === pipe) entry.realLocal = local;
+    if (state === "holding") {
+      settle();
+      replyValue(ctx.listener, notifId, 0);
+    }
+    pipe.attach("server", socket, wantsNoDelay || isLoopback(dialAddr));
   };
   const onFailed = (error: unknown) => {
-    if (timer) clearTimeout(timer);
     if (state === "holding") {
-      state = "done";
-      pendingDials.delete(inode);
-      libc.close(m.fd);
+      // Undo the plug (connect with AF_UNSPEC disconnects), so the socket is unconnected as after a failed dial.
+      connectTo(m.fd, new Uint8Array(16));
+      settle();
+      if (ctx.outbound.get(programPort)?.pipe === pipe) ctx.outbound.delete(programPort);
       replyError(ctx.listener, notifId, errnoOf(error));
+      pipe.fail("connect failed");
       return;
     }
-    pipe?.fail(`connect: ${formatSockAddr(shownPeer)}: ${String((error as { code?: string })?.code ?? error)}`);
+    state = "done";
+    pipe.fail(`connect: ${formatSockAddr(shownPeer)}: ${String((error as { code?: string })?.code ?? error)}`);
   };
 
-  let notifId = m.id;
   const holdNonBlocking = () => {
     timer = setTimeout(() => {
       timer = null;
       if (state !== "holding") return;
+      settle();
       state = "in-progress";
-      pendingDials.delete(inode);
-      const result = plugProgram();
-      if (result === 0 || result === E.EINPROGRESS) replyError(ctx.listener, notifId, E.EINPROGRESS);
-      else replyError(ctx.listener, notifId, result);
+      replyError(ctx.listener, notifId, E.EINPROGRESS);
     }, NONBLOCKING_HOLD_MS);
   };
-  if (inode) pendingDials.set(inode, {
-    get id() {
-      return notifId;
-    },
-    adopt(next: ConnectMsg) {
-      notifId = next.id;
-      if (timer) clearTimeout(timer);
-      if (isNonBlocking) holdNonBlocking();
-    },
-  });
+  if (inode) {
+    pendingDials.set(inode, {
+      get id() {
+        return notifId;
+      },
+      adopt(next: ConnectMsg) {
+        notifId = next.id;
+        if (timer) clearTimeout(timer);
+        if (isNonBlocking) holdNonBlocking();
+      },
+    });
+  }
   if (isNonBlocking) holdNonBlocking();
 
   Bun.connect<LegData>({
@@ -229,5 +201,4 @@ export function handleConnect(ctx: Context, relay: OutboundRelay, m: ConnectMsg)
       },
     },
   } as unknown as Bun.TCPSocketConnectOptions<LegData>).catch(onFailed);
-  void upstream;
 }
