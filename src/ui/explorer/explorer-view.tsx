@@ -105,7 +105,9 @@ function ExplorerBody({
       />
       <div className="rounded-lg border border-zinc-800 bg-zinc-950 p-2">
         <div className="mb-1 flex items-center gap-3 text-xs text-zinc-400">
-          <span data-testid="histogram-total">{hist.data ? `${hist.data.total.toLocaleString("en-US")} requests` : "…"}</span>
+          <span data-testid="histogram-total">
+            {hist.data ? `${hist.data.total.toLocaleString("en-US")} request${hist.data.total === 1 ? "" : "s"}` : "…"}
+          </span>
           <span>bucket {formatBucket(grid.bucketMs)}</span>
           <span className="flex items-center gap-1">
             <i className="inline-block size-2 bg-emerald-500/70" /> 1xx–3xx
@@ -128,6 +130,14 @@ function ExplorerBody({
         <Histogram global={state.global} focus={state.focus} buckets={showBuckets} tz={state.tz} onFocus={onFocus} />
       </div>
       <ResultsPanel client={client} filter={rowsFilter} filterText={filterText} tz={state.tz} />
+      <a
+        className="self-end text-xs text-zinc-500 underline-offset-2 hover:text-zinc-300 hover:underline"
+        href={`/minified/?${new URLSearchParams({ namespace: namespaceId, filter: encodeState(state) })}`}
+        target="_blank"
+        rel="noreferrer"
+      >
+        Open these results on their own page
+      </a>
     </div>
   );
 }

@@ -5,7 +5,7 @@ import type { TimeZoneMode } from "~/lib/time/ticks.ts";
 import { formatBytes, formatDuration, statusClass } from "~/ui/live/format.ts";
 
 export const ROW_HEIGHT = 28;
-const COLUMNS = "grid-cols-[12.5rem_4rem_3.5rem_minmax(0,1fr)_5rem_5rem]";
+const COLUMNS = "grid-cols-[11.5rem_4rem_3rem_minmax(8rem,1fr)_4.5rem_4.5rem]";
 
 export type SortKey =
   | "time"

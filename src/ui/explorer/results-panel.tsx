@@ -105,7 +105,7 @@ export function ResultsPanel({
         ) : null}
       </div>
       {detail ? (
-        <div className="flex w-[46%] min-w-96 flex-col border-l border-zinc-800">
+        <div className="flex w-[44%] min-w-80 shrink-0 flex-col border-l border-zinc-800">
           {detail.status === "done" ? (
             <RequestDetail
               event={detail.event}
