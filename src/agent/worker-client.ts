@@ -13,6 +13,8 @@ export type WorkerClientOptions = {
   reconnectMinMs?: number;
   reconnectMaxMs?: number;
   onStatus?: (status: "connected" | "disconnected", detail?: string) => void;
+  /** The server sent this worker away for good (another worker of the org took over): it stops. */
+  onReplaced?: () => void;
 };
 
 export type WorkerClient = { stop(): void; readonly isConnected: boolean };
@@ -100,6 +102,12 @@ export function startWorkerClient(options: WorkerClientOptions): WorkerClient {
       const wasConnected = isConnected;
       isConnected = false;
       if (ws === socket) ws = null;
+      if (ev.code === 4409) {
+        // Two workers for one org would take turns replacing each other; the newer one keeps the org.
+        isStopped = true;
+        options.onReplaced?.();
+        return;
+      }
       if (wasConnected || !isStopped) options.onStatus?.("disconnected", `${ev.code}${ev.reason ? ` ${ev.reason}` : ""}`);
       schedule();
     };

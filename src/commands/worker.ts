@@ -59,19 +59,24 @@ export async function main(args: string[]): Promise<number> {
   const retention = setInterval(() => void applyRetention(store, retentionDays), 3_600_000);
   void applyRetention(store, retentionDays);
 
+  const { promise: stopped, resolve: stop } = Promise.withResolvers<string>();
+  for (const s of ["SIGINT", "SIGTERM"] as const) process.once(s, () => stop(s));
   const client = startWorkerClient({
     server,
     token,
     store,
     heartbeatMs: Number.isInteger(heartbeatMs) && heartbeatMs >= 100 ? heartbeatMs : 30_000,
     onStatus: (status, detail) => say(status === "connected" ? `connected to ${server}` : `disconnected (${detail}); reconnecting`),
+    onReplaced: () => {
+      say("another worker connected for this org and took over; stopping");
+      stop("replaced");
+    },
   });
-  const signal = await new Promise<string>((done) => {
-    for (const s of ["SIGINT", "SIGTERM"] as const) process.once(s, () => done(s));
-  });
+  const signal = await stopped;
   clearInterval(retention);
   client.stop();
   await store.close();
+  if (signal === "replaced") return 1;
   return signal === "SIGINT" ? 130 : 0;
 }
 

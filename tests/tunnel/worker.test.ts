@@ -201,4 +201,38 @@ describe("self-hosted worker (tapscope worker subprocess)", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 30_000);
+
+  test("a second worker for the org takes over; the first stops instead of fighting for the org", async () => {
+    const admin = await s.onboardedUser();
+    const token = await s.orgToken(admin);
+    const dirs = [mkdtempSync(join(tmpdir(), "tapscope-worker-")), mkdtempSync(join(tmpdir(), "tapscope-worker-"))];
+    const start = (dir: string) =>
+      spawn([bun, "src/main.ts", "worker", "--server", s.base, "--token", token, "--data-dir", dir], {
+        cwd: root,
+        stdout: "ignore",
+        stderr: "pipe",
+      });
+    const first = start(dirs[0]!);
+    let second: Subprocess | undefined;
+    try {
+      await until(() => s.workers.hasRemote(admin.orgId), "first worker connected");
+      second = start(dirs[1]!);
+      expect(await first.exited).toBe(1);
+      expect(await new Response(first.stderr as ReadableStream).text()).toContain("another worker connected for this org and took over");
+      await until(() => s.workers.hasRemote(admin.orgId), "second worker serving");
+      await s.ingest(admin.namespaceId, [makeEvent({ http_req_path: "/to-second" })]);
+      const c = await TunnelClient.open({
+        endpoint: s.base,
+        headers: { cookie: admin.cookie, origin: s.base },
+        namespaceId: admin.namespaceId,
+      });
+      expect((await c.query({ kind: "rows", query: { filter: range() } })).data.map((r) => r.http_req_path)).toEqual(["/to-second"]);
+      c.close();
+    } finally {
+      first.kill("SIGTERM");
+      second?.kill("SIGTERM");
+      await second?.exited;
+      for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    }
+  }, 40_000);
 });
