@@ -268,6 +268,48 @@ describe.skipIf(skip)("compiled binary", () => {
       60_000,
     );
 
+    test("tapscope proxy from the binary forwards and publishes what it forwards", async () => {
+      const upstream = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("from upstream") });
+      const port = freePort();
+      const proc = Bun.spawn(
+        [join(dist, "tapscope"), "proxy", "--listen", `127.0.0.1:${port}`, "--to", `127.0.0.1:${upstream.port}`],
+        { env: { PATH: BASE_PATH, HOME: tempDir("proxy-home"), TAPSCOPE_ENDPOINT: server.url }, stdout: "ignore", stderr: "pipe" },
+      );
+      const stderr = collect(proc.stderr);
+      let socket: WebSocket | undefined;
+      try {
+        const linkId = (await stderr.until(/\/link\/([\w-]+)/))?.[1];
+        expect(linkId).toBeDefined();
+        const events: Array<Record<string, unknown>> = [];
+        socket = new WebSocket(`${server.url.replace("http", "ws")}/api/LiveSubscribe?link_id=${linkId}`);
+        const ws = socket;
+        ws.onmessage = (m) => {
+          const msg = JSON.parse(String(m.data)) as { type: string; events?: Array<Record<string, unknown>> };
+          if (msg.type === "events" || msg.type === "history") events.push(...(msg.events ?? []));
+        };
+        await new Promise((resolve, reject) => {
+          ws.onopen = resolve;
+          ws.onerror = reject;
+        });
+        ws.send(JSON.stringify({ type: "setConfig", revision: 1, filters: [] }));
+        let body = "";
+        for (let i = 0; i < 100 && body !== "from upstream"; i++) {
+          body = await fetch(`http://127.0.0.1:${port}/via-proxy`).then((r) => r.text(), () => "");
+          if (body !== "from upstream") await Bun.sleep(100);
+        }
+        expect(body).toBe("from upstream");
+        const deadline = Date.now() + 15_000;
+        while (!events.some((e) => e.http_req_path === "/via-proxy") && Date.now() < deadline) await Bun.sleep(100);
+        expect(events.find((e) => e.http_req_path === "/via-proxy")).toMatchObject({ http_req_method: "GET", http_resp_status_code: 200 });
+      } finally {
+        socket?.close();
+        proc.kill("SIGINT");
+        await Promise.race([proc.exited, Bun.sleep(10_000)]);
+        if (proc.exitCode === null) proc.kill("SIGKILL");
+        upstream.stop(true);
+      }
+    }, 60_000);
+
     test("exits 0 on SIGTERM, even with a `tapscope run` publisher connected", async () => {
       const traced = Bun.spawn([join(dist, "tapscope"), "run", "--", "sleep", "60"], {
         env: { PATH: BASE_PATH, HOME: tempDir("run-home"), TAPSCOPE_ENDPOINT: server.url },
