@@ -1,5 +1,5 @@
 import { readdirSync, readlinkSync } from "node:fs";
-import { constants, release } from "node:os";
+import { constants } from "node:os";
 import type { ConnectionObserver } from "./relay/observer.ts";
 import { E, errno, pidfdGetfd, pidfdOpen } from "./seccomp/ffi.ts";
 import type { NotifMessage } from "./seccomp/messages.ts";
@@ -33,18 +33,6 @@ export type Launched = {
 
 export class InterceptionUnavailable extends Error {
   override name = "InterceptionUnavailable";
-}
-
-/** Why interception cannot work on this machine, or null when it can. */
-export function checkPlatform(): string | null {
-  if (process.platform !== "linux") {
-    return `tapscope run needs Linux (seccomp user notification); this is ${process.platform}. Use \`tapscope proxy --listen :8080 --to 127.0.0.1:3000\` to trace a server through a reverse proxy.`;
-  }
-  const [major = 0, minor = 0] = release().split(/[.-]/).map(Number);
-  if (major < 5 || (major === 5 && minor < 9)) {
-    return `tapscope run needs Linux 5.9 or newer (seccomp ADDFD); this kernel is ${release()}. Upgrade the kernel, or use \`tapscope proxy --listen :8080 --to 127.0.0.1:3000\`.`;
-  }
-  return null;
 }
 
 /** How to start this same program again: the compiled binary, or bun with the entry script in development. */

@@ -1,5 +1,5 @@
 import { basename } from "node:path";
-import { checkPlatform, InterceptionUnavailable, launch } from "~/agent/launch.ts";
+import { checkPlatform } from "~/agent/platform.ts";
 import type { RedactMode } from "~/agent/redact.ts";
 import { createSession, say } from "~/agent/session.ts";
 import { DEFAULT_PAYLOAD_LIMIT } from "~/agent/tracer.ts";
@@ -116,6 +116,8 @@ export async function main(args: string[]): Promise<number> {
     eventsFile: parsed.eventsFile,
     publish: parsed.publish,
   });
+  // Loaded only where it can work: it binds libc through bun:ffi.
+  const { InterceptionUnavailable, launch } = await import("~/agent/launch.ts");
   let launched;
   try {
     launched = await launch({ argv: parsed.command, env: process.env, observer: session.tracer, say });

@@ -4,7 +4,7 @@ import { dlopen, ptr, read } from "bun:ffi";
  * libc through bun:ffi: the few calls the supervisor needs. Loaded once per thread (the notification
  * Worker has its own copy), so `errno()` reads that thread's errno.
  */
-const lib = dlopen("libc.so.6", {
+const symbols = {
   syscall: { args: ["i64", "i64", "i64", "i64", "i64", "i64", "i64"], returns: "i64" },
   prctl: { args: ["i32", "u64", "u64", "u64", "u64"], returns: "i32" },
   ioctl: { args: ["i32", "u64", "ptr"], returns: "i32" },
@@ -26,7 +26,21 @@ const lib = dlopen("libc.so.6", {
   signal: { args: ["i32", "u64"], returns: "u64" },
   sigprocmask: { args: ["i32", "ptr", "ptr"], returns: "i32" },
   __errno_location: { args: [], returns: "ptr" },
-});
+} as const;
+
+function openLibc() {
+  let lastError: unknown;
+  for (const name of ["libc.so.6", "libc.so"]) {
+    try {
+      return dlopen(name, symbols);
+    } catch (err) {
+      lastError = err;
+    }
+  }
+  throw lastError;
+}
+
+const lib = openLibc();
 
 export const libc = lib.symbols;
 const errnoPtr = lib.symbols.__errno_location();
