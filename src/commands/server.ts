@@ -26,7 +26,7 @@ export async function main(_args: string[]): Promise<number> {
   const store = await openEventStore(config);
   const sinks = new EventSinks();
   // Ingest writes through the worker registry: an org with a self-hosted worker keeps its events there.
-  const workers = new WorkerRegistry({ db: database.db, local: store });
+  const workers = new WorkerRegistry({ db: database.db, local: store, statePath: join(config.dataDir, "worker-orgs.json") });
   const attached = attachStore({ config, db: database.db, store: workers.route(), sinks });
   const app = createApp({ config, db: database.db, store, sinks, workers });
   // listen() (not a bare Bun.serve over app.handle) so the WebSocket routes (live view, publishers, link pings) upgrade.

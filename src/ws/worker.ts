@@ -52,6 +52,7 @@ export function workerSocket({ ctx, workers }: { ctx: ServiceContext; workers: W
         void isOrgTokenActive({ ctx, tokenId })
           .then((isActive) => {
             if (!isActive) {
+              workers.forget(worker.orgId);
               raw.close(4401, "worker token deleted");
               return;
             }

@@ -37,7 +37,7 @@ export async function startTunnelServer(options: { limits?: Partial<StoreLimits>
           limits: options.limits,
         });
   const sinks = new EventSinks();
-  const workers = new WorkerRegistry({ db: database.db, local: store });
+  const workers = new WorkerRegistry({ db: database.db, local: store, statePath: join(dataDir, "worker-orgs.json") });
   const attached = store ? attachStore({ config, db: database.db, store: workers.route(), sinks }) : undefined;
   const app = createApp({
     config,

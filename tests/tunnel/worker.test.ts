@@ -8,6 +8,7 @@ import { orgs } from "#db/schema/index.ts";
 import { createPublisher } from "~/agent/publish.ts";
 import { TunnelClient } from "~/agent/query-client.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { WorkerRegistry } from "~/services/tunnel/worker-registry.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
 import { makeEvent } from "../services/live-fixtures.ts";
 import { startTunnelServer, type TunnelServer } from "./support.ts";
@@ -147,6 +148,12 @@ describe("self-hosted worker (tapscope worker subprocess)", () => {
     await s.ingest(owner.namespaceId, [makeEvent({ http_req_path: "/while-away" })]);
     expect(await s.store!.listNamespaces()).not.toContain(owner.namespaceId);
 
+    // A restarted server remembers the org has a worker: nothing lands locally before it reconnects.
+    const restarted = new WorkerRegistry({ db: s.db, local: s.store, statePath: join(s.dataDir, "worker-orgs.json") });
+    await expect(restarted.insert(owner.namespaceId, [makeEvent()])).rejects.toThrow("the org's worker is not connected");
+    await restarted.insert(local.namespaceId, [makeEvent({ http_req_path: "/local-2" })]);
+    expect(await s.store!.listNamespaces()).not.toContain(owner.namespaceId);
+
     // The data is in the worker's own DuckDB file.
     const file = await openDuckDbStore({
       path: join(workerDir, "events.duckdb"),
@@ -195,6 +202,9 @@ describe("self-hosted worker (tapscope worker subprocess)", () => {
       await until(() => !s.workers.hasRemote(admin.orgId), "worker sent away");
       await Bun.sleep(1500);
       expect(s.workers.hasRemote(admin.orgId)).toBe(false);
+      // Its events are the server's to keep again.
+      await s.ingest(admin.namespaceId, [makeEvent({ http_req_path: "/back-home" })]);
+      expect(await s.store!.listNamespaces()).toContain(admin.namespaceId);
     } finally {
       child.kill("SIGTERM");
       await child.exited;

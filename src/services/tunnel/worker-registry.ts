@@ -1,3 +1,4 @@
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { eq } from "drizzle-orm";
 import type { Db } from "#db/client.ts";
 import { namespaces } from "#db/schema/index.ts";
@@ -105,8 +106,11 @@ export class RemoteWorker {
  */
 export class WorkerRegistry {
   private readonly remote = new Map<string, RemoteWorker>();
-  /** Orgs that had a remote worker since start: while it is away their events are refused, not kept here. */
-  private readonly remoteOrgs = new Set<string>();
+  /**
+   * Orgs that have a self-hosted worker: while it is away their events are refused, never kept here. Kept in
+   * a file (statePath) so a restarted server does not store them locally before the worker reconnects.
+   */
+  private readonly remoteOrgs: Set<string>;
   private readonly orgOfNamespace = new Map<string, string>();
   private readonly seenAt = new Map<string, number>();
 
@@ -115,8 +119,26 @@ export class WorkerRegistry {
       db: Db;
       local: EventStore | undefined;
       now?: () => Date;
+      /** A JSON file listing the orgs with self-hosted workers (DATA_DIR/worker-orgs.json). */
+      statePath?: string;
     },
-  ) {}
+  ) {
+    this.remoteOrgs = new Set(readOrgList(deps.statePath));
+  }
+
+  private saveRemoteOrgs(): void {
+    if (!this.deps.statePath) return;
+    try {
+      writeFileSync(this.deps.statePath, `${JSON.stringify([...this.remoteOrgs])}\n`, { mode: 0o600 });
+    } catch (err) {
+      log.error("could not save the orgs with self-hosted workers", { err: String(err) });
+    }
+  }
+
+  /** The org's events go back to the server's own store (its worker token was deleted). */
+  forget(orgId: string): void {
+    if (this.remoteOrgs.delete(orgId)) this.saveRemoteOrgs();
+  }
 
   private now(): Date {
     return this.deps.now?.() ?? new Date();
@@ -146,7 +168,10 @@ export class WorkerRegistry {
     const previous = this.remote.get(orgId);
     const worker = new RemoteWorker(orgId, socket);
     this.remote.set(orgId, worker);
-    this.remoteOrgs.add(orgId);
+    if (!this.remoteOrgs.has(orgId)) {
+      this.remoteOrgs.add(orgId);
+      this.saveRemoteOrgs();
+    }
     this.seen(orgId, true);
     if (previous) {
       // One worker per org: the newest connection wins (a restarted worker replaces its stale socket).
@@ -262,6 +287,16 @@ export class WorkerRegistry {
       dropNamespace: (ns) => local.dropNamespace(ns),
       close: () => local.close(),
     };
+  }
+}
+
+function readOrgList(path: string | undefined): string[] {
+  if (!path || !existsSync(path)) return [];
+  try {
+    const list = JSON.parse(readFileSync(path, "utf8"));
+    return Array.isArray(list) ? list.filter((x): x is string => typeof x === "string") : [];
+  } catch {
+    return [];
   }
 }
 
