@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { connect } from "node:net";
 import { join } from "node:path";
-import { ROOT, type Running, start } from "./harness.ts";
+import { freePort, ROOT, type Running, start } from "./harness.ts";
 
 /** Half-closed connections and resets behave under `tapscope run` as they do without it. */
 const fixture = join(ROOT, "tests/agent/fixtures/closer.py");
@@ -55,5 +55,34 @@ describe("half-close and reset under tapscope run", () => {
     const [direct, traced] = await Promise.all([closer(false), closer(true)]);
     expect(await resetOutcome(direct)).toBe("ECONNRESET");
     expect(await resetOutcome(traced)).toBe("ECONNRESET");
+  });
+});
+
+describe("churn under tapscope run", () => {
+  test("clients that vanish mid-request (resets, half-sent requests) never break the program or tapscope", async () => {
+    const port = await freePort();
+    const r = start(["node", join(ROOT, "tests/agent/fixtures/node-server.mjs"), String(port)]);
+    servers.push(r);
+    await r.waitForOutput("listening");
+    const abrupt = Array.from({ length: 60 }, (_, i) =>
+      Bun.connect({
+        hostname: "127.0.0.1",
+        port,
+        socket: {
+          open(socket) {
+            socket.write(i % 3 === 0 ? "GET /hel" : i % 3 === 1 ? "POST /echo HTTP/1.1\r\nContent-Length: 100000\r\n\r\nabc" : "");
+            setTimeout(() => (i % 2 ? socket.terminate() : socket.end()), i % 7);
+          },
+          data() {},
+        },
+      }).catch(() => null),
+    );
+    await Promise.all(abrupt);
+    await Bun.sleep(100);
+    for (let i = 0; i < 5; i++) {
+      expect(await (await fetch(`http://127.0.0.1:${port}/hello?after=${i}`)).text()).toBe("hello from node");
+    }
+    expect(r.proc.exitCode).toBeNull();
+    expect(r.stderr()).not.toContain("internal error");
   });
 });
