@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chownSync, closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from "node:fs";
+import { chownSync, closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { isRoot, sh, tempDir } from "./support.ts";
 
@@ -21,7 +21,8 @@ type Running = { url: string; proc: Bun.Subprocess<"ignore", "pipe", "pipe">; lo
 /** Starts `<binary> server` on a free port with a fresh DATA_DIR; resolves once it logs that it listens. */
 async function startBinaryServer(binary: string, env: Record<string, string> = {}, prefix: string[] = []): Promise<Running> {
   const dataDir = tempDir("bin-data");
-  const home = tempDir("bin-home");
+  const home = tempDir("bin-home"); // its ~/.cache gets the 70 MB libduckdb.so
+  bulky.push(dataDir, home);
   const port = freePort();
   const proc = Bun.spawn([...prefix, binary, "server"], {
     env: { PATH: BASE_PATH, HOME: home, DATA_DIR: dataDir, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, ...env },
@@ -100,6 +101,19 @@ function elfMachine(path: string): number {
   expect(header.subarray(0, 4).toString("latin1")).toBe("\x7fELF");
   return header.readUInt16LE(18);
 }
+
+/** Folders holding copies of the 150 MB binary: removed after the file, so runs do not fill the disk. */
+const bulky: string[] = [];
+
+function bulkyDir(prefix: string): string {
+  const dir = tempDir(prefix);
+  bulky.push(dir);
+  return dir;
+}
+
+afterAll(() => {
+  for (const dir of bulky) rmSync(dir, { recursive: true, force: true });
+});
 
 describe.skipIf(skip)("compiled binary", () => {
   let buildSeconds = 0;
@@ -195,6 +209,7 @@ describe.skipIf(skip)("compiled binary", () => {
 
     test("curl | sh installs this very binary, which then runs", async () => {
       const home = tempDir("bin-install");
+      bulky.push(home);
       const asUser = isRoot && Bun.which("setpriv") ? 65534 : undefined;
       if (asUser) chownSync(home, asUser, asUser);
       const ran = await sh(`curl -fsSL ${server.url}/install.sh | sh`, { env: { HOME: home, PATH: BASE_PATH }, asUser, cwd: home });
@@ -336,6 +351,7 @@ describe.skipIf(skip)("compiled binary", () => {
 
   test("DuckDB loads from the binary; no .env is read from the working directory (a probe compiled the same way)", async () => {
     const out = tempDir("probe");
+    bulky.push(out);
     const build = Bun.spawnSync(
       ["npm", "run", "build", "--", "--target", hostArch, "--skip-client", "--entry", join(import.meta.dir, "binary-probe.ts"), "--outdir", out],
       { cwd: root, stdout: "pipe", stderr: "pipe" },
@@ -345,7 +361,7 @@ describe.skipIf(skip)("compiled binary", () => {
     const cwd = tempDir("probe-cwd");
     await Bun.write(join(cwd, ".env"), "TAPSCOPE_PROBE=from-dotenv\n");
     await Bun.write(join(cwd, "bunfig.toml"), 'preload = ["./missing.ts"]\n');
-    const ran = await sh(join(out, `tapscope-linux-${hostArch}`), { env: { PATH: BASE_PATH, HOME: tempDir("probe-home") }, cwd });
+    const ran = await sh(join(out, `tapscope-linux-${hostArch}`), { env: { PATH: BASE_PATH, HOME: bulkyDir("probe-home") }, cwd });
     expect(ran.stderr).toBe("");
     expect(ran.stdout.trim()).toBe("duckdb: 2 events, newest /b\ndotenv: not loaded");
   }, 120_000);
