@@ -1,6 +1,7 @@
 import type { Db } from "#db/client.ts";
 import type { Config } from "~/lib/env.ts";
 import type { EventSinks } from "~/services/ingest/sink.ts";
+import { log } from "~/lib/logger.ts";
 import type { EventStore } from "~/store/types.ts";
 import { startRetention } from "./retention.ts";
 import { StoreSink } from "./store-sink.ts";
@@ -20,7 +21,24 @@ export function attachStore(deps: {
   now?: () => Date;
   rateLimit?: number;
 }): AttachedStore {
-  const sink = new StoreSink({ store: deps.store, rateLimit: deps.rateLimit ?? 0 });
+  // Drops are counted per namespace; the log gets at most one line per namespace and reason every 10 s.
+  const lastLogged = new Map<string, { at: number; pending: number }>();
+  const sink = new StoreSink({
+    store: deps.store,
+    rateLimit: deps.rateLimit ?? 0,
+    onDropped: (target, count, reason) => {
+      const key = `${target.namespaceId}:${reason}`;
+      const entry = lastLogged.get(key) ?? { at: 0, pending: 0 };
+      entry.pending += count;
+      const now = Date.now();
+      if (now - entry.at >= 10_000) {
+        log.warn("events not stored", { namespaceId: target.namespaceId, reason, events: entry.pending });
+        entry.at = now;
+        entry.pending = 0;
+      }
+      lastLogged.set(key, entry);
+    },
+  });
   const remove = deps.sinks.add(sink);
   const stopRetention = startRetention({
     db: deps.db,
@@ -32,7 +50,7 @@ export function attachStore(deps: {
     sink,
     close: async () => {
       remove();
-      stopRetention();
+      await stopRetention();
       await sink.close();
     },
   };

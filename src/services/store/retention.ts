@@ -50,11 +50,11 @@ export async function applyRetention(deps: {
   return applied;
 }
 
-/** Runs retention now and then every `intervalMs` (hourly by default) until stopped. */
+/** Runs retention now and then every `intervalMs` (hourly by default); the returned stop waits for a run in progress. */
 export function startRetention(
   deps: { db: Db; config: Config; store: EventStore; now: () => Date },
   intervalMs = 3_600_000,
-): () => void {
+): () => Promise<void> {
   let running: Promise<unknown> | null = null;
   const tick = () => {
     if (running) return;
@@ -67,5 +67,8 @@ export function startRetention(
   tick();
   const timer = setInterval(tick, intervalMs);
   timer.unref?.();
-  return () => clearInterval(timer);
+  return async () => {
+    clearInterval(timer);
+    await running;
+  };
 }
