@@ -152,6 +152,10 @@ export async function main(args: string[]): Promise<number> {
       }
       await write(out);
     } else if (format === "table") {
+      if (rows.data.length === 0) {
+        process.stderr.write("tapscope query: no requests matched (widen --since or loosen --filter)\n");
+        return 0;
+      }
       await write(formatTable(rows.data));
     } else {
       const ids = rows.data.map((r) => String(r.event_id));

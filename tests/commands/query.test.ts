@@ -221,6 +221,11 @@ describe("tapscope query (subprocess against a real server)", () => {
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain("refused TAPSCOPE_TOKEN");
 
+    const none = await runQuery(["--since", "1h", "--filter", "response.status == 418"], env);
+    expect(none.code).toBe(0);
+    expect(none.stdout).toBe("");
+    expect(none.stderr).toContain("no requests matched");
+
     const badSince = await runQuery(["--since", "yesterday"], env);
     expect(badSince.code).toBe(2);
     expect(badSince.stderr).toContain("--since must look like");
