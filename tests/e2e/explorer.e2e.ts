@@ -50,6 +50,18 @@ beforeAll(async () => {
   page = await browser.context.newPage();
   page.setDefaultTimeout(15_000);
   pageErrors = watchPageErrors(page);
+  // Keeps the page's WebSockets reachable, so a test can break the query tunnel.
+  await page.addInitScript(() => {
+    const Original = window.WebSocket;
+    const sockets: WebSocket[] = [];
+    (window as unknown as { __sockets: WebSocket[] }).__sockets = sockets;
+    window.WebSocket = class extends Original {
+      constructor(url: string | URL, protocols?: string | string[]) {
+        super(url, protocols);
+        sockets.push(this);
+      }
+    };
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -233,4 +245,22 @@ describe("Requests explorer", () => {
     await screenshot(page, "explorer-06-reloaded");
     expect(pageErrors).toEqual([]);
   }, 40_000);
+
+  test("an abnormally closed tunnel is reset and the next query opens a new one", async () => {
+    const connection = page.locator("[data-connection]");
+    expect(await connection.getAttribute("data-connection")).toBe("open");
+    const opened = await page.evaluate(() => (window as unknown as { __sockets: WebSocket[] }).__sockets.length);
+    await page.evaluate(() => {
+      const sockets = (window as unknown as { __sockets: WebSocket[] }).__sockets;
+      sockets[sockets.length - 1]?.close(4001, "test: abnormal");
+    });
+    await page.locator("[data-connection=idle]").waitFor();
+    await page.getByRole("button", { name: 'Remove filter request.url contains "/checkout"' }).click();
+    await page.waitForFunction(() => Number(document.querySelector("[data-testid=result-count]")?.textContent?.replace(/\D/g, "")) > 1);
+    await page.locator("[data-connection=open]").waitFor();
+    expect(await page.evaluate(() => (window as unknown as { __sockets: WebSocket[] }).__sockets.length)).toBe(opened + 1);
+    expect(await page.getByRole("alert").count()).toBe(0);
+    await screenshot(page, "explorer-07-reconnected");
+    expect(pageErrors).toEqual([]);
+  });
 });

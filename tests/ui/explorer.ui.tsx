@@ -9,7 +9,7 @@ import { decodeState, type ExplorerState, encodeState } from "~/ui/explorer/expl
 import { ExplorerView } from "~/ui/explorer/explorer-view.tsx";
 import type { QueryClient } from "~/ui/explorer/query-client.ts";
 import { rowLimitText } from "~/ui/explorer/results-list.tsx";
-import { isSafari } from "~/ui/explorer/results-panel.tsx";
+import { isSafari, safariText } from "~/ui/explorer/results-panel.tsx";
 
 afterEach(cleanup);
 
@@ -47,16 +47,17 @@ function memoryClient(rows: ResultRow[], options: { failRows?: number; limit?: n
     return rows.filter((row) => row.time / 1000 >= r.lowerMs && row.time / 1000 < r.upperMs);
   };
   const client: QueryClient = {
-    async rows(filter) {
+    async rows(filter, _text, _signal, pageLimit) {
       calls.rows.push(filter);
       if (failures > 0) {
         failures--;
         throw new Error("database is down");
       }
       const all = inRange(filter);
+      const n = Math.min(limit, pageLimit ?? limit);
       return {
-        rows: all.slice(0, limit),
-        wasRowLimitExceeded: all.length > limit,
+        rows: all.slice(0, n),
+        wasRowLimitExceeded: all.length > n,
         actualNumberOfRows: all.length,
         durationInNanoseconds: 1,
       };
@@ -317,16 +318,40 @@ describe("range controls", () => {
 
 describe("results", () => {
   test("row-limit message of spec section 8, and a failed query shows a message and a retry", async () => {
-    const rows = makeRows(50, global.startMs, global.endMs);
-    const { client, calls } = memoryClient(rows, { failRows: 1, limit: 20 });
+    const rows = makeRows(10_050, global.startMs, global.endMs);
+    const { client, calls } = memoryClient(rows, { failRows: 1 });
     mount(client, base);
     const alert = await screen.findByText(/The requests could not be loaded: database is down/);
     fireEvent.click(alert.querySelector("button")!);
-    await waitFor(() => expect(screen.getByTestId("row-limit").textContent).toBe(rowLimitText(50)));
+    await waitFor(() => expect(screen.getByTestId("row-limit").textContent).toBe(rowLimitText(10_050)));
     expect(rowLimitText(12345)).toBe(
       "Row limit of 10000 reached. Your query would have returned 12345 rows. Consider narrowing the time window or adding filters to reduce the number of rows returned.",
     );
-    expect(calls.rows.length).toBe(2);
+    // The failed try, then a small first page and the rest up to the row limit.
+    expect(calls.rows.length).toBe(3);
+    await waitFor(() => expect(document.querySelector("[role=table][aria-label=Results]")?.getAttribute("aria-rowcount")).toBe("10000"));
+  });
+
+  test("a small first page paints first; the rest replaces it", async () => {
+    const rows = makeRows(1000, global.startMs, global.endMs);
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const { client } = memoryClient(rows);
+    const slow: QueryClient = {
+      ...client,
+      async rows(filter, text, signal, limit) {
+        if (!limit) await gate;
+        return client.rows(filter, text, signal, limit);
+      },
+    };
+    mount(slow, base);
+    await waitFor(() => expect(document.querySelector("[aria-label=Results]")?.getAttribute("aria-rowcount")).toBe("200"));
+    expect(screen.getByTestId("result-count").textContent).toBe("1,000 requests");
+    expect(screen.getByText("Loading the rest…")).toBeTruthy();
+    release();
+    await waitFor(() => expect(document.querySelector("[aria-label=Results]")?.getAttribute("aria-rowcount")).toBe("1000"));
   });
 
   test("filter chips apply through the URL; a bad filter shows its error and is rolled back", async () => {
@@ -362,5 +387,23 @@ describe("results", () => {
     expect(
       isSafari("Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36"),
     ).toBe(false);
+  });
+});
+
+describe("Safari", () => {
+  test("the results panel is covered by the overlay text of spec section 8", async () => {
+    const original = navigator.userAgent;
+    Object.defineProperty(navigator, "userAgent", {
+      value: "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_5) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Safari/605.1.15",
+      configurable: true,
+    });
+    try {
+      const { client } = memoryClient([]);
+      mount(client, base);
+      const overlay = await screen.findByText(safariText);
+      expect(overlay.getAttribute("role")).toBe("alert");
+    } finally {
+      Object.defineProperty(navigator, "userAgent", { value: original, configurable: true });
+    }
   });
 });

@@ -35,12 +35,16 @@ export function ExplorerView({ client, namespaceId, now = Date.now }: { client: 
     [setParams],
   );
 
+  // Times show in the browser's zone (Local) and "now" is the browser's: render after hydration only.
+  const [isMounted, setMounted] = useState(false);
+  useEffect(() => setMounted(true), []);
+
   // No (or an unreadable) state: the last hour, written into the URL without a history entry.
   useEffect(() => {
     if (!state) setState(defaultState(now()), true);
   }, [state, setState, now]);
 
-  if (!state) return <p className="p-6 text-sm text-zinc-500">Loading…</p>;
+  if (!state || !isMounted) return <p className="p-6 text-sm text-zinc-500">Loading…</p>;
   return <ExplorerBody state={state} setState={setState} client={client} namespaceId={namespaceId} now={now} />;
 }
 

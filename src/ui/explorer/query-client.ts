@@ -33,7 +33,8 @@ export type DetailAnswer = {
 
 /** What the explorer needs from a query transport: one file to swap. */
 export type QueryClient = {
-  rows(filter: QueryFilter, filterText: string, signal?: AbortSignal): Promise<RowsAnswer>;
+  /** limit: at most maxRowLimit (the default); the explorer asks for a small first page, then the rest. */
+  rows(filter: QueryFilter, filterText: string, signal?: AbortSignal, limit?: number): Promise<RowsAnswer>;
   histogram(filter: QueryFilter, filterText: string, signal?: AbortSignal): Promise<HistogramAnswer>;
   detail(eventId: string, signal?: AbortSignal): Promise<DetailAnswer>;
   events(eventIds: string[], signal?: AbortSignal): Promise<TracedEvent[]>;

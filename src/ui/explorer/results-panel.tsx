@@ -1,6 +1,6 @@
 import { useEffect, useState } from "react";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import type { QueryFilter, ResultRow } from "~/lib/protocol/query.ts";
+import { maxRowLimit, type QueryFilter, type ResultRow } from "~/lib/protocol/query.ts";
 import { maxEventsPerRequest } from "~/lib/protocol/tunnel.ts";
 import type { TimeZoneMode } from "~/lib/time/ticks.ts";
 import { downloadHar } from "~/ui/request-detail/har-download.ts";
@@ -9,6 +9,8 @@ import type { QueryClient, RowsAnswer } from "./query-client.ts";
 import { QueryError } from "./query-error.tsx";
 import { ResultsList, rowLimitText, type Sort } from "./results-list.tsx";
 import { useQuery } from "./use-query.ts";
+
+export const firstPageRows = 200;
 
 export const safariText = "This feature does not work on Safari yet. Consider using a supported browser like Chrome or Firefox.";
 
@@ -44,7 +46,13 @@ export function ResultsPanel({
   useEffect(() => setSafari(isSafari(navigator.userAgent)), []);
 
   const key = JSON.stringify([filter, filterText]);
-  const rows = useQuery<RowsAnswer>(key, (signal) => client.rows(filter, filterText, signal));
+  // A small first page paints quickly; the rest (up to the row limit) replaces it when it arrives.
+  const rows = useQuery<RowsAnswer>(key, async (signal, partial) => {
+    const first = await client.rows(filter, filterText, signal, firstPageRows);
+    if (first.actualNumberOfRows <= first.rows.length) return first;
+    partial(first);
+    return client.rows(filter, filterText, signal);
+  });
   useEffect(() => {
     if (rows.status === "done") onRows?.(rows.data);
   }, [rows.status, rows.data, onRows]);
@@ -85,9 +93,13 @@ export function ResultsPanel({
               {answer.actualNumberOfRows === 1 ? "" : "s"}
             </span>
           ) : null}
-          {rows.status === "loading" ? <span className="text-zinc-500">Loading…</span> : null}
+          {rows.status === "loading" ? (
+            <span className="text-zinc-500">
+              {answer && answer.rows.length < Math.min(answer.actualNumberOfRows, maxRowLimit) ? "Loading the rest…" : "Loading…"}
+            </span>
+          ) : null}
         </div>
-        {answer?.wasRowLimitExceeded ? (
+        {answer && answer.actualNumberOfRows > maxRowLimit ? (
           <p
             role="status"
             data-testid="row-limit"

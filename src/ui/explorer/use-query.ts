@@ -10,7 +10,10 @@ export type QueryState<T> =
  * Runs `run` whenever `key` changes (the previous run is aborted) or retry() is called. The last data stays
  * while the next loads, so the view never blanks; a failure keeps it too and carries the message.
  */
-export function useQuery<T>(key: string | null, run: (signal: AbortSignal) => Promise<T>): QueryState<T> & { retry: () => void } {
+export function useQuery<T>(
+  key: string | null,
+  run: (signal: AbortSignal, partial: (data: T) => void) => Promise<T>,
+): QueryState<T> & { retry: () => void } {
   const [state, setState] = useState<QueryState<T>>({
     status: "loading",
     data: null,
@@ -21,7 +24,10 @@ export function useQuery<T>(key: string | null, run: (signal: AbortSignal) => Pr
     if (key === null) return;
     const controller = new AbortController();
     setState((s) => ({ status: "loading", data: s.data }));
-    run(controller.signal).then(
+    const partial = (data: T) => {
+      if (!controller.signal.aborted) setState({ status: "loading", data });
+    };
+    run(controller.signal, partial).then(
       (data) => {
         if (!controller.signal.aborted) setState({ status: "done", data });
       },
