@@ -3,17 +3,16 @@
  * WebSockets on loopback through the server, against a baseline of 1 subscriber with no filter.
  * Prints median and p99 publish-to-subscriber latency, events lost and server CPU, side by side with ratios.
  *
- *   npm run bench:live [-- --rate 5000 --seconds 10 --subscribers 50 --batch-ms 10 --publisher socket|hub]
+ *   npm run bench:live [-- --rate 5000 --seconds 10 --subscribers 50 --batch-ms 10 --publisher socket|hub --client-procs 5]
  *
- * Three processes: the server, the publisher, and this one holding the subscribers (as browsers would be).
+ * Processes: the server, the publisher, and the viewers spread over a few processes (as browsers would be).
  */
 import { spawn } from "node:child_process";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { compileFilter } from "~/lib/filter/evaluate.ts";
 import { parseFilterChips } from "~/lib/filter/parse.ts";
-import type { LiveServerMessage } from "~/lib/protocol/live.ts";
-import { benchEvent, benchFilters, nowUs } from "./events.ts";
+import { benchEvent, benchFilters } from "./events.ts";
 import { hubAlone } from "./hub-alone.ts";
 
 const args = new Map<string, string>();
@@ -24,6 +23,8 @@ const subscribers = Number(args.get("subscribers") ?? 50);
 const batchMs = Number(args.get("batch-ms") ?? 10);
 /** socket: a publisher process on the real publish socket (JoinPublisher, ingest); hub: events handed to the hub in the server. */
 const mode = args.get("publisher") === "hub" ? "hub" : "socket";
+/** Viewers are spread over this many processes (browsers are separate processes). */
+const clientProcs = Number(args.get("client-procs") ?? 5);
 
 type Line = { type: string; [k: string]: unknown };
 
@@ -48,80 +49,10 @@ function startChild(script: string, args: string[] = []) {
   };
 }
 
-type Sub = {
-  ws: WebSocket;
-  filters: string[];
-  /** Latencies in ms, in arrival order. */
-  latencies: Float64Array;
-  count: number;
-  /** 1 where event i arrived (a bitmap, so the subscribers' process stays light on memory and GC). */
-  seen: Uint8Array;
-  received: number;
-  dropped: number;
-  applied: boolean;
-};
-
-const timeRe = /"time":(\d+)/g;
-const idRe = /"event_id":"[0-9a-f-]{24}(\d{12})"/g;
-
-/**
- * The subscribers only need each event's publish time and index, so they scan the message for those two fields
- * instead of parsing every event (a browser parses; here that would measure this process, not the server).
- */
-function openSubscriber(url: string, filters: string[], capacity: number): Promise<Sub> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url);
-    const sub: Sub = {
-      ws,
-      filters,
-      latencies: new Float64Array(capacity),
-      count: 0,
-      seen: new Uint8Array(capacity),
-      received: 0,
-      dropped: 0,
-      applied: false,
-    };
-    ws.onmessage = (m) => {
-      const at = nowUs();
-      const text = String(m.data);
-      if (text.startsWith('{"type":"events"')) {
-        const times = text.matchAll(timeRe);
-        for (const id of text.matchAll(idRe)) {
-          const time = Number(times.next().value![1]);
-          const i = Number(id[1]);
-          if (sub.count < capacity) sub.latencies[sub.count++] = (at - time) / 1000;
-          if (i < capacity && sub.seen[i] === 0) {
-            sub.seen[i] = 1;
-            sub.received++;
-          }
-        }
-        return;
-      }
-      const msg = JSON.parse(text) as LiveServerMessage;
-      if (msg.type === "config-applied") sub.applied = true;
-      else if (msg.type === "dropped") sub.dropped += msg.count;
-    };
-    ws.onopen = () => {
-      ws.send(JSON.stringify({ type: "setConfig", revision: 1, filters }));
-      resolve(sub);
-    };
-    ws.onerror = () => reject(new Error("subscriber refused"));
-  });
-}
-
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
-
-/** Event-loop lag of this (subscribers') process. */
-let clientMaxLagMs = 0;
-let lastTick = performance.now();
-setInterval(() => {
-  const now = performance.now();
-  clientMaxLagMs = Math.max(clientMaxLagMs, now - lastTick - 10);
-  lastTick = now;
-}, 10);
 
 type Result = {
   name: string;
@@ -140,7 +71,7 @@ type Result = {
   clientMaxLagMs: number;
 };
 
-async function scenario(name: string, count: number, filterFor: (k: number) => string[]): Promise<Result> {
+async function scenario(name: string, count: number, filterFor: (k: number) => number | null): Promise<Result> {
   const server = startChild("server.ts");
   const { port } = await server.next();
   let publisher: ReturnType<typeof startChild> | null = null;
@@ -153,56 +84,70 @@ async function scenario(name: string, count: number, filterFor: (k: number) => s
     linkId = String((await server.next()).linkId);
   }
   const url = `ws://127.0.0.1:${port}/api/LiveSubscribe?link_id=${linkId}`;
-  const subs: Sub[] = [];
-  for (let k = 0; k < count; k++) subs.push(await openSubscriber(url, filterFor(k), Math.round(rate * seconds)));
-  while (!subs.every((s) => s.applied)) await Bun.sleep(10);
+  const capacity = Math.round(rate * seconds);
+  const procs = Math.min(clientProcs, count);
+  const clients = Array.from({ length: procs }, (_, p) => {
+    const sets: string[] = [];
+    for (let k = p; k < count; k += procs) sets.push(String(filterFor(k) ?? "-"));
+    return startChild("subscribers.ts", [url, String(capacity), sets.join(",")]);
+  });
+  await Promise.all(clients.map((c) => c.next()));
 
-  const clientCpu0 = process.cpuUsage();
-  clientMaxLagMs = 0;
+  for (const c of clients) c.send({ type: "start" });
   server.send({ type: "cpu-start" });
   if (publisher) publisher.send({ type: "go" });
   else server.send({ type: "publish", linkId, rate, seconds, batchMs });
   const done = await (publisher ?? server).next();
   const published = Number(done.published);
-  // Wait until every subscriber has what its filters let through, or nothing arrives for 2 s (then it is lost).
-  const expected = subs.map((s) => {
-    const parsed = parseFilterChips(s.filters);
+  // Wait until every viewer has what its filters let through, or nothing arrives for 2 s (then it is lost).
+  const expected = Array.from({ length: count }, (_, k) => {
+    const set = filterFor(k);
+    const parsed = parseFilterChips(set === null ? [] : benchFilters[set]!);
     if (!parsed.ok) throw new Error(parsed.error.message);
     const pred = compileFilter(parsed.expr);
     let n = 0;
     for (let i = 0; i < published; i++) if (pred(benchEvent(i, 0))) n++;
-    return { pred, n };
-  });
+    return n;
+  }).reduce((a, b) => a + b, 0);
   const settleStart = Date.now();
   let lastTotal = -1;
   let lastChange = Date.now();
   for (;;) {
-    const total = subs.reduce((n, s) => n + s.received, 0);
-    if (subs.every((s, k) => s.received >= expected[k]!.n)) break;
+    let total = 0;
+    for (const c of clients) {
+      c.send({ type: "count" });
+      total += ((await c.next()).received as number[]).reduce((a, b) => a + b, 0);
+    }
+    if (total >= expected) break;
     if (total !== lastTotal) {
       lastTotal = total;
       lastChange = Date.now();
     }
     if (Date.now() - lastChange > 2000 || Date.now() - settleStart > 30_000) break;
-    await Bun.sleep(20);
+    await Bun.sleep(50);
   }
   server.send({ type: "cpu-stop" });
   const cpu = await server.next();
-  const clientCpu = process.cpuUsage(clientCpu0);
-  if (Number(done.accepted) !== published) console.log(`  note: ingest accepted ${done.accepted} of ${published} (rate limited ${done.rateLimited}, refused ${done.refused}, messages refused ${done.errors})`);
+  if (Number(done.accepted) !== published) {
+    console.log(`  note: ingest accepted ${done.accepted} of ${published} (rate limited ${done.rateLimited}, refused ${done.refused}, messages refused ${done.errors})`);
+  }
 
   let lost = 0;
   let delivered = 0;
+  let dropped = 0;
+  let clientCpuMs = 0;
+  let clientMaxLagMs = 0;
   const all: number[] = [];
-  for (const [k, s] of subs.entries()) {
-    const { pred } = expected[k]!;
-    const missing: number[] = [];
-    for (let i = 0; i < published; i++) if (pred(benchEvent(i, 0)) && s.seen[i] === 0) missing.push(i);
-    lost += missing.length;
-    if (process.env.BENCH_DEBUG && missing.length > 0) console.log(`  missing ${missing.length}: ${missing.slice(0, 5).join(",")} ... ${missing.slice(-5).join(",")}`);
-    delivered += s.received;
-    for (let j = 0; j < s.count; j++) all.push(s.latencies[j]!);
-    s.ws.close();
+  for (const c of clients) {
+    c.send({ type: "report", published });
+    const r = await c.next();
+    lost += Number(r.lost);
+    delivered += Number(r.delivered);
+    dropped += Number(r.dropped);
+    clientCpuMs += Number(r.cpuMs);
+    clientMaxLagMs = Math.max(clientMaxLagMs, Number(r.maxLagMs));
+    const bytes = Buffer.from(String(r.latencies), "base64");
+    for (const l of new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4)) all.push(l);
   }
   all.sort((a, b) => a - b);
   server.send({ type: "quit" });
@@ -214,7 +159,7 @@ async function scenario(name: string, count: number, filterFor: (k: number) => s
     published,
     delivered,
     lost,
-    droppedReported: subs.reduce((n, s) => n + s.dropped, 0),
+    droppedReported: dropped,
     p50: percentile(all, 50),
     p99: percentile(all, 99),
     max: all.at(-1) ?? Number.NaN,
@@ -222,7 +167,7 @@ async function scenario(name: string, count: number, filterFor: (k: number) => s
     serverCpuMsPerKEvents: (cpuMs / published) * 1000,
     serverMaxLagMs: Number(cpu.maxLagMs),
     clientMaxLagMs,
-    clientCpuPct: ((clientCpu.user + clientCpu.system) / 1000 / Number(cpu.wallMs)) * 100,
+    clientCpuPct: (clientCpuMs / Number(cpu.wallMs)) * 100,
   };
 }
 
@@ -249,8 +194,8 @@ console.log(
 console.log(
   `live fan-out: ${rate} events/s for ${seconds}s, one message every ${batchMs} ms; publisher: ${mode === "socket" ? "separate process on the publish socket (JoinPublisher -> ingest -> hub)" : "in the server process, straight to the hub"}`,
 );
-const baseline = await scenario("baseline: 1 subscriber, no filter", 1, () => []);
-const measured = await scenario(`${subscribers} subscribers, ${benchFilters.length} filter sets`, subscribers, (k) => benchFilters[k % benchFilters.length]!);
+const baseline = await scenario("baseline: 1 subscriber, no filter", 1, () => null);
+const measured = await scenario(`${subscribers} subscribers, ${benchFilters.length} filter sets`, subscribers, (k) => k % benchFilters.length);
 
 const fmt = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : "-");
 const rows: Array<[string, (r: Result) => string, (a: Result, b: Result) => string]> = [
@@ -265,8 +210,8 @@ const rows: Array<[string, (r: Result) => string, (a: Result, b: Result) => stri
   ["server CPU (% of one core)", (r) => fmt(r.serverCpuPct), (a, b) => `${fmt(b.serverCpuPct / a.serverCpuPct, 2)}x`],
   ["server CPU ms per 1000 events published", (r) => fmt(r.serverCpuMsPerKEvents, 2), (a, b) => `${fmt(b.serverCpuMsPerKEvents / a.serverCpuMsPerKEvents, 2)}x`],
   ["server event-loop lag, worst (ms)", (r) => fmt(r.serverMaxLagMs), () => ""],
-  ["subscribers' event-loop lag, worst (ms)", (r) => fmt(r.clientMaxLagMs), () => ""],
-  ["subscribers' process CPU (% of one core)", (r) => fmt(r.clientCpuPct), (a, b) => `${fmt(b.clientCpuPct / a.clientCpuPct, 2)}x`],
+  ["viewers' processes: event-loop lag, worst (ms)", (r) => fmt(r.clientMaxLagMs), () => ""],
+  ["viewers' processes: CPU (% of one core)", (r) => fmt(r.clientCpuPct), (a, b) => `${fmt(b.clientCpuPct / a.clientCpuPct, 2)}x`],
 ];
 const w0 = Math.max(...rows.map((r) => r[0].length));
 console.log(`\n${"".padEnd(w0)} | ${"baseline".padStart(10)} | ${"measured".padStart(10)} | ratio`);
