@@ -60,6 +60,8 @@ export class TunnelClient {
   private constructor(
     private readonly ws: WebSocket,
     readonly tunnelId: string,
+    /** Sent as the requests' namespace tag when known. */
+    readonly namespaceId?: string,
   ) {
     ws.binaryType = "arraybuffer";
     ws.onmessage = (ev) => {
@@ -118,10 +120,10 @@ export class TunnelClient {
 
   static async open(options: TunnelClientOptions): Promise<TunnelClient> {
     const created = await TunnelClient.createTunnel(options);
-    return TunnelClient.connect(created.endpoint, created.tunnel_id, options.timeoutMs);
+    return TunnelClient.connect(created.endpoint, created.tunnel_id, options.timeoutMs, options.namespaceId);
   }
 
-  static connect(endpoint: string, tunnelId = "", timeoutMs = 15_000): Promise<TunnelClient> {
+  static connect(endpoint: string, tunnelId = "", timeoutMs = 15_000, namespaceId?: string): Promise<TunnelClient> {
     return new Promise((resolve, reject) => {
       const ws = new WebSocket(endpoint);
       const timer = setTimeout(() => {
@@ -130,7 +132,7 @@ export class TunnelClient {
       }, timeoutMs);
       ws.onopen = () => {
         clearTimeout(timer);
-        resolve(new TunnelClient(ws, tunnelId));
+        resolve(new TunnelClient(ws, tunnelId, namespaceId));
       };
       ws.onerror = () => {
         clearTimeout(timer);
@@ -149,7 +151,7 @@ export class TunnelClient {
     const queryId = `q${++this.seq}`;
     const frame = await encodeRequest({
       queryId,
-      tags: options.tags ?? {},
+      tags: options.tags ?? (this.namespaceId ? { namespaceId: this.namespaceId } : {}),
       compression: options.compression ?? "gzip",
       want,
     });
