@@ -1,4 +1,16 @@
-import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { type EmbeddedManifest, embeddedManifest } from "./embedded-manifest.ts";
@@ -33,6 +45,9 @@ export function cacheDir(manifest: EmbeddedManifest): string {
       if (!st.isDirectory() || st.uid !== uid || (st.mode & 0o022) !== 0) continue;
       const dir = join(base, manifest.buildId);
       mkdirSync(dir, { recursive: true, mode: 0o700 });
+      const now = new Date();
+      utimesSync(dir, now, now); // "last used", for pruning by later builds
+      pruneStaleCaches(base, manifest.buildId, now.getTime());
       cacheRoot = dir;
       return dir;
     } catch {
@@ -40,6 +55,29 @@ export function cacheDir(manifest: EmbeddedManifest): string {
     }
   }
   throw new Error("tapscope: no writable cache directory (tried ~/.cache/tapscope and the temp dir)");
+}
+
+const STALE_CACHE_MS = 14 * 24 * 3600 * 1000;
+
+/**
+ * Each build extracts into its own folder (70 MB with DuckDB); after upgrades the old ones would pile up.
+ * Removes the folders of other builds not used for two weeks. Safe for a process still running an old
+ * build: its libduckdb.so stays mapped, and migrations are only read at start.
+ */
+export function pruneStaleCaches(base: string, current: string, nowMs: number, maxAgeMs = STALE_CACHE_MS): string[] {
+  const removed: string[] = [];
+  for (const entry of readdirSync(base, { withFileTypes: true })) {
+    if (!entry.isDirectory() || entry.name === current || !/^(x64|arm64)-[0-9a-f]{16}$/.test(entry.name)) continue;
+    const path = join(base, entry.name);
+    try {
+      if (nowMs - statSync(path).mtimeMs < maxAgeMs) continue;
+      rmSync(path, { recursive: true, force: true });
+      removed.push(entry.name);
+    } catch {
+      // another process may be pruning the same folder
+    }
+  }
+  return removed;
 }
 
 /**
