@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { type DuckDBAppender, type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
+import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { duckdbDialect } from "./sql/dialect.ts";
 import { SqlEventStore } from "./sql-store.ts";
@@ -50,15 +50,15 @@ class DuckDbEngine implements Engine {
 
   insert(table: string, events: readonly TracedEvent[]): Promise<void> {
     return this.write(async () => {
-      const appender = await this.writer.createAppender(table);
-      try {
-        // Oldest first keeps the table roughly time-ordered, so min/max zone maps prune range scans.
-        const sorted = [...events].sort((a, b) => a.time - b.time);
-        for (const e of sorted) appendEvent(appender, e);
-        appender.flushSync();
-      } finally {
-        appender.closeSync();
+      // Oldest first keeps the table roughly time-ordered, so min/max zone maps prune range scans.
+      const sorted = [...events].sort((a, b) => a.time - b.time);
+      // One JSON array per column, bound as one parameter each and unnested by DuckDB: 50 native calls per
+      // batch instead of ~50 per event through the appender (measured: 38k -> 68k events per CPU-second).
+      const stmt = await this.writer.prepare(insertSql(table));
+      for (let i = 0; i < eventColumns.length; i++) {
+        stmt.bindVarchar(i + 1, columnJson(sorted, eventColumns[i] as (typeof eventColumns)[number]));
       }
+      await stmt.run();
     });
   }
 
@@ -132,25 +132,43 @@ class DuckDbEngine implements Engine {
   }
 }
 
-function appendEvent(a: DuckDBAppender, e: TracedEvent): void {
-  for (const [name, kind] of eventColumns) {
-    const v = e[name];
+const insertSqlCache = new Map<string, string>();
+
+function insertSql(table: string): string {
+  let sql = insertSqlCache.get(table);
+  if (sql) return sql;
+  const values = eventColumns.map(
+    ([name, kind], i) => `unnest(json_transform($${i + 1}::VARCHAR, '["${duckType[kind]}"]')) AS ${name}`,
+  );
+  sql = `INSERT INTO ${table} SELECT ${values.join(", ")}`;
+  if (insertSqlCache.size > 10_000) insertSqlCache.clear();
+  insertSqlCache.set(table, sql);
+  return sql;
+}
+
+/**
+ * One column of a batch as a JSON array. Strings are made well-formed first (lone surrogates become U+FFFD,
+ * as N-API's UTF-8 conversion did for the appender), so JSON escapes can't carry unpaired halves.
+ */
+function columnJson(events: readonly TracedEvent[], [name, kind]: (typeof eventColumns)[number]): string {
+  const values = new Array<unknown>(events.length);
+  for (let i = 0; i < events.length; i++) {
+    const v = (events[i] as TracedEvent)[name];
     switch (kind) {
       case "int":
-        a.appendBigInt(BigInt(Math.trunc(Number(v) || 0)));
+        values[i] = Math.trunc(Number(v) || 0);
         break;
       case "flag":
-        a.appendUTinyInt(v ? 1 : 0);
+        values[i] = v ? 1 : 0;
         break;
       case "json":
-        a.appendVarchar(JSON.stringify(v ?? null));
+        values[i] = JSON.stringify(v ?? null).toWellFormed();
         break;
       default:
-        // N-API's UTF-8 conversion already turns lone surrogates into U+FFFD.
-        a.appendVarchar(typeof v === "string" ? v : String(v ?? ""));
+        values[i] = (typeof v === "string" ? v : String(v ?? "")).toWellFormed();
     }
   }
-  a.endRow();
+  return JSON.stringify(values);
 }
 
 export type DuckDbStoreOptions = {
