@@ -291,6 +291,26 @@ describe("query tunnels", () => {
     });
   });
 
+  test("text frames are refused; a closed tunnel leaves ListOpenTunnels", async () => {
+    const created = await s.call("/api/CreateTunnel", { namespaceId: owner.namespaceId, role: "SELECT" }, { cookie: owner.cookie });
+    const ws = new WebSocket(created.body.endpoint);
+    ws.binaryType = "arraybuffer";
+    await new Promise((resolve) => {
+      ws.onopen = resolve;
+    });
+    const answer = new Promise<ArrayBuffer>((resolve) => {
+      ws.onmessage = (ev) => resolve(ev.data as ArrayBuffer);
+    });
+    ws.send(JSON.stringify({ sql: "SELECT 1" }));
+    expect(decodeResult(new Uint8Array(await answer)).tunnelError).toBe("tunnel messages are binary");
+    const listed = async () =>
+      (await s.call("/api/ListOpenTunnels", {}, { cookie: owner.cookie })).body.tunnels.map((t: { tunnel_id: string }) => t.tunnel_id);
+    expect(await listed()).toContain(created.body.tunnel_id);
+    ws.close();
+    for (let i = 0; i < 100 && (await listed()).includes(created.body.tunnel_id); i++) await Bun.sleep(20);
+    expect(await listed()).not.toContain(created.body.tunnel_id);
+  });
+
   describe("isolation", () => {
     test("a message naming another namespace or org is refused", async () => {
       const c = await open(owner);
