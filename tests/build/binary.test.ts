@@ -19,7 +19,12 @@ const VERSION_LINE = /^tapscope (\d+\.\d+\.\d+\S*) \(commit ([0-9a-f]{12}(?:-dir
 type Running = { url: string; proc: Bun.Subprocess<"ignore", "pipe", "pipe">; log: () => string; dataDir: string };
 
 /** Starts `<binary> server` on a free port with a fresh DATA_DIR; resolves once it logs that it listens. */
-async function startBinaryServer(binary: string, env: Record<string, string> = {}, prefix: string[] = []): Promise<Running> {
+async function startBinaryServer(
+  binary: string,
+  env: Record<string, string> = {},
+  prefix: string[] = [],
+  startMs = 120_000,
+): Promise<Running> {
   const dataDir = tempDir("bin-data");
   const home = tempDir("bin-home"); // its ~/.cache gets the 70 MB libduckdb.so
   bulky.push(dataDir, home);
@@ -38,7 +43,7 @@ async function startBinaryServer(binary: string, env: Record<string, string> = {
   };
   void pump(proc.stdout);
   void pump(proc.stderr);
-  const deadline = Date.now() + 120_000;
+  const deadline = Date.now() + startMs;
   while (Date.now() < deadline) {
     if (text.includes('"msg":"tapscope server listening"')) {
       return { url: `http://127.0.0.1:${port}`, proc, log: () => text, dataDir };
@@ -394,7 +399,8 @@ describe.skipIf(skip)("compiled binary", () => {
       const ran = await sh(`${qemu} -L / ${arm64} version`, { env: { PATH: BASE_PATH } });
       expect(ran.code).toBe(0);
       expect(VERSION_LINE.exec(ran.stdout.trim())?.[3]).toBe("linux-arm64");
-      const server = await startBinaryServer(arm64, {}, [qemu as string, "-L", "/"]);
+      // Emulated, on a busy 2-core machine, a first start (initdb, DuckDB) can take minutes.
+      const server = await startBinaryServer(arm64, {}, [qemu as string, "-L", "/"], 300_000);
       try {
         expect((await (await fetch(`${server.url}/api/health`)).json()) as object).toMatchObject({ ok: true });
         expect(server.log()).toContain('"eventStore":"duckdb"'); // the arm64 libduckdb.so, from the binary
@@ -404,6 +410,6 @@ describe.skipIf(skip)("compiled binary", () => {
         expect(await server.proc.exited).toBe(0);
       }
     },
-    300_000,
+    420_000,
   );
 });
