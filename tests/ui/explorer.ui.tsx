@@ -308,6 +308,16 @@ describe("range controls", () => {
     );
   });
 
+  test("presets end now; Now keeps the duration", async () => {
+    const { client } = memoryClient([]);
+    const { current } = mount(client, { ...base, global: { startMs: NOW - 5 * H, endMs: NOW - 3 * H } });
+    fireEvent.click(await screen.findByRole("button", { name: "Now" }));
+    await waitFor(() => expect(current()!.global).toEqual({ startMs: NOW - 2 * H, endMs: NOW }));
+    fireEvent.click(screen.getByRole("button", { name: "6h" }));
+    await waitFor(() => expect(current()!.global).toEqual({ startMs: NOW - 6 * H, endMs: NOW }));
+    expect(screen.getByText("bucket 5m")).toBeTruthy();
+  });
+
   test("UTC/Local toggle is kept in the URL", async () => {
     const { client } = memoryClient([]);
     const { current } = mount(client, base);
