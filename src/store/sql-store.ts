@@ -30,8 +30,11 @@ import { defaultStoreLimits, type Engine, type EventStore, type StoreLimits } fr
 
 const fullSelect = eventColumns.map(([name]) => name).join(", ");
 
-/** Slices of the range counted to find the window holding the newest rows. */
+/** At least this many slices of the range are counted to find the window holding the newest rows. */
 const windowSlices = 512;
+
+/** Per-slice counts of one filtered scan: the histogram's buckets and the page's total + window come from it. */
+type SliceCounts = { startMicros: number; stepMicros: number; perBucket: number; slices: { s: number; n: number; e5: number; e4: number }[] };
 
 function toRow(raw: Record<string, unknown>, columns: readonly RowColumn[]): ResultRow {
   const row: Record<string, unknown> = {};
@@ -63,6 +66,7 @@ export class SqlEventStore implements EventStore {
   private readonly gate: NamespaceGate;
   private readonly limits: StoreLimits;
   private readonly known = new Set<string>();
+  private readonly inFlight = new Map<string, Promise<SliceCounts>>();
 
   constructor(
     private readonly engine: Engine,
@@ -139,38 +143,71 @@ export class SqlEventStore implements EventStore {
     const select = `SELECT ${columns.join(", ")} FROM ${table} WHERE ${where}`;
     const order = `ORDER BY time DESC, event_id DESC LIMIT ${limit}`;
     const d = this.engine.dialect;
-    await this.gate.run(namespaceId, async () => {
-      // One filtered scan counts matches per slice of the range (the exact total, and where the newest
-      // `limit` rows start); the wide columns are then read only from that newest window.
-      const lo = toMicros(range.lowerMs);
-      const step = Math.max(1, Math.ceil((toMicros(range.upperMs) - lo) / windowSlices));
-      const slices = await this.select(
-        namespaceId,
-        queryId,
-        `SELECT ${d.intDiv(`time - ${d.literal(lo)}`, d.literal(step))} AS s, count(*) AS n FROM ${table} WHERE ${where} GROUP BY s`,
-      );
-      const counts = slices.map((r) => ({ s: Number(r.s), n: Number(r.n) })).sort((a, b) => b.s - a.s);
-      const total = counts.reduce((sum, c) => sum + c.n, 0);
-      result.actualNumberOfRows = total;
-      result.wasRowLimitExceeded = total > limit;
-      if (total === 0) return;
-      let from = lo;
-      if (total > limit) {
-        let seen = 0;
-        for (const c of counts) {
-          seen += c.n;
-          if (seen >= limit) {
-            from = lo + c.s * step;
-            break;
-          }
+    const counts = await this.sliceCounts(namespaceId, queryId, table, where, range);
+    const sorted = [...counts.slices].sort((a, b) => b.s - a.s);
+    const total = sorted.reduce((sum, c) => sum + c.n, 0);
+    result.actualNumberOfRows = total;
+    result.wasRowLimitExceeded = total > limit;
+    if (total === 0) return result;
+    const lo = toMicros(range.lowerMs);
+    let from = lo;
+    if (total > limit) {
+      let seen = 0;
+      for (const c of sorted) {
+        seen += c.n;
+        if (seen >= limit) {
+          from = counts.startMicros + c.s * counts.stepMicros;
+          break;
         }
       }
-      const windowed = from > lo ? ` AND time >= ${d.literal(from)}` : "";
-      const raw = await this.select(namespaceId, queryId, `${select}${windowed} ${order}`);
-      result.data = raw.map((r) => toRow(r, columns));
-    });
+    }
+    const windowed = from > lo ? ` AND time >= ${d.literal(from)}` : "";
+    const raw = await this.gate.run(namespaceId, () => this.select(namespaceId, queryId, `${select}${windowed} ${order}`));
+    result.data = raw.map((r) => toRow(r, columns));
     result.durationInNanoseconds = Number(process.hrtime.bigint() - started);
     return result;
+  }
+
+  /**
+   * One filtered scan counting matches (and 5xx/4xx) per slice of the range's histogram grid, each bucket cut
+   * into a power-of-two number of slices. The explorer asks for the histogram and the first page at once over
+   * the same range and filter: the second caller joins the scan already in flight instead of repeating it
+   * (only while it runs, so no result is ever older than the request).
+   */
+  private sliceCounts(
+    namespaceId: string,
+    queryId: string,
+    table: string,
+    where: string,
+    range: TimestampFilter,
+  ): Promise<SliceCounts> {
+    const grid = bucketGrid(range.lowerMs, range.upperMs);
+    let perBucket = 1;
+    while (perBucket < 64 && grid.count * perBucket < windowSlices) perBucket *= 2;
+    const startMicros = toMicros(grid.startMs);
+    const stepMicros = (grid.bucketMs * 1000) / perBucket;
+    const key = `${table}|${startMicros}|${stepMicros}|${where}`;
+    const running = this.inFlight.get(key);
+    // A joiner still takes a slot of the namespace's gate, so the limits mean what they did.
+    if (running) return this.gate.run(namespaceId, () => running);
+    const d = this.engine.dialect;
+    const sql =
+      `SELECT ${d.intDiv(`time - ${d.literal(startMicros)}`, d.literal(stepMicros))} AS s, count(*) AS n, ` +
+      `${d.countIf("http_resp_status_code >= 500")} AS e5, ` +
+      `${d.countIf("http_resp_status_code >= 400 AND http_resp_status_code < 500")} AS e4 ` +
+      `FROM ${table} WHERE ${where} GROUP BY s`;
+    const scan = this.gate
+      .run(namespaceId, () => this.select(namespaceId, queryId, sql))
+      .then((raw) => ({
+        startMicros,
+        stepMicros,
+        perBucket,
+        slices: raw.map((r) => ({ s: Number(r.s), n: Number(r.n), e5: Number(r.e5), e4: Number(r.e4) })),
+      }));
+    this.inFlight.set(key, scan);
+    const forget = () => this.inFlight.delete(key);
+    scan.then(forget, forget);
+    return scan;
   }
 
   async histogram(namespaceId: string, query: HistogramQuery): Promise<HistogramResult> {
@@ -189,20 +226,14 @@ export class SqlEventStore implements EventStore {
     }));
     let total = 0;
     if (await this.hasTable(namespaceId)) {
-      const bucket = d.intDiv(`time - ${d.literal(toMicros(grid.startMs))}`, d.literal(grid.bucketMs * 1000));
-      const sql =
-        `SELECT ${bucket} AS b, count(*) AS n, ` +
-        `${d.countIf("http_resp_status_code >= 500")} AS e5, ` +
-        `${d.countIf("http_resp_status_code >= 400 AND http_resp_status_code < 500")} AS e4 ` +
-        `FROM ${table} WHERE ${where} GROUP BY b`;
-      const raw = await this.gate.run(namespaceId, () => this.select(namespaceId, queryId, sql));
-      for (const r of raw) {
-        const b = buckets[Number(r.b)];
+      const counts = await this.sliceCounts(namespaceId, queryId, table, where, range);
+      for (const r of counts.slices) {
+        const b = buckets[Math.floor(r.s / counts.perBucket)];
         if (!b) continue;
-        b.count = Number(r.n);
-        b.serverErrors = Number(r.e5);
-        b.clientErrors = Number(r.e4);
-        total += b.count;
+        b.count += r.n;
+        b.serverErrors += r.e5;
+        b.clientErrors += r.e4;
+        total += r.n;
       }
     }
     return {
