@@ -280,6 +280,28 @@ describe("inbound: listeners come and go", () => {
     expect(traced.stderr().match(/intercepted/g)?.length).toBe(3);
   });
 
+  test("a closed listener's port refuses connections again within a few seconds (the listener sweep)", async () => {
+    const port = await freePort();
+    const script = [
+      "import socket, time",
+      "s = socket.socket()",
+      `s.bind(("127.0.0.1", ${port})); s.listen()`,
+      "c = socket.create_connection(('127.0.0.1', " + String(port) + ")); a, _ = s.accept(); a.close(); c.close()",
+      "s.close()",
+      "deadline = time.time() + 8",
+      "while True:",
+      "    try:",
+      "        socket.create_connection(('127.0.0.1', " + String(port) + "), timeout=1).close()",
+      "    except ConnectionRefusedError:",
+      "        print('refused'); break",
+      "    if time.time() > deadline: print('still accepting'); break",
+      "    time.sleep(0.2)",
+    ].join("\n");
+    const traced = start(["python3", "-c", script]);
+    expect(await traced.exited).toBe(0);
+    expect(traced.stdout()).toBe("refused\n");
+  }, 20_000);
+
   test("an SO_REUSEPORT group: two sockets on one port both serve", async () => {
     const port = await freePort();
     const script = [

@@ -25,6 +25,7 @@ import type { AcceptMsg, BindMsg, ListenMsg } from "../seccomp/messages.ts";
 import { addFdAndReply, isValid, replyContinue, replyError, replyValue } from "../seccomp/notif.ts";
 import { AF_INET, AF_INET6, bindTo, connectTo, localAddr, newSocket, socketInode, writeAddrResult } from "../seccomp/sockets.ts";
 import { type Context, processOf, type Takeover } from "./context.ts";
+import { listeningInodes } from "./listening.ts";
 
 
 const LOOPBACK4: SockAddr = { family: 4, ip: "127.0.0.1", port: 0 };
@@ -234,7 +235,8 @@ export function liveInodes(): Set<string> {
 /** Drops takeovers whose listening program socket has been closed (checked every few seconds). */
 export function sweepTakeovers(ctx: Context): void {
   if (ctx.takeovers.size === 0) return;
-  const alive = liveInodes();
+  // Only listening program sockets are checked here, so the listening table is enough.
+  const alive = listeningInodes() ?? liveInodes();
   for (const t of [...ctx.takeovers.values()]) {
     if (t.server && !alive.has(t.inode)) retire(ctx, t);
     t.parked = t.parked.filter((p) => {
