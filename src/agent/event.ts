@@ -4,7 +4,7 @@ import { basename } from "node:path";
 import type { HostEnvironment } from "~/lib/env.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { ConnectionInfo } from "./relay/observer.ts";
-import { type BodySample, decodeBody } from "./parse/body.ts";
+import { type BodySample, decodeBody, toBase64 } from "./parse/body.ts";
 import type { Exchange } from "./parse/exchange.ts";
 import { describeGrpcBody, isGrpc } from "./parse/grpc.ts";
 import { type RedactMode, redactHeaders, redactJsonText, redactQuery, redactTarget } from "./redact.ts";
@@ -290,10 +290,10 @@ function encodeBody(sample: BodySample | null, contentEncoding: string, ctx: Eve
     const decoded = decodeBody(raw, contentEncoding, Math.max(ctx.payloadLimit, Math.min(ctx.payloadLimit * 4, 1 << 20)));
     if (decoded) {
       tags[`${side}_body_decoded`] = decoded.decodedFrom;
-      return Buffer.from(decoded.bytes.buffer, decoded.bytes.byteOffset, decoded.bytes.length).toString("base64");
+      return toBase64(decoded.bytes);
     }
   }
-  return Buffer.from(raw.buffer, raw.byteOffset, raw.length).toString("base64");
+  return toBase64(raw);
 }
 
 /**
