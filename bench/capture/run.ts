@@ -6,10 +6,12 @@
  * for the relay alone (relay-only.ts: interception and relay, no parsing) and for full `tapscope run`.
  *
  * Options: --rounds N (default 3), --duration S (default 5), --server <file.js> (default server.js),
+ *          --sizes 1,65536 and --conns 1,16 (what to measure), --baseline <checkout> (also measure that
+ *          checkout's `tapscope run`, as mode "base"),
  *          --tapscope "<command>" (default: bun src/main.ts), --json <file> to keep the raw figures.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join, resolve } from "node:path";
 
@@ -24,17 +26,20 @@ const duration = Number(option("duration", "5"));
 const serverFile = resolve(option("server", join(import.meta.dir, "server.js")));
 const tapscope = option("tapscope", `${process.execPath} ${join(root, "src/main.ts")}`).split(" ");
 const jsonOut = option("json", "");
+/** Another checkout of tapscope (e.g. `git archive HEAD`): its `run` is measured too, as mode "base", to compare changes in one run. */
+const baseline = option("baseline", "");
 
 if (spawnSync("wrk", ["--version"]).error) {
   console.error("bench:capture needs wrk (Debian: apt-get install wrk)");
   process.exit(1);
 }
 
-type Sample = { rps: number; p50: number; p99: number };
+/** cpu: the tapscope process's CPU time (all threads) per request in µs; 0 for direct. */
+type Sample = { rps: number; p50: number; p99: number; cpu: number };
 /** direct: the server alone; relay: under interception with the relay only (no parsing); traced: `tapscope run`. */
-type Mode = "direct" | "relay" | "traced";
-const sizes = [1, 64 * 1024];
-const connections = [1, 16];
+type Mode = "direct" | "relay" | "traced" | "base";
+const sizes = option("sizes", "1,65536").split(",").map(Number);
+const connections = option("conns", "1,16").split(",").map(Number);
 const samples = new Map<string, Sample[]>();
 const key = (mode: Mode, size: number, conns: number) => `${mode}/${size}/${conns}`;
 
@@ -49,7 +54,7 @@ function parseWrk(output: string): Sample {
   const rps = Number(/Requests\/sec:\s*([\d.]+)/.exec(output)?.[1]);
   const p50 = micros(/^\s*50%\s+(\S+)/m.exec(output)?.[1] ?? "");
   const p99 = micros(/^\s*99%\s+(\S+)/m.exec(output)?.[1] ?? "");
-  return { rps, p50, p99 };
+  return { rps, p50, p99, cpu: 0 };
 }
 
 async function waitForPort(port: number, timeoutMs = 15_000): Promise<void> {
@@ -69,6 +74,19 @@ async function waitForPort(port: number, timeoutMs = 15_000): Promise<void> {
   throw new Error(`server on port ${port} did not start`);
 }
 
+/** CPU time of a process, all threads, in ns (schedstat: exact, unlike the 10 ms ticks of /proc/<pid>/stat). */
+function cpuNanos(pid: number): number {
+  let total = 0;
+  try {
+    for (const task of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        total += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, "utf8").split(" ")[0]);
+      } catch {}
+    }
+  } catch {}
+  return total;
+}
+
 let nextPort = 19_000 + Math.floor(Math.random() * 1000);
 
 async function measure(mode: Mode, size: number): Promise<void> {
@@ -79,7 +97,9 @@ async function measure(mode: Mode, size: number): Promise<void> {
       ? server
       : mode === "relay"
         ? [process.execPath, join(import.meta.dir, "relay-only.ts"), "--", ...server]
-        : [...tapscope, "run", "--no-publish", "--", ...server];
+        : mode === "base"
+          ? [process.execPath, join(resolve(baseline), "src/main.ts"), "run", "--no-publish", "--", ...server]
+          : [...tapscope, "run", "--no-publish", "--", ...server];
   const child = spawn(command[0]!, command.slice(1), { stdio: ["ignore", "ignore", "inherit"] });
   try {
     await waitForPort(port);
@@ -87,15 +107,18 @@ async function measure(mode: Mode, size: number): Promise<void> {
     spawnSync("wrk", ["-t1", "-c4", "-d1s", `http://127.0.0.1:${port}/`]);
     for (const conns of connections) {
       const threads = Math.min(2, conns);
+      const cpuBefore = mode === "direct" ? 0 : cpuNanos(child.pid!);
       const res = spawnSync("wrk", [`-t${threads}`, `-c${conns}`, `-d${duration}s`, "--latency", `http://127.0.0.1:${port}/`], {
         encoding: "utf8",
       });
       const sample = parseWrk(res.stdout);
+      const requests = Number(/(\d+) requests in/.exec(res.stdout)?.[1] ?? 0);
+      if (mode !== "direct" && requests > 0) sample.cpu = (cpuNanos(child.pid!) - cpuBefore) / 1000 / requests;
       const list = samples.get(key(mode, size, conns)) ?? [];
       list.push(sample);
       samples.set(key(mode, size, conns), list);
       process.stderr.write(
-        `  ${mode.padEnd(6)} ${String(size).padStart(5)} B  c=${String(conns).padStart(2)}  ${sample.rps.toFixed(0).padStart(6)} req/s  p50 ${sample.p50}µs  p99 ${sample.p99}µs\n`,
+        `  ${mode.padEnd(6)} ${String(size).padStart(5)} B  c=${String(conns).padStart(2)}  ${sample.rps.toFixed(0).padStart(6)} req/s  p50 ${sample.p50}µs  p99 ${sample.p99}µs${sample.cpu ? `  tapscope CPU ${sample.cpu.toFixed(1)}µs/req` : ""}\n`,
       );
     }
   } finally {
@@ -114,7 +137,8 @@ for (let round = 1; round <= rounds; round++) {
   process.stderr.write(`round ${round}/${rounds}\n`);
   for (const size of sizes) {
     // Alternate which mode goes first so warm caches and neighbours do not favour one.
-    const order: Mode[] = round % 2 ? ["direct", "relay", "traced"] : ["traced", "relay", "direct"];
+    const modes: Mode[] = baseline ? ["direct", "relay", "traced", "base"] : ["direct", "relay", "traced"];
+    const order = round % 2 ? modes : [...modes].reverse();
     for (const mode of order) await measure(mode, size);
   }
 }
@@ -122,12 +146,12 @@ for (let round = 1; round <= rounds; round++) {
 const rows: Record<string, number | string>[] = [];
 console.log(`\ncapture overhead: median of ${rounds} alternated runs of ${duration}s each (wrk, ${navigator.hardwareConcurrency} CPUs)`);
 console.log("relay = intercepted and relayed, no parsing; traced = tapscope run (relay + HTTP parsing + events)\n");
-console.log("response  conns  mode    req/s    vs direct  p50      added p50  p99       added p99");
+console.log("response  conns  mode    req/s    vs direct  p50      added p50  p99       added p99  tapscope CPU/req");
 const med = (list: Sample[], pick: (s: Sample) => number) => median(list.map(pick));
 for (const size of sizes) {
   for (const conns of connections) {
     const direct = samples.get(key("direct", size, conns)) ?? [];
-    for (const mode of ["direct", "relay", "traced"] as const) {
+    for (const mode of (baseline ? ["direct", "relay", "traced", "base"] : ["direct", "relay", "traced"]) as Mode[]) {
       const list = samples.get(key(mode, size, conns)) ?? [];
       const row = {
         response: size === 1 ? "1 B" : "64 KiB",
@@ -139,6 +163,7 @@ for (const size of sizes) {
         addedP50: med(list, (s) => s.p50) - med(direct, (s) => s.p50),
         p99: med(list, (s) => s.p99),
         addedP99: med(list, (s) => s.p99) - med(direct, (s) => s.p99),
+        cpu: med(list, (s) => s.cpu),
       };
       rows.push(row);
       const signed = (v: number) => `${v >= 0 ? "+" : ""}${v.toFixed(0)}µs`;
@@ -153,6 +178,7 @@ for (const size of sizes) {
           (mode === "direct" ? "" : signed(row.addedP50)).padStart(9),
           `${row.p99.toFixed(0)}µs`.padStart(8),
           (mode === "direct" ? "" : signed(row.addedP99)).padStart(9),
+          (mode === "direct" ? "" : `${row.cpu.toFixed(1)}µs`).padStart(16),
         ].join("  "),
       );
     }
