@@ -263,4 +263,19 @@ describe("Requests explorer", () => {
     await screenshot(page, "explorer-07-reconnected");
     expect(pageErrors).toEqual([]);
   });
+
+  test("the results on their own page at /minified/", async () => {
+    const count = await page.getByTestId("result-count").textContent();
+    const href = await page.getByRole("link", { name: "Open these results on their own page" }).getAttribute("href");
+    expect(href).toStartWith("/minified/?namespace=");
+    await page.goto(`${server.baseUrl}${href}`);
+    await page
+      .getByTestId("result-count")
+      .filter({ hasText: String(count) })
+      .waitFor();
+    await rows().filter({ hasText: "/checkout" }).click();
+    await page.getByRole("region", { name: "Request detail" }).waitFor();
+    await screenshot(page, "explorer-08-minified");
+    expect(pageErrors).toEqual([]);
+  });
 });

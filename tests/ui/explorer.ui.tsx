@@ -337,31 +337,9 @@ describe("results", () => {
     expect(rowLimitText(12345)).toBe(
       "Row limit of 10000 reached. Your query would have returned 12345 rows. Consider narrowing the time window or adding filters to reduce the number of rows returned.",
     );
-    // The failed try, then a small first page and the rest up to the row limit.
-    expect(calls.rows.length).toBe(3);
+    // The failed try, then the retry.
+    expect(calls.rows.length).toBe(2);
     await waitFor(() => expect(document.querySelector("[role=table][aria-label=Results]")?.getAttribute("aria-rowcount")).toBe("10000"));
-  });
-
-  test("a small first page paints first; the rest replaces it", async () => {
-    const rows = makeRows(1000, global.startMs, global.endMs);
-    let release: () => void = () => {};
-    const gate = new Promise<void>((r) => {
-      release = r;
-    });
-    const { client } = memoryClient(rows);
-    const slow: QueryClient = {
-      ...client,
-      async rows(filter, text, signal, limit) {
-        if (!limit) await gate;
-        return client.rows(filter, text, signal, limit);
-      },
-    };
-    mount(slow, base);
-    await waitFor(() => expect(document.querySelector("[aria-label=Results]")?.getAttribute("aria-rowcount")).toBe("200"));
-    expect(screen.getByTestId("result-count").textContent).toBe("1,000 requests");
-    expect(screen.getByText("Loading the rest…")).toBeTruthy();
-    release();
-    await waitFor(() => expect(document.querySelector("[aria-label=Results]")?.getAttribute("aria-rowcount")).toBe("1000"));
   });
 
   test("filter chips apply through the URL; a bad filter shows its error and is rolled back", async () => {
