@@ -26,7 +26,7 @@ export type PublisherOptions = {
   onJoin?: (info: JoinInfo) => void;
 };
 
-export type NoticeKind = "rate-limited" | "refused" | "disconnected" | "reconnected" | "expired" | "join-failed";
+export type NoticeKind = "rate-limited" | "store-dropped" | "refused" | "disconnected" | "reconnected" | "expired" | "join-failed";
 
 export type JoinInfo = { linkId?: string; linkUrl?: string; namespaceId?: string; expiresAt?: string };
 
@@ -39,6 +39,8 @@ export type PublisherStats = {
   refused: number;
   /** Over the namespace's rate limit. */
   rateLimited: number;
+  /** Accepted (and shown live) but not stored: the server's store was over its limit or behind. */
+  storeDropped: number;
   queued: number;
   inFlight: number;
   isConnected: boolean;
@@ -92,7 +94,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
   let hasConnectedOnce = false;
   let drainWaiters: Array<() => void> = [];
   const lastNotice = new Map<NoticeKind, number>();
-  const counters = { sent: 0, dropped: 0, refused: 0, rateLimited: 0, reconnects: 0 };
+  const counters = { sent: 0, dropped: 0, refused: 0, rateLimited: 0, storeDropped: 0, reconnects: 0 };
 
   const queued = () => queue.length - queueHead;
   const inFlightCount = () => {
@@ -166,6 +168,10 @@ export function createPublisher(options: PublisherOptions): Publisher {
         // Anything the server did not account for was lost.
         counters.dropped += Math.max(0, count - msg.accepted - msg.refused - msg.rateLimited);
         if (msg.rateLimited > 0) notice("rate-limited", `the server's rate limit dropped ${msg.rateLimited} events`);
+        if (msg.storeDropped) {
+          counters.storeDropped += msg.storeDropped;
+          notice("store-dropped", `the server could not store ${msg.storeDropped} events (shown live only)`);
+        }
         if (msg.refused > 0) notice("refused", `the server refused ${msg.refused} events${msg.errors?.length ? `: ${msg.errors[0]}` : ""}`);
         pump();
         break;

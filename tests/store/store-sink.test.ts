@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { randomUUID } from "node:crypto";
 import { setLogSink } from "~/lib/logger.ts";
+import { Ingest } from "~/services/ingest/ingest.ts";
 import { EventSinks } from "~/services/ingest/sink.ts";
 import { NamespaceRateLimiter } from "~/services/store/rate-limit.ts";
 import { StoreSink } from "~/services/store/store-sink.ts";
@@ -103,6 +104,21 @@ describe("store sink", () => {
     expect(sink.statsFor(ns).dropped.overloaded).toBe(60);
     await sink.close();
     expect((await store.queryRows(ns, { filter: all })).actualNumberOfRows).toBe(100);
+  });
+
+  test("ingest tells the publisher in its ack how many accepted events the store dropped", async () => {
+    const sink = new StoreSink({ store, rateLimit: 0, maxBuffered: 100, batchSize: 1000 });
+    const sinks = new EventSinks();
+    sinks.add(sink);
+    const ingest = new Ingest(sinks, { rateLimit: 0 });
+    const target = { namespaceId: randomUUID(), linkId: null };
+    const first = ingest.handle(target, JSON.stringify({ type: "events", seq: 1, events: events(80) }));
+    expect(first).toMatchObject({ type: "ack", seq: 1, accepted: 80 });
+    expect(first).not.toHaveProperty("storeDropped");
+    const second = ingest.handle(target, JSON.stringify({ type: "events", seq: 2, events: events(80, 4) }));
+    expect(second).toMatchObject({ type: "ack", seq: 2, accepted: 80, storeDropped: 60 });
+    await sink.close();
+    expect((await store.queryRows(target.namespaceId, { filter: all })).actualNumberOfRows).toBe(100);
   });
 
   test("events of an anonymous link (no namespace) are not stored; store errors are counted", async () => {

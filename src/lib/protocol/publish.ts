@@ -37,9 +37,20 @@ export type PublishServerMessage =
     }
   /**
    * One per events message. accepted + refused + rateLimited = events in the message. `truncated` counts
-   * fields cut to their size limit (marked with the truncation marker).
+   * fields cut to their size limit (marked with the truncation marker). `storeDropped` (when present) counts
+   * accepted events the namespace's store could not keep (its rate limit, or writes falling behind); they still
+   * went live.
    */
-  | { type: "ack"; seq: number; accepted: number; refused: number; rateLimited: number; truncated: number; errors?: string[] }
+  | {
+      type: "ack";
+      seq: number;
+      accepted: number;
+      refused: number;
+      rateLimited: number;
+      truncated: number;
+      errors?: string[];
+      storeDropped?: number;
+    }
   | { type: "pong"; seq: number }
   /** The message was refused as a whole (too large, not JSON, wrong shape); the socket stays open. */
   | { type: "error"; seq: number | null; code: PublishErrorCode; message: string }

@@ -79,7 +79,11 @@ export class Ingest {
     const granted = this.limiter.take(key, accepted.length, this.now());
     const rateLimited = accepted.length - granted;
     if (rateLimited > 0) accepted.length = granted;
-    if (accepted.length > 0) this.sinks.accept(target, accepted);
+    let storeDropped = 0;
+    if (accepted.length > 0) {
+      if (this.sinks.offer) storeDropped = this.sinks.offer(target, accepted);
+      else this.sinks.accept(target, accepted);
+    }
 
     counts.accepted += accepted.length;
     counts.refused += refused;
@@ -91,6 +95,7 @@ export class Ingest {
     this.totals.truncated += truncated;
     const reply: PublishServerMessage = { type: "ack", seq: message.seq, accepted: accepted.length, refused, rateLimited, truncated };
     if (errors.size > 0) reply.errors = [...errors];
+    if (storeDropped > 0) reply.storeDropped = storeDropped;
     return reply;
   }
 

@@ -13,6 +13,8 @@ export type EventTarget = {
 export type EventSink = {
   /** Must not block: called on the publisher socket's path. */
   accept(target: EventTarget, events: readonly TracedEvent[]): void;
+  /** accept, returning how many of the events had to be dropped at once (so the publisher can be told). */
+  offer?(target: EventTarget, events: readonly TracedEvent[]): number;
 };
 
 /** Fans accepted events out to every registered sink; a failing sink never affects the others. */
@@ -28,12 +30,20 @@ export class EventSinks implements EventSink {
   }
 
   accept(target: EventTarget, events: readonly TracedEvent[]): void {
+    this.offer(target, events);
+  }
+
+  /** The most any one sink dropped of these events. */
+  offer(target: EventTarget, events: readonly TracedEvent[]): number {
+    let dropped = 0;
     for (const sink of this.sinks) {
       try {
-        sink.accept(target, events);
+        if (sink.offer) dropped = Math.max(dropped, sink.offer(target, events));
+        else sink.accept(target, events);
       } catch {
         // A sink reports its own failures; one bad sink must not stop delivery to the rest.
       }
     }
+    return dropped;
   }
 }

@@ -77,11 +77,16 @@ export class StoreSink implements EventSink {
   }
 
   accept(target: EventTarget, events: readonly TracedEvent[]): void {
+    this.offer(target, events);
+  }
+
+  /** Returns how many of the events were dropped at once (rate limit, or the buffer full). */
+  offer(target: EventTarget, events: readonly TracedEvent[]): number {
     const ns = target.namespaceId;
-    if (!ns || events.length === 0 || this.isClosed) return;
+    if (!ns || events.length === 0 || this.isClosed) return 0;
     const granted = this.limiter.take(ns, events.length);
     this.drop(target, ns, events.length - granted, "rate_limited");
-    if (granted === 0) return;
+    if (granted === 0) return events.length;
     const p = this.pending.get(ns) ?? { events: [], writing: null };
     this.pending.set(ns, p);
     const room = Math.max(0, this.maxBuffered - p.events.length);
@@ -90,6 +95,7 @@ export class StoreSink implements EventSink {
     for (let i = 0; i < kept; i++) p.events.push(events[i] as TracedEvent);
     this.statsOf(ns).accepted += kept;
     if (p.events.length >= this.batchSize && !p.writing) void this.flushNamespace(ns);
+    return events.length - kept;
   }
 
   private flushNamespace(ns: string): Promise<void> {

@@ -43,6 +43,26 @@ async function rawSocket(token?: string) {
 }
 
 describe("publisher against the real server", () => {
+  test("events the server's store had to drop are counted apart and announced", async () => {
+    const notices: string[] = [];
+    const publisher = createPublisher({ endpoint: server.endpoint, onNotice: (kind) => notices.push(kind) });
+    const info = await publisher.join();
+    const remove = server.sinks.add({
+      accept: () => {},
+      offer: (target, events) => (target.linkId === info.linkId ? events.length - 1 : 0),
+    });
+    try {
+      for (let i = 0; i < 10; i++) publisher.send(sampleEvent({ http_req_path: `/d/${i}` }));
+      const result = await publisher.close(3000);
+      expect(result.sent).toBe(10);
+      expect(result.dropped).toBe(0);
+      expect(result.storeDropped).toBeGreaterThanOrEqual(9);
+      expect(notices).toContain("store-dropped");
+    } finally {
+      remove();
+    }
+  });
+
   test("anonymous: join creates a link; events arrive in the link's sink, counted; close flushes", async () => {
     const publisher = createPublisher({ endpoint: server.endpoint, service: "api" });
     const info = await publisher.join();

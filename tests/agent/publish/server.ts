@@ -56,6 +56,7 @@ export async function startServer(env: Record<string, string> = {}) {
     config,
     endpoint: config.publicUrl,
     received,
+    sinks,
     events: () => received.flatMap((r) => r.events),
     ingest: ingestFor(deps),
     namespaceWithToken,
