@@ -1,4 +1,4 @@
-import { toHarLog } from "~/agent/har.ts";
+import { toHarLog } from "~/lib/har.ts";
 import { TunnelClient, TunnelConnectError, TunnelQueryError } from "~/agent/query-client.ts";
 import { parseAgentConfig } from "~/lib/env.ts";
 import { parseFilter } from "~/lib/filter/parse.ts";

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { type HarLog, toHarLog } from "~/agent/har.ts";
+import { type HarLog, toHarLog } from "~/lib/har.ts";
 import { AppError } from "~/lib/errors.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { QueryFilter } from "~/lib/protocol/query.ts";

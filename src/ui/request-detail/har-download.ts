@@ -1,7 +1,7 @@
-import { toHarLog } from "~/agent/har.ts";
+import { toHarLog } from "~/lib/har.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 
-/** Saves events as a HAR 1.2 download, built by the one TracedEvent -> HAR converter (agent/har.ts, browser-safe). */
+/** Saves events as a HAR 1.2 download, built by the one TracedEvent -> HAR converter (lib/har.ts, browser-safe). */
 export function downloadHar(events: readonly TracedEvent[], filename: string): void {
   const blob = new Blob([JSON.stringify(toHarLog(events), null, 2)], { type: "application/json" });
   const url = URL.createObjectURL(blob);

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { gzipSync } from "node:zlib";
-import { toHarEntry, toHarLog } from "~/agent/har.ts";
+import { toHarEntry, toHarLog } from "~/lib/har.ts";
 import { formatLogLine } from "~/agent/log-line.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { c, s, trace } from "./helpers.ts";
