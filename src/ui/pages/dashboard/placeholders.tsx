@@ -1,7 +1,6 @@
 import { Spinner } from "~/ui/components/spinner.tsx";
 import { LiveScreenView } from "~/ui/live/live-screen.tsx";
 import { useDashboard } from "~/ui/pages/dashboard/dashboard-state.ts";
-import { Screen } from "~/ui/pages/dashboard/screen.tsx";
 import { usePublicConfig } from "~/ui/shell.tsx";
 
 export function DashboardIndex() {
@@ -24,8 +23,4 @@ export function LiveScreen() {
       <LiveScreenView key={namespace.namespaceId} namespaceId={namespace.namespaceId} orgId={org.orgId} commitHash={commitHash} />
     </div>
   );
-}
-
-export function RequestsScreen() {
-  return <Screen title="Requests" description="Search every captured request over time." />;
 }

@@ -106,12 +106,3 @@ export function IframerPage() {
     </>
   );
 }
-
-export function MinifiedPage() {
-  return (
-    <main className="p-4 text-sm text-zinc-400">
-      <title>Results | Tapscope</title>
-      No results yet.
-    </main>
-  );
-}
