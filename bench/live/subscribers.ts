@@ -11,7 +11,7 @@ import { benchEvent, benchFilters, nowUs } from "./events.ts";
 
 const [url, capacityArg, sets] = process.argv.slice(2) as [string, string, string];
 const capacity = Number(capacityArg);
-const reply = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}\n`);
+const reply = (value: unknown, then?: () => void) => process.stdout.write(`${JSON.stringify(value)}\n`, then);
 
 let maxLagMs = 0;
 let lastTick = performance.now();
@@ -121,16 +121,19 @@ for await (const chunk of process.stdin) {
         at += s.count;
         s.ws.close();
       }
-      reply({
-        type: "report",
-        lost,
-        delivered,
-        dropped,
-        cpuMs: (cpu.user + cpu.system) / 1000,
-        maxLagMs,
-        latencies: Buffer.from(latencies.buffer).toString("base64"),
-      });
-      process.exit(0);
+      reply(
+        {
+          type: "report",
+          lost,
+          delivered,
+          dropped,
+          cpuMs: (cpu.user + cpu.system) / 1000,
+          maxLagMs,
+          latencies: Buffer.from(latencies.buffer).toString("base64"),
+        },
+        // Exit only once the (large) line has left: exiting at once would cut it off in the pipe.
+        () => process.exit(0),
+      );
     }
   }
 }
