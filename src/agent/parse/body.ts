@@ -13,7 +13,7 @@ export class BodySample {
     private readonly limit: number,
     expectedLength: number,
   ) {
-    if (limit > 0 && expectedLength > 0) this.buf = carve(Math.min(limit, expectedLength));
+    if (limit > 0 && expectedLength > 0) this.buf = new Uint8Array(Math.min(limit, expectedLength));
   }
 
   add(chunk: Uint8Array, start: number, end: number): void {
@@ -30,7 +30,7 @@ export class BodySample {
     }
     const needed = this.length + n;
     if (!this.buf || needed > this.buf.length) {
-      const next = carve(Math.min(this.limit, Math.max(needed, (this.buf?.length ?? 0) * 2, 1024)));
+      const next = new Uint8Array(Math.min(this.limit, Math.max(needed, (this.buf?.length ?? 0) * 2, 1024)));
       if (this.buf) next.set(this.buf.subarray(0, this.length));
       this.buf = next;
     }
@@ -44,26 +44,6 @@ export class BodySample {
   bytes(): Uint8Array {
     return this.buf ? this.buf.subarray(0, this.length) : new Uint8Array(0);
   }
-}
-
-/**
- * Samples are carved from shared slabs: a fresh zeroed 64 KiB array per response cost more than the
- * copy into it (allocation, zeroing, GC pressure). A slab is freed once no sample refers to it.
- */
-const SLAB_SIZE = 1 << 20;
-let slab = new Uint8Array(0);
-let slabUsed = 0;
-
-function carve(size: number): Uint8Array {
-  if (size > SLAB_SIZE / 4) return new Uint8Array(size);
-  if (slabUsed + size > slab.length) {
-    slab = new Uint8Array(SLAB_SIZE);
-    slabUsed = 0;
-  }
-  const out = slab.subarray(slabUsed, slabUsed + size);
-  // 8-byte steps keep later samples aligned for the typed-array copies.
-  slabUsed += (size + 7) & ~7;
-  return out;
 }
 
 type WithBase64 = Uint8Array & { toBase64?: () => string };
