@@ -1,5 +1,5 @@
 import type { FilterExpr } from "~/lib/filter/ast.ts";
-import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { type TracedEvent, specColumns } from "~/lib/protocol/event.ts";
 
 /**
  * Queries against a namespace's events: what the dashboard, `tapscope query` and the tunnel send.
@@ -117,45 +117,10 @@ export type EventRow = Pick<TracedEvent, RowColumn>;
 /** A row as returned: the columns named in the result's meta (always time and event_id). */
 export type ResultRow = Partial<EventRow> & Pick<EventRow, "time" | "event_id">;
 
-export const rowColumns = [
-  "time",
-  "event_id",
-  "parent_event_id",
-  "service",
-  "hostname",
-  "gcp_project",
-  "kubernetes_namespace",
-  "gke_cluster_location",
-  "gke_cluster_name",
-  "gke_node_name",
-  "process_id",
-  "process_executable_name",
-  "process_executable_size",
-  "process_command_line",
-  "process_user",
-  "protocol",
-  "tls_server_name",
-  "http_version",
-  "http_is_outgoing",
-  "http_client_addr",
-  "http_server_addr",
-  "http_duration",
-  "http_req_method",
-  "http_req_path",
-  "http_req_body_size_bytes_wire",
-  "http_req_transfer_encoding",
-  "http_req_content_type",
-  "http_req_content_encoding",
-  "http_req_content_length",
-  "http_req_host",
-  "http_req_x_forwarded_for",
-  "http_resp_status_code",
-  "http_resp_body_size_bytes_wire",
-  "http_resp_transfer_encoding",
-  "http_resp_content_type",
-  "http_resp_content_encoding",
-  "http_resp_content_length",
-] as const satisfies ReadonlyArray<keyof TracedEvent>;
+const [timeColumn, eventIdColumn, ...otherSpecColumns] = specColumns;
+export const rowColumns = [timeColumn, eventIdColumn, "parent_event_id", ...otherSpecColumns] as const satisfies ReadonlyArray<
+  keyof TracedEvent
+>;
 
 /** What the requests explorer's list shows (the detail comes from getEvent). */
 export const listColumns = [
