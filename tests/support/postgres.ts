@@ -84,9 +84,21 @@ async function startCluster(): Promise<string> {
   const port = await freePort();
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`;
   asPostgres([`${PG_BIN}/pg_ctl`, "-D", data, "-o", options, "-l", join(dir, "log"), "-w", "-s", "start"]);
-  process.on("exit", () => {
+  // A watchdog stops the cluster and removes its files once this process is gone: test runners do not
+  // reliably run exit handlers, and pg_ctl's server is a daemon that would otherwise outlive every run.
+  const stop = [`${PG_BIN}/pg_ctl`, "-D", data, "-m", "immediate", "-s", "stop"];
+  const asUser = process.getuid?.() === 0 ? ["runuser", "-u", "postgres", "--"] : [];
+  const watchdog = 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; shift; "$@" >/dev/null 2>&1; rm -rf "$DIR"';
+  const child = Bun.spawn(["sh", "-c", watchdog, "sh", String(process.pid), ...asUser, ...stop], {
+    env: { ...process.env, DIR: dir },
+    stdin: "ignore",
+    stdout: "ignore",
+    stderr: "ignore",
+  });
+  child.unref();
+  process.once("exit", () => {
     try {
-      asPostgres([`${PG_BIN}/pg_ctl`, "-D", data, "-m", "immediate", "-s", "stop"]);
+      asPostgres(stop);
     } catch {
       // the cluster may already be gone
     }
