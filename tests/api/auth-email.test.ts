@@ -134,7 +134,7 @@ for (const backend of backends) {
         const res = await t.call("/api/EmailLogin", body);
         expect(res.status).toBe(400);
         expect(typeof res.body.error).toBe("string");
-        expect(res.headers.get("x-trace-id")).toBeTruthy();
+        expect(res.headers.get("x-trace-id")).toMatch(/^[A-Za-z0-9_-]{12,}$/);
       }
     });
 

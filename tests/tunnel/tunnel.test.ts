@@ -163,7 +163,7 @@ describe("query tunnels", () => {
       const raw = await c.send({ kind: "rows", query: { filter, limit: 2 } }, { compression: "gzip" });
       expect(raw.compression).toBe("gzip");
       expect([raw.data[0], raw.data[1]]).toEqual([0x1f, 0x8b]);
-      expect(raw.databaseQueryId).toBeTruthy();
+      expect(raw.databaseQueryId).toMatch(/\S/);
       const limited = await decodeResultData(raw);
       expect(limited.data).toHaveLength(2);
       expect(limited.wasRowLimitExceeded).toBe(true);

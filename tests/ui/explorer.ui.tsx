@@ -315,7 +315,7 @@ describe("range controls", () => {
     await waitFor(() => expect(current()!.global).toEqual({ startMs: NOW - 2 * H, endMs: NOW }));
     fireEvent.click(screen.getByRole("button", { name: "6h" }));
     await waitFor(() => expect(current()!.global).toEqual({ startMs: NOW - 6 * H, endMs: NOW }));
-    expect(screen.getByText("bucket 5m")).toBeTruthy();
+    expect(screen.getByText("bucket 5m").textContent).toBe("bucket 5m");
   });
 
   test("UTC/Local toggle is kept in the URL", async () => {
