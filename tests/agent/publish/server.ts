@@ -7,6 +7,7 @@ import { namespaces, namespaceTokens, orgTokens, orgs } from "#db/schema/index.t
 import { parseConfig } from "~/lib/env.ts";
 import { setLogSink } from "~/lib/logger.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { tracedEvent } from "../../support/event-factory.ts";
 import { createApp, type AppDeps } from "~/server.ts";
 import { newToken } from "~/services/auth/token-format.ts";
 import { createServiceContext } from "~/services/context.ts";
@@ -73,57 +74,23 @@ export type TestServer = Awaited<ReturnType<typeof startServer>>;
 
 /** A plausible event as the tracer makes it. */
 export function sampleEvent(overrides: Partial<TracedEvent> = {}): TracedEvent {
-  return {
-    time: Date.now() * 1000,
-    event_id: randomUUID(),
-    parent_event_id: "",
+  return tracedEvent({
     service: "test",
     hostname: "h",
-    gcp_project: "",
-    kubernetes_namespace: "",
-    gke_cluster_location: "",
-    gke_cluster_name: "",
-    gke_node_name: "",
     process_id: 1,
-    process_executable_name: "node",
     process_executable_size: 100,
-    process_command_line: "node server.js",
-    process_user: "app",
-    protocol: "http",
-    tls_server_name: "",
-    http_version: "1.1",
-    http_is_outgoing: false,
     http_client_addr: "127.0.0.1:5000",
     http_server_addr: "127.0.0.1:8000",
     http_duration: 1200,
-    http_req_method: "GET",
     http_req_path: "/users/1",
-    http_req_body_size_bytes_wire: 0,
-    http_req_transfer_encoding: "",
-    http_req_content_type: "",
-    http_req_content_encoding: "",
-    http_req_content_length: -1,
     http_req_host: "localhost",
-    http_req_x_forwarded_for: "",
     http_req_headers: [["Host", "localhost"]],
-    http_req_body: "",
-    http_req_body_truncated: false,
-    http_resp_status_code: 200,
-    http_resp_body_size_bytes_wire: 2,
-    http_resp_transfer_encoding: "",
-    http_resp_content_type: "application/json",
-    http_resp_content_encoding: "",
-    http_resp_content_length: 2,
     http_resp_headers: [["Content-Length", "2"]],
-    http_resp_body: "e30=",
-    http_resp_body_truncated: false,
-    timing_connect: -1,
     timing_send: 10,
     timing_wait: 1000,
     timing_receive: 190,
     bytes_sent: 40,
     bytes_received: 60,
-    tags: {},
     ...overrides,
-  };
+  });
 }

@@ -1,0 +1,62 @@
+import { randomUUID } from "node:crypto";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+
+/**
+ * A plausible inbound HTTP event with every TracedEvent field set: the one full literal the test
+ * factories share. Override what a test is about.
+ */
+export function tracedEvent(overrides: Partial<TracedEvent> = {}): TracedEvent {
+  return {
+    time: Date.now() * 1000,
+    event_id: randomUUID(),
+    parent_event_id: "",
+    service: "api",
+    hostname: "host-1",
+    gcp_project: "",
+    kubernetes_namespace: "",
+    gke_cluster_location: "",
+    gke_cluster_name: "",
+    gke_node_name: "",
+    process_id: 4242,
+    process_executable_name: "node",
+    process_executable_size: 1000,
+    process_command_line: "node server.js",
+    process_user: "app",
+    protocol: "http",
+    tls_server_name: "",
+    http_version: "1.1",
+    http_is_outgoing: false,
+    http_client_addr: "127.0.0.1:50000",
+    http_server_addr: "127.0.0.1:8080",
+    http_duration: 1500,
+    http_req_method: "GET",
+    http_req_path: "/api/users/1",
+    http_req_body_size_bytes_wire: 0,
+    http_req_transfer_encoding: "",
+    http_req_content_type: "",
+    http_req_content_encoding: "",
+    http_req_content_length: -1,
+    http_req_host: "localhost:8080",
+    http_req_x_forwarded_for: "",
+    http_req_headers: [["Host", "localhost:8080"]],
+    http_req_body: "",
+    http_req_body_truncated: false,
+    http_resp_status_code: 200,
+    http_resp_body_size_bytes_wire: 2,
+    http_resp_transfer_encoding: "",
+    http_resp_content_type: "application/json",
+    http_resp_content_encoding: "",
+    http_resp_content_length: 2,
+    http_resp_headers: [["Content-Type", "application/json"]],
+    http_resp_body: "e30=",
+    http_resp_body_truncated: false,
+    timing_connect: -1,
+    timing_send: 100,
+    timing_wait: 1200,
+    timing_receive: 200,
+    bytes_sent: 120,
+    bytes_received: 80,
+    tags: {},
+    ...overrides,
+  };
+}
