@@ -82,6 +82,16 @@ export type TracedEvent = {
   tags: Record<string, string>;
 };
 
+/**
+ * What the capture agent hands its publisher: a TracedEvent whose bodies may still be raw bytes. Bodies are
+ * never base64'd on the capture path (that cost lands on the traced program's machine for every request);
+ * the publish codec carries them as bytes and the server turns them into TracedEvent's base64.
+ */
+export type CapturedEvent = Omit<TracedEvent, "http_req_body" | "http_resp_body"> & {
+  http_req_body: string | Uint8Array;
+  http_resp_body: string | Uint8Array;
+};
+
 /** The column names of spec section 3, in its order: what `tapscope query --format json` prints. */
 export const specColumns = [
   "time",
