@@ -2,9 +2,9 @@ import { readFileSync, readlinkSync, statSync } from "node:fs";
 import { hostname } from "node:os";
 import { basename } from "node:path";
 import type { HostEnvironment } from "~/lib/env.ts";
-import type { TracedEvent } from "~/lib/protocol/event.ts";
+import type { CapturedEvent } from "~/lib/protocol/event.ts";
 import type { ConnectionInfo } from "./relay/observer.ts";
-import { type BodySample, decodeBody, toBase64 } from "./parse/body.ts";
+import { type BodySample, decodeBody } from "./parse/body.ts";
 import type { Exchange } from "./parse/exchange.ts";
 import { describeGrpcBody, isGrpc } from "./parse/grpc.ts";
 import { type RedactMode, redactHeaders, redactJsonText, redactQuery, redactTarget } from "./redact.ts";
@@ -109,7 +109,7 @@ export type EventContext = {
   payloadLimit: number;
 };
 
-function baseEvent(conn: ConnectionInfo, proc: ProcessInfo, ctx: EventContext): TracedEvent {
+function baseEvent(conn: ConnectionInfo, proc: ProcessInfo, ctx: EventContext): CapturedEvent {
   return {
     time: 0,
     event_id: "",
@@ -161,8 +161,11 @@ function baseEvent(conn: ConnectionInfo, proc: ProcessInfo, ctx: EventContext): 
 
 const span = (from: number, to: number) => (from > 0 && to >= from ? Math.round(to - from) : from > 0 ? 0 : -1);
 
-/** One HTTP exchange -> the published event: redacted, bodies decoded for display and base64'd. */
-export function buildHttpEvent(ex: Exchange, conn: ConnectionInfo, proc: ProcessInfo, ctx: EventContext): TracedEvent {
+/**
+ * One HTTP exchange -> the published event: redacted, bodies decoded for display. Bodies stay bytes (the kept
+ * sample itself, not a copy): the publisher carries them as bytes and the server base64s them for storage.
+ */
+export function buildHttpEvent(ex: Exchange, conn: ConnectionInfo, proc: ProcessInfo, ctx: EventContext): CapturedEvent {
   const e = baseEvent(conn, proc, ctx);
   const req = ex.request;
   const resp = ex.response;
@@ -253,7 +256,7 @@ export type ConnectionSummary = {
 };
 
 /** A connection that was not (or stopped being) HTTP/1: peer, bytes each way, duration. */
-export function buildTcpEvent(sum: ConnectionSummary, conn: ConnectionInfo, proc: ProcessInfo, ctx: EventContext): TracedEvent {
+export function buildTcpEvent(sum: ConnectionSummary, conn: ConnectionInfo, proc: ProcessInfo, ctx: EventContext): CapturedEvent {
   const e = baseEvent(conn, proc, ctx);
   e.event_id = sum.eventId;
   e.parent_event_id = sum.parentEventId;
@@ -282,33 +285,42 @@ function isTruncated(sample: BodySample | null, wire: number): boolean {
   return sample.isTruncated || sample.length < wire;
 }
 
-function encodeBody(sample: BodySample | null, contentEncoding: string, ctx: EventContext, tags: Record<string, string>, side: "req" | "resp"): string {
-  if (!sample || sample.length === 0) return "";
+const noBytes = new Uint8Array(0);
+
+function encodeBody(
+  sample: BodySample | null,
+  contentEncoding: string,
+  ctx: EventContext,
+  tags: Record<string, string>,
+  side: "req" | "resp",
+): Uint8Array {
+  if (!sample || sample.length === 0) return noBytes;
   const raw = sample.bytes();
   if (contentEncoding && !sample.isTruncated) {
     // Decoded text may exceed the sample (compression), within what the server keeps per body (1 MiB).
     const decoded = decodeBody(raw, contentEncoding, Math.max(ctx.payloadLimit, Math.min(ctx.payloadLimit * 4, 1 << 20)));
     if (decoded) {
       tags[`${side}_body_decoded`] = decoded.decodedFrom;
-      return toBase64(decoded.bytes);
+      return decoded.bytes;
     }
   }
-  return toBase64(raw);
+  return raw;
 }
 
 /**
  * Bodies carry the same secrets as query strings and headers: form fields (password=...) and JSON
  * members ({"password": ...}, an OAuth token response's "access_token").
  */
-function redactBody(base64: string, contentType: string, mode: RedactMode): string {
-  if (mode === "keep" || base64 === "") return base64;
+function redactBody(body: Uint8Array, contentType: string, mode: RedactMode): Uint8Array {
+  if (mode === "keep" || body.length === 0) return body;
   const type = contentType.toLowerCase();
   const isForm = type.startsWith("application/x-www-form-urlencoded");
   const isJson = type.includes("json");
-  if (!isForm && !isJson) return base64;
-  const text = Buffer.from(base64, "base64").toString(isForm ? "latin1" : "utf8");
+  if (!isForm && !isJson) return body;
+  const encoding = isForm ? "latin1" : "utf8";
+  const text = Buffer.from(body.buffer, body.byteOffset, body.length).toString(encoding);
   const redacted = isForm ? redactQuery(text, mode) : redactJsonText(text, mode);
-  return redacted === text ? base64 : Buffer.from(redacted, isForm ? "latin1" : "utf8").toString("base64");
+  return redacted === text ? body : new Uint8Array(Buffer.from(redacted, encoding));
 }
 
 /** Absolute-form targets (sent to proxies) become path and query. */

@@ -34,7 +34,7 @@ function printable(s: string): string {
   return s.replace(/[\x00-\x1f\x7f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
 }
 
-export function formatLogLine(e: TracedEvent, options: LogLineOptions = {}): string {
+export function formatLogLine(e: Omit<TracedEvent, "http_req_body" | "http_resp_body">, options: LogLineOptions = {}): string {
   const color = options.color ?? false;
   const maxUrl = options.maxUrl ?? 120;
   const arrow = e.http_is_outgoing ? "→" : " ";

@@ -1,5 +1,5 @@
 import { appendFileSync, writeSync } from "node:fs";
-import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { type CapturedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
 import type { AgentConfig, HostEnvironment } from "~/lib/env.ts";
 import { hostMetadata } from "./event.ts";
 import { formatLogLine } from "./log-line.ts";
@@ -68,14 +68,14 @@ export function createSession(options: SessionOptions): Session {
     service: options.service,
     redact: options.redact,
     payloadLimit: options.payloadLimit,
-    onEvent(event: TracedEvent) {
-      publisher?.send(event);
+    onEvent(event: CapturedEvent) {
+      publisher?.send(toTracedEvent(event));
       if (options.log) {
         try {
           writeSync(2, `${formatLogLine(event, { color })}\n`);
         } catch {}
       }
-      if (options.eventsFile) appendFileSync(options.eventsFile, `${JSON.stringify(event)}\n`);
+      if (options.eventsFile) appendFileSync(options.eventsFile, `${JSON.stringify(toTracedEvent(event))}\n`);
     },
   });
   publisher

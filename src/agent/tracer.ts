@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { TracedEvent } from "~/lib/protocol/event.ts";
+import type { CapturedEvent } from "~/lib/protocol/event.ts";
 import {
   buildHttpEvent,
   buildTcpEvent,
@@ -19,7 +19,7 @@ import type { ConnectionInfo, ConnectionObserver, ConnectionTap } from "./relay/
 
 export type TracerOptions = {
   /** Receives each finished event, off the relay's data path (batched on setImmediate). */
-  onEvent(event: TracedEvent): void;
+  onEvent(event: CapturedEvent): void;
   host: HostMetadata;
   service?: string;
   redact?: RedactMode;
@@ -93,7 +93,7 @@ export function createTracer(options: TracerOptions): Tracer {
   let head = 0;
 
   function build(item: Pending): void {
-    let event: TracedEvent;
+    let event: CapturedEvent;
     try {
       event = item.kind === "http" ? buildHttpEvent(item.ex, item.conn, item.proc, ctx) : buildTcpEvent(item.sum, item.conn, item.proc, ctx);
     } catch {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { TCPSocketListener } from "bun";
 import { connect, type Socket } from "node:net";
-import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { type TracedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
 import { hostMetadata } from "~/agent/event.ts";
 import { startReverseProxy, type ReverseProxy } from "~/agent/relay/reverse-proxy.ts";
 import { createTracer } from "~/agent/tracer.ts";
@@ -20,7 +20,7 @@ const events: TracedEvent[] = [];
 const tracer = createTracer({
   host: hostMetadata(parseHostEnvironment({})),
   service: "fuzz",
-  onEvent: (e) => events.push(e),
+  onEvent: (e) => events.push(toTracedEvent(e)),
 });
 
 beforeAll(() => {

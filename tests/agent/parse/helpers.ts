@@ -2,7 +2,7 @@ import type { ProcessInfo } from "~/agent/event.ts";
 import type { RedactMode } from "~/agent/redact.ts";
 import type { ConnectionInfo } from "~/agent/relay/observer.ts";
 import { createTracer, type Tracer } from "~/agent/tracer.ts";
-import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { type TracedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
 
 export const host = {
   hostname: "test-host",
@@ -88,7 +88,7 @@ export function connection(id: number, direction: "inbound" | "outbound", pid = 
 export function trace(segments: Segment[], options: TraceOptions = {}): TraceResult {
   const events: TracedEvent[] = [];
   const tracer = createTracer({
-    onEvent: (e) => events.push(e),
+    onEvent: (e) => events.push(toTracedEvent(e)),
     host,
     processInfo: fakeProcess,
     payloadLimit: options.payloadLimit,

@@ -6,7 +6,7 @@ import { gzipSync } from "node:zlib";
 import type { ConnectionTap } from "~/agent/relay/observer.ts";
 import { nowMicros } from "~/agent/relay/observer.ts";
 import { createTracer } from "~/agent/tracer.ts";
-import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { type TracedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
 import { body, chunkings, fakeProcess, host, type Segment, summary, trace } from "./helpers.ts";
 
 /**
@@ -19,7 +19,7 @@ type Leg = { tap: ConnectionTap | null; peer: Awaited<ReturnType<typeof Bun.conn
 let relay: TCPSocketListener<Leg>;
 const events: TracedEvent[] = [];
 const recorded: Segment[] = [];
-const tracer = createTracer({ onEvent: (e) => events.push(e), host, processInfo: fakeProcess, redact: "redact" });
+const tracer = createTracer({ onEvent: (e) => events.push(toTracedEvent(e)), host, processInfo: fakeProcess, redact: "redact" });
 
 beforeAll(async () => {
   upstream = createServer();

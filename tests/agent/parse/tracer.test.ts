@@ -1,11 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { createTracer } from "~/agent/tracer.ts";
-import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { type CapturedEvent, type TracedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
 import { bytes, connection, fakeProcess, host } from "./helpers.ts";
 
 function setup(redact: "redact" | "hash" | "keep" = "redact") {
   const events: TracedEvent[] = [];
-  const tracer = createTracer({ onEvent: (e) => events.push(e), host, processInfo: fakeProcess, redact });
+  const tracer = createTracer({ onEvent: (e) => events.push(toTracedEvent(e)), host, processInfo: fakeProcess, redact });
   return { events, tracer };
 }
 
@@ -121,7 +121,7 @@ describe("redaction in events", () => {
 describe("bounded: the tracer never holds up or grows without limit", () => {
   test("events beyond the queue bound are dropped and counted", () => {
     const events: TracedEvent[] = [];
-    const tracer = createTracer({ onEvent: (e) => events.push(e), host, processInfo: fakeProcess, maxQueued: 10 });
+    const tracer = createTracer({ onEvent: (e) => events.push(toTracedEvent(e)), host, processInfo: fakeProcess, maxQueued: 10 });
     for (let i = 0; i < 25; i++) {
       const tap = tracer.onOpen(connection(i, "outbound"))!;
       tap.onData(true, new Uint8Array([1, 2, 3]), 1);
@@ -167,5 +167,24 @@ describe("bounded: the tracer never holds up or grows without limit", () => {
     expect(events).toHaveLength(0);
     await new Promise((r) => setImmediate(r));
     expect(events.map((e) => e.http_req_path)).toEqual(["/a"]);
+  });
+});
+
+describe("bodies on the capture path", () => {
+  test("stay the kept bytes (no base64 per request on the traced machine); published, they are the same base64 as before", () => {
+    const captured: CapturedEvent[] = [];
+    const tracer = createTracer({ onEvent: (e) => captured.push(e), host, processInfo: fakeProcess });
+    const tap = tracer.onOpen(connection(1, "inbound", 7))!;
+    const body = "x".repeat(3000);
+    tap.onData(true, bytes(`POST /upload HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello`), 10);
+    tap.onData(false, bytes(`HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ${body.length}\r\n\r\n${body}`), 20);
+    tap.onClose(30);
+    tracer.flush();
+    const [e] = captured;
+    expect(e!.http_req_body).toBeInstanceOf(Uint8Array);
+    expect(e!.http_resp_body).toBeInstanceOf(Uint8Array);
+    const published = toTracedEvent(e!);
+    expect(published.http_req_body).toBe(Buffer.from("hello").toString("base64"));
+    expect(published.http_resp_body).toBe(Buffer.from(body).toString("base64"));
   });
 });
