@@ -115,7 +115,12 @@ function baseEvent(conn: ConnectionInfo, proc: ProcessInfo, ctx: EventContext): 
     event_id: "",
     parent_event_id: "",
     service: ctx.service || proc.executableName || "unknown",
-    ...ctx.host,
+    hostname: ctx.host.hostname,
+    gcp_project: ctx.host.gcp_project,
+    kubernetes_namespace: ctx.host.kubernetes_namespace,
+    gke_cluster_location: ctx.host.gke_cluster_location,
+    gke_cluster_name: ctx.host.gke_cluster_name,
+    gke_node_name: ctx.host.gke_node_name,
     process_id: proc.pid,
     process_executable_name: proc.executableName,
     process_executable_size: proc.executableSize,
@@ -313,14 +318,25 @@ function encodeBody(
  */
 function redactBody(body: Uint8Array, contentType: string, mode: RedactMode): Uint8Array {
   if (mode === "keep" || body.length === 0) return body;
-  const type = contentType.toLowerCase();
-  const isForm = type.startsWith("application/x-www-form-urlencoded");
-  const isJson = type.includes("json");
-  if (!isForm && !isJson) return body;
+  const kind = bodyKind(contentType);
+  if (kind === "other") return body;
+  const isForm = kind === "form";
   const encoding = isForm ? "latin1" : "utf8";
   const text = Buffer.from(body.buffer, body.byteOffset, body.length).toString(encoding);
   const redacted = isForm ? redactQuery(text, mode) : redactJsonText(text, mode);
   return redacted === text ? body : new Uint8Array(Buffer.from(redacted, encoding));
+}
+
+// Content types repeat on every request: the answer is remembered (bounded) instead of lower-cased each time.
+const bodyKinds = new Map<string, "form" | "json" | "other">();
+
+function bodyKind(contentType: string): "form" | "json" | "other" {
+  let kind = bodyKinds.get(contentType);
+  if (kind) return kind;
+  const type = contentType.toLowerCase();
+  kind = type.startsWith("application/x-www-form-urlencoded") ? "form" : type.includes("json") ? "json" : "other";
+  if (bodyKinds.size < 1024) bodyKinds.set(contentType, kind);
+  return kind;
 }
 
 /** Absolute-form targets (sent to proxies) become path and query. */

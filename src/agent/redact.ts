@@ -112,9 +112,17 @@ export function redactHeaderValue(name: string, value: string, mode: RedactMode)
   return maskSecret(value, mode);
 }
 
+/** The same array when nothing is sensitive (most requests): no copy per request. */
 export function redactHeaders(headers: Array<[string, string]>, mode: RedactMode): Array<[string, string]> {
   if (mode === "keep") return headers;
-  return headers.map(([name, value]) => (isSensitiveHeader(name) ? [name, redactHeaderValue(name, value, mode)] : [name, value]));
+  let out: Array<[string, string]> | null = null;
+  for (let i = 0; i < headers.length; i++) {
+    const [name, value] = headers[i]!;
+    if (!isSensitiveHeader(name)) continue;
+    out ??= headers.slice();
+    out[i] = [name, redactHeaderValue(name, value, mode)];
+  }
+  return out ?? headers;
 }
 
 function redactCookiePairs(value: string, joiner: string, mode: RedactMode): string {

@@ -520,11 +520,22 @@ function parseHeaderLines(text: string, from: number): Array<[string, string]> |
     } else {
       const colon = text.indexOf(":", pos);
       if (colon === -1 || colon >= lineEnd || !isToken(text, pos, colon)) return "bad header line";
-      headers.push([text.slice(pos, colon), text.slice(colon + 1, lineEnd).trim()]);
+      headers.push([text.slice(pos, colon), headerValue(text, colon + 1, lineEnd)]);
     }
     pos = lf + 1;
   }
   return headers;
+}
+
+/** The value between `from` and `end` without surrounding whitespace; the usual ": value" is one slice, no trim. */
+function headerValue(text: string, from: number, end: number): string {
+  let start = from;
+  if (start < end && text.charCodeAt(start) === 32) start++;
+  const first = text.charCodeAt(start);
+  const last = text.charCodeAt(end - 1);
+  // Printable ASCII at both ends: nothing trim() would remove (it also strips NBSP and other spaces).
+  if (start < end && first > 32 && first < 127 && last > 32 && last < 127) return text.slice(start, end);
+  return text.slice(start, end).trim();
 }
 
 function fillHeaders(head: Http1Head, text: string, from: number): Http1Head | string {
