@@ -1,10 +1,13 @@
-import type { TracedEvent } from "~/lib/protocol/event.ts";
+import type { CapturedEvent, TracedEvent } from "~/lib/protocol/event.ts";
+import { EVENT_BATCH_FORMAT, encodeEventBatch } from "~/lib/protocol/event-batch.ts";
 import type { JoinPublisherResponse, PublishServerMessage } from "~/lib/protocol/publish.ts";
 
 /**
  * The capture CLI's publisher: JoinPublisher, then one WebSocket; events batched by count, size or
  * time; reconnect with backoff (joining again for a fresh ticket); a bounded queue. `send` is O(1) and
  * never waits: when the server is slow or away, events are dropped and counted, never the program slowed.
+ * Batches go as binary event batches (event-batch.ts, bodies as raw bytes) to a server that announces the
+ * format in its "ready" message, and as JSON to an older one.
  */
 export type PublisherOptions = {
   endpoint: string;
@@ -49,7 +52,7 @@ export type PublisherStats = {
 
 export type Publisher = {
   join(): Promise<JoinInfo>;
-  send(event: TracedEvent): void;
+  send(event: CapturedEvent): void;
   flush(): void;
   /** Sends what is pending within timeoutMs, then closes; what is left is counted as dropped. */
   close(timeoutMs?: number): Promise<PublisherStats>;
@@ -77,7 +80,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
   const reconnectMinMs = options.reconnectMinMs ?? 250;
   const reconnectMaxMs = options.reconnectMaxMs ?? 10_000;
 
-  let queue: TracedEvent[] = [];
+  let queue: CapturedEvent[] = [];
   let queueHead = 0;
   const inFlight = new Map<number, number>();
   let seq = 0;
@@ -91,6 +94,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
   let pingTimer: ReturnType<typeof setInterval> | null = null;
   let backoff = reconnectMinMs;
   let maxMessageBytes = 4 * 1024 * 1024;
+  let isBinary = false;
   let hasConnectedOnce = false;
   let drainWaiters: Array<() => void> = [];
   const lastNotice = new Map<NoticeKind, number>();
@@ -155,6 +159,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
         isReady = true;
         backoff = reconnectMinMs;
         maxMessageBytes = msg.maxMessageBytes;
+        isBinary = msg.formats?.includes(EVENT_BATCH_FORMAT) === true;
         if (hasConnectedOnce) notice("reconnected", "reconnected to the Tapscope server");
         hasConnectedOnce = true;
         pump();
@@ -267,30 +272,45 @@ export function createPublisher(options: PublisherOptions): Publisher {
       batchTimer = null;
     }
     while (ws && isReady && queued() > 0 && ws.bufferedAmount < maxBufferedBytes) {
-      const parts: string[] = [];
-      let bytes = 0;
-      const budget = Math.min(batchMaxBytes, maxMessageBytes - 64);
-      while (queueHead < queue.length && parts.length < batchMaxEvents) {
-        const json = JSON.stringify(queue[queueHead]);
-        const size = Buffer.byteLength(json);
-        if (size > budget) {
-          // One event bigger than a message: the server would refuse it anyway.
-          queueHead++;
-          counters.dropped++;
-          continue;
-        }
-        if (bytes + size > budget && parts.length > 0) break;
-        parts.push(json);
-        bytes += size + 1;
-        queueHead++;
-      }
+      const batch = takeBatch();
       compact();
-      if (parts.length === 0) break;
-      const n = ++seq;
-      inFlight.set(n, parts.length);
-      ws.send(encoder.encode(`{"type":"events","seq":${n},"events":[${parts.join(",")}]}`));
+      sendBatch(ws, batch);
     }
     if (queued() === 0 && inFlight.size === 0) wakeDrainWaiters();
+  }
+
+  /** The next events from the queue, up to the batch's count and (estimated) size; at least one. */
+  function takeBatch(): CapturedEvent[] {
+    const budget = Math.min(batchMaxBytes, maxMessageBytes);
+    const batch: CapturedEvent[] = [];
+    let bytes = 0;
+    while (queueHead < queue.length && batch.length < batchMaxEvents) {
+      const event = queue[queueHead]!;
+      const size = estimateBytes(event);
+      if (bytes + size > budget && batch.length > 0) break;
+      batch.push(event);
+      bytes += size;
+      queueHead++;
+    }
+    return batch;
+  }
+
+  /** Encodes and sends; a message over the server's limit is split, and a single event over it dropped. */
+  function sendBatch(socket: WebSocket, events: CapturedEvent[]): void {
+    const n = ++seq;
+    const message = isBinary ? encodeEventBatch(n, events) : jsonBatch(n, events);
+    if (message.byteLength > maxMessageBytes) {
+      if (events.length === 1) {
+        counters.dropped++;
+        return;
+      }
+      const half = events.length >> 1;
+      sendBatch(socket, events.slice(0, half));
+      sendBatch(socket, events.slice(half));
+      return;
+    }
+    inFlight.set(n, events.length);
+    socket.send(message);
   }
 
   function compact(): void {
@@ -369,6 +389,31 @@ export function createPublisher(options: PublisherOptions): Publisher {
     }),
   };
 }
+
+/** Roughly the bytes an event adds to a message (its variable-length parts), for batching by size. */
+function estimateBytes(event: CapturedEvent): number {
+  let bytes = 320 + bodyBytes(event.http_req_body) + bodyBytes(event.http_resp_body) + event.http_req_path.length + event.process_command_line.length;
+  for (const [name, value] of event.http_req_headers) bytes += name.length + value.length + 8;
+  for (const [name, value] of event.http_resp_headers) bytes += name.length + value.length + 8;
+  return bytes;
+}
+
+const bodyBytes = (body: string | Uint8Array) => (typeof body === "string" ? body.length : body.byteLength);
+
+/** The JSON message of a server that does not read binary batches: bodies as base64, as TracedEvent has them. */
+function jsonBatch(seq: number, events: CapturedEvent[]): Uint8Array {
+  const parts = events.map((e) => JSON.stringify(toTracedEvent(e)));
+  return encoder.encode(`{"type":"events","seq":${seq},"events":[${parts.join(",")}]}`);
+}
+
+function toTracedEvent(event: CapturedEvent): TracedEvent {
+  const { http_req_body: req, http_resp_body: resp } = event;
+  if (typeof req === "string" && typeof resp === "string") return event as TracedEvent;
+  return { ...event, http_req_body: base64(req), http_resp_body: base64(resp) };
+}
+
+const base64 = (body: string | Uint8Array) =>
+  typeof body === "string" ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("base64");
 
 function isRefusal(err: unknown): boolean {
   return err instanceof JoinError && (err.status === 400 || err.status === 401 || err.status === 403 || err.status === 404);

@@ -2,6 +2,7 @@ import type { ServerWebSocket } from "bun";
 import { Elysia, t } from "elysia";
 import { AppError } from "~/lib/errors.ts";
 import { log } from "~/lib/logger.ts";
+import { EVENT_BATCH_FORMAT } from "~/lib/protocol/event-batch.ts";
 import { type PublishServerMessage, publishLimits, publishPath } from "~/lib/protocol/publish.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import type { Ingest } from "~/services/ingest/ingest.ts";
@@ -46,6 +47,7 @@ export function publishSocket({ ctx, ingest, presence }: { ctx: ServiceContext; 
           linkId: claims.linkId,
           maxMessageBytes: publishLimits.maxMessageBytes,
           maxEventsPerMessage: publishLimits.maxEventsPerMessage,
+          formats: [EVENT_BATCH_FORMAT],
         });
         presence?.publisherConnected(target);
         if (claims.orgId) {

@@ -34,6 +34,8 @@ export type PublishServerMessage =
       linkId: string | null;
       maxMessageBytes: number;
       maxEventsPerMessage: number;
+      /** Binary batch formats this server reads (event-batch.ts); absent on servers that read JSON only. */
+      formats?: string[];
     }
   /**
    * One per events message. accepted + refused + rateLimited = events in the message. `truncated` counts

@@ -1,8 +1,10 @@
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { type PublishServerMessage, publishLimits } from "~/lib/protocol/publish.ts";
+import { isEventBatchFrame } from "~/lib/protocol/event-batch.ts";
+import { type PublishErrorCode, type PublishServerMessage, publishLimits } from "~/lib/protocol/publish.ts";
 import { RateLimiter } from "./rate-limit.ts";
 import type { EventSink, EventTarget } from "./sink.ts";
 import { validateEvent } from "./validate-event.ts";
+import { type BatchValidation, validateEventBatch } from "./validate-event-batch.ts";
 
 export type IngestCounts = {
   accepted: number;
@@ -45,7 +47,10 @@ export class Ingest {
     return { ...(this.counts.get(targetKey(target)) ?? zero()) };
   }
 
-  /** `data` is what the socket delivered: bytes (binary frame), a string, or an already parsed object. */
+  /**
+   * `data` is what the socket delivered: bytes (a binary event batch, or JSON as UTF-8), a string, or an
+   * already parsed object. Never throws for anything a publisher can send.
+   */
   handle(target: EventTarget, data: unknown): PublishServerMessage {
     const key = targetKey(target);
     let counts = this.counts.get(key);
@@ -62,20 +67,7 @@ export class Ingest {
     }
     if (message.type === "ping") return { type: "pong", seq: message.seq };
 
-    const accepted: TracedEvent[] = [];
-    const errors = new Set<string>();
-    let refused = 0;
-    let truncated = 0;
-    for (const raw of message.events) {
-      const result = validateEvent(raw);
-      if (!result.ok) {
-        refused++;
-        if (errors.size < 5) errors.add(result.error);
-        continue;
-      }
-      truncated += result.truncated;
-      accepted.push(result.event);
-    }
+    const { seq, events: accepted, refused, truncated, errors } = message.type === "batch" ? message.result : validateAll(message.seq, message.events);
     const granted = this.limiter.take(key, accepted.length, this.now());
     const rateLimited = accepted.length - granted;
     if (rateLimited > 0) accepted.length = granted;
@@ -93,8 +85,8 @@ export class Ingest {
     this.totals.refused += refused;
     this.totals.rateLimited += rateLimited;
     this.totals.truncated += truncated;
-    const reply: PublishServerMessage = { type: "ack", seq: message.seq, accepted: accepted.length, refused, rateLimited, truncated };
-    if (errors.size > 0) reply.errors = [...errors];
+    const reply: PublishServerMessage = { type: "ack", seq, accepted: accepted.length, refused, rateLimited, truncated };
+    if (errors.length > 0) reply.errors = errors;
     if (storeDropped > 0) reply.storeDropped = storeDropped;
     return reply;
   }
@@ -104,12 +96,17 @@ export class Ingest {
   ):
     | { type: "events"; seq: number; events: unknown[] }
     | { type: "ping"; seq: number }
-    | { code: "too_large" | "malformed" | "too_many_events" | "unknown_type"; seq: number | null; message: string } {
+    | { type: "batch"; result: BatchValidation }
+    | { code: PublishErrorCode; seq: number | null; message: string } {
     let value = data;
     if (data instanceof Uint8Array || data instanceof ArrayBuffer) {
       const bytes = data instanceof ArrayBuffer ? new Uint8Array(data) : data;
       if (bytes.length > publishLimits.maxMessageBytes) {
         return { code: "too_large", seq: null, message: `message of ${bytes.length} bytes exceeds ${publishLimits.maxMessageBytes}` };
+      }
+      if (isEventBatchFrame(bytes)) {
+        const result = validateEventBatch(bytes);
+        return "error" in result ? { code: result.error, seq: result.seq, message: result.message } : { type: "batch", result };
       }
       value = decoder.decode(bytes);
     }
@@ -137,4 +134,23 @@ export class Ingest {
     }
     return { type: "events", seq, events: m.events };
   }
+}
+
+/** The JSON path: each event validated on its own. */
+function validateAll(seq: number, events: unknown[]): BatchValidation {
+  const accepted: TracedEvent[] = [];
+  const errors = new Set<string>();
+  let refused = 0;
+  let truncated = 0;
+  for (const raw of events) {
+    const result = validateEvent(raw);
+    if (!result.ok) {
+      refused++;
+      if (errors.size < 5) errors.add(result.error);
+      continue;
+    }
+    truncated += result.truncated;
+    accepted.push(result.event);
+  }
+  return { seq, events: accepted, refused, truncated, errors: [...errors] };
 }

@@ -8,7 +8,7 @@ import { publishLimits as L, TRUNCATION_MARKER } from "~/lib/protocol/publish.ts
  */
 export type ValidationResult = { ok: true; event: TracedEvent; truncated: number } | { ok: false; error: string };
 
-type Kind =
+export type Kind =
   | { t: "string"; max: number }
   | { t: "int"; min: number; max: number; fallback: number }
   | { t: "bool" }
@@ -16,10 +16,11 @@ type Kind =
 
 const str = (max: number): Kind => ({ t: "string", max });
 const int = (min: number, max: number, fallback = 0): Kind => ({ t: "int", min, max, fallback });
-const MAX_MICROS = 8_640_000_000_000_000_000; // Date's range in microseconds
+export const MAX_MICROS = 8_640_000_000_000_000_000; // Date's range in microseconds
 const MAX_BYTES = Number.MAX_SAFE_INTEGER;
 
-const fields: Record<string, Kind> = {
+/** Every field but time, event_id, protocol, headers and tags: its kind and limits. */
+export const fields: Record<string, Kind> = {
   parent_event_id: str(64),
   service: str(L.maxShortChars),
   hostname: str(L.maxShortChars),
@@ -66,10 +67,10 @@ const fields: Record<string, Kind> = {
   bytes_received: int(0, MAX_BYTES),
 };
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
-function cut(value: string, max: number): string {
+export function cut(value: string, max: number): string {
   return `${value.slice(0, Math.max(0, max - TRUNCATION_MARKER.length))}${TRUNCATION_MARKER}`;
 }
 

@@ -1,0 +1,276 @@
+import {
+  type BatchColumn,
+  BODY_FORM,
+  boolColumns,
+  type EventBatch,
+  type EventBatchError,
+  numberColumns,
+  pairColumns,
+  readEventBatch,
+  stringColumns,
+} from "~/lib/protocol/event-batch.ts";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { publishLimits as L } from "~/lib/protocol/publish.ts";
+import { BASE64, cut, fields, type Kind, MAX_MICROS, UUID } from "./validate-event.ts";
+
+/**
+ * A binary event batch, read and validated in one pass: the same limits and outcome per event as
+ * validateEvent on the JSON path (same cuts, counts, neutral values and refusal reasons), without building
+ * an intermediate object per event.
+ */
+export type BatchValidation = {
+  seq: number;
+  events: TracedEvent[];
+  refused: number;
+  truncated: number;
+  /** The first few distinct refusal reasons. */
+  errors: string[];
+};
+
+/** Largest body kept as bytes: the bytes whose base64 is the longest body string the JSON path keeps. */
+const MAX_BODY_BYTES = ((L.maxBodyChars - (L.maxBodyChars % 4)) / 4) * 3;
+
+type Int = Extract<Kind, { t: "int" }>;
+
+export function validateEventBatch(frame: Uint8Array): BatchValidation | EventBatchError {
+  const batch = readEventBatch(frame, L.maxEventsPerMessage);
+  if ("error" in batch) return batch;
+  const cols = resolveColumns(batch);
+  if (typeof cols === "string") return { error: "malformed", seq: batch.seq, message: `event batch: ${cols}` };
+  const { strings } = batch;
+  const events: TracedEvent[] = [];
+  const errors = new Set<string>();
+  let refused = 0;
+  let truncated = 0;
+
+  for (let i = 0; i < batch.count; i++) {
+    const refuse = (error: string) => {
+      refused++;
+      if (errors.size < 5) errors.add(error);
+    };
+    const eventId = cols.str.event_id ? strings[cols.str.event_id[i]!]! : "";
+    if (!UUID.test(eventId)) {
+      refuse("event_id must be a UUID");
+      continue;
+    }
+    const time = cols.f64.time ? cols.f64.time[i]! : Number.NaN;
+    // NaN also stands for a time JSON could not carry (it would arrive as null): refused alike.
+    if (!Number.isFinite(time) || time <= 0 || time > MAX_MICROS) {
+      refuse("time must be microseconds since the epoch");
+      continue;
+    }
+    const protocol = cols.str.protocol ? strings[cols.str.protocol[i]!]! : "http";
+    if (protocol !== "http" && protocol !== "tcp") {
+      refuse('protocol must be "http" or "tcp"');
+      continue;
+    }
+    let cuts = 0;
+    const text = (name: (typeof stringColumns)[number]): string => {
+      const index = cols.str[name];
+      if (!index) return "";
+      const value = strings[index[i]!]!;
+      const max = maxChars[name];
+      if (value.length <= max) return value;
+      cuts++;
+      return cut(value, max);
+    };
+    const int = (name: (typeof numberColumns)[number]): number => {
+      const kind = intKinds[name];
+      const values = cols.f64[name];
+      const value = values ? values[i]! : Number.NaN;
+      // +0 first: JSON carries -0 as 0.
+      return Number.isFinite(value) ? Math.min(kind.max, Math.max(kind.min, Math.trunc(value + 0))) : kind.fallback;
+    };
+    const flag = (name: (typeof boolColumns)[number]): boolean => cols.bool[name]?.[i] === 1;
+
+    const reqBody = body(cols.body.http_req_body, i, strings);
+    if (reqBody.error) {
+      refuse("http_req_body must be base64");
+      continue;
+    }
+    const respBody = body(cols.body.http_resp_body, i, strings);
+    if (respBody.error) {
+      refuse("http_resp_body must be base64");
+      continue;
+    }
+    cuts += (reqBody.isCut ? 1 : 0) + (respBody.isCut ? 1 : 0);
+    const reqHeaders = headers(cols.pairs.http_req_headers, i, strings);
+    const respHeaders = headers(cols.pairs.http_resp_headers, i, strings);
+    const tags = tagsOf(cols.pairs.tags, i, strings);
+    cuts += reqHeaders.truncated + respHeaders.truncated + tags.truncated;
+
+    events.push({
+      time: Math.trunc(time),
+      event_id: eventId.toLowerCase(),
+      protocol,
+      parent_event_id: text("parent_event_id"),
+      service: text("service"),
+      hostname: text("hostname"),
+      gcp_project: text("gcp_project"),
+      kubernetes_namespace: text("kubernetes_namespace"),
+      gke_cluster_location: text("gke_cluster_location"),
+      gke_cluster_name: text("gke_cluster_name"),
+      gke_node_name: text("gke_node_name"),
+      process_id: int("process_id"),
+      process_executable_name: text("process_executable_name"),
+      process_executable_size: int("process_executable_size"),
+      process_command_line: text("process_command_line"),
+      process_user: text("process_user"),
+      tls_server_name: text("tls_server_name"),
+      http_version: text("http_version"),
+      http_is_outgoing: flag("http_is_outgoing"),
+      http_client_addr: text("http_client_addr"),
+      http_server_addr: text("http_server_addr"),
+      http_duration: int("http_duration"),
+      http_req_method: text("http_req_method"),
+      http_req_path: text("http_req_path"),
+      http_req_body_size_bytes_wire: int("http_req_body_size_bytes_wire"),
+      http_req_transfer_encoding: text("http_req_transfer_encoding"),
+      http_req_content_type: text("http_req_content_type"),
+      http_req_content_encoding: text("http_req_content_encoding"),
+      http_req_content_length: int("http_req_content_length"),
+      http_req_host: text("http_req_host"),
+      http_req_x_forwarded_for: text("http_req_x_forwarded_for"),
+      http_req_body_truncated: reqBody.isCut || flag("http_req_body_truncated"),
+      http_resp_status_code: int("http_resp_status_code"),
+      http_resp_body_size_bytes_wire: int("http_resp_body_size_bytes_wire"),
+      http_resp_transfer_encoding: text("http_resp_transfer_encoding"),
+      http_resp_content_type: text("http_resp_content_type"),
+      http_resp_content_encoding: text("http_resp_content_encoding"),
+      http_resp_content_length: int("http_resp_content_length"),
+      http_resp_body_truncated: respBody.isCut || flag("http_resp_body_truncated"),
+      timing_connect: int("timing_connect"),
+      timing_send: int("timing_send"),
+      timing_wait: int("timing_wait"),
+      timing_receive: int("timing_receive"),
+      bytes_sent: int("bytes_sent"),
+      bytes_received: int("bytes_received"),
+      http_req_body: reqBody.value,
+      http_resp_body: respBody.value,
+      http_req_headers: reqHeaders.headers,
+      http_resp_headers: respHeaders.headers,
+      tags: tags.tags,
+    });
+    truncated += cuts;
+  }
+  return { seq: batch.seq, events, refused, truncated, errors: [...errors] };
+}
+
+const maxChars = Object.fromEntries(
+  stringColumns.map((name) => {
+    const kind = fields[name];
+    return [name, kind?.t === "string" ? kind.max : 64];
+  }),
+) as Record<(typeof stringColumns)[number], number>;
+
+const intKinds = Object.fromEntries(
+  numberColumns.map((name) => {
+    const kind = fields[name];
+    return [name, kind?.t === "int" ? kind : { t: "int", min: 0, max: MAX_MICROS, fallback: 0 }];
+  }),
+) as Record<(typeof numberColumns)[number], Int>;
+
+type Columns = {
+  str: Partial<Record<(typeof stringColumns)[number], Uint32Array>>;
+  f64: Partial<Record<(typeof numberColumns)[number], Float64Array>>;
+  bool: Partial<Record<(typeof boolColumns)[number], Uint8Array>>;
+  pairs: Partial<Record<(typeof pairColumns)[number], Extract<BatchColumn, { kind: "pairs" }>>>;
+  body: Partial<Record<"http_req_body" | "http_resp_body", Extract<BatchColumn, { kind: "body" }>>>;
+};
+
+const expectedKind = new Map<string, BatchColumn["kind"]>([
+  ...stringColumns.map((n) => [n, "str"] as const),
+  ...numberColumns.map((n) => [n, "f64"] as const),
+  ...boolColumns.map((n) => [n, "bool"] as const),
+  ...pairColumns.map((n) => [n, "pairs"] as const),
+  ["http_req_body", "body"],
+  ["http_resp_body", "body"],
+]);
+
+/** The columns this server knows, each of the kind it expects (a known field of another kind is a broken frame). */
+function resolveColumns(batch: EventBatch): Columns | string {
+  const cols: Columns = { str: {}, f64: {}, bool: {}, pairs: {}, body: {} };
+  for (const [name, column] of batch.columns) {
+    const expected = expectedKind.get(name);
+    if (!expected) continue;
+    if (column.kind !== expected) return `column ${name} must be of kind ${expected}`;
+    const group = cols[column.kind] as Record<string, unknown>;
+    group[name] = column.kind === "str" ? column.index : column.kind === "f64" || column.kind === "bool" ? column.values : column;
+  }
+  return cols;
+}
+
+type Body = { value: string; isCut: boolean; error: boolean };
+const emptyBody: Body = { value: "", isCut: false, error: false };
+
+function body(column: Extract<BatchColumn, { kind: "body" }> | undefined, i: number, strings: string[]): Body {
+  if (!column) return emptyBody;
+  const form = column.forms[i];
+  if (form === BODY_FORM.bytes) {
+    const length = column.b[i]!;
+    if (length === 0) return emptyBody;
+    const isCut = length > MAX_BODY_BYTES;
+    const start = column.data.byteOffset + column.a[i]!;
+    const value = Buffer.from(column.data.buffer, start, isCut ? MAX_BODY_BYTES : length).toString("base64");
+    return { value, isCut, error: false };
+  }
+  if (form === BODY_FORM.base64) {
+    const raw = strings[column.a[i]!]!;
+    if (raw === "") return emptyBody;
+    const isCut = raw.length > L.maxBodyChars;
+    // Cut on a base64 quantum so the kept part still decodes.
+    const value = isCut ? raw.slice(0, L.maxBodyChars - (L.maxBodyChars % 4)) : raw;
+    return { value, isCut, error: !BASE64.test(value) };
+  }
+  return emptyBody;
+}
+
+function headers(column: Extract<BatchColumn, { kind: "pairs" }> | undefined, i: number, strings: string[]): { headers: Array<[string, string]>; truncated: number } {
+  if (!column) return { headers: [], truncated: 0 };
+  const at = 2 * column.starts[i]!;
+  const count = column.counts[i]!;
+  let truncated = count > L.maxHeaderCount ? 1 : 0;
+  const n = Math.min(count, L.maxHeaderCount);
+  const out = new Array<[string, string]>(n);
+  const { refs } = column;
+  for (let k = 0; k < n; k++) {
+    let name = strings[refs[at + 2 * k]!]!;
+    let value = strings[refs[at + 2 * k + 1]!]!;
+    if (name.length > L.maxHeaderNameChars) {
+      name = cut(name, L.maxHeaderNameChars);
+      truncated++;
+    }
+    if (value.length > L.maxHeaderValueChars) {
+      value = cut(value, L.maxHeaderValueChars);
+      truncated++;
+    }
+    out[k] = [name, value];
+  }
+  return { headers: out, truncated };
+}
+
+function tagsOf(column: Extract<BatchColumn, { kind: "pairs" }> | undefined, i: number, strings: string[]): { tags: Record<string, string>; truncated: number } {
+  if (!column) return { tags: {}, truncated: 0 };
+  const at = 2 * column.starts[i]!;
+  const count = column.counts[i]!;
+  if (count === 0) return { tags: {}, truncated: 0 };
+  // As validateTags: a null-prototype object first, so "__proto__" is kept as a plain key.
+  const tags: Record<string, string> = Object.create(null);
+  let truncated = 0;
+  const { refs } = column;
+  for (let k = 0; k < count; k++) {
+    if (k >= L.maxTags) {
+      truncated++;
+      break;
+    }
+    const key = strings[refs[at + 2 * k]!]!;
+    const value = strings[refs[at + 2 * k + 1]!]!;
+    const kept = key.length > 128 ? cut(key, 128) : key;
+    if (kept !== key) truncated++;
+    if (value.length > L.maxTagChars) {
+      tags[kept] = cut(value, L.maxTagChars);
+      truncated++;
+    } else tags[kept] = value;
+  }
+  return { tags: { ...tags }, truncated };
+}
