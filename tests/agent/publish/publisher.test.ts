@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { orgs } from "#db/schema/index.ts";
 import { createPublisher, type NoticeKind } from "~/agent/publish.ts";
+import { EVENT_BATCH_FORMAT } from "~/lib/protocol/event-batch.ts";
 import { type PublishServerMessage, publishLimits } from "~/lib/protocol/publish.ts";
 import { sampleEvent, startServer, type TestServer } from "./server.ts";
 
@@ -77,6 +78,21 @@ describe("publisher against the real server", () => {
     expect(server.ingest.countsFor({ namespaceId: null, linkId: info.linkId! })).toMatchObject({ accepted: 25, refused: 0 });
   });
 
+  test("bodies captured as bytes travel as raw bytes in binary batches and arrive as base64", async () => {
+    const { ws, replies } = await rawSocket();
+    expect(replies[0]).toMatchObject({ type: "ready", formats: [EVENT_BATCH_FORMAT] });
+    ws.close();
+    const publisher = createPublisher({ endpoint: server.endpoint });
+    const info = await publisher.join();
+    const body = new TextEncoder().encode('{"name":"zoë"}');
+    for (let i = 0; i < 3; i++) publisher.send({ ...sampleEvent({ http_req_path: `/b/${i}` }), http_req_body: body, http_resp_body: new Uint8Array([0, 1, 2, 255]) });
+    expect(await publisher.close(3000)).toMatchObject({ sent: 3, dropped: 0 });
+    const mine = server.received.filter((r) => r.target.linkId === info.linkId).flatMap((r) => r.events);
+    expect(mine.map((e) => [e.http_req_path, e.http_req_body, e.http_resp_body])).toEqual(
+      Array.from({ length: 3 }, (_, i) => [`/b/${i}`, Buffer.from(body).toString("base64"), "AAEC/w=="]),
+    );
+  });
+
   test("with a namespace token: events go to the namespace, are counted, and the org has seen a publisher", async () => {
     const { namespaceId, orgId, token } = await server.namespaceWithToken();
     const publisher = createPublisher({ endpoint: server.endpoint, token, service: "api" });
@@ -117,8 +133,11 @@ describe("publisher against the real server", () => {
     const cut = server.events().find((e) => e.http_req_path.startsWith("/xxx"))!;
     expect(cut.http_req_path.length).toBe(8192);
     expect(cut.http_req_path.endsWith("…[truncated]")).toBe(true);
+    // A binary batch (magic 0x89 "TSB", version 1) whose header length points past the frame.
+    ws.send(new Uint8Array([0x89, 0x54, 0x53, 0x42, 1, 0, 0, 0, 255, 255, 0, 0]));
+    expect(await next(8)).toMatchObject({ type: "error", code: "malformed", seq: null });
     ws.send(JSON.stringify({ type: "ping", seq: 5 }));
-    expect(await next(8)).toEqual({ type: "pong", seq: 5 });
+    expect(await next(9)).toEqual({ type: "pong", seq: 5 });
     expect(isClosed()).toBe(false);
     ws.close();
   });
@@ -232,6 +251,35 @@ describe("when the server is away or slow, the program is never slowed", () => {
     expect(waited).toBeLessThan(2000);
     expect(result).toMatchObject({ sent: 0, dropped: 100 });
     silent.stop(true);
+  });
+
+  test("a server that does not announce binary batches gets JSON messages, bodies as base64", async () => {
+    const messages: unknown[] = [];
+    const older = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch(req, srv) {
+        if (new URL(req.url).pathname === "/api/JoinPublisher") return Response.json({ websocketUrl: `ws://127.0.0.1:${srv.port}/socket` });
+        return srv.upgrade(req) ? undefined : new Response("no", { status: 400 });
+      },
+      websocket: {
+        open(ws) {
+          ws.send(JSON.stringify({ type: "ready", namespaceId: null, linkId: null, maxMessageBytes: 4 << 20, maxEventsPerMessage: 1000 }));
+        },
+        message(ws, data) {
+          const message = JSON.parse(typeof data === "string" ? data : new TextDecoder().decode(data)) as { seq: number; events: unknown[] };
+          messages.push(message);
+          ws.send(JSON.stringify({ type: "ack", seq: message.seq, accepted: message.events.length, refused: 0, rateLimited: 0, truncated: 0 }));
+        },
+      },
+    });
+    const publisher = createPublisher({ endpoint: `http://127.0.0.1:${older.port}` });
+    await publisher.join();
+    await until(() => publisher.stats().isConnected);
+    publisher.send({ ...sampleEvent(), http_resp_body: new Uint8Array([104, 105]) });
+    expect(await publisher.close(2000)).toMatchObject({ sent: 1, dropped: 0 });
+    expect(messages).toEqual([{ type: "events", seq: 1, events: [expect.objectContaining({ http_resp_body: "aGk=" })] }]);
+    older.stop(true);
   });
 
   test("rate-limited events are reported by the server and told to the user", async () => {
