@@ -69,7 +69,7 @@ export function createSession(options: SessionOptions): Session {
     redact: options.redact,
     payloadLimit: options.payloadLimit,
     onEvent(event: CapturedEvent) {
-      publisher?.send(toTracedEvent(event));
+      publisher?.send(event);
       if (options.log) {
         try {
           writeSync(2, `${formatLogLine(event, { color })}\n`);
