@@ -176,30 +176,47 @@ export function encodeEventBatch(seq: number, events: readonly CapturedEvent[]):
 
 function encodePairs(events: readonly CapturedEvent[], name: (typeof pairColumns)[number], table: StringTable): Uint8Array {
   const n = events.length;
-  const counts = new Uint32Array(n);
-  const refs: number[] = [];
+  let out = new Uint32Array(n + 32 * n);
+  let at = n;
+  const lastNames: string[] = [];
+  const lastIndexes: number[] = [];
+  const room = (more: number) => {
+    if (at + more <= out.length) return;
+    const grown = new Uint32Array(Math.max(2 * out.length, at + more));
+    grown.set(out);
+    out = grown;
+  };
   for (let i = 0; i < n; i++) {
     const value = events[i]![name];
     if (name === "tags") {
       if (typeof value !== "object" || value === null) continue;
       const tags = value as Record<string, unknown>;
       for (const key in tags) {
-        refs.push(table.intern(key), table.intern(text(tags[key])));
-        counts[i]!++;
+        room(2);
+        out[at++] = table.intern(key);
+        out[at++] = table.intern(text(tags[key]));
+        out[i]!++;
       }
     } else if (Array.isArray(value)) {
-      // Header names repeat across events; their values mostly do not.
-      for (const pair of value as unknown[]) {
-        const [k, v] = Array.isArray(pair) ? pair : [];
-        refs.push(table.intern(text(k)), table.append(text(v)));
+      // Header names repeat across events, mostly at the same position (one compare instead of a hash
+      // lookup); their values mostly do not repeat.
+      const pairs = value as unknown[];
+      room(2 * pairs.length);
+      for (let k = 0; k < pairs.length; k++) {
+        const pair = pairs[k];
+        const isPair = Array.isArray(pair);
+        const key = isPair ? text(pair[0]) : "";
+        if (key !== lastNames[k]) {
+          lastNames[k] = key;
+          lastIndexes[k] = table.intern(key);
+        }
+        out[at++] = lastIndexes[k]!;
+        out[at++] = table.append(isPair ? text(pair[1]) : "");
       }
-      counts[i] = value.length;
+      out[i] = pairs.length;
     }
   }
-  const out = new Uint32Array(n + refs.length);
-  out.set(counts);
-  out.set(refs, n);
-  return new Uint8Array(out.buffer);
+  return new Uint8Array(out.buffer, 0, 4 * at);
 }
 
 const text = (value: unknown): string => (typeof value === "string" ? value : "");
