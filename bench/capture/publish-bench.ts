@@ -1,10 +1,12 @@
 /**
  * Publishing throughput: the CLI's publisher -> JoinPublisher -> WebSocket -> the server's validation
- * and counting -> a sink that only counts, all in this process on loopback. Baseline: the same events
- * serialised to JSON without sending them (the least the publisher must do).
+ * and counting -> a sink that only counts, all in this process on loopback (binary event batches). Baseline:
+ * the same events serialised to JSON without sending them. The server's side alone is measured with pre-encoded
+ * messages of 500 events, JSON and binary batches side by side.
  * Run: bun bench/capture/publish-bench.ts [events]
  */
 import { createPublisher } from "~/agent/publish.ts";
+import { encodeEventBatch } from "~/lib/protocol/event-batch.ts";
 import { sampleEvent, startServer } from "../../tests/agent/publish/server.ts";
 
 const total = Number(process.argv[2] ?? 200_000);
@@ -36,19 +38,23 @@ const accepted = server.ingest.countsFor({ namespaceId, linkId: null }).accepted
 const joined = (await (
   await fetch(`${server.endpoint}/api/JoinPublisher`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body: "{}" })
 ).json()) as { websocketUrl: string };
-const message = new TextEncoder().encode(JSON.stringify({ type: "events", seq: 1, events: Array.from({ length: 500 }, (_, i) => events[i]) }));
 const raw = new WebSocket(joined.websocketUrl);
 await new Promise((r) => (raw.onopen = r));
 const messages = Math.ceil(total / 500);
-let acked = 0;
-const serverStarted = performance.now();
-await new Promise<void>((resolve) => {
-  raw.onmessage = (e) => {
-    if (JSON.parse(String(e.data)).type === "ack" && ++acked === messages) resolve();
-  };
-  for (let i = 0; i < messages; i++) raw.send(message);
-});
-const serverMs = performance.now() - serverStarted;
+async function serverOnly(message: Uint8Array): Promise<number> {
+  let acked = 0;
+  const started = performance.now();
+  await new Promise<void>((resolve) => {
+    raw.onmessage = (e) => {
+      if (JSON.parse(String(e.data)).type === "ack" && ++acked === messages) resolve();
+    };
+    for (let i = 0; i < messages; i++) raw.send(message);
+  });
+  return performance.now() - started;
+}
+const batch = events.slice(0, 500);
+const jsonServerMs = await serverOnly(new TextEncoder().encode(JSON.stringify({ type: "events", seq: 1, events: batch })));
+const binaryServerMs = await serverOnly(encodeEventBatch(1, batch));
 raw.close();
 await server.stop();
 
@@ -57,4 +63,5 @@ console.log(`${total} events of ~${bytesPerEvent} B JSON each (sink ${sink > 0 ?
 console.log(`  baseline (JSON.stringify only): ${baselineMs.toFixed(0)} ms, ${rate(total, baselineMs)} events/s`);
 console.log(`  publish -> server ack:          ${publishMs.toFixed(0)} ms, ${rate(total, publishMs)} events/s, ${((total * bytesPerEvent) / 1e6 / (publishMs / 1000)).toFixed(0)} MB/s`);
 console.log(`  accepted ${accepted}, sent ${result.sent}, dropped ${result.dropped}, refused ${result.refused}`);
-console.log(`  server side only (pre-encoded batches of 500): ${serverMs.toFixed(0)} ms, ${rate(messages * 500, serverMs)} events/s`);
+console.log(`  server side only (pre-encoded batches of 500), JSON:   ${jsonServerMs.toFixed(0)} ms, ${rate(messages * 500, jsonServerMs)} events/s`);
+console.log(`  server side only (pre-encoded batches of 500), binary: ${binaryServerMs.toFixed(0)} ms, ${rate(messages * 500, binaryServerMs)} events/s`);
