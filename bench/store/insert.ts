@@ -1,0 +1,110 @@
+/**
+ * DuckDB insert cost, side by side in one process: the store's insert against the previous encoding (one
+ * JSON array per column, unnested with json_transform), same events, same batches, a database file each.
+ * CPU per event counts every thread of the process, and closing the database (its checkpoint compresses
+ * what the inserts left in the WAL), so storage costs are part of the figure.
+ *
+ *   bun bench/store/insert.ts [--rows 60000] [--batch 5000] [--rounds 3]
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { randomUUID } from "node:crypto";
+import { parseArgs } from "node:util";
+import { DuckDBInstance } from "@duckdb/node-api";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { openDuckDbStore } from "~/store/duckdb.ts";
+import { eventColumns } from "~/store/table.ts";
+import { generateEvents } from "../../tests/store/generate.ts";
+
+const { values: args } = parseArgs({
+  options: { rows: { type: "string" }, batch: { type: "string" }, rounds: { type: "string" } },
+});
+const rows = Number(args.rows ?? 60_000);
+const batch = Number(args.batch ?? 5000);
+const rounds = Number(args.rounds ?? 3);
+
+const startMicros = Date.UTC(2026, 0, 10) * 1000;
+const events = generateEvents({ count: rows, startMicros, endMicros: startMicros + 86_400_000_000, seed: 77 });
+
+const duckType = { int: "BIGINT", flag: "UTINYINT", string: "VARCHAR", json: "VARCHAR" } as const;
+
+/** The previous insert, kept here as the baseline. */
+async function jsonColumns(path: string): Promise<(events: TracedEvent[]) => Promise<void>> {
+  const instance = await DuckDBInstance.create(path, { checkpoint_threshold: "256MB" });
+  const conn = await instance.connect();
+  await conn.run(`CREATE TABLE t (${eventColumns.map(([n, k]) => `${n} ${duckType[k]} NOT NULL`).join(", ")})`);
+  const sql = `INSERT INTO t SELECT ${eventColumns
+    .map(([name, kind], i) => `unnest(json_transform($${i + 1}::VARCHAR, '["${duckType[kind]}"]')) AS ${name}`)
+    .join(", ")}`;
+  const insert = async (batch: TracedEvent[]) => {
+    const sorted = [...batch].sort((a, b) => a.time - b.time);
+    const stmt = await conn.prepare(sql);
+    eventColumns.forEach(([name, kind], i) => {
+      const values = sorted.map((e) => {
+        const v = e[name];
+        if (kind === "int") return Math.trunc(Number(v) || 0);
+        if (kind === "flag") return v ? 1 : 0;
+        if (kind === "json") return JSON.stringify(v ?? null).toWellFormed();
+        return (typeof v === "string" ? v : String(v ?? "")).toWellFormed();
+      });
+      stmt.bindVarchar(i + 1, JSON.stringify(values));
+    });
+    await stmt.run();
+  };
+  return async (batch) => {
+    if (batch.length === 0) {
+      conn.closeSync();
+      instance.closeSync();
+      return;
+    }
+    await insert(batch);
+  };
+}
+
+async function currentStore(path: string): Promise<(events: TracedEvent[]) => Promise<void>> {
+  const store = await openDuckDbStore({ path, readers: 1 });
+  const ns = randomUUID();
+  return async (batch) => {
+    if (batch.length === 0) await store.close();
+    else await store.insert(ns, batch);
+  };
+}
+
+const variants = { "json columns (before)": jsonColumns, "separated columns (now)": currentStore };
+const cpuMicros = () => {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+};
+const results = new Map<string, { cpu: number; wall: number }[]>();
+const dir = mkdtempSync(join(tmpdir(), "tapscope-insert-"));
+try {
+  for (let round = 0; round < rounds; round++) {
+    for (const [label, open] of Object.entries(variants)) {
+      const path = join(dir, `${round}-${label.split(" ")[0]}.duckdb`);
+      const insert = await open(path);
+      Bun.gc(true);
+      const cpu0 = cpuMicros();
+      const wall0 = performance.now();
+      for (let i = 0; i < rows; i += batch) await insert(events.slice(i, i + batch));
+      await insert([]); // close: the checkpoint is part of the cost
+      const r = { cpu: (cpuMicros() - cpu0) / rows, wall: ((performance.now() - wall0) * 1000) / rows };
+      results.set(label, [...(results.get(label) ?? []), r]);
+      console.log(`round ${round} ${label}: ${r.cpu.toFixed(2)} us CPU, ${r.wall.toFixed(2)} us wall per event`);
+      rmSync(path, { force: true });
+      rmSync(`${path}.wal`, { force: true });
+    }
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+console.log(`\n${rows} events, batches of ${batch}, median and best of ${rounds} (load ${(await Bun.file("/proc/loadavg").text()).split(" ").slice(0, 3).join(" ")})`);
+for (const [label, rs] of results) {
+  const cpu = median(rs.map((r) => r.cpu));
+  const wall = median(rs.map((r) => r.wall));
+  const best = Math.min(...rs.map((r) => r.cpu));
+  console.log(
+    `${label}: ${cpu.toFixed(2)} us CPU (best ${best.toFixed(2)}) / ${wall.toFixed(2)} us wall per event = ${Math.round(1e6 / cpu)} events per CPU-second`,
+  );
+}

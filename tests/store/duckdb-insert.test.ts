@@ -1,0 +1,136 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { randomUUID } from "node:crypto";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { openDuckDbStore } from "~/store/duckdb.ts";
+import { eventColumns } from "~/store/table.ts";
+import type { SqlEventStore } from "~/store/sql-store.ts";
+import { generateEvents } from "./generate.ts";
+
+/**
+ * The DuckDB insert sends each column of a batch as its values joined by a separator (U+001F) that DuckDB
+ * splits again. These are the values that could break that encoding: the separators themselves, text that
+ * ends or starts with them, empty text, long text, unpaired surrogates and extreme numbers.
+ */
+const startMicros = Date.UTC(2026, 0, 10) * 1000;
+const base = generateEvents({ count: 40, startMicros, endMicros: startMicros + 3_600_000_000, seed: 11 });
+
+const awkward = [
+  "\x1f",
+  "\x1f\x1f",
+  "a\x1fb",
+  "\x1e",
+  "\x1e\x1f",
+  "tail\x1e",
+  "\x1fhead",
+  "\x1e\x1f\x1f\x1e",
+  "",
+  "\0",
+  "a\0b\0",
+  "line\nbreak\r\n",
+  "\"quoted\" 'single' \\back\\slash\\",
+  ",",
+  "1,2",
+  "日本語 😀 𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
+  "\u202e\x7f\u0001",
+  "x".repeat(1_000_000),
+];
+
+/** The event id stays a UUID: the events are looked up by it. */
+const stringColumns = eventColumns
+  .filter(([name, kind]) => kind === "string" && name !== "event_id")
+  .map(([name]) => name);
+
+function withText(e: TracedEvent, i: number): TracedEvent {
+  const out: Record<string, unknown> = { ...e };
+  // Every string column of the event gets an awkward value (shifted per column, so rows differ).
+  stringColumns.forEach((name, j) => {
+    out[name] = awkward[(i + j) % awkward.length];
+  });
+  out.http_req_headers = [[awkward[i % awkward.length], awkward[(i + 1) % awkward.length]]];
+  out.http_resp_headers = [];
+  out.tags = { [awkward[(i + 2) % awkward.length] as string]: awkward[(i + 3) % awkward.length] };
+  return out as TracedEvent;
+}
+
+describe("DuckDB insert encoding", () => {
+  let store: SqlEventStore;
+  beforeAll(async () => {
+    store = await openDuckDbStore({ path: ":memory:" });
+  });
+  afterAll(async () => {
+    await store.close();
+  });
+
+  async function roundTrip(events: TracedEvent[]): Promise<void> {
+    const ns = randomUUID();
+    await store.insert(ns, events);
+    for (const e of events) {
+      const stored = await store.getEvent(ns, e.event_id);
+      expect(stored?.event).toEqual(e);
+    }
+    await store.dropNamespace(ns);
+  }
+
+  test("separators, empty, NUL, quotes, newlines, astral and very long text round-trip exactly", async () => {
+    await roundTrip(base.map(withText));
+  }, 30_000);
+
+  test("a batch of one event whose text is all separators round-trips", async () => {
+    const e = withText(base[0] as TracedEvent, 0);
+    for (const name of stringColumns) (e as Record<string, unknown>)[name] = "\x1f";
+    await roundTrip([e]);
+  });
+
+  test("a batch of plain events round-trips (the common path)", async () => {
+    await roundTrip(base);
+  });
+
+  test("-1, zero and the largest safe integers are kept; flags stay booleans", async () => {
+    const ints = eventColumns.filter(([, kind]) => kind === "int").map(([name]) => name);
+    const events = [-1, 0, Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER].map((n, i) => {
+      const e: Record<string, unknown> = { ...(base[i] as TracedEvent) };
+      for (const name of ints) if (name !== "time") e[name] = n;
+      e.http_is_outgoing = i % 2 === 0;
+      e.http_req_body_truncated = i % 2 === 1;
+      return e as TracedEvent;
+    });
+    await roundTrip(events);
+  });
+
+  test("unpaired surrogates become U+FFFD in text columns and are kept in JSON columns (as before)", async () => {
+    const ns = randomUUID();
+    const e = {
+      ...(base[0] as TracedEvent),
+      http_req_path: "/a\ud800",
+      service: "\udc00x",
+      http_req_headers: [["h\ud800", "\udfff"]] as Array<[string, string]>,
+    };
+    await store.insert(ns, [e, { ...(base[1] as TracedEvent), service: "\x1f\ud800" }]);
+    const stored = await store.getEvent(ns, e.event_id);
+    expect(stored?.event.http_req_path).toBe("/a\ufffd");
+    expect(stored?.event.service).toBe("\ufffdx");
+    expect(stored?.event.http_req_headers).toEqual([["h\ud800", "\udfff"]]);
+    expect((await store.getEvent(ns, (base[1] as TracedEvent).event_id))?.event.service).toBe("\x1f\ufffd");
+    await store.dropNamespace(ns);
+  });
+
+  test("a batch the engine refuses fails as a whole, and the next batch of the namespace is stored", async () => {
+    const ns = randomUUID();
+    const bad = { ...(base[0] as TracedEvent), http_duration: 1e300 };
+    await expect(store.insert(ns, [bad, base[1] as TracedEvent])).rejects.toThrow();
+    await store.insert(ns, [base[2] as TracedEvent]);
+    expect((await store.getEvent(ns, (base[1] as TracedEvent).event_id))?.event).toBeUndefined();
+    expect((await store.getEvent(ns, (base[2] as TracedEvent).event_id))?.event).toEqual(base[2] as TracedEvent);
+    await store.dropNamespace(ns);
+  });
+
+  test("a namespace dropped and written again gets a fresh table", async () => {
+    const ns = randomUUID();
+    await store.insert(ns, [base[0] as TracedEvent]);
+    await store.dropNamespace(ns);
+    await store.insert(ns, [base[1] as TracedEvent]);
+    expect(await store.getEvent(ns, (base[0] as TracedEvent).event_id)).toBeNull();
+    expect((await store.getEvent(ns, (base[1] as TracedEvent).event_id))?.event).toEqual(base[1] as TracedEvent);
+    await store.dropNamespace(ns);
+  });
+});
