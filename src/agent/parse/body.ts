@@ -1,22 +1,28 @@
 import { brotliDecompressSync, gunzipSync, inflateRawSync, inflateSync } from "node:zlib";
 
 /**
- * The kept part of one message body: at most `limit` bytes, allocated once per message (or grown by
- * doubling when the length is unknown). The true size is counted by the parser, not here.
+ * The kept part of one message body: at most `limit` bytes. A body that arrives in one read is kept as a
+ * view of that read (no copy: the relay hands over a fresh buffer per read and never touches it again);
+ * otherwise the bytes are copied into one buffer sized from the expected length (or grown by doubling).
+ * The true size is counted by the parser, not here.
  */
 export class BodySample {
   private buf: Uint8Array | null = null;
+  /** `buf` is a view of a read buffer we do not own: appending must copy it first. */
+  private isBorrowed = false;
   length = 0;
   isTruncated = false;
 
   constructor(
     private readonly limit: number,
-    expectedLength: number,
-  ) {
-    if (limit > 0 && expectedLength > 0) this.buf = new Uint8Array(Math.min(limit, expectedLength));
-  }
+    private readonly expectedLength: number,
+  ) {}
 
-  add(chunk: Uint8Array, start: number, end: number): void {
+  /**
+   * Keeps bytes [start, end) of chunk, within the limit. `isRetainable`: the chunk is never modified after
+   * this call, so a view of it may be kept instead of a copy.
+   */
+  add(chunk: Uint8Array, start: number, end: number, isRetainable = false): void {
     if (end <= start) return;
     const room = this.limit - this.length;
     if (room <= 0) {
@@ -28,11 +34,19 @@ export class BodySample {
       n = room;
       this.isTruncated = true;
     }
+    if (this.length === 0 && isRetainable && isWorthAView(chunk, n)) {
+      this.buf = chunk.subarray(start, start + n);
+      this.isBorrowed = true;
+      this.length = n;
+      return;
+    }
     const needed = this.length + n;
-    if (!this.buf || needed > this.buf.length) {
-      const next = new Uint8Array(Math.min(this.limit, Math.max(needed, (this.buf?.length ?? 0) * 2, 1024)));
+    if (!this.buf || this.isBorrowed || needed > this.buf.length) {
+      const size = Math.max(needed, this.expectedLength, this.isBorrowed ? 0 : (this.buf?.length ?? 0) * 2, 1024);
+      const next = new Uint8Array(Math.min(this.limit, size));
       if (this.buf) next.set(this.buf.subarray(0, this.length));
       this.buf = next;
+      this.isBorrowed = false;
     }
     if (n <= 64) {
       const buf = this.buf;
@@ -44,6 +58,14 @@ export class BodySample {
   bytes(): Uint8Array {
     return this.buf ? this.buf.subarray(0, this.length) : new Uint8Array(0);
   }
+}
+
+/**
+ * A view keeps its whole read buffer alive until the event is published: only worth it when the kept
+ * part is most of that buffer (a small body in a large pipelined read is copied instead).
+ */
+function isWorthAView(chunk: Uint8Array, kept: number): boolean {
+  return chunk.buffer.byteLength <= Math.max(2 * kept, 4096);
 }
 
 type WithBase64 = Uint8Array & { toBase64?: () => string };

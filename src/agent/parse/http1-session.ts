@@ -202,7 +202,8 @@ export class Http1Session {
         return undefined;
       },
       onBody: (chunk, start, end) => {
-        this.currentRequest?.requestBody?.add(chunk, start, end);
+        // The parser is fed the relay's reads (or buffers of ours that are never reused): views may be kept.
+        this.currentRequest?.requestBody?.add(chunk, start, end, true);
       },
       onComplete: (at, trailers) => {
         const ex = this.currentRequest;
@@ -268,7 +269,7 @@ export class Http1Session {
         return isBodiless ? "bodiless" : "normal";
       },
       onBody: (chunk, start, end) => {
-        this.currentResponse?.responseBody?.add(chunk, start, end);
+        this.currentResponse?.responseBody?.add(chunk, start, end, true);
       },
       onComplete: (at, trailers) => {
         const ex = this.currentResponse;

@@ -25,7 +25,8 @@ export type ConnectionInfo = {
 export type ConnectionTap = {
   /**
    * A copy of bytes that have already been forwarded. `fromClient` is true for bytes the client sent
-   * (the request side). The chunk is only valid during the call: copy what you keep.
+   * (the request side). The chunk is never modified after the call (the relay hands over a fresh buffer per
+   * read), so a tap may keep views of it instead of copies; it must not modify it.
    */
   onData(fromClient: boolean, chunk: Uint8Array, at: number): void;
   /** Half-close by one side (FIN). */

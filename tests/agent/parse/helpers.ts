@@ -112,10 +112,10 @@ export function trace(segments: Segment[], options: TraceOptions = {}): TraceRes
     else serverBytes += data.length;
     let offset = 0;
     for (const size of chunker(data.length)) {
-      // A fresh copy per chunk, like the relay's reused buffer: the tap must copy what it keeps.
+      // A fresh buffer per read, as the relay hands them over: the tap may keep views, but must never modify it.
       const chunk = new Uint8Array(data.subarray(offset, offset + size));
       tap.onData(seg.fromClient, chunk, at);
-      chunk.fill(0x7e);
+      if (!Buffer.from(chunk).equals(Buffer.from(data.subarray(offset, offset + size)))) throw new Error("the tap modified a read buffer");
       offset += size;
     }
   }
