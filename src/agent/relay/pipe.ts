@@ -3,7 +3,8 @@ import { type ConnectionInfo, type ConnectionObserver, type ConnectionTap, nowMi
 
 /**
  * One relayed TCP connection: two Bun sockets and the bytes between them. Bytes are forwarded first and
- * untouched; the tap gets a copy afterwards. Backpressure pauses the reading side; FIN is forwarded as
+ * untouched; the tap sees them afterwards. Bun hands over a fresh buffer per read and nothing here modifies
+ * one, so reads are queued and shown to the tap as they are, never copied. Backpressure pauses the reading side; FIN is forwarded as
  * FIN (half-close) and a reset as a reset, so each end sees what it would see without the relay.
  */
 export type Side = "client" | "server";
@@ -128,14 +129,14 @@ export class Pipe {
     if (to.socket && to.queue.length === 0) {
       const written = to.socket.write(chunk);
       if (written < chunk.length) {
-        this.enqueue(to, chunk.slice(Math.max(0, written)), true);
+        this.enqueue(to, chunk.subarray(Math.max(0, written)), true);
         if (to.queuedBytes > HIGH_WATER) this.legs[from].socket?.pause();
       }
       this.tapData(from, chunk);
       return;
     }
     const isTapped = this.isOpened;
-    this.enqueue(to, chunk.slice(), isTapped);
+    this.enqueue(to, chunk, isTapped);
     if (isTapped) this.tapData(from, chunk);
     if (to.queuedBytes > HIGH_WATER) this.legs[from].socket?.pause();
   }
@@ -252,7 +253,7 @@ export class Pipe {
   private tapData(from: Side, chunk: Uint8Array, at = nowMicros()): void {
     const deferred = this.deferred;
     if (deferred) {
-      deferred.items.push({ from, bytes: chunk.slice(), at });
+      deferred.items.push({ from, bytes: chunk, at });
       deferred.size += chunk.length;
       if (deferred.size > DEFER_MAX_BYTES) this.release();
       return;
