@@ -1,15 +1,18 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomUUID } from "node:crypto";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { openClickHouseStore } from "~/store/clickhouse.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
 import { eventColumns } from "~/store/table.ts";
 import type { SqlEventStore } from "~/store/sql-store.ts";
+import { clickhouseUrl } from "../support/clickhouse.ts";
 import { generateEvents } from "./generate.ts";
 
 /**
- * The DuckDB insert sends each column of a batch as its values joined by a separator (U+001F) that DuckDB
- * splits again. These are the values that could break that encoding: the separators themselves, text that
- * ends or starts with them, empty text, long text, unpaired surrogates and extreme numbers.
+ * Each engine's insert encodes a batch its own way: DuckDB gets each column as its values joined by U+001F
+ * and splits them again; ClickHouse gets TabSeparated text. These are the values that could break either:
+ * the separators and escapes themselves, text that ends or starts with them, empty text, long text,
+ * unpaired surrogates and extreme numbers.
  */
 const startMicros = Date.UTC(2026, 0, 10) * 1000;
 const base = generateEvents({ count: 40, startMicros, endMicros: startMicros + 3_600_000_000, seed: 11 });
@@ -28,6 +31,7 @@ const awkward = [
   "a\0b\0",
   "line\nbreak\r\n",
   "\"quoted\" 'single' \\back\\slash\\",
+  "\\t\\n\\0 \t\ttabs\\",
   ",",
   "1,2",
   "日本語 😀 𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
@@ -52,10 +56,15 @@ function withText(e: TracedEvent, i: number): TracedEvent {
   return out as TracedEvent;
 }
 
-describe("DuckDB insert encoding", () => {
+const engines: Array<[string, () => Promise<SqlEventStore>]> = [
+  ["DuckDB", () => openDuckDbStore({ path: ":memory:" })],
+  ["ClickHouse", async () => openClickHouseStore({ url: await clickhouseUrl() })],
+];
+
+describe.each(engines)("%s insert encoding", (_name, open) => {
   let store: SqlEventStore;
   beforeAll(async () => {
-    store = await openDuckDbStore({ path: ":memory:" });
+    store = await open();
   });
   afterAll(async () => {
     await store.close();
