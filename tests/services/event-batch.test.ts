@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { heapStats } from "bun:jsc";
 import type { CapturedEvent, TracedEvent } from "~/lib/protocol/event.ts";
 import { encodeEventBatch } from "~/lib/protocol/event-batch.ts";
 import { type PublishServerMessage, publishLimits, TRUNCATION_MARKER } from "~/lib/protocol/publish.ts";
@@ -99,9 +100,7 @@ describe("binary event batches through Ingest.handle", () => {
     const big = (n: number) => "y".repeat(n);
     const events: CapturedEvent[] = [
       ...generateEvents({ count: 200, startMicros: now - 60_000_000, endMicros: now, seed: 7 }),
-      // Unicode: astral characters and lone surrogates (JSON carries them as \\ud800 escapes).
-      { ...base(), service: "sérvice 😀", http_req_path: "/a\ud800b", http_req_headers: [["x-emoji", "🎉\udfff"]], tags: { "ключ": "\ud83d" } },
-      { ...base(), http_req_path: `/${"é".repeat(9000)}` },
+      { ...base(), http_req_path: `/${"é".repeat(9000)}`, service: "ÿ" },
       { ...base(), event_id: id(1).toUpperCase() },
       // Oversized fields: cut to their limits and counted.
       { ...base(), http_req_path: big(20_000), process_command_line: big(5000), hostname: big(2000), http_version: big(17) },
@@ -142,10 +141,15 @@ describe("binary event batches through Ingest.handle", () => {
       [{ ...base(), http_req_body: new Uint8Array(1024 * 1024 + 7).fill(7) }],
       [{ ...base(), http_req_body: new Uint8Array(1024 * 1024 + 2).fill(9) }],
     ];
-    const { jsonReplies, binaryReplies, jsonEvents, binaryEvents } = throughBoth([events, ...bodies]);
+    // Unicode beyond Latin-1: astral characters and lone surrogates (JSON carries them as \\ud800 escapes).
+    const beyondLatin1: CapturedEvent[] = [
+      { ...base(), service: "sérvice 😀", http_req_path: "/a\ud800b", http_req_headers: [["x-emoji", "🎉\udfff"]], tags: { "ключ": "\ud83d" } },
+      { ...base(), http_req_path: `/${"€".repeat(9000)}` },
+    ];
+    const { jsonReplies, binaryReplies, jsonEvents, binaryEvents } = throughBoth([events, beyondLatin1, ...bodies]);
     expect(jsonReplies[0]).toMatchObject({ type: "ack", seq: 0, accepted: events.length - 9, refused: 9 });
     expect((jsonReplies[0] as { truncated: number }).truncated).toBeGreaterThan(10);
-    expect(jsonReplies.slice(1).map((r) => (r as { truncated: number }).truncated)).toEqual([1, 1, 0]);
+    expect(jsonReplies.slice(1).map((r) => (r as { truncated: number }).truncated)).toEqual([1, 1, 1, 0]);
     expect(binaryReplies).toEqual(jsonReplies);
     expect(binaryEvents.length).toBe(jsonEvents.length);
     for (let i = 0; i < jsonEvents.length; i++) expect(binaryEvents[i]).toEqual(jsonEvents[i]!);
@@ -156,6 +160,27 @@ describe("binary event batches through Ingest.handle", () => {
     expect([unicode.http_req_path, unicode.http_req_headers[0]![1], unicode.tags["ключ"]]).toEqual(["/a\ud800b", "🎉\udfff", "\ud83d"]);
     const cut = binaryEvents.find((e) => e.http_req_path.length === publishLimits.maxPathChars && e.http_req_path.startsWith("yyy"))!;
     expect(cut.http_req_path.endsWith(TRUNCATION_MARKER)).toBe(true);
+  });
+
+  test("an event kept from a batch does not keep the batch's other strings alive", () => {
+    const now = Date.now() * 1000;
+    const events = generateEvents({ count: 1000, startMicros: now - 1e6, endMicros: now, seed: 5 });
+    const frame = encodeEventBatch(1, events);
+    const heap = () => {
+      Bun.gc(true);
+      const stats = heapStats();
+      return stats.heapSize + stats.extraMemorySize;
+    };
+    const kept: TracedEvent[] = [];
+    const before = heap();
+    // Each batch's string table is about 600 KB: sixty of them held by one event each would be about 36 MB.
+    for (let i = 0; i < 60; i++) {
+      const { ingest, delivered } = ingestWithSink();
+      ingest.handle(target, frame);
+      kept.push(delivered[i]!);
+    }
+    expect(heap() - before).toBeLessThan(12 * 1024 * 1024);
+    expect(kept.map((e) => e.event_id)).toEqual(events.slice(0, 60).map((e) => e.event_id));
   });
 
   test("a frame from another agent version: unknown columns and kinds are skipped, missing ones are neutral", () => {

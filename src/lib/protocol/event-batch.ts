@@ -8,10 +8,10 @@ import type { CapturedEvent } from "./event.ts";
  *   0   magic 0x89 "TSB" (0x89 never starts UTF-8 text, so a frame is never mistaken for JSON)
  *   4   u8 version (1), 3 bytes zero
  *   8   u32 header byte length H, then H bytes of JSON header:
- *         {"seq":N,"count":n,"strings":[K,B,"utf8"|"utf16"],"columns":[[name,kind,byteLength],...]}
+ *         {"seq":N,"count":n,"strings":[K,B,"latin1"|"utf16"],"columns":[[name,kind,byteLength],...]}
  *   then sections, each starting on an 8-byte boundary (from the frame's start):
  *         string lengths: K x u32 (UTF-16 units)
- *         string data: B bytes, all K strings joined (UTF-8, or UTF-16LE when a string is not well-formed)
+ *         string data: B bytes, all K strings joined (Latin-1, or UTF-16LE when a character needs it)
  *         one section per column, in header order, byteLength bytes each
  *
  * Column kinds (n = count, all little-endian):
@@ -252,15 +252,15 @@ function encodeBodies(events: readonly CapturedEvent[], name: (typeof bodyColumn
 
 function assemble(seq: number, count: number, strings: string[], sections: Section[]): Uint8Array {
   const joined = strings.join("");
-  const isUtf8 = joined.isWellFormed();
-  const data = isUtf8 ? textEncoder.encode(joined) : utf16Bytes(joined);
+  const encoding: StringEncoding = NOT_LATIN1.test(joined) ? "utf16" : "latin1";
+  const data = Buffer.from(joined, encoding === "latin1" ? "latin1" : "utf16le");
   const lengths = new Uint32Array(strings.length);
   for (let i = 0; i < strings.length; i++) lengths[i] = strings[i]!.length;
   const header = textEncoder.encode(
     JSON.stringify({
       seq,
       count,
-      strings: [strings.length, data.byteLength, isUtf8 ? "utf8" : "utf16"],
+      strings: [strings.length, data.byteLength, encoding],
       columns: sections.map((s) => [s.name, s.kind, s.bytes.byteLength]),
     }),
   );
@@ -280,12 +280,14 @@ function assemble(seq: number, count: number, strings: string[], sections: Secti
   return frame;
 }
 
-/** Lone surrogates survive (UTF-8 would turn them into U+FFFD; JSON keeps them): the rare batch goes as UTF-16. */
-function utf16Bytes(s: string): Uint8Array {
-  const units = new Uint16Array(s.length);
-  for (let i = 0; i < s.length; i++) units[i] = s.charCodeAt(i);
-  return new Uint8Array(units.buffer);
-}
+/**
+ * The string table goes as Latin-1 (one byte per UTF-16 unit: nearly every batch) or as UTF-16LE code units
+ * (any character above U+00FF; lone surrogates survive, as they do in JSON). Both decode per string straight
+ * from the frame into a string of its own: slices of one big decoded string would each keep the whole table
+ * alive for as long as any event of the batch is held (measured: 300 kept events held 185 MB).
+ */
+type StringEncoding = "latin1" | "utf16";
+const NOT_LATIN1 = /[^\u0000-\u00ff]/;
 
 /** True when these bytes are a binary event batch (of any version), not a JSON message. */
 export function isEventBatchFrame(bytes: Uint8Array): boolean {
@@ -338,7 +340,7 @@ export function readEventBatch(input: Uint8Array, maxEvents: number): EventBatch
   const limit = bytes.length;
   if (!Array.isArray(h.strings) || h.strings.length !== 3) return malformed("strings must be [count, bytes, encoding]", seq);
   const [stringCount, stringBytes, encoding] = h.strings as unknown[];
-  if (!isCount(stringCount, limit / 4) || !isCount(stringBytes, limit) || (encoding !== "utf8" && encoding !== "utf16")) {
+  if (!isCount(stringCount, limit / 4) || !isCount(stringBytes, limit) || (encoding !== "latin1" && encoding !== "utf16")) {
     return malformed("string table out of range", seq);
   }
   if (!Array.isArray(h.columns) || h.columns.length > 1024) return malformed("columns must be a list", seq);
@@ -352,7 +354,7 @@ export function readEventBatch(input: Uint8Array, maxEvents: number): EventBatch
   const lengthsAt = take(4 * stringCount);
   const dataAt = take(stringBytes);
   if (lengthsAt < 0 || dataAt < 0) return malformed("string table exceeds the frame", seq);
-  const strings = readStrings(bytes, new Uint32Array(bytes.buffer, bytes.byteOffset + lengthsAt, stringCount), bytes.subarray(dataAt, dataAt + stringBytes), encoding);
+  const strings = readStrings(new Uint32Array(bytes.buffer, bytes.byteOffset + lengthsAt, stringCount), bytes.subarray(dataAt, dataAt + stringBytes), encoding);
   if (!strings) return malformed("string lengths do not match the string data", seq);
 
   const columns = new Map<string, BatchColumn>();
@@ -377,29 +379,22 @@ function isCount(value: unknown, max: number): value is number {
   return typeof value === "number" && Number.isSafeInteger(value) && value >= 0 && value <= max;
 }
 
-/** One decode for the whole table, then slices; null when the lengths do not add up to the decoded text. */
-function readStrings(bytes: Uint8Array, lengths: Uint32Array, data: Uint8Array, encoding: "utf8" | "utf16"): string[] | null {
-  let text: string;
-  if (encoding === "utf8") text = textDecoder.decode(data);
-  else {
-    if (data.byteLength % 2 !== 0) return null;
-    text = fromUtf16(data.byteOffset % 2 === 0 ? new Uint16Array(bytes.buffer, data.byteOffset, data.byteLength / 2) : new Uint16Array(new Uint8Array(data).buffer));
-  }
+/** Each string decoded on its own (see StringEncoding); null when the lengths do not add up to the data. */
+function readStrings(lengths: Uint32Array, data: Uint8Array, encoding: StringEncoding): string[] | null {
+  const unit = encoding === "latin1" ? 1 : 2;
+  if (data.byteLength % unit !== 0) return null;
+  const buffer = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  const name = encoding === "latin1" ? "latin1" : "utf16le";
+  const units = data.byteLength / unit;
   const strings = new Array<string>(lengths.length);
   let at = 0;
   for (let i = 0; i < lengths.length; i++) {
     const end = at + lengths[i]!;
-    if (end > text.length) return null;
-    strings[i] = text.slice(at, end);
+    if (end > units) return null;
+    strings[i] = buffer.toString(name, at * unit, end * unit);
     at = end;
   }
-  return at === text.length ? strings : null;
-}
-
-function fromUtf16(units: Uint16Array): string {
-  const parts: string[] = [];
-  for (let i = 0; i < units.length; i += 8192) parts.push(String.fromCharCode(...units.subarray(i, i + 8192)));
-  return parts.join("");
+  return at === units ? strings : null;
 }
 
 function readColumn(bytes: Uint8Array, kind: string, at: number, size: number, n: number, stringCount: number): BatchColumn | string | null {

@@ -43,11 +43,12 @@ export function validateEventBatch(frame: Uint8Array): BatchValidation | EventBa
   let refused = 0;
   let truncated = 0;
 
+  const refuse = (error: string) => {
+    refused++;
+    if (errors.size < 5) errors.add(error);
+  };
+  const row = new Row(cols, strings);
   for (let i = 0; i < batch.count; i++) {
-    const refuse = (error: string) => {
-      refused++;
-      if (errors.size < 5) errors.add(error);
-    };
     const eventId = cols.str.event_id ? strings[cols.str.event_id[i]!]! : "";
     if (!UUID.test(eventId)) {
       refuse("event_id must be a UUID");
@@ -64,25 +65,8 @@ export function validateEventBatch(frame: Uint8Array): BatchValidation | EventBa
       refuse('protocol must be "http" or "tcp"');
       continue;
     }
-    let cuts = 0;
-    const text = (name: (typeof stringColumns)[number]): string => {
-      const index = cols.str[name];
-      if (!index) return "";
-      const value = strings[index[i]!]!;
-      const max = maxChars[name];
-      if (value.length <= max) return value;
-      cuts++;
-      return cut(value, max);
-    };
-    const int = (name: (typeof numberColumns)[number]): number => {
-      const kind = intKinds[name];
-      const values = cols.f64[name];
-      const value = values ? values[i]! : Number.NaN;
-      // +0 first: JSON carries -0 as 0.
-      return Number.isFinite(value) ? Math.min(kind.max, Math.max(kind.min, Math.trunc(value + 0))) : kind.fallback;
-    };
-    const flag = (name: (typeof boolColumns)[number]): boolean => cols.bool[name]?.[i] === 1;
-
+    row.i = i;
+    row.cuts = 0;
     const reqBody = body(cols.body.http_req_body, i, strings);
     if (reqBody.error) {
       refuse("http_req_body must be base64");
@@ -93,7 +77,7 @@ export function validateEventBatch(frame: Uint8Array): BatchValidation | EventBa
       refuse("http_resp_body must be base64");
       continue;
     }
-    cuts += (reqBody.isCut ? 1 : 0) + (respBody.isCut ? 1 : 0);
+    let cuts = (reqBody.isCut ? 1 : 0) + (respBody.isCut ? 1 : 0);
     const reqHeaders = headers(cols.pairs.http_req_headers, i, strings);
     const respHeaders = headers(cols.pairs.http_resp_headers, i, strings);
     const tags = tagsOf(cols.pairs.tags, i, strings);
@@ -103,57 +87,91 @@ export function validateEventBatch(frame: Uint8Array): BatchValidation | EventBa
       time: Math.trunc(time),
       event_id: eventId.toLowerCase(),
       protocol,
-      parent_event_id: text("parent_event_id"),
-      service: text("service"),
-      hostname: text("hostname"),
-      gcp_project: text("gcp_project"),
-      kubernetes_namespace: text("kubernetes_namespace"),
-      gke_cluster_location: text("gke_cluster_location"),
-      gke_cluster_name: text("gke_cluster_name"),
-      gke_node_name: text("gke_node_name"),
-      process_id: int("process_id"),
-      process_executable_name: text("process_executable_name"),
-      process_executable_size: int("process_executable_size"),
-      process_command_line: text("process_command_line"),
-      process_user: text("process_user"),
-      tls_server_name: text("tls_server_name"),
-      http_version: text("http_version"),
-      http_is_outgoing: flag("http_is_outgoing"),
-      http_client_addr: text("http_client_addr"),
-      http_server_addr: text("http_server_addr"),
-      http_duration: int("http_duration"),
-      http_req_method: text("http_req_method"),
-      http_req_path: text("http_req_path"),
-      http_req_body_size_bytes_wire: int("http_req_body_size_bytes_wire"),
-      http_req_transfer_encoding: text("http_req_transfer_encoding"),
-      http_req_content_type: text("http_req_content_type"),
-      http_req_content_encoding: text("http_req_content_encoding"),
-      http_req_content_length: int("http_req_content_length"),
-      http_req_host: text("http_req_host"),
-      http_req_x_forwarded_for: text("http_req_x_forwarded_for"),
-      http_req_body_truncated: reqBody.isCut || flag("http_req_body_truncated"),
-      http_resp_status_code: int("http_resp_status_code"),
-      http_resp_body_size_bytes_wire: int("http_resp_body_size_bytes_wire"),
-      http_resp_transfer_encoding: text("http_resp_transfer_encoding"),
-      http_resp_content_type: text("http_resp_content_type"),
-      http_resp_content_encoding: text("http_resp_content_encoding"),
-      http_resp_content_length: int("http_resp_content_length"),
-      http_resp_body_truncated: respBody.isCut || flag("http_resp_body_truncated"),
-      timing_connect: int("timing_connect"),
-      timing_send: int("timing_send"),
-      timing_wait: int("timing_wait"),
-      timing_receive: int("timing_receive"),
-      bytes_sent: int("bytes_sent"),
-      bytes_received: int("bytes_received"),
+      parent_event_id: row.text("parent_event_id"),
+      service: row.text("service"),
+      hostname: row.text("hostname"),
+      gcp_project: row.text("gcp_project"),
+      kubernetes_namespace: row.text("kubernetes_namespace"),
+      gke_cluster_location: row.text("gke_cluster_location"),
+      gke_cluster_name: row.text("gke_cluster_name"),
+      gke_node_name: row.text("gke_node_name"),
+      process_id: row.int("process_id"),
+      process_executable_name: row.text("process_executable_name"),
+      process_executable_size: row.int("process_executable_size"),
+      process_command_line: row.text("process_command_line"),
+      process_user: row.text("process_user"),
+      tls_server_name: row.text("tls_server_name"),
+      http_version: row.text("http_version"),
+      http_is_outgoing: row.flag("http_is_outgoing"),
+      http_client_addr: row.text("http_client_addr"),
+      http_server_addr: row.text("http_server_addr"),
+      http_duration: row.int("http_duration"),
+      http_req_method: row.text("http_req_method"),
+      http_req_path: row.text("http_req_path"),
+      http_req_body_size_bytes_wire: row.int("http_req_body_size_bytes_wire"),
+      http_req_transfer_encoding: row.text("http_req_transfer_encoding"),
+      http_req_content_type: row.text("http_req_content_type"),
+      http_req_content_encoding: row.text("http_req_content_encoding"),
+      http_req_content_length: row.int("http_req_content_length"),
+      http_req_host: row.text("http_req_host"),
+      http_req_x_forwarded_for: row.text("http_req_x_forwarded_for"),
+      http_req_body_truncated: reqBody.isCut || row.flag("http_req_body_truncated"),
+      http_resp_status_code: row.int("http_resp_status_code"),
+      http_resp_body_size_bytes_wire: row.int("http_resp_body_size_bytes_wire"),
+      http_resp_transfer_encoding: row.text("http_resp_transfer_encoding"),
+      http_resp_content_type: row.text("http_resp_content_type"),
+      http_resp_content_encoding: row.text("http_resp_content_encoding"),
+      http_resp_content_length: row.int("http_resp_content_length"),
+      http_resp_body_truncated: respBody.isCut || row.flag("http_resp_body_truncated"),
+      timing_connect: row.int("timing_connect"),
+      timing_send: row.int("timing_send"),
+      timing_wait: row.int("timing_wait"),
+      timing_receive: row.int("timing_receive"),
+      bytes_sent: row.int("bytes_sent"),
+      bytes_received: row.int("bytes_received"),
       http_req_body: reqBody.value,
       http_resp_body: respBody.value,
       http_req_headers: reqHeaders.headers,
       http_resp_headers: respHeaders.headers,
       tags: tags.tags,
     });
-    truncated += cuts;
+    truncated += cuts + row.cuts;
   }
   return { seq: batch.seq, events, refused, truncated, errors: [...errors] };
+}
+
+/** The string, number and flag fields of the event being read (one object per batch, not closures per event). */
+class Row {
+  i = 0;
+  /** Fields cut to their limit in this event. */
+  cuts = 0;
+
+  constructor(
+    private readonly cols: Columns,
+    private readonly strings: string[],
+  ) {}
+
+  text(name: (typeof stringColumns)[number]): string {
+    const index = this.cols.str[name];
+    if (!index) return "";
+    const value = this.strings[index[this.i]!]!;
+    const max = maxChars[name];
+    if (value.length <= max) return value;
+    this.cuts++;
+    return cut(value, max);
+  }
+
+  int(name: (typeof numberColumns)[number]): number {
+    const kind = intKinds[name];
+    const values = this.cols.f64[name];
+    const value = values ? values[this.i]! : Number.NaN;
+    // +0 first: JSON carries -0 as 0.
+    return Number.isFinite(value) ? Math.min(kind.max, Math.max(kind.min, Math.trunc(value + 0))) : kind.fallback;
+  }
+
+  flag(name: (typeof boolColumns)[number]): boolean {
+    return this.cols.bool[name]?.[this.i] === 1;
+  }
 }
 
 const maxChars = Object.fromEntries(
@@ -170,12 +188,15 @@ const intKinds = Object.fromEntries(
   }),
 ) as Record<(typeof numberColumns)[number], Int>;
 
+/** A body column with one Buffer over its data, so each body is one base64 call (no view object per body). */
+type BodyColumn = Extract<BatchColumn, { kind: "body" }> & { buffer: Buffer };
+
 type Columns = {
   str: Partial<Record<(typeof stringColumns)[number], Uint32Array>>;
   f64: Partial<Record<(typeof numberColumns)[number], Float64Array>>;
   bool: Partial<Record<(typeof boolColumns)[number], Uint8Array>>;
   pairs: Partial<Record<(typeof pairColumns)[number], Extract<BatchColumn, { kind: "pairs" }>>>;
-  body: Partial<Record<"http_req_body" | "http_resp_body", Extract<BatchColumn, { kind: "body" }>>>;
+  body: Partial<Record<"http_req_body" | "http_resp_body", BodyColumn>>;
 };
 
 const expectedKind = new Map<string, BatchColumn["kind"]>([
@@ -194,8 +215,14 @@ function resolveColumns(batch: EventBatch): Columns | string {
     const expected = expectedKind.get(name);
     if (!expected) continue;
     if (column.kind !== expected) return `column ${name} must be of kind ${expected}`;
-    const group = cols[column.kind] as Record<string, unknown>;
-    group[name] = column.kind === "str" ? column.index : column.kind === "f64" || column.kind === "bool" ? column.values : column;
+    if (column.kind === "str") cols.str[name as (typeof stringColumns)[number]] = column.index;
+    else if (column.kind === "f64") cols.f64[name as (typeof numberColumns)[number]] = column.values;
+    else if (column.kind === "bool") cols.bool[name as (typeof boolColumns)[number]] = column.values;
+    else if (column.kind === "pairs") cols.pairs[name as (typeof pairColumns)[number]] = column;
+    else {
+      const { data } = column;
+      cols.body[name as keyof Columns["body"]] = { ...column, buffer: Buffer.from(data.buffer, data.byteOffset, data.byteLength) };
+    }
   }
   return cols;
 }
@@ -203,15 +230,15 @@ function resolveColumns(batch: EventBatch): Columns | string {
 type Body = { value: string; isCut: boolean; error: boolean };
 const emptyBody: Body = { value: "", isCut: false, error: false };
 
-function body(column: Extract<BatchColumn, { kind: "body" }> | undefined, i: number, strings: string[]): Body {
+function body(column: BodyColumn | undefined, i: number, strings: string[]): Body {
   if (!column) return emptyBody;
   const form = column.forms[i];
   if (form === BODY_FORM.bytes) {
     const length = column.b[i]!;
     if (length === 0) return emptyBody;
     const isCut = length > MAX_BODY_BYTES;
-    const start = column.data.byteOffset + column.a[i]!;
-    const value = Buffer.from(column.data.buffer, start, isCut ? MAX_BODY_BYTES : length).toString("base64");
+    const start = column.a[i]!;
+    const value = column.buffer.toString("base64", start, start + (isCut ? MAX_BODY_BYTES : length));
     return { value, isCut, error: false };
   }
   if (form === BODY_FORM.base64) {
