@@ -250,7 +250,9 @@ export class Pipe {
     if (other.isClosed || !other.socket) this.finish(error ? errorText(error) : undefined);
   }
 
-  private tapData(from: Side, chunk: Uint8Array, at = nowMicros()): void {
+  private tapData(from: Side, chunk: Uint8Array, readAt?: number): void {
+    const now = nowMicros();
+    const at = readAt ?? now;
     const deferred = this.deferred;
     if (deferred) {
       deferred.items.push({ from, bytes: chunk, at });
@@ -260,14 +262,13 @@ export class Pipe {
     }
     const tap = this.tap;
     if (!tap) return;
-    const started = performance.now();
     try {
       tap.onData(from === "client", chunk, at);
     } catch {
       this.detachTap();
       return;
     }
-    if (performance.now() - started > TAP_BUDGET_MS) this.detachTap();
+    if (nowMicros() - now > TAP_BUDGET_MS * 1000) this.detachTap();
   }
 
   private tapEnd(from: Side, at = nowMicros()): void {
