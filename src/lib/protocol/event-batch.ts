@@ -106,24 +106,34 @@ const BODY_BASE64 = 2;
 const align = (n: number, to: number) => (n + to - 1) & ~(to - 1);
 const textEncoder = new TextEncoder();
 
-/** The de-duplicated string table of one batch. */
+/**
+ * The string table of one batch: strings appended to one text (a rope: no array, no join) with their lengths
+ * in UTF-16 units; `intern` de-duplicates.
+ */
 class StringTable {
-  readonly strings: string[] = [];
+  text = "";
+  lengths = new Uint32Array(1024);
+  count = 0;
   private readonly index = new Map<string, number>();
 
   intern(s: string): number {
     let i = this.index.get(s);
     if (i === undefined) {
-      i = this.strings.length;
-      this.strings.push(s);
+      i = this.append(s);
       this.index.set(s, i);
     }
     return i;
   }
 
-  append(value: string): number {
-    this.strings.push(value);
-    return this.strings.length - 1;
+  append(s: string): number {
+    if (this.count === this.lengths.length) {
+      const grown = new Uint32Array(2 * this.count);
+      grown.set(this.lengths);
+      this.lengths = grown;
+    }
+    this.lengths[this.count] = s.length;
+    this.text += s;
+    return this.count++;
   }
 }
 
@@ -171,7 +181,7 @@ export function encodeEventBatch(seq: number, events: readonly CapturedEvent[]):
   for (const name of pairColumns) sections.push({ name, kind: "pairs", bytes: encodePairs(events, name, table) });
   for (const name of bodyColumns) sections.push({ name, kind: "body", bytes: encodeBodies(events, name, table) });
 
-  return assemble(seq, n, table.strings, sections);
+  return assemble(seq, n, table, sections);
 }
 
 function encodePairs(events: readonly CapturedEvent[], name: (typeof pairColumns)[number], table: StringTable): Uint8Array {
@@ -250,21 +260,19 @@ function encodeBodies(events: readonly CapturedEvent[], name: (typeof bodyColumn
   return out;
 }
 
-function assemble(seq: number, count: number, strings: string[], sections: Section[]): Uint8Array {
-  const joined = strings.join("");
-  const encoding: StringEncoding = NOT_LATIN1.test(joined) ? "utf16" : "latin1";
-  const data = Buffer.from(joined, encoding === "latin1" ? "latin1" : "utf16le");
-  const lengths = new Uint32Array(strings.length);
-  for (let i = 0; i < strings.length; i++) lengths[i] = strings[i]!.length;
+function assemble(seq: number, count: number, table: StringTable, sections: Section[]): Uint8Array {
+  const encoding: StringEncoding = NOT_LATIN1.test(table.text) ? "utf16" : "latin1";
+  const data = Buffer.from(table.text, encoding === "latin1" ? "latin1" : "utf16le");
+  const lengths = table.lengths.subarray(0, table.count);
   const header = textEncoder.encode(
     JSON.stringify({
       seq,
       count,
-      strings: [strings.length, data.byteLength, encoding],
+      strings: [table.count, data.byteLength, encoding],
       columns: sections.map((s) => [s.name, s.kind, s.bytes.byteLength]),
     }),
   );
-  const parts = [new Uint8Array(lengths.buffer), data, ...sections.map((s) => s.bytes)];
+  const parts = [new Uint8Array(lengths.buffer, 0, 4 * table.count), data, ...sections.map((s) => s.bytes)];
   let size = align(PREFIX_BYTES + header.byteLength, 8);
   for (const p of parts) size += align(p.byteLength, 8);
   const frame = new Uint8Array(size);
