@@ -4,21 +4,32 @@
  * CPU per event counts every thread of the process, and closing the database (its checkpoint compresses
  * what the inserts left in the WAL), so storage costs are part of the figure.
  *
- *   bun bench/store/insert.ts [--rows 60000] [--batch 5000] [--rounds 3]
+ * With --engine clickhouse: the store's TabSeparated insert against the previous JSONEachRow rows, into a
+ * ClickHouse started by the test support; CPU is this process plus the ClickHouse server (a child process).
+ *
+ *   bun bench/store/insert.ts [--engine duckdb|clickhouse] [--rows 60000] [--batch 5000] [--rounds 3]
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
+import { createClient } from "@clickhouse/client";
 import { DuckDBInstance } from "@duckdb/node-api";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { openClickHouseStore } from "~/store/clickhouse.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
-import { eventColumns } from "~/store/table.ts";
+import { eventColumns, tableName } from "~/store/table.ts";
+import { clickhouseUrl } from "../../tests/support/clickhouse.ts";
 import { generateEvents } from "../../tests/store/generate.ts";
 
 const { values: args } = parseArgs({
-  options: { rows: { type: "string" }, batch: { type: "string" }, rounds: { type: "string" } },
+  options: {
+    engine: { type: "string" },
+    rows: { type: "string" },
+    batch: { type: "string" },
+    rounds: { type: "string" },
+  },
 });
 const rows = Number(args.rows ?? 60_000);
 const batch = Number(args.batch ?? 5000);
@@ -71,10 +82,67 @@ async function currentStore(path: string): Promise<(events: TracedEvent[]) => Pr
   };
 }
 
-const variants = { "json columns (before)": jsonColumns, "separated columns (now)": currentStore };
+/** The previous ClickHouse insert (JSONEachRow objects), kept here as the baseline. */
+async function jsonEachRow(): Promise<(events: TracedEvent[]) => Promise<void>> {
+  const url = await clickhouseUrl();
+  const store = await openClickHouseStore({ url });
+  const client = createClient({ url, compression: { request: false, response: true }, keep_alive: { enabled: false } });
+  const ns = randomUUID();
+  await store.ensureNamespace(ns);
+  const toRow = (e: TracedEvent) => {
+    const row: Record<string, unknown> = {};
+    for (const [name, kind] of eventColumns) {
+      const v = e[name];
+      if (kind === "int") row[name] = Math.trunc(Number(v) || 0);
+      else if (kind === "flag") row[name] = v ? 1 : 0;
+      else if (kind === "json") row[name] = JSON.stringify(v ?? null);
+      else row[name] = typeof v === "string" ? v.toWellFormed() : String(v ?? "");
+    }
+    return row;
+  };
+  return async (batch) => {
+    if (batch.length > 0) {
+      await client.insert({ table: tableName(ns), values: batch.map(toRow), format: "JSONEachRow" });
+      return;
+    }
+    await store.dropNamespace(ns);
+    await Promise.all([client.close(), store.close()]);
+  };
+}
+
+async function currentClickHouse(): Promise<(events: TracedEvent[]) => Promise<void>> {
+  const store = await openClickHouseStore({ url: await clickhouseUrl() });
+  const ns = randomUUID();
+  return async (batch) => {
+    if (batch.length > 0) return store.insert(ns, batch);
+    await store.dropNamespace(ns);
+    await store.close();
+  };
+}
+
+const variants =
+  args.engine === "clickhouse"
+    ? { "JSONEachRow (before)": jsonEachRow, "TabSeparated (now)": currentClickHouse }
+    : { "json columns (before)": jsonColumns, "separated columns (now)": currentStore };
+
+/** CPU of descendant processes (the ClickHouse server runs under the test support's watchdog), from /proc. */
+function descendantCpuMicros(pid: number | "self" = "self"): number {
+  let micros = 0;
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    const children = readFileSync(`/proc/${pid}/task/${task}/children`, "utf8").trim();
+    for (const child of children ? children.split(" ").map(Number) : []) {
+      const stat = readFileSync(`/proc/${child}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      micros += (Number(fields[11]) + Number(fields[12])) * 10_000; // utime + stime, USER_HZ = 100
+      micros += descendantCpuMicros(child);
+    }
+  }
+  return micros;
+}
+
 const cpuMicros = () => {
   const u = process.cpuUsage();
-  return u.user + u.system;
+  return u.user + u.system + (args.engine === "clickhouse" ? descendantCpuMicros() : 0);
 };
 const results = new Map<string, { cpu: number; wall: number }[]>();
 const dir = mkdtempSync(join(tmpdir(), "tapscope-insert-"));
