@@ -2,8 +2,11 @@ import type { TracedEvent } from "./event.ts";
 
 /**
  * The publisher protocol: `tapscope run` -> POST /api/JoinPublisher -> WebSocket to the returned
- * websocketUrl (/api/PublishEvents?ticket=...). Messages are JSON; the client sends them as binary
- * frames (UTF-8), so the server can refuse an oversized one before parsing it.
+ * websocketUrl (/api/PublishEvents?ticket=...). Events go as binary frames: a binary event batch
+ * (event-batch.ts, recognised by its magic; sent when the server's "ready" lists its format), or a JSON
+ * `events` message as UTF-8 (older agents, simple clients). Pings and every server reply are JSON. Either
+ * way the server sees the size first and refuses an oversized message before reading it, and both get the
+ * same validation, limits and ack.
  */
 
 export type JoinPublisherRequest = {
@@ -23,7 +26,7 @@ export type JoinPublisherResponse = {
   error?: string;
 };
 
-/** Client -> server. `seq` is echoed in the reply so the client can count per batch. */
+/** Client -> server as JSON (a binary event batch carries seq and events alike). `seq` is echoed in the reply so the client can count per batch. */
 export type PublishClientMessage = { type: "events"; seq: number; events: TracedEvent[] } | { type: "ping"; seq: number };
 
 export type PublishServerMessage =
