@@ -390,11 +390,25 @@ export function createPublisher(options: PublisherOptions): Publisher {
   };
 }
 
-/** Roughly the bytes an event adds to a message (its variable-length parts), for batching by size. */
-function estimateBytes(event: CapturedEvent): number {
-  let bytes = 320 + bodyBytes(event.http_req_body) + bodyBytes(event.http_resp_body) + event.http_req_path.length + event.process_command_line.length;
-  for (const [name, value] of event.http_req_headers) bytes += name.length + value.length + 8;
-  for (const [name, value] of event.http_resp_headers) bytes += name.length + value.length + 8;
+/**
+ * Roughly what an event carries (its variable-length parts, written out), for batching by size. Counted as if
+ * nothing were de-duplicated, so a batch also stays under the server's maxBatchExpandedChars.
+ */
+function estimateBytes(e: CapturedEvent): number {
+  let bytes =
+    320 +
+    bodyBytes(e.http_req_body) +
+    bodyBytes(e.http_resp_body) +
+    e.http_req_path.length +
+    e.process_command_line.length +
+    e.service.length +
+    e.hostname.length +
+    e.http_req_host.length +
+    e.http_req_content_type.length +
+    e.http_resp_content_type.length;
+  for (const [name, value] of e.http_req_headers) bytes += name.length + value.length + 8;
+  for (const [name, value] of e.http_resp_headers) bytes += name.length + value.length + 8;
+  for (const key in e.tags) bytes += key.length + (e.tags[key]?.length ?? 0);
   return bytes;
 }
 

@@ -219,6 +219,21 @@ describe("binary event batches through Ingest.handle", () => {
     expect(ingest.handle(target, frame)).toMatchObject({ type: "ack", accepted: 1 });
   });
 
+  test("a small frame cannot expand into far more than it carries: refused as too large", () => {
+    // One 1000-character tag value, de-duplicated: 64 tags x 1000 events name it, 64 MB written out (as JSON,
+    // a 64 MB message the server would refuse as too large).
+    const value = "v".repeat(1000);
+    const tags = Object.fromEntries(Array.from({ length: 64 }, (_, i) => [`t${i}`, value]));
+    const events = Array.from({ length: 1000 }, () => tracedEvent({ tags }));
+    const frame = encodeEventBatch(4, events);
+    expect(frame.length).toBeLessThan(publishLimits.maxMessageBytes);
+    const { ingest, delivered } = ingestWithSink();
+    expect(ingest.handle(target, frame)).toMatchObject({ type: "error", code: "too_large", seq: 4 });
+    expect(delivered).toEqual([]);
+    // Fewer of the same events per batch are accepted.
+    expect(ingest.handle(target, encodeEventBatch(5, events.slice(0, 200)))).toMatchObject({ type: "ack", accepted: 200 });
+  });
+
   test("fuzz: mutated and random frames never throw, always get an ack or an error", () => {
     const { ingest, delivered } = ingestWithSink();
     const now = Date.now() * 1000;

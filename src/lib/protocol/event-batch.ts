@@ -201,7 +201,7 @@ function encodePairs(events: readonly CapturedEvent[], name: (typeof pairColumns
     if (name === "tags") {
       if (typeof value !== "object" || value === null) continue;
       const tags = value as Record<string, unknown>;
-      for (const key in tags) {
+      for (const key of Object.keys(tags)) {
         room(2);
         out[at++] = table.intern(key);
         out[at++] = table.intern(text(tags[key]));
@@ -318,13 +318,23 @@ export type EventBatch = {
   columns: Map<string, BatchColumn>;
 };
 
-export type EventBatchError = { error: "malformed" | "too_many_events"; seq: number | null; message: string };
+export type EventBatchError = { error: "malformed" | "too_many_events" | "too_large"; seq: number | null; message: string };
+
+export type EventBatchLimits = {
+  maxEvents: number;
+  /**
+   * Characters (and body bytes) the batch's events may carry in all. The string table is de-duplicated, so a
+   * small frame could otherwise name one long string from every field of every event: the sinks would get many
+   * times what crossed the socket. JSON cannot do that: each value is in the message.
+   */
+  maxExpandedChars: number;
+};
 
 /**
  * Reads a frame's structure: every offset, length, count and string index is checked against the frame, so
  * the columns can be used without further bounds checks. Never throws; allocation is bounded by the frame.
  */
-export function readEventBatch(input: Uint8Array, maxEvents: number): EventBatch | EventBatchError {
+export function readEventBatch(input: Uint8Array, { maxEvents, maxExpandedChars }: EventBatchLimits): EventBatch | EventBatchError {
   const malformed = (message: string, seq: number | null = null): EventBatchError => ({ error: "malformed", seq, message: `event batch: ${message}` });
   if (!isEventBatchFrame(input) || input.length < PREFIX_BYTES) return malformed("too short");
   if (input[4] !== EVENT_BATCH_VERSION) return malformed(`version ${input[4]} is not supported (this server reads ${EVENT_BATCH_VERSION})`);
@@ -377,6 +387,10 @@ export function readEventBatch(input: Uint8Array, maxEvents: number): EventBatch
     const column = readColumn(bytes, kind, at, size, count, stringCount);
     if (typeof column === "string") return malformed(`column ${name}: ${column}`, seq);
     if (column) columns.set(name, column);
+  }
+  const expanded = expandedChars(columns, strings);
+  if (expanded > maxExpandedChars) {
+    return { error: "too_large", seq, message: `event batch: its events carry ${expanded} characters, more than ${maxExpandedChars}` };
   }
   return { seq, count, strings, columns };
 }
@@ -453,6 +467,22 @@ function readColumn(bytes: Uint8Array, kind: string, at: number, size: number, n
       // A kind from a newer agent: skipped, like an unknown JSON field.
       return null;
   }
+}
+
+/** What the events would carry if every string and body were written out (bodies counted in bytes). */
+function expandedChars(columns: Map<string, BatchColumn>, strings: string[]): number {
+  let total = 0;
+  for (const column of columns.values()) {
+    if (column.kind === "str") for (let i = 0; i < column.index.length; i++) total += strings[column.index[i]!]!.length;
+    else if (column.kind === "pairs") for (let i = 0; i < column.refs.length; i++) total += strings[column.refs[i]!]!.length;
+    else if (column.kind === "body") {
+      for (let i = 0; i < column.forms.length; i++) {
+        const form = column.forms[i];
+        total += form === BODY_BYTES ? column.b[i]! : form === BODY_BASE64 ? strings[column.a[i]!]!.length : 0;
+      }
+    }
+  }
+  return total;
 }
 
 function allBelow(values: Uint32Array, max: number): boolean {

@@ -70,6 +70,8 @@ export const publishLimits = {
   /** Bytes of one message; bigger ones are refused with an error reply. */
   maxMessageBytes: 4 * 1024 * 1024,
   maxEventsPerMessage: 1000,
+  /** Characters and body bytes the events of one binary batch may carry in all (its strings are de-duplicated). */
+  maxBatchExpandedChars: 16 * 1024 * 1024,
   /** Longest body field: base64 of 1 MiB (the agent keeps 64 KiB by default, decoded bodies up to 1 MiB). */
   maxBodyChars: 4 * Math.ceil((1024 * 1024) / 3),
   maxPathChars: 8192,

@@ -33,7 +33,7 @@ const MAX_BODY_BYTES = ((L.maxBodyChars - (L.maxBodyChars % 4)) / 4) * 3;
 type Int = Extract<Kind, { t: "int" }>;
 
 export function validateEventBatch(frame: Uint8Array): BatchValidation | EventBatchError {
-  const batch = readEventBatch(frame, L.maxEventsPerMessage);
+  const batch = readEventBatch(frame, { maxEvents: L.maxEventsPerMessage, maxExpandedChars: L.maxBatchExpandedChars });
   if ("error" in batch) return batch;
   const cols = resolveColumns(batch);
   if (typeof cols === "string") return { error: "malformed", seq: batch.seq, message: `event batch: ${cols}` };

@@ -93,6 +93,15 @@ describe("publisher against the real server", () => {
     );
   });
 
+  test("events with large repeated tags are batched small enough for the server to take them all", async () => {
+    const publisher = createPublisher({ endpoint: server.endpoint, batchMaxEvents: 1000 });
+    const info = await publisher.join();
+    const tags = Object.fromEntries(Array.from({ length: 64 }, (_, i) => [`t${i}`, "v".repeat(1000)]));
+    for (let i = 0; i < 1000; i++) publisher.send(sampleEvent({ tags }));
+    expect(await publisher.close(10_000)).toMatchObject({ sent: 1000, dropped: 0, refused: 0 });
+    expect(server.ingest.countsFor({ namespaceId: null, linkId: info.linkId! })).toMatchObject({ accepted: 1000, refused: 0 });
+  });
+
   test("with a namespace token: events go to the namespace, are counted, and the org has seen a publisher", async () => {
     const { namespaceId, orgId, token } = await server.namespaceWithToken();
     const publisher = createPublisher({ endpoint: server.endpoint, token, service: "api" });
