@@ -63,6 +63,9 @@ class DuckDbEngine implements Engine {
         // with NULL and the NOT NULL constraint refuses the batch. Rare: retry with separators that fit.
         if (!columns.some((values, i) => isText(i) && hasSeparator(values as string[]))) throw err;
         await runInsert(stmt, columns, separatorFor);
+      } finally {
+        // The kept statement would otherwise hold the batch's text (megabytes) until the table's next insert.
+        stmt.clearBindings();
       }
     });
   }
