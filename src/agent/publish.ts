@@ -392,27 +392,31 @@ export function createPublisher(options: PublisherOptions): Publisher {
 
 /**
  * Roughly what an event carries (its variable-length parts, written out), for batching by size. Counted as if
- * nothing were de-duplicated, so a batch also stays under the server's maxBatchExpandedChars.
+ * nothing were de-duplicated, so a batch also stays under the server's maxBatchExpandedChars. Tolerates values
+ * of the wrong type (the encoder writes them as neutral values): nothing here may throw into `send`.
  */
 function estimateBytes(e: CapturedEvent): number {
   let bytes =
     320 +
     bodyBytes(e.http_req_body) +
     bodyBytes(e.http_resp_body) +
-    e.http_req_path.length +
-    e.process_command_line.length +
-    e.service.length +
-    e.hostname.length +
-    e.http_req_host.length +
-    e.http_req_content_type.length +
-    e.http_resp_content_type.length;
-  for (const [name, value] of e.http_req_headers) bytes += name.length + value.length + 8;
-  for (const [name, value] of e.http_resp_headers) bytes += name.length + value.length + 8;
-  for (const key in e.tags) bytes += key.length + (e.tags[key]?.length ?? 0);
+    chars(e.http_req_path) +
+    chars(e.process_command_line) +
+    chars(e.service) +
+    chars(e.hostname) +
+    chars(e.http_req_host) +
+    chars(e.http_req_content_type) +
+    chars(e.http_resp_content_type);
+  for (const headers of [e.http_req_headers, e.http_resp_headers]) {
+    if (!Array.isArray(headers)) continue;
+    for (const pair of headers) bytes += 8 + (Array.isArray(pair) ? chars(pair[0]) + chars(pair[1]) : 0);
+  }
+  if (typeof e.tags === "object" && e.tags !== null) for (const key of Object.keys(e.tags)) bytes += key.length + chars(e.tags[key]);
   return bytes;
 }
 
-const bodyBytes = (body: string | Uint8Array) => (typeof body === "string" ? body.length : body.byteLength);
+const chars = (value: unknown) => (typeof value === "string" ? value.length : 0);
+const bodyBytes = (body: unknown) => (body instanceof Uint8Array ? body.byteLength : chars(body));
 
 /** The JSON message of a server that does not read binary batches: bodies as base64, as TracedEvent has them. */
 function jsonBatch(seq: number, events: CapturedEvent[]): Uint8Array {
@@ -422,12 +426,12 @@ function jsonBatch(seq: number, events: CapturedEvent[]): Uint8Array {
 
 function toTracedEvent(event: CapturedEvent): TracedEvent {
   const { http_req_body: req, http_resp_body: resp } = event;
-  if (typeof req === "string" && typeof resp === "string") return event as TracedEvent;
+  if (!(req instanceof Uint8Array) && !(resp instanceof Uint8Array)) return event as TracedEvent;
   return { ...event, http_req_body: base64(req), http_resp_body: base64(resp) };
 }
 
-const base64 = (body: string | Uint8Array) =>
-  typeof body === "string" ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("base64");
+const base64 = (body: string | Uint8Array): string =>
+  body instanceof Uint8Array ? Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("base64") : body;
 
 function isRefusal(err: unknown): boolean {
   return err instanceof JoinError && (err.status === 400 || err.status === 401 || err.status === 403 || err.status === 404);

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { orgs } from "#db/schema/index.ts";
 import { createPublisher, type NoticeKind } from "~/agent/publish.ts";
+import type { CapturedEvent } from "~/lib/protocol/event.ts";
 import { EVENT_BATCH_FORMAT } from "~/lib/protocol/event-batch.ts";
 import { type PublishServerMessage, publishLimits } from "~/lib/protocol/publish.ts";
 import { sampleEvent, startServer, type TestServer } from "./server.ts";
@@ -91,6 +92,20 @@ describe("publisher against the real server", () => {
     expect(mine.map((e) => [e.http_req_path, e.http_req_body, e.http_resp_body])).toEqual(
       Array.from({ length: 3 }, (_, i) => [`/b/${i}`, Buffer.from(body).toString("base64"), "AAEC/w=="]),
     );
+  });
+
+  test("an event missing fields (or with wrong types) never breaks the publisher: sent with neutral values", async () => {
+    const publisher = createPublisher({ endpoint: server.endpoint });
+    const info = await publisher.join();
+    const partial = { time: Date.now() * 1000, event_id: crypto.randomUUID(), http_req_headers: "nope", tags: null };
+    publisher.send(partial as unknown as CapturedEvent);
+    publisher.send(sampleEvent({ http_req_path: "/after" }));
+    expect(await publisher.close(3000)).toMatchObject({ sent: 2, dropped: 0, refused: 0 });
+    const mine = server.received.filter((r) => r.target.linkId === info.linkId).flatMap((r) => r.events);
+    expect(mine.map((e) => [e.event_id, e.http_req_path, e.http_req_headers, e.tags, e.http_req_content_length])).toEqual([
+      [partial.event_id, "", [], {}, -1],
+      [mine[1]!.event_id, "/after", [["Host", "localhost"]], {}, -1],
+    ]);
   });
 
   test("events with large repeated tags are batched small enough for the server to take them all", async () => {
