@@ -174,6 +174,7 @@ class Row {
   }
 }
 
+// event_id, protocol and time are checked apart (they refuse the event); the fallbacks below are never read.
 const maxChars = Object.fromEntries(
   stringColumns.map((name) => {
     const kind = fields[name];
