@@ -1,4 +1,4 @@
-import type { CapturedEvent, TracedEvent } from "~/lib/protocol/event.ts";
+import { type CapturedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
 import { EVENT_BATCH_FORMAT, encodeEventBatch } from "~/lib/protocol/event-batch.ts";
 import type { JoinPublisherResponse, PublishServerMessage } from "~/lib/protocol/publish.ts";
 
@@ -423,15 +423,6 @@ function jsonBatch(seq: number, events: CapturedEvent[]): Uint8Array {
   const parts = events.map((e) => JSON.stringify(toTracedEvent(e)));
   return encoder.encode(`{"type":"events","seq":${seq},"events":[${parts.join(",")}]}`);
 }
-
-function toTracedEvent(event: CapturedEvent): TracedEvent {
-  const { http_req_body: req, http_resp_body: resp } = event;
-  if (!(req instanceof Uint8Array) && !(resp instanceof Uint8Array)) return event as TracedEvent;
-  return { ...event, http_req_body: base64(req), http_resp_body: base64(resp) };
-}
-
-const base64 = (body: string | Uint8Array): string =>
-  body instanceof Uint8Array ? Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("base64") : body;
 
 function isRefusal(err: unknown): boolean {
   return err instanceof JoinError && (err.status === 400 || err.status === 401 || err.status === 403 || err.status === 404);

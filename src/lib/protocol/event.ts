@@ -92,16 +92,16 @@ export type CapturedEvent = Omit<TracedEvent, "http_req_body" | "http_resp_body"
   http_resp_body: string | Uint8Array;
 };
 
-/** Base64 of a body that may still be bytes (a string is already base64). */
-export function bodyBase64(body: string | Uint8Array): string {
-  if (typeof body === "string") return body;
+/** Base64 of a body that may still be bytes (anything else is passed on as it is: validation judges it). */
+export function bodyBase64<T>(body: T | Uint8Array): T | string {
+  if (!(body instanceof Uint8Array)) return body;
   return body.length === 0 ? "" : Buffer.from(body.buffer, body.byteOffset, body.length).toString("base64");
 }
 
-/** A captured event as the rest of the system sees it: bodies base64'd. */
+/** A captured event as the rest of the system sees it: bodies base64'd. Never throws, whatever the fields hold. */
 export function toTracedEvent(e: CapturedEvent): TracedEvent {
-  if (typeof e.http_req_body === "string" && typeof e.http_resp_body === "string") return e as TracedEvent;
-  return { ...e, http_req_body: bodyBase64(e.http_req_body), http_resp_body: bodyBase64(e.http_resp_body) };
+  if (!(e.http_req_body instanceof Uint8Array) && !(e.http_resp_body instanceof Uint8Array)) return e as TracedEvent;
+  return { ...e, http_req_body: bodyBase64(e.http_req_body), http_resp_body: bodyBase64(e.http_resp_body) } as TracedEvent;
 }
 
 /** The column names of spec section 3, in its order: what `tapscope query --format json` prints. */
