@@ -51,18 +51,20 @@ class DuckDbEngine implements Engine {
 
   insert(table: string, events: readonly TracedEvent[]): Promise<void> {
     if (events.length === 0) return Promise.resolve();
+    // Oldest first keeps the table roughly time-ordered, so min/max zone maps prune range scans.
+    const sorted = [...events].sort((a, b) => a.time - b.time);
+    const columns = eventColumns.map((column) => columnValues(sorted, column));
+    // Encoded before queueing: the next batch's text is built while DuckDB's threads store this one.
+    const encoded = encode(columns, () => defaultSeparator);
     return this.write(async () => {
-      // Oldest first keeps the table roughly time-ordered, so min/max zone maps prune range scans.
-      const sorted = [...events].sort((a, b) => a.time - b.time);
-      const columns = eventColumns.map((column) => columnValues(sorted, column));
       const stmt = await this.insertStatement(table);
       try {
-        await runInsert(stmt, columns, () => defaultSeparator);
+        await run(stmt, encoded);
       } catch (err) {
         // A value holding the separator splits into one piece too many; the shorter columns are then padded
         // with NULL and the NOT NULL constraint refuses the batch. Rare: retry with separators that fit.
         if (!columns.some((values, i) => isText(i) && hasSeparator(values as string[]))) throw err;
-        await runInsert(stmt, columns, separatorFor);
+        await run(stmt, encode(columns, separatorFor));
       } finally {
         // The kept statement would otherwise hold the batch's text (megabytes) until the table's next insert.
         stmt.clearBindings();
@@ -198,23 +200,25 @@ function columnValues(events: readonly TracedEvent[], [name, kind]: (typeof even
   return texts;
 }
 
-async function runInsert(
-  stmt: DuckDBPreparedStatement,
+/** Per column: its values joined, and the separator DuckDB splits them by. */
+function encode(
   columns: ReadonlyArray<number[] | string[]>,
   separatorOf: (values: string[]) => string,
-): Promise<void> {
-  for (let i = 0; i < columns.length; i++) {
-    const values = columns[i] as number[] | string[];
-    if (!isText(i)) {
-      stmt.bindVarchar(2 * i + 1, values.join(","));
-      stmt.bindVarchar(2 * i + 2, ",");
-      continue;
-    }
+): Array<[text: string, separator: string]> {
+  return columns.map((values, i) => {
+    if (!isText(i)) return [values.join(","), ","];
     const separator = separatorOf(values as string[]);
     // Lone surrogates become U+FFFD, as the appender's UTF-8 conversion did. One check over the joined
     // column instead of one per value (the separator keeps halves of different values from pairing up).
     const text = values.join(separator);
-    stmt.bindVarchar(2 * i + 1, text.isWellFormed() ? text : text.toWellFormed());
+    return [text.isWellFormed() ? text : text.toWellFormed(), separator];
+  });
+}
+
+async function run(stmt: DuckDBPreparedStatement, encoded: ReadonlyArray<[string, string]>): Promise<void> {
+  for (let i = 0; i < encoded.length; i++) {
+    const [text, separator] = encoded[i] as [string, string];
+    stmt.bindVarchar(2 * i + 1, text);
     stmt.bindVarchar(2 * i + 2, separator);
   }
   await stmt.run();
