@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { LiveServerMessage } from "~/lib/protocol/live.ts";
-import { LiveHub, type LiveHubOptions, type SubscriberTransport } from "~/services/live/hub.ts";
+import { estimateJsonLength, LiveHub, type LiveHubOptions, type SubscriberTransport } from "~/services/live/hub.ts";
 import { makeEvent } from "./live-fixtures.ts";
 
 /** A socket stand-in with Bun's send semantics and a buffer the test can fill (a slow reader). */
@@ -300,6 +300,25 @@ describe("LiveHub", () => {
     expect(history("new")).toBeGreaterThan(0);
     expect(history("new")).toBeLessThanOrEqual(5);
     expect(history("old")).toBe(0);
+  });
+});
+
+describe("history without viewers", () => {
+  test("events nobody watches are kept as they came and serialized only when a late viewer asks: the same JSON", () => {
+    const hub = hubWith({});
+    const events = Array.from({ length: 20 }, (_, i) => makeEvent({ http_req_path: `/quiet/${i}`, tags: { n: String(i), quote: 'a"b\\' } }));
+    hub.accept({ namespaceId: null, linkId: "Q" }, events);
+    const s = new TestSocket();
+    hub.subscribe(link("Q"), s, noExpiry);
+    expect(s.of("history")[0]!.events).toEqual(events.map((e) => JSON.parse(JSON.stringify(e))));
+  });
+
+  test("the size estimate used for the byte bound stays within 15% of the real JSON", () => {
+    for (const e of [makeEvent({}), makeEvent({ http_resp_body: "x".repeat(50_000), http_req_headers: [["a", "b".repeat(900)]] })]) {
+      const ratio = estimateJsonLength(e) / JSON.stringify(e).length;
+      expect(ratio).toBeGreaterThan(0.85);
+      expect(ratio).toBeLessThan(1.15);
+    }
   });
 });
 

@@ -1,6 +1,13 @@
-/** The last N serialized events of a channel, bounded by count and by bytes, for viewers who join late. */
+/**
+ * The last N events of a channel, bounded by count and by bytes, for viewers who join late. An event is
+ * serialized when somebody needs it (a viewer's filter matched it, or a history is sent), not on arrival:
+ * with nobody watching, the history costs no JSON at all. Sizes are counted from the JSON when there is
+ * one, else from the caller's estimate.
+ */
+type Entry<T> = { item: T; json: string | null; bytes: number };
+
 export class EventHistory<T> {
-  private readonly items: Array<{ item: T; json: string } | undefined>;
+  private readonly items: Array<Entry<T> | undefined>;
   private head = 0;
   private size = 0;
   private bytes = 0;
@@ -8,6 +15,7 @@ export class EventHistory<T> {
   constructor(
     readonly capacity: number,
     private readonly maxBytes: number,
+    private readonly serialize: (item: T) => string = (item) => JSON.stringify(item),
   ) {
     this.items = new Array(capacity);
   }
@@ -20,12 +28,14 @@ export class EventHistory<T> {
     return this.bytes;
   }
 
-  push(item: T, json: string): void {
+  /** `json` when already made; otherwise `estimatedBytes` counts toward the byte bound until it is. */
+  push(item: T, json: string | null, estimatedBytes = 0): void {
     if (this.capacity === 0) return;
     if (this.size === this.capacity) this.dropOldest();
-    this.items[(this.head + this.size) % this.capacity] = { item, json };
+    const bytes = json === null ? estimatedBytes : json.length;
+    this.items[(this.head + this.size) % this.capacity] = { item, json, bytes };
     this.size++;
-    this.bytes += json.length;
+    this.bytes += bytes;
     while (this.bytes > this.maxBytes && this.size > 1) this.dropOldest();
   }
 
@@ -36,14 +46,17 @@ export class EventHistory<T> {
     this.bytes = 0;
   }
 
-  /** Oldest first. */
-  *entries(): Generator<{ item: T; json: string }> {
-    for (let k = 0; k < this.size; k++) yield this.items[(this.head + k) % this.capacity]!;
+  /** Oldest first; `json()` serializes on first use and keeps the text. */
+  *entries(): Generator<{ item: T; json: () => string }> {
+    for (let k = 0; k < this.size; k++) {
+      const entry = this.items[(this.head + k) % this.capacity]!;
+      yield { item: entry.item, json: () => (entry.json ??= this.serialize(entry.item)) };
+    }
   }
 
   private dropOldest(): void {
     const oldest = this.items[this.head];
-    if (oldest) this.bytes -= oldest.json.length;
+    if (oldest) this.bytes -= oldest.bytes;
     this.items[this.head] = undefined;
     this.head = (this.head + 1) % this.capacity;
     this.size--;

@@ -159,7 +159,8 @@ export class LiveHub implements EventSink {
     if (events.length === 0) return;
     const keys = targetKeys(target);
     if (keys.length === 0) return;
-    const jsons = events.map((e) => JSON.stringify(e));
+    // Serialized once, and only when a viewer's filter wants the event (or a history is sent later).
+    const jsons = new Array<string | undefined>(events.length);
     const now = Date.now();
     for (const key of keys) {
       const channel = this.channel(key);
@@ -167,12 +168,13 @@ export class LiveHub implements EventSink {
       const before = channel.history.byteLength;
       for (let i = 0; i < events.length; i++) {
         const event = events[i]!;
-        const json = jsons[i]!;
-        channel.history.push(event, json);
         for (const group of channel.groups.values()) {
           if (!group.predicate(event)) continue;
+          const json = (jsons[i] ??= JSON.stringify(event));
           for (const sub of group.members) this.enqueue(sub, json);
         }
+        const json = jsons[i];
+        channel.history.push(event, json ?? null, json === undefined ? estimateJsonLength(event) : 0);
       }
       this.historyBytes += channel.history.byteLength - before;
     }
@@ -414,7 +416,7 @@ export class LiveHub implements EventSink {
   private sendHistory(sub: Subscriber): void {
     const parts: string[] = [];
     for (const { item, json } of sub.channel.history.entries()) {
-      if (sub.predicate(item)) parts.push(json);
+      if (sub.predicate(item)) parts.push(json());
     }
     sub.transport.send(`{"type":"history","revision":${sub.revision},"events":[${parts.join(",")}]}`);
   }
@@ -431,4 +433,18 @@ export class LiveHub implements EventSink {
     } satisfies LiveServerMessage);
     for (const sub of channel.subscribers) sub.transport.send(message);
   }
+}
+
+/**
+ * About the length of an event's JSON without making it (the history's byte bound before anyone asked for
+ * the text): the variable parts plus the fixed keys and numbers.
+ */
+export function estimateJsonLength(e: TracedEvent): number {
+  let n = 1100 + e.event_id.length + e.parent_event_id.length + e.service.length + e.hostname.length;
+  n += e.http_client_addr.length + e.http_server_addr.length + e.http_req_host.length + e.process_command_line.length;
+  n += e.http_req_path.length + e.http_req_body.length + e.http_resp_body.length;
+  for (const [name, value] of e.http_req_headers) n += name.length + value.length + 6;
+  for (const [name, value] of e.http_resp_headers) n += name.length + value.length + 6;
+  for (const key in e.tags) n += key.length + (e.tags[key]?.length ?? 0) + 6;
+  return n;
 }
