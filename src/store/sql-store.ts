@@ -90,10 +90,16 @@ export class SqlEventStore implements EventStore {
     await this.engine.insert(tableName(namespaceId), events);
   }
 
-  private async select(_namespaceId: string, queryId: string, sql: string) {
+  /** `startedNs`: when the caller's query began; its statements share one time budget. */
+  private async select(_namespaceId: string, queryId: string, sql: string, startedNs?: bigint) {
+    let timeoutMs = this.limits.queryTimeoutMs;
+    if (startedNs !== undefined) {
+      timeoutMs -= Number(process.hrtime.bigint() - startedNs) / 1e6;
+      if (timeoutMs <= 0) throw new AppError("UNAVAILABLE", "query timed out");
+    }
     try {
       return await this.engine.select(sql, {
-        timeoutMs: this.limits.queryTimeoutMs,
+        timeoutMs: Math.max(1, Math.ceil(timeoutMs)),
         queryId,
       });
     } catch (err) {
@@ -162,7 +168,8 @@ export class SqlEventStore implements EventStore {
       }
     }
     const windowed = from > lo ? ` AND time >= ${d.literal(from)}` : "";
-    const raw = await this.gate.run(namespaceId, () => this.select(namespaceId, queryId, `${select}${windowed} ${order}`));
+    // The page's read gets what is left of the budget the slice counts started.
+    const raw = await this.gate.run(namespaceId, () => this.select(namespaceId, queryId, `${select}${windowed} ${order}`, started));
     result.data = raw.map((r) => toRow(r, columns));
     result.durationInNanoseconds = Number(process.hrtime.bigint() - started);
     return result;
