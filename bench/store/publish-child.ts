@@ -10,9 +10,12 @@ import { generateEvents } from "../../tests/store/generate.ts";
  * prints {"publishing":true} and publishes `count` events cycling the pool, each a shallow copy with a fresh
  * event_id and a time spread over [startMicros, endMicros). The parent times from that line: the figure measures
  * publishing (copy, queue, encode, send) and the server, not the generator.
- * Args: endpoint token count startMicros endMicros seed. Last line: the publisher's stats as JSON.
+ * With a rate (events per second, 0 = as fast as the publisher takes them) the events are offered at that pace,
+ * in steps of 1,000: a sustained load instead of a burst that overruns the store.
+ * Args: endpoint token count startMicros endMicros seed [rate]. Last line: the publisher's stats as JSON.
  */
-const [endpoint, token, countArg, startArg, endArg, seedArg] = process.argv.slice(2);
+const [endpoint, token, countArg, startArg, endArg, seedArg, rateArg] = process.argv.slice(2);
+const rate = Number(rateArg ?? 0);
 const count = Number(countArg);
 const start = Number(startArg);
 const end = Number(endArg);
@@ -29,7 +32,13 @@ await publisher.join();
 process.stdout.write(`${JSON.stringify({ publishing: true })}\n`);
 const began = performance.now();
 for (let i = 0; i < count; i++) {
-  if (i % 1000 === 0) while (publisher.stats().queued >= 40_000) await Bun.sleep(1);
+  if (i % 1000 === 0) {
+    while (publisher.stats().queued >= 40_000) await Bun.sleep(1);
+    if (rate > 0) {
+      const due = began + (i / rate) * 1000;
+      if (performance.now() < due) await Bun.sleep(due - performance.now());
+    }
+  }
   const time = start + Math.floor(((end - start) * i) / count);
   publisher.send({ ...pool[i % pool.length]!, event_id: randomUUID(), time });
 }

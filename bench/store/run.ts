@@ -14,7 +14,7 @@ import { startBenchServer } from "./server.ts";
 /**
  * bench:store — ingest through the real publisher WebSocket into each store, then the explorer's queries
  * (histogram + first page) against a plain COUNT(*) baseline on the same table, median of N runs.
- *   bun bench/store/run.ts [--rows 1000000] [--runs 20] [--engines duckdb,clickhouse]
+ *   bun bench/store/run.ts [--rows 1000000] [--runs 20] [--engines duckdb,clickhouse] [--rate events-per-second]
  */
 const args = process.argv.slice(2);
 const arg = (name: string, fallback: string) => {
@@ -24,6 +24,8 @@ const arg = (name: string, fallback: string) => {
 const rows = Number(arg("rows", "1000000"));
 const runs = Number(arg("runs", "20"));
 const engines = arg("engines", "duckdb,clickhouse").split(",");
+/** Events per second the publisher offers (0: as fast as it can, which overruns the store and shows what it drops). */
+const rate = Number(arg("rate", "0"));
 
 const hourMs = 3_600_000;
 const endMs = Math.floor(Date.now() / hourMs) * hourMs;
@@ -89,6 +91,7 @@ async function ingestThroughPublisher(store: SqlEventStore): Promise<{ namespace
       String(startMs * 1000),
       String(endMs * 1000),
       "1",
+      String(rate),
     ],
     { stdout: "pipe", stderr: "inherit" },
   );
@@ -111,7 +114,7 @@ async function ingestThroughPublisher(store: SqlEventStore): Promise<{ namespace
   await server.stop();
   const stored = await store.countAll(server.namespaceId);
   console.log(
-    `  publisher sent ${stats.sent}, dropped ${stats.dropped}; stored ${stored} in ${seconds.toFixed(1)} s ` +
+    `  ${rate > 0 ? `offered ${rate} events/s: ` : "unpaced: "}publisher sent ${stats.sent}, dropped ${stats.dropped}; stored ${stored} in ${seconds.toFixed(1)} s ` +
       `=> ${Math.round(stored / seconds)} events/s end to end (publisher process -> WebSocket -> ingest -> store sink -> ${store.kind}); ` +
       `sink dropped ${JSON.stringify(sinkStats.dropped)}; server process CPU ${cpuSeconds.toFixed(1)} s ` +
       `=> ${Math.round(stored / cpuSeconds)} events per server CPU-second`,
