@@ -114,7 +114,9 @@ describe("Requests explorer", () => {
       { cwd: root, stdout: "pipe", stderr: "pipe" },
     );
     expect(await child.exited).toBe(0);
-    const stats = JSON.parse(await new Response(child.stdout).text());
+    // The child says when it starts publishing, then its stats on the last line.
+    const lines = (await new Response(child.stdout).text()).trim().split("\n");
+    const stats = JSON.parse(lines[lines.length - 1] ?? "{}");
     expect(stats.sent).toBe(generated);
 
     program = await startProgram(server.baseUrl, { token, upstreamUrl: upstream.url });
