@@ -16,6 +16,11 @@ export type PublisherOptions = {
   service?: string;
   /** Events waiting to be sent; beyond this new events are dropped. */
   maxQueue?: number;
+  /**
+   * Estimated bytes of the events waiting to be sent (bodies are the kept samples, up to 64 KiB each way by
+   * default); beyond this new events are dropped, so a server that is away costs bounded memory, not 10,000 x 128 KiB.
+   */
+  maxQueuedBytes?: number;
   batchMaxEvents?: number;
   batchMaxBytes?: number;
   batchIntervalMs?: number;
@@ -73,6 +78,7 @@ const encoder = new TextEncoder();
 
 export function createPublisher(options: PublisherOptions): Publisher {
   const maxQueue = options.maxQueue ?? 10_000;
+  const maxQueuedBytes = options.maxQueuedBytes ?? 256 * 1024 * 1024;
   const batchMaxEvents = options.batchMaxEvents ?? 500;
   const batchMaxBytes = options.batchMaxBytes ?? 1024 * 1024;
   const batchIntervalMs = options.batchIntervalMs ?? 50;
@@ -82,6 +88,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
 
   let queue: CapturedEvent[] = [];
   let queueHead = 0;
+  let queuedBytes = 0;
   const inFlight = new Map<number, number>();
   let seq = 0;
   let ws: WebSocket | null = null;
@@ -242,6 +249,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
     counters.dropped += queued();
     queue = [];
     queueHead = 0;
+    queuedBytes = 0;
     if (ws) {
       counters.dropped += inFlightCount();
       inFlight.clear();
@@ -290,6 +298,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
       if (bytes + size > budget && batch.length > 0) break;
       batch.push(event);
       bytes += size;
+      queuedBytes -= size;
       queueHead++;
     }
     return batch;
@@ -354,11 +363,13 @@ export function createPublisher(options: PublisherOptions): Publisher {
     },
 
     send(event) {
-      if (isStopped || isClosing || queued() >= maxQueue) {
+      const size = estimateBytes(event);
+      if (isStopped || isClosing || queued() >= maxQueue || queuedBytes + size > maxQueuedBytes) {
         counters.dropped++;
         return;
       }
       queue.push(event);
+      queuedBytes += size;
       if (queued() >= batchMaxEvents) pump();
       else scheduleBatch();
     },

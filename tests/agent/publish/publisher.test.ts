@@ -223,6 +223,20 @@ describe("when the server is away or slow, the program is never slowed", () => {
     expect(result).toMatchObject({ sent: 0, dropped: 20_000 });
   });
 
+  test("no server and large bodies: the queue is bounded by bytes too, the rest dropped and counted", async () => {
+    const publisher = createPublisher({ endpoint: "http://127.0.0.1:9", reconnectMinMs: 50, maxQueuedBytes: 4 * 1024 * 1024 });
+    await expect(publisher.join()).rejects.toThrow();
+    const body = new Uint8Array(64 * 1024).fill(120);
+    const event: CapturedEvent = { ...sampleEvent(), http_req_body: body, http_resp_body: body };
+    for (let i = 0; i < 1000; i++) publisher.send(event);
+    // Two 64 KiB samples per event: about 31 fit in 4 MiB, far below the 10,000-event count bound.
+    const { queued } = publisher.stats();
+    expect(queued).toBeGreaterThan(20);
+    expect(queued).toBeLessThan(40);
+    const result = await publisher.close(300);
+    expect(result).toMatchObject({ sent: 0, dropped: 1000 });
+  });
+
   test("the server goes away mid-run: the publisher reconnects when it is back", async () => {
     const other = await startServer();
     const notices: NoticeKind[] = [];
