@@ -101,7 +101,7 @@ describe("LinkViewer against a real server", () => {
   test("an expired link shows the expired panel, no frame, no countdown, no ping", async () => {
     links.set("expiredlink1", `ws://127.0.0.1/api/LiveSubscribe?link_id=expiredlink1&expiry=${new Date(Date.now() - 1000).toISOString()}`);
     render(<LinkViewer linkId="expiredlink1" commitHash="abc123" />);
-    expect(screen.getByRole("status", { name: "Loading" })).toBeTruthy();
+    expect(screen.queryByRole("status", { name: "Loading" })).not.toBeNull();
     const panel = await screen.findByTestId("expired-panel");
     expect(panel.textContent).toBe(`${EXPIRED_TITLE}${EXPIRED_HINT}`);
     expect(document.querySelector("iframe")).toBeNull();
@@ -137,8 +137,9 @@ describe("LinkViewer against a real server", () => {
 
     await Bun.sleep(2300);
     expect(pings.filter((p) => p.linkId === "livelink0001").length).toBeGreaterThanOrEqual(1);
-    // The checkmark lasts 2 seconds.
-    expect(screen.getByRole("button", { name: "Copy link" })).toBeTruthy();
+    // The checkmark lasts 2 seconds: the button is back to "Copy link".
+    expect(screen.queryByRole("button", { name: "Copied" })).toBeNull();
+    expect(screen.queryByRole("button", { name: "Copy link" })).not.toBeNull();
 
     const before = connections.filter((c) => c.linkId === "livelink0001");
     expect(before.length).toBe(1);

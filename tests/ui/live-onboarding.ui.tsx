@@ -60,9 +60,9 @@ describe("onboarding overlay", () => {
     calls.length = 0;
     let closed = 0;
     render(<OnboardingOverlay orgId="org-1" namespaceId="ns-1" publicUrl={origin} onClose={() => closed++} />);
-    expect(screen.getByRole("heading", { name: "Connect your backend" })).toBeTruthy();
-    for (const label of ["Python", "Node.js", "Next.js", "Go", "Other"]) expect(screen.getByRole("button", { name: label })).toBeTruthy();
-    expect(screen.getByRole("button", { name: "I'll do this later" })).toBeTruthy();
+    expect(screen.queryByRole("heading", { name: "Connect your backend" })).not.toBeNull();
+    for (const label of ["Python", "Node.js", "Next.js", "Go", "Other"]) expect(screen.queryByRole("button", { name: label })).not.toBeNull();
+    expect(screen.queryByRole("button", { name: "I'll do this later" })).not.toBeNull();
 
     fireEvent.click(screen.getByRole("button", { name: "Node.js" }));
     await waitFor(() => expect(screen.getByTestId("command-1").textContent).toBe("export TAPSCOPE_TOKEN=tsn_live_abc123"));
