@@ -8,6 +8,7 @@
 import { randomUUID } from "node:crypto";
 import { createPublisher } from "~/agent/publish.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { tracedEvent } from "../support/event-factory.ts";
 
 const isSelfPublishing = process.env.LIVE_PROGRAM_SELF_PUBLISH === "1";
 const endpoint = process.env.TAPSCOPE_ENDPOINT ?? "";
@@ -40,60 +41,34 @@ const upstreamHost = new URL(upstreamUrl).host;
 
 const b64 = (bytes: Uint8Array | string) => Buffer.from(bytes).toString("base64");
 
+/** This program's events: the shared test literal with this process's facts; each exchange sets the rest. */
 function baseEvent(parts: Partial<TracedEvent>): TracedEvent {
-  return {
-    time: Date.now() * 1000,
-    event_id: randomUUID(),
-    parent_event_id: "",
+  return tracedEvent({
     service: "live-program",
     hostname: "e2e",
-    gcp_project: "",
-    kubernetes_namespace: "",
-    gke_cluster_location: "",
-    gke_cluster_name: "",
-    gke_node_name: "",
     process_id: process.pid,
     process_executable_name: "bun",
     process_executable_size: 0,
     process_command_line: "bun live-program.ts",
     process_user: "root",
-    protocol: "http",
-    tls_server_name: "",
-    http_version: "1.1",
-    http_is_outgoing: false,
     http_client_addr: "127.0.0.1:40000",
     http_server_addr: "127.0.0.1:0",
     http_duration: 0,
-    http_req_method: "GET",
     http_req_path: "/",
-    http_req_body_size_bytes_wire: 0,
-    http_req_transfer_encoding: "",
-    http_req_content_type: "",
-    http_req_content_encoding: "",
-    http_req_content_length: -1,
     http_req_host: "",
-    http_req_x_forwarded_for: "",
     http_req_headers: [],
-    http_req_body: "",
-    http_req_body_truncated: false,
-    http_resp_status_code: 200,
     http_resp_body_size_bytes_wire: 0,
-    http_resp_transfer_encoding: "",
     http_resp_content_type: "",
-    http_resp_content_encoding: "",
     http_resp_content_length: -1,
     http_resp_headers: [],
     http_resp_body: "",
-    http_resp_body_truncated: false,
-    timing_connect: -1,
     timing_send: 0,
     timing_wait: 0,
     timing_receive: 0,
     bytes_sent: 0,
     bytes_received: 0,
-    tags: {},
     ...parts,
-  };
+  });
 }
 
 async function handle(req: Request, eventId: string): Promise<Response> {
