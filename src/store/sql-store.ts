@@ -92,19 +92,20 @@ export class SqlEventStore implements EventStore {
 
   /** `startedNs`: when the caller's query began; its statements share one time budget. */
   private async select(_namespaceId: string, queryId: string, sql: string, startedNs?: bigint) {
-    let timeoutMs = this.limits.queryTimeoutMs;
-    if (startedNs !== undefined) {
-      timeoutMs -= Number(process.hrtime.bigint() - startedNs) / 1e6;
-      if (timeoutMs <= 0) throw new AppError("UNAVAILABLE", "query timed out");
-    }
+    const budgetMs = this.limits.queryTimeoutMs;
+    const since = startedNs ?? process.hrtime.bigint();
+    const elapsedMs = () => Number(process.hrtime.bigint() - since) / 1e6;
+    const timeoutMs = budgetMs - elapsedMs();
+    if (timeoutMs <= 0) throw new AppError("UNAVAILABLE", "query timed out");
+    let rows: Record<string, unknown>[];
     try {
-      return await this.engine.select(sql, {
-        timeoutMs: Math.max(1, Math.ceil(timeoutMs)),
-        queryId,
-      });
+      rows = await this.engine.select(sql, { timeoutMs: Math.max(1, Math.ceil(timeoutMs)), queryId });
     } catch (err) {
       throw this.translate(err);
     }
+    // The engine's cancel timer may fire after the statement already finished: a late answer is over budget all the same.
+    if (elapsedMs() > budgetMs) throw new AppError("UNAVAILABLE", "query timed out");
+    return rows;
   }
 
   private translate(err: unknown): Error {
