@@ -106,7 +106,7 @@ describe("onboarding overlay", () => {
     fireEvent.click(screen.getByRole("button", { name: "I'll do this later" }));
     expect(closed).toBe(1);
     fireEvent.click(screen.getByRole("button", { name: "Python" }));
-    expect(await screen.findByText("You do not have permissions to generate a token in this namespace.")).toBeTruthy();
+    await waitFor(() => expect(screen.queryByText("You do not have permissions to generate a token in this namespace.")).not.toBeNull());
     expect(screen.getByTestId("command-1").textContent).toBe("export TAPSCOPE_TOKEN=<your-token>");
     fireEvent.click(screen.getByRole("button", { name: "I'll do this later" }));
     expect(closed).toBe(2);

@@ -67,7 +67,7 @@ describe("Live screen", () => {
     render(<LiveScreenView namespaceId="ns-2" orgId="org-2" commitHash="c0ffee" />);
     const alert = await screen.findByRole("alert");
     expect(alert.textContent).toContain("Could not open the live view: got unexpected status code 503 (trace id tr-9): live view unavailable");
-    expect(await screen.findByRole("heading", { name: "Connect your backend" })).toBeTruthy();
+    await waitFor(() => expect(screen.queryByRole("heading", { name: "Connect your backend" })).not.toBeNull());
     fireEvent.click(screen.getByRole("button", { name: "I'll do this later" }));
     expect(screen.queryByRole("dialog")).toBeNull();
     fireEvent.click(screen.getByRole("button", { name: "Retry" }));

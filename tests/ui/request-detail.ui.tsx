@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { cleanup, fireEvent, render, screen, within } from "@testing-library/react";
+import { cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import { classifyBody, hexRows } from "~/ui/request-detail/body.ts";
 import { RequestDetail } from "~/ui/request-detail/request-detail.tsx";
 import { timingSteps } from "~/ui/request-detail/timing.ts";
@@ -155,7 +155,7 @@ describe("outbound calls", () => {
     const event = makeEvent({ http_req_method: "DELETE", http_req_path: "/items/9" });
     render(<RequestDetail event={event} onSaveHar={(e) => saved.push(e.event_id)} link="http://x/link/abc" />);
     fireEvent.click(screen.getByRole("button", { name: "Copy as cURL" }));
-    expect(await screen.findByRole("button", { name: "Copied!" })).toBeTruthy();
+    await waitFor(() => expect(screen.queryByRole("button", { name: "Copied!" })).not.toBeNull());
     expect(clipboard.startsWith("curl -X 'DELETE' 'http://localhost:8080/items/9'")).toBe(true);
     fireEvent.click(screen.getByRole("button", { name: "Save as HAR" }));
     expect(saved).toEqual([event.event_id]);
