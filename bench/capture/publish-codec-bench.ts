@@ -8,7 +8,7 @@
  * Figures are CPU microseconds per event (process.cpuUsage, GC included), best of a few rounds, interleaved so
  * machine noise hits both alike. Run: bun bench/capture/publish-codec-bench.ts [batches]
  */
-import type { CapturedEvent } from "~/lib/protocol/event.ts";
+import { bodyBase64, type CapturedEvent } from "~/lib/protocol/event.ts";
 import { encodeEventBatch } from "~/lib/protocol/event-batch.ts";
 import { validateEvent } from "~/services/ingest/validate-event.ts";
 import { validateEventBatch } from "~/services/ingest/validate-event-batch.ts";
@@ -55,12 +55,11 @@ const jsonEncode = () => {
     sink += encoder.encode(`{"type":"events","seq":${seq},"events":[${parts.join(",")}]}`).length;
   }
 };
-const toBase64 = (b: string | Uint8Array) => (typeof b === "string" ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("base64"));
 const jsonEncodeFromBytes = () => {
   for (const [seq, events] of asBytes.entries()) {
     const parts: string[] = [];
     for (const e of events) {
-      const json = JSON.stringify({ ...e, http_req_body: toBase64(e.http_req_body), http_resp_body: toBase64(e.http_resp_body) });
+      const json = JSON.stringify({ ...e, http_req_body: bodyBase64(e.http_req_body), http_resp_body: bodyBase64(e.http_resp_body) });
       sink += Buffer.byteLength(json);
       parts.push(json);
     }
