@@ -87,6 +87,8 @@ export function createPublisher(options: PublisherOptions): Publisher {
   const reconnectMaxMs = options.reconnectMaxMs ?? 10_000;
 
   let queue: CapturedEvent[] = [];
+  /** Each queued event's estimated size, computed once in send. */
+  let sizes: number[] = [];
   let queueHead = 0;
   let queuedBytes = 0;
   const inFlight = new Map<number, number>();
@@ -248,6 +250,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
     isStopped = true;
     counters.dropped += queued();
     queue = [];
+    sizes = [];
     queueHead = 0;
     queuedBytes = 0;
     if (ws) {
@@ -294,7 +297,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
     let bytes = 0;
     while (queueHead < queue.length && batch.length < batchMaxEvents) {
       const event = queue[queueHead]!;
-      const size = estimateBytes(event);
+      const size = sizes[queueHead]!;
       if (bytes + size > budget && batch.length > 0) break;
       batch.push(event);
       bytes += size;
@@ -325,9 +328,11 @@ export function createPublisher(options: PublisherOptions): Publisher {
   function compact(): void {
     if (queueHead === queue.length) {
       queue = [];
+      sizes = [];
       queueHead = 0;
     } else if (queueHead > 4096) {
       queue = queue.slice(queueHead);
+      sizes = sizes.slice(queueHead);
       queueHead = 0;
     }
   }
@@ -369,6 +374,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
         return;
       }
       queue.push(event);
+      sizes.push(size);
       queuedBytes += size;
       if (queued() >= batchMaxEvents) pump();
       else scheduleBatch();
