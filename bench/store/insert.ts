@@ -4,12 +4,16 @@
  * CPU per event counts every thread of the process, and closing the database (its checkpoint compresses
  * what the inserts left in the WAL), so storage costs are part of the figure.
  *
+ * A third variant is the store's insert in batches of its insertBatchSize (30,720 for DuckDB: a quarter row
+ * group, written straight to the file), against --batch (5,000: the store sink's batch until session 3); the
+ * database file's size after the checkpoint is printed too.
+ *
  * With --engine clickhouse: the store's TabSeparated insert against the previous JSONEachRow rows, into a
  * ClickHouse started by the test support; CPU is this process plus the ClickHouse server (a child process).
  *
- *   bun bench/store/insert.ts [--engine duckdb|clickhouse] [--rows 60000] [--batch 5000] [--rounds 3] [--inflight 2]
+ *   bun bench/store/insert.ts [--engine duckdb|clickhouse] [--rows 245760] [--batch 5000] [--rounds 3] [--inflight 2]
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
@@ -18,7 +22,7 @@ import { createClient } from "@clickhouse/client";
 import { DuckDBInstance } from "@duckdb/node-api";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { openClickHouseStore } from "~/store/clickhouse.ts";
-import { openDuckDbStore } from "~/store/duckdb.ts";
+import { duckdbInsertBatchSize as duckdbBatch, openDuckDbStore } from "~/store/duckdb.ts";
 import { eventColumns, tableName } from "~/store/table.ts";
 import { clickhouseUrl } from "../../tests/support/clickhouse.ts";
 import { generateEvents } from "../../tests/store/generate.ts";
@@ -32,7 +36,7 @@ const { values: args } = parseArgs({
     inflight: { type: "string" },
   },
 });
-const rows = Number(args.rows ?? 60_000);
+const rows = Number(args.rows ?? 245_760);
 const batch = Number(args.batch ?? 5000);
 const rounds = Number(args.rounds ?? 3);
 const inflight = Number(args.inflight ?? 2);
@@ -139,10 +143,19 @@ async function currentClickHouse(): Promise<(events: TracedEvent[]) => Promise<v
   };
 }
 
-const variants =
+type Open = (path: string) => Promise<(events: TracedEvent[]) => Promise<void>>;
+/** Each variant with the batch size it inserts in. */
+const variants: Record<string, { open: Open; batch: number }> =
   args.engine === "clickhouse"
-    ? { "JSONEachRow (before)": jsonEachRow, "TabSeparated (now)": currentClickHouse }
-    : { "json columns (before)": jsonColumns, "separated columns (now)": currentStore };
+    ? {
+        "JSONEachRow (before)": { open: jsonEachRow, batch },
+        "TabSeparated (now)": { open: currentClickHouse, batch },
+      }
+    : {
+        [`json columns, batches of ${batch} (session 1)`]: { open: jsonColumns, batch },
+        [`separated columns, batches of ${batch} (session 2)`]: { open: currentStore, batch },
+        [`separated columns, batches of ${duckdbBatch} (now)`]: { open: currentStore, batch: duckdbBatch },
+      };
 
 /** CPU of descendant processes (the ClickHouse server runs under the test support's watchdog), from /proc. */
 function descendantCpuMicros(pid: number | "self" = "self"): number {
@@ -170,12 +183,12 @@ const cpuMicros = () => {
   const u = process.cpuUsage();
   return u.user + u.system + (args.engine === "clickhouse" ? descendantCpuMicros() : 0);
 };
-const results = new Map<string, { cpu: number; js: number; wall: number }[]>();
+const results = new Map<string, { cpu: number; js: number; wall: number; mb: number }[]>();
 const dir = mkdtempSync(join(tmpdir(), "tapscope-insert-"));
 try {
   for (let round = 0; round < rounds; round++) {
-    for (const [label, open] of Object.entries(variants)) {
-      const path = join(dir, `${round}-${label.split(" ")[0]}.duckdb`);
+    for (const [label, { open, batch }] of Object.entries(variants)) {
+      const path = join(dir, `${round}-${Object.keys(variants).indexOf(label)}.duckdb`);
       const insert = await open(path);
       Bun.gc(true);
       const cpu0 = cpuMicros();
@@ -198,10 +211,11 @@ try {
         cpu: (cpuMicros() - cpu0) / rows,
         js,
         wall: ((performance.now() - wall0) * 1000) / rows,
+        mb: args.engine === "clickhouse" ? 0 : statSync(path).size / 1e6,
       };
       results.set(label, [...(results.get(label) ?? []), r]);
       console.log(
-        `round ${round} ${label}: ${r.cpu.toFixed(2)} us CPU (JS thread ${r.js.toFixed(2)}), ${r.wall.toFixed(2)} us wall per event`,
+        `round ${round} ${label}: ${r.cpu.toFixed(2)} us CPU (JS thread ${r.js.toFixed(2)}), ${r.wall.toFixed(2)} us wall per event${r.mb ? `, file ${r.mb.toFixed(0)} MB` : ""}`,
       );
       rmSync(path, { force: true });
       rmSync(`${path}.wal`, { force: true });
@@ -211,13 +225,14 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
-console.log(`\n${rows} events, batches of ${batch} (${inflight} in flight), median and best of ${rounds} (load ${(await Bun.file("/proc/loadavg").text()).split(" ").slice(0, 3).join(" ")})`);
+console.log(`\n${rows} events (${inflight} batches in flight), median and best of ${rounds} (load ${(await Bun.file("/proc/loadavg").text()).split(" ").slice(0, 3).join(" ")})`);
 for (const [label, rs] of results) {
   const cpu = median(rs.map((r) => r.cpu));
   const wall = median(rs.map((r) => r.wall));
   const js = median(rs.map((r) => r.js));
   const best = Math.min(...rs.map((r) => r.cpu));
+  const mb = median(rs.map((r) => r.mb));
   console.log(
-    `${label}: ${cpu.toFixed(2)} us CPU (best ${best.toFixed(2)}; JS thread ${js.toFixed(2)}) / ${wall.toFixed(2)} us wall per event = ${Math.round(1e6 / cpu)} events per CPU-second`,
+    `${label}: ${cpu.toFixed(2)} us CPU (best ${best.toFixed(2)}; JS thread ${js.toFixed(2)}) / ${wall.toFixed(2)} us wall per event = ${Math.round(1e6 / cpu)} events per CPU-second${mb ? `; file ${mb.toFixed(0)} MB` : ""}`,
   );
 }

@@ -24,6 +24,8 @@ type Reader = { conn: DuckDBConnection; busy: boolean };
 class DuckDbEngine implements Engine {
   readonly kind = "duckdb" as const;
   readonly dialect = duckdbDialect;
+  /** See duckdbInsertBatchSize. */
+  readonly insertBatchSize = duckdbInsertBatchSize;
   private readonly readers: Reader[] = [];
   private readonly waiters: Array<(r: Reader) => void> = [];
   private writeChain: Promise<unknown> = Promise.resolve();
@@ -160,6 +162,16 @@ class DuckDbEngine implements Engine {
     this.instance.closeSync();
   }
 }
+
+/**
+ * Events per insert: a quarter of DuckDB's row group (122,880 rows). An insert this large is written straight to
+ * the database file as compressed row groups that it fills exactly; smaller ones go through the WAL and are
+ * compressed again at the next checkpoint. Measured with bench/store/insert.ts (245,760 events, side by side):
+ * 24.7 µs of CPU per event against 31.5 for batches of 5,000, checkpoint included, and a file of 61 MB against
+ * 115. Sizes that leave row groups part-filled lose the gain (65,536 cost more than 5,000), and below ~20,000
+ * DuckDB takes the WAL path.
+ */
+export const duckdbInsertBatchSize = 30_720;
 
 /** Prepared inserts kept at most (one per recently written namespace). */
 const maxPreparedInserts = 64;

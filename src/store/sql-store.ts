@@ -63,6 +63,7 @@ function queryIdOf(query: { queryId?: unknown }): string {
 /** The store both engines share: validation, limits, SQL generation and result shaping. */
 export class SqlEventStore implements EventStore {
   readonly kind: EventStore["kind"];
+  readonly insertBatchSize: number;
   private readonly gate: NamespaceGate;
   private readonly limits: StoreLimits;
   private readonly known = new Set<string>();
@@ -73,6 +74,7 @@ export class SqlEventStore implements EventStore {
     limits: Partial<StoreLimits> = {},
   ) {
     this.kind = engine.kind;
+    this.insertBatchSize = engine.insertBatchSize;
     this.limits = { ...defaultStoreLimits, ...limits };
     this.gate = new NamespaceGate(this.limits.maxConcurrentQueries, this.limits.maxQueuedQueries);
   }

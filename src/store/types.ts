@@ -14,6 +14,11 @@ import type {
  */
 export type EventStore = {
   readonly kind: "duckdb" | "clickhouse";
+  /**
+   * Events per insert the engine stores most cheaply; the store sink writes batches of this size while events
+   * arrive faster than it writes, and smaller ones only when the oldest pending event has waited its interval.
+   */
+  readonly insertBatchSize: number;
   /** Creates the namespace's table if missing (idempotent). */
   ensureNamespace(namespaceId: string): Promise<void>;
   insert(namespaceId: string, events: readonly TracedEvent[]): Promise<void>;
@@ -57,6 +62,7 @@ export const defaultStoreLimits: StoreLimits = {
 export type Engine = {
   readonly kind: EventStore["kind"];
   readonly dialect: import("./sql/dialect.ts").Dialect;
+  readonly insertBatchSize: number;
   createTable(table: string): Promise<void>;
   insert(table: string, events: readonly TracedEvent[]): Promise<void>;
   /** Runs a generated SELECT; rows as objects keyed by column alias. */

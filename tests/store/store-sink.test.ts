@@ -65,6 +65,54 @@ describe("store sink", () => {
     await sink.close();
   });
 
+  test("while events keep coming, only full batches are written; a partial one waits for the interval", async () => {
+    const ns = randomUUID();
+    const written: number[] = [];
+    // The real store, each insert recorded: the store takes this batch size most cheaply (DuckDB: whole row groups).
+    const recording: EventStore = Object.create(store);
+    recording.insert = (namespaceId, batch) => {
+      written.push(batch.length);
+      return store.insert(namespaceId, batch);
+    };
+    const sink = new StoreSink({ store: recording, rateLimit: 0, batchSize: 100, flushIntervalMs: 300 });
+    sink.accept({ namespaceId: ns, linkId: null }, events(130));
+    await Bun.sleep(50);
+    const secondAt = performance.now();
+    sink.accept({ namespaceId: ns, linkId: null }, events(100, 5));
+    await Bun.sleep(100);
+    // Two full batches at once; the 30 left are not written as an odd-sized insert while they are fresh.
+    expect(written).toEqual([100, 100]);
+    expect((await store.queryRows(ns, { filter: all })).actualNumberOfRows).toBe(200);
+    // Once the oldest of them has waited the interval, the partial batch goes too.
+    for (let waited = 0; sink.statsFor(ns).written < 230 && waited < 5000; waited += 20) await Bun.sleep(20);
+    expect(performance.now() - secondAt).toBeGreaterThanOrEqual(300);
+    expect(written).toEqual([100, 100, 30]);
+    expect(sink.statsFor(ns).written).toBe(230);
+    // flush() (and close) write whatever is pending at once.
+    sink.accept({ namespaceId: ns, linkId: null }, events(7, 6));
+    await sink.flush();
+    expect(written).toEqual([100, 100, 30, 7]);
+    await sink.close();
+  });
+
+  test("large events make smaller batches, so one insert never carries more than maxBatchChars", async () => {
+    const ns = randomUUID();
+    const written: number[] = [];
+    const recording: EventStore = Object.create(store);
+    recording.insert = (namespaceId, batch) => {
+      written.push(batch.length);
+      return store.insert(namespaceId, batch);
+    };
+    const sink = new StoreSink({ store: recording, rateLimit: 0, batchSize: 100, maxBatchChars: 1_000_000 });
+    const big = events(30, 7).map((e) => ({ ...e, http_resp_body: "QUJD".repeat(50_000) })); // 200,000 characters each
+    sink.accept({ namespaceId: ns, linkId: null }, big);
+    await sink.close();
+    expect(written.reduce((a, b) => a + b, 0)).toBe(30);
+    expect(Math.max(...written)).toBe(4); // 4 x 200,000 and change fit in 1,000,000; a fifth does not
+    const stored = await store.queryRows(ns, { filter: all, columns: ["event_id"] });
+    expect(stored.actualNumberOfRows).toBe(30);
+  });
+
   test("accept never waits for the store", () => {
     const sink = new StoreSink({ store, rateLimit: 0 });
     const batch = events(20_000);

@@ -26,9 +26,7 @@ export function attachStore(deps: {
   const sink = new StoreSink({
     store: deps.store,
     rateLimit: deps.rateLimit ?? 0,
-    // ClickHouse makes a part per insert: 20,000 rows per insert cost its server about a third of the CPU
-    // per event that 5,000 did (measured with bench/store/insert.ts); the flush interval still bounds latency.
-    batchSize: deps.store.kind === "clickhouse" ? 20_000 : undefined,
+    batchSize: deps.store.insertBatchSize,
     onDropped: (target, count, reason) => {
       const key = `${target.namespaceId}:${reason}`;
       const entry = lastLogged.get(key) ?? { at: 0, pending: 0 };

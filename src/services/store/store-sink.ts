@@ -4,6 +4,18 @@ import { log } from "~/lib/logger.ts";
 import type { EventStore } from "~/store/types.ts";
 import { NamespaceRateLimiter, type RateLimit, rateLimitFor } from "./rate-limit.ts";
 
+/** An event's size for maxBatchChars: its long fields, and a fixed part for the rest. */
+function eventChars(e: TracedEvent): number {
+  let chars = 256 + e.http_req_body.length + e.http_resp_body.length + e.http_req_path.length + e.process_command_line.length;
+  for (const headers of [e.http_req_headers, e.http_resp_headers]) {
+    for (let i = 0; i < headers.length; i++) {
+      const pair = headers[i] as [string, string];
+      chars += pair[0].length + pair[1].length + 6;
+    }
+  }
+  return chars;
+}
+
 export type DropReason = "rate_limited" | "overloaded" | "store_error";
 
 export type SinkStats = {
@@ -16,10 +28,18 @@ export type StoreSinkOptions = {
   store: EventStore;
   /** Events per second per namespace on average (config.ingestRateLimit); 0 = no limit. */
   rateLimit: number | RateLimit;
-  /** A batch is written once this many events wait... */
+  /**
+   * Batches of this size are written as soon as they are full (the store's insertBatchSize: the size it stores
+   * most cheaply)...
+   */
   batchSize?: number;
-  /** ...or after this long, whichever comes first. */
+  /** ...and whatever is pending once its oldest event has waited this long. */
   flushIntervalMs?: number;
+  /**
+   * Characters one insert carries at most (bodies, headers, paths; default 128 Mi): each column becomes one
+   * string per insert, so a batch of large events is cut short of batchSize (a typical event has 1-3 thousand).
+   */
+  maxBatchChars?: number;
   /** Events held per namespace while the store is slow; beyond that new events are dropped. */
   maxBuffered?: number;
   /** Batches written at once per namespace. */
@@ -29,12 +49,25 @@ export type StoreSinkOptions = {
   now?: () => number;
 };
 
-type Pending = { events: TracedEvent[]; writing: Promise<void> | null };
+type Pending = {
+  events: TracedEvent[];
+  /** Each pending event's size in characters (eventChars), and their sum. */
+  sizes: number[];
+  chars: number;
+  /** When the pending events arrived: [how many, at], oldest first (one entry per offer, not per event). */
+  arrivals: Array<[count: number, at: number]>;
+  writing: Promise<void> | null;
+};
 
 /**
  * The store's side of ingest: accepts validated events without blocking the publisher's socket,
  * applies the namespace's rate limit, and writes to the namespace's table in batches (by count or
  * every second). Link-only events (no namespace) are not stored.
+ *
+ * While events arrive faster than the store writes them, every write is a full batch (the size the store
+ * stores most cheaply); a partial batch is written only once its oldest event has waited the flush interval,
+ * on flush() and on close. So a steady high rate never turns into a stream of odd-sized inserts, and a
+ * trickle is still visible within about a second.
  */
 export class StoreSink implements EventSink {
   private readonly pending = new Map<string, Pending>();
@@ -43,6 +76,9 @@ export class StoreSink implements EventSink {
   private readonly batchSize: number;
   private readonly maxBuffered: number;
   private readonly writeConcurrency: number;
+  private readonly flushIntervalMs: number;
+  private readonly maxBatchChars: number;
+  private readonly now: () => number;
   private readonly timer: ReturnType<typeof setInterval>;
   private isClosed = false;
 
@@ -52,10 +88,14 @@ export class StoreSink implements EventSink {
     this.batchSize = options.batchSize ?? 5000;
     this.maxBuffered = options.maxBuffered ?? 200_000;
     this.writeConcurrency = Math.max(1, options.writeConcurrency ?? 2);
+    this.flushIntervalMs = options.flushIntervalMs ?? 1000;
+    this.maxBatchChars = options.maxBatchChars ?? 128 * 1024 * 1024;
+    this.now = options.now ?? Date.now;
+    // Ticks at half the interval, so a partial batch waits between one and one and a half intervals.
     this.timer = setInterval(() => {
-      void this.flush();
+      for (const ns of this.pending.keys()) this.flushNamespace(ns, false);
       this.limiter.sweep();
-    }, options.flushIntervalMs ?? 1000);
+    }, Math.max(1, this.flushIntervalMs / 2));
     this.timer.unref?.();
   }
 
@@ -87,26 +127,77 @@ export class StoreSink implements EventSink {
     const granted = this.limiter.take(ns, events.length);
     this.drop(target, ns, events.length - granted, "rate_limited");
     if (granted === 0) return events.length;
-    const p = this.pending.get(ns) ?? { events: [], writing: null };
-    this.pending.set(ns, p);
+    let p = this.pending.get(ns);
+    if (!p) {
+      p = { events: [], sizes: [], chars: 0, arrivals: [], writing: null };
+      this.pending.set(ns, p);
+    }
     const room = Math.max(0, this.maxBuffered - p.events.length);
     const kept = Math.min(granted, room);
     this.drop(target, ns, granted - kept, "overloaded");
-    for (let i = 0; i < kept; i++) p.events.push(events[i] as TracedEvent);
+    for (let i = 0; i < kept; i++) {
+      const event = events[i] as TracedEvent;
+      const size = eventChars(event);
+      p.events.push(event);
+      p.sizes.push(size);
+      p.chars += size;
+    }
+    if (kept > 0) p.arrivals.push([kept, this.now()]);
     this.statsOf(ns).accepted += kept;
-    if (p.events.length >= this.batchSize && !p.writing) void this.flushNamespace(ns);
+    if (p.events.length >= this.batchSize || p.chars >= this.maxBatchChars) this.flushNamespace(ns, false);
     return events.length - kept;
   }
 
-  private flushNamespace(ns: string): Promise<void> {
+  /**
+   * The next batch to write: a full one (batchSize events, or fewer that reach maxBatchChars), or, when `all` or
+   * its oldest event is due, what is pending.
+   */
+  private nextBatch(p: Pending, all: boolean): TracedEvent[] | null {
+    const n = p.events.length;
+    if (n === 0) return null;
+    const oldest = p.arrivals[0];
+    const isDue = all || (oldest !== undefined && this.now() - oldest[1] >= this.flushIntervalMs);
+    if (n < this.batchSize && p.chars < this.maxBatchChars && !isDue) return null;
+    let count = 0;
+    let chars = 0;
+    while (count < n && count < this.batchSize && (count === 0 || chars + (p.sizes[count] as number) <= this.maxBatchChars)) {
+      chars += p.sizes[count] as number;
+      count++;
+    }
+    const batch = p.events.splice(0, count);
+    p.sizes.splice(0, count);
+    p.chars -= chars;
+    let taken = batch.length;
+    while (taken > 0 && p.arrivals.length > 0) {
+      const first = p.arrivals[0] as [number, number];
+      if (first[0] <= taken) {
+        taken -= first[0];
+        p.arrivals.shift();
+      } else {
+        first[0] -= taken;
+        taken = 0;
+      }
+    }
+    return batch;
+  }
+
+  /**
+   * Starts writing the namespace's batches unless a write is already running (it takes the new ones too).
+   * `all`: write the partial batch too, now; otherwise only full batches and a partial one that is due.
+   */
+  private flushNamespace(ns: string, all: boolean): Promise<void> {
     const p = this.pending.get(ns);
     if (!p) return Promise.resolve();
-    if (p.writing) return p.writing;
+    if (p.writing) {
+      if (!all) return p.writing;
+      // flush() must see everything written: once the running writes finish, write what is left.
+      return p.writing.then(() => this.flushNamespace(ns, true));
+    }
     if (p.events.length === 0) return Promise.resolve();
-    // A few batches in flight: ClickHouse parses one while the next is serialised; DuckDB queues them.
+    // A few batches in flight: ClickHouse parses one while the next is serialised; DuckDB encodes the next
+    // while it stores one.
     const worker = async () => {
-      while (p.events.length > 0) {
-        const batch = p.events.splice(0, this.batchSize);
+      for (let batch = this.nextBatch(p, all); batch; batch = this.nextBatch(p, all)) {
         try {
           await this.options.store.insert(ns, batch);
           this.statsOf(ns).written += batch.length;
@@ -126,7 +217,7 @@ export class StoreSink implements EventSink {
 
   /** Writes everything accepted so far. */
   async flush(): Promise<void> {
-    await Promise.all([...this.pending.keys()].map((ns) => this.flushNamespace(ns)));
+    await Promise.all([...this.pending.keys()].map((ns) => this.flushNamespace(ns, true)));
   }
 
   statsFor(namespaceId: string): SinkStats {

@@ -250,17 +250,21 @@ export class WorkerRegistry {
     const orgId = await this.orgOf(namespaceId);
     const remote = orgId ? this.remote.get(orgId) : undefined;
     if (orgId && remote) {
-      const frame = await remote.request({
-        queryId: "insert",
-        tags: { namespaceId, orgId },
-        compression: "none",
-        want: { kind: "insert", events: events as TracedEvent[] },
-      });
-      const result = decodeResult(frame);
-      if (result.tunnelError || result.databaseError) {
-        throw new AppError("UNAVAILABLE", result.tunnelError ?? result.databaseError ?? "worker insert failed");
+      // The local store's batch size can be large (DuckDB's is 30,720); a worker's frame carries events as JSON,
+      // so they go in pieces that stay well inside its socket's message limit.
+      for (let i = 0; i < events.length; i += remoteInsertEvents) {
+        const frame = await remote.request({
+          queryId: "insert",
+          tags: { namespaceId, orgId },
+          compression: "none",
+          want: { kind: "insert", events: events.slice(i, i + remoteInsertEvents) as TracedEvent[] },
+        });
+        const result = decodeResult(frame);
+        if (result.tunnelError || result.databaseError) {
+          throw new AppError("UNAVAILABLE", result.tunnelError ?? result.databaseError ?? "worker insert failed");
+        }
+        await decodeResultData(result);
       }
-      await decodeResultData(result);
       return;
     }
     if (orgId && this.remoteOrgs.has(orgId)) throw new AppError("UNAVAILABLE", "the org's worker is not connected");
@@ -275,6 +279,7 @@ export class WorkerRegistry {
     if (!local) throw new Error("WorkerRegistry.route: no local store");
     return {
       kind: local.kind,
+      insertBatchSize: local.insertBatchSize,
       ensureNamespace: (ns) => local.ensureNamespace(ns),
       insert: (ns, events) => this.insert(ns, events),
       queryRows: (ns, q) => local.queryRows(ns, q),
@@ -289,6 +294,9 @@ export class WorkerRegistry {
     };
   }
 }
+
+/** Events per insert frame to a self-hosted worker. */
+const remoteInsertEvents = 5000;
 
 function readOrgList(path: string | undefined): string[] {
   if (!path || !existsSync(path)) return [];
