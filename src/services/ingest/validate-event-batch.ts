@@ -228,6 +228,9 @@ function resolveColumns(batch: EventBatch): Columns | string {
   return cols;
 }
 
+/** Buffer's own slice, without toString's encoding dispatch (a third of the call for a 200-byte body). */
+const base64Slice = (Buffer.prototype as unknown as { base64Slice(this: Uint8Array, start: number, end: number): string }).base64Slice;
+
 type Body = { value: string; isCut: boolean; error: boolean };
 const emptyBody: Body = { value: "", isCut: false, error: false };
 
@@ -239,7 +242,7 @@ function body(column: BodyColumn | undefined, i: number, strings: string[]): Bod
     if (length === 0) return emptyBody;
     const isCut = length > MAX_BODY_BYTES;
     const start = column.a[i]!;
-    const value = column.buffer.toString("base64", start, start + (isCut ? MAX_BODY_BYTES : length));
+    const value = base64Slice.call(column.buffer, start, start + (isCut ? MAX_BODY_BYTES : length));
     return { value, isCut, error: false };
   }
   if (form === BODY_FORM.base64) {
