@@ -90,6 +90,14 @@ describe.each(engines)("%s insert encoding", (_name, open) => {
     await roundTrip([e]);
   });
 
+  test("repeated events (the same id and time) are each stored", async () => {
+    const ns = randomUUID();
+    const e = base[0] as TracedEvent;
+    await store.insert(ns, [e, e, e]);
+    expect((await store.queryRows(ns, { filter: { clauses: [], global: { lowerMs: 0, upperMs: e.time / 1000 + 1 } } })).actualNumberOfRows).toBe(3);
+    await store.dropNamespace(ns);
+  });
+
   test("a batch of plain events round-trips (the common path)", async () => {
     await roundTrip(base);
   });
