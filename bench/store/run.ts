@@ -152,11 +152,12 @@ async function* childLines(stream: ReadableStream<Uint8Array>): AsyncGenerator<s
 
 async function ingestDirect(store: SqlEventStore): Promise<number> {
   const ns = randomUUID();
-  const n = Math.min(rows, 200_000);
+  const n = Math.min(rows, 245_760);
   const events = generateEvents({ count: n, startMicros: startMs * 1000, endMicros: endMs * 1000, seed: 77 });
   const t = performance.now();
   const c = process.cpuUsage();
-  for (let i = 0; i < n; i += 5000) await store.insert(ns, events.slice(i, i + 5000));
+  const size = store.insertBatchSize;
+  for (let i = 0; i < n; i += size) await store.insert(ns, events.slice(i, i + size));
   const perSecond = n / ((performance.now() - t) / 1000);
   const u = process.cpuUsage(c);
   console.log(`  store alone: ${Math.round(n / ((u.user + u.system) / 1e6))} events per CPU-second of this process`);
@@ -214,7 +215,7 @@ for (const engine of engines) {
       : await openDuckDbStore({ path: join(dir, "events.duckdb") });
   console.log(`\n== ${engine}: ${rows.toLocaleString("en")} events over 24 h`);
   const direct = await ingestDirect(store);
-  console.log(`  store alone (insert batches of 5000): ${Math.round(direct)} events/s`);
+  console.log(`  store alone (insert batches of ${store.insertBatchSize}): ${Math.round(direct)} events/s`);
   const { namespaceId, perSecond } = await ingestThroughPublisher(store);
   ingest[engine] = { publisher: perSecond, direct };
   results.push(...(await queries(store, namespaceId)));
