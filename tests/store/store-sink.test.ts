@@ -39,6 +39,17 @@ describe("token bucket", () => {
   });
 });
 
+/** The real store, with the size of each insert recorded (the store takes its insertBatchSize most cheaply). */
+function recordingInserts(store: EventStore): { recording: EventStore; written: number[] } {
+  const written: number[] = [];
+  const recording: EventStore = Object.create(store);
+  recording.insert = (namespaceId, batch) => {
+    written.push(batch.length);
+    return store.insert(namespaceId, batch);
+  };
+  return { recording, written };
+}
+
 describe("store sink", () => {
   let store: EventStore;
   beforeEach(async () => {
@@ -67,13 +78,7 @@ describe("store sink", () => {
 
   test("while events keep coming, only full batches are written; a partial one waits for the interval", async () => {
     const ns = randomUUID();
-    const written: number[] = [];
-    // The real store, each insert recorded: the store takes this batch size most cheaply (DuckDB: whole row groups).
-    const recording: EventStore = Object.create(store);
-    recording.insert = (namespaceId, batch) => {
-      written.push(batch.length);
-      return store.insert(namespaceId, batch);
-    };
+    const { recording, written } = recordingInserts(store);
     const sink = new StoreSink({ store: recording, rateLimit: 0, batchSize: 100, flushIntervalMs: 300 });
     sink.accept({ namespaceId: ns, linkId: null }, events(130));
     await Bun.sleep(50);
@@ -97,12 +102,7 @@ describe("store sink", () => {
 
   test("large events make smaller batches, so one insert never carries more than maxBatchChars", async () => {
     const ns = randomUUID();
-    const written: number[] = [];
-    const recording: EventStore = Object.create(store);
-    recording.insert = (namespaceId, batch) => {
-      written.push(batch.length);
-      return store.insert(namespaceId, batch);
-    };
+    const { recording, written } = recordingInserts(store);
     const sink = new StoreSink({ store: recording, rateLimit: 0, batchSize: 100, maxBatchChars: 1_000_000 });
     const big = events(30, 7).map((e) => ({ ...e, http_resp_body: "QUJD".repeat(50_000) })); // 200,000 characters each
     sink.accept({ namespaceId: ns, linkId: null }, big);
