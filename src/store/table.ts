@@ -1,5 +1,5 @@
 import { AppError } from "~/lib/errors.ts";
-import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { eventFields, type FieldKind, type TracedEvent } from "~/lib/protocol/event.ts";
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -27,61 +27,10 @@ export function namespaceIdOfTable(name: string): string | null {
 }
 
 /** int: whole numbers (Int64 in storage); flag: booleans stored as 0/1; json: arrays/maps as JSON text. */
-export type ColumnKind = "int" | "flag" | "string" | "json";
+export type ColumnKind = FieldKind;
 
-/** Storage layout shared by both engines, in table order. Every TracedEvent field is one column. */
-export const eventColumns = [
-  ["time", "int"],
-  ["event_id", "string"],
-  ["parent_event_id", "string"],
-  ["service", "string"],
-  ["hostname", "string"],
-  ["gcp_project", "string"],
-  ["kubernetes_namespace", "string"],
-  ["gke_cluster_location", "string"],
-  ["gke_cluster_name", "string"],
-  ["gke_node_name", "string"],
-  ["process_id", "int"],
-  ["process_executable_name", "string"],
-  ["process_executable_size", "int"],
-  ["process_command_line", "string"],
-  ["process_user", "string"],
-  ["protocol", "string"],
-  ["tls_server_name", "string"],
-  ["http_version", "string"],
-  ["http_is_outgoing", "flag"],
-  ["http_client_addr", "string"],
-  ["http_server_addr", "string"],
-  ["http_duration", "int"],
-  ["http_req_method", "string"],
-  ["http_req_path", "string"],
-  ["http_req_body_size_bytes_wire", "int"],
-  ["http_req_transfer_encoding", "string"],
-  ["http_req_content_type", "string"],
-  ["http_req_content_encoding", "string"],
-  ["http_req_content_length", "int"],
-  ["http_req_host", "string"],
-  ["http_req_x_forwarded_for", "string"],
-  ["http_req_headers", "json"],
-  ["http_req_body", "string"],
-  ["http_req_body_truncated", "flag"],
-  ["http_resp_status_code", "int"],
-  ["http_resp_body_size_bytes_wire", "int"],
-  ["http_resp_transfer_encoding", "string"],
-  ["http_resp_content_type", "string"],
-  ["http_resp_content_encoding", "string"],
-  ["http_resp_content_length", "int"],
-  ["http_resp_headers", "json"],
-  ["http_resp_body", "string"],
-  ["http_resp_body_truncated", "flag"],
-  ["timing_connect", "int"],
-  ["timing_send", "int"],
-  ["timing_wait", "int"],
-  ["timing_receive", "int"],
-  ["bytes_sent", "int"],
-  ["bytes_received", "int"],
-  ["tags", "json"],
-] as const satisfies ReadonlyArray<readonly [keyof TracedEvent, ColumnKind]>;
+/** Storage layout shared by both engines, in table order: every TracedEvent field is one column (eventFields). */
+export const eventColumns = eventFields;
 
 export type EventColumn = (typeof eventColumns)[number][0];
 

@@ -1,4 +1,4 @@
-import type { CapturedEvent } from "./event.ts";
+import { type CapturedEvent, fieldsOfKind } from "./event.ts";
 
 /**
  * The binary publish frame: one batch of events, column by column. JSON cost the publisher ~7 us and the
@@ -34,64 +34,15 @@ const MAX_HEADER_BYTES = 64 * 1024;
 
 export type ColumnKind = "str" | "f64" | "bool" | "pairs" | "body";
 
-type StringField = Exclude<
-  { [K in keyof CapturedEvent]: CapturedEvent[K] extends string ? K : never }[keyof CapturedEvent],
-  "http_req_body" | "http_resp_body"
->;
-type NumberField = { [K in keyof CapturedEvent]: CapturedEvent[K] extends number ? K : never }[keyof CapturedEvent];
-type BoolField = { [K in keyof CapturedEvent]: CapturedEvent[K] extends boolean ? K : never }[keyof CapturedEvent];
-
-export const stringColumns = [
-  "event_id",
-  "parent_event_id",
-  "service",
-  "hostname",
-  "gcp_project",
-  "kubernetes_namespace",
-  "gke_cluster_location",
-  "gke_cluster_name",
-  "gke_node_name",
-  "process_executable_name",
-  "process_command_line",
-  "process_user",
-  "protocol",
-  "tls_server_name",
-  "http_version",
-  "http_client_addr",
-  "http_server_addr",
-  "http_req_method",
-  "http_req_path",
-  "http_req_transfer_encoding",
-  "http_req_content_type",
-  "http_req_content_encoding",
-  "http_req_host",
-  "http_req_x_forwarded_for",
-  "http_resp_transfer_encoding",
-  "http_resp_content_type",
-  "http_resp_content_encoding",
-] as const satisfies readonly StringField[];
-
-export const numberColumns = [
-  "time",
-  "process_id",
-  "process_executable_size",
-  "http_duration",
-  "http_req_body_size_bytes_wire",
-  "http_req_content_length",
-  "http_resp_status_code",
-  "http_resp_body_size_bytes_wire",
-  "http_resp_content_length",
-  "timing_connect",
-  "timing_send",
-  "timing_wait",
-  "timing_receive",
-  "bytes_sent",
-  "bytes_received",
-] as const satisfies readonly NumberField[];
-
-export const boolColumns = ["http_is_outgoing", "http_req_body_truncated", "http_resp_body_truncated"] as const satisfies readonly BoolField[];
-export const pairColumns = ["http_req_headers", "http_resp_headers", "tags"] as const;
+/** Bodies travel in "body" sections (bytes or base64), not in the string table. */
 export const bodyColumns = ["http_req_body", "http_resp_body"] as const;
+type BodyField = (typeof bodyColumns)[number];
+
+/** The batch's sections by field kind (eventFields): its names travel in the header, so the order is free. */
+export const stringColumns = fieldsOfKind("string").filter((name): name is Exclude<typeof name, BodyField> => name !== "http_req_body" && name !== "http_resp_body");
+export const numberColumns = fieldsOfKind("int");
+export const boolColumns = fieldsOfKind("flag");
+export const pairColumns = fieldsOfKind("json");
 
 /**
  * Strings (nearly) unique to each event: a hash lookup to de-duplicate them would cost more than it saves.

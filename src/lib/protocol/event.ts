@@ -98,6 +98,72 @@ export function bodyBase64<T>(body: T | Uint8Array): T | string {
   return body.length === 0 ? "" : Buffer.from(body.buffer, body.byteOffset, body.length).toString("base64");
 }
 
+/**
+ * How each field is kept, everywhere the fields are listed by kind (the store's columns, the publish batch's
+ * sections): int, whole numbers; flag, booleans; string, text; json, header lists and tags. In the stores' table
+ * order. A field added to TracedEvent is added here once.
+ */
+export type FieldKind = "int" | "flag" | "string" | "json";
+export const eventFields = [
+  ["time", "int"],
+  ["event_id", "string"],
+  ["parent_event_id", "string"],
+  ["service", "string"],
+  ["hostname", "string"],
+  ["gcp_project", "string"],
+  ["kubernetes_namespace", "string"],
+  ["gke_cluster_location", "string"],
+  ["gke_cluster_name", "string"],
+  ["gke_node_name", "string"],
+  ["process_id", "int"],
+  ["process_executable_name", "string"],
+  ["process_executable_size", "int"],
+  ["process_command_line", "string"],
+  ["process_user", "string"],
+  ["protocol", "string"],
+  ["tls_server_name", "string"],
+  ["http_version", "string"],
+  ["http_is_outgoing", "flag"],
+  ["http_client_addr", "string"],
+  ["http_server_addr", "string"],
+  ["http_duration", "int"],
+  ["http_req_method", "string"],
+  ["http_req_path", "string"],
+  ["http_req_body_size_bytes_wire", "int"],
+  ["http_req_transfer_encoding", "string"],
+  ["http_req_content_type", "string"],
+  ["http_req_content_encoding", "string"],
+  ["http_req_content_length", "int"],
+  ["http_req_host", "string"],
+  ["http_req_x_forwarded_for", "string"],
+  ["http_req_headers", "json"],
+  ["http_req_body", "string"],
+  ["http_req_body_truncated", "flag"],
+  ["http_resp_status_code", "int"],
+  ["http_resp_body_size_bytes_wire", "int"],
+  ["http_resp_transfer_encoding", "string"],
+  ["http_resp_content_type", "string"],
+  ["http_resp_content_encoding", "string"],
+  ["http_resp_content_length", "int"],
+  ["http_resp_headers", "json"],
+  ["http_resp_body", "string"],
+  ["http_resp_body_truncated", "flag"],
+  ["timing_connect", "int"],
+  ["timing_send", "int"],
+  ["timing_wait", "int"],
+  ["timing_receive", "int"],
+  ["bytes_sent", "int"],
+  ["bytes_received", "int"],
+  ["tags", "json"],
+] as const satisfies ReadonlyArray<readonly [keyof TracedEvent, FieldKind]>;
+
+type FieldOfKind<K extends FieldKind> = Extract<(typeof eventFields)[number], readonly [string, K]>[0];
+
+/** The fields of one kind, in table order. */
+export function fieldsOfKind<K extends FieldKind>(kind: K): Array<FieldOfKind<K>> {
+  return eventFields.filter((f) => f[1] === kind).map((f) => f[0]) as Array<FieldOfKind<K>>;
+}
+
 /** A captured event as the rest of the system sees it: bodies base64'd. Never throws, whatever the fields hold. */
 export function toTracedEvent(e: CapturedEvent): TracedEvent {
   if (!(e.http_req_body instanceof Uint8Array) && !(e.http_resp_body instanceof Uint8Array)) return e as TracedEvent;
