@@ -7,6 +7,7 @@ import { Ingest } from "~/services/ingest/ingest.ts";
 import { EventSinks, type EventTarget } from "~/services/ingest/sink.ts";
 import { tracedEvent } from "../support/event-factory.ts";
 import { generateEvents } from "../store/generate.ts";
+import { rng } from "../support/rng.ts";
 
 const target: EventTarget = { namespaceId: "00000000-0000-0000-0000-000000000001", linkId: null };
 const encoder = new TextEncoder();
@@ -279,16 +280,6 @@ function rewriteHeader(frame: Uint8Array, edit: (header: Header) => void): Uint8
   out.set(bytes, 12);
   out.set(rest, align8(12 + bytes.length));
   return out;
-}
-
-function rng(seed: number) {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 4294967296;
-  };
 }
 
 /** A damaged copy: flipped bytes (header, tables, columns), a cut, random bytes, or an edited header. */

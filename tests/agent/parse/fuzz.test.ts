@@ -2,17 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { createTracer } from "~/agent/tracer.ts";
 import { type TracedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
 import { bytes, connection, fakeProcess, host } from "./helpers.ts";
-
-/** Deterministic xorshift so a failure can be replayed from its seed. */
-function rng(seed: number) {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 4294967296;
-  };
-}
+import { rng } from "../../support/rng.ts";
 
 const samples = [
   "GET / HTTP/1.1\r\nHost: h\r\n\r\n",

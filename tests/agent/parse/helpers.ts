@@ -3,6 +3,7 @@ import type { RedactMode } from "~/agent/redact.ts";
 import type { ConnectionInfo } from "~/agent/relay/observer.ts";
 import { createTracer, type Tracer } from "~/agent/tracer.ts";
 import { type TracedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
+import { rng } from "../../support/rng.ts";
 
 export const host = {
   hostname: "test-host",
@@ -38,13 +39,7 @@ export const splitAt =
   (n) =>
     k <= 0 || k >= n ? [n] : [k, n - k];
 export function randomChunker(seed: number): Chunker {
-  let x = seed >>> 0 || 1;
-  const rnd = () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 4294967296;
-  };
+  const rnd = rng(seed);
   return (n) => {
     const sizes: number[] = [];
     let left = n;

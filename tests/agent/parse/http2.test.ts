@@ -8,6 +8,7 @@ import { nowMicros } from "~/agent/relay/observer.ts";
 import { createTracer } from "~/agent/tracer.ts";
 import { type TracedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
 import { body, chunkings, fakeProcess, host, type Segment, summary, trace } from "./helpers.ts";
+import { rng } from "../../support/rng.ts";
 
 /**
  * HTTP/2 with prior knowledge (h2c, what gRPC speaks inside clusters): Node's http2 server and client
@@ -181,13 +182,7 @@ describe("HTTP/2 (h2c) through a relay", () => {
   });
 
   test("fuzz: mutated HTTP/2 conversations never throw out of the tap and keep exact byte counts", () => {
-    let x = 12345;
-    const rnd = () => {
-      x ^= x << 13;
-      x ^= x >>> 17;
-      x ^= x << 5;
-      return (x >>> 0) / 4294967296;
-    };
+    const rnd = rng(12345);
     for (let round = 0; round < 300; round++) {
       const segments: Segment[] = recorded.slice(0, 6).map((seg) => {
         if ("end" in seg) return seg;

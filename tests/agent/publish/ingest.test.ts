@@ -4,16 +4,7 @@ import { Ingest } from "~/services/ingest/ingest.ts";
 import { EventSinks, type EventTarget } from "~/services/ingest/sink.ts";
 import { validateEvent } from "~/services/ingest/validate-event.ts";
 import { sampleEvent } from "./server.ts";
-
-function rng(seed: number) {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 4294967296;
-  };
-}
+import { rng } from "../../support/rng.ts";
 
 function randomValue(rnd: () => number, depth = 0): unknown {
   const r = rnd();
