@@ -11,7 +11,7 @@ import {
 } from "~/lib/protocol/event-batch.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { publishLimits as L } from "~/lib/protocol/publish.ts";
-import { BASE64, cut, fields, type Kind, MAX_MICROS, UUID } from "./validate-event.ts";
+import { BASE64, cut, fields, type Kind, keepTag, MAX_MICROS, UUID } from "./validate-event.ts";
 
 /**
  * A binary event batch, read and validated in one pass: the same limits and outcome per event as
@@ -294,14 +294,7 @@ function tagsOf(column: Extract<BatchColumn, { kind: "pairs" }> | undefined, i: 
       truncated++;
       break;
     }
-    const key = strings[refs[at + 2 * k]!]!;
-    const value = strings[refs[at + 2 * k + 1]!]!;
-    const kept = key.length > 128 ? cut(key, 128) : key;
-    if (kept !== key) truncated++;
-    if (value.length > L.maxTagChars) {
-      tags[kept] = cut(value, L.maxTagChars);
-      truncated++;
-    } else tags[kept] = value;
+    truncated += keepTag(tags, strings[refs[at + 2 * k]!]!, strings[refs[at + 2 * k + 1]!]!);
   }
   return { tags: { ...tags }, truncated };
 }

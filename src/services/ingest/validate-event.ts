@@ -179,12 +179,15 @@ function validateTags(value: unknown): { tags: Record<string, string>; truncated
       truncated++;
       break;
     }
-    const key = k.length > 128 ? cut(k, 128) : k;
-    if (key !== k) truncated++;
-    if (v.length > L.maxTagChars) {
-      tags[key] = cut(v, L.maxTagChars);
-      truncated++;
-    } else tags[key] = v;
+    truncated += keepTag(tags, k, v);
   }
   return { tags: { ...tags }, truncated };
+}
+
+/** Sets one tag, its key and value cut to their limits; returns how many of the two were cut. */
+export function keepTag(tags: Record<string, string>, key: string, value: string): number {
+  const kept = key.length > 128 ? cut(key, 128) : key;
+  const isValueCut = value.length > L.maxTagChars;
+  tags[kept] = isValueCut ? cut(value, L.maxTagChars) : value;
+  return (kept !== key ? 1 : 0) + (isValueCut ? 1 : 0);
 }
