@@ -11,7 +11,7 @@ import {
 } from "~/lib/protocol/event-batch.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { publishLimits as L } from "~/lib/protocol/publish.ts";
-import { BASE64, cut, fields, type Kind, keepTag, MAX_MICROS, UUID } from "./validate-event.ts";
+import { BASE64, cut, fields, type Kind, keepHeader, keepTag, MAX_MICROS, UUID } from "./validate-event.ts";
 
 /**
  * A binary event batch, read and validated in one pass: the same limits and outcome per event as
@@ -264,19 +264,7 @@ function headers(column: Extract<BatchColumn, { kind: "pairs" }> | undefined, i:
   const n = Math.min(count, L.maxHeaderCount);
   const out = new Array<[string, string]>(n);
   const { refs } = column;
-  for (let k = 0; k < n; k++) {
-    let name = strings[refs[at + 2 * k]!]!;
-    let value = strings[refs[at + 2 * k + 1]!]!;
-    if (name.length > L.maxHeaderNameChars) {
-      name = cut(name, L.maxHeaderNameChars);
-      truncated++;
-    }
-    if (value.length > L.maxHeaderValueChars) {
-      value = cut(value, L.maxHeaderValueChars);
-      truncated++;
-    }
-    out[k] = [name, value];
-  }
+  for (let k = 0; k < n; k++) truncated += keepHeader(out, k, strings[refs[at + 2 * k]!]!, strings[refs[at + 2 * k + 1]!]!);
   return { headers: out, truncated };
 }
 

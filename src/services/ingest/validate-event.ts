@@ -153,16 +153,7 @@ function validateHeaders(value: unknown, name: string): { headers: Array<[string
     if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== "string" || typeof pair[1] !== "string") {
       return `${name} must be a list of [name, value] pairs`;
     }
-    let [n, v] = pair as [string, string];
-    if (n.length > L.maxHeaderNameChars) {
-      n = cut(n, L.maxHeaderNameChars);
-      truncated++;
-    }
-    if (v.length > L.maxHeaderValueChars) {
-      v = cut(v, L.maxHeaderValueChars);
-      truncated++;
-    }
-    headers.push([n, v]);
+    truncated += keepHeader(headers, headers.length, pair[0], pair[1]);
   }
   return { headers, truncated };
 }
@@ -182,6 +173,14 @@ function validateTags(value: unknown): { tags: Record<string, string>; truncated
     truncated += keepTag(tags, k, v);
   }
   return { tags: { ...tags }, truncated };
+}
+
+/** Sets headers[at] to one header, its name and value cut to their limits; returns how many of the two were cut. */
+export function keepHeader(headers: Array<[string, string]>, at: number, name: string, value: string): number {
+  const isNameCut = name.length > L.maxHeaderNameChars;
+  const isValueCut = value.length > L.maxHeaderValueChars;
+  headers[at] = [isNameCut ? cut(name, L.maxHeaderNameChars) : name, isValueCut ? cut(value, L.maxHeaderValueChars) : value];
+  return (isNameCut ? 1 : 0) + (isValueCut ? 1 : 0);
 }
 
 /** Sets one tag, its key and value cut to their limits; returns how many of the two were cut. */
