@@ -6,12 +6,15 @@ import { NamespaceRateLimiter, type RateLimit, rateLimitFor } from "./rate-limit
 
 /** An event's size for maxBatchChars: its long fields, and a fixed part for the rest. */
 function eventChars(e: TracedEvent): number {
-  let chars = 256 + e.http_req_body.length + e.http_resp_body.length + e.http_req_path.length + e.process_command_line.length;
-  for (const headers of [e.http_req_headers, e.http_resp_headers]) {
-    for (let i = 0; i < headers.length; i++) {
-      const pair = headers[i] as [string, string];
-      chars += pair[0].length + pair[1].length + 6;
-    }
+  const long = e.http_req_body.length + e.http_resp_body.length + e.http_req_path.length + e.process_command_line.length;
+  return 256 + long + headerChars(e.http_req_headers) + headerChars(e.http_resp_headers);
+}
+
+function headerChars(headers: ReadonlyArray<readonly [string, string]>): number {
+  let chars = 0;
+  for (let i = 0; i < headers.length; i++) {
+    const pair = headers[i] as readonly [string, string];
+    chars += pair[0].length + pair[1].length + 6;
   }
   return chars;
 }
@@ -93,7 +96,7 @@ export class StoreSink implements EventSink {
     this.now = options.now ?? Date.now;
     // Ticks at half the interval, so a partial batch waits between one and one and a half intervals.
     this.timer = setInterval(() => {
-      for (const ns of this.pending.keys()) this.flushNamespace(ns, false);
+      for (const ns of this.pending.keys()) void this.flushNamespace(ns, false);
       this.limiter.sweep();
     }, Math.max(1, this.flushIntervalMs / 2));
     this.timer.unref?.();
@@ -144,7 +147,7 @@ export class StoreSink implements EventSink {
     }
     if (kept > 0) p.arrivals.push([kept, this.now()]);
     this.statsOf(ns).accepted += kept;
-    if (p.events.length >= this.batchSize || p.chars >= this.maxBatchChars) this.flushNamespace(ns, false);
+    if (p.events.length >= this.batchSize || p.chars >= this.maxBatchChars) void this.flushNamespace(ns, false);
     return events.length - kept;
   }
 
