@@ -154,6 +154,17 @@ describe("store sink", () => {
     expect((await store.queryRows(ns, { filter: all })).actualNumberOfRows).toBe(100);
   });
 
+  test("the buffer is bounded by characters too: large events are dropped before the count bound", async () => {
+    const sink = new StoreSink({ store, rateLimit: 0, batchSize: 1000, maxBuffered: 100, maxBufferedChars: 1_000_000 });
+    const ns = randomUUID();
+    const big = events(10, 8).map((e) => ({ ...e, http_req_body: "QUJD".repeat(75_000) })); // 300,000 characters each
+    expect(sink.offer({ namespaceId: ns, linkId: null }, big)).toBe(7); // 3 fit in 1,000,000
+    expect(sink.offer({ namespaceId: ns, linkId: null }, events(5, 9))).toBe(0); // small ones still fit
+    expect(sink.statsFor(ns).dropped.overloaded).toBe(7);
+    await sink.close();
+    expect((await store.queryRows(ns, { filter: all })).actualNumberOfRows).toBe(8);
+  });
+
   test("ingest tells the publisher in its ack how many accepted events the store dropped", async () => {
     const sink = new StoreSink({ store, rateLimit: 0, maxBuffered: 100, batchSize: 1000 });
     const sinks = new EventSinks();

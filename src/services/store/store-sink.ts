@@ -45,6 +45,11 @@ export type StoreSinkOptions = {
   maxBatchChars?: number;
   /** Events held per namespace while the store is slow; beyond that new events are dropped. */
   maxBuffered?: number;
+  /**
+   * The same bound in characters (eventChars; default 512 Mi, about 300,000 typical events): events with large
+   * bodies reach it long before maxBuffered.
+   */
+  maxBufferedChars?: number;
   /** Batches written at once per namespace. */
   writeConcurrency?: number;
   /** Told about every drop, so ingest can tell the publisher (and the CLI can say it). */
@@ -78,6 +83,7 @@ export class StoreSink implements EventSink {
   private readonly limiter: NamespaceRateLimiter;
   private readonly batchSize: number;
   private readonly maxBuffered: number;
+  private readonly maxBufferedChars: number;
   private readonly writeConcurrency: number;
   private readonly flushIntervalMs: number;
   private readonly maxBatchChars: number;
@@ -90,6 +96,7 @@ export class StoreSink implements EventSink {
     this.limiter = new NamespaceRateLimiter(limit, options.now);
     this.batchSize = options.batchSize ?? 5000;
     this.maxBuffered = options.maxBuffered ?? 200_000;
+    this.maxBufferedChars = options.maxBufferedChars ?? 512 * 1024 * 1024;
     this.writeConcurrency = Math.max(1, options.writeConcurrency ?? 2);
     this.flushIntervalMs = options.flushIntervalMs ?? 1000;
     this.maxBatchChars = options.maxBatchChars ?? 128 * 1024 * 1024;
@@ -136,15 +143,16 @@ export class StoreSink implements EventSink {
       this.pending.set(ns, p);
     }
     const room = Math.max(0, this.maxBuffered - p.events.length);
-    const kept = Math.min(granted, room);
-    this.drop(target, ns, granted - kept, "overloaded");
-    for (let i = 0; i < kept; i++) {
-      const event = events[i] as TracedEvent;
+    let kept = 0;
+    for (; kept < Math.min(granted, room); kept++) {
+      const event = events[kept] as TracedEvent;
       const size = eventChars(event);
+      if (p.chars + size > this.maxBufferedChars) break;
       p.events.push(event);
       p.sizes.push(size);
       p.chars += size;
     }
+    this.drop(target, ns, granted - kept, "overloaded");
     if (kept > 0) p.arrivals.push([kept, this.now()]);
     this.statsOf(ns).accepted += kept;
     if (p.events.length >= this.batchSize || p.chars >= this.maxBatchChars) void this.flushNamespace(ns, false);
