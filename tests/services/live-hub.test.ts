@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { LiveServerMessage } from "~/lib/protocol/live.ts";
-import { estimateJsonLength, LiveHub, type LiveHubOptions, type SubscriberTransport } from "~/services/live/hub.ts";
+import { estimateJsonLength } from "~/lib/protocol/event.ts";
+import { LiveHub, type LiveHubOptions, type SubscriberTransport } from "~/services/live/hub.ts";
 import { makeEvent } from "./live-fixtures.ts";
 
 /** A socket stand-in with Bun's send semantics and a buffer the test can fill (a slow reader). */

@@ -164,6 +164,20 @@ export function fieldsOfKind<K extends FieldKind>(kind: K): Array<FieldOfKind<K>
   return eventFields.filter((f) => f[1] === kind).map((f) => f[0]) as Array<FieldOfKind<K>>;
 }
 
+/**
+ * About the length of an event's JSON without making it (the live history's byte bound before anyone asked
+ * for the text, the store sink's size bounds): the variable parts plus the fixed keys and numbers.
+ */
+export function estimateJsonLength(e: TracedEvent): number {
+  let n = 1100 + e.event_id.length + e.parent_event_id.length + e.service.length + e.hostname.length;
+  n += e.http_client_addr.length + e.http_server_addr.length + e.http_req_host.length + e.process_command_line.length;
+  n += e.http_req_path.length + e.http_req_body.length + e.http_resp_body.length;
+  for (const [name, value] of e.http_req_headers) n += name.length + value.length + 6;
+  for (const [name, value] of e.http_resp_headers) n += name.length + value.length + 6;
+  for (const key in e.tags) n += key.length + (e.tags[key]?.length ?? 0) + 6;
+  return n;
+}
+
 /** A captured event as the rest of the system sees it: bodies base64'd. Never throws, whatever the fields hold. */
 export function toTracedEvent(e: CapturedEvent): TracedEvent {
   if (!(e.http_req_body instanceof Uint8Array) && !(e.http_resp_body instanceof Uint8Array)) return e as TracedEvent;

@@ -1,6 +1,6 @@
 import { compileFilter, type EventPredicate } from "~/lib/filter/evaluate.ts";
 import { parseFilterChips } from "~/lib/filter/parse.ts";
-import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { estimateJsonLength, type TracedEvent } from "~/lib/protocol/event.ts";
 import type { LiveClientMessage, LiveServerMessage } from "~/lib/protocol/live.ts";
 import type { EventSink, EventTarget } from "~/services/ingest/sink.ts";
 import { EventHistory } from "./history.ts";
@@ -433,18 +433,4 @@ export class LiveHub implements EventSink {
     } satisfies LiveServerMessage);
     for (const sub of channel.subscribers) sub.transport.send(message);
   }
-}
-
-/**
- * About the length of an event's JSON without making it (the history's byte bound before anyone asked for
- * the text): the variable parts plus the fixed keys and numbers.
- */
-export function estimateJsonLength(e: TracedEvent): number {
-  let n = 1100 + e.event_id.length + e.parent_event_id.length + e.service.length + e.hostname.length;
-  n += e.http_client_addr.length + e.http_server_addr.length + e.http_req_host.length + e.process_command_line.length;
-  n += e.http_req_path.length + e.http_req_body.length + e.http_resp_body.length;
-  for (const [name, value] of e.http_req_headers) n += name.length + value.length + 6;
-  for (const [name, value] of e.http_resp_headers) n += name.length + value.length + 6;
-  for (const key in e.tags) n += key.length + (e.tags[key]?.length ?? 0) + 6;
-  return n;
 }

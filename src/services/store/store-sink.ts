@@ -1,23 +1,8 @@
 import type { EventSink, EventTarget } from "~/services/ingest/sink.ts";
-import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { estimateJsonLength, type TracedEvent } from "~/lib/protocol/event.ts";
 import { log } from "~/lib/logger.ts";
 import type { EventStore } from "~/store/types.ts";
 import { NamespaceRateLimiter, type RateLimit, rateLimitFor } from "./rate-limit.ts";
-
-/** An event's size for maxBatchChars: its long fields, and a fixed part for the rest. */
-function eventChars(e: TracedEvent): number {
-  const long = e.http_req_body.length + e.http_resp_body.length + e.http_req_path.length + e.process_command_line.length;
-  return 256 + long + headerChars(e.http_req_headers) + headerChars(e.http_resp_headers);
-}
-
-function headerChars(headers: ReadonlyArray<readonly [string, string]>): number {
-  let chars = 0;
-  for (let i = 0; i < headers.length; i++) {
-    const pair = headers[i] as readonly [string, string];
-    chars += pair[0].length + pair[1].length + 6;
-  }
-  return chars;
-}
 
 export type DropReason = "rate_limited" | "overloaded" | "store_error";
 
@@ -39,15 +24,15 @@ export type StoreSinkOptions = {
   /** ...and whatever is pending once its oldest event has waited this long. */
   flushIntervalMs?: number;
   /**
-   * Characters one insert carries at most (bodies, headers, paths; default 128 Mi): each column becomes one
-   * string per insert, so a batch of large events is cut short of batchSize (a typical event has 1-3 thousand).
+   * Characters one insert carries at most (estimateJsonLength; default 128 Mi): each column becomes one string
+   * per insert, so a batch of large events is cut short of batchSize (a typical event is 2-3 thousand).
    */
   maxBatchChars?: number;
   /** Events held per namespace while the store is slow; beyond that new events are dropped. */
   maxBuffered?: number;
   /**
-   * The same bound in characters (eventChars; default 512 Mi, about 300,000 typical events): events with large
-   * bodies reach it long before maxBuffered.
+   * The same bound in characters (estimateJsonLength; default 512 Mi, about 200,000 typical events): events
+   * with large bodies reach it long before maxBuffered.
    */
   maxBufferedChars?: number;
   /** Batches written at once per namespace. */
@@ -59,7 +44,7 @@ export type StoreSinkOptions = {
 
 type Pending = {
   events: TracedEvent[];
-  /** Each pending event's size in characters (eventChars), and their sum. */
+  /** Each pending event's size in characters (estimateJsonLength), and their sum. */
   sizes: number[];
   chars: number;
   /** When the pending events arrived: [how many, at], oldest first (one entry per offer, not per event). */
@@ -146,7 +131,7 @@ export class StoreSink implements EventSink {
     let kept = 0;
     for (; kept < Math.min(granted, room); kept++) {
       const event = events[kept] as TracedEvent;
-      const size = eventChars(event);
+      const size = estimateJsonLength(event);
       if (p.chars + size > this.maxBufferedChars) break;
       p.events.push(event);
       p.sizes.push(size);
