@@ -5,6 +5,8 @@
  * Anything the parser cannot follow is an error; the caller then treats the connection as opaque.
  */
 
+import { latin1 } from "~/lib/bytes.ts";
+
 export type Http1Kind = "request" | "response";
 
 export type Http1Head = {
@@ -388,15 +390,6 @@ function hexValue(b: number): number {
   return -1;
 }
 
-/**
- * Buffer's own latin1Slice works on any Uint8Array; `Buffer.from(bytes.buffer, ...)` instead made the
- * engine materialise an ArrayBuffer for every read (~0.6 µs a head against ~0.1 µs).
- */
-const latin1Slice = (Buffer.prototype as unknown as { latin1Slice(this: Uint8Array, start: number, end: number): string }).latin1Slice;
-
-export function latin1(bytes: Uint8Array, start: number, end: number): string {
-  return latin1Slice.call(bytes, start, end);
-}
 
 /**
  * The offset just past the blank line ending a head ("\n\n" or "\n\r\n"), searching [from, end);

@@ -1,3 +1,4 @@
+import { latin1, utf16le } from "~/lib/bytes.ts";
 import { type CapturedEvent, fieldsOfKind } from "./event.ts";
 
 /**
@@ -352,22 +353,18 @@ function isCount(value: unknown, max: number): value is number {
   return typeof value === "number" && Number.isSafeInteger(value) && value >= 0 && value <= max;
 }
 
-type Slice = (this: Uint8Array, start: number, end: number) => string;
-const bufferSlices = Buffer.prototype as unknown as { latin1Slice: Slice; ucs2Slice: Slice };
-
 /** Each string decoded on its own (see StringEncoding); null when the lengths do not add up to the data. */
 function readStrings(lengths: Uint32Array, data: Uint8Array, encoding: StringEncoding): string[] | null {
   const unit = encoding === "latin1" ? 1 : 2;
   if (data.byteLength % unit !== 0) return null;
-  // Buffer's own slices skip toString's encoding dispatch (about a quarter of each call).
-  const slice = encoding === "latin1" ? bufferSlices.latin1Slice : bufferSlices.ucs2Slice;
+  const slice = encoding === "latin1" ? latin1 : utf16le;
   const units = data.byteLength / unit;
   const strings = new Array<string>(lengths.length);
   let at = 0;
   for (let i = 0; i < lengths.length; i++) {
     const end = at + lengths[i]!;
     if (end > units) return null;
-    strings[i] = slice.call(data, at * unit, end * unit);
+    strings[i] = slice(data, at * unit, end * unit);
     at = end;
   }
   return at === units ? strings : null;
