@@ -80,7 +80,10 @@ function tabSeparated(events: readonly TracedEvent[]): string {
 class ClickHouseEngine implements Engine {
   readonly kind = "clickhouse" as const;
   readonly dialect = clickhouseDialect;
-  /** ClickHouse makes a part per insert: 20,000 rows per insert cost its server about a third of the CPU per event that 5,000 did (bench/store/insert.ts). */
+  /**
+   * ClickHouse makes a part per insert: 20,000 rows per insert cost its server about a third of the CPU per event
+   * that 5,000 did (bench/store/insert.ts).
+   */
   readonly insertBatchSize = 20_000;
   private readonly ttlDays = new Map<string, number>();
 
