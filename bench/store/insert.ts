@@ -4,9 +4,10 @@
  * CPU per event counts every thread of the process, and closing the database (its checkpoint compresses
  * what the inserts left in the WAL), so storage costs are part of the figure.
  *
- * A third variant is the store's insert in batches of its insertBatchSize (30,720 for DuckDB: a quarter row
- * group, written straight to the file), against --batch (5,000: the store sink's batch until session 3); the
- * database file's size after the checkpoint is printed too.
+ * Then the store's insert in batches of its insertBatchSize (30,720 for DuckDB), against --batch (5,000: the store
+ * sink's batch until session 3): with DuckDB's default row groups of 122,880 rows (session 3: every insert goes
+ * through the WAL and a checkpoint), and with row groups of 30,720 (now: each insert is one row group, written
+ * straight to the file). The database file's size after the checkpoint is printed too.
  *
  * With --engine clickhouse: the store's TabSeparated insert against the previous JSONEachRow rows, into a
  * ClickHouse started by the test support; CPU is this process plus the ClickHouse server (a child process).
@@ -22,7 +23,7 @@ import { createClient } from "@clickhouse/client";
 import { DuckDBInstance } from "@duckdb/node-api";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { openClickHouseStore } from "~/store/clickhouse.ts";
-import { duckdbInsertBatchSize as duckdbBatch, openDuckDbStore } from "~/store/duckdb.ts";
+import { duckdbInsertBatchSize as duckdbBatch, duckdbRowGroupSize, openDuckDbStore } from "~/store/duckdb.ts";
 import { eventColumns, tableName } from "~/store/table.ts";
 import { clickhouseUrl } from "../../tests/support/clickhouse.ts";
 import { generateEvents } from "../../tests/store/generate.ts";
@@ -96,14 +97,15 @@ async function checkpointed(path: string): Promise<void> {
   instance.closeSync();
 }
 
-async function currentStore(path: string): Promise<(events: TracedEvent[]) => Promise<void>> {
-  const store = await openDuckDbStore({ path, readers: 1 });
+/** The store's insert; rowGroupSize 122,880 (DuckDB's default) is the store before session 4. */
+const currentStore = (rowGroupSize: number) => async (path: string): Promise<(events: TracedEvent[]) => Promise<void>> => {
+  const store = await openDuckDbStore({ path, readers: 1, rowGroupSize });
   const ns = randomUUID();
   return async (batch) => {
     if (batch.length === 0) await store.close();
     else await store.insert(ns, batch);
   };
-}
+};
 
 /** The previous ClickHouse insert (JSONEachRow objects), kept here as the baseline. */
 async function jsonEachRow(): Promise<(events: TracedEvent[]) => Promise<void>> {
@@ -143,6 +145,9 @@ async function currentClickHouse(): Promise<(events: TracedEvent[]) => Promise<v
   };
 }
 
+/** DuckDB's own row group size. */
+const defaultRowGroup = 122_880;
+
 type Open = (path: string) => Promise<(events: TracedEvent[]) => Promise<void>>;
 /** Each variant with the batch size it inserts in. */
 const variants: Record<string, { open: Open; batch: number }> =
@@ -153,8 +158,15 @@ const variants: Record<string, { open: Open; batch: number }> =
       }
     : {
         [`json columns, batches of ${batch} (session 1)`]: { open: jsonColumns, batch },
-        [`separated columns, batches of ${batch} (session 2)`]: { open: currentStore, batch },
-        [`separated columns, batches of ${duckdbBatch} (now)`]: { open: currentStore, batch: duckdbBatch },
+        [`separated columns, batches of ${batch} (session 2)`]: { open: currentStore(defaultRowGroup), batch },
+        [`separated columns, batches of ${duckdbBatch}, row groups of ${defaultRowGroup} (session 3)`]: {
+          open: currentStore(defaultRowGroup),
+          batch: duckdbBatch,
+        },
+        [`separated columns, batches of ${duckdbBatch}, row groups of ${duckdbRowGroupSize} (now)`]: {
+          open: currentStore(duckdbRowGroupSize),
+          batch: duckdbBatch,
+        },
       };
 
 /** CPU of descendant processes (the ClickHouse server runs under the test support's watchdog), from /proc. */
