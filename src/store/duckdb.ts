@@ -14,35 +14,75 @@ const duckType: Record<ColumnKind, string> = {
   json: "VARCHAR",
 };
 
-type Reader = { conn: DuckDBConnection; busy: boolean };
+/** Connections handed out one task at a time, in order of asking. */
+class Pool<T> {
+  private readonly free: T[];
+  private readonly waiters: Array<(item: T) => void> = [];
+
+  constructor(readonly items: readonly T[]) {
+    this.free = [...items];
+  }
+
+  async use<R>(task: (item: T) => Promise<R>): Promise<R> {
+    const item = this.free.pop() ?? (await new Promise<T>((resolve) => this.waiters.push(resolve)));
+    try {
+      return await task(item);
+    } finally {
+      const next = this.waiters.shift();
+      if (next) next(item);
+      else this.free.push(item);
+    }
+  }
+}
+
+/** A connection that inserts, with its prepared INSERT per table (statements belong to their connection). */
+type Inserter = { conn: DuckDBConnection; statements: Map<string, DuckDBPreparedStatement> };
 
 /**
- * DuckDB, embedded: one database file in DATA_DIR, one table per namespace. Inserts go through a
- * dedicated connection, a batch per statement; queries run on a small pool of reader connections, each of which
- * can be interrupted when its query outlives the timeout.
+ * DuckDB, embedded: one database file in DATA_DIR, one table per namespace. Inserts run on their own connections,
+ * a batch per statement, two at a time; DDL, deletes and drops go through the writer connection, each after
+ * everything scheduled before it and before anything scheduled after it. Queries run on a small pool of reader
+ * connections, each of which can be interrupted when its query outlives the timeout.
  */
 class DuckDbEngine implements Engine {
   readonly kind = "duckdb" as const;
   readonly dialect = duckdbDialect;
   /** See duckdbInsertBatchSize. */
   readonly insertBatchSize = duckdbInsertBatchSize;
-  private readonly readers: Reader[] = [];
-  private readonly waiters: Array<(r: Reader) => void> = [];
-  private writeChain: Promise<unknown> = Promise.resolve();
-  private readonly inserts = new Map<string, DuckDBPreparedStatement>();
+  private readonly readers: Pool<DuckDBConnection>;
+  private readonly inserters: Pool<Inserter>;
+  /** Settles when everything scheduled so far (inserts and the writer's tasks) has. */
+  private everything: Promise<unknown> = Promise.resolve();
+  /** Settles when the writer's tasks scheduled so far have: what an insert waits for. */
+  private writerTasks: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly instance: DuckDBInstance,
     private readonly writer: DuckDBConnection,
     readers: DuckDBConnection[],
+    inserters: DuckDBConnection[],
   ) {
-    for (const conn of readers) this.readers.push({ conn, busy: false });
+    this.readers = new Pool(readers);
+    this.inserters = new Pool(inserters.map((conn) => ({ conn, statements: new Map() })));
   }
 
-  /** Writes (DDL, appends, deletes) go one at a time through the writer connection. */
+  /** DDL, deletes and drops: one at a time on the writer, after every insert and task scheduled before. */
   private write<T>(task: () => Promise<T>): Promise<T> {
-    const next = this.writeChain.then(task, task);
-    this.writeChain = next.catch(() => undefined);
+    const next = this.everything.then(task, task);
+    this.everything = this.writerTasks = next.catch(() => undefined);
+    return next;
+  }
+
+  /**
+   * An insert: after the writer's tasks scheduled before it (its table exists, a drop has happened), alongside other
+   * inserts. Inserts of whole row groups do not conflict in DuckDB: each writes its own row groups to the file and
+   * commits them; two at a time keep both cores busy while one batch's insert is waiting on the other's commit or
+   * compression (10M events offered at 50,000/s: nothing dropped with two, 2.5 % dropped with one).
+   */
+  private append(task: (inserter: Inserter) => Promise<void>): Promise<void> {
+    const next = this.writerTasks.then(() => this.inserters.use(task));
+    const before = this.everything;
+    this.everything = Promise.allSettled([before, next]);
     return next;
   }
 
@@ -58,8 +98,8 @@ class DuckDbEngine implements Engine {
     const columns = eventColumns.map((column) => columnValues(sorted, column));
     // Encoded before queueing: the next batch's text is built while DuckDB's threads store this one.
     const encoded = encode(columns, () => defaultSeparator);
-    return this.write(async () => {
-      const stmt = await this.insertStatement(table);
+    return this.append(async (inserter) => {
+      const stmt = await this.insertStatement(inserter, table);
       try {
         await run(stmt, encoded);
       } catch (err) {
@@ -74,48 +114,35 @@ class DuckDbEngine implements Engine {
     });
   }
 
-  /** One prepared INSERT per table, reused: preparing the 100-parameter statement costs about 1 ms. */
-  private async insertStatement(table: string): Promise<DuckDBPreparedStatement> {
-    let stmt = this.inserts.get(table);
+  /** One prepared INSERT per table and connection, reused: preparing the 100-parameter statement costs about 1 ms. */
+  private async insertStatement({ conn, statements }: Inserter, table: string): Promise<DuckDBPreparedStatement> {
+    let stmt = statements.get(table);
     if (stmt) return stmt;
-    stmt = await this.writer.prepare(insertSql(table));
-    if (this.inserts.size >= maxPreparedInserts) this.forgetInsert(this.inserts.keys().next().value as string);
-    this.inserts.set(table, stmt);
+    stmt = await conn.prepare(insertSql(table));
+    if (statements.size >= maxPreparedInserts) forgetInsert(statements, statements.keys().next().value as string);
+    statements.set(table, stmt);
     return stmt;
   }
 
-  private forgetInsert(table: string): void {
-    this.inserts.get(table)?.destroySync();
-    this.inserts.delete(table);
-  }
-
-  private acquire(): Promise<Reader> {
-    const free = this.readers.find((r) => !r.busy);
-    if (free) {
-      free.busy = true;
-      return Promise.resolve(free);
+  /** Only from the writer's tasks (no insert is running then). */
+  private forgetInserts(table: string | null): void {
+    for (const { statements } of this.inserters.items) {
+      for (const name of table === null ? [...statements.keys()] : [table]) forgetInsert(statements, name);
     }
-    return new Promise((resolve) => this.waiters.push(resolve));
   }
 
-  private releaseReader(r: Reader): void {
-    const next = this.waiters.shift();
-    if (next) {
-      next(r);
-      return;
-    }
-    r.busy = false;
+  select(sql: string, options: { timeoutMs: number }): Promise<Record<string, unknown>[]> {
+    return this.readers.use((conn) => this.selectOn(conn, sql, options));
   }
 
-  async select(sql: string, options: { timeoutMs: number }): Promise<Record<string, unknown>[]> {
-    const reader = await this.acquire();
+  private async selectOn(conn: DuckDBConnection, sql: string, options: { timeoutMs: number }): Promise<Record<string, unknown>[]> {
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
-      reader.conn.interrupt();
+      conn.interrupt();
     }, options.timeoutMs);
     try {
-      const result = await reader.conn.runAndReadAll(sql);
+      const result = await conn.runAndReadAll(sql);
       // Column-wise extraction then row objects: about 3x cheaper than getRowObjectsJS for a 10000-row page.
       const names = result.columnNames();
       const columns = result.getColumnsJS();
@@ -132,7 +159,6 @@ class DuckDbEngine implements Engine {
       throw err;
     } finally {
       clearTimeout(timer);
-      this.releaseReader(reader);
     }
   }
 
@@ -149,15 +175,15 @@ class DuckDbEngine implements Engine {
 
   async dropTable(table: string): Promise<void> {
     await this.write(async () => {
-      this.forgetInsert(table);
+      this.forgetInserts(table);
       await this.writer.run(`DROP TABLE IF EXISTS ${table}`);
     });
   }
 
   async close(): Promise<void> {
-    await this.writeChain;
-    for (const table of [...this.inserts.keys()]) this.forgetInsert(table);
-    for (const r of this.readers) r.conn.closeSync();
+    await this.write(async () => this.forgetInserts(null));
+    for (const { conn } of this.inserters.items) conn.closeSync();
+    for (const conn of this.readers.items) conn.closeSync();
     this.writer.closeSync();
     this.instance.closeSync();
   }
@@ -180,8 +206,16 @@ export const duckdbInsertBatchSize = duckdbRowGroupSize;
 /** The attached events database's name in SQL. */
 const eventsDatabase = "tapscope_events";
 
-/** Prepared inserts kept at most (one per recently written namespace). */
+/** Prepared inserts kept at most per connection (one per recently written namespace). */
 const maxPreparedInserts = 64;
+
+/** Inserts running at once (see DuckDbEngine.append). */
+const insertConnections = 2;
+
+function forgetInsert(statements: Map<string, DuckDBPreparedStatement>, table: string): void {
+  statements.get(table)?.destroySync();
+  statements.delete(table);
+}
 
 /**
  * Each column of a batch travels as one VARCHAR parameter: its values joined by a separator, split and
@@ -291,5 +325,7 @@ export async function openDuckDbStore(options: DuckDbStoreOptions): Promise<SqlE
   const writer = await connect();
   const readers: DuckDBConnection[] = [];
   for (let i = 0; i < (options.readers ?? 4); i++) readers.push(await connect());
-  return new SqlEventStore(new DuckDbEngine(instance, writer, readers), options.limits);
+  const inserters: DuckDBConnection[] = [];
+  for (let i = 0; i < insertConnections; i++) inserters.push(await connect());
+  return new SqlEventStore(new DuckDbEngine(instance, writer, readers, inserters), options.limits);
 }

@@ -40,6 +40,25 @@ describe("DuckDB database file", () => {
     await store.close();
   }, 60_000);
 
+  test("batches written at once are each stored once; a delete asked for meanwhile waits for them", async () => {
+    const store = await openDuckDbStore({ path });
+    const ns = randomUUID();
+    await store.ensureNamespace(ns);
+    const batches = [1, 2, 3, 4].map((seed) => events(2_000, 10 + seed));
+    const writes = batches.map((batch) => store.insert(ns, batch));
+    // Asked while the four inserts are still running (two at a time): it must see all of them.
+    const cutoff = end - 1_800_000_000;
+    await store.deleteOlderThan(ns, cutoff);
+    await Promise.all(writes);
+    const kept = batches.flat().filter((e) => e.time >= cutoff);
+    expect(kept.length).toBeGreaterThan(1_000);
+    expect(kept.length).toBeLessThan(8_000);
+    expect(await store.countAll(ns)).toBe(kept.length);
+    const ids = await store.getEvents(ns, kept.slice(0, 50).map((e) => e.event_id));
+    expect(ids.length).toBe(50);
+    await store.close();
+  }, 60_000);
+
   test("a file opened directly by DuckDB (as earlier versions did) and by the store keeps every event", async () => {
     const ns = randomUUID();
     const first = await openDuckDbStore({ path });
