@@ -1,9 +1,8 @@
 import { Readable } from "node:stream";
 import { type ClickHouseClient, createClient } from "@clickhouse/client";
-import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { clickhouseDialect } from "./sql/dialect.ts";
 import { SqlEventStore } from "./sql-store.ts";
-import { type ColumnKind, eventColumns } from "./table.ts";
+import { type ColumnKind, type EventRows, eventColumns } from "./table.ts";
 import type { Engine, StoreLimits } from "./types.ts";
 
 const chType: Record<ColumnKind, string> = {
@@ -52,22 +51,19 @@ function tsvText(s: string): string {
  * cheapest format for the server to parse. Lone surrogates become U+FFFD, once for the whole batch (JSON
  * text escapes its own, so JSON columns keep them as before).
  */
-function tabSeparated(events: readonly TracedEvent[]): string {
-  const lines = new Array<string>(events.length + 1);
+function tabSeparated(chunks: readonly EventRows[]): string {
+  const lines: string[] = [];
   const fields = new Array<string | number>(eventColumns.length);
-  for (let i = 0; i < events.length; i++) {
-    const e = events[i] as TracedEvent;
-    for (let j = 0; j < eventColumns.length; j++) {
-      const [name, kind] = eventColumns[j] as (typeof eventColumns)[number];
-      const v = e[name];
-      if (kind === "int") fields[j] = Math.trunc(Number(v) || 0);
-      else if (kind === "flag") fields[j] = v ? 1 : 0;
-      else if (kind === "json") fields[j] = tsvText(JSON.stringify(v ?? null));
-      else fields[j] = tsvText(typeof v === "string" ? v : String(v ?? ""));
+  for (const { count, columns } of chunks) {
+    for (let i = 0; i < count; i++) {
+      for (let j = 0; j < fields.length; j++) {
+        const v = (columns[j] as Array<number | string>)[i] as number | string;
+        fields[j] = typeof v === "number" ? v : tsvText(v);
+      }
+      lines.push(fields.join("\t"));
     }
-    lines[i] = fields.join("\t");
   }
-  lines[events.length] = "";
+  lines.push("");
   const text = lines.join("\n");
   return text.isWellFormed() ? text : text.toWellFormed();
 }
@@ -109,9 +105,9 @@ class ClickHouseEngine implements Engine {
     );
   }
 
-  async insert(table: string, events: readonly TracedEvent[]): Promise<void> {
-    if (events.length === 0) return;
-    await this.client.insert({ table, values: Readable.from([tabSeparated(events)], { objectMode: false }), format: "TabSeparated" });
+  async insert(table: string, rows: readonly EventRows[]): Promise<void> {
+    if (!rows.some((r) => r.count > 0)) return;
+    await this.client.insert({ table, values: Readable.from([tabSeparated(rows)], { objectMode: false }), format: "TabSeparated" });
   }
 
   async select(sql: string, options: { timeoutMs: number; queryId: string }): Promise<Record<string, unknown>[]> {

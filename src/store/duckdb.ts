@@ -1,10 +1,9 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { type DuckDBConnection, DuckDBInstance, type DuckDBPreparedStatement } from "@duckdb/node-api";
-import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { duckdbDialect } from "./sql/dialect.ts";
 import { SqlEventStore } from "./sql-store.ts";
-import { type ColumnKind, eventColumns } from "./table.ts";
+import { type ColumnKind, type EventRows, eventColumns, isTextColumn } from "./table.ts";
 import type { Engine, StoreLimits } from "./types.ts";
 
 const duckType: Record<ColumnKind, string> = {
@@ -91,13 +90,9 @@ class DuckDbEngine implements Engine {
     await this.write(() => this.writer.run(`CREATE TABLE IF NOT EXISTS ${table} (${cols})`));
   }
 
-  insert(table: string, events: readonly TracedEvent[]): Promise<void> {
-    if (events.length === 0) return Promise.resolve();
-    // Oldest first keeps the table roughly time-ordered, so min/max zone maps prune range scans.
-    const sorted = [...events].sort((a, b) => a.time - b.time);
-    const columns = eventColumns.map((column) => columnValues(sorted, column));
+  insert(table: string, rows: readonly EventRows[]): Promise<void> {
     // Encoded before queueing: the next batch's text is built while DuckDB's threads store this one.
-    const encoded = encode(columns, () => defaultSeparator);
+    const encoded = encode(rows, () => defaultSeparator);
     return this.append(async (inserter) => {
       const stmt = await this.insertStatement(inserter, table);
       try {
@@ -105,8 +100,8 @@ class DuckDbEngine implements Engine {
       } catch (err) {
         // A value holding the separator splits into one piece too many; the shorter columns are then padded
         // with NULL and the NOT NULL constraint refuses the batch. Rare: retry with separators that fit.
-        if (!columns.some((values, i) => isText(i) && hasSeparator(values as string[]))) throw err;
-        await run(stmt, encode(columns, separatorFor));
+        if (!eventColumns.some((_, i) => isTextColumn(i) && rows.some((r) => hasSeparator(r.columns[i] as string[])))) throw err;
+        await run(stmt, encode(rows, separatorFor));
       } finally {
         // The kept statement would otherwise hold the batch's text (megabytes) until the table's next insert.
         stmt.clearBindings();
@@ -226,7 +221,7 @@ function forgetInsert(statements: Map<string, DuckDBPreparedStatement>, table: s
 function insertSql(table: string): string {
   const values = eventColumns.map(([name, kind], i) => {
     const split = `string_split($${2 * i + 1}::VARCHAR, $${2 * i + 2}::VARCHAR)`;
-    return `unnest(${isText(i) ? split : `${split}::${duckType[kind]}[]`}) AS ${name}`;
+    return `unnest(${isTextColumn(i) ? split : `${split}::${duckType[kind]}[]`}) AS ${name}`;
   });
   return `INSERT INTO ${table} SELECT ${values.join(", ")}`;
 }
@@ -234,38 +229,24 @@ function insertSql(table: string): string {
 /** Unit separator: absent from JSON text (JSON.stringify escapes control characters) and almost always from other text. */
 const defaultSeparator = "\x1f";
 
-/** One column's values: numbers for int/flag columns, text otherwise (JSON text for json columns). */
-function columnValues(events: readonly TracedEvent[], [name, kind]: (typeof eventColumns)[number]): number[] | string[] {
-  const n = events.length;
-  if (kind === "int" || kind === "flag") {
-    const numbers = new Array<number>(n);
-    for (let i = 0; i < n; i++) {
-      const v = (events[i] as TracedEvent)[name];
-      numbers[i] = kind === "int" ? Math.trunc(Number(v) || 0) : v ? 1 : 0;
-    }
-    return numbers;
-  }
-  const texts = new Array<string>(n);
-  for (let i = 0; i < n; i++) {
-    const v = (events[i] as TracedEvent)[name];
-    texts[i] = kind === "json" ? JSON.stringify(v ?? null) : typeof v === "string" ? v : String(v ?? "");
-  }
-  return texts;
-}
-
-/** Per column: its values joined, and the separator DuckDB splits them by. */
+/** Per column: the chunks' values joined, and the separator DuckDB splits them by. */
 function encode(
-  columns: ReadonlyArray<number[] | string[]>,
-  separatorOf: (values: string[]) => string,
+  rows: readonly EventRows[],
+  separatorOf: (values: string[][]) => string,
 ): Array<[text: string, separator: string]> {
-  return columns.map((values, i) => {
-    if (!isText(i)) return [values.join(","), ","];
-    const separator = separatorOf(values as string[]);
+  return eventColumns.map((_, i) => {
+    const values = rows.map((r) => r.columns[i] as Array<number | string>);
+    if (!isTextColumn(i)) return [joinAll(values, ","), ","];
+    const separator = separatorOf(values as string[][]);
     // Lone surrogates become U+FFFD, as the appender's UTF-8 conversion did. One check over the joined
     // column instead of one per value (the separator keeps halves of different values from pairing up).
-    const text = values.join(separator);
+    const text = joinAll(values, separator);
     return [text.isWellFormed() ? text : text.toWellFormed(), separator];
   });
+}
+
+function joinAll(chunks: ReadonlyArray<ReadonlyArray<number | string>>, separator: string): string {
+  return chunks.length === 1 ? (chunks[0] as Array<number | string>).join(separator) : chunks.map((values) => values.join(separator)).join(separator);
 }
 
 async function run(stmt: DuckDBPreparedStatement, encoded: ReadonlyArray<[string, string]>): Promise<void> {
@@ -277,11 +258,6 @@ async function run(stmt: DuckDBPreparedStatement, encoded: ReadonlyArray<[string
   await stmt.run();
 }
 
-function isText(column: number): boolean {
-  const kind = (eventColumns[column] as (typeof eventColumns)[number])[1];
-  return kind === "string" || kind === "json";
-}
-
 function hasSeparator(values: readonly string[]): boolean {
   return values.some((v) => v.includes(defaultSeparator));
 }
@@ -291,10 +267,10 @@ function hasSeparator(values: readonly string[]): boolean {
  * separators. Its first character occurs only once in it, so a value's tail and the separator can't
  * form an earlier match.
  */
-function separatorFor(values: readonly string[]): string {
-  if (!hasSeparator(values)) return defaultSeparator;
+function separatorFor(chunks: readonly string[][]): string {
+  if (!chunks.some(hasSeparator)) return defaultSeparator;
   let separator = `\x1e${defaultSeparator}`;
-  while (values.some((v) => v.includes(separator))) separator += defaultSeparator;
+  while (chunks.some((values) => values.some((v) => v.includes(separator)))) separator += defaultSeparator;
   return separator;
 }
 

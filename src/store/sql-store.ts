@@ -19,12 +19,14 @@ import { NamespaceGate } from "./guard.ts";
 import { checkRange, compileWhere, toMicros } from "./sql/compile.ts";
 import {
   columnKind,
+  type EventRows,
   eventColumns,
   fromStored,
   isNamespaceId,
   namespaceIdOfTable,
   rowToEvent,
   tableName,
+  toEventRows,
 } from "./table.ts";
 import { defaultStoreLimits, type Engine, type EventStore, type StoreLimits } from "./types.ts";
 
@@ -88,8 +90,14 @@ export class SqlEventStore implements EventStore {
 
   async insert(namespaceId: string, events: readonly TracedEvent[]): Promise<void> {
     if (events.length === 0) return;
+    await this.insertRows(namespaceId, [toEventRows(events)]);
+  }
+
+  async insertRows(namespaceId: string, rows: readonly EventRows[]): Promise<void> {
+    const chunks = rows.filter((r) => r.count > 0);
+    if (chunks.length === 0) return;
     await this.ensureNamespace(namespaceId);
-    await this.engine.insert(tableName(namespaceId), events);
+    await this.engine.insert(tableName(namespaceId), chunks);
   }
 
   /** `startedNs`: when the caller's query began; its statements share one time budget. */

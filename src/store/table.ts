@@ -62,3 +62,79 @@ export function rowToEvent(row: Record<string, unknown>): TracedEvent {
   if (typeof out.tags !== "object" || out.tags === null || Array.isArray(out.tags)) out.tags = {};
   return out as TracedEvent;
 }
+
+/**
+ * Events as both engines insert them: one array per column in eventColumns order (numbers for int and flag
+ * columns, text for string columns, JSON text for json columns), rows oldest first within the chunk. The store
+ * sink turns events into this form as they arrive and holds it while they wait for their insert: a few dozen arrays
+ * per chunk instead of dozens of objects per event, which the garbage collector would otherwise trace again and
+ * again for the second or two they wait (bench/store/rows.ts).
+ */
+export type EventRows = {
+  readonly count: number;
+  readonly columns: ReadonlyArray<number[] | string[]>;
+  /** Each row's characters in the column texts an insert joins (text exactly, numbers counted as 16). */
+  readonly sizes: readonly number[];
+};
+
+const isNumberColumn = eventColumns.map(([, kind]) => kind === "int" || kind === "flag");
+const numberColumnCount = isNumberColumn.filter(Boolean).length;
+
+export function isTextColumn(column: number): boolean {
+  return !isNumberColumn[column];
+}
+
+/** The stored form of these events (see EventRows); never throws, whatever the fields hold. */
+export function toEventRows(events: readonly TracedEvent[]): EventRows {
+  let sorted = events;
+  for (let i = 1; i < events.length; i++) {
+    if ((events[i] as TracedEvent).time < (events[i - 1] as TracedEvent).time) {
+      sorted = [...events].sort((a, b) => a.time - b.time);
+      break;
+    }
+  }
+  const n = sorted.length;
+  const sizes = new Array<number>(n).fill(16 * numberColumnCount);
+  const columns = eventColumns.map(([name, kind]): number[] | string[] => {
+    if (kind === "int" || kind === "flag") {
+      const numbers = new Array<number>(n);
+      for (let i = 0; i < n; i++) {
+        const v = (sorted[i] as TracedEvent)[name];
+        numbers[i] = kind === "int" ? Math.trunc(Number(v) || 0) : v ? 1 : 0;
+      }
+      return numbers;
+    }
+    const texts = new Array<string>(n);
+    for (let i = 0; i < n; i++) {
+      const v = (sorted[i] as TracedEvent)[name];
+      const text = kind === "json" ? JSON.stringify(v ?? null) : typeof v === "string" ? v : String(v ?? "");
+      texts[i] = text;
+      sizes[i] = (sizes[i] as number) + text.length;
+    }
+    return texts;
+  });
+  return { count: n, columns, sizes };
+}
+
+/** Rows start (inclusive) to end (exclusive) of a chunk. */
+export function sliceRows(rows: EventRows, start: number, end: number): EventRows {
+  if (start === 0 && end >= rows.count) return rows;
+  return {
+    count: Math.max(0, Math.min(end, rows.count) - start),
+    columns: rows.columns.map((values) => values.slice(start, end)) as Array<number[] | string[]>,
+    sizes: rows.sizes.slice(start, end),
+  };
+}
+
+/** The events back from their stored form (rows for a remote worker, whose insert frame carries events). */
+export function eventsOfRows(chunks: readonly EventRows[]): TracedEvent[] {
+  const events: TracedEvent[] = [];
+  for (const rows of chunks) {
+    for (let i = 0; i < rows.count; i++) {
+      const row: Record<string, unknown> = {};
+      for (let j = 0; j < eventColumns.length; j++) row[(eventColumns[j] as (typeof eventColumns)[number])[0]] = (rows.columns[j] as Array<number | string>)[i];
+      events.push(rowToEvent(row));
+    }
+  }
+  return events;
+}

@@ -1,4 +1,5 @@
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import type { EventRows } from "./table.ts";
 import type {
   EventDetail,
   HistogramQuery,
@@ -22,6 +23,8 @@ export type EventStore = {
   /** Creates the namespace's table if missing (idempotent). */
   ensureNamespace(namespaceId: string): Promise<void>;
   insert(namespaceId: string, events: readonly TracedEvent[]): Promise<void>;
+  /** The same for events already in their stored form (toEventRows): what the store sink buffers. */
+  insertRows(namespaceId: string, rows: readonly EventRows[]): Promise<void>;
   queryRows(namespaceId: string, query: RowsQuery): Promise<RowsResult>;
   histogram(namespaceId: string, query: HistogramQuery): Promise<HistogramResult>;
   /** One event with full detail and its child events (parent_event_id), or null. */
@@ -64,7 +67,8 @@ export type Engine = {
   readonly dialect: import("./sql/dialect.ts").Dialect;
   readonly insertBatchSize: number;
   createTable(table: string): Promise<void>;
-  insert(table: string, events: readonly TracedEvent[]): Promise<void>;
+  /** One insert of these chunks' rows, in order. */
+  insert(table: string, rows: readonly EventRows[]): Promise<void>;
   /** Runs a generated SELECT; rows as objects keyed by column alias. */
   select(sql: string, options: { timeoutMs: number; queryId: string }): Promise<Record<string, unknown>[]>;
   deleteOlderThan(table: string, cutoffMicros: number): Promise<void>;

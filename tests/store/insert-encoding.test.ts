@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { openClickHouseStore } from "~/store/clickhouse.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
-import { eventColumns } from "~/store/table.ts";
+import { eventColumns, eventsOfRows, sliceRows, toEventRows } from "~/store/table.ts";
 import type { SqlEventStore } from "~/store/sql-store.ts";
 import { clickhouseUrl } from "../support/clickhouse.ts";
 import { generateEvents } from "./generate.ts";
@@ -90,6 +90,18 @@ describe.each(engines)("%s insert encoding", (_name, open) => {
     await roundTrip([e]);
   });
 
+  test("one insert of several chunks of rows (as the store sink holds them), the separator in a later chunk", async () => {
+    const ns = randomUUID();
+    const plain = base.slice(0, 10);
+    const awkwardEvents = base.slice(10, 20).map(withText);
+    const rows = toEventRows([...plain, ...awkwardEvents]);
+    // Cut as the sink cuts a batch: a whole chunk, then the head of the next.
+    await store.insertRows(ns, [sliceRows(rows, 0, 10), sliceRows(rows, 10, 15), sliceRows(rows, 15, 20), toEventRows([])]);
+    for (const e of [...plain, ...awkwardEvents]) expect((await store.getEvent(ns, e.event_id))?.event).toEqual(e);
+    expect((await store.queryRows(ns, { filter: { clauses: [], global: { lowerMs: 0, upperMs: 4_000_000_000_000 } } })).actualNumberOfRows).toBe(20);
+    await store.dropNamespace(ns);
+  });
+
   test("repeated events (the same id and time) are each stored", async () => {
     const ns = randomUUID();
     const e = base[0] as TracedEvent;
@@ -149,5 +161,20 @@ describe.each(engines)("%s insert encoding", (_name, open) => {
     expect(await store.getEvent(ns, (base[0] as TracedEvent).event_id)).toBeNull();
     expect((await store.getEvent(ns, (base[1] as TracedEvent).event_id))?.event).toEqual(base[1] as TracedEvent);
     await store.dropNamespace(ns);
+  });
+});
+
+describe("the stored form the store sink holds (toEventRows)", () => {
+  test("is sorted oldest first and gives the same events back (what a remote worker's insert gets)", () => {
+    const events = base.map(withText).reverse();
+    const rows = toEventRows(events);
+    expect(rows.count).toBe(events.length);
+    expect(eventsOfRows([sliceRows(rows, 0, 7), sliceRows(rows, 7, rows.count)])).toEqual([...events].sort((a, b) => a.time - b.time));
+  });
+
+  test("each row's size is the text it adds to an insert", () => {
+    const small = toEventRows(base.slice(0, 1));
+    const big = toEventRows([{ ...(base[0] as TracedEvent), http_resp_body: "QUJD".repeat(50_000) }]);
+    expect((big.sizes[0] as number) - (small.sizes[0] as number)).toBe(200_000 - (base[0] as TracedEvent).http_resp_body.length);
   });
 });

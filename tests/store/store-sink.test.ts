@@ -43,9 +43,9 @@ describe("token bucket", () => {
 function recordingInserts(store: EventStore): { recording: EventStore; written: number[] } {
   const written: number[] = [];
   const recording: EventStore = Object.create(store);
-  recording.insert = (namespaceId, batch) => {
-    written.push(batch.length);
-    return store.insert(namespaceId, batch);
+  recording.insertRows = (namespaceId, batch) => {
+    written.push(batch.reduce((sum, rows) => sum + rows.count, 0));
+    return store.insertRows(namespaceId, batch);
   };
   return { recording, written };
 }

@@ -166,7 +166,7 @@ export function fieldsOfKind<K extends FieldKind>(kind: K): Array<FieldOfKind<K>
 
 /**
  * About the length of an event's JSON without making it (the live history's byte bound before anyone asked
- * for the text, the store sink's size bounds): the variable parts plus the fixed keys and numbers.
+ * for the text): the variable parts plus the fixed keys and numbers.
  */
 export function estimateJsonLength(e: TracedEvent): number {
   let n = 1100 + e.event_id.length + e.parent_event_id.length + e.service.length + e.hostname.length;

@@ -1,6 +1,7 @@
 import type { EventSink, EventTarget } from "~/services/ingest/sink.ts";
-import { estimateJsonLength, type TracedEvent } from "~/lib/protocol/event.ts";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { log } from "~/lib/logger.ts";
+import { type EventRows, sliceRows, toEventRows } from "~/store/table.ts";
 import type { EventStore } from "~/store/types.ts";
 import { NamespaceRateLimiter, type RateLimit, rateLimitFor } from "./rate-limit.ts";
 
@@ -24,14 +25,14 @@ export type StoreSinkOptions = {
   /** ...and whatever is pending once its oldest event has waited this long. */
   flushIntervalMs?: number;
   /**
-   * Characters one insert carries at most (estimateJsonLength; default 128 Mi): each column becomes one string
+   * Characters one insert carries at most (EventRows sizes; default 128 Mi): each column becomes one string
    * per insert, so a batch of large events is cut short of batchSize (a typical event is 2-3 thousand).
    */
   maxBatchChars?: number;
   /** Events held per namespace while the store is slow; beyond that new events are dropped. */
   maxBuffered?: number;
   /**
-   * The same bound in characters (estimateJsonLength; default 512 Mi, about 200,000 typical events): events
+   * The same bound in characters (EventRows sizes; default 512 Mi, about 200,000 typical events): events
    * with large bodies reach it long before maxBuffered.
    */
   maxBufferedChars?: number;
@@ -42,13 +43,14 @@ export type StoreSinkOptions = {
   now?: () => number;
 };
 
+/** The events of one offer, in their stored form (toEventRows), and when they arrived. */
+type Chunk = { rows: EventRows; at: number };
+
 type Pending = {
-  events: TracedEvent[];
-  /** Each pending event's size in characters (estimateJsonLength), and their sum. */
-  sizes: number[];
+  chunks: Chunk[];
+  /** Events pending, and their size in characters (EventRows sizes). */
+  count: number;
   chars: number;
-  /** When the pending events arrived: [how many, at], oldest first (one entry per offer, not per event). */
-  arrivals: Array<[count: number, at: number]>;
   writing: Promise<void> | null;
 };
 
@@ -115,7 +117,10 @@ export class StoreSink implements EventSink {
     this.offer(target, events);
   }
 
-  /** Returns how many of the events were dropped at once (rate limit, or the buffer full). */
+  /**
+   * Returns how many of the events were dropped at once (rate limit, or the buffer full). The kept ones are turned
+   * into their stored form now, so what waits for the insert is column text, not event objects.
+   */
   offer(target: EventTarget, events: readonly TracedEvent[]): number {
     const ns = target.namespaceId;
     if (!ns || events.length === 0 || this.isClosed) return 0;
@@ -124,56 +129,62 @@ export class StoreSink implements EventSink {
     if (granted === 0) return events.length;
     let p = this.pending.get(ns);
     if (!p) {
-      p = { events: [], sizes: [], chars: 0, arrivals: [], writing: null };
+      p = { chunks: [], count: 0, chars: 0, writing: null };
       this.pending.set(ns, p);
     }
-    const room = Math.max(0, this.maxBuffered - p.events.length);
+    const room = Math.min(granted, Math.max(0, this.maxBuffered - p.count));
+    let rows = toEventRows(room === events.length ? events : events.slice(0, room));
     let kept = 0;
-    for (; kept < Math.min(granted, room); kept++) {
-      const event = events[kept] as TracedEvent;
-      const size = estimateJsonLength(event);
-      if (p.chars + size > this.maxBufferedChars) break;
-      p.events.push(event);
-      p.sizes.push(size);
-      p.chars += size;
+    let chars = 0;
+    for (; kept < rows.count; kept++) {
+      const size = rows.sizes[kept] as number;
+      if (p.chars + chars + size > this.maxBufferedChars) break;
+      chars += size;
     }
+    if (kept < rows.count) rows = sliceRows(rows, 0, kept);
     this.drop(target, ns, granted - kept, "overloaded");
-    if (kept > 0) p.arrivals.push([kept, this.now()]);
+    if (kept > 0) {
+      p.chunks.push({ rows, at: this.now() });
+      p.count += kept;
+      p.chars += chars;
+    }
     this.statsOf(ns).accepted += kept;
-    if (p.events.length >= this.batchSize || p.chars >= this.maxBatchChars) void this.flushNamespace(ns, false);
+    if (p.count >= this.batchSize || p.chars >= this.maxBatchChars) void this.flushNamespace(ns, false);
     return events.length - kept;
   }
 
   /**
    * The next batch to write: a full one (batchSize events, or fewer that reach maxBatchChars), or, when `all` or
-   * its oldest event is due, what is pending.
+   * its oldest event is due, what is pending. Chunks in order; the last one taken may be cut.
    */
-  private nextBatch(p: Pending, all: boolean): TracedEvent[] | null {
-    const n = p.events.length;
-    if (n === 0) return null;
-    const oldest = p.arrivals[0];
-    const isDue = all || (oldest !== undefined && this.now() - oldest[1] >= this.flushIntervalMs);
-    if (n < this.batchSize && p.chars < this.maxBatchChars && !isDue) return null;
+  private nextBatch(p: Pending, all: boolean): EventRows[] | null {
+    const oldest = p.chunks[0];
+    if (!oldest) return null;
+    const isDue = all || this.now() - oldest.at >= this.flushIntervalMs;
+    if (p.count < this.batchSize && p.chars < this.maxBatchChars && !isDue) return null;
+    const batch: EventRows[] = [];
     let count = 0;
     let chars = 0;
-    while (count < n && count < this.batchSize && (count === 0 || chars + (p.sizes[count] as number) <= this.maxBatchChars)) {
-      chars += p.sizes[count] as number;
-      count++;
-    }
-    const batch = p.events.splice(0, count);
-    p.sizes.splice(0, count);
-    p.chars -= chars;
-    let taken = batch.length;
-    while (taken > 0 && p.arrivals.length > 0) {
-      const first = p.arrivals[0] as [number, number];
-      if (first[0] <= taken) {
-        taken -= first[0];
-        p.arrivals.shift();
-      } else {
-        first[0] -= taken;
-        taken = 0;
+    while (count < this.batchSize && p.chunks.length > 0) {
+      const chunk = p.chunks[0] as Chunk;
+      const { sizes } = chunk.rows;
+      let take = 0;
+      while (take < sizes.length && count + take < this.batchSize && (count + take === 0 || chars + (sizes[take] as number) <= this.maxBatchChars)) {
+        chars += sizes[take] as number;
+        take++;
       }
+      if (take === chunk.rows.count) {
+        batch.push(chunk.rows);
+        p.chunks.shift();
+      } else {
+        if (take > 0) batch.push(sliceRows(chunk.rows, 0, take));
+        chunk.rows = sliceRows(chunk.rows, take, chunk.rows.count);
+      }
+      count += take;
+      if (take < sizes.length) break;
     }
+    p.count -= count;
+    p.chars -= chars;
     return batch;
   }
 
@@ -189,24 +200,25 @@ export class StoreSink implements EventSink {
       // flush() must see everything written: once the running writes finish, write what is left.
       return p.writing.then(() => this.flushNamespace(ns, true));
     }
-    if (p.events.length === 0) return Promise.resolve();
+    if (p.count === 0) return Promise.resolve();
     // A few batches in flight: ClickHouse parses one while the next is serialised; DuckDB encodes the next
     // while it stores one.
     const worker = async () => {
       for (let batch = this.nextBatch(p, all); batch; batch = this.nextBatch(p, all)) {
+        const count = batch.reduce((sum, rows) => sum + rows.count, 0);
         try {
-          await this.options.store.insert(ns, batch);
-          this.statsOf(ns).written += batch.length;
+          await this.options.store.insertRows(ns, batch);
+          this.statsOf(ns).written += count;
         } catch (err) {
-          log.error("store write failed", { namespaceId: ns, events: batch.length, err });
-          this.drop({ namespaceId: ns, linkId: null }, ns, batch.length, "store_error");
+          log.error("store write failed", { namespaceId: ns, events: count, err });
+          this.drop({ namespaceId: ns, linkId: null }, ns, count, "store_error");
         }
       }
     };
     const run = () => Promise.all(Array.from({ length: this.writeConcurrency }, worker)).then(() => undefined);
     p.writing = run().finally(() => {
       p.writing = null;
-      if (p.events.length === 0) this.pending.delete(ns);
+      if (p.count === 0) this.pending.delete(ns);
     });
     return p.writing;
   }

@@ -16,6 +16,7 @@ import {
   type TunnelRole,
   encodeResult,
 } from "~/lib/protocol/tunnel.ts";
+import { type EventRows, eventsOfRows } from "~/store/table.ts";
 import type { EventStore } from "~/store/types.ts";
 import { executeRequest, isAllowedFor } from "./execute-request.ts";
 import { markWorkerSeen } from "./mark-worker-seen.ts";
@@ -246,12 +247,23 @@ export class WorkerRegistry {
   }
 
   /** Inserts for ingest: to the org's worker when it has one, else the local store. */
-  async insert(namespaceId: string, events: readonly TracedEvent[]): Promise<void> {
+  insert(namespaceId: string, events: readonly TracedEvent[]): Promise<void> {
+    return this.insertTo(namespaceId, { events });
+  }
+
+  /** The same for events in their stored form (what the store sink holds). */
+  insertRows(namespaceId: string, rows: readonly EventRows[]): Promise<void> {
+    return this.insertTo(namespaceId, { rows });
+  }
+
+  private async insertTo(namespaceId: string, what: { events: readonly TracedEvent[] } | { rows: readonly EventRows[] }): Promise<void> {
     const orgId = await this.orgOf(namespaceId);
     const remote = orgId ? this.remote.get(orgId) : undefined;
     if (orgId && remote) {
-      // The local store's batch size can be large (DuckDB's is 30,720); a worker's frame carries events as JSON,
-      // so they go in pieces that stay well inside its socket's message limit.
+      // A worker's insert frame carries events as JSON (so the sink's rows become events again). The local store's
+      // batch size can be large (DuckDB's is 30,720), so they go in pieces that stay well inside its socket's
+      // message limit.
+      const events = "events" in what ? what.events : eventsOfRows(what.rows);
       for (let i = 0; i < events.length; i += remoteInsertEvents) {
         const frame = await remote.request({
           queryId: "insert",
@@ -270,7 +282,8 @@ export class WorkerRegistry {
     if (orgId && this.remoteOrgs.has(orgId)) throw new AppError("UNAVAILABLE", "the org's worker is not connected");
     if (!this.deps.local) return;
     if (orgId) this.seen(orgId);
-    await this.deps.local.insert(namespaceId, events);
+    if ("events" in what) await this.deps.local.insert(namespaceId, what.events);
+    else await this.deps.local.insertRows(namespaceId, what.rows);
   }
 
   /** The store ingest writes to: the local store with inserts routed per org. */
@@ -282,6 +295,7 @@ export class WorkerRegistry {
       insertBatchSize: local.insertBatchSize,
       ensureNamespace: (ns) => local.ensureNamespace(ns),
       insert: (ns, events) => this.insert(ns, events),
+      insertRows: (ns, rows) => this.insertRows(ns, rows),
       queryRows: (ns, q) => local.queryRows(ns, q),
       histogram: (ns, q) => local.histogram(ns, q),
       getEvent: (ns, id) => local.getEvent(ns, id),
