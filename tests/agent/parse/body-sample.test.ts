@@ -21,6 +21,15 @@ describe("body samples", () => {
     expect([...sample.bytes()]).toEqual(Array(10).fill(98));
   });
 
+  test("a small body is copied into a buffer of its own length, even from a read it could view", () => {
+    const read = filled(150, 97);
+    const sample = new BodySample(65536, 2);
+    sample.add(read, 148, 150, true);
+    expect(sample.bytes().buffer).not.toBe(read.buffer);
+    expect(sample.bytes().buffer.byteLength).toBe(2);
+    expect([...sample.bytes()]).toEqual([97, 97]);
+  });
+
   test("a buffer the caller may reuse is always copied", () => {
     const read = filled(100, 99);
     const sample = new BodySample(65536, 100);
