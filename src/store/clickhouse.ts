@@ -106,7 +106,6 @@ class ClickHouseEngine implements Engine {
   }
 
   async insert(table: string, rows: readonly EventRows[]): Promise<void> {
-    if (!rows.some((r) => r.count > 0)) return;
     await this.client.insert({ table, values: Readable.from([tabSeparated(rows)], { objectMode: false }), format: "TabSeparated" });
   }
 

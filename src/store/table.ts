@@ -132,7 +132,9 @@ export function eventsOfRows(chunks: readonly EventRows[]): TracedEvent[] {
   for (const rows of chunks) {
     for (let i = 0; i < rows.count; i++) {
       const row: Record<string, unknown> = {};
-      for (let j = 0; j < eventColumns.length; j++) row[(eventColumns[j] as (typeof eventColumns)[number])[0]] = (rows.columns[j] as Array<number | string>)[i];
+      eventColumns.forEach(([name], j) => {
+        row[name] = (rows.columns[j] as Array<number | string>)[i];
+      });
       events.push(rowToEvent(row));
     }
   }

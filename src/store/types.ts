@@ -67,7 +67,7 @@ export type Engine = {
   readonly dialect: import("./sql/dialect.ts").Dialect;
   readonly insertBatchSize: number;
   createTable(table: string): Promise<void>;
-  /** One insert of these chunks' rows, in order. */
+  /** One insert of these chunks' rows, in order (SqlEventStore passes only chunks that hold rows). */
   insert(table: string, rows: readonly EventRows[]): Promise<void>;
   /** Runs a generated SELECT; rows as objects keyed by column alias. */
   select(sql: string, options: { timeoutMs: number; queryId: string }): Promise<Record<string, unknown>[]>;
