@@ -1,0 +1,361 @@
+#!/usr/bin/env bun
+/**
+ * `bun bench/capture/relay-designs.ts`: is a relay on bun:ffi worth a rewrite? Two relays as reverse
+ * proxies in front of the same node server (bench/capture/server.js), each with the same tracer as
+ * `tapscope run --no-publish` or with none, driven by `wrk -t2 -c16`, alternated with the server alone:
+ *   bun  the product's relay: Bun sockets (src/agent/relay/pipe.ts through startReverseProxy);
+ *   ffi  an epoll loop on bun:ffi: recv into one reused buffer, send from it, a fresh copy of each read
+ *        for the tracer (its tap contract), the tracer flushed after each wakeup. It blocks its thread,
+ *        so in the product it would need a thread of its own with the tracer moved there.
+ * For each, the proxy process's CPU per request (schedstat, all threads), requests/s against direct,
+ * and the budget: at 16 connections wrk and the server keep both cores busy, so traced/direct >= 0.6
+ * needs the relay's CPU per request at or below 2/3 of direct's machine CPU per request.
+ *
+ * Options: --rounds N (default 3), --duration S (default 5), --sizes 1,65536, --conns 16.
+ * Internal: --proxy bun|ffi --listen PORT --to PORT [--trace].
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import { connect } from "node:net";
+import { availableParallelism } from "node:os";
+import { join } from "node:path";
+import { dlopen, read } from "bun:ffi";
+import { hostMetadata } from "../../src/agent/event.ts";
+import { parseHostEnvironment } from "../../src/lib/env.ts";
+import { type ConnectionObserver, type ConnectionTap, nowMicros } from "../../src/agent/relay/observer.ts";
+import { startReverseProxy } from "../../src/agent/relay/reverse-proxy.ts";
+import { createTracer, type Tracer } from "../../src/agent/tracer.ts";
+
+const args = process.argv.slice(2);
+const option = (name: string, fallback: string) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 && args[i + 1] ? args[i + 1]! : fallback;
+};
+
+/** The tracer `tapscope run --no-publish` builds (default redaction and payload limit); its events are dropped. */
+function newTracer(): Tracer {
+  let events = 0;
+  return createTracer({ host: hostMetadata(parseHostEnvironment({})), onEvent: () => void events++ });
+}
+
+// ---------------------------------------------------------------- the bun:ffi relay
+
+const EPOLLIN = 0x1;
+const EPOLLOUT = 0x4;
+const EPOLLERR = 0x8;
+const EPOLLHUP = 0x10;
+const EPOLL_CTL_ADD = 1;
+const EPOLL_CTL_MOD = 3;
+const MSG_NOSIGNAL = 0x4000;
+const EAGAIN = 11;
+const EINPROGRESS = 115;
+
+type Leg = { fd: number; queue: Uint8Array[]; isConnected: boolean; isReadDone: boolean; isWriteShut: boolean; interest: number };
+type Conn = { client: Leg; server: Leg; tap: ConnectionTap | null; isClosed: boolean };
+
+function runFfiRelay(listenPort: number, targetPort: number, observer: ConnectionObserver | null, tracer: Tracer | null): never {
+  const { symbols: c } = dlopen("libc.so.6", {
+    epoll_create1: { args: ["i32"], returns: "i32" },
+    epoll_ctl: { args: ["i32", "i32", "i32", "ptr"], returns: "i32" },
+    epoll_wait: { args: ["i32", "ptr", "i32", "i32"], returns: "i32" },
+    socket: { args: ["i32", "i32", "i32"], returns: "i32" },
+    bind: { args: ["i32", "ptr", "u32"], returns: "i32" },
+    listen: { args: ["i32", "i32"], returns: "i32" },
+    accept4: { args: ["i32", "ptr", "ptr", "i32"], returns: "i32" },
+    connect: { args: ["i32", "ptr", "u32"], returns: "i32" },
+    setsockopt: { args: ["i32", "i32", "i32", "ptr", "u32"], returns: "i32" },
+    recv: { args: ["i32", "ptr", "u64", "i32"], returns: "i64" },
+    send: { args: ["i32", "ptr", "u64", "i32"], returns: "i64" },
+    shutdown: { args: ["i32", "i32"], returns: "i32" },
+    close: { args: ["i32"], returns: "i32" },
+    __errno_location: { args: [], returns: "ptr" },
+  });
+  const errnoPtr = c.__errno_location()!;
+  const errno = () => read.i32(errnoPtr, 0);
+
+  const sockaddr = (port: number) => {
+    const a = new Uint8Array(16);
+    new DataView(a.buffer).setUint16(0, 2, true);
+    new DataView(a.buffer).setUint16(2, port, false);
+    a.set([127, 0, 0, 1], 4);
+    return a;
+  };
+  const one = new Int32Array([1]);
+  const listenFd = c.socket(2, 1 | 0o4000 | 0o2000000, 0);
+  c.setsockopt(listenFd, 1, 2, one, 4); // SO_REUSEADDR
+  if (c.bind(listenFd, sockaddr(listenPort), 16) < 0 || c.listen(listenFd, 1024) < 0) throw new Error(`listen ${listenPort}: errno ${errno()}`);
+  const target = sockaddr(targetPort);
+
+  const ep = c.epoll_create1(0o2000000);
+  const isArm = process.arch === "arm64";
+  const EV = isArm ? 16 : 12; // struct epoll_event is packed on x86_64
+  const DATA = isArm ? 8 : 4;
+  const ctlEvent = new Uint8Array(EV);
+  const ctlView = new DataView(ctlEvent.buffer);
+  const ctl = (op: number, fd: number, events: number) => {
+    ctlView.setUint32(0, events, true);
+    ctlView.setUint32(DATA, fd, true);
+    c.epoll_ctl(ep, op, fd, ctlEvent);
+  };
+  const MAX = 256;
+  const events = new Uint8Array(EV * MAX);
+  const eventsView = new DataView(events.buffer);
+  const buf = new Uint8Array(256 * 1024);
+  const conns: Array<{ conn: Conn; side: "client" | "server" } | undefined> = [];
+  ctl(EPOLL_CTL_ADD, listenFd, EPOLLIN);
+  let nextId = 0;
+
+  const closeConn = (conn: Conn, error?: string) => {
+    if (conn.isClosed) return;
+    conn.isClosed = true;
+    for (const leg of [conn.client, conn.server]) {
+      conns[leg.fd] = undefined;
+      c.close(leg.fd);
+    }
+    conn.tap?.onClose(nowMicros(), error);
+  };
+  const interest = (leg: Leg, other: Leg) => (leg.isReadDone || other.queue.length > 0 ? 0 : EPOLLIN) | (leg.queue.length > 0 || !leg.isConnected ? EPOLLOUT : 0);
+  /** epoll_ctl only when a leg's interest changed (backpressure, a pending connect or write). */
+  const update = (conn: Conn) => {
+    for (const [leg, other] of [[conn.client, conn.server], [conn.server, conn.client]] as const) {
+      const wanted = interest(leg, other);
+      if (wanted === leg.interest) continue;
+      leg.interest = wanted;
+      ctl(EPOLL_CTL_MOD, leg.fd, wanted);
+    }
+  };
+  /** Writes `bytes` to `to` now or queues what the kernel did not take; false when `to` is gone. */
+  const write = (to: Leg, bytes: Uint8Array): boolean => {
+    if (to.queue.length > 0 || !to.isConnected) {
+      to.queue.push(bytes.slice());
+      return true;
+    }
+    const n = Number(c.send(to.fd, bytes, bytes.length, MSG_NOSIGNAL));
+    if (n === bytes.length) return true;
+    if (n < 0 && errno() !== EAGAIN) return false;
+    to.queue.push(bytes.slice(Math.max(0, n)));
+    return true;
+  };
+  const flush = (leg: Leg): boolean => {
+    while (leg.queue.length > 0) {
+      const head = leg.queue[0]!;
+      const n = Number(c.send(leg.fd, head, head.length, MSG_NOSIGNAL));
+      if (n < 0) return errno() === EAGAIN;
+      if (n < head.length) {
+        leg.queue[0] = head.subarray(n);
+        return true;
+      }
+      leg.queue.shift();
+    }
+    return true;
+  };
+
+  for (;;) {
+    const n = c.epoll_wait(ep, events, MAX, -1);
+    for (let i = 0; i < n; i++) {
+      const flags = eventsView.getUint32(i * EV, true);
+      const fd = eventsView.getUint32(i * EV + DATA, true);
+      if (fd === listenFd) {
+        for (;;) {
+          const clientFd = c.accept4(listenFd, null, null, 0o4000 | 0o2000000);
+          if (clientFd < 0) break;
+          const serverFd = c.socket(2, 1 | 0o4000 | 0o2000000, 0);
+          c.setsockopt(clientFd, 6, 1, one, 4); // TCP_NODELAY
+          c.setsockopt(serverFd, 6, 1, one, 4);
+          const leg = (fd: number, isConnected: boolean): Leg => ({
+            fd,
+            queue: [],
+            isConnected,
+            isReadDone: false,
+            isWriteShut: false,
+            interest: isConnected ? EPOLLIN : EPOLLOUT,
+          });
+          const conn: Conn = { client: leg(clientFd, true), server: leg(serverFd, false), tap: null, isClosed: false };
+          const at = nowMicros();
+          conn.tap =
+            observer?.onOpen({
+              id: ++nextId,
+              direction: "inbound",
+              clientAddr: "127.0.0.1:1",
+              serverAddr: `127.0.0.1:${targetPort}`,
+              pid: 0,
+              startedAt: at,
+              connectedAt: at,
+            }) ?? null;
+          conns[clientFd] = { conn, side: "client" };
+          conns[serverFd] = { conn, side: "server" };
+          if (c.connect(serverFd, target, 16) < 0 && errno() !== EINPROGRESS) {
+            closeConn(conn, "connect");
+            continue;
+          }
+          ctl(EPOLL_CTL_ADD, clientFd, EPOLLIN);
+          ctl(EPOLL_CTL_ADD, serverFd, EPOLLOUT);
+        }
+        continue;
+      }
+      const entry = conns[fd];
+      if (!entry || entry.conn.isClosed) continue;
+      const { conn, side } = entry;
+      const from = side === "client" ? conn.client : conn.server;
+      const to = side === "client" ? conn.server : conn.client;
+      if (flags & EPOLLOUT) {
+        from.isConnected = true;
+        if (!flush(from)) {
+          closeConn(conn, "write");
+          continue;
+        }
+        if (from.queue.length === 0 && to.isReadDone && !from.isWriteShut) {
+          from.isWriteShut = true;
+          c.shutdown(from.fd, 1);
+        }
+      }
+      if (flags & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+        const got = Number(c.recv(fd, buf, buf.length, 0));
+        if (got > 0) {
+          const chunk = buf.subarray(0, got);
+          if (!write(to, chunk)) {
+            closeConn(conn, "write");
+            continue;
+          }
+          conn.tap?.onData(side === "client", buf.slice(0, got), nowMicros());
+        } else if (got === 0) {
+          from.isReadDone = true;
+          conn.tap?.onEnd?.(side === "client", nowMicros());
+          if (to.queue.length === 0 && !to.isWriteShut) {
+            to.isWriteShut = true;
+            c.shutdown(to.fd, 1);
+          }
+          if (from.isReadDone && to.isReadDone) {
+            closeConn(conn);
+            continue;
+          }
+        } else if (errno() !== EAGAIN) {
+          closeConn(conn, "reset");
+          continue;
+        }
+      }
+      update(conn);
+    }
+    tracer?.flush();
+  }
+}
+
+// ---------------------------------------------------------------- proxy child
+
+const proxy = option("proxy", "");
+if (proxy) {
+  const listen = Number(option("listen", "0"));
+  const to = Number(option("to", "0"));
+  const tracer = args.includes("--trace") ? newTracer() : null;
+  if (proxy === "ffi") runFfiRelay(listen, to, tracer, tracer);
+  startReverseProxy({ listenHost: "127.0.0.1", listenPort: listen, targetHost: "127.0.0.1", targetPort: to, observer: tracer });
+  await new Promise(() => {});
+}
+
+// ---------------------------------------------------------------- driver
+
+const rounds = Number(option("rounds", "3"));
+const duration = Number(option("duration", "5"));
+const sizes = option("sizes", "1,65536").split(",").map(Number);
+const connsList = option("conns", "16").split(",").map(Number);
+const cpus = availableParallelism();
+if (spawnSync("wrk", ["--version"]).error) {
+  console.error("relay-designs needs wrk (Debian: apt-get install wrk)");
+  process.exit(1);
+}
+
+async function waitForPort(port: number): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    const ok = await new Promise<boolean>((done) => {
+      const s = connect(port, "127.0.0.1");
+      s.once("connect", () => (s.destroy(), done(true)));
+      s.once("error", () => done(false));
+    });
+    if (ok) return;
+    await Bun.sleep(50);
+  }
+  throw new Error(`port ${port} did not open`);
+}
+
+function cpuNanos(pid: number): number {
+  let total = 0;
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      total += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, "utf8").split(" ")[0]);
+    } catch {}
+  }
+  return total;
+}
+
+type Mode = "direct" | "bun" | "ffi" | "bun+trace" | "ffi+trace";
+const modes: Mode[] = ["direct", "bun", "ffi", "bun+trace", "ffi+trace"];
+const results = new Map<string, { rps: number[]; cpu: number[] }>();
+let port = 21_000 + Math.floor(Math.random() * 1000);
+
+for (let round = 1; round <= rounds; round++) {
+  for (const size of sizes) {
+    const serverPort = port++;
+    const server = spawn("node", [join(import.meta.dir, "server.js"), String(serverPort), String(size)], { stdio: "ignore" });
+    await waitForPort(serverPort);
+    const order = round % 2 ? modes : [...modes].reverse();
+    for (const mode of order) {
+      let child: ReturnType<typeof spawn> | null = null;
+      let target = serverPort;
+      if (mode !== "direct") {
+        target = port++;
+        const [kind, trace] = mode.split("+");
+        const extra = trace ? ["--trace"] : [];
+        child = spawn(process.execPath, [import.meta.path, "--proxy", kind!, "--listen", String(target), "--to", String(serverPort), ...extra], {
+          stdio: ["ignore", "ignore", "inherit"],
+        });
+        await waitForPort(target);
+      }
+      spawnSync("wrk", ["-t1", "-c4", "-d1s", `http://127.0.0.1:${target}/`]);
+      for (const conns of connsList) {
+        const before = child ? cpuNanos(child.pid!) : 0;
+        const out = spawnSync("wrk", [`-t${Math.min(2, conns)}`, `-c${conns}`, `-d${duration}s`, `http://127.0.0.1:${target}/`], { encoding: "utf8" }).stdout;
+        const rps = Number(/Requests\/sec:\s*([\d.]+)/.exec(out)?.[1]);
+        const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
+        const cpu = child && requests ? (cpuNanos(child.pid!) - before) / 1000 / requests : 0;
+        const k = `${size}/${conns}/${mode}`;
+        const r = results.get(k) ?? { rps: [], cpu: [] };
+        r.rps.push(rps);
+        r.cpu.push(cpu);
+        results.set(k, r);
+        process.stderr.write(`round ${round} ${String(size).padStart(5)} B c=${conns} ${mode.padEnd(9)} ${rps.toFixed(0).padStart(6)} req/s${cpu ? `  ${cpu.toFixed(1)} µs/req` : ""}\n`);
+      }
+      child?.kill("SIGKILL");
+    }
+    server.kill("SIGKILL");
+  }
+}
+
+const median = (v: number[]) => {
+  const s = [...v].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+console.log(`\nrelay designs: median of ${rounds} alternated runs of ${duration}s (wrk, ${cpus} CPUs)`);
+console.log("response  conns  mode       req/s    vs direct  proxy CPU/req  budget for 0.6");
+for (const size of sizes) {
+  for (const conns of connsList) {
+    const direct = median(results.get(`${size}/${conns}/direct`)?.rps ?? []);
+    // Saturated: direct's machine CPU per request is all cores over its rate; 0.6 leaves 2/3 of that.
+    const budget = ((cpus * 1e6) / direct) * (2 / 3);
+    for (const mode of modes) {
+      const r = results.get(`${size}/${conns}/${mode}`)!;
+      const rps = median(r.rps);
+      console.log(
+        [
+          (size === 1 ? "1 B" : `${size / 1024} KiB`).padEnd(8),
+          String(conns).padStart(5),
+          mode.padEnd(9),
+          rps.toFixed(0).padStart(7),
+          (rps / direct).toFixed(2).padStart(9),
+          (mode === "direct" ? "" : `${median(r.cpu).toFixed(1)}µs`).padStart(13),
+          mode === "direct" ? `${budget.toFixed(1)}µs`.padStart(14) : "",
+        ].join("  "),
+      );
+    }
+  }
+}
