@@ -15,8 +15,6 @@
  * Internal: --proxy bun|ffi --listen PORT --to PORT [--trace].
  */
 import { spawn, spawnSync } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
-import { connect } from "node:net";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { dlopen, read } from "bun:ffi";
@@ -25,12 +23,10 @@ import { parseHostEnvironment } from "../../src/lib/env.ts";
 import { type ConnectionObserver, type ConnectionTap, nowMicros } from "../../src/agent/relay/observer.ts";
 import { startReverseProxy } from "../../src/agent/relay/reverse-proxy.ts";
 import { createTracer, type Tracer } from "../../src/agent/tracer.ts";
+import { cpuNanos, median, optionOf, waitForPort } from "./measure.ts";
 
 const args = process.argv.slice(2);
-const option = (name: string, fallback: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] ? args[i + 1]! : fallback;
-};
+const option = optionOf(args);
 
 /** The tracer `tapscope run --no-publish` builds (default redaction and payload limit); its events are dropped. */
 function newTracer(): Tracer {
@@ -264,29 +260,6 @@ if (spawnSync("wrk", ["--version"]).error) {
   process.exit(1);
 }
 
-async function waitForPort(port: number): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    const ok = await new Promise<boolean>((done) => {
-      const s = connect(port, "127.0.0.1");
-      s.once("connect", () => (s.destroy(), done(true)));
-      s.once("error", () => done(false));
-    });
-    if (ok) return;
-    await Bun.sleep(50);
-  }
-  throw new Error(`port ${port} did not open`);
-}
-
-function cpuNanos(pid: number): number {
-  let total = 0;
-  for (const task of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      total += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, "utf8").split(" ")[0]);
-    } catch {}
-  }
-  return total;
-}
-
 type Mode = "direct" | "bun" | "ffi" | "bun+trace" | "ffi+trace";
 const modes: Mode[] = ["direct", "bun", "ffi", "bun+trace", "ffi+trace"];
 const results = new Map<string, { rps: number[]; cpu: number[] }>();
@@ -330,11 +303,6 @@ for (let round = 1; round <= rounds; round++) {
   }
 }
 
-const median = (v: number[]) => {
-  const s = [...v].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 console.log(`\nrelay designs: median of ${rounds} alternated runs of ${duration}s (wrk, ${cpus} CPUs)`);
 console.log("response  conns  mode       req/s    vs direct  proxy CPU/req  budget for 0.6");
 for (const size of sizes) {

@@ -11,16 +11,13 @@
  *          --tapscope "<command>" (default: bun src/main.ts), --json <file> to keep the raw figures.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { connect } from "node:net";
+import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { cpuNanos, median, optionOf, waitForPort } from "./measure.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const args = process.argv.slice(2);
-const option = (name: string, fallback: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] ? args[i + 1]! : fallback;
-};
+const option = optionOf(args);
 const rounds = Number(option("rounds", "3"));
 const duration = Number(option("duration", "5"));
 const serverFile = resolve(option("server", join(import.meta.dir, "server.js")));
@@ -55,36 +52,6 @@ function parseWrk(output: string): Sample {
   const p50 = micros(/^\s*50%\s+(\S+)/m.exec(output)?.[1] ?? "");
   const p99 = micros(/^\s*99%\s+(\S+)/m.exec(output)?.[1] ?? "");
   return { rps, p50, p99, cpu: 0 };
-}
-
-async function waitForPort(port: number, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const ok = await new Promise<boolean>((done) => {
-      const socket = connect(port, "127.0.0.1");
-      socket.once("connect", () => {
-        socket.destroy();
-        done(true);
-      });
-      socket.once("error", () => done(false));
-    });
-    if (ok) return;
-    await Bun.sleep(50);
-  }
-  throw new Error(`server on port ${port} did not start`);
-}
-
-/** CPU time of a process, all threads, in ns (schedstat: exact, unlike the 10 ms ticks of /proc/<pid>/stat). */
-function cpuNanos(pid: number): number {
-  let total = 0;
-  try {
-    for (const task of readdirSync(`/proc/${pid}/task`)) {
-      try {
-        total += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, "utf8").split(" ")[0]);
-      } catch {}
-    }
-  } catch {}
-  return total;
 }
 
 let nextPort = 19_000 + Math.floor(Math.random() * 1000);
@@ -126,12 +93,6 @@ async function measure(mode: Mode, size: number): Promise<void> {
     await new Promise((done) => child.once("exit", done));
   }
 }
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 
 for (let round = 1; round <= rounds; round++) {
   process.stderr.write(`round ${round}/${rounds}\n`);

@@ -1,0 +1,47 @@
+/** What bench/capture's side-by-side scripts share: options, waiting for a port, a process's CPU time, medians. */
+import { readdirSync, readFileSync } from "node:fs";
+import { connect } from "node:net";
+
+/** `--name value` from argv, or `fallback`. */
+export function optionOf(args: string[]): (name: string, fallback: string) => string {
+  return (name, fallback) => {
+    const i = args.indexOf(`--${name}`);
+    return i >= 0 && args[i + 1] ? args[i + 1]! : fallback;
+  };
+}
+
+export async function waitForPort(port: number, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const ok = await new Promise<boolean>((done) => {
+      const socket = connect(port, "127.0.0.1");
+      socket.once("connect", () => {
+        socket.destroy();
+        done(true);
+      });
+      socket.once("error", () => done(false));
+    });
+    if (ok) return;
+    await Bun.sleep(50);
+  }
+  throw new Error(`server on port ${port} did not start`);
+}
+
+/** CPU time of a process, all threads, in ns (schedstat: exact, unlike the 10 ms ticks of /proc/<pid>/stat). */
+export function cpuNanos(pid: number): number {
+  let total = 0;
+  try {
+    for (const task of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        total += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, "utf8").split(" ")[0]);
+      } catch {}
+    }
+  } catch {}
+  return total;
+}
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
