@@ -17,11 +17,14 @@
 import { spawn, spawnSync } from "node:child_process";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
-import { dlopen, read } from "bun:ffi";
+import { dlopen } from "bun:ffi";
 import { hostMetadata } from "../../src/agent/event.ts";
 import { parseHostEnvironment } from "../../src/lib/env.ts";
 import { type ConnectionObserver, type ConnectionTap, nowMicros } from "../../src/agent/relay/observer.ts";
 import { startReverseProxy } from "../../src/agent/relay/reverse-proxy.ts";
+import { encodeSockAddr } from "../../src/agent/relay/sockaddr.ts";
+import { AF_INET, E, errno, IPPROTO_TCP, libc, SO_REUSEADDR, SOCK_CLOEXEC, SOCK_NONBLOCK, SOL_SOCKET, setIntOpt, TCP_NODELAY } from "../../src/agent/seccomp/ffi.ts";
+import { bindTo, connectTo, newSocket } from "../../src/agent/seccomp/sockets.ts";
 import { createTracer, type Tracer } from "../../src/agent/tracer.ts";
 import { cpuNanos, median, optionOf, waitForPort } from "./measure.ts";
 
@@ -30,8 +33,7 @@ const option = optionOf(args);
 
 /** The tracer `tapscope run --no-publish` builds (default redaction and payload limit); its events are dropped. */
 function newTracer(): Tracer {
-  let events = 0;
-  return createTracer({ host: hostMetadata(parseHostEnvironment({})), onEvent: () => void events++ });
+  return createTracer({ host: hostMetadata(parseHostEnvironment({})), onEvent: () => {} });
 }
 
 // ---------------------------------------------------------------- the bun:ffi relay
@@ -43,46 +45,29 @@ const EPOLLHUP = 0x10;
 const EPOLL_CTL_ADD = 1;
 const EPOLL_CTL_MOD = 3;
 const MSG_NOSIGNAL = 0x4000;
-const EAGAIN = 11;
-const EINPROGRESS = 115;
+const SHUT_WR = 1;
 
 type Leg = { fd: number; queue: Uint8Array[]; isConnected: boolean; isReadDone: boolean; isWriteShut: boolean; interest: number };
 type Conn = { client: Leg; server: Leg; tap: ConnectionTap | null; isClosed: boolean };
 
 function runFfiRelay(listenPort: number, targetPort: number, observer: ConnectionObserver | null, tracer: Tracer | null): never {
-  const { symbols: c } = dlopen("libc.so.6", {
+  // The supervisor's libc bindings cover sockets; the relay loop needs epoll and the data calls too.
+  const { symbols: io } = dlopen("libc.so.6", {
     epoll_create1: { args: ["i32"], returns: "i32" },
     epoll_ctl: { args: ["i32", "i32", "i32", "ptr"], returns: "i32" },
     epoll_wait: { args: ["i32", "ptr", "i32", "i32"], returns: "i32" },
-    socket: { args: ["i32", "i32", "i32"], returns: "i32" },
-    bind: { args: ["i32", "ptr", "u32"], returns: "i32" },
-    listen: { args: ["i32", "i32"], returns: "i32" },
-    accept4: { args: ["i32", "ptr", "ptr", "i32"], returns: "i32" },
-    connect: { args: ["i32", "ptr", "u32"], returns: "i32" },
-    setsockopt: { args: ["i32", "i32", "i32", "ptr", "u32"], returns: "i32" },
     recv: { args: ["i32", "ptr", "u64", "i32"], returns: "i64" },
     send: { args: ["i32", "ptr", "u64", "i32"], returns: "i64" },
     shutdown: { args: ["i32", "i32"], returns: "i32" },
-    close: { args: ["i32"], returns: "i32" },
-    __errno_location: { args: [], returns: "ptr" },
   });
-  const errnoPtr = c.__errno_location()!;
-  const errno = () => read.i32(errnoPtr, 0);
+  const loopback = (port: number) => encodeSockAddr({ family: 4, ip: "127.0.0.1", port }, AF_INET);
+  const listenFd = newSocket(AF_INET);
+  setIntOpt(listenFd, SOL_SOCKET, SO_REUSEADDR, 1);
+  const err = bindTo(listenFd, loopback(listenPort)) || (libc.listen(listenFd, 1024) < 0 ? errno() : 0);
+  if (err) throw new Error(`listen ${listenPort}: errno ${err}`);
+  const target = loopback(targetPort);
 
-  const sockaddr = (port: number) => {
-    const a = new Uint8Array(16);
-    new DataView(a.buffer).setUint16(0, 2, true);
-    new DataView(a.buffer).setUint16(2, port, false);
-    a.set([127, 0, 0, 1], 4);
-    return a;
-  };
-  const one = new Int32Array([1]);
-  const listenFd = c.socket(2, 1 | 0o4000 | 0o2000000, 0);
-  c.setsockopt(listenFd, 1, 2, one, 4); // SO_REUSEADDR
-  if (c.bind(listenFd, sockaddr(listenPort), 16) < 0 || c.listen(listenFd, 1024) < 0) throw new Error(`listen ${listenPort}: errno ${errno()}`);
-  const target = sockaddr(targetPort);
-
-  const ep = c.epoll_create1(0o2000000);
+  const ep = io.epoll_create1(SOCK_CLOEXEC);
   const isArm = process.arch === "arm64";
   const EV = isArm ? 16 : 12; // struct epoll_event is packed on x86_64
   const DATA = isArm ? 8 : 4;
@@ -91,7 +76,7 @@ function runFfiRelay(listenPort: number, targetPort: number, observer: Connectio
   const ctl = (op: number, fd: number, events: number) => {
     ctlView.setUint32(0, events, true);
     ctlView.setUint32(DATA, fd, true);
-    c.epoll_ctl(ep, op, fd, ctlEvent);
+    io.epoll_ctl(ep, op, fd, ctlEvent);
   };
   const MAX = 256;
   const events = new Uint8Array(EV * MAX);
@@ -106,19 +91,17 @@ function runFfiRelay(listenPort: number, targetPort: number, observer: Connectio
     conn.isClosed = true;
     for (const leg of [conn.client, conn.server]) {
       conns[leg.fd] = undefined;
-      c.close(leg.fd);
+      libc.close(leg.fd);
     }
     conn.tap?.onClose(nowMicros(), error);
   };
   const interest = (leg: Leg, other: Leg) => (leg.isReadDone || other.queue.length > 0 ? 0 : EPOLLIN) | (leg.queue.length > 0 || !leg.isConnected ? EPOLLOUT : 0);
   /** epoll_ctl only when a leg's interest changed (backpressure, a pending connect or write). */
-  const update = (conn: Conn) => {
-    for (const [leg, other] of [[conn.client, conn.server], [conn.server, conn.client]] as const) {
-      const wanted = interest(leg, other);
-      if (wanted === leg.interest) continue;
-      leg.interest = wanted;
-      ctl(EPOLL_CTL_MOD, leg.fd, wanted);
-    }
+  const updateLeg = (leg: Leg, other: Leg) => {
+    const wanted = interest(leg, other);
+    if (wanted === leg.interest) return;
+    leg.interest = wanted;
+    ctl(EPOLL_CTL_MOD, leg.fd, wanted);
   };
   /** Writes `bytes` to `to` now or queues what the kernel did not take; false when `to` is gone. */
   const write = (to: Leg, bytes: Uint8Array): boolean => {
@@ -126,17 +109,17 @@ function runFfiRelay(listenPort: number, targetPort: number, observer: Connectio
       to.queue.push(bytes.slice());
       return true;
     }
-    const n = Number(c.send(to.fd, bytes, bytes.length, MSG_NOSIGNAL));
+    const n = Number(io.send(to.fd, bytes, bytes.length, MSG_NOSIGNAL));
     if (n === bytes.length) return true;
-    if (n < 0 && errno() !== EAGAIN) return false;
+    if (n < 0 && errno() !== E.EAGAIN) return false;
     to.queue.push(bytes.slice(Math.max(0, n)));
     return true;
   };
   const flush = (leg: Leg): boolean => {
     while (leg.queue.length > 0) {
       const head = leg.queue[0]!;
-      const n = Number(c.send(leg.fd, head, head.length, MSG_NOSIGNAL));
-      if (n < 0) return errno() === EAGAIN;
+      const n = Number(io.send(leg.fd, head, head.length, MSG_NOSIGNAL));
+      if (n < 0) return errno() === E.EAGAIN;
       if (n < head.length) {
         leg.queue[0] = head.subarray(n);
         return true;
@@ -147,17 +130,17 @@ function runFfiRelay(listenPort: number, targetPort: number, observer: Connectio
   };
 
   for (;;) {
-    const n = c.epoll_wait(ep, events, MAX, -1);
+    const n = io.epoll_wait(ep, events, MAX, -1);
     for (let i = 0; i < n; i++) {
       const flags = eventsView.getUint32(i * EV, true);
       const fd = eventsView.getUint32(i * EV + DATA, true);
       if (fd === listenFd) {
         for (;;) {
-          const clientFd = c.accept4(listenFd, null, null, 0o4000 | 0o2000000);
+          const clientFd = libc.accept4(listenFd, null, null, SOCK_NONBLOCK | SOCK_CLOEXEC);
           if (clientFd < 0) break;
-          const serverFd = c.socket(2, 1 | 0o4000 | 0o2000000, 0);
-          c.setsockopt(clientFd, 6, 1, one, 4); // TCP_NODELAY
-          c.setsockopt(serverFd, 6, 1, one, 4);
+          const serverFd = newSocket(AF_INET);
+          setIntOpt(clientFd, IPPROTO_TCP, TCP_NODELAY, 1);
+          setIntOpt(serverFd, IPPROTO_TCP, TCP_NODELAY, 1);
           const leg = (fd: number, isConnected: boolean): Leg => ({
             fd,
             queue: [],
@@ -180,7 +163,8 @@ function runFfiRelay(listenPort: number, targetPort: number, observer: Connectio
             }) ?? null;
           conns[clientFd] = { conn, side: "client" };
           conns[serverFd] = { conn, side: "server" };
-          if (c.connect(serverFd, target, 16) < 0 && errno() !== EINPROGRESS) {
+          const connectErr = connectTo(serverFd, target);
+          if (connectErr && connectErr !== E.EINPROGRESS) {
             closeConn(conn, "connect");
             continue;
           }
@@ -202,11 +186,11 @@ function runFfiRelay(listenPort: number, targetPort: number, observer: Connectio
         }
         if (from.queue.length === 0 && to.isReadDone && !from.isWriteShut) {
           from.isWriteShut = true;
-          c.shutdown(from.fd, 1);
+          io.shutdown(from.fd, SHUT_WR);
         }
       }
       if (flags & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
-        const got = Number(c.recv(fd, buf, buf.length, 0));
+        const got = Number(io.recv(fd, buf, buf.length, 0));
         if (got > 0) {
           const chunk = buf.subarray(0, got);
           if (!write(to, chunk)) {
@@ -219,18 +203,19 @@ function runFfiRelay(listenPort: number, targetPort: number, observer: Connectio
           conn.tap?.onEnd?.(side === "client", nowMicros());
           if (to.queue.length === 0 && !to.isWriteShut) {
             to.isWriteShut = true;
-            c.shutdown(to.fd, 1);
+            io.shutdown(to.fd, SHUT_WR);
           }
           if (from.isReadDone && to.isReadDone) {
             closeConn(conn);
             continue;
           }
-        } else if (errno() !== EAGAIN) {
+        } else if (errno() !== E.EAGAIN) {
           closeConn(conn, "reset");
           continue;
         }
       }
-      update(conn);
+      updateLeg(conn.client, conn.server);
+      updateLeg(conn.server, conn.client);
     }
     tracer?.flush();
   }
