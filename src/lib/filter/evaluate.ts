@@ -1,8 +1,24 @@
-import type { FilterExpr } from "~/lib/filter/ast.ts";
-import { compileRegex } from "~/lib/filter/regex.ts";
+import type { FilterExpr, FilterParseError } from "~/lib/filter/ast.ts";
+import { parseFilterChipList } from "~/lib/filter/parse.ts";
+import { compileRegex, type StepMeter } from "~/lib/filter/regex.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 
 export type EventPredicate = (event: TracedEvent) => boolean;
+
+/**
+ * Steps a compiled filter may still take (the caller refills `left` before each event). Regexes spend their
+ * matcher steps; a string comparison spends one step per 4 Ki character pairs it may compare (a long `contains`
+ * on a long URL is quadratic in the worst case). Once `left` is below zero every clause answers false, the
+ * event's answer is unknown, and `ranOutAt` names the clause that overdrew: its chip and position in it.
+ */
+export type FilterMeter = StepMeter & { ranOutAt: { index: number; position: number } | null };
+
+/** What one event may cost a live viewer's filters, on the server (ADR 0005) and in the live frame alike. */
+export const filterStepsPerEvent = 100_000;
+
+export function filterMeter(): FilterMeter {
+  return { left: 0, ranOutAt: null };
+}
 
 /**
  * `matches` looks at most at this many characters of the URL: the matcher is linear, this caps the constant.
@@ -40,44 +56,99 @@ function compare(op: string, a: number | string, b: number | string): boolean {
 /**
  * Compiles a parsed filter into one predicate: regexes are compiled once here, not per event.
  * A parsed expression is trusted to be well-formed (parseFilter checked field/operator/value pairs).
+ * With a meter, evaluation is bounded by its steps (see FilterMeter); `index` is the chip the expression is.
  */
-export function compileFilter(expr: FilterExpr | null): EventPredicate {
+export function compileFilter(expr: FilterExpr | null, meter?: FilterMeter, index = 0): EventPredicate {
   if (expr === null) return () => true;
   switch (expr.kind) {
     case "and": {
-      const left = compileFilter(expr.left);
-      const right = compileFilter(expr.right);
+      const left = compileFilter(expr.left, meter, index);
+      const right = compileFilter(expr.right, meter, index);
       return (e) => left(e) && right(e);
     }
     case "or": {
-      const left = compileFilter(expr.left);
-      const right = compileFilter(expr.right);
+      const left = compileFilter(expr.left, meter, index);
+      const right = compileFilter(expr.right, meter, index);
       return (e) => left(e) || right(e);
     }
     case "compare":
       break;
   }
-  const { field, op, value } = expr;
+  const { field, op, value, pos } = expr;
   if (field === "request.method") {
     const want = String(value).toUpperCase();
     return op === "==" ? (e) => e.http_req_method.toUpperCase() === want : (e) => e.http_req_method.toUpperCase() !== want;
   }
   if (field === "request.url" && typeof value === "string") {
-    switch (op) {
-      case "startsWith":
-        return (e) => e.http_req_path.startsWith(value);
-      case "endsWith":
-        return (e) => e.http_req_path.endsWith(value);
-      case "contains":
-        return (e) => e.http_req_path.includes(value);
-      case "matches": {
-        const re = compileRegex(value);
-        return (e) => re.test(e.http_req_path, maxMatchedUrlLength);
-      }
+    if (op === "matches") {
+      const re = compileRegex(value);
+      if (!meter) return (e) => re.test(e.http_req_path, maxMatchedUrlLength);
+      return (e) => {
+        if (meter.left < 0) return false;
+        const isMatch = re.test(e.http_req_path, maxMatchedUrlLength, meter);
+        if (meter.left < 0) meter.ranOutAt ??= { index, position: pos };
+        return isMatch;
+      };
+    }
+    const test = stringTest(op, value);
+    if (test) {
+      if (!meter) return (e) => test(e.http_req_path);
+      return (e) => {
+        if (meter.left < 0) return false;
+        meter.left -= 1 + ((e.http_req_path.length * value.length) >>> 12);
+        if (meter.left < 0) {
+          meter.ranOutAt ??= { index, position: pos };
+          return false;
+        }
+        return test(e.http_req_path);
+      };
     }
   }
   const get = read[field];
   return (e) => compare(op, get(e), value);
+}
+
+function stringTest(op: string, value: string): ((path: string) => boolean) | null {
+  switch (op) {
+    case "startsWith":
+      return (path) => path.startsWith(value);
+    case "endsWith":
+      return (path) => path.endsWith(value);
+    case "contains":
+      return (path) => path.includes(value);
+    default:
+      return null;
+  }
+}
+
+export type ChipsCompileResult = { ok: true; predicate: EventPredicate } | { ok: false; error: FilterParseError & { index: number } };
+
+/**
+ * The committed chips, AND-ed, parsed and compiled (everything matches when there are none). With a meter, a
+ * clause that runs it out is named by its chip's index and its position within that chip.
+ */
+export function compileFilterChips(chips: readonly string[], meter?: FilterMeter): ChipsCompileResult {
+  const parsed = parseFilterChipList(chips);
+  if (!parsed.ok) return parsed;
+  const predicates = parsed.exprs.map((expr, index) => compileFilter(expr, meter, index));
+  if (predicates.length === 0) return { ok: true, predicate: () => true };
+  if (predicates.length === 1) return { ok: true, predicate: predicates[0]! };
+  return { ok: true, predicate: (e) => predicates.every((p) => p(e)) };
+}
+
+/**
+ * The chips as a predicate that gives each event `stepsPerEvent` filter steps: an event that needs more does not
+ * match (the live hub dropped it for such a viewer too). Null when the chips do not parse.
+ */
+export function boundedPredicate(chips: readonly string[], stepsPerEvent = filterStepsPerEvent): EventPredicate | null {
+  const meter = filterMeter();
+  const compiled = compileFilterChips(chips, meter);
+  if (!compiled.ok) return null;
+  const predicate = compiled.predicate;
+  return (e) => {
+    meter.left = stepsPerEvent;
+    return predicate(e) && meter.left >= 0;
+  };
 }
 
 /** Evaluates a filter on one event (compile once with compileFilter when evaluating many). */

@@ -282,15 +282,14 @@ export type ChipsParseResult =
   | { ok: true; expr: FilterExpr | null }
   | { ok: false; error: FilterParseError & { index: number } };
 
-/**
- * The UI's committed filters (chips), AND-ed: null when there are none (everything matches).
- * An error names the chip (`index`) and the position inside that chip's text.
- */
-export function parseFilterChips(chips: readonly string[]): ChipsParseResult {
+export type ChipListParseResult = { ok: true; exprs: FilterExpr[] } | { ok: false; error: FilterParseError & { index: number } };
+
+/** Each chip parsed on its own, within the limits on chips and clauses; errors as parseFilterChips gives them. */
+export function parseFilterChipList(chips: readonly string[]): ChipListParseResult {
   if (chips.length > filterLimits.maxChips) {
     return { ok: false, error: { message: `more than ${filterLimits.maxChips} filters`, position: 0, index: filterLimits.maxChips } };
   }
-  let expr: FilterExpr | null = null;
+  const exprs: FilterExpr[] = [];
   let clauses = 0;
   for (const [index, chip] of chips.entries()) {
     const result = parseFilter(chip);
@@ -299,8 +298,20 @@ export function parseFilterChips(chips: readonly string[]): ChipsParseResult {
     if (clauses > filterLimits.maxClauses) {
       return { ok: false, error: { message: `more than ${filterLimits.maxClauses} conditions in all filters`, position: 0, index } };
     }
-    expr = expr ? { kind: "and", left: expr, right: result.expr } : result.expr;
+    exprs.push(result.expr);
   }
+  return { ok: true, exprs };
+}
+
+/**
+ * The UI's committed filters (chips), AND-ed: null when there are none (everything matches).
+ * An error names the chip (`index`) and the position inside that chip's text.
+ */
+export function parseFilterChips(chips: readonly string[]): ChipsParseResult {
+  const list = parseFilterChipList(chips);
+  if (!list.ok) return list;
+  let expr: FilterExpr | null = null;
+  for (const chip of list.exprs) expr = expr ? { kind: "and", left: expr, right: chip } : chip;
   return { ok: true, expr };
 }
 

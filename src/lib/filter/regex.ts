@@ -17,6 +17,8 @@ export const maxPatternLength = 512;
 const maxRepeat = 100;
 const maxStates = 4000;
 const maxDfaStates = 2000;
+/** Steps charged per DFA state built beyond the NFA states it looks at: its key, map and allocation. */
+const buildSteps = 32;
 
 export class RegexSyntaxError extends Error {
   override name = "RegexSyntaxError";
@@ -424,6 +426,14 @@ function inRanges(ranges: Range[], c: number): boolean {
 
 type DfaState = { nfa: Int32Array; isMatch: boolean; hasEol: boolean; next: Map<number, DfaState> };
 
+/**
+ * A hard allowance of matcher steps, shared by everything one evaluation runs: a character through a cached DFA
+ * state costs 1, building a DFA state costs the NFA states it looks at. Linear time is not cheap time: a pattern
+ * whose DFA will not fit the cache (`[ab]*a[ab]{99}z`) costs hundreds of steps per character. Once `left` is below
+ * zero the matcher stops and answers false; the caller must treat that answer as unknown. A step is ~10-40 ns.
+ */
+export type StepMeter = { left: number };
+
 /** A compiled pattern. `test` is safe on hostile input: linear in the input length. */
 export class SafeRegex {
   private dfaCount = 0;
@@ -505,9 +515,11 @@ export class SafeRegex {
     return this.intern(set);
   }
 
-  private acceptsAtEnd(state: DfaState): boolean {
+  private acceptsAtEnd(state: DfaState, meter?: StepMeter): boolean {
     if (state.isMatch) return true;
     if (!state.hasEol) return false;
+    // Uncached, but at most once per test and bounded by the pattern's states.
+    if (meter) meter.left -= this.states.length;
     const seeds = [];
     for (const s of state.nfa) if (this.states[s]!.op === Op.Eol) seeds.push(this.states[s]!.out);
     // After `$` only more zero-width items may follow (another `$`, or `^` on empty input).
@@ -523,13 +535,16 @@ export class SafeRegex {
 
   /**
    * Unanchored match. Looks at no more than `maxLength` characters: past that, a match must lie wholly in the
-   * prefix, and `$` does not match at the cut.
+   * prefix, and `$` does not match at the cut. With a meter, stops (false) when its steps run out: cached steps are
+   * charged when the test ends, built ones as they are built, so a test overdraws by at most `maxLength`.
    */
-  test(input: string, maxLength = Number.POSITIVE_INFINITY): boolean {
+  test(input: string, maxLength = Number.POSITIVE_INFINITY, meter?: StepMeter): boolean {
+    if (meter && meter.left < 0) return false;
     let state = this.startAtBegin;
     if (state.isMatch) return true;
     const end = Math.min(input.length, maxLength);
-    for (let i = 0; i < end; i++) {
+    let i = 0;
+    for (; i < end; i++) {
       const c = input.charCodeAt(i);
       let next = state.next.get(c);
       if (next === undefined) {
@@ -538,14 +553,21 @@ export class SafeRegex {
           const nfa = Array.from(state.nfa);
           this.reset();
           state = this.intern(nfa);
+          if (meter) meter.left -= this.startMid.length + nfa.length;
         }
         next = this.step(state, c);
         state.next.set(c, next);
+        if (meter) {
+          meter.left -= buildSteps + state.nfa.length + next.nfa.length + this.startMid.length;
+          if (meter.left < 0) return false;
+        }
       }
       state = next;
-      if (state.isMatch) return true;
+      if (state.isMatch) break;
     }
-    return end === input.length && this.acceptsAtEnd(state);
+    if (meter) meter.left -= i;
+    if (state.isMatch) return true;
+    return end === input.length && this.acceptsAtEnd(state, meter);
   }
 }
 
