@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import type { LiveServerMessage } from "~/lib/protocol/live.ts";
 import { estimateJsonLength } from "~/lib/protocol/event.ts";
 import { LiveHub, type LiveHubOptions, type SubscriberTransport } from "~/services/live/hub.ts";
+import { rng } from "../support/rng.ts";
 import { makeEvent } from "./live-fixtures.ts";
 
 /** A socket stand-in with Bun's send semantics and a buffer the test can fill (a slow reader). */
@@ -301,6 +302,142 @@ describe("LiveHub", () => {
     expect(history("new")).toBeGreaterThan(0);
     expect(history("new")).toBeLessThanOrEqual(5);
     expect(history("old")).toBe(0);
+  });
+});
+
+/** Random a/b paths: `[ab]*a[ab]{n}z` must build a DFA state on nearly every character of them. */
+function abPath(length: number, r: () => number): string {
+  let s = "/";
+  while (s.length < length) s += r() < 0.5 ? "a" : "b";
+  return s;
+}
+
+/** Runs `work` while a 5 ms timer measures how late the event loop gets to it. */
+async function loopLagDuring(work: () => Promise<void>): Promise<number> {
+  let worst = 0;
+  let last = performance.now();
+  const timer = setInterval(() => {
+    const now = performance.now();
+    worst = Math.max(worst, now - last);
+    last = now;
+  }, 5);
+  try {
+    await work();
+  } finally {
+    clearInterval(timer);
+  }
+  return worst;
+}
+
+async function until(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(5);
+  }
+}
+
+describe("filter cost", () => {
+  const hostile = (n: number) => `request.url matches "[ab]*a[ab]{${n}}z"`;
+
+  test("issue 14's reproduction: 64 OR-ed DFA-hostile clauses over 10 retained 4,200-character URLs are refused in milliseconds", () => {
+    const hub = hubWith();
+    const r = rng(14);
+    hub.accept({ namespaceId: null, linkId: "L" }, Array.from({ length: 10 }, () => makeEvent({ http_req_path: abPath(4200, r) })));
+    const s = new TestSocket();
+    const sub = hub.subscribe(link("L"), s, noExpiry);
+    sub.setConfig({ type: "setConfig", revision: 1, filters: ['request.method == "GET"'] });
+    const t0 = performance.now();
+    sub.setConfig({ type: "setConfig", revision: 2, filters: [Array.from({ length: 64 }, () => hostile(99)).join(" || ")] });
+    expect(performance.now() - t0).toBeLessThan(100);
+    expect(s.of("setFilterError")).toEqual([
+      { type: "setFilterError", revision: 2, index: 0, position: 0, message: expect.stringContaining("too costly") },
+    ]);
+    // The previous config stays in force.
+    hub.accept({ namespaceId: null, linkId: "L" }, [makeEvent({ http_req_method: "GET", http_req_path: "/g" }), makeEvent({ http_req_method: "PUT" })]);
+    hub.flushAll();
+    expect(s.paths()).toEqual(["/g"]);
+  });
+
+  test("a config affordable per event but costly over the history is checked in slices, the loop keeps turning, and it is refused", async () => {
+    const hub = hubWith({ filterStepsPerEvent: 1_000_000, filterHistorySteps: 2_000_000, filterSliceSteps: 50_000 });
+    const r = rng(15);
+    hub.accept({ namespaceId: null, linkId: "L" }, Array.from({ length: 1000 }, () => makeEvent({ http_req_path: abPath(400, r) })));
+    const s = new TestSocket();
+    const sub = hub.subscribe(link("L"), s, noExpiry);
+    const lag = await loopLagDuring(async () => {
+      sub.setConfig({ type: "setConfig", revision: 1, filters: [hostile(12)] });
+      // Not decided in the message's own turn: the history is read a slice at a time.
+      expect(s.of("setFilterError")).toEqual([]);
+      await until(() => s.of("setFilterError").length === 1, "setFilterError");
+    });
+    expect(lag).toBeLessThan(100);
+    expect(s.of("setFilterError")[0]).toMatchObject({ revision: 1, message: expect.stringContaining("retained events") });
+    expect(s.of("config-applied")).toEqual([]);
+  });
+
+  test("a costly config that fits is applied when its walk ends, with every match including events that came meanwhile", async () => {
+    const hub = hubWith({ filterStepsPerEvent: 1_000_000, filterSliceSteps: 20_000 });
+    const r = rng(16);
+    const costly = 'request.url matches "[ab]*a[ab]{12}z" || request.url contains "match"';
+    hub.accept({ namespaceId: null, linkId: "L" }, [
+      ...Array.from({ length: 100 }, () => makeEvent({ http_req_path: abPath(400, r) })),
+      makeEvent({ http_req_path: "/old-match" }),
+    ]);
+    const s = new TestSocket();
+    const sub = hub.subscribe(link("L"), s, noExpiry);
+    sub.setConfig({ type: "setConfig", revision: 1, filters: [costly] });
+    expect(s.of("config-applied")).toEqual([]);
+    // Arrives while the walk is under way: the old config (none) is still in force, so it is sent as is.
+    hub.accept({ namespaceId: null, linkId: "L" }, [makeEvent({ http_req_path: "/new-match" }), makeEvent({ http_req_path: "/other" })]);
+    hub.flushAll();
+    expect(s.paths()).toEqual(["/new-match", "/other"]);
+    await until(() => s.of("config-applied").length === 1, "config-applied");
+    const history = s.of("history")[1]!;
+    expect(history.revision).toBe(1);
+    expect(history.events.map((e) => e.http_req_path)).toEqual(["/old-match", "/new-match"]);
+    hub.accept({ namespaceId: null, linkId: "L" }, [makeEvent({ http_req_path: "/later-match" }), makeEvent({ http_req_path: "/later" })]);
+    hub.flushAll();
+    expect(s.paths()).toEqual(["/new-match", "/other", "/later-match"]);
+  });
+
+  test("a newer config abandons one still being checked; a viewer leaving ends its walk", async () => {
+    const hub = hubWith({ filterStepsPerEvent: 1_000_000, filterSliceSteps: 20_000 });
+    const r = rng(17);
+    hub.accept({ namespaceId: null, linkId: "L" }, Array.from({ length: 100 }, () => makeEvent({ http_req_path: abPath(400, r) })));
+    const s = new TestSocket();
+    const sub = hub.subscribe(link("L"), s, noExpiry);
+    sub.setConfig({ type: "setConfig", revision: 1, filters: [hostile(12)] });
+    sub.setConfig({ type: "setConfig", revision: 2, filters: [hostile(11)] });
+    await until(() => s.of("config-applied").length === 1, "config-applied");
+    await Bun.sleep(20);
+    expect(s.of("config-applied")).toEqual([{ type: "config-applied", revision: 2 }]);
+    const gone = new TestSocket();
+    const leaving = hub.subscribe(link("L"), gone, noExpiry);
+    leaving.setConfig({ type: "setConfig", revision: 1, filters: [hostile(12)] });
+    leaving.close();
+    await Bun.sleep(50);
+    expect(gone.of("config-applied")).toEqual([]);
+  });
+
+  test("new events a viewer's filter cannot afford are dropped and reported to it alone; the publisher is not held up", () => {
+    const hub = hubWith({ filterStepsPerSecond: 200_000 });
+    const r = rng(18);
+    const costly = new TestSocket();
+    const plain = new TestSocket();
+    hub.subscribe(link("L"), costly, noExpiry).setConfig({ type: "setConfig", revision: 1, filters: [hostile(99)] });
+    hub.subscribe(link("L"), plain, noExpiry).setConfig({ type: "setConfig", revision: 1, filters: ['request.url startsWith "/"'] });
+    expect(costly.of("config-applied")).toHaveLength(1);
+    const events = Array.from({ length: 200 }, () => makeEvent({ http_req_path: abPath(4200, r) }));
+    const t0 = performance.now();
+    hub.accept({ namespaceId: null, linkId: "L" }, events);
+    hub.flushAll();
+    // Unbounded, 200 such events cost this filter about 4 s.
+    expect(performance.now() - t0).toBeLessThan(500);
+    expect(plain.paths()).toHaveLength(200);
+    expect(plain.of("dropped")).toEqual([]);
+    expect(costly.paths()).toEqual([]);
+    expect(costly.of("dropped")).toEqual([{ type: "dropped", count: 200, total: 200 }]);
   });
 });
 

@@ -4,13 +4,15 @@
  * with nobody watching, the history costs no JSON at all. Sizes are counted from the JSON when there is
  * one, else from the caller's estimate.
  */
-type Entry<T> = { item: T; json: string | null; bytes: number };
+/** `seq` numbers every event ever pushed, so a reader can resume where it stopped (ADR 0005). */
+export type HistoryEntry<T> = { seq: number; item: T; json: string | null; bytes: number };
 
 export class EventHistory<T> {
-  private readonly items: Array<Entry<T> | undefined>;
+  private readonly items: Array<HistoryEntry<T> | undefined>;
   private head = 0;
   private size = 0;
   private bytes = 0;
+  private pushed = 0;
 
   constructor(
     readonly capacity: number,
@@ -28,12 +30,33 @@ export class EventHistory<T> {
     return this.bytes;
   }
 
+  /** The oldest retained entry's seq (equal to endSeq when empty). */
+  get firstSeq(): number {
+    return this.pushed - this.size;
+  }
+
+  /** The seq the next push gets. */
+  get endSeq(): number {
+    return this.pushed;
+  }
+
+  /** The entry numbered `seq`, if still retained. */
+  at(seq: number): HistoryEntry<T> | undefined {
+    const k = seq - this.firstSeq;
+    return k >= 0 && k < this.size ? this.items[(this.head + k) % this.capacity] : undefined;
+  }
+
+  /** The entry's JSON, made on first use and kept. */
+  json(entry: HistoryEntry<T>): string {
+    return (entry.json ??= this.serialize(entry.item));
+  }
+
   /** `json` when already made; otherwise `estimatedBytes` counts toward the byte bound until it is. */
   push(item: T, json: string | null, estimatedBytes = 0): void {
     if (this.capacity === 0) return;
     if (this.size === this.capacity) this.dropOldest();
     const bytes = json === null ? estimatedBytes : json.length;
-    this.items[(this.head + this.size) % this.capacity] = { item, json, bytes };
+    this.items[(this.head + this.size) % this.capacity] = { seq: this.pushed++, item, json, bytes };
     this.size++;
     this.bytes += bytes;
     while (this.bytes > this.maxBytes && this.size > 1) this.dropOldest();
@@ -46,12 +69,11 @@ export class EventHistory<T> {
     this.bytes = 0;
   }
 
-  /** Oldest first; `json()` serializes on first use and keeps the text. */
-  *entries(): Generator<{ item: T; json: () => string }> {
-    for (let k = 0; k < this.size; k++) {
-      const entry = this.items[(this.head + k) % this.capacity]!;
-      yield { item: entry.item, json: () => (entry.json ??= this.serialize(entry.item)) };
-    }
+  /** Oldest first. */
+  entries(): HistoryEntry<T>[] {
+    const out: HistoryEntry<T>[] = [];
+    for (let k = 0; k < this.size; k++) out.push(this.items[(this.head + k) % this.capacity]!);
+    return out;
   }
 
   private dropOldest(): void {

@@ -1,9 +1,8 @@
-import { compileFilter, type EventPredicate } from "~/lib/filter/evaluate.ts";
-import { parseFilterChips } from "~/lib/filter/parse.ts";
+import { compileFilterChips, type EventPredicate, type FilterMeter, filterMeter, filterStepsPerEvent } from "~/lib/filter/evaluate.ts";
 import { estimateJsonLength, type TracedEvent } from "~/lib/protocol/event.ts";
 import type { LiveClientMessage, LiveServerMessage } from "~/lib/protocol/live.ts";
 import type { EventSink, EventTarget } from "~/services/ingest/sink.ts";
-import { EventHistory } from "./history.ts";
+import { EventHistory, type HistoryEntry } from "./history.ts";
 
 /**
  * What the hub needs of a subscriber's socket. `send` follows Bun's ServerWebSocket: > 0 bytes sent,
@@ -36,6 +35,17 @@ export type LiveHubOptions = {
   maxBatch: number;
   /** Viewers of one namespace or link at once: a link is public, so its audience is bounded. */
   maxSubscribersPerChannel: number;
+  /**
+   * Filter steps (FilterMeter) one viewer's filters may spend on one event. A new event that needs more is
+   * dropped for that viewer (and reported); a retained one met while applying a new config refuses the config.
+   */
+  filterStepsPerEvent: number;
+  /** Filter steps per second one distinct filter set may spend on new events (a bucket holding a second's worth). */
+  filterStepsPerSecond: number;
+  /** Filter steps a new config may spend re-reading the retained history before it is refused. */
+  filterHistorySteps: number;
+  /** History re-reads, all viewers together, take at most this many steps per event-loop turn before yielding. */
+  filterSliceSteps: number;
 };
 
 export const defaultLiveHubOptions: LiveHubOptions = {
@@ -47,18 +57,37 @@ export const defaultLiveHubOptions: LiveHubOptions = {
   flushIntervalMs: 0,
   maxBatch: 500,
   maxSubscribersPerChannel: 1000,
+  filterStepsPerEvent,
+  filterStepsPerSecond: 5_000_000,
+  filterHistorySteps: 10_000_000,
+  filterSliceSteps: 200_000,
 };
 
 const retryDelayMs = 20;
+
+/** Subscribers with the same filters: evaluated once per event, spending from one bucket of filter steps. */
+type Group = { predicate: EventPredicate; meter: FilterMeter; members: Set<Subscriber>; steps: number; refilledAt: number };
 
 type Channel = {
   key: string;
   subscribers: Set<Subscriber>;
   /** Subscribers by filters: each distinct filter set is evaluated once per event, however many share it. */
-  groups: Map<string, { predicate: EventPredicate; members: Set<Subscriber> }>;
+  groups: Map<string, Group>;
   publishers: number;
   history: EventHistory<TracedEvent>;
   lastWrite: number;
+};
+
+/** A config being checked against the retained history, a slice at a time; it takes effect when the walk is done. */
+type Walk = {
+  sub: Subscriber;
+  revision: number;
+  configKey: string;
+  predicate: EventPredicate;
+  meter: FilterMeter;
+  nextSeq: number;
+  spent: number;
+  matches: HistoryEntry<TracedEvent>[];
 };
 
 export type LiveStats = { numPublishers: number; numSubscribers: number };
@@ -67,14 +96,17 @@ export type LiveStats = { numPublishers: number; numSubscribers: number };
 export class Subscriber {
   revision = 0;
   predicate: EventPredicate = () => true;
+  meter: FilterMeter = filterMeter();
   /** Equal for subscribers with the same filters: they can share one serialized batch. */
   configKey = "[]";
   /** Serialized matching events not yet sent, oldest first. */
   pending: string[] = [];
   droppedTotal = 0;
   droppedUnreported = 0;
-  /** A history is owed for the current config but the socket is full: sent when it drains (only the latest). */
-  isHistoryOwed = false;
+  /** The history for the current config, owed because the socket was full: sent when it drains (only the latest). */
+  owedHistory: HistoryEntry<TracedEvent>[] | null = null;
+  /** A newer config being checked against the history; the current one stays in force meanwhile. */
+  walk: Walk | null = null;
   isClosed = false;
 
   constructor(
@@ -121,6 +153,9 @@ export class LiveHub implements EventSink {
   private readonly retry = new Set<Subscriber>();
   private retryTimer: ReturnType<typeof setTimeout> | null = null;
   private historyBytes = 0;
+  /** Configs being checked against histories, in turn; one slice of steps per event-loop turn in all. */
+  private walks: Walk[] = [];
+  private walkTimer: ReturnType<typeof setTimeout> | null = null;
   /**
    * Batches built in this flush round, by config: viewers with the same filters were sent the same events, so
    * the message is built once and sent to each (checked: same length, same first and last event).
@@ -169,7 +204,12 @@ export class LiveHub implements EventSink {
       for (let i = 0; i < events.length; i++) {
         const event = events[i]!;
         for (const group of channel.groups.values()) {
-          if (!group.predicate(event)) continue;
+          const isMatch = this.evaluate(group, event, now);
+          if (isMatch === null) {
+            for (const sub of group.members) this.countDropped(sub, 1);
+            continue;
+          }
+          if (!isMatch) continue;
           const json = (jsons[i] ??= JSON.stringify(event));
           for (const sub of group.members) this.enqueue(sub, json);
         }
@@ -199,7 +239,7 @@ export class LiveHub implements EventSink {
       expiresAt: hello.expiresAt ? hello.expiresAt.toISOString() : null,
     });
     this.announceStats(channel);
-    this.sendHistory(sub);
+    this.sendHistory(sub, channel.history.entries());
     return sub;
   }
 
@@ -207,6 +247,8 @@ export class LiveHub implements EventSink {
     if (sub.isClosed) return;
     sub.isClosed = true;
     sub.pending = [];
+    sub.owedHistory = null;
+    this.cancelWalk(sub);
     this.dirty.delete(sub);
     this.retry.delete(sub);
     sub.channel.subscribers.delete(sub);
@@ -215,28 +257,36 @@ export class LiveHub implements EventSink {
     this.forgetIfUnused(sub.channel);
   }
 
+  /**
+   * A new config is checked against the retained history in slices that yield to the event loop; it takes effect
+   * (config-applied, then its history) only when the walk is done, and is refused (setFilterError) if it spends
+   * more filter steps than one event or the whole history may. The previous config stays in force meanwhile.
+   */
   applyConfig(sub: Subscriber, message: LiveClientMessage): void {
     if (sub.isClosed) return;
-    const parsed = parseFilterChips(message.filters);
-    if (!parsed.ok) {
-      this.sendControl(sub, { type: "setFilterError", revision: message.revision, ...parsed.error });
+    const meter = filterMeter();
+    const compiled = compileFilterChips(message.filters, meter);
+    if (!compiled.ok) {
+      this.sendControl(sub, { type: "setFilterError", revision: message.revision, ...compiled.error });
       return;
     }
-    this.leaveGroup(sub);
-    sub.predicate = compileFilter(parsed.expr);
-    sub.configKey = JSON.stringify(message.filters);
-    this.joinGroup(sub);
-    sub.revision = message.revision;
-    // Everything waiting is also in the history, which is resent under the new filters.
-    sub.pending = [];
-    this.dirty.delete(sub);
-    this.sendControl(sub, { type: "config-applied", revision: message.revision });
-    // A viewer that changes filters faster than it reads gets one history, for its latest config.
-    if (sub.transport.bufferedAmount() > this.options.maxBufferedBytes) {
-      sub.isHistoryOwed = true;
-      this.retryLater(sub);
-    } else {
-      this.sendHistory(sub);
+    // Only the latest config is answered: one still being checked is abandoned.
+    this.cancelWalk(sub);
+    const walk: Walk = {
+      sub,
+      revision: message.revision,
+      configKey: JSON.stringify(message.filters),
+      predicate: compiled.predicate,
+      meter,
+      nextSeq: sub.channel.history.firstSeq,
+      spent: 0,
+      matches: [],
+    };
+    sub.walk = walk;
+    // A cheap config over a short history is done at once; the rest waits its turn.
+    if (!this.advance(walk, this.options.filterSliceSteps)) {
+      this.walks.push(walk);
+      this.scheduleWalks();
     }
   }
 
@@ -294,7 +344,7 @@ export class LiveHub implements EventSink {
     const groups = sub.channel.groups;
     let group = groups.get(sub.configKey);
     if (!group) {
-      group = { predicate: sub.predicate, members: new Set() };
+      group = { predicate: sub.predicate, meter: sub.meter, members: new Set(), steps: this.options.filterStepsPerSecond, refilledAt: Date.now() };
       groups.set(sub.configKey, group);
     }
     group.members.add(sub);
@@ -367,11 +417,10 @@ export class LiveHub implements EventSink {
       this.retryLater(sub); // And on drain, whichever comes first.
       return;
     }
-    if (sub.isHistoryOwed) {
-      // The history covers everything that waited (pending was cleared when the config changed).
-      sub.isHistoryOwed = false;
-      sub.pending = [];
-      this.sendHistory(sub);
+    if (sub.owedHistory) {
+      const entries = sub.owedHistory;
+      sub.owedHistory = null;
+      this.sendHistory(sub, entries);
     }
     if (sub.droppedUnreported > 0) {
       this.sendControl(sub, { type: "dropped", count: sub.droppedUnreported, total: sub.droppedTotal });
@@ -413,12 +462,137 @@ export class LiveHub implements EventSink {
     return text;
   }
 
-  private sendHistory(sub: Subscriber): void {
-    const parts: string[] = [];
-    for (const { item, json } of sub.channel.history.entries()) {
-      if (sub.predicate(item)) parts.push(json());
-    }
+  private sendHistory(sub: Subscriber, entries: readonly HistoryEntry<TracedEvent>[]): void {
+    const history = sub.channel.history;
+    const parts = entries.map((entry) => history.json(entry));
     sub.transport.send(`{"type":"history","revision":${sub.revision},"events":[${parts.join(",")}]}`);
+  }
+
+  /**
+   * Whether the group's filters match the event: null when they cannot afford it (more steps than one event may
+   * take, or than the group's bucket holds now). Empty filters cost nothing.
+   */
+  private evaluate(group: Group, event: TracedEvent, now: number): boolean | null {
+    const { filterStepsPerEvent, filterStepsPerSecond } = this.options;
+    if (group.steps < filterStepsPerSecond && now > group.refilledAt) {
+      group.steps = Math.min(filterStepsPerSecond, group.steps + ((now - group.refilledAt) * filterStepsPerSecond) / 1000);
+    }
+    group.refilledAt = now;
+    const allowance = Math.min(filterStepsPerEvent, group.steps);
+    if (allowance <= 0) return null;
+    const meter = group.meter;
+    meter.left = allowance;
+    meter.ranOutAt = null;
+    const isMatch = group.predicate(event);
+    group.steps -= allowance - meter.left;
+    return meter.left < 0 ? null : isMatch;
+  }
+
+  private countDropped(sub: Subscriber, count: number): void {
+    sub.droppedTotal += count;
+    sub.droppedUnreported += count;
+    this.markDirty(sub);
+  }
+
+  /**
+   * Checks up to `budget` steps' worth of the history against the walk's config. True when the walk ended
+   * (applied or refused) in this call; false when it must go on later.
+   */
+  private advance(walk: Walk, budget: number): boolean {
+    const { filterStepsPerEvent, filterHistorySteps } = this.options;
+    const history = walk.sub.channel.history;
+    const meter = walk.meter;
+    let spent = 0;
+    let seq = Math.max(walk.nextSeq, history.firstSeq);
+    for (; seq < history.endSeq; seq++) {
+      if (spent >= budget) {
+        walk.nextSeq = seq;
+        return false;
+      }
+      const entry = history.at(seq)!;
+      meter.left = filterStepsPerEvent;
+      meter.ranOutAt = null;
+      const isMatch = walk.predicate(entry.item);
+      // At least a step per event, so a walk of free filters still yields on a long history.
+      const cost = filterStepsPerEvent - meter.left + 1;
+      spent += cost;
+      walk.spent += cost;
+      if (meter.left < 0) {
+        const at = meter.ranOutAt ?? { index: 0, position: 0 };
+        this.refuse(walk, `more than ${filterStepsPerEvent.toLocaleString("en")} steps for one event`, at);
+        return true;
+      }
+      if (walk.spent > filterHistorySteps) {
+        this.refuse(walk, `more than ${filterHistorySteps.toLocaleString("en")} steps for the retained events`, { index: 0, position: 0 });
+        return true;
+      }
+      if (isMatch) walk.matches.push(entry);
+    }
+    this.finishWalk(walk);
+    return true;
+  }
+
+  private finishWalk(walk: Walk): void {
+    const sub = walk.sub;
+    this.endWalk(walk);
+    this.leaveGroup(sub);
+    sub.predicate = walk.predicate;
+    sub.meter = walk.meter;
+    sub.configKey = walk.configKey;
+    this.joinGroup(sub);
+    sub.revision = walk.revision;
+    // What waited was chosen by the old config; the history covers everything up to now under the new one.
+    sub.pending = [];
+    this.dirty.delete(sub);
+    this.sendControl(sub, { type: "config-applied", revision: walk.revision });
+    const firstSeq = sub.channel.history.firstSeq;
+    const entries = walk.matches.filter((entry) => entry.seq >= firstSeq);
+    // A viewer that changes filters faster than it reads gets one history, for its latest config.
+    if (sub.transport.bufferedAmount() > this.options.maxBufferedBytes) {
+      sub.owedHistory = entries;
+      this.retryLater(sub);
+    } else {
+      sub.owedHistory = null;
+      this.sendHistory(sub, entries);
+    }
+  }
+
+  private refuse(walk: Walk, what: string, at: { index: number; position: number }): void {
+    this.endWalk(walk);
+    this.sendControl(walk.sub, {
+      type: "setFilterError",
+      revision: walk.revision,
+      message: `filter too costly for the live view (${what}): use a simpler regex or fewer conditions`,
+      ...at,
+    });
+  }
+
+  private endWalk(walk: Walk): void {
+    if (walk.sub.walk === walk) walk.sub.walk = null;
+    const k = this.walks.indexOf(walk);
+    if (k >= 0) this.walks.splice(k, 1);
+  }
+
+  private cancelWalk(sub: Subscriber): void {
+    if (sub.walk) this.endWalk(sub.walk);
+  }
+
+  private scheduleWalks(): void {
+    this.walkTimer ??= setTimeout(() => this.runWalks(), 0);
+  }
+
+  /** One slice of history re-reads, shared in turn by every waiting config, then back to the event loop. */
+  private runWalks(): void {
+    this.walkTimer = null;
+    let budget = this.options.filterSliceSteps;
+    while (budget > 0 && this.walks.length > 0) {
+      const walk = this.walks.shift()!;
+      const share = Math.max(1, Math.ceil(budget / (this.walks.length + 1)));
+      const before = walk.spent;
+      if (!this.advance(walk, share)) this.walks.push(walk);
+      budget -= Math.max(1, walk.spent - before);
+    }
+    if (this.walks.length > 0) this.scheduleWalks();
   }
 
   private sendControl(sub: Subscriber, message: LiveServerMessage): void {
