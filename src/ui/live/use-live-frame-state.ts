@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useRef, useState, useSyncExternalStore } from "react";
-import { compileFilter } from "~/lib/filter/evaluate.ts";
+import { boundedPredicate } from "~/lib/filter/evaluate.ts";
 import { parseFilterChips } from "~/lib/filter/parse.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { LiveServerMessage } from "~/lib/protocol/live.ts";
@@ -49,8 +49,8 @@ export function useLiveFrameState({ socketUrl, namespaceId }: { socketUrl: strin
 
   const applyLocally = useCallback(
     (revision: number, filters: string[]) => {
-      const parsed = parseFilterChips(filters);
-      store.setPredicate(parsed.ok && parsed.expr ? compileFilter(parsed.expr) : null);
+      // Each event gets the step bound the server gives it, and one the server dropped for cost stays hidden here.
+      store.setPredicate(filters.length > 0 ? boundedPredicate(filters) : null);
       config.current = { revision, filters };
       if (pending.current?.revision === revision) pending.current = null;
       postToParent({ type: "markApplied", revision });
