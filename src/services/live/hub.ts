@@ -40,8 +40,18 @@ export type LiveHubOptions = {
    * dropped for that viewer (and reported); a retained one met while applying a new config refuses the config.
    */
   filterStepsPerEvent: number;
-  /** Filter steps per second one distinct filter set may spend on new events (a bucket holding a second's worth). */
+  /**
+   * Filter steps per second one distinct filter set may spend on new events, and the most it may spend at once
+   * (what one publisher message may cost it).
+   */
   filterStepsPerSecond: number;
+  filterBurstSteps: number;
+  /**
+   * The same for all filter sets of one namespace or link together, shared out equally (a filter set gets the
+   * lesser of its own bound and its share): many viewers cannot hold the event loop, nor costly ones starve the rest.
+   */
+  channelFilterStepsPerSecond: number;
+  channelFilterBurstSteps: number;
   /** Filter steps a new config may spend re-reading the retained history before it is refused. */
   filterHistorySteps: number;
   /** History re-reads, all viewers together, take at most this many steps per event-loop turn before yielding. */
@@ -59,14 +69,20 @@ export const defaultLiveHubOptions: LiveHubOptions = {
   maxSubscribersPerChannel: 1000,
   filterStepsPerEvent,
   filterStepsPerSecond: 5_000_000,
+  filterBurstSteps: 250_000,
+  channelFilterStepsPerSecond: 20_000_000,
+  channelFilterBurstSteps: 1_000_000,
   filterHistorySteps: 10_000_000,
   filterSliceSteps: 200_000,
 };
 
 const retryDelayMs = 20;
 
-/** Subscribers with the same filters: evaluated once per event, spending from one bucket of filter steps. */
-type Group = { predicate: EventPredicate; meter: FilterMeter; members: Set<Subscriber>; steps: number; refilledAt: number };
+/** Filter steps that refill at a rate, up to a burst. */
+type Bucket = { steps: number; refilledAt: number };
+
+/** Subscribers with the same filters: evaluated once per event, spending from their bucket of steps. */
+type Group = { predicate: EventPredicate; meter: FilterMeter; members: Set<Subscriber>; bucket: Bucket };
 
 type Channel = {
   key: string;
@@ -204,7 +220,7 @@ export class LiveHub implements EventSink {
       for (let i = 0; i < events.length; i++) {
         const event = events[i]!;
         for (const group of channel.groups.values()) {
-          const isMatch = this.evaluate(group, event, now);
+          const isMatch = this.evaluate(channel, group, event, now);
           if (isMatch === null) {
             for (const sub of group.members) this.countDropped(sub, 1);
             continue;
@@ -344,7 +360,7 @@ export class LiveHub implements EventSink {
     const groups = sub.channel.groups;
     let group = groups.get(sub.configKey);
     if (!group) {
-      group = { predicate: sub.predicate, meter: sub.meter, members: new Set(), steps: this.options.filterStepsPerSecond, refilledAt: Date.now() };
+      group = { predicate: sub.predicate, meter: sub.meter, members: new Set(), bucket: this.fullBucket(this.options.filterBurstSteps) };
       groups.set(sub.configKey, group);
     }
     group.members.add(sub);
@@ -472,20 +488,33 @@ export class LiveHub implements EventSink {
    * Whether the group's filters match the event: null when they cannot afford it (more steps than one event may
    * take, or than the group's bucket holds now). Empty filters cost nothing.
    */
-  private evaluate(group: Group, event: TracedEvent, now: number): boolean | null {
-    const { filterStepsPerEvent, filterStepsPerSecond } = this.options;
-    if (group.steps < filterStepsPerSecond && now > group.refilledAt) {
-      group.steps = Math.min(filterStepsPerSecond, group.steps + ((now - group.refilledAt) * filterStepsPerSecond) / 1000);
-    }
-    group.refilledAt = now;
-    const allowance = Math.min(filterStepsPerEvent, group.steps);
+  private evaluate(channel: Channel, group: Group, event: TracedEvent, now: number): boolean | null {
+    const o = this.options;
+    const n = channel.groups.size;
+    const rate = Math.min(o.filterStepsPerSecond, o.channelFilterStepsPerSecond / n);
+    const burst = Math.min(o.filterBurstSteps, o.channelFilterBurstSteps / n);
+    const allowance = Math.min(o.filterStepsPerEvent, this.refill(group.bucket, rate, burst, now));
     if (allowance <= 0) return null;
     const meter = group.meter;
     meter.left = allowance;
     meter.ranOutAt = null;
     const isMatch = group.predicate(event);
-    group.steps -= allowance - meter.left;
+    group.bucket.steps -= allowance - meter.left;
     return meter.left < 0 ? null : isMatch;
+  }
+
+  private fullBucket(steps: number): Bucket {
+    return { steps, refilledAt: Date.now() };
+  }
+
+  /** The bucket's steps now (never above `burst`, which shrinks as a channel's filter sets grow in number). */
+  private refill(bucket: Bucket, perSecond: number, burst: number, now: number): number {
+    if (now > bucket.refilledAt) {
+      bucket.steps += ((now - bucket.refilledAt) * perSecond) / 1000;
+      bucket.refilledAt = now;
+    }
+    if (bucket.steps > burst) bucket.steps = burst;
+    return bucket.steps;
   }
 
   private countDropped(sub: Subscriber, count: number): void {
