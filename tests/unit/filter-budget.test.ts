@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { boundedPredicate, compileFilterChips, filterMeter, filterStepsPerEvent, maxMatchedUrlLength } from "~/lib/filter/evaluate.ts";
+import { filterLimits, parseFilterChips } from "~/lib/filter/parse.ts";
 import { compileRegex } from "~/lib/filter/regex.ts";
 import { rng } from "../support/rng.ts";
 import { makeEvent } from "../services/live-fixtures.ts";
@@ -83,6 +84,21 @@ describe("filters under a step meter", () => {
     expect(meter.left).toBeLessThan(0);
     expect(meter.ranOutAt?.index).toBe(1);
     expect(meter.ranOutAt?.position).toBe(0);
+  });
+
+  test("the patterns of all chips together are bounded in NFA states, so compiling a config stays cheap", () => {
+    // (a{100}){39}: about 3,900 states, under the per-pattern bound of 4,000; five of them are over the total.
+    const clause = (k: number) => `request.url matches "(a{100}){39}${k}"`;
+    const ok = parseFilterChips([clause(1), `${clause(2)} || ${clause(3)}`]);
+    expect(ok.ok).toBe(true);
+    const chips = [clause(1), `${clause(2)} || ${clause(3)}`, `request.method == "GET" && ${clause(4)}`, `duration > 1s || ${clause(5)}`];
+    const t0 = performance.now();
+    const refused = parseFilterChips(chips);
+    expect(performance.now() - t0).toBeLessThan(100);
+    expect(refused).toEqual({ ok: false, error: { index: 3, position: 37, message: expect.stringContaining("too complex") } });
+    expect(filterLimits.maxRegexStates).toBeLessThan(5 * 3900);
+    const compiled = compileFilterChips(chips.slice(0, 3));
+    expect(compiled.ok && compiled.compileSteps).toBeGreaterThan(4 * 4 * 3900);
   });
 
   test("a long contains on a long URL is charged for what it may compare", () => {

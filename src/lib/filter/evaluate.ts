@@ -121,19 +121,24 @@ function stringTest(op: string, value: string): ((path: string) => boolean) | nu
   }
 }
 
-export type ChipsCompileResult = { ok: true; predicate: EventPredicate } | { ok: false; error: FilterParseError & { index: number } };
+export type ChipsCompileResult =
+  | { ok: true; predicate: EventPredicate; compileSteps: number }
+  | { ok: false; error: FilterParseError & { index: number }; compileSteps: number };
 
 /**
  * The committed chips, AND-ed, parsed and compiled (everything matches when there are none). With a meter, a
- * clause that runs it out is named by its chip's index and its position within that chip.
+ * clause that runs it out is named by its chip's index and its position within that chip. `compileSteps` is what
+ * parsing and compiling cost, in the meter's steps (about four per NFA state: each pattern is compiled to check it,
+ * then to run), refused or not.
  */
 export function compileFilterChips(chips: readonly string[], meter?: FilterMeter): ChipsCompileResult {
   const parsed = parseFilterChipList(chips);
-  if (!parsed.ok) return parsed;
+  const compileSteps = 4 * parsed.regexStates + chips.length;
+  if (!parsed.ok) return { ok: false, error: parsed.error, compileSteps };
   const predicates = parsed.exprs.map((expr, index) => compileFilter(expr, meter, index));
-  if (predicates.length === 0) return { ok: true, predicate: () => true };
-  if (predicates.length === 1) return { ok: true, predicate: predicates[0]! };
-  return { ok: true, predicate: (e) => predicates.every((p) => p(e)) };
+  if (predicates.length === 0) return { ok: true, predicate: () => true, compileSteps };
+  if (predicates.length === 1) return { ok: true, predicate: predicates[0]!, compileSteps };
+  return { ok: true, predicate: (e) => predicates.every((p) => p(e)), compileSteps };
 }
 
 /**

@@ -7,6 +7,8 @@ export const filterLimits = {
   maxDepth: 32,
   maxClauses: 64,
   maxChips: 32,
+  /** NFA states of all `matches` patterns together: what compiling a config costs (a few ms at most). */
+  maxRegexStates: 16_000,
 } as const;
 
 export type ParseResult = { ok: true; expr: FilterExpr } | { ok: false; error: FilterParseError };
@@ -126,7 +128,12 @@ class Parser {
   private i = 0;
   private depth = 0;
   private clauses = 0;
-  constructor(private readonly tokens: Token[]) {}
+  /** The NFA states of the patterns compiled so far. */
+  regexStates = 0;
+  constructor(
+    private readonly tokens: Token[],
+    private readonly maxRegexStates: number,
+  ) {}
 
   private get tok(): Token {
     return this.tokens[this.i]!;
@@ -231,7 +238,10 @@ class Parser {
         if (tok.k !== "string") throw new FilterSyntaxError(`expected a quoted string, e.g. "/api/", found ${describe(tok)}`, tok.pos);
         if (op === "matches") {
           try {
-            compileRegex(tok.value);
+            this.regexStates += compileRegex(tok.value).size;
+            if (this.regexStates > this.maxRegexStates) {
+              throw new FilterSyntaxError("regexes too complex in all filters together: use fewer or shorter repeats", tok.pos);
+            }
           } catch (err) {
             if (err instanceof RegexSyntaxError) throw new FilterSyntaxError(err.message, this.regexPosition(tok, err.position));
             throw err;
@@ -267,13 +277,30 @@ class Parser {
 
 /** Parses one filter expression. Positions are 0-based indexes into `source` (UTF-16 code units, as JS strings). */
 export function parseFilter(source: string): ParseResult {
+  const result = parseCounting(source);
+  return result.ok ? { ok: true, expr: result.expr } : { ok: false, error: result.error };
+}
+
+function parseCounting(
+  source: string,
+  maxRegexStates: number = filterLimits.maxRegexStates,
+): { ok: true; expr: FilterExpr; regexStates: number } | { ok: false; error: FilterParseError; regexStates: number } {
   if (source.length > filterLimits.maxLength) {
-    return { ok: false, error: { message: `filter longer than ${filterLimits.maxLength} characters`, position: filterLimits.maxLength } };
+    return {
+      ok: false,
+      error: { message: `filter longer than ${filterLimits.maxLength} characters`, position: filterLimits.maxLength },
+      regexStates: 0,
+    };
   }
+  let parser: Parser | null = null;
   try {
-    return { ok: true, expr: new Parser(tokenize(source)).parse() };
+    parser = new Parser(tokenize(source), maxRegexStates);
+    const expr = parser.parse();
+    return { ok: true, expr, regexStates: parser.regexStates };
   } catch (err) {
-    if (err instanceof FilterSyntaxError) return { ok: false, error: { message: err.message, position: err.position } };
+    if (err instanceof FilterSyntaxError) {
+      return { ok: false, error: { message: err.message, position: err.position }, regexStates: parser?.regexStates ?? 0 };
+    }
     throw err;
   }
 }
@@ -282,25 +309,34 @@ export type ChipsParseResult =
   | { ok: true; expr: FilterExpr | null }
   | { ok: false; error: FilterParseError & { index: number } };
 
-export type ChipListParseResult = { ok: true; exprs: FilterExpr[] } | { ok: false; error: FilterParseError & { index: number } };
+/** `regexStates`: the NFA states compiled while parsing (what it cost), whether or not the chips parsed. */
+export type ChipListParseResult =
+  | { ok: true; exprs: FilterExpr[]; regexStates: number }
+  | { ok: false; error: FilterParseError & { index: number }; regexStates: number };
 
 /** Each chip parsed on its own, within the limits on chips and clauses; errors as parseFilterChips gives them. */
 export function parseFilterChipList(chips: readonly string[]): ChipListParseResult {
   if (chips.length > filterLimits.maxChips) {
-    return { ok: false, error: { message: `more than ${filterLimits.maxChips} filters`, position: 0, index: filterLimits.maxChips } };
+    return {
+      ok: false,
+      error: { message: `more than ${filterLimits.maxChips} filters`, position: 0, index: filterLimits.maxChips },
+      regexStates: 0,
+    };
   }
   const exprs: FilterExpr[] = [];
   let clauses = 0;
+  let regexStates = 0;
   for (const [index, chip] of chips.entries()) {
-    const result = parseFilter(chip);
-    if (!result.ok) return { ok: false, error: { ...result.error, index } };
+    const result = parseCounting(chip, filterLimits.maxRegexStates - regexStates);
+    regexStates += result.regexStates;
+    if (!result.ok) return { ok: false, error: { ...result.error, index }, regexStates };
     clauses += countClauses(result.expr);
     if (clauses > filterLimits.maxClauses) {
-      return { ok: false, error: { message: `more than ${filterLimits.maxClauses} conditions in all filters`, position: 0, index } };
+      return { ok: false, error: { message: `more than ${filterLimits.maxClauses} conditions in all filters`, position: 0, index }, regexStates };
     }
     exprs.push(result.expr);
   }
-  return { ok: true, exprs };
+  return { ok: true, exprs, regexStates };
 }
 
 /**
@@ -309,7 +345,7 @@ export function parseFilterChipList(chips: readonly string[]): ChipListParseResu
  */
 export function parseFilterChips(chips: readonly string[]): ChipsParseResult {
   const list = parseFilterChipList(chips);
-  if (!list.ok) return list;
+  if (!list.ok) return { ok: false, error: list.error };
   let expr: FilterExpr | null = null;
   for (const chip of list.exprs) expr = expr ? { kind: "and", left: expr, right: chip } : chip;
   return { ok: true, expr };

@@ -452,6 +452,11 @@ export class SafeRegex {
     this.reset();
   }
 
+  /** NFA states: what compiling the pattern cost, and what building one DFA state may cost. */
+  get size(): number {
+    return this.states.length;
+  }
+
   private reset(): void {
     this.cacheKeys = new Map();
     this.dfaCount = 0;
