@@ -420,6 +420,33 @@ describe("filter cost", () => {
     expect(gone.of("config-applied")).toEqual([]);
   });
 
+  test("a flood of setConfig messages from many viewers is compiled a turn's worth at a time; each viewer's latest is answered last", async () => {
+    const hub = hubWith();
+    hub.accept({ namespaceId: null, linkId: "L" }, [makeEvent({ http_req_path: "/aaaa" })]);
+    const viewers = Array.from({ length: 20 }, () => {
+      const s = new TestSocket();
+      return { s, sub: hub.subscribe(link("L"), s, noExpiry) };
+    });
+    // About 15,600 NFA states per config, each compiled twice: a few ms apiece.
+    const heavy = (k: number) => Array.from({ length: 4 }, (_, i) => `request.url matches "(a{100}){39}${k}-${i}"`);
+    const t0 = performance.now();
+    for (let revision = 1; revision <= 10; revision++) {
+      for (const [k, { sub }] of viewers.entries()) sub.setConfig({ type: "setConfig", revision, filters: heavy(k * 100 + revision) });
+    }
+    // Without a bound: 200 configs x a few ms, all in this one turn.
+    expect(performance.now() - t0).toBeLessThan(100);
+    await until(() => viewers.every(({ s }) => s.of("config-applied").length + s.of("setFilterError").length > 0), "answers");
+    await Bun.sleep(20);
+    let answered = 0;
+    for (const { s } of viewers) {
+      const answers = s.messages.filter((m) => m.type === "config-applied" || m.type === "setFilterError");
+      expect(answers.at(-1)).toEqual({ type: "config-applied", revision: 10 });
+      answered += answers.length;
+    }
+    // Those the turn could afford at once were answered; the rest were superseded before they were compiled.
+    expect(answered).toBeLessThan(40);
+  });
+
   test("new events a viewer's filter cannot afford are dropped and reported to it alone; the publisher is not held up", () => {
     const hub = hubWith();
     const r = rng(18);

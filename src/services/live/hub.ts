@@ -123,6 +123,8 @@ export class Subscriber {
   owedHistory: HistoryEntry<TracedEvent>[] | null = null;
   /** A newer config being checked against the history; the current one stays in force meanwhile. */
   walk: Walk | null = null;
+  /** The latest config asked for and not yet compiled (the event loop turn's config work was spent). */
+  requested: LiveClientMessage | null = null;
   isClosed = false;
 
   constructor(
@@ -171,7 +173,12 @@ export class LiveHub implements EventSink {
   private historyBytes = 0;
   /** Configs being checked against histories, in turn; one slice of steps per event-loop turn in all. */
   private walks: Walk[] = [];
+  /** Subscribers whose latest config waits to be compiled, in the order they asked. */
+  private readonly requests = new Set<Subscriber>();
   private walkTimer: ReturnType<typeof setTimeout> | null = null;
+  /** Filter steps spent on configs (compiling and walks) in this event-loop turn, all viewers together. */
+  private turnSteps = 0;
+  private turnReset: ReturnType<typeof setImmediate> | null = null;
   /**
    * Batches built in this flush round, by config: viewers with the same filters were sent the same events, so
    * the message is built once and sent to each (checked: same length, same first and last event).
@@ -264,6 +271,8 @@ export class LiveHub implements EventSink {
     sub.isClosed = true;
     sub.pending = [];
     sub.owedHistory = null;
+    sub.requested = null;
+    this.requests.delete(sub);
     this.cancelWalk(sub);
     this.dirty.delete(sub);
     this.retry.delete(sub);
@@ -280,30 +289,15 @@ export class LiveHub implements EventSink {
    */
   applyConfig(sub: Subscriber, message: LiveClientMessage): void {
     if (sub.isClosed) return;
-    const meter = filterMeter();
-    const compiled = compileFilterChips(message.filters, meter);
-    if (!compiled.ok) {
-      this.sendControl(sub, { type: "setFilterError", revision: message.revision, ...compiled.error });
+    // Only the latest config is answered: one waiting or still being checked is abandoned.
+    sub.requested = message;
+    this.cancelWalk(sub);
+    if (this.requests.has(sub) || this.turnStepsLeft() <= 0) {
+      this.requests.add(sub);
+      this.scheduleWalks();
       return;
     }
-    // Only the latest config is answered: one still being checked is abandoned.
-    this.cancelWalk(sub);
-    const walk: Walk = {
-      sub,
-      revision: message.revision,
-      configKey: JSON.stringify(message.filters),
-      predicate: compiled.predicate,
-      meter,
-      nextSeq: sub.channel.history.firstSeq,
-      spent: 0,
-      matches: [],
-    };
-    sub.walk = walk;
-    // A cheap config over a short history is done at once; the rest waits its turn.
-    if (!this.advance(walk, this.options.filterSliceSteps)) {
-      this.walks.push(walk);
-      this.scheduleWalks();
-    }
+    this.startConfig(sub);
   }
 
   stats(ref: ChannelRef): LiveStats {
@@ -606,22 +600,74 @@ export class LiveHub implements EventSink {
     if (sub.walk) this.endWalk(sub.walk);
   }
 
+  /** Compiles the subscriber's latest config and checks it against the history as far as this turn's steps go. */
+  private startConfig(sub: Subscriber): void {
+    const message = sub.requested;
+    sub.requested = null;
+    if (!message || sub.isClosed) return;
+    const meter = filterMeter();
+    const compiled = compileFilterChips(message.filters, meter);
+    this.spendTurn(compiled.compileSteps);
+    if (!compiled.ok) {
+      this.sendControl(sub, { type: "setFilterError", revision: message.revision, ...compiled.error });
+      return;
+    }
+    const walk: Walk = {
+      sub,
+      revision: message.revision,
+      configKey: JSON.stringify(message.filters),
+      predicate: compiled.predicate,
+      meter,
+      nextSeq: sub.channel.history.firstSeq,
+      spent: 0,
+      matches: [],
+    };
+    sub.walk = walk;
+    // A cheap config over a short history is done at once; the rest waits its turn.
+    if (!this.advanceWithinTurn(walk, this.turnStepsLeft())) {
+      this.walks.push(walk);
+      this.scheduleWalks();
+    }
+  }
+
+  private advanceWithinTurn(walk: Walk, budget: number): boolean {
+    const before = walk.spent;
+    const isDone = this.advance(walk, budget);
+    this.spendTurn(walk.spent - before);
+    return isDone;
+  }
+
+  private turnStepsLeft(): number {
+    return this.options.filterSliceSteps - this.turnSteps;
+  }
+
+  private spendTurn(steps: number): void {
+    this.turnSteps += steps;
+    this.turnReset ??= setImmediate(() => {
+      this.turnReset = null;
+      this.turnSteps = 0;
+    });
+  }
+
   private scheduleWalks(): void {
     this.walkTimer ??= setTimeout(() => this.runWalks(), 0);
   }
 
-  /** One slice of history re-reads, shared in turn by every waiting config, then back to the event loop. */
+  /** This turn's config work: waiting configs compiled first, then walks in turn, until the turn's steps are spent. */
   private runWalks(): void {
     this.walkTimer = null;
-    let budget = this.options.filterSliceSteps;
-    while (budget > 0 && this.walks.length > 0) {
+    while (this.turnStepsLeft() > 0 && (this.requests.size > 0 || this.walks.length > 0)) {
+      const [sub] = this.requests;
+      if (sub) {
+        this.requests.delete(sub);
+        this.startConfig(sub);
+        continue;
+      }
       const walk = this.walks.shift()!;
-      const share = Math.max(1, Math.ceil(budget / (this.walks.length + 1)));
-      const before = walk.spent;
-      if (!this.advance(walk, share)) this.walks.push(walk);
-      budget -= Math.max(1, walk.spent - before);
+      const share = Math.max(1, Math.ceil(this.turnStepsLeft() / (this.walks.length + 1)));
+      if (!this.advanceWithinTurn(walk, share)) this.walks.push(walk);
     }
-    if (this.walks.length > 0) this.scheduleWalks();
+    if (this.requests.size > 0 || this.walks.length > 0) this.scheduleWalks();
   }
 
   private sendControl(sub: Subscriber, message: LiveServerMessage): void {
