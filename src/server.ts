@@ -4,6 +4,7 @@ import { apiRoutes } from "~/api/index.ts";
 import { errorsPlugin } from "~/api/plugins/errors.ts";
 import type { Config } from "~/lib/env.ts";
 import type { Mailer } from "~/lib/mailer.ts";
+import { type GrantedSockets, grantedSocketsFor } from "~/services/access/granted-sockets.ts";
 import { EventSinks } from "~/services/ingest/sink.ts";
 import type { EventStore } from "~/store/types.ts";
 import type { WorkerRegistry } from "~/services/tunnel/worker-registry.ts";
@@ -22,6 +23,8 @@ export type AppDeps = {
   store?: EventStore;
   /** Routes each org's ingest and queries to its worker (in-process store or a self-hosted worker). */
   workers?: WorkerRegistry;
+  /** The open sockets under the credentials that authorised them; created by createApp when absent. */
+  sockets?: GrantedSockets;
 };
 
 /**
@@ -30,6 +33,7 @@ export type AppDeps = {
  */
 export function createApp(deps: AppDeps) {
   deps.sinks ??= new EventSinks();
+  grantedSocketsFor(deps);
   return new Elysia().use(errorsPlugin).use(apiRoutes(deps)).use(wsRoutes(deps)).use(pageRoutes(deps));
 }
 

@@ -1,6 +1,7 @@
 import type { Db } from "#db/client.ts";
 import type { Config } from "~/lib/env.ts";
 import type { Mailer } from "~/lib/mailer.ts";
+import type { SocketRevoker } from "~/services/access/granted-sockets.ts";
 
 /** What every service verb receives: transport-free dependencies. */
 export type ServiceContext = {
@@ -9,6 +10,8 @@ export type ServiceContext = {
   now: () => Date;
   /** Absent when SMTP_URL is not set: sign-in links then go to the server log. */
   mailer?: Mailer;
+  /** The app's open sockets: revoking a credential closes those it authorised (absent outside an app). */
+  sockets?: SocketRevoker;
 };
 
 export function createServiceContext(deps: {
@@ -16,6 +19,7 @@ export function createServiceContext(deps: {
   config: Config;
   now?: () => Date;
   mailer?: Mailer;
+  sockets?: SocketRevoker;
 }): ServiceContext {
-  return { db: deps.db, config: deps.config, now: deps.now ?? (() => new Date()), mailer: deps.mailer };
+  return { db: deps.db, config: deps.config, now: deps.now ?? (() => new Date()), mailer: deps.mailer, sockets: deps.sockets };
 }

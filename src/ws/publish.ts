@@ -4,6 +4,7 @@ import { AppError } from "~/lib/errors.ts";
 import { log } from "~/lib/logger.ts";
 import { EVENT_BATCH_FORMAT } from "~/lib/protocol/event-batch.ts";
 import { type PublishServerMessage, publishLimits, publishPath } from "~/lib/protocol/publish.ts";
+import type { GrantedSockets } from "~/services/access/granted-sockets.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import type { Ingest } from "~/services/ingest/ingest.ts";
 import type { EventTarget } from "~/services/ingest/sink.ts";
@@ -21,8 +22,18 @@ export type PublisherPresence = {
  * or error for a refused message); nothing a publisher sends can close the socket or reach the sinks
  * unvalidated. The work per message is synchronous and bounded; storage happens behind the sinks.
  */
-export function publishSocket({ ctx, ingest, presence }: { ctx: ServiceContext; ingest: Ingest; presence?: PublisherPresence }) {
-  const targets = new WeakMap<object, { target: EventTarget; claims: PublishTicketClaims }>();
+export function publishSocket({
+  ctx,
+  ingest,
+  presence,
+  sockets,
+}: {
+  ctx: ServiceContext;
+  ingest: Ingest;
+  presence?: PublisherPresence;
+  sockets: GrantedSockets;
+}) {
+  const targets = new WeakMap<object, { target: EventTarget; claims: PublishTicketClaims; unregister: () => void }>();
 
   const send = (ws: ServerWebSocket<unknown>, message: PublishServerMessage) => ws.sendText(JSON.stringify(message));
   const isExpired = (claims: PublishTicketClaims) => claims.linkExpiresAt !== null && claims.linkExpiresAt <= ctx.now().getTime();
@@ -40,7 +51,8 @@ export function publishSocket({ ctx, ingest, presence }: { ctx: ServiceContext; 
         const raw = ws.raw as ServerWebSocket<unknown>;
         const claims = (ws.data as { publish: PublishTicketClaims }).publish;
         const target: EventTarget = { namespaceId: claims.namespaceId, linkId: claims.linkId };
-        targets.set(raw, { target, claims });
+        const unregister = sockets.register(claims.grants, { close: (code, reason) => raw.close(code, reason) });
+        targets.set(raw, { target, claims, unregister });
         send(raw, {
           type: "ready",
           namespaceId: claims.namespaceId,
@@ -77,6 +89,7 @@ export function publishSocket({ ctx, ingest, presence }: { ctx: ServiceContext; 
         const entry = targets.get(raw);
         if (!entry) return;
         targets.delete(raw);
+        entry.unregister();
         presence?.publisherDisconnected(entry.target);
       },
     });

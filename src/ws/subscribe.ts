@@ -2,12 +2,14 @@ import { Elysia, t } from "elysia";
 import type { ServerWebSocket } from "bun";
 import { AppError } from "~/lib/errors.ts";
 import { liveSubscribePath, parseLiveClientMessage } from "~/lib/protocol/live.ts";
+import type { GrantedSockets } from "~/services/access/granted-sockets.ts";
+import type { Grant } from "~/services/access/grants.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { getLink } from "~/services/links/get-link.ts";
 import type { ChannelRef, LiveHub, Subscriber } from "~/services/live/hub.ts";
 import { redeemSubscriberTicket } from "~/services/live/subscriber-ticket.ts";
 
-type Connection = { sub: Subscriber; expiryTimer: ReturnType<typeof setTimeout> | null };
+type Connection = { sub: Subscriber; expiryTimer: ReturnType<typeof setTimeout> | null; unregister: () => void };
 
 /** Longest single setTimeout; a link further out re-arms. */
 const maxTimer = 2 ** 31 - 1;
@@ -16,19 +18,22 @@ const maxTimer = 2 ** 31 - 1;
  * /api/LiveSubscribe: the live view's socket. `?ticket=` (from JoinSubscriber) watches a namespace;
  * `?link_id=` watches a shared link (the id is the capability) until it expires. See lib/protocol/live.ts.
  */
-export function subscribeSocket({ ctx, hub }: { ctx: ServiceContext; hub: LiveHub }) {
+export function subscribeSocket({ ctx, hub, sockets }: { ctx: ServiceContext; hub: LiveHub; sockets: GrantedSockets }) {
   const connections = new WeakMap<object, Connection>();
 
-  async function resolveChannel(query: { ticket?: string; link_id?: string }): Promise<{ ref: ChannelRef; expiresAt: Date | null }> {
+  async function resolveChannel(query: {
+    ticket?: string;
+    link_id?: string;
+  }): Promise<{ ref: ChannelRef; expiresAt: Date | null; grants: Grant[] }> {
     if (query.ticket) {
       const claims = redeemSubscriberTicket(ctx.config.sessionSecret, query.ticket, ctx.now());
       if (!claims) throw new AppError("UNAUTHORIZED", "live ticket invalid, used or expired: call JoinSubscriber again");
-      return { ref: { kind: "namespace", namespaceId: claims.namespaceId }, expiresAt: null };
+      return { ref: { kind: "namespace", namespaceId: claims.namespaceId }, expiresAt: null, grants: claims.grants };
     }
     if (query.link_id) {
       const link = await getLink({ ctx, linkId: query.link_id });
       if (link.isExpired) throw new AppError("NOT_FOUND", "this link has expired");
-      return { ref: { kind: "link", linkId: link.linkId }, expiresAt: link.expiresAt };
+      return { ref: { kind: "link", linkId: link.linkId }, expiresAt: link.expiresAt, grants: [] };
     }
     throw new AppError("BAD_REQUEST", "ticket or link_id required");
   }
@@ -59,7 +64,7 @@ export function subscribeSocket({ ctx, hub }: { ctx: ServiceContext; hub: LiveHu
       query: t.Object({ ticket: t.Optional(t.String({ maxLength: 1024 })), link_id: t.Optional(t.String({ maxLength: 200 })) }),
       open(ws) {
         const raw = ws.raw as ServerWebSocket<unknown>;
-        const { ref, expiresAt } = ws.data.live;
+        const { ref, expiresAt, grants } = ws.data.live;
         const sub = hub.subscribe(
           ref,
           {
@@ -69,7 +74,8 @@ export function subscribeSocket({ ctx, hub }: { ctx: ServiceContext; hub: LiveHu
           },
           { expiresAt },
         );
-        connections.set(raw, { sub, expiryTimer: expiresAt ? armExpiry(raw, sub, expiresAt) : null });
+        const unregister = sockets.register(grants, { close: (code, reason) => raw.close(code, reason) });
+        connections.set(raw, { sub, expiryTimer: expiresAt ? armExpiry(raw, sub, expiresAt) : null, unregister });
       },
       message(ws, message) {
         const conn = connections.get(ws.raw);
@@ -84,6 +90,7 @@ export function subscribeSocket({ ctx, hub }: { ctx: ServiceContext; hub: LiveHu
         if (!conn) return;
         connections.delete(ws.raw);
         if (conn.expiryTimer) clearTimeout(conn.expiryTimer);
+        conn.unregister();
         conn.sub.close();
       },
     });

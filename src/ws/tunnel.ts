@@ -3,6 +3,7 @@ import { Elysia, t } from "elysia";
 import { AppError } from "~/lib/errors.ts";
 import { log } from "~/lib/logger.ts";
 import { decodeRequest, encodeResult, errorResult, type TunnelRequest, TunnelProtocolError, tunnelPath } from "~/lib/protocol/tunnel.ts";
+import type { GrantedSockets } from "~/services/access/granted-sockets.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { openTunnels } from "~/services/tunnel/open-tunnels.ts";
 import { redeemTunnelTicket, type TunnelClaims } from "~/services/tunnel/tunnel-ticket.ts";
@@ -23,8 +24,8 @@ function bytesOf(message: unknown): Uint8Array | null {
  * /api/Tunnel?ticket=...: a query tunnel (spec section 3). Binary request frames in, binary result frames
  * out. The socket is bound to the ticket's namespace and role; a message naming another namespace is refused.
  */
-export function tunnelSocket({ ctx, workers }: { ctx: ServiceContext; workers: WorkerRegistry }) {
-  const state = new WeakMap<object, { claims: TunnelClaims; inFlight: number }>();
+export function tunnelSocket({ ctx, workers, sockets }: { ctx: ServiceContext; workers: WorkerRegistry; sockets: GrantedSockets }) {
+  const state = new WeakMap<object, { claims: TunnelClaims; inFlight: number; unregister: () => void }>();
 
   return new Elysia({ name: "ws-tunnel" })
     .resolve(({ query, path }) => {
@@ -38,7 +39,9 @@ export function tunnelSocket({ ctx, workers }: { ctx: ServiceContext; workers: W
       maxPayloadLength: maxMessageBytes,
       open(ws) {
         const claims = (ws.data as unknown as { tunnel: TunnelClaims }).tunnel;
-        state.set(ws.raw, { claims, inFlight: 0 });
+        const raw = ws.raw as ServerWebSocket<unknown>;
+        const unregister = sockets.register(claims.grants, { close: (code, reason) => raw.close(code, reason) });
+        state.set(raw, { claims, inFlight: 0, unregister });
         openTunnels.connected(claims.tunnelId);
       },
       async message(ws, message) {
@@ -61,6 +64,8 @@ export function tunnelSocket({ ctx, workers }: { ctx: ServiceContext; workers: W
           send(encodeResult(errorResult("", { tunnelError: text })));
           return;
         }
+        // Closed while decoding (its credential revoked): nothing more runs on its behalf.
+        if (!state.has(raw)) return;
         const { namespaceId, orgId, role } = s.claims;
         if (request.tags.namespaceId !== undefined && request.tags.namespaceId !== namespaceId) {
           send(
@@ -106,6 +111,7 @@ export function tunnelSocket({ ctx, workers }: { ctx: ServiceContext; workers: W
         const s = state.get(ws.raw);
         if (!s) return;
         state.delete(ws.raw);
+        s.unregister();
         openTunnels.closed(s.claims.tunnelId);
       },
     });

@@ -3,18 +3,18 @@ import { Elysia } from "elysia";
 import { principalFromUpgrade } from "~/api/plugins/auth.ts";
 import { AppError } from "~/lib/errors.ts";
 import { workerPath } from "~/lib/protocol/tunnel.ts";
+import type { GrantedSockets } from "~/services/access/granted-sockets.ts";
 import type { ServiceContext } from "~/services/context.ts";
-import { isOrgTokenActive } from "~/services/tunnel/is-org-token-active.ts";
 import type { RemoteWorker, WorkerRegistry } from "~/services/tunnel/worker-registry.ts";
 
 /**
  * /api/WorkerConnect: a self-hosted worker (`tapscope worker --token <org worker token>`) connects out to
  * the server here. The server sends it request frames (inserts and queries for its org's namespaces) and
- * it answers with result frames; text "ping" is its heartbeat (lastSeenWorkerTime).
+ * it answers with result frames; text "ping" is its heartbeat (lastSeenWorkerTime). Deleting its token sends
+ * it away and hands the org's events back to the server's store.
  */
-export function workerSocket({ ctx, workers }: { ctx: ServiceContext; workers: WorkerRegistry }) {
-  const connected = new WeakMap<object, RemoteWorker>();
-  const tokens = new WeakMap<object, string>();
+export function workerSocket({ ctx, workers, sockets }: { ctx: ServiceContext; workers: WorkerRegistry; sockets: GrantedSockets }) {
+  const connected = new WeakMap<object, { worker: RemoteWorker; unregister: () => void }>();
 
   return new Elysia({ name: "ws-worker" })
     .resolve(async ({ request, path }) => {
@@ -35,37 +35,33 @@ export function workerSocket({ ctx, workers }: { ctx: ServiceContext; workers: W
           },
           close: (code, reason) => raw.close(code, reason),
         });
-        connected.set(raw, worker);
-        tokens.set(raw, (ws.data as { workerTokenId: string }).workerTokenId);
+        const tokenId = (ws.data as { workerTokenId: string }).workerTokenId;
+        const unregister = sockets.register([{ kind: "orgToken", tokenId }], {
+          close: (code, reason) => {
+            workers.forget(orgId);
+            raw.close(code, reason);
+          },
+        });
+        connected.set(raw, { worker, unregister });
         raw.sendText(JSON.stringify({ type: "ready", orgId }));
       },
       message(ws, message) {
-        const worker = connected.get(ws.raw);
+        const worker = connected.get(ws.raw)?.worker;
         if (!worker) return;
         if (message instanceof Uint8Array) {
           worker.received(message);
           return;
         }
-        // Heartbeat (any text): the worker is alive, if its token still is.
-        const raw = ws.raw as ServerWebSocket<unknown>;
-        const tokenId = tokens.get(raw) ?? "";
-        void isOrgTokenActive({ ctx, tokenId })
-          .then((isActive) => {
-            if (!isActive) {
-              workers.forget(worker.orgId);
-              raw.close(4401, "worker token deleted");
-              return;
-            }
-            workers.seen(worker.orgId);
-            raw.sendText("pong");
-          })
-          .catch(() => {});
+        // Heartbeat (any text).
+        workers.seen(worker.orgId);
+        ws.raw.sendText("pong");
       },
       close(ws) {
-        const worker = connected.get(ws.raw);
-        if (!worker) return;
+        const entry = connected.get(ws.raw);
+        if (!entry) return;
         connected.delete(ws.raw);
-        workers.disconnect(worker);
+        entry.unregister();
+        workers.disconnect(entry.worker);
       },
     });
 }

@@ -2,6 +2,7 @@ import { AppError } from "~/lib/errors.ts";
 import { liveSubscribePath } from "~/lib/protocol/live.ts";
 import type { Principal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
+import { grantsOf } from "~/services/access/grants.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
 import { issueSubscriberTicket } from "./subscriber-ticket.ts";
 
@@ -25,6 +26,10 @@ export async function joinSubscriber({
   if (!principal) throw new AppError("UNAUTHORIZED", "not signed in");
   if (principal.kind !== "user") throw new AppError("FORBIDDEN", "forbidden: the live view is for signed-in users");
   const access = await requireNamespaceAccess({ ctx, principal, namespaceId });
-  const ticket = issueSubscriberTicket(ctx.config.sessionSecret, { userId: principal.userId, namespaceId: access.namespaceId }, ctx.now());
+  const ticket = issueSubscriberTicket(
+    ctx.config.sessionSecret,
+    { userId: principal.userId, namespaceId: access.namespaceId, grants: grantsOf(principal, { namespaceId: access.namespaceId }) },
+    ctx.now(),
+  );
   return { websocketUrl: `${websocketBase(ctx.config.publicUrl)}${liveSubscribePath}?ticket=${encodeURIComponent(ticket)}` };
 }

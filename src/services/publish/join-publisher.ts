@@ -2,6 +2,7 @@ import { eq } from "drizzle-orm";
 import { links } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
 import { type JoinPublisherResponse, publishPath } from "~/lib/protocol/publish.ts";
+import { grantsOf } from "~/services/access/grants.ts";
 import type { Principal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { createLink, linkPageUrl } from "~/services/links/create-link.ts";
@@ -55,7 +56,13 @@ export async function joinPublisher({
 
   const ticket = issuePublishTicket(
     ctx.config.sessionSecret,
-    { namespaceId, linkId: link?.linkId ?? null, orgId, linkExpiresAt: link ? link.expiresAt.getTime() : null },
+    {
+      namespaceId,
+      linkId: link?.linkId ?? null,
+      orgId,
+      linkExpiresAt: link ? link.expiresAt.getTime() : null,
+      grants: principal ? grantsOf(principal) : [],
+    },
     ctx.now(),
   );
   const response: JoinPublisherResponse = {

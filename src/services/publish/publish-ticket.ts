@@ -1,17 +1,18 @@
+import { type Grant, grantKey, parseGrantKeys } from "~/services/access/grants.ts";
 import type { EventTarget } from "~/services/ingest/sink.ts";
 import { issueTicket, redeemTicket } from "~/services/tickets/signed-ticket.ts";
 
 /**
- * The capability in JoinPublisher's websocketUrl: {target, org, link expiry}, valid for a minute and once.
+ * The capability in JoinPublisher's websocketUrl: {target, org, link expiry, the token's grant}, valid for a minute and once.
  * The token itself never appears in a URL; a reconnecting publisher joins again.
  */
 export const PUBLISH_TICKET_TTL_MS = 60_000;
 
-export type PublishTicketClaims = EventTarget & { orgId: string | null; linkExpiresAt: number | null };
+export type PublishTicketClaims = EventTarget & { orgId: string | null; linkExpiresAt: number | null; grants: Grant[] };
 
 export function issuePublishTicket(secret: string, claims: PublishTicketClaims, now: Date): string {
   const { namespaceId: n, linkId: l, orgId: o, linkExpiresAt: x } = claims;
-  return issueTicket(secret, "publish", { n, l, o, x }, PUBLISH_TICKET_TTL_MS, now);
+  return issueTicket(secret, "publish", { n, l, o, x, g: claims.grants.map(grantKey) }, PUBLISH_TICKET_TTL_MS, now);
 }
 
 const nullableString = (v: unknown): v is string | null => v === null || typeof v === "string";
@@ -21,5 +22,7 @@ export function redeemPublishTicket(secret: string, ticket: string, now: Date): 
   const c = redeemTicket(secret, "publish", ticket, now);
   if (!c || !nullableString(c.n) || !nullableString(c.l) || !nullableString(c.o)) return null;
   if (c.x !== null && typeof c.x !== "number") return null;
-  return { namespaceId: c.n, linkId: c.l, orgId: c.o, linkExpiresAt: c.x };
+  const grants = parseGrantKeys(c.g);
+  if (!grants) return null;
+  return { namespaceId: c.n, linkId: c.l, orgId: c.o, linkExpiresAt: c.x, grants };
 }

@@ -10,7 +10,10 @@ import { tokenForbidden } from "./messages.ts";
 
 const tokenNotFound = () => new AppError("NOT_FOUND", "token not found");
 
-/** Namespace admins delete its tokens; the token stops authenticating at once (lookups go by its hash row). */
+/**
+ * Namespace admins delete its tokens; the token stops authenticating at once (lookups go by its hash row) and
+ * the sockets it opened (publish, tunnels) close.
+ */
 export async function deleteNamespaceToken({
   ctx,
   principal,
@@ -41,9 +44,10 @@ export async function deleteNamespaceToken({
     throw err;
   }
   await ctx.db.delete(namespaceTokens).where(eq(namespaceTokens.id, tokenId));
+  ctx.sockets?.revoke({ kind: "namespaceToken", tokenId });
 }
 
-/** Org admins (admins of any namespace of the org) delete worker tokens. */
+/** Org admins (admins of any namespace of the org) delete worker tokens; its worker and tunnels are sent away. */
 export async function deleteOrgToken({
   ctx,
   principal,
@@ -63,4 +67,5 @@ export async function deleteOrgToken({
     throw err;
   }
   await ctx.db.delete(orgTokens).where(eq(orgTokens.id, tokenId));
+  ctx.sockets?.revoke({ kind: "orgToken", tokenId });
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { AppError } from "~/lib/errors.ts";
 import { type CreateTunnelResponse, type TunnelRole, tunnelPath } from "~/lib/protocol/tunnel.ts";
+import { grantsOf } from "~/services/access/grants.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
 import type { Principal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
@@ -49,6 +50,7 @@ export async function createTunnel({
       namespaceId: access.namespaceId,
       orgId: access.orgId,
       role,
+      grants: grantsOf(principal, { namespaceId: access.namespaceId, write: role === "INSERT" }),
     },
     ctx.now(),
   );

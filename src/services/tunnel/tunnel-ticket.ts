@@ -1,4 +1,5 @@
 import type { TunnelRole } from "~/lib/protocol/tunnel.ts";
+import { type Grant, grantKey, parseGrantKeys } from "~/services/access/grants.ts";
 import { issueTicket, redeemTicket } from "~/services/tickets/signed-ticket.ts";
 
 /**
@@ -14,10 +15,12 @@ export type TunnelClaims = {
   namespaceId: string;
   orgId: string;
   role: TunnelRole;
+  /** What the tunnel stands on: it closes when one is revoked. */
+  grants: Grant[];
 };
 
 export function issueTunnelTicket(secret: string, claims: TunnelClaims, now: Date): string {
-  return issueTicket(secret, "tunnel", { ...claims }, TUNNEL_TICKET_TTL_MS, now);
+  return issueTicket(secret, "tunnel", { ...claims, grants: claims.grants.map(grantKey) }, TUNNEL_TICKET_TTL_MS, now);
 }
 
 /** The claims of a valid, unexpired, unspent ticket (spending it), else null. */
@@ -25,14 +28,16 @@ export function redeemTunnelTicket(secret: string, ticket: string, now: Date): T
   const c = redeemTicket(secret, "tunnel", ticket, now);
   if (!c) return null;
   const { tunnelId, principalKey, namespaceId, orgId, role } = c;
+  const grants = parseGrantKeys(c.grants);
   if (
     typeof tunnelId !== "string" ||
     typeof principalKey !== "string" ||
     typeof namespaceId !== "string" ||
     typeof orgId !== "string" ||
-    (role !== "SELECT" && role !== "INSERT")
+    (role !== "SELECT" && role !== "INSERT") ||
+    !grants
   ) {
     return null;
   }
-  return { tunnelId, principalKey, namespaceId, orgId, role };
+  return { tunnelId, principalKey, namespaceId, orgId, role, grants };
 }

@@ -1,0 +1,158 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { and, eq } from "drizzle-orm";
+import { namespaceMembers } from "#db/schema/index.ts";
+import { createApp } from "~/server.ts";
+import { backends, startTestApp, type TestApp } from "../support/app.ts";
+import { LiveClient } from "./live-support.ts";
+
+/**
+ * Revoking a credential closes the sockets it authorised (issue 14, item 4): deleting a token, signing out or
+ * losing membership ends the publish socket, tunnels, worker and live view within a second, and the same
+ * credential cannot open them again. Every call goes to the one listening app, as a browser's would.
+ */
+for (const backend of backends) {
+  describe(`revocation reaches open sockets [${backend}]`, () => {
+    let t: TestApp;
+    let server: ReturnType<ReturnType<typeof createApp>["listen"]>;
+    let base: string;
+
+    beforeAll(async () => {
+      t = await startTestApp({ backend });
+      server = createApp({ config: t.config, db: t.db, now: t.clock.now }).listen({ port: 0, hostname: "127.0.0.1" });
+      base = `http://127.0.0.1:${server.server!.port!}`;
+    }, 60_000);
+    afterAll(async () => {
+      await server?.stop(true);
+      await t?.close();
+    });
+
+    async function call(path: string, body: unknown, opts: { cookie?: string; bearer?: string } = {}) {
+      const headers: Record<string, string> = { "content-type": "application/json", origin: t.config.publicUrl };
+      if (opts.cookie) headers.cookie = opts.cookie;
+      if (opts.bearer) headers.authorization = `Bearer ${opts.bearer}`;
+      const res = await fetch(base + path, { method: "POST", headers, body: JSON.stringify(body) });
+      const text = await res.text();
+      return { status: res.status, body: text ? JSON.parse(text) : undefined };
+    }
+
+    /** The socket URL the server handed out, pointed at the test listener. */
+    const local = (url: string) => {
+      const u = new URL(url);
+      return `ws://${new URL(base).host}${u.pathname}${u.search}`;
+    };
+
+    async function open(url: string, headers?: Record<string, string>): Promise<LiveClient> {
+      const ws = new WebSocket(local(url), headers ? ({ headers } as unknown as string[]) : undefined);
+      ws.binaryType = "arraybuffer";
+      const client = new LiveClient(ws);
+      await new Promise<void>((resolve, reject) => {
+        ws.addEventListener("open", () => resolve());
+        ws.addEventListener("error", () => reject(new Error(`websocket refused: ${url}`)));
+      });
+      return client;
+    }
+
+    async function closedWithinASecond(client: LiveClient, what: string): Promise<void> {
+      const started = Date.now();
+      await client.until(() => client.closeCode !== null, what, 1000);
+      expect(client.closeCode).toBe(4401);
+      expect(Date.now() - started).toBeLessThan(1000);
+    }
+
+    async function tunnel(role: "SELECT" | "INSERT", opts: { cookie?: string; bearer?: string }, namespaceId?: string) {
+      const res = await call("/api/CreateTunnel", { namespaceId, role }, opts);
+      expect(res.status).toBe(200);
+      return open(res.body.endpoint);
+    }
+
+    async function namespaceToken(owner: { cookie: string; namespaceId: string }) {
+      const gen = await call("/api/GenerateNamespaceToken", { namespaceId: owner.namespaceId }, { cookie: owner.cookie });
+      expect(gen.status).toBe(200);
+      return gen.body as { token: string; tokenId: string };
+    }
+
+    test("deleting a namespace token closes its publish socket and its SELECT and INSERT tunnels", async () => {
+      const owner = await t.onboardedUser();
+      const token = await namespaceToken(owner);
+      const join = await call("/api/JoinPublisher", {}, { bearer: token.token });
+      expect(join.status).toBe(200);
+      const publisher = await open(join.body.websocketUrl);
+      await publisher.until(() => publisher.texts.some((m) => m.includes('"ready"')), "publisher ready");
+      const select = await tunnel("SELECT", { bearer: token.token });
+      const insert = await tunnel("INSERT", { bearer: token.token });
+
+      expect((await call("/api/DeleteNamespaceToken", { tokenId: token.tokenId }, { cookie: owner.cookie })).status).toBe(200);
+      await Promise.all([
+        closedWithinASecond(publisher, "publish socket closed"),
+        closedWithinASecond(select, "SELECT tunnel closed"),
+        closedWithinASecond(insert, "INSERT tunnel closed"),
+      ]);
+      expect((await call("/api/JoinPublisher", {}, { bearer: token.token })).status).toBe(401);
+      expect((await call("/api/CreateTunnel", { role: "SELECT" }, { bearer: token.token })).status).toBe(401);
+    });
+
+    test("a ticket issued before its token was deleted opens a socket that closes at once", async () => {
+      const owner = await t.onboardedUser();
+      const token = await namespaceToken(owner);
+      const join = await call("/api/JoinPublisher", {}, { bearer: token.token });
+      expect((await call("/api/DeleteNamespaceToken", { tokenId: token.tokenId }, { cookie: owner.cookie })).status).toBe(200);
+      const publisher = await open(join.body.websocketUrl).catch(() => null);
+      if (publisher) await closedWithinASecond(publisher, "late publish socket closed");
+    });
+
+    test("deleting an org token sends its worker and its tunnel away", async () => {
+      const owner = await t.onboardedUser();
+      const gen = await call("/api/GenerateOrgToken", { orgId: owner.orgId }, { cookie: owner.cookie });
+      expect(gen.status).toBe(200);
+      const worker = await open(`${t.config.publicUrl}/api/WorkerConnect`, { authorization: `Bearer ${gen.body.token}` });
+      await worker.until(() => worker.texts.some((m) => m.includes('"ready"')), "worker ready");
+      const select = await tunnel("SELECT", { bearer: gen.body.token }, owner.namespaceId);
+
+      expect((await call("/api/DeleteOrgToken", { tokenId: gen.body.tokenId }, { cookie: owner.cookie })).status).toBe(200);
+      await Promise.all([closedWithinASecond(worker, "worker closed"), closedWithinASecond(select, "org token tunnel closed")]);
+      expect((await call("/api/CreateTunnel", { namespaceId: owner.namespaceId, role: "SELECT" }, { bearer: gen.body.token })).status).toBe(401);
+      await expect(open(`${t.config.publicUrl}/api/WorkerConnect`, { authorization: `Bearer ${gen.body.token}` })).rejects.toThrow();
+    });
+
+    test("signing out closes the session's live socket and tunnel; another session's stay open", async () => {
+      const owner = await t.onboardedUser();
+      const live = await open((await call("/api/JoinSubscriber", { namespaceId: owner.namespaceId }, { cookie: owner.cookie })).body.websocketUrl);
+      await live.until(() => live.of("history").length === 1, "live history");
+      const select = await tunnel("SELECT", { cookie: owner.cookie }, owner.namespaceId);
+      const insert = await tunnel("INSERT", { cookie: owner.cookie }, owner.namespaceId);
+      // The same person signed in elsewhere keeps that session's socket.
+      const elsewhere = await t.user(owner.email);
+      const otherLive = await open(
+        (await call("/api/JoinSubscriber", { namespaceId: owner.namespaceId }, { cookie: elsewhere.cookie })).body.websocketUrl,
+      );
+
+      const logout = await fetch(`${base}/api/LogOut`, { headers: { cookie: owner.cookie }, redirect: "manual" });
+      expect(logout.status).toBe(302);
+      await Promise.all([
+        closedWithinASecond(live, "live socket closed"),
+        closedWithinASecond(select, "SELECT tunnel closed"),
+        closedWithinASecond(insert, "INSERT tunnel closed"),
+      ]);
+      expect((await call("/api/JoinSubscriber", { namespaceId: owner.namespaceId }, { cookie: owner.cookie })).status).toBe(401);
+      expect((await call("/api/CreateTunnel", { namespaceId: owner.namespaceId, role: "SELECT" }, { cookie: owner.cookie })).status).toBe(401);
+      await Bun.sleep(700);
+      expect(otherLive.closeCode).toBeNull();
+      otherLive.close();
+    });
+
+    test("a member removed from a namespace stops watching it", async () => {
+      const owner = await t.onboardedUser();
+      const member = await t.user();
+      expect((await call("/api/AddUser", { namespaceId: owner.namespaceId, email: member.email }, { cookie: owner.cookie })).status).toBe(200);
+      const live = await open((await call("/api/JoinSubscriber", { namespaceId: owner.namespaceId }, { cookie: member.cookie })).body.websocketUrl);
+      await live.until(() => live.of("history").length === 1, "live history");
+      const select = await tunnel("SELECT", { cookie: member.cookie }, owner.namespaceId);
+
+      await t.db
+        .delete(namespaceMembers)
+        .where(and(eq(namespaceMembers.namespaceId, owner.namespaceId), eq(namespaceMembers.userId, member.userId)));
+      await Promise.all([closedWithinASecond(live, "live socket closed"), closedWithinASecond(select, "tunnel closed")]);
+      expect((await call("/api/JoinSubscriber", { namespaceId: owner.namespaceId }, { cookie: member.cookie })).status).toBe(404);
+    });
+  });
+}
