@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, chownSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { fakeBinary, isRoot, restrictedPath, sh, startServer, tempDir } from "./support.ts";
 
@@ -138,7 +139,7 @@ describe("curl | sh", () => {
     const script = join(homeDir, "install.sh");
     writeFileSync(script, await (await fetch(`${server.url}/install.sh`)).text());
     chmodSync(script, 0o644);
-    const path = restrictedPath(["sh", "uname", "id", "mkdir", "chmod", "mv", "rm", "ls", "wget", "cat"]);
+    const path = restrictedPath(["sh", "uname", "id", "mkdir", "chmod", "mv", "rm", "ls", "wget", "cat", "sha256sum"]);
     const ran = await sh(`sh ${script}`, {
       env: { HOME: homeDir, PATH: path },
       asUser: canSwitchUser ? 65534 : undefined,
@@ -178,6 +179,38 @@ describe("curl | sh", () => {
     expect(Bun.spawnSync(["ls", "-A", join(homeDir, ".local/bin")]).stdout.toString().trim()).toBe("");
   });
 
+  test("a binary that does not match the published SHA-256 is neither run nor installed", async () => {
+    // A mirror (or anything on the way) that serves other bytes than the server's: install.sh and the
+    // checksum come from the real server, the binary does not.
+    const homeDir = home();
+    const marker = join(tempDir("marker"), "ran");
+    const tampered = `#!/bin/sh\ntouch ${marker}\necho "${FAKE_VERSION}"\n`;
+    const mirror = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: async (req) => {
+        const path = new URL(req.url).pathname;
+        if (path === "/install.sh") {
+          return new Response((await (await fetch(`${server.url}/install.sh`)).text()).replaceAll(server.url, `http://127.0.0.1:${mirror.port}`));
+        }
+        if (path.endsWith(".sha256")) return fetch(`${server.url}${path}`);
+        return new Response(tampered);
+      },
+    });
+    try {
+      const ran = await installAsUser(homeDir, {}, `http://127.0.0.1:${mirror.port}`);
+      expect(ran.code).not.toBe(0);
+      const want = createHash("sha256").update(readFileSync(join(downloads, `tapscope-linux-${hostArch}`))).digest("hex");
+      const got = createHash("sha256").update(tampered).digest("hex");
+      expect(ran.stderr).toContain(`checksum mismatch for http://127.0.0.1:${mirror.port}/download/tapscope-linux-${hostArch}: expected ${want}, got ${got}`);
+      expect(ran.stdout).not.toContain("Installed");
+      expect(existsSync(marker)).toBe(false);
+      expect(Bun.spawnSync(["ls", "-A", join(homeDir, ".local/bin")]).stdout.toString().trim()).toBe("");
+    } finally {
+      await mirror.stop(true);
+    }
+  });
+
   test("a server without the binary makes the installer fail with the server's reason", async () => {
     const ran = await installAsUser(home(), {}, empty.url);
     expect(ran.code).not.toBe(0);
@@ -195,6 +228,18 @@ describe("GET /download/:file", () => {
       expect(res.headers.get("content-length")).toBe(String(want.length));
       expect(Buffer.from(await res.arrayBuffer()).equals(want)).toBe(true);
     }
+  });
+
+  test("publishes each binary's SHA-256 in sha256sum format", async () => {
+    for (const arch of ["x64", "arm64"]) {
+      const res = await fetch(`${server.url}/download/tapscope-linux-${arch}.sha256`);
+      expect(res.status).toBe(200);
+      const want = createHash("sha256").update(readFileSync(join(downloads, `tapscope-linux-${arch}`))).digest("hex");
+      expect(await res.text()).toBe(`${want}  tapscope-linux-${arch}\n`);
+    }
+    const missing = await fetch(`${empty.url}/download/tapscope-linux-x64.sha256`);
+    expect(missing.status).toBe(404);
+    expect(((await missing.json()) as { error: string }).error).toContain("tapscope-linux-x64 is not built on this server");
   });
 
   test("404 with a JSON reason when that binary is not built", async () => {
@@ -226,7 +271,7 @@ describe("GET /download/:file", () => {
   }, 30_000);
 
   test("unknown names and path tricks are 404, never a file read", async () => {
-    for (const name of ["tapscope-darwin-arm64", "..%2F..%2Fetc%2Fpasswd", "tapscope-linux-x64.map", "%2Fetc%2Fpasswd"]) {
+    for (const name of ["tapscope-darwin-arm64", "..%2F..%2Fetc%2Fpasswd", "tapscope-linux-x64.map", "%2Fetc%2Fpasswd", ".sha256", "%2Fetc%2Fpasswd.sha256"]) {
       const res = await fetch(`${server.url}/download/${name}`);
       expect(res.status).toBe(404);
       const body = (await res.json()) as { error: string };

@@ -28,3 +28,26 @@ export function findBinary(name: DownloadName, downloadDir: string | undefined):
   } else candidates.push(join(sourceRoot, "dist", name));
   return candidates.find((path) => existsSync(path) && statSync(path).isFile());
 }
+
+const checksums = new Map<string, { stamp: string; digest: Promise<string> }>();
+
+/**
+ * SHA-256 (hex) of a download, computed once per file version (path, size, mtime) and cached. Read in chunks
+ * with awaits between them, so hashing a 100 MB binary never holds the event loop; concurrent callers share one read.
+ */
+export function binarySha256(path: string): Promise<string> {
+  const stat = statSync(path);
+  const stamp = `${stat.size}:${stat.mtimeMs}`;
+  const cached = checksums.get(path);
+  if (cached?.stamp === stamp) return cached.digest;
+  const digest = (async () => {
+    const hasher = new Bun.CryptoHasher("sha256");
+    for await (const chunk of Bun.file(path).stream()) hasher.update(chunk);
+    return hasher.digest("hex");
+  })();
+  checksums.set(path, { stamp, digest });
+  digest.catch(() => {
+    if (checksums.get(path)?.digest === digest) checksums.delete(path);
+  });
+  return digest;
+}

@@ -2,10 +2,13 @@ import { statSync } from "node:fs";
 import { Elysia, t } from "elysia";
 import { AppError } from "~/lib/errors.ts";
 import type { AppDeps } from "~/server.ts";
-import { DOWNLOADS, findBinary, isDownloadName } from "./binaries.ts";
+import { binarySha256, DOWNLOADS, findBinary, isDownloadName } from "./binaries.ts";
 import { installScript } from "./script.ts";
 
-/** GET /install.sh (the `curl | sh` installer) and GET /download/tapscope-linux-{x64,arm64} (the binaries). */
+/**
+ * GET /install.sh (the `curl | sh` installer), GET /download/tapscope-linux-{x64,arm64} (the binaries) and
+ * GET /download/tapscope-linux-{x64,arm64}.sha256 (their SHA-256, in `sha256sum` format, checked by the installer).
+ */
 export function installRoutes(deps: AppDeps) {
   return new Elysia({ name: "install" })
     .get(
@@ -19,17 +22,21 @@ export function installRoutes(deps: AppDeps) {
     )
     .get(
       "/download/:file",
-      ({ params }) => {
+      async ({ params }) => {
         const available = Object.keys(DOWNLOADS).join(", ");
-        if (!isDownloadName(params.file)) {
-          throw new AppError("NOT_FOUND", `no download named "${params.file}"; there are: ${available}`);
+        const isChecksum = params.file.endsWith(".sha256");
+        const name = isChecksum ? params.file.slice(0, -".sha256".length) : params.file;
+        if (!isDownloadName(name)) {
+          throw new AppError("NOT_FOUND", `no download named "${params.file}"; there are: ${available} (and each with .sha256)`);
         }
-        const path = findBinary(params.file, deps.config.downloadDir);
+        const path = findBinary(name, deps.config.downloadDir);
         if (!path) {
-          throw new AppError(
-            "NOT_FOUND",
-            `${params.file} is not built on this server: run "npm run build" (it writes dist/${params.file})`,
-          );
+          throw new AppError("NOT_FOUND", `${name} is not built on this server: run "npm run build" (it writes dist/${name})`);
+        }
+        if (isChecksum) {
+          return new Response(`${await binarySha256(path)}  ${name}\n`, {
+            headers: { "content-type": "text/plain; charset=utf-8", "cache-control": "no-cache" },
+          });
         }
         return new Response(Bun.file(path), {
           headers: {

@@ -42,7 +42,7 @@ download() {
   if command -v curl >/dev/null 2>&1; then
     status=$(curl -sSL -o "$2" -w '%{http_code}' "$1") || return 1
     [ "$status" = 200 ] && return 0
-    server_reason "$2" "HTTP $status"
+    server_reason "$2" "HTTP $status" "$1"
   elif command -v wget >/dev/null 2>&1; then
     wget -q -O "$2" "$1" || return 1
   else
@@ -56,7 +56,27 @@ server_reason() {
   if [ -s "$1" ] && [ "$(wc -c <"$1")" -lt 4096 ]; then
     reason=$(sed -n 's/.*"error":"\\(.*\\)"}.*/\\1/p' "$1" | sed 's/\\\\"/"/g')
   fi
-  fail "download from $url failed ($2)\${reason:+: $reason}"
+  fail "download from $3 failed ($2)\${reason:+: $reason}"
+}
+
+# The binary runs only if its SHA-256 is the one the server publishes beside it.
+verify_checksum() {
+  download "$url.sha256" "$2" || fail "could not download the checksum $url.sha256."
+  want=""
+  read -r want _ <"$2" || true
+  case "$want" in
+    *[!0-9a-f]*) want="" ;;
+  esac
+  [ "\${#want}" -eq 64 ] || fail "the checksum from $url.sha256 is not a SHA-256; not installing."
+  if command -v sha256sum >/dev/null 2>&1; then
+    got=$(sha256sum "$1") || fail "sha256sum could not read the download."
+  elif command -v shasum >/dev/null 2>&1; then
+    got=$(shasum -a 256 "$1") || fail "shasum could not read the download."
+  else
+    fail "needs sha256sum (coreutils) or shasum to verify the download."
+  fi
+  got=\${got%% *}
+  [ "$got" = "$want" ] || fail "checksum mismatch for $url: expected $want, got $got. The download is corrupt or was altered on the way; nothing was installed."
 }
 
 pick_dir() {
@@ -88,10 +108,12 @@ main() {
   pick_dir
   url="$TAPSCOPE_SERVER/download/tapscope-linux-$arch"
   tmp="$dir/.tapscope.download.$$"
-  trap 'rm -f "$tmp"' EXIT
-  trap 'rm -f "$tmp"; exit 130' INT TERM
+  sum="$tmp.sha256"
+  trap 'rm -f "$tmp" "$sum"' EXIT
+  trap 'rm -f "$tmp" "$sum"; exit 130' INT TERM
   say "Downloading tapscope for linux-$arch from $url"
   download "$url" "$tmp" || fail "download from $url failed."
+  verify_checksum "$tmp" "$sum"
   chmod 755 "$tmp"
   # </dev/null: under "curl | sh" stdin is the rest of this script.
   if ! installed=$("$tmp" version 2>&1 </dev/null); then
