@@ -119,6 +119,23 @@ for (const backend of backends) {
       expect(res.headers.get("location")).toBe("/dashboard/mine/live");
     });
 
+    test("the callback ignores a next in its own URL, and a stored next cannot leave the origin by dot segments", async () => {
+      // Login CSRF with an open redirect: a link minted for the attacker's address, sent on with &next=.
+      const url = await mailedLink(`attacker-${crypto.randomUUID().slice(0, 6)}@example.com`);
+      const callback = await t.request(`${linkPath(url)}&next=${encodeURIComponent("/dashboard/attacker-ns/live")}`);
+      expect(callback.status).toBe(302);
+      expect(callback.headers.get("location")).toBe("/dashboard");
+      const dotted = await mailedLink(`attacker-${crypto.randomUUID().slice(0, 6)}@example.com`);
+      expect((await t.request(`${linkPath(dotted)}&next=${encodeURIComponent("/.//evil.test")}`)).headers.get("location")).toBe("/dashboard");
+
+      const stored = await mailedLink(`dots-${crypto.randomUUID().slice(0, 6)}@example.com`, "/.//evil.test");
+      const res = await t.request(linkPath(stored));
+      expect(res.status).toBe(302);
+      const location = res.headers.get("location")!;
+      expect(location).toBe("/dashboard");
+      expect(new URL(location, PUBLIC_URL).origin).toBe(PUBLIC_URL);
+    });
+
     test("AddUser mails the invited address a link to sign in", async () => {
       const admin = await t.onboardedUser();
       const email = `invited-${crypto.randomUUID().slice(0, 6)}@example.com`;

@@ -105,7 +105,7 @@ export function authRoutes(ctx: ServiceContext) {
           throw err;
         }
         await startSession(ctx, cookie, link.email);
-        return redirect(set, safeNext(link.next ?? query.next));
+        return redirect(set, safeNext(link.next));
       },
       { query: authModel.emailCallbackQuery },
     )

@@ -13,5 +13,6 @@ export const authModel = {
     state: t.Optional(t.String()),
     error: t.Optional(t.String()),
   }),
-  emailCallbackQuery: t.Object({ token: t.Optional(t.String()), next: t.Optional(t.String()) }),
+  // No `next`: where the link lands was fixed when it was requested (stored with it), never by its URL.
+  emailCallbackQuery: t.Object({ token: t.Optional(t.String()) }),
 };
