@@ -14,7 +14,10 @@ export type LiveServerMessage =
   | { type: "hello"; channel: "namespace" | "link"; expiresAt: string | null }
   /** The config with this revision is in force: every later `events` message matches it. */
   | { type: "config-applied"; revision: number }
-  /** The config was refused and the previous one stays in force. `index` is the chip, `position` 0-based within it. */
+  /**
+   * The config was refused (it does not parse, or checking it against the history cost too much) and the previous one
+   * stays in force. `index` is the chip, `position` 0-based within it.
+   */
   | { type: "setFilterError"; revision: number; message: string; position: number; index: number }
   /**
    * The retained recent events that match the config of `revision`, oldest first (at most 1000): sent on join and
@@ -25,7 +28,10 @@ export type LiveServerMessage =
   | { type: "events"; events: TracedEvent[] }
   /** Publishers connected to this namespace or link, and viewers watching it; sent on join and on every change. */
   | { type: "stats"; numPublishers: number; numSubscribers: number }
-  /** This subscriber fell behind and `count` events were skipped since the last report (`total` since joining). */
+  /**
+   * `count` events were skipped since the last report (`total` since joining): this subscriber fell behind, or its
+   * filters could not afford them (ADR 0013).
+   */
   | { type: "dropped"; count: number; total: number }
   /** The shared link expired; the server closes the socket next. */
   | { type: "expired" };

@@ -82,7 +82,7 @@ const retryDelayMs = 20;
 type Bucket = { steps: number; refilledAt: number };
 
 /** Subscribers with the same filters: evaluated once per event, spending from their bucket of steps. */
-type Group = { predicate: EventPredicate; meter: FilterMeter; members: Set<Subscriber>; bucket: Bucket };
+type Group = { predicate: EventPredicate; meter: FilterMeter; members: Set<Subscriber>; bucket: Bucket; isEmpty: boolean };
 
 type Channel = {
   key: string;
@@ -188,6 +188,11 @@ export class LiveHub implements EventSink {
 
   constructor(options: Partial<LiveHubOptions> = {}) {
     this.options = { ...defaultLiveHubOptions, ...options };
+  }
+
+  /** Bytes the channels' histories hold (the server's memory log). */
+  get retainedHistoryBytes(): number {
+    return this.historyBytes;
   }
 
   // ---- publishers ----
@@ -354,7 +359,13 @@ export class LiveHub implements EventSink {
     const groups = sub.channel.groups;
     let group = groups.get(sub.configKey);
     if (!group) {
-      group = { predicate: sub.predicate, meter: sub.meter, members: new Set(), bucket: this.fullBucket(this.options.filterBurstSteps) };
+      group = {
+        predicate: sub.predicate,
+        meter: sub.meter,
+        members: new Set(),
+        bucket: this.fullBucket(this.options.filterBurstSteps),
+        isEmpty: sub.configKey === "[]",
+      };
       groups.set(sub.configKey, group);
     }
     group.members.add(sub);
@@ -483,6 +494,7 @@ export class LiveHub implements EventSink {
    * take, or than the group's bucket holds now). Empty filters cost nothing.
    */
   private evaluate(channel: Channel, group: Group, event: TracedEvent, now: number): boolean | null {
+    if (group.isEmpty) return true;
     const o = this.options;
     const n = channel.groups.size;
     const rate = Math.min(o.filterStepsPerSecond, o.channelFilterStepsPerSecond / n);
