@@ -441,7 +441,8 @@ function jsonBatch(seq: number, events: CapturedEvent[]): Uint8Array {
   return encoder.encode(`{"type":"events","seq":${seq},"events":[${parts.join(",")}]}`);
 }
 
-function isRefusal(err: unknown): boolean {
+/** A refused token or link (4xx): retrying will not help. Anything else (no answer, 5xx) is retried. */
+export function isRefusal(err: unknown): boolean {
   return err instanceof JoinError && (err.status === 400 || err.status === 401 || err.status === 403 || err.status === 404);
 }
 

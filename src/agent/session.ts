@@ -3,7 +3,7 @@ import { type CapturedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
 import type { AgentConfig, HostEnvironment } from "~/lib/env.ts";
 import { hostMetadata } from "./event.ts";
 import { formatLogLine } from "./log-line.ts";
-import { createPublisher, type JoinInfo } from "./publish.ts";
+import { createPublisher, isRefusal, type JoinInfo } from "./publish.ts";
 import type { RedactMode } from "./redact.ts";
 import { pipeStats } from "./relay/pipe.ts";
 import { createTracer, type Tracer } from "./tracer.ts";
@@ -53,13 +53,23 @@ function announce(info: JoinInfo, endpoint: string): void {
 }
 
 export function createSession(options: SessionOptions): Session {
+  const endpoint = options.agent.endpoint;
+  let hasAnnounced = false;
+  let isWaiting = false;
   const publisher = options.publish
     ? createPublisher({
-        endpoint: options.agent.endpoint,
+        endpoint,
         token: options.agent.token,
         linkId: options.agent.linkId,
         service: options.service,
         onNotice: (_kind, message) => say(message),
+        // The first join that works, now or after the server came back: say where the requests go.
+        onJoin: (info) => {
+          if (hasAnnounced) return;
+          hasAnnounced = true;
+          if (isWaiting) say(`connected to ${endpoint}; publishing requests now`);
+          announce(info, endpoint);
+        },
       })
     : null;
   const color = Boolean(process.stderr.isTTY);
@@ -78,12 +88,15 @@ export function createSession(options: SessionOptions): Session {
       if (options.eventsFile) appendFileSync(options.eventsFile, `${JSON.stringify(toTracedEvent(event))}\n`);
     },
   });
-  publisher
-    ?.join()
-    .then((info) => announce(info, options.agent.endpoint))
-    .catch((err: unknown) => {
-      say(`could not reach ${options.agent.endpoint} (${err instanceof Error ? err.message : String(err)}); requests are not published`);
-    });
+  publisher?.join().catch((err: unknown) => {
+    const reason = err instanceof Error ? err.message : String(err);
+    if (isRefusal(err)) {
+      say(`${endpoint} refused this publisher (${reason}); requests are not published`);
+      return;
+    }
+    isWaiting = true;
+    say(`could not reach ${endpoint} (${reason}); retrying in the background: requests are published once it answers (meanwhile they wait in a bounded queue)`);
+  });
 
   return {
     tracer,
