@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { and, eq } from "drizzle-orm";
 import { namespaceMembers } from "#db/schema/index.ts";
+import { SESSION_TTL_MS } from "~/services/auth/session-token.ts";
 import { createApp } from "~/server.ts";
 import { backends, startTestApp, type TestApp } from "../support/app.ts";
 import { LiveClient } from "./live-support.ts";
@@ -147,12 +148,23 @@ for (const backend of backends) {
       const live = await open((await call("/api/JoinSubscriber", { namespaceId: owner.namespaceId }, { cookie: member.cookie })).body.websocketUrl);
       await live.until(() => live.of("history").length === 1, "live history");
       const select = await tunnel("SELECT", { cookie: member.cookie }, owner.namespaceId);
+      await Bun.sleep(100); // past the check made as the sockets opened: the periodic one must find it
 
       await t.db
         .delete(namespaceMembers)
         .where(and(eq(namespaceMembers.namespaceId, owner.namespaceId), eq(namespaceMembers.userId, member.userId)));
       await Promise.all([closedWithinASecond(live, "live socket closed"), closedWithinASecond(select, "tunnel closed")]);
       expect((await call("/api/JoinSubscriber", { namespaceId: owner.namespaceId }, { cookie: member.cookie })).status).toBe(404);
+    });
+
+    // Last: it moves the clock past every session made so far.
+    test("a session that expires while its live socket is open ends the socket", async () => {
+      const owner = await t.onboardedUser();
+      const live = await open((await call("/api/JoinSubscriber", { namespaceId: owner.namespaceId }, { cookie: owner.cookie })).body.websocketUrl);
+      await live.until(() => live.of("history").length === 1, "live history");
+      await Bun.sleep(100);
+      t.clock.advance(SESSION_TTL_MS + 1000);
+      await closedWithinASecond(live, "live socket closed at session expiry");
     });
   });
 }
