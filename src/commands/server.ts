@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { openDatabase } from "#db/client.ts";
 import { ConfigError, parseConfig } from "~/lib/env.ts";
 import { log } from "~/lib/logger.ts";
+import { ensurePrivateDir, narrowTree, usePrivateUmask } from "~/lib/private-dir.ts";
 import { createApp } from "~/server.ts";
 import { EventSinks } from "~/services/ingest/sink.ts";
 import { attachStore } from "~/services/store/attach-store.ts";
@@ -9,6 +10,8 @@ import { openEventStore } from "~/store/open.ts";
 import { WorkerRegistry } from "~/services/tunnel/worker-registry.ts";
 
 export async function main(_args: string[]): Promise<number> {
+  // Before anything is created: the secret (parseConfig), PGlite, DuckDB.
+  usePrivateUmask();
   let config;
   try {
     config = parseConfig();
@@ -19,11 +22,14 @@ export async function main(_args: string[]): Promise<number> {
     }
     throw err;
   }
+  ensurePrivateDir(config.dataDir, (message) => log.warn(message));
   const database = await openDatabase({
     databaseUrl: config.databaseUrl,
     pgliteDir: config.databaseUrl ? undefined : join(config.dataDir, "pglite"),
   });
   const store = await openEventStore(config);
+  const narrowed = narrowTree(config.dataDir);
+  if (narrowed > 0) log.info("made data files private to this user", { dataDir: config.dataDir, files: narrowed });
   const sinks = new EventSinks();
   // Ingest writes through the worker registry: an org with a self-hosted worker keeps its events there.
   const workers = new WorkerRegistry({ db: database.db, local: store, statePath: join(config.dataDir, "worker-orgs.json") });

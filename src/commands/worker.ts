@@ -1,6 +1,7 @@
 import { join, resolve } from "node:path";
 import { startWorkerClient } from "~/agent/worker-client.ts";
 import { parseAgentConfig } from "~/lib/env.ts";
+import { ensurePrivateDir, usePrivateUmask } from "~/lib/private-dir.ts";
 import type { EventStore } from "~/store/types.ts";
 
 const usage = `usage: tapscope worker --server URL --token ORG_WORKER_TOKEN [--clickhouse URL] [--data-dir DIR] [--retention-days N]
@@ -44,12 +45,14 @@ export async function main(args: string[]): Promise<number> {
   }
   if (!Number.isInteger(retentionDays) || retentionDays < 1) return fail("--retention-days needs a whole number of days");
 
+  usePrivateUmask();
   let store: EventStore;
   if (clickhouse) {
     const { openClickHouseStore } = await import("~/store/clickhouse.ts");
     store = await openClickHouseStore({ url: clickhouse });
   } else {
     const { openDuckDbStore } = await import("~/store/duckdb.ts");
+    ensurePrivateDir(resolve(dataDir), say);
     store = await openDuckDbStore({
       path: join(resolve(dataDir), "events.duckdb"),
     });

@@ -419,6 +419,12 @@ class NfaBuilder {
   }
 }
 
+function sameSet(a: Int32Array, b: Int32Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let k = 0; k < a.length; k++) if (a[k] !== b[k]) return false;
+  return true;
+}
+
 function inRanges(ranges: Range[], c: number): boolean {
   for (const [lo, hi] of ranges) if (c >= lo && c <= hi) return true;
   return false;
@@ -430,14 +436,15 @@ type DfaState = { nfa: Int32Array; isMatch: boolean; hasEol: boolean; next: Map<
  * A hard allowance of matcher steps, shared by everything one evaluation runs: a character through a cached DFA
  * state costs 1, building a DFA state costs the NFA states it looks at. Linear time is not cheap time: a pattern
  * whose DFA will not fit the cache (`[ab]*a[ab]{99}z`) costs hundreds of steps per character. Once `left` is below
- * zero the matcher stops and answers false; the caller must treat that answer as unknown. A step is ~10-40 ns.
+ * zero the matcher stops and answers false; the caller must treat that answer as unknown. A step is ~8-60 ns.
  */
 export type StepMeter = { left: number };
 
 /** A compiled pattern. `test` is safe on hostile input: linear in the input length. */
 export class SafeRegex {
   private dfaCount = 0;
-  private cacheKeys = new Map<string, DfaState>();
+  /** DFA states by a hash of their NFA set (FNV-1a over the sorted state numbers); collisions share a bucket. */
+  private cache = new Map<number, DfaState[]>();
   private readonly mark: Uint32Array;
   private generation = 1;
   private startAtBegin!: DfaState;
@@ -458,7 +465,7 @@ export class SafeRegex {
   }
 
   private reset(): void {
-    this.cacheKeys = new Map();
+    this.cache = new Map();
     this.dfaCount = 0;
     this.startMid = this.closure([this.start], false);
     this.startAtBegin = this.intern(this.closure([this.start], true));
@@ -487,16 +494,20 @@ export class SafeRegex {
 
   private intern(set: number[]): DfaState {
     const sorted = Int32Array.from(set).sort();
-    const key = sorted.join(",");
-    const found = this.cacheKeys.get(key);
-    if (found) return found;
+    let hash = 0x811c9dc5;
+    for (let k = 0; k < sorted.length; k++) hash = Math.imul(hash ^ sorted[k]!, 16777619);
+    const bucket = this.cache.get(hash);
+    if (bucket) {
+      for (const found of bucket) if (sameSet(found.nfa, sorted)) return found;
+    }
     const state: DfaState = {
       nfa: sorted,
       isMatch: set.some((s) => this.states[s]!.op === Op.Match),
       hasEol: set.some((s) => this.states[s]!.op === Op.Eol),
       next: new Map(),
     };
-    this.cacheKeys.set(key, state);
+    if (bucket) bucket.push(state);
+    else this.cache.set(hash, [state]);
     this.dfaCount++;
     return state;
   }

@@ -71,7 +71,7 @@ export const defaultLiveHubOptions: LiveHubOptions = {
   filterStepsPerSecond: 2_500_000,
   filterBurstSteps: 250_000,
   channelFilterStepsPerSecond: 10_000_000,
-  channelFilterBurstSteps: 1_000_000,
+  channelFilterBurstSteps: 500_000,
   filterHistorySteps: 10_000_000,
   filterSliceSteps: 200_000,
 };
