@@ -63,6 +63,7 @@ function serveAsset(assets: AssetSource, encodedName: string, request: Request):
   const headers: Record<string, string> = {
     "content-type": contentTypeOf(name),
     "cache-control": "public, max-age=31536000, immutable",
+    "x-content-type-options": "nosniff",
     vary: "accept-encoding",
   };
   const gzipped = /\bgzip\b/.test(request.headers.get("accept-encoding") ?? "") ? assets.get(`${name}.gz`) : null;

@@ -81,6 +81,47 @@ describe("bodies", () => {
     }
   });
 
+  test("an SVG body (or any active type dressed as an image) is its source text, never a blob or data URL", () => {
+    const svg = '<svg xmlns="http://www.w3.org/2000/svg"><script>window.__svgRan = 1</script><circle r="4"/></svg>';
+    const created: Blob[] = [];
+    const original = URL.createObjectURL;
+    URL.createObjectURL = (blob: Blob) => {
+      created.push(blob);
+      return original.call(URL, blob);
+    };
+    try {
+      render(
+        <RequestDetail
+          event={makeEvent({
+            http_req_body: b64("<html><script>window.__svgRan = 2</script></html>"),
+            http_req_content_type: "image/png",
+            http_resp_body: b64(svg),
+            http_resp_content_type: "image/svg+xml; charset=utf-8",
+          })}
+        />,
+      );
+      const detail = screen.getByRole("region", { name: "Request detail" });
+      expect(detail.querySelector("img, svg script, object, embed, iframe")).toBeNull();
+      expect(screen.getByLabelText("Response body").textContent).toContain(svg);
+      expect(screen.getByTestId("svg-as-source").textContent).toContain("SVG image");
+      expect(screen.getByLabelText("Request body").textContent).toContain("<html>");
+      expect(created).toEqual([]);
+      expect((window as unknown as { __svgRan?: number }).__svgRan).toBeUndefined();
+    } finally {
+      URL.createObjectURL = original;
+    }
+  });
+
+  test("only checked raster types become images", () => {
+    expect(classifyBody(b64("<svg/>"), "image/svg+xml").kind).toBe("text");
+    expect(classifyBody(b64("<html></html>"), "image/gif").kind).toBe("text");
+    expect(classifyBody(b64("%PDF-1.4"), "application/pdf").kind).toBe("text");
+    expect(classifyBody(Buffer.from([0x47, 0x49, 0x46, 0x38, 0x39, 0x61, 1, 0]).toString("base64"), "image/gif")).toMatchObject({
+      kind: "image",
+      contentType: "image/gif",
+    });
+  });
+
   test("hostile HTML in bodies and headers is text, never markup", () => {
     const hostile = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"><b>bold</b>';
     render(

@@ -1,12 +1,12 @@
 import { useEffect, useMemo, useState } from "react";
 import { formatBytes } from "../live/format.ts";
-import { classifyBody, hexRows } from "./body.ts";
+import { classifyBody, hexRows, mediaType } from "./body.ts";
 
 const MAX_HEX_ROWS = 4096;
 
 /**
- * One captured body. Everything is rendered as React text nodes (or an <img> from a blob URL); captured
- * bytes never become markup.
+ * One captured body. Everything is rendered as React text nodes (or an <img> from a blob URL of a checked
+ * raster type); captured bytes never become markup or an active document.
  */
 export function BodyView({
   base64,
@@ -38,9 +38,16 @@ export function BodyView({
       ) : view.kind === "binary" ? (
         <HexBody bytes={view.bytes} />
       ) : (
-        <pre className="max-h-96 overflow-auto rounded-md bg-zinc-950 p-2 font-mono text-xs break-all whitespace-pre-wrap text-zinc-200">
-          {view.text}
-        </pre>
+        <>
+          {mediaType(contentType) === "image/svg+xml" ? (
+            <p className="mb-1 text-xs text-zinc-500" data-testid="svg-as-source">
+              SVG image, shown as its source (captured markup is never rendered)
+            </p>
+          ) : null}
+          <pre className="max-h-96 overflow-auto rounded-md bg-zinc-950 p-2 font-mono text-xs break-all whitespace-pre-wrap text-zinc-200">
+            {view.text}
+          </pre>
+        </>
       )}
     </div>
   );

@@ -1,7 +1,9 @@
 /**
  * How a captured body is shown. Bodies arrive base64 (spec: TracedEvent bodies); we decide once whether
- * they read as JSON (pretty-printed), an image (shown from a blob URL), text, or binary (hex rows).
- * Nothing here ever produces markup: every kind is rendered as text or as an <img> from a blob.
+ * they read as JSON (pretty-printed), a raster image (shown from a blob URL), text, or binary (hex rows).
+ * Nothing here ever produces markup: every kind is rendered as text or as an <img> from a blob of an
+ * inert raster type. A blob URL is same-origin, so one of an active type (SVG, HTML, XML, PDF) would run
+ * captured script as the dashboard when opened in a tab: those bodies are shown as their source text.
  */
 export type BodyView =
   | { kind: "empty" }
@@ -28,7 +30,26 @@ export function encodeBase64(bytes: Uint8Array): string {
   return btoa(bin);
 }
 
-const imageTypes = new Set(["image/png", "image/jpeg", "image/gif", "image/webp", "image/avif", "image/bmp", "image/x-icon", "image/vnd.microsoft.icon", "image/svg+xml"]);
+/** Raster types a browser only ever decodes as pixels, each with the bytes its files begin with. */
+const rasterSignatures: ReadonlyArray<{ types: readonly string[]; matches: (b: Uint8Array) => boolean }> = [
+  { types: ["image/png"], matches: (b) => startsWith(b, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]) },
+  { types: ["image/jpeg", "image/jpg", "image/pjpeg"], matches: (b) => startsWith(b, [0xff, 0xd8, 0xff]) },
+  { types: ["image/gif"], matches: (b) => startsWith(b, [0x47, 0x49, 0x46, 0x38]) },
+  { types: ["image/webp"], matches: (b) => startsWith(b, [0x52, 0x49, 0x46, 0x46]) && startsWith(b.subarray(8), [0x57, 0x45, 0x42, 0x50]) },
+  { types: ["image/avif"], matches: (b) => startsWith(b.subarray(4), [0x66, 0x74, 0x79, 0x70]) },
+  { types: ["image/bmp"], matches: (b) => startsWith(b, [0x42, 0x4d]) },
+  { types: ["image/x-icon", "image/vnd.microsoft.icon"], matches: (b) => startsWith(b, [0, 0, 1, 0]) },
+];
+
+function startsWith(bytes: Uint8Array, prefix: readonly number[]): boolean {
+  return bytes.length >= prefix.length && prefix.every((b, i) => bytes[i] === b);
+}
+
+/** The inert raster type to show these bytes as, or null: the declared type must be one and the bytes must agree. */
+export function rasterImageType(type: string, bytes: Uint8Array): string | null {
+  const signature = rasterSignatures.find((s) => s.types.includes(type));
+  return signature?.matches(bytes) ? (signature.types[0] ?? null) : null;
+}
 
 export function mediaType(contentType: string): string {
   return (contentType.split(";")[0] ?? "").trim().toLowerCase();
@@ -73,7 +94,8 @@ export function classifyBody(b64: string, contentType: string): BodyView {
   const bytes = decodeBase64(b64);
   if (bytes.length === 0) return { kind: "empty" };
   const type = mediaType(contentType);
-  if (imageTypes.has(type)) return { kind: "image", bytes, contentType: type };
+  const raster = rasterImageType(type, bytes);
+  if (raster) return { kind: "image", bytes, contentType: raster };
   const text = asText(bytes);
   if (text === null) return { kind: "binary", bytes };
   const trimmed = text.trimStart();
