@@ -88,7 +88,7 @@ for (const backend of backends) {
       const res = await t.request(callbackPath, { headers: { cookie: cookies } });
       const location = new URL(res.headers.get("location")!, PUBLIC_URL);
       expect(location.pathname).toBe("/login");
-      expect(location.searchParams.get("error")).toContain("no verified e-mail");
+      expect(location.searchParams.get("error")).toBe("no_verified_email");
       expect(cookieFrom(res.res, SESSION_COOKIE)).toBeUndefined();
     });
 

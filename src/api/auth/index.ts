@@ -4,13 +4,14 @@ import { log } from "~/lib/logger.ts";
 import { authPlugin, parseCookies } from "~/api/plugins/auth.ts";
 import { consumeLoginLink } from "~/services/auth/consume-login-link.ts";
 import { createSession } from "~/services/auth/create-session.ts";
-import { beginOAuth, finishOAuth, type OAuthProviderName } from "~/services/auth/oauth.ts";
+import { beginOAuth, finishOAuth, NO_VERIFIED_EMAIL, type OAuthProviderName } from "~/services/auth/oauth.ts";
 import { requestLoginLink } from "~/services/auth/request-login-link.ts";
 import { revokeSession } from "~/services/auth/revoke-session.ts";
 import { DEFAULT_NEXT, safeNext } from "~/services/auth/safe-next.ts";
 import { signIn } from "~/services/auth/sign-in.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { safeEqual } from "~/lib/ids.ts";
+import type { LoginErrorCode } from "~/lib/login-errors.ts";
 import { clearOAuthCookies, clearSessionCookie, OAUTH_COOKIES, setOAuthCookies, setSessionCookie } from "./cookies.ts";
 import { authModel } from "./model.ts";
 
@@ -23,9 +24,9 @@ function redirect(set: Set, location: string): string {
   return "";
 }
 
-/** Failed sign-ins land back on /login with a readable reason (and the original `next`). */
-function loginError(set: Set, message: string, next?: string | null): string {
-  const params = new URLSearchParams({ error: message });
+/** Failed sign-ins land back on /login with a reason code the page turns into its own words (and the original `next`). */
+function loginError(set: Set, code: LoginErrorCode, next?: string | null): string {
+  const params = new URLSearchParams({ error: code });
   if (next && next !== DEFAULT_NEXT && safeNext(next) === next) params.set("next", next);
   return redirect(set, `/login?${params}`);
 }
@@ -58,17 +59,19 @@ export function authRoutes(ctx: ServiceContext) {
           const verifier = jar[OAUTH_COOKIES.verifier];
           const next = safeNext(jar[OAUTH_COOKIES.next]);
           clearOAuthCookies(cookie, ctx.config);
-          if (query.error) return loginError(set, `sign-in was cancelled (${query.error.slice(0, 100)})`, next);
+          if (query.error) return loginError(set, "cancelled", next);
           if (!query.code || !query.state || !expectedState || !verifier || !safeEqual(query.state, expectedState)) {
             log.info("oauth callback refused: state mismatch", { provider });
-            return loginError(set, "sign-in failed: the sign-in attempt expired or did not start here; try again", next);
+            return loginError(set, "attempt_expired", next);
           }
           try {
             const email = await finishOAuth({ ctx, provider, code: query.code, codeVerifier: verifier });
             await startSession(ctx, cookie, email);
           } catch (err) {
-            if (err instanceof AppError && err.status < 500) return loginError(set, err.message, next);
-            throw err;
+            if (!(err instanceof AppError) || err.status >= 500) throw err;
+            log.info("oauth sign-in refused", { provider, reason: err.message });
+            const code = err.code === "NOT_FOUND" ? "provider_unavailable" : err.message === NO_VERIFIED_EMAIL ? "no_verified_email" : "provider_failed";
+            return loginError(set, code, next);
           }
           return redirect(set, next);
         },
@@ -96,12 +99,12 @@ export function authRoutes(ctx: ServiceContext) {
     .get(
       "/api/EmailLoginCallback",
       async ({ query, cookie, set }) => {
-        if (!query.token) return loginError(set, "this sign-in link is invalid, used or expired");
+        if (!query.token) return loginError(set, "link_invalid");
         let link: Awaited<ReturnType<typeof consumeLoginLink>>;
         try {
           link = await consumeLoginLink({ ctx, secret: query.token });
         } catch (err) {
-          if (err instanceof AppError && err.status < 500) return loginError(set, err.message);
+          if (err instanceof AppError && err.status < 500) return loginError(set, "link_invalid");
           throw err;
         }
         await startSession(ctx, cookie, link.email);

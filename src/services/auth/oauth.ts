@@ -66,9 +66,11 @@ export async function finishOAuth({
     throw new AppError("UNAUTHORIZED", "sign-in failed: the provider refused the authorization code");
   }
   const email = provider === "google" ? await googleEmail(config, accessToken) : await githubEmail(config, accessToken);
-  if (!email) throw new AppError("UNAUTHORIZED", "sign-in failed: the account has no verified e-mail address");
+  if (!email) throw new AppError("UNAUTHORIZED", NO_VERIFIED_EMAIL);
   return email;
 }
+
+export const NO_VERIFIED_EMAIL = "sign-in failed: the account has no verified e-mail address";
 
 async function getJson(url: string, accessToken: string): Promise<unknown> {
   const res = await fetch(url, {

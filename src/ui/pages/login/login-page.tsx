@@ -1,4 +1,5 @@
 import { type LoaderFunctionArgs, redirect, useLoaderData } from "react-router";
+import { loginErrorMessage } from "~/lib/login-errors.ts";
 import { Logo } from "~/ui/components/logo.tsx";
 import { pageEnv } from "~/ui/env.ts";
 import { LoginForm } from "~/ui/pages/login/login-form.tsx";
@@ -14,8 +15,8 @@ export async function loginLoader({ request, context }: LoaderFunctionArgs) {
   const self = await pageEnv(context).getSelf(request);
   if (self) throw redirect("/dashboard");
   const params = new URL(request.url).searchParams;
-  // The sign-in callbacks come back here with a readable reason when a link or provider round trip failed.
-  return { next: safeNext(params.get("next")), error: params.get("error")?.slice(0, 300) ?? null };
+  // The sign-in callbacks come back here with a reason code when a link or provider round trip failed.
+  return { next: safeNext(params.get("next")), error: loginErrorMessage(params.get("error")) };
 }
 
 const marqueeRows = [
