@@ -3,7 +3,7 @@ import { constants } from "node:os";
 import type { ConnectionObserver } from "./relay/observer.ts";
 import { E, errno, pidfdGetfd, pidfdOpen } from "./seccomp/ffi.ts";
 import type { NotifMessage } from "./seccomp/messages.ts";
-import { TRACEE_SETUP_FAILED } from "./seccomp/tracee.ts";
+import { SUPERVISOR_PID_VAR, TRACEE_SETUP_FAILED } from "./seccomp/tracee.ts";
 import { startSupervisor, type Supervisor } from "./supervisor/index.ts";
 
 /**
@@ -66,7 +66,7 @@ export function signalNumber(name: string | number | null | undefined): number {
 export async function launch(options: LaunchOptions): Promise<Launched> {
   const child = Bun.spawn([...(options.self ?? selfCommand()), "__tracee", "--", ...options.argv], {
     stdio: ["inherit", options.stdout ?? "inherit", "inherit"],
-    env: options.env as Record<string, string>,
+    env: { ...(options.env as Record<string, string>), [SUPERVISOR_PID_VAR]: String(process.pid) },
   });
   const exited = child.exited.then((code) => {
     const signal = signalNumber(child.signalCode);

@@ -7,6 +7,7 @@ import { dlopen, ptr, read } from "bun:ffi";
 const symbols = {
   syscall: { args: ["i64", "i64", "i64", "i64", "i64", "i64", "i64"], returns: "i64" },
   prctl: { args: ["i32", "u64", "u64", "u64", "u64"], returns: "i32" },
+  getppid: { args: [], returns: "i32" },
   ioctl: { args: ["i32", "u64", "ptr"], returns: "i32" },
   socket: { args: ["i32", "i32", "i32"], returns: "i32" },
   bind: { args: ["i32", "ptr", "u32"], returns: "i32" },

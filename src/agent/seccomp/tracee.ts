@@ -11,7 +11,11 @@ import { cString, E, errno, libc, NR } from "./ffi.ts";
  * supervisor has taken the listener (pidfd_getfd) and lets it go on.
  * Exit codes follow the shell: 127 command not found, 126 not executable; 125 interception failed.
  */
+const PR_SET_PDEATHSIG = 1;
 const PR_SET_NO_NEW_PRIVS = 38;
+const SIGKILL = 9;
+/** The supervisor's pid, set by launch(); like every TAPSCOPE_INTERNAL_ variable it never reaches the program. */
+export const SUPERVISOR_PID_VAR = "TAPSCOPE_INTERNAL_SUPERVISOR_PID";
 const SECCOMP_SET_MODE_FILTER = 1;
 const SECCOMP_FILTER_FLAG_NEW_LISTENER = 1 << 3;
 export const TRACEE_SETUP_FAILED = 125;
@@ -62,6 +66,19 @@ export function runTracee(argv: string[], env: Record<string, string | undefined
   fprog[0] = BigInt(filter.length / 8);
   fprog[1] = BigInt(ptr(filter));
 
+  // The program must not outlive its supervisor (kill -9 of tapscope): with its relay gone it would run on,
+  // unreachable, and a process manager would never see a failure. The signal survives execve; it is tied to
+  // the thread that spawned us, the supervisor's main thread, which lives as long as the supervisor does.
+  if (libc.prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) !== 0) {
+    process.stderr.write(`tapscope: cannot set the parent-death signal (errno ${errno()})\n`);
+    return TRACEE_SETUP_FAILED;
+  }
+  // The supervisor may have died before prctl: then we were already handed to another parent.
+  const supervisorPid = Number(env[SUPERVISOR_PID_VAR]);
+  if (supervisorPid > 0 && libc.getppid() !== supervisorPid) {
+    process.stderr.write("tapscope: the supervisor exited before the program started\n");
+    return TRACEE_SETUP_FAILED;
+  }
   if (libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) !== 0) {
     process.stderr.write(`tapscope: cannot set no_new_privs (errno ${errno()})\n`);
     return TRACEE_SETUP_FAILED;
