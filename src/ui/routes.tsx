@@ -51,7 +51,7 @@ export const routes: RouteObject[] = [
         children: [
           { index: true, Component: DashboardIndex },
           { path: "billing", Component: BillingScreen },
-          { path: ":namespaceName", Component: DashboardIndex },
+          { path: ":namespaceName", loader: namespaceIndexLoader },
           { path: ":namespaceName/live", Component: LiveScreen },
           { path: ":namespaceName/requests", Component: RequestsRoute },
           { path: ":namespaceName/tokens", Component: TokensScreen },
@@ -63,6 +63,11 @@ export const routes: RouteObject[] = [
     ],
   },
 ];
+
+/** A namespace without a screen opens its Live screen (on the server and on in-app navigation alike). */
+function namespaceIndexLoader({ params, request }: { params: Record<string, string | undefined>; request: Request }) {
+  throw redirect(`/dashboard/${encodeURIComponent(params.namespaceName ?? "")}/live${new URL(request.url).search}`);
+}
 
 /** A link path without an id after /link/ goes home (spec section 5). */
 function linkLoader({ params }: { params: Record<string, string | undefined> }) {

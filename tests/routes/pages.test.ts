@@ -85,6 +85,14 @@ describe("sign-in redirects", () => {
     expect(dashboard.status).toBe(200);
     expect(String(dashboard.body)).toContain("pages-user@example.test");
   });
+
+  test("signed in: a namespace without a screen redirects to its Live screen", async () => {
+    const user = await t.user("pages-ns@example.test");
+    const res = await page("/dashboard/my%20ns?event=x", user.cookie);
+    expect(res.status).toBe(302);
+    expect(res.headers.get("location")).toBe("/dashboard/my%20ns/live?event=x");
+    expect((await page("/dashboard/prod/", user.cookie)).headers.get("location")).toBe("/dashboard/prod/live");
+  });
 });
 
 describe("login page", () => {
