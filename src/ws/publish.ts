@@ -75,14 +75,16 @@ export function publishSocket({
           raw.close(4410, "link expired");
           return;
         }
-        let reply: PublishServerMessage;
+        let received: ReturnType<Ingest["receive"]>;
         try {
-          reply = ingest.handle(entry.target, message);
+          received = ingest.receive(entry.target, message);
         } catch (err) {
           log.error("publish message failed", { err });
-          reply = { type: "error", seq: null, code: "malformed", message: "message could not be processed" };
+          received = { reply: { type: "error", seq: null, code: "malformed", message: "message could not be processed" }, stored: null };
         }
-        send(raw, reply);
+        // An ack means stored: it waits for the store's write (the publisher counts unanswered messages as dropped).
+        if (received.stored) void received.stored.then((reply) => send(raw, reply)).catch(() => undefined);
+        else send(raw, received.reply);
       },
       close(ws) {
         const raw = ws.raw as ServerWebSocket<unknown>;

@@ -2,7 +2,7 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { isEventBatchFrame } from "~/lib/protocol/event-batch.ts";
 import { type PublishErrorCode, type PublishServerMessage, publishLimits } from "~/lib/protocol/publish.ts";
 import { RateLimiter } from "./rate-limit.ts";
-import type { EventSink, EventTarget } from "./sink.ts";
+import type { EventSink, EventTarget, Offered } from "./sink.ts";
 import { validateEvent } from "./validate-event.ts";
 import { type BatchValidation, validateEventBatch } from "./validate-event-batch.ts";
 
@@ -49,9 +49,27 @@ export class Ingest {
 
   /**
    * `data` is what the socket delivered: bytes (a binary event batch, or JSON as UTF-8), a string, or an
-   * already parsed object. Never throws for anything a publisher can send.
+   * already parsed object. Never throws for anything a publisher can send. The reply as of now; see receive.
    */
   handle(target: EventTarget, data: unknown): PublishServerMessage {
+    return this.receive(target, data).reply;
+  }
+
+  /**
+   * handle, and the reply to send once the accepted events are stored (null: send `reply` now). The publisher
+   * counts events whose message was never answered as dropped, so answering after the store's write keeps its
+   * count true through a crash (ADR 0012). Events the store then failed to write are added to storeDropped.
+   */
+  receive(target: EventTarget, data: unknown): { reply: PublishServerMessage; stored: Promise<PublishServerMessage> | null } {
+    const { reply, stored } = this.take(target, data);
+    if (!stored) return { reply, stored: null };
+    return {
+      reply,
+      stored: stored.then((failed) => (failed > 0 ? { ...reply, storeDropped: (reply.storeDropped ?? 0) + failed } : reply)),
+    };
+  }
+
+  private take(target: EventTarget, data: unknown): { reply: PublishServerMessage; stored: Offered["stored"] } {
     const key = targetKey(target);
     let counts = this.counts.get(key);
     if (!counts) {
@@ -63,17 +81,22 @@ export class Ingest {
     if ("code" in message) {
       counts.badMessages++;
       this.totals.badMessages++;
-      return { type: "error", ...message };
+      return { reply: { type: "error", ...message }, stored: null };
     }
-    if (message.type === "ping") return { type: "pong", seq: message.seq };
+    if (message.type === "ping") return { reply: { type: "pong", seq: message.seq }, stored: null };
 
     const { seq, events: accepted, refused, truncated, errors } = message.type === "batch" ? message.result : validateAll(message.seq, message.events);
     const granted = this.limiter.take(key, accepted.length, this.now());
     const rateLimited = accepted.length - granted;
     if (rateLimited > 0) accepted.length = granted;
     let storeDropped = 0;
+    let stored: Offered["stored"] = null;
     if (accepted.length > 0) {
-      if (this.sinks.offer) storeDropped = this.sinks.offer(target, accepted);
+      if (this.sinks.offerDurable) {
+        const offered = this.sinks.offerDurable(target, accepted);
+        storeDropped = offered.dropped;
+        stored = offered.stored;
+      } else if (this.sinks.offer) storeDropped = this.sinks.offer(target, accepted);
       else this.sinks.accept(target, accepted);
     }
 
@@ -88,7 +111,7 @@ export class Ingest {
     const reply: PublishServerMessage = { type: "ack", seq, accepted: accepted.length, refused, rateLimited, truncated };
     if (errors.length > 0) reply.errors = errors;
     if (storeDropped > 0) reply.storeDropped = storeDropped;
-    return reply;
+    return { reply, stored };
   }
 
   private parse(

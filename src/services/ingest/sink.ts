@@ -15,7 +15,15 @@ export type EventSink = {
   accept(target: EventTarget, events: readonly TracedEvent[]): void;
   /** accept, returning how many of the events had to be dropped at once (so the publisher can be told). */
   offer?(target: EventTarget, events: readonly TracedEvent[]): number;
+  /**
+   * offer, for a sink that stores: `stored` settles once the kept events are written, to how many of them the
+   * store failed to write. Ingest acknowledges a publisher's message only then (ADR 0012), so an ack means stored.
+   */
+  offerDurable?(target: EventTarget, events: readonly TracedEvent[]): Offered;
 };
+
+/** What an offer dropped at once, and when the rest is durable (null: nothing of it waits for a store). */
+export type Offered = { dropped: number; stored: Promise<number> | null };
 
 /** Fans accepted events out to every registered sink; a failing sink never affects the others. */
 export class EventSinks implements EventSink {
@@ -35,15 +43,25 @@ export class EventSinks implements EventSink {
 
   /** The most any one sink dropped of these events. */
   offer(target: EventTarget, events: readonly TracedEvent[]): number {
+    return this.offerDurable(target, events).dropped;
+  }
+
+  /** The most any one sink dropped, and once every storing sink has written: the most any failed to write. */
+  offerDurable(target: EventTarget, events: readonly TracedEvent[]): Offered {
     let dropped = 0;
+    const stored: Promise<number>[] = [];
     for (const sink of this.sinks) {
       try {
-        if (sink.offer) dropped = Math.max(dropped, sink.offer(target, events));
+        if (sink.offerDurable) {
+          const offered = sink.offerDurable(target, events);
+          dropped = Math.max(dropped, offered.dropped);
+          if (offered.stored) stored.push(offered.stored);
+        } else if (sink.offer) dropped = Math.max(dropped, sink.offer(target, events));
         else sink.accept(target, events);
       } catch {
         // A sink reports its own failures; one bad sink must not stop delivery to the rest.
       }
     }
-    return dropped;
+    return { dropped, stored: stored.length > 0 ? Promise.all(stored).then((failed) => Math.max(...failed)) : null };
   }
 }

@@ -1,4 +1,4 @@
-import type { EventSink, EventTarget } from "~/services/ingest/sink.ts";
+import type { EventSink, EventTarget, Offered } from "~/services/ingest/sink.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { log } from "~/lib/logger.ts";
 import { type EventRows, sliceRows, toEventRows } from "~/store/table.ts";
@@ -43,8 +43,16 @@ export type StoreSinkOptions = {
   now?: () => number;
 };
 
-/** The events of one offer, in their stored form (toEventRows), and when they arrived. */
-type Chunk = { rows: EventRows; at: number };
+/**
+ * The events of one offer, in their stored form (toEventRows), and when they arrived. `ticket` is shared by the
+ * parts a chunk is cut into: it settles when all of them are written (or failed).
+ */
+type Chunk = { rows: EventRows; at: number; ticket: Ticket };
+
+type Ticket = { remaining: number; failed: number; settle: (failed: number) => void };
+
+/** A batch to insert, and how many of its events belong to which offer. */
+type Batch = { rows: EventRows[]; parts: Array<{ ticket: Ticket; count: number }> };
 
 type Pending = {
   chunks: Chunk[];
@@ -122,11 +130,16 @@ export class StoreSink implements EventSink {
    * into their stored form now, so what waits for the insert is column text, not event objects.
    */
   offer(target: EventTarget, events: readonly TracedEvent[]): number {
+    return this.offerDurable(target, events).dropped;
+  }
+
+  /** offer, and a promise that settles once the kept events are written: to how many of them the store failed to write. */
+  offerDurable(target: EventTarget, events: readonly TracedEvent[]): Offered {
     const ns = target.namespaceId;
-    if (!ns || events.length === 0 || this.isClosed) return 0;
+    if (!ns || events.length === 0 || this.isClosed) return { dropped: 0, stored: null };
     const granted = this.limiter.take(ns, events.length);
     this.drop(target, ns, events.length - granted, "rate_limited");
-    if (granted === 0) return events.length;
+    if (granted === 0) return { dropped: events.length, stored: null };
     let p = this.pending.get(ns);
     if (!p) {
       p = { chunks: [], count: 0, chars: 0, writing: null };
@@ -143,26 +156,29 @@ export class StoreSink implements EventSink {
     }
     if (kept < rows.count) rows = sliceRows(rows, 0, kept);
     this.drop(target, ns, granted - kept, "overloaded");
+    let stored: Promise<number> | null = null;
     if (kept > 0) {
-      p.chunks.push({ rows, at: this.now() });
+      const { promise, resolve } = Promise.withResolvers<number>();
+      stored = promise;
+      p.chunks.push({ rows, at: this.now(), ticket: { remaining: kept, failed: 0, settle: resolve } });
       p.count += kept;
       p.chars += chars;
     }
     this.statsOf(ns).accepted += kept;
     if (p.count >= this.batchSize || p.chars >= this.maxBatchChars) void this.flushNamespace(ns, false);
-    return events.length - kept;
+    return { dropped: events.length - kept, stored };
   }
 
   /**
    * The next batch to write: a full one (batchSize events, or fewer that reach maxBatchChars), or, when `all` or
    * its oldest event is due, what is pending. Chunks in order; the last one taken may be cut.
    */
-  private nextBatch(p: Pending, all: boolean): EventRows[] | null {
+  private nextBatch(p: Pending, all: boolean): Batch | null {
     const oldest = p.chunks[0];
     if (!oldest) return null;
     const isDue = all || this.now() - oldest.at >= this.flushIntervalMs;
     if (p.count < this.batchSize && p.chars < this.maxBatchChars && !isDue) return null;
-    const batch: EventRows[] = [];
+    const batch: Batch = { rows: [], parts: [] };
     let count = 0;
     let chars = 0;
     while (count < this.batchSize && p.chunks.length > 0) {
@@ -173,11 +189,12 @@ export class StoreSink implements EventSink {
         chars += sizes[take] as number;
         take++;
       }
+      if (take > 0) batch.parts.push({ ticket: chunk.ticket, count: take });
       if (take === chunk.rows.count) {
-        batch.push(chunk.rows);
+        batch.rows.push(chunk.rows);
         p.chunks.shift();
       } else {
-        if (take > 0) batch.push(sliceRows(chunk.rows, 0, take));
+        if (take > 0) batch.rows.push(sliceRows(chunk.rows, 0, take));
         chunk.rows = sliceRows(chunk.rows, take, chunk.rows.count);
       }
       count += take;
@@ -205,13 +222,20 @@ export class StoreSink implements EventSink {
     // while it stores one.
     const worker = async () => {
       for (let batch = this.nextBatch(p, all); batch; batch = this.nextBatch(p, all)) {
-        const count = batch.reduce((sum, rows) => sum + rows.count, 0);
+        const count = batch.rows.reduce((sum, rows) => sum + rows.count, 0);
+        let isWritten = false;
         try {
-          await this.options.store.insertRows(ns, batch);
+          await this.options.store.insertRows(ns, batch.rows);
           this.statsOf(ns).written += count;
+          isWritten = true;
         } catch (err) {
           log.error("store write failed", { namespaceId: ns, events: count, err });
           this.drop({ namespaceId: ns, linkId: null }, ns, count, "store_error");
+        }
+        for (const { ticket, count: n } of batch.parts) {
+          ticket.remaining -= n;
+          if (!isWritten) ticket.failed += n;
+          if (ticket.remaining === 0) ticket.settle(ticket.failed);
         }
       }
     };
@@ -226,6 +250,23 @@ export class StoreSink implements EventSink {
   /** Writes everything accepted so far. */
   async flush(): Promise<void> {
     await Promise.all([...this.pending.keys()].map((ns) => this.flushNamespace(ns, true)));
+  }
+
+  /** What waits for the store now, and what was accepted and written so far, over all namespaces (the server's memory log). */
+  buffered(): { events: number; chars: number; accepted: number; written: number } {
+    let events = 0;
+    let chars = 0;
+    for (const p of this.pending.values()) {
+      events += p.count;
+      chars += p.chars;
+    }
+    let accepted = 0;
+    let written = 0;
+    for (const s of this.stats.values()) {
+      accepted += s.accepted;
+      written += s.written;
+    }
+    return { events, chars, accepted, written };
   }
 
   statsFor(namespaceId: string): SinkStats {
