@@ -181,6 +181,37 @@ describe("sign-in and the dashboard, in Chromium against the real server", () =>
     await page.waitForURL(/\/dashboard\/staging\/live$/);
   });
 
+  test("a namespace's address without a screen opens its Live screen", async () => {
+    const res = await page.goto(`${server.baseUrl}/dashboard/staging`);
+    expect(res?.request().redirectedFrom()?.url()).toBe(`${server.baseUrl}/dashboard/staging`);
+    await page.waitForURL(/\/dashboard\/staging\/live$/);
+    await page.getByRole("heading", { name: "Live", exact: true }).waitFor();
+    expect(await page.getByText("Loading your workspace…").count()).toBe(0);
+    // In-app navigation to the bare address is redirected by the browser router too.
+    await page.evaluate(() => {
+      window.history.pushState({}, "", "/dashboard/staging");
+      window.dispatchEvent(new PopStateEvent("popstate"));
+    });
+    await page.waitForURL(/\/dashboard\/staging\/live$/);
+  });
+
+  test("a refused namespace name is explained in words, with the trace id only on a details line", async () => {
+    const alerts: string[] = [];
+    const onDialog = (dialog: import("playwright-core").Dialog) => {
+      if (dialog.type() === "prompt") return void dialog.accept("no spaces here");
+      alerts.push(dialog.message());
+      void dialog.dismiss();
+    };
+    page.on("dialog", onDialog);
+    await page.getByRole("button", { name: "Switch namespace" }).click();
+    await page.getByRole("menuitem", { name: "+ Create namespace" }).click();
+    for (let i = 0; i < 100 && alerts.length === 0; i++) await Bun.sleep(50);
+    page.off("dialog", onDialog);
+    expect(alerts).toHaveLength(1);
+    expect(alerts[0]).toMatch(/^Could not create the namespace: Invalid namespace name: use 1 to 63 letters[^\n]*\.\n\nDetails: status 400, trace id \S+$/);
+    expect(alerts[0]).not.toContain("unexpected status code");
+  });
+
   test("a failure while starting the app shows the app-wide error screen and reports it", async () => {
     // The network answers ListOrgs with a 500 for this one page load; everything else is the real server.
     await page.route("**/api/ListOrgs", (route) =>

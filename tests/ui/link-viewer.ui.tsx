@@ -1,11 +1,11 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { act, cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
+import { act, cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { WebSocketServer } from "ws";
 import { EXPIRED_TOOLTIP } from "~/ui/link/countdown.tsx";
 import { formatCountdown, parseLinkExpiry } from "~/ui/link/link-expiry.ts";
-import { EXPIRED_HINT, EXPIRED_TITLE, LinkViewer, linkIdFromPath } from "~/ui/link/link-page.tsx";
+import { EXPIRED_HINT, EXPIRED_TITLE, LinkViewer, linkIdFromPath, UNKNOWN_LINK } from "~/ui/link/link-page.tsx";
 
 afterEach(cleanup);
 
@@ -162,10 +162,14 @@ describe("LinkViewer against a real server", () => {
 
   test("GetLink errors are shown: unknown link, missing expiry", async () => {
     render(<LinkViewer linkId="nosuchlink01" commitHash="abc123" />);
-    expect((await screen.findByRole("alert")).textContent).toBe("got unexpected status code 404 (trace id trace-1): link not found");
+    const alert = await screen.findByRole("alert");
+    expect(alert.textContent).not.toContain("unexpected status code");
+    expect(within(alert).getByText(UNKNOWN_LINK)).toBeDefined();
+    expect(within(alert).getByTestId("error-details").textContent).toBe("Details: status 404, trace id trace-1");
     cleanup();
     links.set("noexpiry0001", "ws://127.0.0.1/api/LiveSubscribe?link_id=noexpiry0001");
     render(<LinkViewer linkId="noexpiry0001" commitHash="abc123" />);
     expect((await screen.findByRole("alert")).textContent).toBe(`Couldn't find "expiry" param in URL`);
+    expect(screen.queryByTestId("error-details")).toBeNull();
   });
 });

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
+import { cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { LiveScreenView } from "~/ui/live/live-screen.tsx";
@@ -66,7 +66,9 @@ describe("Live screen", () => {
     hasSeen = false;
     render(<LiveScreenView namespaceId="ns-2" orgId="org-2" commitHash="c0ffee" />);
     const alert = await screen.findByRole("alert");
-    expect(alert.textContent).toContain("Could not open the live view: got unexpected status code 503 (trace id tr-9): live view unavailable");
+    expect(alert.textContent).toContain("Could not open the live view: The service is unavailable right now. Try again in a moment.");
+    expect(alert.textContent).not.toContain("unexpected status code");
+    expect(within(alert).getByTestId("error-details").textContent).toBe("Details: status 503, trace id tr-9");
     await waitFor(() => expect(screen.queryByRole("heading", { name: "Connect your backend" })).not.toBeNull());
     fireEvent.click(screen.getByRole("button", { name: "I'll do this later" }));
     expect(screen.queryByRole("dialog")).toBeNull();

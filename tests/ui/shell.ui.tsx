@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { cleanup, fireEvent, render, screen } from "@testing-library/react";
-import { toApiError } from "~/ui/lib/api.ts";
+import { ErrorNotice } from "~/ui/components/error-notice.tsx";
+import { alertError, describeError, toApiError } from "~/ui/lib/api.ts";
 import { encodeTags } from "~/ui/lib/events.ts";
 import { isWorkerRecent, namespaceNameFromEmail, namespacePath } from "~/ui/pages/dashboard/dashboard-state.ts";
 import { NamespaceSwitcher } from "~/ui/pages/dashboard/namespace-switcher.tsx";
@@ -23,6 +24,34 @@ describe("api helper errors", () => {
   test("without a JSON body or trace id only the status is said", async () => {
     const err = await toApiError(new Response("<html>bad gateway</html>", { status: 502 }));
     expect(err.message).toBe("got unexpected status code 502");
+  });
+});
+
+describe("API errors as users read them", () => {
+  const failed = (status: number, error?: string) =>
+    toApiError(new Response(error ? JSON.stringify({ error }) : "", { status, headers: { "x-trace-id": "tr-42" } }));
+
+  test("a refused name reads as the server's sentence; the trace id is only on the details line", async () => {
+    const alerts: string[] = [];
+    alertError("Could not create the namespace", await failed(400, "invalid namespace name: use 1 to 63 letters"), (text) => alerts.push(text));
+    expect(alerts).toEqual(["Could not create the namespace: Invalid namespace name: use 1 to 63 letters.\n\nDetails: status 400, trace id tr-42"]);
+  });
+
+  test("statuses get our own words, never 'got unexpected status code'", async () => {
+    expect(describeError(await failed(404, "link not found"), { notFound: "This link does not exist." })).toEqual({
+      message: "This link does not exist.",
+      details: "Details: status 404, trace id tr-42",
+    });
+    expect(describeError(await failed(500, "db exploded at /var/lib/x")).message).toBe("Something went wrong on the server. Try again in a moment.");
+    expect(describeError(await failed(403, "forbidden: not an admin")).message).toBe("You don't have permission to do this.");
+    expect(describeError(new TypeError("Failed to fetch"))).toEqual({ message: "Could not reach the server. Check your connection and try again.", details: null });
+  });
+
+  test("the notice shows the message and a small details line", async () => {
+    render(<ErrorNotice error={describeError(await failed(503))} lead="Could not open the live view:" />);
+    const alert = screen.getByRole("alert");
+    expect(alert.firstElementChild?.textContent).toBe("Could not open the live view: The service is unavailable right now. Try again in a moment.");
+    expect(screen.getByTestId("error-details").textContent).toBe("Details: status 503, trace id tr-42");
   });
 });
 

@@ -1,7 +1,8 @@
 import { useEffect, useState } from "react";
 import { LogoMark } from "~/ui/components/logo.tsx";
 import { Spinner } from "~/ui/components/spinner.tsx";
-import { api, isAbortError } from "~/ui/lib/api.ts";
+import { ErrorNotice } from "~/ui/components/error-notice.tsx";
+import { api, describeError, type ErrorText, isAbortError } from "~/ui/lib/api.ts";
 import { FilteredLiveFrame, iframerSrc } from "../live/filtered-live-frame.tsx";
 import { Countdown } from "./countdown.tsx";
 import { parseLinkExpiry } from "./link-expiry.ts";
@@ -10,11 +11,12 @@ import { usePingLink } from "./use-ping-link.ts";
 
 type LinkState =
   | { status: "loading" }
-  | { status: "failed"; message: string }
+  | { status: "failed"; error: ErrorText }
   | { status: "ready"; linkUrl: string; expiry: Date; isExpiredOnLoad: boolean };
 
 export const EXPIRED_TITLE = "This link has expired.";
 export const EXPIRED_HINT = "Run the wrapper command again to get a new one.";
+export const UNKNOWN_LINK = "This link does not exist. Check the address, or run the wrapper command again to get a new one.";
 
 /**
  * The shared-link viewer (/link/{id}): GetLink gives the link's socket URL and expiry; an already expired
@@ -40,7 +42,7 @@ export function LinkViewer({ linkId, commitHash }: { linkId: string; commitHash:
       })
       .catch((err) => {
         if (isAbortError(err)) return;
-        setState({ status: "failed", message: err instanceof Error ? err.message : String(err) });
+        setState({ status: "failed", error: describeError(err, { notFound: UNKNOWN_LINK }) });
       });
     return () => controller.abort();
   }, [linkId]);
@@ -69,9 +71,7 @@ export function LinkViewer({ linkId, commitHash }: { linkId: string; commitHash:
       </header>
       <main className="flex min-h-0 flex-1 flex-col p-4">
         {state.status === "failed" ? (
-          <div role="alert" className="m-auto max-w-md rounded-xl border border-red-500/30 bg-red-500/10 p-6 text-center text-sm text-red-300">
-            {state.message}
-          </div>
+          <ErrorNotice error={state.error} className="m-auto max-w-md p-6 text-center" />
         ) : state.isExpiredOnLoad ? (
           <div data-testid="expired-panel" className="m-auto max-w-md rounded-xl border border-zinc-800 bg-zinc-900 p-8 text-center">
             <p className="text-base font-semibold text-zinc-100">{EXPIRED_TITLE}</p>

@@ -1,9 +1,10 @@
 import { useEffect, useState } from "react";
-import { api, isAbortError } from "~/ui/lib/api.ts";
+import { ErrorNotice } from "~/ui/components/error-notice.tsx";
+import { api, describeError, type ErrorText, isAbortError } from "~/ui/lib/api.ts";
 import { OnboardingOverlay } from "../onboarding/onboarding-overlay.tsx";
 import { FilteredLiveFrame, iframerSrc } from "./filtered-live-frame.tsx";
 
-type Join = { status: "joining" } | { status: "joined"; websocketUrl: string } | { status: "failed"; message: string };
+type Join = { status: "joining" } | { status: "joined"; websocketUrl: string } | { status: "failed"; error: ErrorText };
 
 /**
  * The Live screen (/dashboard/{ns}/live): filters plus the live frame fed by JoinSubscriber, and the
@@ -34,7 +35,7 @@ export function LiveScreenView({
     api<{ websocketUrl: string }>("JoinSubscriber", { namespaceId }, { signal: controller.signal })
       .then((answer) => setJoin({ status: "joined", websocketUrl: answer.websocketUrl }))
       .catch((err) => {
-        if (!isAbortError(err)) setJoin({ status: "failed", message: (err as Error).message });
+        if (!isAbortError(err)) setJoin({ status: "failed", error: describeError(err) });
       });
     return () => controller.abort();
   }, [namespaceId, attempt]);
@@ -51,12 +52,11 @@ export function LiveScreenView({
   return (
     <div className="relative flex min-h-0 flex-1 flex-col">
       {join.status === "failed" ? (
-        <div role="alert" className="rounded-lg border border-red-500/30 bg-red-500/10 p-4 text-sm text-red-300">
-          Could not open the live view: {join.message}
+        <ErrorNotice error={join.error} lead="Could not open the live view:">
           <button type="button" onClick={() => setAttempt((n) => n + 1)} className="ml-3 rounded-md border border-red-400/40 px-2 py-0.5 text-red-200 hover:bg-red-500/20">
             Retry
           </button>
-        </div>
+        </ErrorNotice>
       ) : join.status === "joined" && context ? (
         <FilteredLiveFrame
           key={join.websocketUrl}

@@ -1,5 +1,5 @@
 import { useEffect, useState } from "react";
-import { ApiError, api, isAbortError } from "~/ui/lib/api.ts";
+import { ApiError, api, describeError, isAbortError } from "~/ui/lib/api.ts";
 import { useCopy } from "../request-detail/use-copy.ts";
 import { type Stack, setupCommands, stacks } from "./stacks.ts";
 
@@ -64,7 +64,7 @@ export function OnboardingOverlay({
       .then((answer) => setToken(answer.token))
       .catch((err) => {
         if (isAbortError(err)) return;
-        setTokenError(err instanceof ApiError && err.status === 403 ? TOKEN_FORBIDDEN : `Could not create a token: ${(err as Error).message}`);
+        setTokenError(err instanceof ApiError && err.status === 403 ? TOKEN_FORBIDDEN : `Could not create a token: ${describeError(err).message}`);
       });
     return () => controller.abort();
   }, [needsToken, namespaceId]);

@@ -1,6 +1,6 @@
 import { createContext, useCallback, useContext, useEffect, useMemo, useState } from "react";
 import { useLocation, useNavigate, useParams } from "react-router";
-import { ApiError, api, isAbortError } from "~/ui/lib/api.ts";
+import { ApiError, alertError, api, isAbortError } from "~/ui/lib/api.ts";
 import type {
   CreateNamespaceAnswer,
   ListNamespacesAnswer,
@@ -129,7 +129,7 @@ export function useDashboardState(self: Self): DashboardState {
         return;
       }
       if (isAbortError(err)) return;
-      window.alert(err instanceof Error ? err.message : String(err));
+      alertError("Could not create the namespace", err);
     }
   }, [org, selectNamespace]);
 

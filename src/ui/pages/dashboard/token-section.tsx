@@ -2,7 +2,7 @@ import { useCallback, useEffect, useState } from "react";
 import { Button } from "~/ui/components/button.tsx";
 import { Modal } from "~/ui/components/modal.tsx";
 import { Spinner } from "~/ui/components/spinner.tsx";
-import { ApiError, isAbortError } from "~/ui/lib/api.ts";
+import { ApiError, alertError, isAbortError } from "~/ui/lib/api.ts";
 import type { Token } from "~/ui/lib/api-types.ts";
 import { formatAge, isNewToken, maskToken } from "~/ui/lib/format.ts";
 import { NewTokenDialog } from "~/ui/pages/dashboard/new-token-dialog.tsx";
@@ -84,7 +84,7 @@ export function TokenSection({ title, scope, calls, now: fixedNow }: { title: st
       setDialog({ kind: "forbidden", text: forbiddenText(action, scope) });
       return;
     }
-    window.alert(err instanceof Error ? err.message : String(err));
+    alertError(action === "delete" ? "Could not delete the token" : "Could not generate a token", err);
   }
 
   return (

@@ -1,7 +1,7 @@
 import { type FormEvent, useCallback, useEffect, useState } from "react";
 import { Button } from "~/ui/components/button.tsx";
 import { Spinner } from "~/ui/components/spinner.tsx";
-import { api, isAbortError } from "~/ui/lib/api.ts";
+import { alertError, api, isAbortError } from "~/ui/lib/api.ts";
 import type { ListUsersAnswer, NamespaceUser } from "~/ui/lib/api-types.ts";
 import { formatDate } from "~/ui/lib/format.ts";
 import { useDashboard } from "~/ui/pages/dashboard/dashboard-state.ts";
@@ -46,7 +46,7 @@ function UsersOfNamespace({ namespaceId, namespaceName }: { namespaceId: string;
       setEmail("");
       await refresh();
     } catch (err) {
-      if (!isAbortError(err)) window.alert(err instanceof Error ? err.message : String(err));
+      if (!isAbortError(err)) alertError("Could not add the user", err);
     } finally {
       setIsInviting(false);
     }

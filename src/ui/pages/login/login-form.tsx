@@ -1,7 +1,7 @@
 import { type FormEvent, useState } from "react";
 import { Button } from "~/ui/components/button.tsx";
 import { Spinner } from "~/ui/components/spinner.tsx";
-import { api } from "~/ui/lib/api.ts";
+import { alertError, api } from "~/ui/lib/api.ts";
 import type { EmailLoginAnswer } from "~/ui/lib/api-types.ts";
 import { errorTags, reportEvent } from "~/ui/lib/events.ts";
 
@@ -35,16 +35,16 @@ export function LoginForm({
     if (state.kind === "submitting") return;
     const address = email.trim();
     setState({ kind: "submitting" });
-    let failure: string | undefined;
+    let failure: unknown;
     try {
       const answer = await submitEmail(address, next);
-      failure = answer?.error || undefined;
+      if (answer?.error) failure = new Error(answer.error);
     } catch (err) {
-      failure = err instanceof Error ? err.message : String(err);
+      failure = err instanceof Error ? err : new Error(String(err));
     }
-    if (failure) {
-      void reportEvent("EmailSubmitError", { error_message: failure, ...errorTags(new Error(failure)) });
-      alert(`login failed: ${failure}`);
+    if (failure instanceof Error) {
+      void reportEvent("EmailSubmitError", { error_message: failure.message, ...errorTags(failure) });
+      alertError("login failed", failure, alert);
       setState({ kind: "idle" });
       return;
     }
