@@ -7,7 +7,16 @@ import type { ConnectionInfo } from "./relay/observer.ts";
 import { type BodySample, decodeBody } from "./parse/body.ts";
 import type { Exchange } from "./parse/exchange.ts";
 import { describeGrpcBody, isGrpc } from "./parse/grpc.ts";
-import { type RedactMode, redactHeaders, redactJsonText, redactQuery, redactTarget } from "./redact.ts";
+import {
+  multipartBoundary,
+  type RedactMode,
+  redactCommandLine,
+  redactHeaders,
+  redactJsonText,
+  redactMultipart,
+  redactQuery,
+  redactTarget,
+} from "./redact.ts";
 
 /** Facts about the machine the program runs on: the same for every event of a run. */
 export type HostMetadata = {
@@ -64,8 +73,11 @@ function userName(uid: number): string {
   return passwd.get(uid) ?? String(uid);
 }
 
-/** Reads /proc/<pid>; a process that is already gone gives empty fields, never an error. */
-export function readProcessInfo(pid: number, procRoot = "/proc"): ProcessInfo {
+/**
+ * Reads /proc/<pid>; a process that is already gone gives empty fields, never an error. The command line is
+ * redacted argument by argument (`--db-password=...`) before the arguments are joined.
+ */
+export function readProcessInfo(pid: number, procRoot = "/proc", redact: RedactMode = "redact"): ProcessInfo {
   const info: ProcessInfo = { pid, executableName: "", executableSize: 0, commandLine: "", user: "" };
   if (pid <= 0) return info;
   const dir = `${procRoot}/${pid}`;
@@ -77,7 +89,9 @@ export function readProcessInfo(pid: number, procRoot = "/proc"): ProcessInfo {
     info.executableName = readText(`${dir}/comm`).trim();
   }
   const cmdline = readText(`${dir}/cmdline`);
-  info.commandLine = cmdline.replace(/\0+$/, "").replaceAll("\0", " ").slice(0, MAX_COMMAND_LINE);
+  // Cut before redacting (arguments can reach megabytes); a cut argument is still judged by its flag.
+  const args = cmdline === "" ? [] : cmdline.slice(0, MAX_COMMAND_LINE * 2).replace(/\0+$/, "").split("\0");
+  info.commandLine = redactCommandLine(args, redact).join(" ").slice(0, MAX_COMMAND_LINE);
   const uid = /^Uid:\s+(\d+)/m.exec(readText(`${dir}/status`));
   if (uid) info.user = userName(Number(uid[1]));
   return info;
@@ -320,21 +334,34 @@ function redactBody(body: Uint8Array, contentType: string, mode: RedactMode): Ui
   if (mode === "keep" || body.length === 0) return body;
   const kind = bodyKind(contentType);
   if (kind === "other") return body;
-  const isForm = kind === "form";
-  const encoding = isForm ? "latin1" : "utf8";
+  // Form and multipart bodies as latin1 (one char per byte): what is not redacted goes back byte for byte.
+  const encoding = kind === "json" ? "utf8" : "latin1";
   const text = Buffer.from(body.buffer, body.byteOffset, body.length).toString(encoding);
-  const redacted = isForm ? redactQuery(text, mode) : redactJsonText(text, mode);
+  const redacted =
+    kind === "form"
+      ? redactQuery(text, mode)
+      : kind === "multipart"
+        ? redactMultipart(text, multipartBoundary(contentType), mode)
+        : redactJsonText(text, mode);
   return redacted === text ? body : new Uint8Array(Buffer.from(redacted, encoding));
 }
 
-// Content types repeat on every request: the answer is remembered (bounded) instead of lower-cased each time.
-const bodyKinds = new Map<string, "form" | "json" | "other">();
+type BodyKind = "form" | "multipart" | "json" | "other";
 
-function bodyKind(contentType: string): "form" | "json" | "other" {
+// Content types repeat on every request: the answer is remembered (bounded) instead of lower-cased each time.
+const bodyKinds = new Map<string, BodyKind>();
+
+function bodyKind(contentType: string): BodyKind {
   let kind = bodyKinds.get(contentType);
   if (kind) return kind;
   const type = contentType.toLowerCase();
-  kind = type.startsWith("application/x-www-form-urlencoded") ? "form" : type.includes("json") ? "json" : "other";
+  kind = type.startsWith("application/x-www-form-urlencoded")
+    ? "form"
+    : type.startsWith("multipart/form-data")
+      ? "multipart"
+      : type.includes("json")
+        ? "json"
+        : "other";
   if (bodyKinds.size < 1024) bodyKinds.set(contentType, kind);
   return kind;
 }

@@ -71,7 +71,7 @@ export function createTracer(options: TracerOptions): Tracer {
     payloadLimit: Math.max(0, options.payloadLimit ?? DEFAULT_PAYLOAD_LIMIT),
   };
   const maxQueued = options.maxQueued ?? 10_000;
-  const processes = new ProcessCache(options.processInfo ?? readProcessInfo);
+  const processes = new ProcessCache(options.processInfo ?? ((pid) => readProcessInfo(pid, "/proc", ctx.redact)));
   const stats: TracerStats = {
     connections: 0,
     openConnections: 0,
