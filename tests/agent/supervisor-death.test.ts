@@ -40,7 +40,10 @@ test("kill -9 of tapscope takes the traced program with it within a second or tw
     expect(Date.now() - killedAt).toBeLessThan(2000);
     // Its port is closed, not left half-alive.
     const connected = await Bun.connect({ hostname: "127.0.0.1", port, socket: { data() {} } }).then(
-      (s) => (s.end(), true),
+      (s) => {
+        s.end();
+        return true;
+      },
       () => false,
     );
     expect(connected).toBe(false);

@@ -185,24 +185,26 @@ describe("curl | sh", () => {
     const homeDir = home();
     const marker = join(tempDir("marker"), "ran");
     const tampered = `#!/bin/sh\ntouch ${marker}\necho "${FAKE_VERSION}"\n`;
+    let mirrorUrl = "";
     const mirror = Bun.serve({
       port: 0,
       hostname: "127.0.0.1",
-      fetch: async (req) => {
+      fetch: async (req): Promise<Response> => {
         const path = new URL(req.url).pathname;
         if (path === "/install.sh") {
-          return new Response((await (await fetch(`${server.url}/install.sh`)).text()).replaceAll(server.url, `http://127.0.0.1:${mirror.port}`));
+          return new Response((await (await fetch(`${server.url}/install.sh`)).text()).replaceAll(server.url, mirrorUrl));
         }
         if (path.endsWith(".sha256")) return fetch(`${server.url}${path}`);
         return new Response(tampered);
       },
     });
+    mirrorUrl = `http://127.0.0.1:${mirror.port}`;
     try {
-      const ran = await installAsUser(homeDir, {}, `http://127.0.0.1:${mirror.port}`);
+      const ran = await installAsUser(homeDir, {}, mirrorUrl);
       expect(ran.code).not.toBe(0);
       const want = createHash("sha256").update(readFileSync(join(downloads, `tapscope-linux-${hostArch}`))).digest("hex");
       const got = createHash("sha256").update(tampered).digest("hex");
-      expect(ran.stderr).toContain(`checksum mismatch for http://127.0.0.1:${mirror.port}/download/tapscope-linux-${hostArch}: expected ${want}, got ${got}`);
+      expect(ran.stderr).toContain(`checksum mismatch for ${mirrorUrl}/download/tapscope-linux-${hostArch}: expected ${want}, got ${got}`);
       expect(ran.stdout).not.toContain("Installed");
       expect(existsSync(marker)).toBe(false);
       expect(Bun.spawnSync(["ls", "-A", join(homeDir, ".local/bin")]).stdout.toString().trim()).toBe("");

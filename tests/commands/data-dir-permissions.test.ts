@@ -39,7 +39,8 @@ async function runUntil(args: string[], env: Record<string, string>, ready: RegE
   let output = "";
   const read = async (stream: ReadableStream<Uint8Array>) => {
     const decoder = new TextDecoder();
-    for await (const chunk of stream) output += decoder.decode(chunk, { stream: true });
+    const reader = stream.getReader();
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) output += decoder.decode(chunk.value, { stream: true });
   };
   void read(proc.stdout);
   void read(proc.stderr);

@@ -42,7 +42,8 @@ export function binarySha256(path: string): Promise<string> {
   if (cached?.stamp === stamp) return cached.digest;
   const digest = (async () => {
     const hasher = new Bun.CryptoHasher("sha256");
-    for await (const chunk of Bun.file(path).stream()) hasher.update(chunk);
+    const reader = Bun.file(path).stream().getReader();
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) hasher.update(chunk.value);
     return hasher.digest("hex");
   })();
   checksums.set(path, { stamp, digest });

@@ -20,7 +20,8 @@ test("server down at start: the CLI says it retries, then that it connected, and
   let stderr = "";
   void (async () => {
     const decoder = new TextDecoder();
-    for await (const chunk of proc.stderr) stderr += decoder.decode(chunk, { stream: true });
+    const reader = proc.stderr.getReader();
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) stderr += decoder.decode(chunk.value, { stream: true });
   })();
   try {
     await waitUntil(() => stderr.includes("could not reach"), 15_000, `the join failure; stderr: ${stderr}`);
