@@ -3,13 +3,15 @@ import { openDatabase } from "#db/client.ts";
 import { ConfigError, parseConfig } from "~/lib/env.ts";
 import { log } from "~/lib/logger.ts";
 import { ensurePrivateDir, narrowTree, usePrivateUmask } from "~/lib/private-dir.ts";
-import { createApp } from "~/server.ts";
+import { type AppDeps, createApp } from "~/server.ts";
+import { liveHubFor } from "~/services/live/hub-registry.ts";
 import { EventSinks } from "~/services/ingest/sink.ts";
 import { attachStore } from "~/services/store/attach-store.ts";
 import { openEventStore } from "~/store/open.ts";
 import { WorkerRegistry } from "~/services/tunnel/worker-registry.ts";
 
-export async function main(_args: string[]): Promise<number> {
+/** memoryLogMs: how often the memory line is logged (bench/soak asks for every 30 s). */
+export async function main(_args: string[], options: { memoryLogMs?: number } = {}): Promise<number> {
   // Before anything is created: the secret (parseConfig), PGlite, DuckDB.
   usePrivateUmask();
   let config;
@@ -34,7 +36,8 @@ export async function main(_args: string[]): Promise<number> {
   // Ingest writes through the worker registry: an org with a self-hosted worker keeps its events there.
   const workers = new WorkerRegistry({ db: database.db, local: store, statePath: join(config.dataDir, "worker-orgs.json") });
   const attached = attachStore({ config, db: database.db, store: workers.route(), sinks });
-  const app = createApp({ config, db: database.db, store, sinks, workers });
+  const deps: AppDeps = { config, db: database.db, store, sinks, workers };
+  const app = createApp(deps);
   // listen() (not a bare Bun.serve over app.handle) so the WebSocket routes (live view, publishers, link pings) upgrade.
   app.listen({ port: config.port });
   const server = app.server!;
@@ -44,7 +47,28 @@ export async function main(_args: string[]): Promise<number> {
     database: database.kind,
     eventStore: store.kind,
     dataDir: config.dataDir,
+    memoryLimitBytes: config.memoryLimitBytes,
   });
+
+  // Once a minute, what the server holds against its budget: at debug level, or at warn once RSS passes 90 %.
+  const hub = liveHubFor(deps);
+  const memoryTimer = setInterval(() => {
+    const rss = process.memoryUsage.rss();
+    const buffered = attached.sink.buffered();
+    const fields = {
+      rssBytes: rss,
+      budgetBytes: config.memoryLimitBytes,
+      storeBufferEvents: buffered.events,
+      storeBufferChars: buffered.chars,
+      storeAccepted: buffered.accepted,
+      storeWritten: buffered.written,
+      liveHistoryBytes: hub.retainedHistoryBytes,
+      openSockets: server.pendingWebSockets,
+    };
+    if (rss > config.memoryLimitBytes * 0.9) log.warn("server memory near its budget (MEMORY_LIMIT)", fields);
+    else log.debug("server memory", fields);
+  }, options.memoryLogMs ?? 60_000);
+  memoryTimer.unref();
 
   const { promise: stopped, resolve } = Promise.withResolvers<number>();
   let stopping = false;
@@ -52,6 +76,7 @@ export async function main(_args: string[]): Promise<number> {
     if (stopping) return;
     stopping = true;
     log.info("shutting down", { signal });
+    clearInterval(memoryTimer);
     // Stop accepting and let in-flight requests finish; WebSockets (publishers, viewers) never finish by
     // themselves, so after a short grace they are closed (publishers reconnect to the next server).
     await Promise.race([server.stop(false), Bun.sleep(3_000)]);

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { availableParallelism, totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import { buildInfo } from "./version.ts";
 
@@ -28,7 +29,49 @@ export type Config = {
   commitHash: string;
   /** Where /download/* finds the tapscope binaries; unset: the running binary itself and dist/. */
   downloadDir?: string;
+  /**
+   * The server's memory budget in bytes (MEMORY_LIMIT): DuckDB's memory_limit (the rest spills under DATA_DIR)
+   * and the server's own buffers are shares of it (memoryShares).
+   */
+  memoryLimitBytes: number;
+  /** DuckDB's worker threads: it shares the host with the programs it traces. */
+  duckdbThreads: number;
 };
+
+/** The default budget: 1 GiB or a quarter of the machine's memory, whichever is smaller. */
+export function defaultMemoryLimit(machineBytes = totalmem()): number {
+  return Math.min(1024 ** 3, Math.floor(machineBytes / 4));
+}
+
+/** "512MiB", "1GiB", "2G", "800MB" or a number of bytes. */
+export function parseBytes(raw: string): number | null {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(|b|k|kb|kib|m|mb|mib|g|gb|gib)\s*$/i.exec(raw);
+  if (!m) return null;
+  const unit = (m[2] ?? "").toLowerCase();
+  const scale = unit.startsWith("k") ? 1024 : unit.startsWith("m") ? 1024 ** 2 : unit.startsWith("g") ? 1024 ** 3 : 1;
+  return Math.floor(Number(m[1]) * scale);
+}
+
+/**
+ * How the budget is shared: DuckDB gets half (its buffer manager spills beyond it to DATA_DIR); the store
+ * sink's buffer (what waits while the store is slow) a quarter, counted in characters (EventRows sizes: about
+ * two bytes each as JS strings); the live views' retained history an eighth; the rest is the runtime and
+ * sockets. A HAR export is streamed (one page of events held at a time), so its cap bounds the download's size,
+ * not memory: a quarter of the budget.
+ */
+export function memoryShares(limitBytes: number): {
+  duckdbBytes: number;
+  storeBufferChars: number;
+  liveHistoryBytes: number;
+  harMaxBytes: number;
+} {
+  return {
+    duckdbBytes: Math.floor(limitBytes / 2),
+    storeBufferChars: Math.floor(limitBytes / 4 / 2),
+    liveHistoryBytes: Math.floor(limitBytes / 8),
+    harMaxBytes: Math.floor(limitBytes / 4),
+  };
+}
 
 export type OAuthProviderConfig = {
   clientId: string;
@@ -132,7 +175,19 @@ export function parseConfig(env: Env = process.env): Config {
     isProduction: env.NODE_ENV === "production",
     commitHash: env.TAPSCOPE_COMMIT || buildInfo.commit,
     downloadDir: env.DOWNLOAD_DIR ? resolve(env.DOWNLOAD_DIR) : undefined,
+    memoryLimitBytes: memoryLimit(env),
+    duckdbThreads: int(env, "DUCKDB_THREADS", Math.max(1, Math.min(4, Math.floor(availableParallelism() / 2))), 1, 1024),
   };
+}
+
+function memoryLimit(env: Env): number {
+  const raw = env.MEMORY_LIMIT;
+  if (raw === undefined || raw === "") return defaultMemoryLimit();
+  const bytes = parseBytes(raw);
+  if (bytes === null || bytes < 128 * 1024 ** 2) {
+    throw new ConfigError(`MEMORY_LIMIT must be a size of at least 128MiB, like 512MiB or 2GiB, got "${raw}"`);
+  }
+  return bytes;
 }
 
 /** Settings of the capture CLI (`tapscope run|proxy|query|worker`). */

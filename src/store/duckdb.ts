@@ -281,13 +281,23 @@ export type DuckDbStoreOptions = {
   limits?: Partial<StoreLimits>;
   /** Rows per row group (default duckdbRowGroupSize; bench/store/insert.ts compares DuckDB's own 122,880). */
   rowGroupSize?: number;
+  /** DuckDB's memory_limit in bytes (default: DuckDB's own, 80 % of RAM); beyond it, it spills to tempDirectory. */
+  memoryLimitBytes?: number;
+  threads?: number;
+  /** Where DuckDB spills (default: beside the file, `<path>.tmp`). */
+  tempDirectory?: string;
 };
 
 export async function openDuckDbStore(options: DuckDbStoreOptions): Promise<SqlEventStore> {
   if (options.path !== ":memory:") mkdirSync(dirname(options.path), { recursive: true });
   // A larger checkpoint threshold than the default 16 MB: checkpoints then write whole row groups instead
   // of recompressing a half-filled one after every few thousand events (measured: 2-3x ingest).
-  const instance = await DuckDBInstance.create(":memory:", { checkpoint_threshold: "256MB" });
+  const settings: Record<string, string> = { checkpoint_threshold: "256MB" };
+  if (options.memoryLimitBytes) settings.memory_limit = `${Math.floor(options.memoryLimitBytes / 1024)}KiB`;
+  if (options.threads) settings.threads = String(options.threads);
+  const tempDirectory = options.tempDirectory ?? (options.path === ":memory:" ? undefined : `${options.path}.tmp`);
+  if (tempDirectory) settings.temp_directory = tempDirectory;
+  const instance = await DuckDBInstance.create(":memory:", settings);
   // The row group size is an option of ATTACH, not of the instance: the events database is attached (a file
   // written by earlier versions with the default size opens alike) and made every connection's default.
   const connect = async () => {

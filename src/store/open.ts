@@ -1,10 +1,10 @@
 import { join } from "node:path";
-import type { Config } from "~/lib/env.ts";
+import { type Config, memoryShares } from "~/lib/env.ts";
 import type { EventStore, StoreLimits } from "./types.ts";
 
 /** The server's event store, chosen once: ClickHouse when CLICKHOUSE_URL is set, else DuckDB in DATA_DIR. */
 export async function openEventStore(
-  config: Pick<Config, "clickhouseUrl" | "dataDir">,
+  config: Pick<Config, "clickhouseUrl" | "dataDir"> & Partial<Pick<Config, "memoryLimitBytes" | "duckdbThreads">>,
   limits?: Partial<StoreLimits>,
 ): Promise<EventStore> {
   if (config.clickhouseUrl) {
@@ -12,5 +12,11 @@ export async function openEventStore(
     return openClickHouseStore({ url: config.clickhouseUrl, limits });
   }
   const { openDuckDbStore } = await import("./duckdb.ts");
-  return openDuckDbStore({ path: join(config.dataDir, "events.duckdb"), limits });
+  return openDuckDbStore({
+    path: join(config.dataDir, "events.duckdb"),
+    limits,
+    memoryLimitBytes: config.memoryLimitBytes ? memoryShares(config.memoryLimitBytes).duckdbBytes : undefined,
+    threads: config.duckdbThreads,
+    tempDirectory: join(config.dataDir, "duckdb-tmp"),
+  });
 }

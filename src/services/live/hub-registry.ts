@@ -1,3 +1,4 @@
+import { type Config, memoryShares } from "~/lib/env.ts";
 import type { EventSink } from "~/services/ingest/sink.ts";
 import { LiveHub } from "./hub.ts";
 
@@ -11,10 +12,11 @@ type SinkRegistry = { add(sink: EventSink): unknown };
 const hubs = new WeakMap<object, LiveHub>();
 const registered = new WeakSet<object>();
 
-export function liveHubFor(deps: { config: unknown; sinks?: SinkRegistry }): LiveHub {
+export function liveHubFor(deps: { config: Partial<Pick<Config, "memoryLimitBytes">>; sinks?: SinkRegistry }): LiveHub {
   let hub = hubs.get(deps);
   if (!hub) {
-    hub = new LiveHub();
+    const limit = deps.config.memoryLimitBytes;
+    hub = new LiveHub(limit ? { totalHistoryBytes: memoryShares(limit).liveHistoryBytes } : {});
     hubs.set(deps, hub);
   }
   if (deps.sinks && !registered.has(deps.sinks)) {

@@ -1,5 +1,5 @@
 import type { Db } from "#db/client.ts";
-import type { Config } from "~/lib/env.ts";
+import { type Config, memoryShares } from "~/lib/env.ts";
 import type { EventSinks } from "~/services/ingest/sink.ts";
 import { log } from "~/lib/logger.ts";
 import type { EventStore } from "~/store/types.ts";
@@ -27,6 +27,8 @@ export function attachStore(deps: {
     store: deps.store,
     rateLimit: deps.rateLimit ?? 0,
     batchSize: deps.store.insertBatchSize,
+    // The buffer that absorbs a slow store is the server's largest: a share of the memory budget.
+    maxBufferedChars: memoryShares(deps.config.memoryLimitBytes).storeBufferChars,
     onDropped: (target, count, reason) => {
       const key = `${target.namespaceId}:${reason}`;
       const entry = lastLogged.get(key) ?? { at: 0, pending: 0 };
