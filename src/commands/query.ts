@@ -1,10 +1,9 @@
-import { toHarLog } from "~/lib/har.ts";
+import { harPageSize, harPages, harStream } from "~/lib/har.ts";
 import { TunnelClient, TunnelConnectError, TunnelQueryError } from "~/agent/query-client.ts";
 import { parseAgentConfig } from "~/lib/env.ts";
 import { parseFilter } from "~/lib/filter/parse.ts";
 import { specColumns, type TracedEvent } from "~/lib/protocol/event.ts";
 import { maxRowLimit, type RowColumn } from "~/lib/protocol/query.ts";
-import { maxEventsPerRequest } from "~/lib/protocol/tunnel.ts";
 import { buildInfo } from "~/lib/version.ts";
 
 const usage = `usage: tapscope query [--since 1h|15m|2d | --from ISO [--to ISO]] [--filter EXPR] [--limit N] [--format table|json|har]
@@ -158,20 +157,18 @@ export async function main(args: string[]): Promise<number> {
       }
       await write(formatTable(rows.data));
     } else {
-      const ids = rows.data.map((r) => String(r.event_id));
-      const events: TracedEvent[] = [];
-      const isLong = ids.length > maxEventsPerRequest;
-      for (let i = 0; i < ids.length; i += maxEventsPerRequest) {
-        const batch = await client.query(
-          { kind: "events", eventIds: ids.slice(i, i + maxEventsPerRequest), range: filter.global },
-          { compression: "gzip" },
-        );
-        events.push(...(batch.data as unknown as TracedEvent[]));
-        if (isLong) process.stderr.write(`\rtapscope query: fetched ${events.length}/${ids.length} requests`);
-      }
+      // Oldest first, a page of full events at a time, written as it comes: a large result never sits in memory.
+      const ids = rows.data.map((r) => String(r.event_id)).reverse();
+      const isLong = ids.length > harPageSize * 4;
+      let fetched = 0;
+      const pages = harPages(ids, async (page) => {
+        const batch = await client.query({ kind: "events", eventIds: page, range: filter.global }, { compression: "gzip" });
+        fetched += page.length;
+        if (isLong) process.stderr.write(`\rtapscope query: fetched ${fetched}/${ids.length} requests`);
+        return batch.data as unknown as TracedEvent[];
+      });
+      for await (const chunk of harStream(pages, { version: buildInfo.version })) await Bun.write(Bun.stdout, chunk);
       if (isLong) process.stderr.write("\n");
-      events.reverse();
-      await write(`${JSON.stringify(toHarLog(events, buildInfo.version), null, 2)}\n`);
     }
     return 0;
   } catch (err) {

@@ -287,3 +287,102 @@ export function toHarLog(events: readonly TracedEvent[], version = "0.1.0"): Har
     },
   };
 }
+
+/** Events fetched and written at a time by a streamed HAR: a captured body is up to 1 MiB (two per event). */
+export const harPageSize = 16;
+
+/**
+ * The events of `ids` (oldest first), a page at a time from `fetchPage`, each page in the order of `ids`: what a
+ * streamed HAR reads, so an export holds one page of events, never the whole set.
+ */
+export async function* harPages(
+  ids: readonly string[],
+  fetchPage: (ids: string[]) => Promise<readonly TracedEvent[]>,
+  pageSize = harPageSize,
+): AsyncGenerator<readonly TracedEvent[]> {
+  for (let i = 0; i < ids.length; i += pageSize) {
+    const page = ids.slice(i, i + pageSize);
+    const order = new Map(page.map((id, n) => [id, n]));
+    const events = await fetchPage(page);
+    yield [...events].sort((a, b) => (order.get(a.event_id) ?? 0) - (order.get(b.event_id) ?? 0));
+  }
+}
+
+export type HarStreamOptions = {
+  version?: string;
+  /** The most bytes the HAR may have; entries past it are left out and the log's comment says so. */
+  maxBytes?: number;
+  /** For the truncation message: how many requests the whole export would have had. */
+  total?: number;
+  /** What to tell the reader to do about a truncated HAR. */
+  hint?: string;
+};
+
+/**
+ * A HAR log written as it is read: the pages are pulled one at a time as the reader takes the text, so memory
+ * holds one page of events and its JSON. Past maxBytes the log ends early (still valid JSON) with a `comment`
+ * saying it was truncated, how many requests it holds and why: refusing up front would need every body's size
+ * before the first byte, and a truncated download still shows the oldest requests.
+ */
+export function harStream(pages: AsyncIterator<readonly TracedEvent[]>, options: HarStreamOptions = {}): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  const maxBytes = options.maxBytes ?? Number.POSITIVE_INFINITY;
+  const head = encoder.encode(`{"log":{"version":"1.2","creator":${JSON.stringify({ name: "tapscope", version: options.version ?? "0.1.0" })},"pages":[],"entries":[`);
+  // Room kept for the end: `]`, the comment and `}}`.
+  const tailRoom = 1024;
+  let written = head.length;
+  let entries = 0;
+  let isDone = false;
+  return new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        controller.enqueue(head);
+      },
+      async pull(controller) {
+        if (isDone) return;
+        let next: IteratorResult<readonly TracedEvent[]>;
+        try {
+          next = await pages.next();
+        } catch (err) {
+          // Headers are sent by now: the log still ends as JSON, saying why it is short.
+          isDone = true;
+          const comment = `incomplete: this HAR holds the oldest ${entries} requests; reading the rest failed: ${(err as Error).message}`;
+          controller.enqueue(encoder.encode(`],"comment":${JSON.stringify(comment)}}}\n`));
+          controller.close();
+          return;
+        }
+        if (next.done) {
+          isDone = true;
+          controller.enqueue(encoder.encode("]}}\n"));
+          controller.close();
+          return;
+        }
+        const page = next.value
+          .filter((e) => e.protocol === "http")
+          .map(toHarEntry)
+          .sort((a, b) => a.startedDateTime.localeCompare(b.startedDateTime));
+        for (const entry of page) {
+          const bytes = encoder.encode(`${entries > 0 ? "," : ""}${JSON.stringify(entry)}`);
+          if (written + bytes.length + tailRoom > maxBytes) {
+            isDone = true;
+            const of = options.total !== undefined ? ` of ${options.total}` : "";
+            const comment = `truncated: this HAR holds the oldest ${entries}${of} requests, the most that fits in ${maxBytes} bytes${options.hint ? `; ${options.hint}` : ""}`;
+            controller.enqueue(encoder.encode(`],"comment":${JSON.stringify(comment)}}}\n`));
+            controller.close();
+            await pages.return?.();
+            return;
+          }
+          controller.enqueue(bytes);
+          written += bytes.length;
+          entries++;
+        }
+      },
+      async cancel() {
+        isDone = true;
+        await pages.return?.();
+      },
+    },
+    // One page at a time: the next is fetched only once the reader has taken what is queued.
+    { highWaterMark: 0 },
+  );
+}

@@ -9,8 +9,9 @@ import { listOpenTunnels } from "~/services/tunnel/open-tunnels.ts";
 import type { WorkerRegistry } from "~/services/tunnel/worker-registry.ts";
 import { tunnelModel } from "./model.ts";
 
-function attachment(har: unknown, filename: string): Response {
-  return new Response(JSON.stringify(har), {
+/** The HAR as it is written (export-har streams it a page of events at a time). */
+function attachment(har: ReadableStream<Uint8Array>, filename: string): Response {
+  return new Response(har, {
     headers: {
       "content-type": "application/json; charset=utf-8",
       "content-disposition": `attachment; filename="${filename.replace(/[^\w.-]/g, "_")}"`,

@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { type HarLog, toHarLog } from "~/lib/har.ts";
+import { memoryShares } from "~/lib/env.ts";
+import { harPages, harStream } from "~/lib/har.ts";
 import { AppError } from "~/lib/errors.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { QueryFilter } from "~/lib/protocol/query.ts";
-import { decodeResult, decodeResultData, maxEventsPerRequest, type TunnelResultData, type TunnelWant } from "~/lib/protocol/tunnel.ts";
+import { decodeResult, decodeResultData, type TunnelResultData, type TunnelWant } from "~/lib/protocol/tunnel.ts";
 import { buildInfo } from "~/lib/version.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
 import type { Principal } from "~/services/auth/principal.ts";
@@ -30,7 +31,9 @@ async function ask(workers: WorkerRegistry, namespaceId: string, orgId: string, 
 
 /**
  * HAR downloads for the dashboard, through the same worker path as tunnel queries: one request (with its
- * outbound calls), or the rows of a query (newest `limit`, full detail fetched in batches).
+ * outbound calls), or the rows of a query (newest `limit`). The HAR is a stream: the full events are fetched a
+ * page at a time as the client reads (harStream), and it is cut at `maxBytes` (default: a quarter of
+ * MEMORY_LIMIT) with a comment saying so.
  */
 export async function exportHar({
   ctx,
@@ -38,17 +41,22 @@ export async function exportHar({
   principal,
   namespaceId,
   selection,
+  maxBytes,
 }: {
   ctx: ServiceContext;
   workers: WorkerRegistry;
   principal: Principal | null;
   namespaceId: string;
   selection: { eventId: string } | { filter: QueryFilter; filterText?: string; limit?: number };
-}): Promise<{ har: HarLog; filename: string }> {
+  maxBytes?: number;
+}): Promise<{ har: ReadableStream<Uint8Array>; filename: string }> {
   const access = await requireNamespaceAccess({ ctx, principal, namespaceId });
   const { orgId } = access;
-  let events: TracedEvent[];
-  let filename: string;
+  const options = {
+    version: buildInfo.version,
+    maxBytes: maxBytes ?? memoryShares(ctx.config.memoryLimitBytes).harMaxBytes,
+    hint: "narrow the time range or the filter for the rest (the cap is a quarter of MEMORY_LIMIT)",
+  };
   if ("eventId" in selection) {
     const detail = await ask(workers, namespaceId, orgId, {
       kind: "event",
@@ -56,31 +64,28 @@ export async function exportHar({
     });
     const event = detail.data[0] as TracedEvent | undefined;
     if (!event) throw new AppError("NOT_FOUND", "request not found");
-    events = [event, ...(detail.children ?? [])];
-    filename = `tapscope-${selection.eventId}.har`;
-  } else {
-    const rows = await ask(workers, namespaceId, orgId, {
-      kind: "rows",
-      query: {
-        filter: selection.filter,
-        limit: selection.limit,
-        columns: ["time", "event_id"],
-      },
-      filterText: selection.filterText,
-    });
-    const ids = rows.data.map((r) => String(r.event_id));
-    events = [];
-    for (let i = 0; i < ids.length; i += maxEventsPerRequest) {
-      const batch = await ask(workers, namespaceId, orgId, {
-        kind: "events",
-        eventIds: ids.slice(i, i + maxEventsPerRequest),
-        range: selection.filter.focus ?? selection.filter.global,
-      });
-      events.push(...(batch.data as unknown as TracedEvent[]));
-    }
-    // Rows come newest first; a HAR reads oldest first (ties within a millisecond keep this order).
-    events.reverse();
-    filename = `tapscope-${access.name}-${new Date(ctx.now()).toISOString().replace(/[:.]/g, "-")}.har`;
+    const events = [event, ...(detail.children ?? [])];
+    return { har: harStream([events].values(), options), filename: `tapscope-${selection.eventId}.har` };
   }
-  return { har: toHarLog(events, buildInfo.version), filename };
+  const rows = await ask(workers, namespaceId, orgId, {
+    kind: "rows",
+    query: {
+      filter: selection.filter,
+      limit: selection.limit,
+      columns: ["time", "event_id"],
+    },
+    filterText: selection.filterText,
+  });
+  // Rows come newest first; a HAR reads oldest first (ties within a millisecond keep this order).
+  const ids = rows.data.map((r) => String(r.event_id)).reverse();
+  const pages = harPages(ids, async (page) => {
+    const batch = await ask(workers, namespaceId, orgId, {
+      kind: "events",
+      eventIds: page,
+      range: selection.filter.focus ?? selection.filter.global,
+    });
+    return batch.data as unknown as TracedEvent[];
+  });
+  const filename = `tapscope-${access.name}-${new Date(ctx.now()).toISOString().replace(/[:.]/g, "-")}.har`;
+  return { har: harStream(pages, { ...options, total: ids.length }), filename };
 }
