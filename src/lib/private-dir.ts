@@ -22,11 +22,12 @@ export function ensurePrivateDir(dir: string, say: (message: string) => void): v
 }
 
 /**
- * Takes group and other bits off everything under `dir` that we own: files chmod'ed explicitly (PGlite unpacks
- * its initial database with the archive's 0666) and files an older version left under a looser umask.
+ * Takes group and other bits off what we keep in `dir` (the top-level entries `isOurs` names, and everything
+ * under them) that we own: files chmod'ed explicitly (PGlite unpacks its initial database with the archive's
+ * 0666) and files an older version left under a looser umask. Anything else a user put there is theirs.
  * Returns how many were narrowed. Symbolic links are not followed.
  */
-export function narrowTree(dir: string): number {
+export function narrowTree(dir: string, isOurs: (name: string) => boolean): number {
   const uid = process.getuid?.();
   let narrowed = 0;
   const walk = (path: string) => {
@@ -38,6 +39,11 @@ export function narrowTree(dir: string): number {
     }
     if (stat.isDirectory()) for (const entry of readdirSync(path)) walk(join(path, entry));
   };
-  walk(dir);
+  for (const entry of readdirSync(dir)) if (isOurs(entry)) walk(join(dir, entry));
   return narrowed;
+}
+
+/** What the server keeps in DATA_DIR: PGlite, the DuckDB store (and its WAL and spill folder), secrets, state. */
+export function isServerDataFile(name: string): boolean {
+  return name === "pglite" || name === "session-secret" || name === "worker-orgs.json" || name.startsWith("events.duckdb") || name.startsWith("duckdb-");
 }

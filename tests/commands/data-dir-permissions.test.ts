@@ -74,10 +74,13 @@ describe("DATA_DIR is private to the server's user", () => {
     // A secret an older version left readable by others.
     writeFileSync(join(dataDir, "session-secret"), "an-existing-secret-0123456789abcdef\n", { mode: 0o644 });
     chmodSync(join(dataDir, "session-secret"), 0o644);
+    // Something a user keeps there themselves is theirs to decide about.
+    writeFileSync(join(dataDir, "README.txt"), "notes\n");
+    chmodSync(join(dataDir, "README.txt"), 0o644);
     const output = await runUntil(["server"], { DATA_DIR: dataDir, PORT: "0" }, /tapscope server listening/);
     expect(output).toContain(`${dataDir} was open to other users (mode 755); made it private (700)`);
     expect(lstatSync(dataDir).mode & 0o777).toBe(0o700);
-    expect(openToOthers(dataDir)).toEqual([]);
+    expect(openToOthers(dataDir)).toEqual([`${join(dataDir, "README.txt")} 644`]);
   }, 60_000);
 
   test("a self-hosted worker's data dir too", async () => {
