@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { openDatabase } from "#db/client.ts";
 import { ConfigError, parseConfig } from "~/lib/env.ts";
 import { log } from "~/lib/logger.ts";
-import { ensurePrivateDir, narrowTree, usePrivateUmask } from "~/lib/private-dir.ts";
+import { ensurePrivateDir, isServerDataFile, narrowTree, usePrivateUmask } from "~/lib/private-dir.ts";
 import { type AppDeps, createApp } from "~/server.ts";
 import { liveHubFor } from "~/services/live/hub-registry.ts";
 import { EventSinks } from "~/services/ingest/sink.ts";
@@ -30,7 +30,7 @@ export async function main(_args: string[], options: { memoryLogMs?: number } = 
     pgliteDir: config.databaseUrl ? undefined : join(config.dataDir, "pglite"),
   });
   const store = await openEventStore(config);
-  const narrowed = narrowTree(config.dataDir);
+  const narrowed = narrowTree(config.dataDir, isServerDataFile);
   if (narrowed > 0) log.info("made data files private to this user", { dataDir: config.dataDir, files: narrowed });
   const sinks = new EventSinks();
   // Ingest writes through the worker registry: an org with a self-hosted worker keeps its events there.
