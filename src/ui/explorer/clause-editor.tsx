@@ -95,7 +95,7 @@ export function ClauseEditor({
         </span>
       ))}
       <form
-        className="flex items-center gap-1"
+        className="flex w-full flex-wrap items-center gap-1 sm:w-auto"
         onSubmit={(e) => {
           e.preventDefault();
           if (!built) return;
@@ -104,7 +104,7 @@ export function ClauseEditor({
           setValue("");
         }}
       >
-        <select aria-label="Column" className={field} value={column} onChange={(e) => setColumn(e.target.value)}>
+        <select aria-label="Column" className={`${field} min-w-0 max-sm:flex-[1_1_40%]`} value={column} onChange={(e) => setColumn(e.target.value)}>
           <option value="time">time</option>
           <optgroup label="Number">
             {numberColumns.map((c) => (
@@ -117,7 +117,7 @@ export function ClauseEditor({
             ))}
           </optgroup>
         </select>
-        <select aria-label="Operator" className={field} value={validOp} onChange={(e) => setOp(e.target.value)}>
+        <select aria-label="Operator" className={`${field} min-w-0 max-sm:flex-[1_1_40%]`} value={validOp} onChange={(e) => setOp(e.target.value)}>
           {ops.map((o) => (
             <option key={o} value={o}>
               {opLabel[o]} ({o})
@@ -126,7 +126,7 @@ export function ClauseEditor({
         </select>
         <input
           aria-label="Value"
-          className={`${field} w-44`}
+          className={`${field} min-w-0 max-sm:flex-[1_1_12rem] sm:w-44`}
           value={value}
           placeholder={kind === "Timestamp" ? "YYYY-MM-DD HH:MM:SS (UTC)" : kind === "String" ? "text, % for any" : "number"}
           onChange={(e) => setValue(e.target.value)}

@@ -108,7 +108,7 @@ function ExplorerBody({
         onZone={(tz) => setState({ ...state, tz })}
       />
       <div className="rounded-lg border border-zinc-800 bg-zinc-950 p-2">
-        <div className="mb-1 flex items-center gap-3 text-xs text-zinc-400">
+        <div className="mb-1 flex flex-wrap items-center gap-x-3 gap-y-1 text-xs text-zinc-400">
           <span data-testid="histogram-total">
             {hist.data ? `${hist.data.total.toLocaleString("en-US")} request${hist.data.total === 1 ? "" : "s"}` : "…"}
           </span>
@@ -123,11 +123,11 @@ function ExplorerBody({
             <i className="inline-block size-2 bg-red-500" /> 5xx
           </span>
           {state.focus ? (
-            <span className="ml-auto" data-testid="focus-range">
+            <span className="ml-auto max-sm:ml-0 max-sm:basis-full" data-testid="focus-range">
               focus {new Date(state.focus.startMs).toISOString()} → {new Date(state.focus.endMs).toISOString()}
             </span>
           ) : (
-            <span className="ml-auto text-zinc-500">Drag on the chart to focus a range</span>
+            <span className="ml-auto text-zinc-500 max-sm:hidden">Drag on the chart to focus a range</span>
           )}
         </div>
         {hist.status === "failed" ? <QueryError what="The histogram" message={hist.message} onRetry={hist.retry} /> : null}

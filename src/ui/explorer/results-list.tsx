@@ -5,7 +5,9 @@ import type { TimeZoneMode } from "~/lib/time/ticks.ts";
 import { formatBytes, formatDuration, statusClass } from "~/ui/live/format.ts";
 
 export const ROW_HEIGHT = 28;
-const COLUMNS = "grid-cols-[11.5rem_4rem_3rem_minmax(8rem,1fr)_4.5rem_4.5rem]";
+// By the list's own width: a narrow list (a phone, or beside the detail) keeps method, status and URL.
+const COLUMNS = "grid-cols-[3.5rem_2.75rem_minmax(0,1fr)] @2xl:grid-cols-[11.5rem_4rem_3rem_minmax(8rem,1fr)_4.5rem_4.5rem]";
+const WIDE_ONLY = "@max-2xl:hidden";
 
 export type SortKey =
   | "time"
@@ -16,13 +18,13 @@ export type SortKey =
   | "http_resp_body_size_bytes_wire";
 export type Sort = { key: SortKey; dir: "asc" | "desc" };
 
-const columns: { key: SortKey; label: string; right?: boolean }[] = [
-  { key: "time", label: "Time" },
+const columns: { key: SortKey; label: string; right?: boolean; isWideOnly?: boolean }[] = [
+  { key: "time", label: "Time", isWideOnly: true },
   { key: "http_req_method", label: "Method" },
   { key: "http_resp_status_code", label: "Status" },
   { key: "http_req_path", label: "URL" },
-  { key: "http_duration", label: "Duration", right: true },
-  { key: "http_resp_body_size_bytes_wire", label: "Size", right: true },
+  { key: "http_duration", label: "Duration", right: true, isWideOnly: true },
+  { key: "http_resp_body_size_bytes_wire", label: "Size", right: true, isWideOnly: true },
 ];
 
 const pad = (n: number, w = 2) => String(n).padStart(w, "0");
@@ -82,14 +84,14 @@ export function ResultsList({
   const items = virtualizer.getVirtualItems();
 
   return (
-    <div className="flex min-h-0 flex-1 flex-col" role="table" aria-label="Results" aria-rowcount={sorted.length}>
+    <div className="@container flex min-h-0 flex-1 flex-col" role="table" aria-label="Results" aria-rowcount={sorted.length}>
       <div role="rowgroup" className="border-b border-zinc-800 bg-zinc-900/80">
         <div role="row" className={`grid ${COLUMNS} gap-2 px-3 py-1.5 text-[11px] font-semibold tracking-wider text-zinc-400 uppercase`}>
           {columns.map((c) => {
             const active = sort.key === c.key;
             const ariaSort = active ? (sort.dir === "asc" ? "ascending" : "descending") : "none";
             return (
-              <span role="columnheader" aria-sort={ariaSort} key={c.key} className={c.right ? "text-right" : ""}>
+              <span role="columnheader" aria-sort={ariaSort} key={c.key} className={`${c.right ? "text-right" : ""} ${c.isWideOnly ? WIDE_ONLY : ""}`}>
                 <button
                   type="button"
                   className={`uppercase hover:text-zinc-100 ${active ? "text-zinc-100" : ""}`}
@@ -127,7 +129,7 @@ export function ResultsList({
                 className={`absolute left-0 grid w-full ${COLUMNS} cursor-pointer gap-2 px-3 font-mono text-xs leading-7 ${selected ? "bg-sky-500/15" : "hover:bg-zinc-800/60"}`}
                 style={{ top: item.start, height: ROW_HEIGHT }}
               >
-                <span role="cell" className="truncate text-zinc-400">
+                <span role="cell" className={`truncate text-zinc-400 ${WIDE_ONLY}`}>
                   {formatRowTime(row.time, tz)}
                 </span>
                 <span role="cell" className="truncate font-semibold text-zinc-200">
@@ -141,10 +143,10 @@ export function ResultsList({
                   {row.http_is_outgoing ? <span className="text-zinc-500">{row.http_req_host}</span> : null}
                   {row.http_req_path || "/"}
                 </span>
-                <span role="cell" className="text-right text-zinc-400">
+                <span role="cell" className={`text-right text-zinc-400 ${WIDE_ONLY}`}>
                   {formatDuration(row.http_duration ?? Number.NaN)}
                 </span>
-                <span role="cell" className="text-right text-zinc-500">
+                <span role="cell" className={`text-right text-zinc-500 ${WIDE_ONLY}`}>
                   {formatBytes(row.http_resp_body_size_bytes_wire ?? Number.NaN)}
                 </span>
               </div>

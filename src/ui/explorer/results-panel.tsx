@@ -107,7 +107,8 @@ export function ResultsPanel({
         ) : null}
       </div>
       {detail ? (
-        <div className="flex w-[44%] min-w-80 shrink-0 flex-col border-l border-zinc-800">
+        // On a phone the detail is a full-screen sheet over the explorer.
+        <div className="fixed inset-0 z-40 flex flex-col sm:static sm:z-auto sm:w-[44%] sm:min-w-80 sm:shrink-0 sm:border-l sm:border-zinc-800">
           {detail.status === "done" ? (
             <RequestDetail
               event={detail.event}

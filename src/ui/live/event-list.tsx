@@ -4,7 +4,10 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { displayUrl, formatBytes, formatClock, formatDuration, statusClass } from "./format.ts";
 
 export const ROW_HEIGHT = 28;
-const COLUMNS = "grid-cols-[6rem_4.5rem_3.25rem_3.75rem_minmax(0,1fr)_4.5rem]";
+// By the list's own width (a phone, or beside an open detail): a narrow list keeps status, method and URL;
+// time, duration and size come back from 36rem on.
+const COLUMNS = "grid-cols-[2.75rem_3.5rem_minmax(0,1fr)] @xl:grid-cols-[6rem_4.5rem_3.25rem_3.75rem_minmax(0,1fr)_4.5rem]";
+const WIDE_ONLY = "@max-xl:hidden";
 
 /**
  * The event list, newest first, virtualised: only the rows in view (plus a few) are in the DOM, so
@@ -44,17 +47,19 @@ export function EventList({
 
   const items = virtualizer.getVirtualItems();
   return (
-    <div className="flex min-h-0 flex-1 flex-col" role="table" aria-label="Requests" aria-rowcount={count}>
+    <div className="@container flex min-h-0 flex-1 flex-col" role="table" aria-label="Requests" aria-rowcount={count}>
       <div role="rowgroup" className="border-b border-zinc-800 bg-zinc-900/80">
         <div role="row" className={`grid ${COLUMNS} gap-2 px-3 py-1.5 text-[11px] font-semibold tracking-wider text-zinc-400 uppercase`}>
-          <span role="columnheader">Time</span>
-          <span role="columnheader" className="text-right">
+          <span role="columnheader" className={WIDE_ONLY}>
+            Time
+          </span>
+          <span role="columnheader" className={`text-right ${WIDE_ONLY}`}>
             Duration
           </span>
           <span role="columnheader">Status</span>
           <span role="columnheader">Method</span>
           <span role="columnheader">URL</span>
-          <span role="columnheader" className="text-right">
+          <span role="columnheader" className={`text-right ${WIDE_ONLY}`}>
             Size
           </span>
         </div>
@@ -114,10 +119,10 @@ const Row = memo(function Row({
       style={{ position: "absolute", top: 0, left: 0, right: 0, height: ROW_HEIGHT, transform: `translateY(${top}px)` }}
       className={`grid ${COLUMNS} cursor-pointer items-center gap-2 border-b border-zinc-900 px-3 font-mono text-xs ${isSelected ? "bg-zinc-800" : "hover:bg-zinc-900"}`}
     >
-      <span role="cell" className="text-zinc-400 tabular-nums">
+      <span role="cell" className={`text-zinc-400 tabular-nums ${WIDE_ONLY}`}>
         {formatClock(event.time)}
       </span>
-      <span role="cell" className="text-right text-zinc-300 tabular-nums">
+      <span role="cell" className={`text-right text-zinc-300 tabular-nums ${WIDE_ONLY}`}>
         {formatDuration(event.http_duration)}
       </span>
       <span role="cell" className={statusClass(event.http_resp_status_code)}>
@@ -134,7 +139,7 @@ const Row = memo(function Row({
         ) : null}
         <span className="truncate">{displayUrl(event)}</span>
       </span>
-      <span role="cell" className="text-right text-zinc-400 tabular-nums">
+      <span role="cell" className={`text-right text-zinc-400 tabular-nums ${WIDE_ONLY}`}>
         {formatBytes(event.http_resp_body_size_bytes_wire)}
       </span>
     </div>

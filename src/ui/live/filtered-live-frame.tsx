@@ -47,6 +47,7 @@ export function FilteredLiveFrame({
 }) {
   const [state, dispatch] = useReducer(chipReducer, undefined, () => initialChipState());
   const [suggestions, setSuggestions] = useState<FilterSuggestion[]>([]);
+  const [isDetailOpen, setIsDetailOpen] = useState(false);
   const frameRef = useRef<HTMLIFrameElement | null>(null);
   const stateRef = useRef(state);
   stateRef.current = state;
@@ -94,6 +95,10 @@ export function FilteredLiveFrame({
         onEventRef.current?.(msg.event);
         return;
       }
+      if (msg.type === "detailOpen") {
+        setIsDetailOpen(msg.isOpen);
+        return;
+      }
       if (msg.type === "markApplied") {
         const current = stateRef.current;
         if (msg.revision === current.revision && current.pendingText) {
@@ -124,7 +129,8 @@ export function FilteredLiveFrame({
         allow="clipboard-write"
         // A frame that (re)loads after a change was sent gets the current filters again.
         onLoad={sendFilters}
-        className="min-h-[28rem] w-full flex-1 rounded-lg border border-zinc-800 bg-zinc-950"
+        // On a phone an open request detail takes the whole screen: the frame covers the page until it closes.
+        className={`min-h-[20rem] w-full flex-1 rounded-lg border border-zinc-800 bg-zinc-950 sm:min-h-[28rem] ${isDetailOpen ? "max-sm:fixed max-sm:inset-0 max-sm:z-50 max-sm:h-dvh max-sm:rounded-none max-sm:border-0" : ""}`}
       />
     </div>
   );

@@ -5,7 +5,7 @@ import { RequestDetail } from "../request-detail/request-detail.tsx";
 import { EventList } from "./event-list.tsx";
 import { liveSocketUrlFromFragment } from "./frame-url.ts";
 import type { SocketState } from "./live-socket.ts";
-import { useLiveFrameState } from "./use-live-frame-state.ts";
+import { postToParent, useLiveFrameState } from "./use-live-frame-state.ts";
 
 type FrameParams = { socketUrl: string | null; namespaceId: string | null; openEventId: string | null; isBadUrl: boolean };
 
@@ -62,6 +62,8 @@ export function LiveFrame({ socketUrl, namespaceId, openEventId }: { socketUrl: 
   }, [filterVersion, store]);
 
   const onSelect = useCallback((e: TracedEvent) => setSelectedId(e.event_id), []);
+  const isDetailOpen = selected !== undefined;
+  useEffect(() => postToParent({ type: "detailOpen", isOpen: isDetailOpen }), [isDetailOpen]);
   const follow = useCallback(() => {
     setPause(null);
     scrollRef.current?.scrollTo({ top: 0 });
@@ -105,13 +107,13 @@ export function LiveFrame({ socketUrl, namespaceId, openEventId }: { socketUrl: 
   return (
     // biome-ignore lint/a11y/noStaticElementInteractions: keyboard navigation of the list as a whole
     <div className="flex h-dvh flex-col bg-zinc-950 text-zinc-100" onKeyDown={onKeyDown} tabIndex={-1}>
-      <div className="flex items-center gap-3 border-b border-zinc-800 px-3 py-1.5 text-xs text-zinc-400">
+      <div data-testid="frame-toolbar" className="flex flex-wrap items-center gap-x-3 gap-y-1 border-b border-zinc-800 px-3 py-1.5 text-xs text-zinc-400">
         <ConnectionBadge state={socketState} />
         <span data-testid="event-count">
           {store.shown.length.toLocaleString("en-US")} {store.shown.length === 1 ? "request" : "requests"}
           {store.shown.length !== store.all.length ? ` (of ${store.all.length.toLocaleString("en-US")})` : ""}
         </span>
-        <span title="Programs publishing / people watching">
+        <span title="Programs publishing / people watching" className="max-sm:hidden">
           {stats.numPublishers} {stats.numPublishers === 1 ? "program" : "programs"} · {stats.numSubscribers} watching
         </span>
         {stats.dropped > 0 ? (
@@ -137,13 +139,15 @@ export function LiveFrame({ socketUrl, namespaceId, openEventId }: { socketUrl: 
           type="button"
           disabled={shown.length === 0}
           onClick={() => downloadHar(shown, "tapscope-requests.har")}
+          aria-label="Save all as HAR"
           className="rounded-md px-2 py-0.5 text-zinc-300 hover:bg-zinc-800 disabled:opacity-40"
         >
-          Save all as HAR
+          <span className="sm:hidden">HAR</span>
+          <span className="max-sm:hidden">Save all as HAR</span>
         </button>
       </div>
       <div className="flex min-h-0 flex-1">
-        <div className={`flex min-h-0 min-w-0 flex-col ${selected ? "w-[55%] border-r border-zinc-800" : "w-full"}`}>
+        <div className={`flex min-h-0 w-full min-w-0 flex-col ${selected ? "sm:w-[55%] sm:border-r sm:border-zinc-800" : ""}`}>
           {shown.length === 0 ? (
             <EmptyState state={socketState} hasFilteredOut={store.all.length > 0} />
           ) : (
@@ -158,7 +162,8 @@ export function LiveFrame({ socketUrl, namespaceId, openEventId }: { socketUrl: 
           )}
         </div>
         {selected ? (
-          <div className="min-h-0 w-[45%]">
+          // On a phone the detail is a sheet over the whole frame (which the page makes full-screen).
+          <div className="fixed inset-0 z-20 min-h-0 sm:static sm:z-auto sm:w-[45%]">
             <RequestDetail
               key={selected.event_id}
               event={selected}

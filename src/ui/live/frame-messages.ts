@@ -1,6 +1,7 @@
 /**
  * postMessage between a page and its live frame (/iframer), spec section 7: the page sends setFilters;
- * the frame answers markApplied or setFilterError and reports each event with onEvent.
+ * the frame answers markApplied or setFilterError and reports each event with onEvent, and says when its
+ * request detail opens or closes (detailOpen), so a phone-sized page can give the frame the whole screen.
  * Both sides accept messages only from their own origin and from the expected window.
  */
 export type SetFiltersMessage = { type: "setFilters"; revision: number; filters: string[] };
@@ -19,7 +20,8 @@ export type EventSummary = {
 export type FrameMessage =
   | { type: "markApplied"; revision: number }
   | { type: "setFilterError"; revision: number; message: string; position: number; index: number }
-  | { type: "onEvent"; event: EventSummary };
+  | { type: "onEvent"; event: EventSummary }
+  | { type: "detailOpen"; isOpen: boolean };
 
 /** Same origin, and from the window we expect (the parent for the frame, the iframe for the page). */
 export function isTrustedMessage(event: MessageEvent, expectedSource: MessageEventSource | null | undefined): boolean {
@@ -51,6 +53,7 @@ export function parseFrameMessage(data: unknown): FrameMessage | null {
   if (msg.type === "onEvent" && typeof msg.event === "object" && msg.event !== null) {
     return { type: "onEvent", event: msg.event as EventSummary };
   }
+  if (msg.type === "detailOpen" && typeof msg.isOpen === "boolean") return { type: "detailOpen", isOpen: msg.isOpen };
   return null;
 }
 

@@ -25,7 +25,7 @@ export function summarize(event: TracedEvent): EventSummary {
   };
 }
 
-function postToParent(message: FrameMessage) {
+export function postToParent(message: FrameMessage) {
   if (window.parent === window) return;
   window.parent.postMessage(message, window.location.origin);
 }

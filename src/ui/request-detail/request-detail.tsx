@@ -31,7 +31,7 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
   const label = (key: string, idle: string) => (copiedKey === key ? "Copied!" : failedKey === key ? "Copy failed" : idle);
 
   return (
-    <section aria-label="Request detail" className="flex h-full flex-col overflow-hidden bg-zinc-900 text-zinc-100">
+    <section aria-label="Request detail" className="@container flex h-full flex-col overflow-hidden bg-zinc-900 text-zinc-100">
       <header className="border-b border-zinc-800 p-3">
         <div className="flex items-start gap-2">
           <div className="min-w-0 flex-1">
@@ -169,7 +169,7 @@ function Headers({ label, headers }: { label: string; headers: Array<[string, st
         {headers.map(([name, value], i) => (
           // biome-ignore lint/suspicious/noArrayIndexKey: headers repeat; wire order is the identity
           <tr key={i} className="align-top">
-            <td className="w-1/3 py-0.5 pr-2 break-all text-zinc-400">{name}</td>
+            <td className="w-[38%] py-0.5 pr-2 [overflow-wrap:anywhere] text-zinc-400 @lg:w-1/3">{name}</td>
             <td className="py-0.5 break-all text-zinc-200">{value}</td>
           </tr>
         ))}

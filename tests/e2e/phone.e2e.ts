@@ -1,0 +1,241 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { Frame, Page } from "playwright-core";
+import { createPublisher, type Publisher } from "~/agent/publish.ts";
+import { startSmtpServer } from "../support/smtp.ts";
+import { tracedEvent } from "../support/event-factory.ts";
+import { launchBrowser, type RunningBrowser, type RunningServer, screenshot, startServer, watchPageErrors } from "./harness.ts";
+import { liveFrame } from "./live-harness.ts";
+
+// The data screens on a 390 px phone (and at 1440 px for comparison): the Live screen, a shared link, the
+// request detail and the explorer. Rows keep method, status and URL; the detail is a full-screen sheet;
+// toolbars take at most two lines; nothing runs off screen.
+
+const PHONE = { width: 390, height: 844 };
+const DESKTOP = { width: 1440, height: 900 };
+let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
+let server: RunningServer;
+let browser: RunningBrowser;
+let page: Page;
+let pageErrors: string[];
+let anonymous: Publisher;
+let namespaced: Publisher;
+let linkUrl = "";
+let dashboardPath = "";
+const email = "phone@example.test";
+
+const sampleEvents = (n: number) =>
+  Array.from({ length: n }, (_, i) =>
+    tracedEvent({
+      time: (Date.now() - (n - i) * 1000) * 1000,
+      http_req_method: i % 3 === 0 ? "POST" : "GET",
+      http_req_path: `/api/v1/customers/${1000 + i}/invoices?expand=lines&limit=${i}`,
+      http_resp_status_code: i % 5 === 0 ? 500 : 200,
+      http_resp_content_type: "application/json",
+      http_resp_headers: [
+        ["Content-Type", "application/json"],
+        ["Strict-Transport-Security", "max-age=63072000; includeSubDomains"],
+      ],
+      http_req_headers: [["Accept", "application/json"]],
+      http_resp_body: Buffer.from(JSON.stringify({ id: 1000 + i, lines: [{ amount: 42 }] })).toString("base64"),
+      http_resp_body_size_bytes_wire: 40,
+      http_req_content_encoding: "gzip",
+      http_resp_content_encoding: "gzip",
+    }),
+  );
+
+beforeAll(async () => {
+  smtp = await startSmtpServer();
+  server = await startServer({ SMTP_URL: smtp.url });
+  anonymous = createPublisher({ endpoint: server.baseUrl, batchIntervalMs: 20 });
+  linkUrl = (await anonymous.join()).linkUrl!;
+  browser = await launchBrowser();
+  page = await browser.context.newPage();
+  page.setDefaultTimeout(15_000);
+  pageErrors = watchPageErrors(page);
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await anonymous?.close();
+  await namespaced?.close();
+  await server?.stop();
+  await smtp?.close();
+});
+
+/** How many text lines tall an element is, in its own line height (toolbars: at most two). */
+async function lineCount(target: Page | Frame, selector: string): Promise<number> {
+  return target.evaluate((sel) => {
+    const el = document.querySelector(sel) as HTMLElement | null;
+    if (!el) throw new Error(`no ${sel}`);
+    const rowTops = new Set(Array.from(el.querySelectorAll("button, input, span, a")).map((c) => Math.round((c as HTMLElement).getBoundingClientRect().top / 8)));
+    const rect = el.getBoundingClientRect();
+    // Rows of controls: distinct tops, rounded to 8 px, of the controls that start a row.
+    const rows = Array.from(rowTops).sort((a, b) => a - b).filter((t, i, all) => i === 0 || t - (all[i - 1] ?? 0) >= 3);
+    return rect.height > 0 ? rows.length : 0;
+  }, selector);
+}
+
+/** Elements wider than the viewport or reaching past its right edge (what "runs off screen"). */
+async function offScreen(target: Page | Frame): Promise<string[]> {
+  return target.evaluate(() => {
+    const width = document.documentElement.clientWidth;
+    const out: string[] = [];
+    for (const el of Array.from(document.querySelectorAll("button, input, select, a, [role=columnheader]"))) {
+      const r = el.getBoundingClientRect();
+      if (r.width === 0 || r.height === 0) continue;
+      if (getComputedStyle(el).visibility === "hidden") continue;
+      if (r.right > width + 1 || r.left < -1) out.push(`${el.tagName} "${(el.textContent ?? "").trim().slice(0, 30)}" ${Math.round(r.left)}..${Math.round(r.right)} > ${width}`);
+    }
+    return out;
+  });
+}
+
+async function visibleColumnsOf(target: Page | Frame, table: string): Promise<string[]> {
+  return target.evaluate(
+    (label) =>
+      Array.from(document.querySelectorAll(`[role=table][aria-label="${label}"] [role=columnheader]`))
+        .filter((h) => (h as HTMLElement).getBoundingClientRect().width > 24)
+        .map((h) => (h.textContent ?? "").replace(/[↑↓]/g, "").trim()),
+    table,
+  );
+}
+
+async function visibleColumns(frame: Frame): Promise<string[]> {
+  return frame.evaluate(() =>
+    Array.from(document.querySelectorAll("[role=columnheader]"))
+      .filter((h) => (h as HTMLElement).getBoundingClientRect().width > 24)
+      .map((h) => (h.textContent ?? "").trim()),
+  );
+}
+
+describe("data screens on a 390 px phone", () => {
+  test("a shared link: rows show method, status and URL; the toolbars take at most two lines", async () => {
+    await page.setViewportSize(PHONE);
+    await page.goto(linkUrl);
+    const frame = liveFrame(page);
+    await frame.locator.locator("[data-testid=connection][data-state=open]").waitFor();
+    for (const event of sampleEvents(30)) anonymous.send(event);
+    await frame.locator.locator("[role=row][data-event-id]").filter({ hasText: "/api/v1/customers/1029/" }).waitFor();
+    const columns = await visibleColumns(frame.frame());
+    expect(columns).toEqual(expect.arrayContaining(["Status", "Method", "URL"]));
+    const url = frame.locator.locator("[role=row][data-event-id]").first().locator("[role=cell]").filter({ hasText: "/api/v1/customers/" });
+    expect((await url.boundingBox())!.width).toBeGreaterThan(150);
+    expect(await lineCount(frame.frame(), "[data-testid=frame-toolbar]")).toBeLessThanOrEqual(2);
+    expect(await lineCount(page, "header")).toBeLessThanOrEqual(2);
+    expect(await offScreen(page)).toEqual([]);
+    expect(await offScreen(frame.frame())).toEqual([]);
+    await screenshot(page, "phone-390-link");
+  });
+
+  test("the request detail is a full-screen sheet with whole-word labels, and closes back to the list", async () => {
+    const frame = liveFrame(page);
+    await frame.locator.locator("[role=row][data-event-id]").filter({ hasText: "/api/v1/customers/1029/" }).click();
+    const detail = frame.locator.getByRole("region", { name: "Request detail" });
+    await detail.waitFor();
+    await page.waitForTimeout(300);
+    const box = (await page.locator("iframe").boundingBox())!;
+    const inner = (await detail.boundingBox())!;
+    // The frame's box is in page coordinates; the detail's is in the frame's.
+    expect(box.x).toBeLessThanOrEqual(1);
+    expect(box.y).toBeLessThanOrEqual(1);
+    expect(inner.width).toBeGreaterThanOrEqual(PHONE.width - 2);
+    expect(inner.height).toBeGreaterThanOrEqual(PHONE.height - 2);
+    // No label is broken inside a word: each Details name is on one line.
+    const broken = await frame.frame().evaluate(() =>
+      Array.from(document.querySelectorAll('table[aria-label="Details"] td:first-child'))
+        .filter((td) => !(td.textContent ?? "").includes(" ") && (td as HTMLElement).getClientRects().length > 0)
+        .filter((td) => {
+          const range = document.createRange();
+          range.selectNodeContents(td);
+          return range.getClientRects().length > 1;
+        })
+        .map((td) => td.textContent),
+    );
+    expect(broken).toEqual([]);
+    expect(await offScreen(frame.frame())).toEqual([]);
+    await screenshot(page, "phone-390-request-detail");
+    await detail.getByRole("button", { name: "Close detail" }).click();
+    await detail.waitFor({ state: "detached" });
+    await page.waitForTimeout(200);
+    expect((await page.locator("iframe").boundingBox())!.y).toBeGreaterThan(40);
+  });
+
+  test("at 1440 px the link and its detail sit side by side", async () => {
+    await page.setViewportSize(DESKTOP);
+    await page.waitForTimeout(200);
+    const frame = liveFrame(page);
+    expect(await visibleColumns(frame.frame())).toEqual(["Time", "Duration", "Status", "Method", "URL", "Size"]);
+    await screenshot(page, "desktop-1440-link");
+    await frame.locator.locator("[role=row][data-event-id]").filter({ hasText: "/api/v1/customers/1029/" }).click();
+    const detail = frame.locator.getByRole("region", { name: "Request detail" });
+    await detail.waitFor();
+    const inner = (await detail.boundingBox())!;
+    expect(inner.width).toBeLessThan(DESKTOP.width * 0.6);
+    await screenshot(page, "desktop-1440-request-detail");
+  });
+
+  test("signed in: the Live screen on a phone", async () => {
+    await page.setViewportSize(PHONE);
+    await page.goto(`${server.baseUrl}/login`);
+    await page.waitForFunction(() => (window as unknown as { __reactRouterVersion?: string }).__reactRouterVersion !== undefined);
+    await page.getByPlaceholder("Enter your email...").fill(email);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    const mail = await smtp.waitFor(email);
+    const link = /https?:\/\/[^\s"'<>]+\/api\/EmailLoginCallback\?[^\s"'<>]+/.exec(mail.text)?.[0];
+    await page.goto(link!.replaceAll("&amp;", "&"));
+    await page.waitForURL(/\/dashboard\/[^/]+\/live$/);
+    dashboardPath = new URL(page.url()).pathname.replace(/\/live$/, "");
+    const token = await page.evaluate(async () => {
+      const post = async (name: string, body: unknown) =>
+        (await fetch(`/api/${name}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })).json();
+      const { orgs } = await post("ListOrgs", {});
+      const { namespaces } = await post("ListNamespaces", { orgId: orgs[0].orgId });
+      return (await post("GenerateNamespaceToken", { namespaceId: namespaces[0].namespaceId })).token as string;
+    });
+    namespaced = createPublisher({ endpoint: server.baseUrl, token, batchIntervalMs: 20 });
+    await namespaced.join();
+    for (const event of sampleEvents(30)) namespaced.send(event);
+    const skip = page.getByRole("button", { name: "I'll do this later" });
+    await page.getByRole("dialog").or(page.getByRole("heading", { name: "Live", exact: true })).first().waitFor();
+    if (await skip.count()) await skip.click();
+    const frame = liveFrame(page);
+    await frame.locator.locator("[role=row][data-event-id]").first().waitFor();
+    expect(await visibleColumns(frame.frame())).toEqual(expect.arrayContaining(["Status", "Method", "URL"]));
+    expect(await offScreen(page)).toEqual([]);
+    await screenshot(page, "phone-390-live");
+    await page.setViewportSize(DESKTOP);
+    await page.waitForTimeout(200);
+    await screenshot(page, "desktop-1440-live");
+  }, 30_000);
+
+  test("the explorer's controls stay on screen", async () => {
+    await page.setViewportSize(PHONE);
+    await page.goto(`${server.baseUrl}${dashboardPath}/requests`);
+    // The store takes the published events a moment after the live view shows them.
+    for (const deadline = Date.now() + 15_000; ; ) {
+      await page.getByTestId("result-count").waitFor();
+      await page.waitForFunction(() => !document.querySelector("[data-testid=results]")?.textContent?.includes("Loading…"));
+      if ((await page.locator("[role=row][data-event-id]").count()) > 0) break;
+      if (Date.now() > deadline) throw new Error("the explorer shows no rows");
+      await page.waitForTimeout(500);
+      await page.reload();
+    }
+    expect(await offScreen(page)).toEqual([]);
+    await screenshot(page, "phone-390-explorer");
+    expect(await visibleColumnsOf(page, "Results")).toEqual(["Method", "Status", "URL"]);
+    const row = page.locator("[role=row][data-event-id]").first();
+    {
+      await row.click();
+      await page.getByRole("region", { name: "Request detail" }).waitFor();
+      const box = (await page.getByRole("region", { name: "Request detail" }).boundingBox())!;
+      expect(box.width).toBeGreaterThanOrEqual(PHONE.width - 2);
+      await screenshot(page, "phone-390-explorer-detail");
+      await page.getByRole("button", { name: "Close detail" }).click();
+    }
+    await page.setViewportSize(DESKTOP);
+    await page.waitForTimeout(300);
+    expect(await offScreen(page)).toEqual([]);
+    await screenshot(page, "desktop-1440-explorer");
+    expect(pageErrors).toEqual([]);
+  }, 30_000);
+});
