@@ -62,6 +62,18 @@ describe("the page side of the frame conversation", () => {
     expect(screen.queryByText("response.status >>= 5", { selector: "button" })).toBeNull();
   });
 
+  test("detailOpen from the frame makes it full-screen on a phone until the detail closes; strangers are ignored", () => {
+    render(<FilteredLiveFrame src="about:blank" suggestionsScope="ns-sheet" />);
+    const frame = () => document.querySelector("iframe") as HTMLIFrameElement;
+    expect(frame().className).not.toContain("max-sm:fixed");
+    fromFrame({ type: "detailOpen", isOpen: true }, window);
+    expect(frame().className).not.toContain("max-sm:fixed");
+    fromFrame({ type: "detailOpen", isOpen: true });
+    expect(frame().className).toContain("max-sm:fixed max-sm:inset-0");
+    fromFrame({ type: "detailOpen", isOpen: false });
+    expect(frame().className).not.toContain("max-sm:fixed");
+  });
+
   test("a frame that never answers: the change is rolled back with an error", async () => {
     render(<FilteredLiveFrame src="about:blank" suggestionsScope="ns-test-2" applyTimeoutMs={300} />);
     commit("duration > 9ms");
