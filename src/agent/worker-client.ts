@@ -62,7 +62,7 @@ export function startWorkerClient(options: WorkerClientOptions): WorkerClient {
       }
     } catch (err) {
       reply = encodeResult(
-        errorResult("", {
+        errorResult(err instanceof TunnelProtocolError ? err.queryId : "", {
           tunnelError: err instanceof TunnelProtocolError ? err.message : "malformed request",
         }),
       );

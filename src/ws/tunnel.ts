@@ -61,7 +61,7 @@ export function tunnelSocket({ ctx, workers, sockets }: { ctx: ServiceContext; w
           request = await decodeRequest(bytes, maxMessageBytes * 4);
         } catch (err) {
           const text = err instanceof TunnelProtocolError ? err.message : "malformed tunnel message";
-          send(encodeResult(errorResult("", { tunnelError: text })));
+          send(encodeResult(errorResult(err instanceof TunnelProtocolError ? err.queryId : "", { tunnelError: text })));
           return;
         }
         // Closed while decoding (its credential revoked): nothing more runs on its behalf.

@@ -27,7 +27,7 @@ describe("tunnel frames", () => {
     for (const mode of ["none", "gzip"] as const) {
       const want = {
         kind: "rows" as const,
-        query: { filter: { clauses: [], global: { lowerMs: 1, upperMs: 2 } } },
+        query: { filter: { clauses: [], global: { lowerMs: Date.UTC(2026, 0, 1), upperMs: Date.UTC(2026, 0, 2) } } },
         filterText: "duration > 5ms",
       };
       const req = await decodeRequest(await encodeRequest({ queryId: "q-1", tags: { namespaceId: "n" }, compression: mode, want }, mode));

@@ -31,8 +31,10 @@ describe("bucket choice (spec section 9)", () => {
     expect(chooseBucketMs(t0, t0 + 10 * H)).toBe(5 * M);
     expect(chooseBucketMs(t0, t0 + 20 * H)).toBe(10 * M);
   });
-  test("an unaligned start may need the next size", () => {
-    expect(chooseBucketMs(t0 + 500, t0 + 500 + 2 * M)).toBe(5 * S);
+  test("only the span counts: an unaligned start keeps the spec's size (the 1h preset ending now: 30 s)", () => {
+    expect(chooseBucketMs(t0 + 500, t0 + 500 + 2 * M)).toBe(1 * S);
+    const oneHour = endingAt(H, t0 + 7_250);
+    expect(chooseBucketMs(oneHour.startMs, oneHour.endMs)).toBe(30 * S);
   });
 });
 

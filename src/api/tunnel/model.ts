@@ -1,7 +1,10 @@
 import { t } from "elysia";
+import { earliestMs } from "~/lib/time/bounds.ts";
 
 const error = t.Optional(t.String());
-const timestampFilter = t.Object({ lowerMs: t.Number(), upperMs: t.Number() });
+// Whole milliseconds from 2000 on; the service checks the rest (lib/time/bounds.ts: a day past now, 400 days long).
+const ms = t.Integer({ minimum: earliestMs, maximum: Number.MAX_SAFE_INTEGER });
+const timestampFilter = t.Object({ lowerMs: ms, upperMs: ms });
 
 export const tunnelModel = {
   createTunnelBody: t.Object({

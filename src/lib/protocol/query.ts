@@ -167,7 +167,7 @@ export type HistogramResult = ResultBase & {
   bucketMs: number;
   /** Start of the first bucket (the global lower bound snapped down to bucketMs). */
   startMs: number;
-  /** Exactly histogramBucketCount buckets, oldest first, empty ones included. */
+  /** The buckets from the one holding the global lower bound to the one holding the upper (at most 121), oldest first, empty ones included. */
   buckets: HistogramBucket[];
   total: number;
 };

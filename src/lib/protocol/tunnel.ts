@@ -1,5 +1,6 @@
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { HistogramQuery, RowsQuery, TimestampFilter } from "~/lib/protocol/query.ts";
+import { timeRangeProblem } from "~/lib/time/bounds.ts";
 
 /**
  * Query tunnels (spec section 3): binary messages on a WebSocket, shared by the CLI, the server, the
@@ -72,6 +73,8 @@ export type TunnelResultData = {
 
 export class TunnelProtocolError extends Error {
   override name = "TunnelProtocolError";
+  /** The refused request's id when it was read far enough to know it, so the reply can name it. */
+  queryId = "";
 }
 
 const MAGIC0 = 0x54; // T
@@ -181,10 +184,31 @@ export async function encodeRequest(request: TunnelRequest, bodyCompression: Com
 }
 
 /**
- * Reads a request frame. Shape checks only (the receiver validates the query itself); a request that
- * carries SQL text is refused, as is any unknown compression mode.
+ * Why a request's time ranges are refused (lib/time/bounds.ts), or null: a range enters here, before any
+ * store or worker sees it.
  */
-export async function decodeRequest(bytes: Uint8Array, maxBodyBytes?: number): Promise<TunnelRequest> {
+function rangesProblem(want: Record<string, unknown>, nowMs: number): string | null {
+  const named: [string, unknown][] = [];
+  if (want.kind === "rows" || want.kind === "histogram") {
+    const query = want.query as { filter?: { global?: unknown; focus?: unknown } } | null | undefined;
+    const filter = typeof query === "object" && query !== null ? query.filter : undefined;
+    named.push(["global time range", typeof filter === "object" && filter !== null ? filter.global : undefined]);
+    if (filter?.focus !== undefined && filter.focus !== null) named.push(["focus time range", filter.focus]);
+  } else if (want.kind === "events" && want.range !== undefined) {
+    named.push(["time range", want.range]);
+  }
+  for (const [what, range] of named) {
+    const problem = timeRangeProblem(range, nowMs);
+    if (problem) return `${what} ${problem}`;
+  }
+  return null;
+}
+
+/**
+ * Reads a request frame. Shape checks and time ranges only (the receiver validates the rest of the query);
+ * a request that carries SQL text is refused, as is any unknown compression mode.
+ */
+export async function decodeRequest(bytes: Uint8Array, maxBodyBytes?: number, nowMs: number = Date.now()): Promise<TunnelRequest> {
   const { header, payload } = unframe(bytes, KIND_REQUEST);
   if ("sql" in header || "statement" in header) throw new TunnelProtocolError("SQL is not accepted: send a query object");
   const queryId = header.queryId;
@@ -207,6 +231,12 @@ export async function decodeRequest(bytes: Uint8Array, maxBodyBytes?: number): P
   if (typeof want === "string") throw new TunnelProtocolError("SQL is not accepted: send a query object");
   if (typeof want !== "object" || want === null || Array.isArray(want)) throw new TunnelProtocolError("request body must be an object");
   if ("sql" in want || "statement" in want) throw new TunnelProtocolError("SQL is not accepted: send a query object");
+  const problem = rangesProblem(want as Record<string, unknown>, nowMs);
+  if (problem) {
+    const err = new TunnelProtocolError(problem);
+    err.queryId = queryId;
+    throw err;
+  }
   return {
     queryId,
     tags,

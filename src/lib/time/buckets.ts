@@ -1,3 +1,5 @@
+import { AppError } from "~/lib/errors.ts";
+
 /**
  * Histogram time maths of spec section 9, shared by the store (SQL bucketing) and the UI (axis, brush).
  * All times in milliseconds since the epoch.
@@ -13,8 +15,7 @@ const day = 24 * hour;
 
 /**
  * Bucket sizes, smallest first. The first six are spec section 9's (covering 2m, 10m, 1h, 2h, 10h, 20h
- * with 120 buckets); beyond 20h we continue with sizes that keep bucket edges on round wall-clock
- * times: 30m (60h), 1h (5d), 3h (15d), 6h (30d), 12h (60d), 1d (120d). Past 120 days, whole days.
+ * with 120 buckets); beyond 20h we continue with round sizes: 30m (60h), 1h (5d), 3h (15d), 6h (30d), 12h (60d), 1d (120d). Past 120 days, whole days.
  */
 export const bucketSizesMs = [
   1 * second,
@@ -41,28 +42,29 @@ export function snapUp(t: number, size: number): number {
 }
 
 /**
- * The smallest bucket size whose 120 buckets, starting at `startMs` snapped down to that size,
- * reach `endMs`.
+ * Spec section 9: the smallest size whose 120 buckets cover the span (the 1h preset: 30 s). Closed form: past
+ * the listed sizes, whole days. A range that is not finite or ends before it starts is refused, so nothing
+ * here ever loops on what a client sent.
  */
 export function chooseBucketMs(startMs: number, endMs: number): number {
-  for (const size of bucketSizesMs) {
-    if (snapDown(startMs, size) + histogramBucketCount * size >= endMs) return size;
+  const span = endMs - startMs;
+  if (!Number.isFinite(span) || span <= 0) {
+    throw new AppError("BAD_REQUEST", "time range must be finite numbers with its end after its start");
   }
-  let days = Math.max(1, Math.ceil((endMs - startMs) / (histogramBucketCount * day)));
-  while (snapDown(startMs, days * day) + histogramBucketCount * days * day < endMs) days++;
-  return days * day;
+  const size = bucketSizesMs.find((s) => histogramBucketCount * s >= span);
+  return size ?? Math.ceil(span / (histogramBucketCount * day)) * day;
 }
 
 export type BucketGrid = { startMs: number; bucketMs: number; count: number };
 
-/** The 120-bucket grid a histogram over [startMs, endMs) is drawn on. */
+/**
+ * The grid a histogram over [startMs, endMs) is counted on: buckets on round times (multiples of the size), from
+ * the one holding the start to the one holding the end, so at most 121 (the first and last cut by the range).
+ */
 export function bucketGrid(startMs: number, endMs: number): BucketGrid {
   const bucketMs = chooseBucketMs(startMs, endMs);
-  return {
-    startMs: snapDown(startMs, bucketMs),
-    bucketMs,
-    count: histogramBucketCount,
-  };
+  const first = snapDown(startMs, bucketMs);
+  return { startMs: first, bucketMs, count: Math.max(1, Math.ceil((endMs - first) / bucketMs)) };
 }
 
 /** Index of the bucket holding t, or -1 outside the grid. */

@@ -1,4 +1,5 @@
-import { bucketGrid, chooseBucketMs, histogramBucketCount, shiftBuckets, snapDown, snapUp } from "./buckets.ts";
+import { timeRangeProblem } from "./bounds.ts";
+import { bucketGrid, chooseBucketMs, shiftBuckets, snapDown, snapUp } from "./buckets.ts";
 
 /**
  * Time selection rules of spec sections 4 and 5: the global range the histogram covers and the focus
@@ -10,20 +11,32 @@ export type TimeRange = { startMs: number; endMs: number };
 /** Spec section 9: the focus end must exceed its start by at least 0.001 ms. */
 export const minFocusMs = 0.001;
 
-/** The span the 120 buckets of a global range cover: [grid start, grid start + 120 buckets). */
-export function gridRange(global: TimeRange): TimeRange & { bucketMs: number } {
+export type DrawnGrid = TimeRange & { bucketMs: number; count: number; originMs: number };
+
+/**
+ * What the histogram draws for a global range: exactly the range [startMs, endMs], its buckets on round times
+ * from originMs (the first bucket's start, at or before the range's start; the first and last buckets may be
+ * cut by the range).
+ */
+export function gridRange(global: TimeRange): DrawnGrid {
   const grid = bucketGrid(global.startMs, global.endMs);
-  return {
-    startMs: grid.startMs,
-    endMs: grid.startMs + grid.bucketMs * grid.count,
-    bucketMs: grid.bucketMs,
-  };
+  return { startMs: global.startMs, endMs: global.endMs, bucketMs: grid.bucketMs, count: grid.count, originMs: grid.startMs };
 }
 
-/** Nearest bucket boundary of the global range's grid, kept inside the grid. */
+/** Whether a global range is one the server accepts (lib/time/bounds.ts) at nowMs. */
+export function isAllowedRange(range: TimeRange, nowMs: number): boolean {
+  return timeRangeProblem({ lowerMs: range.startMs, upperMs: range.endMs }, nowMs) === null;
+}
+
+/** The last bucket boundary before t, or the range's start. */
+function boundaryBefore(g: DrawnGrid, t: number): number {
+  return Math.max(g.startMs, g.originMs + (Math.ceil((t - g.originMs) / g.bucketMs) - 1) * g.bucketMs);
+}
+
+/** Nearest bucket boundary of the global range's grid, kept inside the range (whose ends count as boundaries). */
 export function snapToBucket(global: TimeRange, t: number): number {
   const g = gridRange(global);
-  const snapped = Math.round((t - g.startMs) / g.bucketMs) * g.bucketMs + g.startMs;
+  const snapped = Math.round((t - g.originMs) / g.bucketMs) * g.bucketMs + g.originMs;
   return Math.min(g.endMs, Math.max(g.startMs, snapped));
 }
 
@@ -36,7 +49,7 @@ const clamp = (v: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, v
 export function moveLeftHandle(global: TimeRange, focus: TimeRange, t: number): TimeRange {
   const g = gridRange(global);
   const snapped = snapToBucket(global, t);
-  const startMs = clamp(snapped, g.startMs, Math.max(g.startMs, focus.endMs - g.bucketMs));
+  const startMs = clamp(snapped, g.startMs, Math.max(g.startMs, boundaryBefore(g, focus.endMs)));
   return { startMs, endMs: focus.endMs };
 }
 
@@ -48,7 +61,7 @@ export function moveRightHandle(global: TimeRange, focus: TimeRange, t: number):
   return { startMs: focus.startMs, endMs };
 }
 
-/** Pan: the focus keeps its width, moves by a whole number of buckets, and stays inside the grid. */
+/** Pan: the focus keeps its width, moves by a whole number of buckets, and stays inside the global range. */
 export function panFocus(global: TimeRange, focus: TimeRange, deltaMs: number): TimeRange {
   const g = gridRange(global);
   const width = focus.endMs - focus.startMs;
@@ -57,18 +70,18 @@ export function panFocus(global: TimeRange, focus: TimeRange, deltaMs: number): 
   return { startMs, endMs: startMs + width };
 }
 
-/** A new interval drawn from a to b (either order): outward to whole buckets, at least one bucket wide. */
+/**
+ * A new interval drawn from a to b (either order): outward to whole buckets, at least one bucket wide (or the
+ * cut last bucket), never past the global range.
+ */
 export function newInterval(global: TimeRange, a: number, b: number): TimeRange {
   const g = gridRange(global);
   const lo = clamp(Math.min(a, b), g.startMs, g.endMs);
   const hi = clamp(Math.max(a, b), g.startMs, g.endMs);
-  let startMs = g.startMs + Math.floor((lo - g.startMs) / g.bucketMs) * g.bucketMs;
-  let endMs = g.startMs + Math.ceil((hi - g.startMs) / g.bucketMs) * g.bucketMs;
-  if (endMs - startMs < g.bucketMs) endMs = startMs + g.bucketMs;
-  if (endMs > g.endMs) {
-    endMs = g.endMs;
-    startMs = g.endMs - g.bucketMs;
-  }
+  const floor = Math.max(g.startMs, g.originMs + Math.floor((lo - g.originMs) / g.bucketMs) * g.bucketMs);
+  const startMs = Math.min(floor, boundaryBefore(g, g.endMs));
+  let endMs = Math.min(g.endMs, g.originMs + Math.ceil((hi - g.originMs) / g.bucketMs) * g.bucketMs);
+  if (endMs <= startMs) endMs = Math.min(g.endMs, startMs + g.bucketMs);
   return { startMs, endMs };
 }
 
@@ -121,7 +134,7 @@ export function centredOn(global: TimeRange, t: number): TimeRange {
 /** The bucket index under t, for hit testing; clamps to the grid. */
 export function bucketAt(global: TimeRange, t: number): number {
   const g = gridRange(global);
-  return clamp(Math.floor((t - g.startMs) / g.bucketMs), 0, histogramBucketCount - 1);
+  return clamp(Math.floor((t - g.originMs) / g.bucketMs), 0, g.count - 1);
 }
 
 export { snapDown };

@@ -27,10 +27,12 @@ export const tickStepsMs = [
 
 export const targetTickCount = 12;
 
-/** The smallest listed step that gives at most about 12 labels over the span. */
+/** The smallest listed step that gives at most about 12 labels over the span; past the list, whole 30 days. */
 export function chooseTickStep(spanMs: number): number {
-  for (const step of tickStepsMs) if (spanMs / step <= targetTickCount) return step;
-  return 30 * d;
+  const step = tickStepsMs.find((s) => spanMs / s <= targetTickCount);
+  if (step !== undefined) return step;
+  const months = Math.ceil(spanMs / (targetTickCount * 30 * d));
+  return Number.isFinite(months) ? Math.max(1, months) * 30 * d : 30 * d;
 }
 
 export type TimeZoneMode = "UTC" | "Local";
@@ -40,12 +42,13 @@ export type TimeZoneMode = "UTC" | "Local";
  * 12, 18 o'clock of the zone shown. offsetMinutes(t) is the zone's offset from UTC (east positive).
  */
 export function ticks(startMs: number, endMs: number, mode: TimeZoneMode, offsetMinutes: (t: number) => number = localOffset): number[] {
+  if (!Number.isFinite(startMs) || !Number.isFinite(endMs) || endMs < startMs) return [];
   const step = chooseTickStep(endMs - startMs);
   const offset = (t: number) => (mode === "UTC" ? 0 : offsetMinutes(t) * m);
   const out: number[] = [];
   // Align in zone time, then convert back; offsets are recomputed per tick so DST shifts are honoured.
   let zoned = Math.ceil((startMs + offset(startMs)) / step) * step;
-  for (let i = 0; i < 1000; i++) {
+  for (let i = 0; i <= 2 * targetTickCount + 2; i++) {
     const t = zoned - offset(zoned);
     if (t > endMs) break;
     if (t >= startMs) out.push(t);

@@ -4,6 +4,7 @@ import { harPages, harStream } from "~/lib/har.ts";
 import { AppError } from "~/lib/errors.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { QueryFilter } from "~/lib/protocol/query.ts";
+import { checkTimeRange } from "~/lib/time/bounds.ts";
 import { decodeResult, decodeResultData, type TunnelResultData, type TunnelWant } from "~/lib/protocol/tunnel.ts";
 import { buildInfo } from "~/lib/version.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
@@ -50,6 +51,11 @@ export async function exportHar({
   selection: { eventId: string } | { filter: QueryFilter; filterText?: string; limit?: number };
   maxBytes?: number;
 }): Promise<{ har: ReadableStream<Uint8Array>; filename: string }> {
+  if ("filter" in selection) {
+    const nowMs = ctx.now().getTime();
+    checkTimeRange(selection.filter.global, "global time range", nowMs);
+    if (selection.filter.focus) checkTimeRange(selection.filter.focus, "focus time range", nowMs);
+  }
   const access = await requireNamespaceAccess({ ctx, principal, namespaceId });
   const { orgId } = access;
   const options = {

@@ -29,6 +29,8 @@ export const limits = {
   regex: 512,
 } as const;
 
+const maxDateMs = 8.64e15;
+
 function bad(message: string): never {
   throw new AppError("BAD_REQUEST", message);
 }
@@ -152,6 +154,9 @@ export function checkRange(range: TimestampFilter | null | undefined, what: stri
   if (typeof range !== "object" || range === null) bad(`${what} time range required`);
   const { lowerMs, upperMs } = range;
   if (!Number.isFinite(lowerMs) || !Number.isFinite(upperMs)) bad(`${what} time range must be numbers`);
+  // Callers check ranges against the real window (lib/time/bounds.ts) where they enter; here only what the
+  // SQL can hold: a JavaScript date's range, whose microseconds fit a 64-bit integer.
+  if (Math.abs(lowerMs) > maxDateMs || Math.abs(upperMs) > maxDateMs) bad(`${what} time range is out of range`);
   if (upperMs <= lowerMs) bad(`${what} time range is empty`);
   return { lowerMs, upperMs };
 }

@@ -1,5 +1,5 @@
 import { type Clause, numberColumns, numberOps, type QueryFilter, stringColumns, stringOps } from "~/lib/protocol/query.ts";
-import type { TimeRange } from "~/lib/time/range.ts";
+import { isAllowedRange, isValidFocus, type TimeRange } from "~/lib/time/range.ts";
 import type { TimeZoneMode } from "~/lib/time/ticks.ts";
 
 /**
@@ -48,12 +48,12 @@ export function encodeState(state: ExplorerState): string {
   return toBase64(JSON.stringify(wire));
 }
 
-const isRange = (v: unknown): v is { lowerMs: number; upperMs: number } =>
-  typeof v === "object" &&
-  v !== null &&
-  Number.isFinite((v as Record<string, unknown>).lowerMs) &&
-  Number.isFinite((v as Record<string, unknown>).upperMs) &&
-  (v as { lowerMs: number }).lowerMs < (v as { upperMs: number }).upperMs;
+/** A wire range as a TimeRange, or null when it is not two numbers. */
+function rangeOf(v: unknown): TimeRange | null {
+  if (typeof v !== "object" || v === null) return null;
+  const { lowerMs, upperMs } = v as Record<string, unknown>;
+  return typeof lowerMs === "number" && typeof upperMs === "number" ? { startMs: lowerMs, endMs: upperMs } : null;
+}
 
 function isClause(v: unknown): v is Clause {
   if (typeof v !== "object" || v === null) return false;
@@ -75,8 +75,12 @@ function isClause(v: unknown): v is Clause {
   return false;
 }
 
-/** The state a `filter` parameter holds, or null when it is missing or not ours (a hand-edited URL). */
-export function decodeState(param: string | null): ExplorerState | null {
+/**
+ * The state a `filter` parameter holds, or null when it is missing or not ours (a hand-edited URL). A global
+ * range the server would refuse (lib/time/bounds.ts: whole ms from 2000 to a day from now) falls back to the
+ * default range; a focus outside the global range is dropped.
+ */
+export function decodeState(param: string | null, nowMs: number = Date.now()): ExplorerState | null {
   if (!param) return null;
   let wire: Partial<Wire>;
   try {
@@ -84,13 +88,16 @@ export function decodeState(param: string | null): ExplorerState | null {
   } catch {
     return null;
   }
-  if (typeof wire !== "object" || wire === null || !isRange(wire.global)) return null;
+  if (typeof wire !== "object" || wire === null) return null;
   const clauses = Array.isArray(wire.clauses) ? wire.clauses.filter(isClause) : [];
   const text = Array.isArray(wire.text) ? wire.text.filter((t): t is string => typeof t === "string").slice(0, 20) : [];
+  const asked = rangeOf(wire.global);
+  const global = asked && isAllowedRange(asked, nowMs) ? asked : defaultState(nowMs).global;
+  const focus = global === asked ? rangeOf(wire.focus) : null;
   return {
     clauses,
-    global: { startMs: wire.global.lowerMs, endMs: wire.global.upperMs },
-    focus: isRange(wire.focus) ? { startMs: wire.focus.lowerMs, endMs: wire.focus.upperMs } : null,
+    global,
+    focus: focus && isValidFocus(global, focus) ? focus : null,
     text,
     tz: wire.tz === "Local" ? "Local" : "UTC",
   };
