@@ -19,7 +19,7 @@ import { useQuery } from "./use-query.ts";
 export function ExplorerView({ client, namespaceId, now = Date.now }: { client: QueryClient; namespaceId: string; now?: () => number }) {
   const [params, setParams] = useSearchParams();
   const raw = params.get("filter");
-  const state = useMemo(() => decodeState(raw), [raw]);
+  const state = useMemo(() => decodeState(raw, now()), [raw, now]);
 
   const setState = useCallback(
     (next: ExplorerState, replace = false) => {
@@ -79,7 +79,7 @@ function ExplorerBody({
   const [lastBrush, setLastBrush] = useState(0);
 
   const grid = gridRange(state.global);
-  const showBuckets = hist.data && hist.data.startMs === grid.startMs && hist.data.bucketMs === grid.bucketMs ? hist.data.buckets : null;
+  const showBuckets = hist.data && hist.data.startMs === grid.originMs && hist.data.bucketMs === grid.bucketMs ? hist.data.buckets : null;
   const onFocus = (focus: TimeRange) => {
     setLastBrush(performance.now());
     setState({ ...state, focus });

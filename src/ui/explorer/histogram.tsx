@@ -9,8 +9,9 @@ const geo: Geometry = { width: 1200, height: 160 };
 type Drag = { mode: DragMode; x0: number; x1: number; pointerId: number };
 
 /**
- * The request-count histogram (120 bars: successes, 4xx and 5xx stacked) with the brush of spec section 4.
- * Drawn as one SVG in a fixed 1200-wide view box (stretched to the width), the labels as HTML under it.
+ * The request-count histogram (about 120 bars: successes, 4xx and 5xx stacked) with the brush of spec section 4.
+ * Drawn as one SVG in a fixed 1200-wide view box (stretched to the width) spanning exactly the global range,
+ * the labels as HTML under it.
  */
 export function Histogram({
   global,
@@ -29,7 +30,6 @@ export function Histogram({
   const [drag, setDrag] = useState<Drag | null>(null);
   const grid = gridRange(global);
   const max = useMemo(() => Math.max(1, ...(buckets ?? []).map((b) => b.count)), [buckets]);
-  const barW = geo.width / 120;
   const shown = drag ? dragResult(drag.mode, global, focus, geo, drag.x0, drag.x1) : focus;
 
   const toView = (e: PointerEvent) => {
@@ -52,6 +52,9 @@ export function Histogram({
         aria-label="Requests over time"
         data-testid="histogram"
         data-mode={drag?.mode ?? ""}
+        data-start={grid.startMs}
+        data-end={grid.endMs}
+        data-bucket-ms={grid.bucketMs}
         viewBox={`0 0 ${geo.width} ${geo.height}`}
         preserveAspectRatio="none"
         className="block h-40 w-full cursor-crosshair touch-none rounded-md bg-zinc-900"
@@ -80,12 +83,13 @@ export function Histogram({
         }}
         onPointerCancel={() => setDrag(null)}
       >
-        {(buckets ?? []).map((b, i) => {
+        {(buckets ?? []).map((b) => {
           const h = (b.count / max) * (geo.height - 4);
           const e5 = (b.serverErrors / max) * (geo.height - 4);
           const e4 = (b.clientErrors / max) * (geo.height - 4);
-          const x = i * barW + 0.5;
-          const w = Math.max(1, barW - 1);
+          // Placed by time: the first and last buckets may be cut by the range.
+          const x = xAt(global, geo, Math.max(grid.startMs, b.timeMs)) + 0.5;
+          const w = Math.max(1, xAt(global, geo, Math.min(grid.endMs, b.timeMs + grid.bucketMs)) - x - 0.5);
           return b.count === 0 ? null : (
             <g key={b.timeMs}>
               <rect x={x} y={geo.height - h} width={w} height={h - e5 - e4} className="fill-emerald-500/70" />
@@ -150,7 +154,7 @@ export function Histogram({
         {tickTimes.map((t) => (
           <span
             key={t}
-            className="absolute -translate-x-1/2 whitespace-nowrap"
+            className="absolute -translate-x-1/2 whitespace-nowrap max-sm:even:hidden"
             style={{ left: `${(xAt(global, geo, t) / geo.width) * 100}%` }}
           >
             {tickLabel(t, step, tz)}

@@ -1,5 +1,5 @@
 import { useEffect, useState } from "react";
-import { centredOn, endingAt, presets, shiftGlobal, type TimeRange, zoomToFocus } from "~/lib/time/range.ts";
+import { centredOn, endingAt, isAllowedRange, presets, shiftGlobal, type TimeRange, zoomToFocus } from "~/lib/time/range.ts";
 import type { TimeZoneMode } from "~/lib/time/ticks.ts";
 import { formatInZone, parseTypedUtc, typedTimePlaceholder } from "~/lib/time/typed-time.ts";
 
@@ -27,7 +27,11 @@ export function RangeControls({
   const [typed, setTyped] = useState("");
   const [placeholder, setPlaceholder] = useState("");
   useEffect(() => setPlaceholder(typedTimePlaceholder(now())), [now]);
-  const jumpTo = parseTypedUtc(typed);
+  const typedTime = parseTypedUtc(typed);
+  // Only ranges the server accepts (from 2000 to a day from now) can be chosen.
+  const jumpTo = typedTime !== null && isAllowedRange(centredOn(global, typedTime), now()) ? typedTime : null;
+  const back = shiftGlobal(global, -1);
+  const forward = shiftGlobal(global, 1);
   const duration = global.endMs - global.startMs;
 
   return (
@@ -37,7 +41,8 @@ export function RangeControls({
         className={btn}
         aria-label="Shift back"
         title="Shift back by 30 buckets"
-        onClick={() => onChange({ global: shiftGlobal(global, -1), focus: null })}
+        disabled={!isAllowedRange(back, now())}
+        onClick={() => onChange({ global: back, focus: null })}
       >
         ◀
       </button>
@@ -49,7 +54,8 @@ export function RangeControls({
         className={btn}
         aria-label="Shift forward"
         title="Shift forward by 30 buckets"
-        onClick={() => onChange({ global: shiftGlobal(global, 1), focus: null })}
+        disabled={!isAllowedRange(forward, now())}
+        onClick={() => onChange({ global: forward, focus: null })}
       >
         ▶
       </button>
