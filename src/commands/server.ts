@@ -53,10 +53,12 @@ export async function main(_args: string[], options: { memoryLogMs?: number } = 
   // Once a minute, what the server holds against its budget: at debug level, or at warn once RSS passes 90 %.
   const hub = liveHubFor(deps);
   const memoryTimer = setInterval(() => {
-    const rss = process.memoryUsage.rss();
+    const { rss, heapUsed, heapTotal } = process.memoryUsage();
     const buffered = attached.sink.buffered();
     const fields = {
       rssBytes: rss,
+      heapUsedBytes: heapUsed,
+      heapTotalBytes: heapTotal,
       budgetBytes: config.memoryLimitBytes,
       storeBufferEvents: buffered.events,
       storeBufferChars: buffered.chars,

@@ -53,7 +53,8 @@ export function parseBytes(raw: string): number | null {
 }
 
 /**
- * How the budget is shared: DuckDB gets half (its buffer manager spills beyond it to DATA_DIR); the store
+ * How the budget is shared: an idle server already holds about 390 MB (the runtime, PGlite's WebAssembly
+ * memory, DuckDB's own), so DuckDB's buffer manager gets a quarter (it spills beyond it to DATA_DIR); the store
  * sink's buffer (what waits while the store is slow) a quarter, counted in characters (EventRows sizes: about
  * two bytes each as JS strings); the live views' retained history an eighth; the rest is the runtime and
  * sockets. A HAR export is streamed (one page of events held at a time), so its cap bounds the download's size,
@@ -66,7 +67,7 @@ export function memoryShares(limitBytes: number): {
   harMaxBytes: number;
 } {
   return {
-    duckdbBytes: Math.floor(limitBytes / 2),
+    duckdbBytes: Math.floor(limitBytes / 4),
     storeBufferChars: Math.floor(limitBytes / 4 / 2),
     liveHistoryBytes: Math.floor(limitBytes / 8),
     harMaxBytes: Math.floor(limitBytes / 4),

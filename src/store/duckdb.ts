@@ -293,7 +293,11 @@ export async function openDuckDbStore(options: DuckDbStoreOptions): Promise<SqlE
   // A larger checkpoint threshold than the default 16 MB: checkpoints then write whole row groups instead
   // of recompressing a half-filled one after every few thousand events (measured: 2-3x ingest).
   const settings: Record<string, string> = { checkpoint_threshold: "256MB" };
-  if (options.memoryLimitBytes) settings.memory_limit = `${Math.floor(options.memoryLimitBytes / 1024)}KiB`;
+  if (options.memoryLimitBytes) {
+    settings.memory_limit = `${Math.floor(options.memoryLimitBytes / 1024)}KiB`;
+    // Data not yet checkpointed is held in memory: at most half the limit.
+    settings.checkpoint_threshold = `${Math.floor(Math.min(256 * 1024 * 1024, options.memoryLimitBytes / 2) / 1024)}KiB`;
+  }
   if (options.threads) settings.threads = String(options.threads);
   const tempDirectory = options.tempDirectory ?? (options.path === ":memory:" ? undefined : `${options.path}.tmp`);
   if (tempDirectory) settings.temp_directory = tempDirectory;

@@ -26,7 +26,7 @@ test("MEMORY_LIMIT: 1 GiB or a quarter of RAM by default, sizes with units, a cl
   }
 });
 
-test("the server's DuckDB gets half the budget as its memory_limit, the thread count, and spills under DATA_DIR", async () => {
+test("the server's DuckDB gets a quarter of the budget as its memory_limit, the thread count, and spills under DATA_DIR", async () => {
   const dataDir = mkdtempSync(join(tmpdir(), "tapscope-memlimit-"));
   const config = parseConfig({ ...base, DATA_DIR: dataDir, MEMORY_LIMIT: "512MiB", DUCKDB_THREADS: "2" });
   const store = await openEventStore(config);
@@ -37,7 +37,7 @@ test("the server's DuckDB gets half the budget as its memory_limit, the thread c
       "SELECT current_setting('memory_limit') AS m, current_setting('threads')::INTEGER AS t, current_setting('temp_directory') AS d",
       { timeoutMs: 5000, queryId: "settings" },
     );
-    expect(String(row?.m)).toMatch(/^256(\.0)? ?MiB$/);
+    expect(String(row?.m)).toMatch(/^128(\.0)? ?MiB$/);
     expect(Number(row?.t)).toBe(2);
     expect(String(row?.d)).toBe(join(dataDir, "duckdb-tmp"));
   } finally {
