@@ -82,8 +82,9 @@ try {
   const { promise: listening, resolve: onListening } = Promise.withResolvers<void>();
   void (async () => {
     let buffer = "";
-    for await (const chunk of server.stderr) {
-      buffer += new TextDecoder().decode(chunk);
+    const reader = server.stderr.getReader();
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+      buffer += new TextDecoder().decode(chunk.value);
       let nl = buffer.indexOf("\n");
       for (; nl >= 0; nl = buffer.indexOf("\n")) {
         const line = buffer.slice(0, nl);

@@ -167,7 +167,8 @@ export async function main(args: string[]): Promise<number> {
         if (isLong) process.stderr.write(`\rtapscope query: fetched ${fetched}/${ids.length} requests`);
         return batch.data as unknown as TracedEvent[];
       });
-      for await (const chunk of harStream(pages, { version: buildInfo.version })) await Bun.write(Bun.stdout, chunk);
+      const reader = harStream(pages, { version: buildInfo.version }).getReader();
+      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) await Bun.write(Bun.stdout, chunk.value);
       if (isLong) process.stderr.write("\n");
     }
     return 0;

@@ -324,7 +324,7 @@ export type HarStreamOptions = {
  * saying it was truncated, how many requests it holds and why: refusing up front would need every body's size
  * before the first byte, and a truncated download still shows the oldest requests.
  */
-export function harStream(pages: AsyncIterator<readonly TracedEvent[]>, options: HarStreamOptions = {}): ReadableStream<Uint8Array> {
+export function harStream(pages: AsyncIterator<readonly TracedEvent[]> | Iterator<readonly TracedEvent[]>, options: HarStreamOptions = {}): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   const maxBytes = options.maxBytes ?? Number.POSITIVE_INFINITY;
   const head = encoder.encode(`{"log":{"version":"1.2","creator":${JSON.stringify({ name: "tapscope", version: options.version ?? "0.1.0" })},"pages":[],"entries":[`);

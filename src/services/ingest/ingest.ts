@@ -62,7 +62,7 @@ export class Ingest {
    */
   receive(target: EventTarget, data: unknown): { reply: PublishServerMessage; stored: Promise<PublishServerMessage> | null } {
     const { reply, stored } = this.take(target, data);
-    if (!stored) return { reply, stored: null };
+    if (!stored || reply.type !== "ack") return { reply, stored: null };
     return {
       reply,
       stored: stored.then((failed) => (failed > 0 ? { ...reply, storeDropped: (reply.storeDropped ?? 0) + failed } : reply)),

@@ -25,9 +25,13 @@ async function startServer(dataDir: string) {
   });
   let log = "";
   const decoder = new TextDecoder();
-  for await (const chunk of proc.stderr) {
-    log += decoder.decode(chunk);
-    if (log.includes("tapscope server listening")) return { proc, endpoint: `http://127.0.0.1:${port}` };
+  const reader = proc.stderr.getReader();
+  for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+    log += decoder.decode(chunk.value);
+    if (log.includes("tapscope server listening")) {
+      reader.releaseLock();
+      return { proc, endpoint: `http://127.0.0.1:${port}` };
+    }
   }
   throw new Error(`server did not start:\n${log}`);
 }
