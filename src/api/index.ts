@@ -12,11 +12,13 @@ import { tokenRoutes } from "./tokens/index.ts";
 import { tunnelRoutes } from "./tunnel/index.ts";
 import { workerRegistryFor } from "~/services/tunnel/worker-registry.ts";
 import { userRoutes } from "./users/index.ts";
+import { bodyLimitPlugin } from "./plugins/body-limit.ts";
 
 /** Every /api/* endpoint. Each area is a thin controller under src/api/<area>/. */
 export function apiRoutes(deps: AppDeps) {
   const ctx = createServiceContext({ ...deps, mailer: deps.mailer ?? createMailer(deps.config) });
   return new Elysia({ name: "api" })
+    .use(bodyLimitPlugin)
     .get("/api/health", () => ({ ok: true }))
     .use(authRoutes(ctx))
     .use(eventRoutes(ctx))

@@ -13,7 +13,10 @@ export const errorsPlugin = new Elysia({ name: "errors" })
     set.headers[TRACE_ID_HEADER] = traceId;
     return { traceId, startedAt: performance.now() };
   })
-  .onError({ as: "global" }, ({ code, error, set, request, path }) => {
+  .onError({ as: "global" }, ({ code, error: thrown, set, request, path }) => {
+    // Elysia wraps what a body parser throws (e.g. the body limit's 413) in its ParseError.
+    const cause = (thrown as { cause?: unknown }).cause;
+    const error = code === "PARSE" && cause instanceof AppError ? cause : thrown;
     const traceId = (set.headers[TRACE_ID_HEADER] as string | undefined) ?? randomId(12);
     set.headers[TRACE_ID_HEADER] = traceId;
     set.headers["content-type"] = "application/json; charset=utf-8";

@@ -1,0 +1,44 @@
+import { Elysia } from "elysia";
+import { AppError } from "~/lib/errors.ts";
+
+/** Largest JSON body the API reads; requests are refused before their body is buffered or parsed. */
+export const JSON_BODY_LIMIT = 256 * 1024;
+
+function tooLarge(): AppError {
+  return new AppError("PAYLOAD_TOO_LARGE", `Request body is larger than ${JSON_BODY_LIMIT} bytes.`);
+}
+
+async function readCapped(body: ReadableStream<Uint8Array>): Promise<string> {
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > JSON_BODY_LIMIT) {
+      await reader.cancel();
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks));
+}
+
+/** Content-Length is checked up front; a chunked JSON body is read only up to the limit. */
+export const bodyLimitPlugin = new Elysia({ name: "body-limit" })
+  .onRequest(({ request }) => {
+    if (!new URL(request.url).pathname.startsWith("/api/")) return;
+    const length = Number(request.headers.get("content-length") ?? 0);
+    if (length > JSON_BODY_LIMIT) throw tooLarge();
+  })
+  .onParse({ as: "global" }, async ({ request }, contentType) => {
+    if (!contentType.startsWith("application/json") || !request.body) return;
+    const text = await readCapped(request.body);
+    if (text === "") return {};
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new AppError("BAD_REQUEST", "Request body is not valid JSON.");
+    }
+  });
