@@ -3,7 +3,6 @@ import { randomUUID } from "node:crypto";
 import { setLogSink } from "~/lib/logger.ts";
 import { Ingest } from "~/services/ingest/ingest.ts";
 import { EventSinks } from "~/services/ingest/sink.ts";
-import { NamespaceRateLimiter } from "~/services/store/rate-limit.ts";
 import { StoreSink } from "~/services/store/store-sink.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
 import type { EventStore } from "~/store/types.ts";
@@ -13,31 +12,6 @@ const endMs = Date.UTC(2026, 0, 10, 12);
 const all = { clauses: [], global: { lowerMs: endMs - 3_600_000, upperMs: endMs } };
 const events = (n: number, seed = 1) =>
   generateEvents({ count: n, startMicros: (endMs - 3_600_000) * 1000, endMicros: endMs * 1000, seed });
-
-describe("token bucket", () => {
-  test("averages the rate, allows a burst, refills with time", () => {
-    let now = 0;
-    const limiter = new NamespaceRateLimiter({ ratePerSecond: 100, burst: 1000 }, () => now);
-    expect(limiter.take("a", 1500)).toBe(1000); // the burst
-    expect(limiter.take("a", 10)).toBe(0);
-    now += 500;
-    expect(limiter.take("a", 100)).toBe(50); // half a second refills 50
-    expect(limiter.take("b", 10)).toBe(10); // namespaces have their own buckets
-    now += 60_000;
-    expect(limiter.take("a", 5000)).toBe(1000); // never more than the burst
-    let passed = 0;
-    for (let i = 0; i < 100; i++) {
-      now += 100;
-      passed += limiter.take("a", 50);
-    }
-    expect(passed).toBe(1000); // 10 s at 100/s
-  });
-
-  test("0 means unlimited", () => {
-    const limiter = new NamespaceRateLimiter({ ratePerSecond: 0, burst: 0 });
-    expect(limiter.take("a", 1_000_000)).toBe(1_000_000);
-  });
-});
 
 /** The real store, with the size of each insert recorded (the store takes its insertBatchSize most cheaply). */
 function recordingInserts(store: EventStore): { recording: EventStore; written: number[] } {

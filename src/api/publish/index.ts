@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import { authPlugin } from "~/api/plugins/auth.ts";
 import { AppError } from "~/lib/errors.ts";
 import type { ServiceContext } from "~/services/context.ts";
-import { RateLimiter } from "~/services/ingest/rate-limit.ts";
+import { RateLimiter } from "~/lib/rate-limit.ts";
 import { joinPublisher } from "~/services/publish/join-publisher.ts";
 import { publishModel } from "./model.ts";
 
@@ -15,7 +15,7 @@ function isLoopback(address: string): boolean {
 
 /** JoinPublisher: the capture CLI asks where to send its events (Authorization: Bearer <namespace token>, or none). */
 export function publishRoutes(ctx: ServiceContext) {
-  const anonymousLinks = new RateLimiter(ANONYMOUS_LINKS_PER_HOUR / 3600, ANONYMOUS_LINKS_PER_HOUR);
+  const anonymousLinks = new RateLimiter({ ratePerSecond: ANONYMOUS_LINKS_PER_HOUR / 3600, burst: ANONYMOUS_LINKS_PER_HOUR });
   return new Elysia().use(authPlugin(ctx)).post(
     "/api/JoinPublisher",
     async ({ body, principal, request, set, server }) => {

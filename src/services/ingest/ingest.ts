@@ -1,7 +1,7 @@
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { RateLimiter, rateLimitFor } from "~/lib/rate-limit.ts";
 import { isEventBatchFrame } from "~/lib/protocol/event-batch.ts";
 import { type PublishErrorCode, type PublishServerMessage, publishLimits } from "~/lib/protocol/publish.ts";
-import { RateLimiter } from "./rate-limit.ts";
 import type { EventSink, EventTarget, Offered } from "./sink.ts";
 import { validateEvent } from "./validate-event.ts";
 import { type BatchValidation, validateEventBatch } from "./validate-event-batch.ts";
@@ -37,8 +37,8 @@ export class Ingest {
     private readonly sinks: EventSink,
     options: { rateLimit: number; now?: () => number },
   ) {
-    this.limiter = new RateLimiter(options.rateLimit);
     this.now = options.now ?? Date.now;
+    this.limiter = new RateLimiter(rateLimitFor(options.rateLimit), { now: this.now });
   }
 
   private readonly now: () => number;

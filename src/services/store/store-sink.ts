@@ -3,7 +3,7 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { log } from "~/lib/logger.ts";
 import { type EventRows, sliceRows, toEventRows } from "~/store/table.ts";
 import type { EventStore } from "~/store/types.ts";
-import { NamespaceRateLimiter, type RateLimit, rateLimitFor } from "./rate-limit.ts";
+import { type RateLimit, RateLimiter, rateLimitFor } from "~/lib/rate-limit.ts";
 
 export type DropReason = "rate_limited" | "overloaded" | "store_error";
 
@@ -75,7 +75,7 @@ type Pending = {
 export class StoreSink implements EventSink {
   private readonly pending = new Map<string, Pending>();
   private readonly stats = new Map<string, SinkStats>();
-  private readonly limiter: NamespaceRateLimiter;
+  private readonly limiter: RateLimiter;
   private readonly batchSize: number;
   private readonly maxBuffered: number;
   private readonly maxBufferedChars: number;
@@ -88,7 +88,7 @@ export class StoreSink implements EventSink {
 
   constructor(private readonly options: StoreSinkOptions) {
     const limit = typeof options.rateLimit === "number" ? rateLimitFor(options.rateLimit) : options.rateLimit;
-    this.limiter = new NamespaceRateLimiter(limit, options.now);
+    this.limiter = new RateLimiter(limit, { now: options.now });
     this.batchSize = options.batchSize ?? 5000;
     this.maxBuffered = options.maxBuffered ?? 200_000;
     this.maxBufferedChars = options.maxBufferedChars ?? 512 * 1024 * 1024;

@@ -1,0 +1,141 @@
+/**
+ * The one token bucket of the server: refills at `ratePerSecond`, holds at most `burst` tokens, so a key
+ * averages the rate and may burst above it briefly (spec section 9). A rate of 0 means no limit.
+ */
+export type RateLimit = { ratePerSecond: number; burst: number };
+
+/** A burst of ten seconds' worth on top of the average. */
+export function rateLimitFor(ratePerSecond: number): RateLimit {
+  return { ratePerSecond, burst: Math.max(1, ratePerSecond * 10) };
+}
+
+export class TokenBucket {
+  private tokens: number;
+  private updatedMs: number;
+
+  constructor(
+    private readonly limit: RateLimit,
+    nowMs: number,
+  ) {
+    this.tokens = limit.burst;
+    this.updatedMs = nowMs;
+  }
+
+  /** A clock that steps back refills nothing (and is not counted twice when it catches up). */
+  private refill(nowMs: number): void {
+    if (nowMs <= this.updatedMs) return;
+    this.tokens = Math.min(this.limit.burst, this.tokens + ((nowMs - this.updatedMs) / 1000) * this.limit.ratePerSecond);
+    this.updatedMs = nowMs;
+  }
+
+  /** Takes up to `n` tokens; returns how many were granted. */
+  take(n: number, nowMs: number): number {
+    if (this.limit.ratePerSecond <= 0) return n;
+    this.refill(nowMs);
+    const granted = Math.min(n, Math.floor(this.tokens));
+    this.tokens -= granted;
+    return granted;
+  }
+
+  /** Milliseconds until `n` tokens are there (0: now). */
+  waitMs(n: number, nowMs: number): number {
+    if (this.limit.ratePerSecond <= 0) return 0;
+    this.refill(nowMs);
+    if (this.tokens >= n) return 0;
+    return Math.ceil(((n - this.tokens) / this.limit.ratePerSecond) * 1000);
+  }
+
+  isFull(nowMs: number): boolean {
+    this.refill(nowMs);
+    return this.tokens >= this.limit.burst;
+  }
+}
+
+/**
+ * A bucket per key (namespace, link, client address). At most `maxKeys` buckets are held: past that the least
+ * recently used one is forgotten (a forgotten key starts again with a full bucket), so a flood of new keys costs
+ * bounded memory; a global limit beside it is what bounds such a flood's rate.
+ */
+export class RateLimiter {
+  private readonly buckets = new Map<string, TokenBucket>();
+  private readonly maxKeys: number;
+  private readonly now: () => number;
+
+  constructor(
+    readonly limit: RateLimit,
+    options: { maxKeys?: number; now?: () => number } = {},
+  ) {
+    this.maxKeys = Math.max(1, options.maxKeys ?? 100_000);
+    this.now = options.now ?? Date.now;
+  }
+
+  get isUnlimited(): boolean {
+    return this.limit.ratePerSecond <= 0;
+  }
+
+  get size(): number {
+    return this.buckets.size;
+  }
+
+  private bucket(key: string, nowMs: number): TokenBucket {
+    let bucket = this.buckets.get(key);
+    if (bucket) {
+      // Map order is insertion order: moving the key to the end keeps the least recently used first.
+      this.buckets.delete(key);
+    } else {
+      bucket = new TokenBucket(this.limit, nowMs);
+      if (this.buckets.size >= this.maxKeys) {
+        const oldest = this.buckets.keys().next();
+        if (!oldest.done) this.buckets.delete(oldest.value);
+      }
+    }
+    this.buckets.set(key, bucket);
+    return bucket;
+  }
+
+  /** How many of `n` may pass now; the rest are over the limit. */
+  take(key: string, n: number, nowMs = this.now()): number {
+    if (this.isUnlimited) return n;
+    return this.bucket(key, nowMs).take(n, nowMs);
+  }
+
+  /** Milliseconds until `key` may pass `n` (0: now), taking nothing. */
+  waitMs(key: string, n: number, nowMs = this.now()): number {
+    if (this.isUnlimited) return 0;
+    return this.buckets.get(key)?.waitMs(n, nowMs) ?? 0;
+  }
+
+  /** Forgets buckets that are full again, so idle keys cost no memory. */
+  sweep(nowMs = this.now()): void {
+    for (const [key, bucket] of this.buckets) if (bucket.isFull(nowMs)) this.buckets.delete(key);
+  }
+}
+
+/**
+ * One request per client address and the same request counted globally: a client over its own budget is refused
+ * without spending the global one, so one noisy client cannot use up everyone's share.
+ */
+export class ClientRateLimit {
+  private readonly clients: RateLimiter;
+  private readonly global: TokenBucket;
+
+  constructor(
+    limits: { perClient: RateLimit; global: RateLimit; maxClients?: number },
+    private readonly now: () => number = Date.now,
+  ) {
+    this.clients = new RateLimiter(limits.perClient, { maxKeys: limits.maxClients ?? 10_000, now });
+    this.global = new TokenBucket(limits.global, now());
+  }
+
+  /** Admits one request from `client`: 0, or the milliseconds until it would be admitted (nothing taken). */
+  admit(client: string): number {
+    const nowMs = this.now();
+    const clientWait = this.clients.waitMs(client, 1, nowMs);
+    if (clientWait > 0) return clientWait;
+    const globalWait = this.global.waitMs(1, nowMs);
+    if (globalWait > 0) return globalWait;
+    this.clients.take(client, 1, nowMs);
+    this.global.take(1, nowMs);
+    return 0;
+  }
+}
