@@ -33,7 +33,9 @@ export const bodyLimitPlugin = new Elysia({ name: "body-limit" })
     if (length > JSON_BODY_LIMIT) throw tooLarge();
   })
   .onParse({ as: "global" }, async ({ request }, contentType) => {
-    if (!contentType.startsWith("application/json") || !request.body) return;
+    // A bodiless request has nothing to parse (Elysia's own fallback would call it invalid JSON).
+    if (!request.body) return {};
+    if (typeof contentType !== "string" || !contentType.startsWith("application/json")) return;
     const text = await readCapped(request.body);
     if (text === "") return {};
     try {
