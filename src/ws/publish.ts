@@ -10,6 +10,7 @@ import type { Ingest } from "~/services/ingest/ingest.ts";
 import type { EventTarget } from "~/services/ingest/sink.ts";
 import { markPublisherSeen } from "~/services/publish/mark-publisher-seen.ts";
 import { type PublishTicketClaims, redeemPublishTicket } from "~/services/publish/publish-ticket.ts";
+import { type RawFrame, takeRawFrames } from "./raw-frames.ts";
 
 /** Who wants to know that publishers come and go (the live hub's stats). */
 export type PublisherPresence = {
@@ -38,6 +39,26 @@ export function publishSocket({
   const send = (ws: ServerWebSocket<unknown>, message: PublishServerMessage) => ws.sendText(JSON.stringify(message));
   const isExpired = (claims: PublishTicketClaims) => claims.linkExpiresAt !== null && claims.linkExpiresAt <= ctx.now().getTime();
 
+  const receive = (raw: ServerWebSocket<unknown>, frame: RawFrame) => {
+    const entry = targets.get(raw);
+    if (!entry) return;
+    if (isExpired(entry.claims)) {
+      send(raw, { type: "expired" });
+      raw.close(4410, "link expired");
+      return;
+    }
+    let received: ReturnType<Ingest["receive"]>;
+    try {
+      received = ingest.receive(entry.target, frame);
+    } catch (err) {
+      log.error("publish message failed", { err });
+      received = { reply: { type: "error", seq: null, code: "malformed", message: "message could not be processed" }, stored: null };
+    }
+    // An ack means stored: it waits for the store's write (the publisher counts unanswered messages as dropped).
+    if (received.stored) void received.stored.then((reply) => send(raw, reply)).catch(() => undefined);
+    else send(raw, received.reply);
+  };
+
   return new Elysia({ name: "ws-publish" })
     .resolve(({ query, path }) => {
       if (path !== publishPath) return {};
@@ -65,26 +86,7 @@ export function publishSocket({
         if (claims.orgId) {
           markPublisherSeen({ ctx, orgId: claims.orgId }).catch((err) => log.warn("could not mark publisher seen", { err }));
         }
-      },
-      message(ws, message) {
-        const raw = ws.raw as ServerWebSocket<unknown>;
-        const entry = targets.get(raw);
-        if (!entry) return;
-        if (isExpired(entry.claims)) {
-          send(raw, { type: "expired" });
-          raw.close(4410, "link expired");
-          return;
-        }
-        let received: ReturnType<Ingest["receive"]>;
-        try {
-          received = ingest.receive(entry.target, message);
-        } catch (err) {
-          log.error("publish message failed", { err });
-          received = { reply: { type: "error", seq: null, code: "malformed", message: "message could not be processed" }, stored: null };
-        }
-        // An ack means stored: it waits for the store's write (the publisher counts unanswered messages as dropped).
-        if (received.stored) void received.stored.then((reply) => send(raw, reply)).catch(() => undefined);
-        else send(raw, received.reply);
+        takeRawFrames(raw, (frame) => receive(raw, frame));
       },
       close(ws) {
         const raw = ws.raw as ServerWebSocket<unknown>;

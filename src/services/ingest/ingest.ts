@@ -122,11 +122,13 @@ export class Ingest {
     | { type: "batch"; result: BatchValidation }
     | { code: PublishErrorCode; seq: number | null; message: string } {
     let value = data;
+    // One size check for every frame a socket delivers, binary or text, before anything parses it.
+    const size = data instanceof Uint8Array || data instanceof ArrayBuffer ? data.byteLength : typeof data === "string" ? Buffer.byteLength(data) : 0;
+    if (size > publishLimits.maxMessageBytes) {
+      return { code: "too_large", seq: null, message: `message of ${size} bytes exceeds ${publishLimits.maxMessageBytes}` };
+    }
     if (data instanceof Uint8Array || data instanceof ArrayBuffer) {
       const bytes = data instanceof ArrayBuffer ? new Uint8Array(data) : data;
-      if (bytes.length > publishLimits.maxMessageBytes) {
-        return { code: "too_large", seq: null, message: `message of ${bytes.length} bytes exceeds ${publishLimits.maxMessageBytes}` };
-      }
       if (isEventBatchFrame(bytes)) {
         const result = validateEventBatch(bytes);
         return "error" in result ? { code: result.error, seq: result.seq, message: result.message } : { type: "batch", result };
@@ -134,9 +136,6 @@ export class Ingest {
       value = decoder.decode(bytes);
     }
     if (typeof value === "string") {
-      if (value.length > publishLimits.maxMessageBytes) {
-        return { code: "too_large", seq: null, message: `message exceeds ${publishLimits.maxMessageBytes} bytes` };
-      }
       try {
         value = JSON.parse(value);
       } catch {

@@ -166,6 +166,29 @@ describe("publisher against the real server", () => {
     ws.close();
   });
 
+  test("a JSON text frame over the message limit is refused like a binary one, before it is parsed", async () => {
+    const { ws, next, isClosed } = await rawSocket();
+    const over = publishLimits.maxMessageBytes + 1024;
+    const event = sampleEvent({ http_req_path: "/oversized-text-frame", http_resp_body: "A".repeat(over) });
+    const text = JSON.stringify({ type: "events", seq: 1, events: [event] });
+    expect(Buffer.byteLength(text)).toBeGreaterThan(publishLimits.maxMessageBytes);
+    ws.send(text);
+    const textReply = await next(2);
+    ws.send(new TextEncoder().encode(text));
+    const binaryReply = await next(3);
+    expect(textReply).toMatchObject({ type: "error", code: "too_large", seq: null });
+    expect(textReply).toEqual(binaryReply);
+    expect(server.events().some((e) => e.http_req_path === "/oversized-text-frame")).toBe(false);
+    // Multi-byte text is counted in bytes, as it came over the wire.
+    const wide = JSON.stringify({ type: "events", seq: 2, events: [sampleEvent({ http_req_path: `/${"é".repeat(publishLimits.maxMessageBytes / 2)}` })] });
+    ws.send(wide);
+    expect(await next(4)).toMatchObject({ type: "error", code: "too_large" });
+    ws.send(JSON.stringify({ type: "ping", seq: 3 }));
+    expect(await next(5)).toEqual({ type: "pong", seq: 3 });
+    expect(isClosed()).toBe(false);
+    ws.close();
+  });
+
   test("hostile field values are refused or cut, never stored as sent", async () => {
     const { ws, next } = await rawSocket();
     const events = [

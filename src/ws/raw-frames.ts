@@ -1,0 +1,14 @@
+import type { ServerWebSocket } from "bun";
+
+/** A frame as the socket delivered it: text as a string, binary as bytes. */
+export type RawFrame = string | Buffer;
+
+/**
+ * Elysia JSON-parses a text frame that looks like JSON before a route's `message` runs, so a size limit checked
+ * there comes after the parse. Called from `open`, this hands the socket's frames to `onFrame` as they arrived
+ * (Elysia's per-socket dispatcher lives on the upgrade data), so text and binary frames meet the same checks
+ * before anything parses them.
+ */
+export function takeRawFrames(raw: ServerWebSocket<unknown>, onFrame: (frame: RawFrame) => void): void {
+  (raw.data as { message?: (ws: unknown, frame: RawFrame) => void }).message = (_ws, frame) => onFrame(frame);
+}
