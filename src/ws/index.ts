@@ -19,6 +19,6 @@ export function wsRoutes(deps: AppDeps) {
     .use(subscribeSocket({ ctx, hub: liveHubFor(deps), sockets }))
     .use(linkPingSocket({ ctx }))
     .use(publishSocket({ ctx, ingest: ingestFor(deps), presence: liveHubFor(deps), sockets }))
-    .use(tunnelSocket({ ctx, workers: workerRegistryFor(deps), sockets }))
+    .use(tunnelSocket({ ctx, workers: workerRegistryFor(deps), ingest: ingestFor(deps), sockets }))
     .use(workerSocket({ ctx, workers: workerRegistryFor(deps), sockets }));
 }

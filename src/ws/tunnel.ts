@@ -2,30 +2,102 @@ import type { ServerWebSocket } from "bun";
 import { Elysia, t } from "elysia";
 import { AppError } from "~/lib/errors.ts";
 import { log } from "~/lib/logger.ts";
+import { publishLimits } from "~/lib/protocol/publish.ts";
 import { decodeRequest, encodeResult, errorResult, type TunnelRequest, TunnelProtocolError, tunnelPath } from "~/lib/protocol/tunnel.ts";
 import type { GrantedSockets } from "~/services/access/granted-sockets.ts";
 import type { ServiceContext } from "~/services/context.ts";
+import type { Ingest } from "~/services/ingest/ingest.ts";
 import { openTunnels } from "~/services/tunnel/open-tunnels.ts";
 import { redeemTunnelTicket, type TunnelClaims } from "~/services/tunnel/tunnel-ticket.ts";
 import type { WorkerRegistry } from "~/services/tunnel/worker-registry.ts";
+import { insertEvents } from "~/services/tunnel/insert-events.ts";
+import { type RawFrame, takeRawFrames } from "./raw-frames.ts";
 
 /** Requests one tunnel may have running at once; more are answered with a tunnel error. */
 const maxInFlight = 8;
-/** A query message is small; an insert tunnel's batch may be larger. */
-const maxMessageBytes = 16 * 1024 * 1024;
-
-function bytesOf(message: unknown): Uint8Array | null {
-  if (message instanceof Uint8Array) return message;
-  if (message instanceof ArrayBuffer) return new Uint8Array(message);
-  return null;
-}
+/** A tunnel request's body, as sent and once decompressed, is capped as a published message is. */
+const maxMessageBytes = publishLimits.maxMessageBytes;
 
 /**
  * /api/Tunnel?ticket=...: a query tunnel (spec section 3). Binary request frames in, binary result frames
  * out. The socket is bound to the ticket's namespace and role; a message naming another namespace is refused.
+ * INSERT requests go through ingest, under the same limits as publishing.
  */
-export function tunnelSocket({ ctx, workers, sockets }: { ctx: ServiceContext; workers: WorkerRegistry; sockets: GrantedSockets }) {
+export function tunnelSocket({
+  ctx,
+  workers,
+  ingest,
+  sockets,
+}: {
+  ctx: ServiceContext;
+  workers: WorkerRegistry;
+  ingest: Ingest;
+  sockets: GrantedSockets;
+}) {
   const state = new WeakMap<object, { claims: TunnelClaims; inFlight: number; unregister: () => void }>();
+
+  async function receive(raw: ServerWebSocket<unknown>, frame: RawFrame) {
+    const s = state.get(raw);
+    if (!s) return;
+    const send = (frame: Uint8Array) => {
+      if (raw.readyState === 1) raw.sendBinary(frame);
+    };
+    if (typeof frame === "string") {
+      send(encodeResult(errorResult("", { tunnelError: "tunnel messages are binary" })));
+      return;
+    }
+    let request: TunnelRequest;
+    try {
+      request = await decodeRequest(frame, maxMessageBytes);
+    } catch (err) {
+      const text = err instanceof TunnelProtocolError ? err.message : "malformed tunnel message";
+      send(encodeResult(errorResult(err instanceof TunnelProtocolError ? err.queryId : "", { tunnelError: text })));
+      return;
+    }
+    // Closed while decoding (its credential revoked): nothing more runs on its behalf.
+    if (!state.has(raw)) return;
+    const { namespaceId, orgId, role } = s.claims;
+    if (request.tags.namespaceId !== undefined && request.tags.namespaceId !== namespaceId) {
+      send(
+        encodeResult(
+          errorResult(request.queryId, {
+            tunnelError: "this tunnel is bound to another namespace",
+          }),
+        ),
+      );
+      return;
+    }
+    if (request.tags.orgId !== undefined && request.tags.orgId !== orgId) {
+      send(
+        encodeResult(
+          errorResult(request.queryId, {
+            tunnelError: "this tunnel is bound to another org",
+          }),
+        ),
+      );
+      return;
+    }
+    if (s.inFlight >= maxInFlight) {
+      send(
+        encodeResult(
+          errorResult(request.queryId, {
+            tunnelError: "too many queries in flight on this tunnel",
+          }),
+        ),
+      );
+      return;
+    }
+    s.inFlight++;
+    try {
+      if (role === "INSERT" && request.want.kind === "insert") send(encodeResult(await insertEvents({ ingest, namespaceId, request })));
+      else send(await workers.dispatch({ namespaceId, orgId, role, request }));
+    } catch (err) {
+      log.error("tunnel dispatch failed", { err, namespaceId });
+      send(encodeResult(errorResult(request.queryId, { tunnelError: "internal error" })));
+    } finally {
+      s.inFlight--;
+    }
+  }
 
   return new Elysia({ name: "ws-tunnel" })
     .resolve(({ query, path }) => {
@@ -36,76 +108,13 @@ export function tunnelSocket({ ctx, workers, sockets }: { ctx: ServiceContext; w
     })
     .ws(tunnelPath, {
       query: t.Object({ ticket: t.Optional(t.String({ maxLength: 2048 })) }),
-      maxPayloadLength: maxMessageBytes,
       open(ws) {
         const claims = (ws.data as unknown as { tunnel: TunnelClaims }).tunnel;
         const raw = ws.raw as ServerWebSocket<unknown>;
         const unregister = sockets.register(claims.grants, { close: (code, reason) => raw.close(code, reason) });
         state.set(raw, { claims, inFlight: 0, unregister });
         openTunnels.connected(claims.tunnelId);
-      },
-      async message(ws, message) {
-        const raw = ws.raw as ServerWebSocket<unknown>;
-        const s = state.get(raw);
-        if (!s) return;
-        const send = (frame: Uint8Array) => {
-          if (raw.readyState === 1) raw.sendBinary(frame);
-        };
-        const bytes = bytesOf(message);
-        if (!bytes) {
-          send(encodeResult(errorResult("", { tunnelError: "tunnel messages are binary" })));
-          return;
-        }
-        let request: TunnelRequest;
-        try {
-          request = await decodeRequest(bytes, maxMessageBytes * 4);
-        } catch (err) {
-          const text = err instanceof TunnelProtocolError ? err.message : "malformed tunnel message";
-          send(encodeResult(errorResult(err instanceof TunnelProtocolError ? err.queryId : "", { tunnelError: text })));
-          return;
-        }
-        // Closed while decoding (its credential revoked): nothing more runs on its behalf.
-        if (!state.has(raw)) return;
-        const { namespaceId, orgId, role } = s.claims;
-        if (request.tags.namespaceId !== undefined && request.tags.namespaceId !== namespaceId) {
-          send(
-            encodeResult(
-              errorResult(request.queryId, {
-                tunnelError: "this tunnel is bound to another namespace",
-              }),
-            ),
-          );
-          return;
-        }
-        if (request.tags.orgId !== undefined && request.tags.orgId !== orgId) {
-          send(
-            encodeResult(
-              errorResult(request.queryId, {
-                tunnelError: "this tunnel is bound to another org",
-              }),
-            ),
-          );
-          return;
-        }
-        if (s.inFlight >= maxInFlight) {
-          send(
-            encodeResult(
-              errorResult(request.queryId, {
-                tunnelError: "too many queries in flight on this tunnel",
-              }),
-            ),
-          );
-          return;
-        }
-        s.inFlight++;
-        try {
-          send(await workers.dispatch({ namespaceId, orgId, role, request }));
-        } catch (err) {
-          log.error("tunnel dispatch failed", { err, namespaceId });
-          send(encodeResult(errorResult(request.queryId, { tunnelError: "internal error" })));
-        } finally {
-          s.inFlight--;
-        }
+        takeRawFrames(raw, (frame) => void receive(raw, frame));
       },
       close(ws) {
         const s = state.get(ws.raw);

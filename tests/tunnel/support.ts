@@ -21,13 +21,14 @@ if (!process.env.TEST_LOG) setLogSink(() => {});
  * A real server composed as `tapscope server` composes it (worker registry in front of a DuckDB store in a
  * temp DATA_DIR, store sink on ingest), on PGlite, listening on a free port with PUBLIC_URL pointing at it.
  */
-export async function startTunnelServer(options: { limits?: Partial<StoreLimits>; withStore?: boolean } = {}) {
+export async function startTunnelServer(options: { limits?: Partial<StoreLimits>; withStore?: boolean; env?: Record<string, string> } = {}) {
   const database = await createTestPglite();
   const dataDir = mkdtempSync(join(tmpdir(), "tapscope-tunnel-"));
   const config = parseConfig({
     DATA_DIR: dataDir,
     SESSION_SECRET: "test-session-secret-0123456789abcdef",
     PUBLIC_URL: "http://127.0.0.1:1",
+    ...options.env,
   });
   const store =
     options.withStore === false

@@ -406,7 +406,7 @@ describe("query tunnels", () => {
         kind: "insert",
         events: [at(20, { http_req_path: "/inserted" }), { nonsense: true } as unknown as TracedEvent],
       });
-      expect(added.data).toEqual([{ inserted: 1, refused: 1 }]);
+      expect(added.data).toEqual([{ inserted: 1, refused: 1, rateLimited: 0, truncated: 0, storeDropped: 0 }]);
       const bad = await sel
         .query({
           kind: "rows",

@@ -104,7 +104,7 @@ function frame(kind: number, header: unknown, payload: Uint8Array): Uint8Array {
   return out;
 }
 
-function unframe(bytes: Uint8Array, kind: number): { header: Record<string, unknown>; payload: Uint8Array } {
+function unframe(bytes: Uint8Array, kind: number, maxHeaderBytes = Number.POSITIVE_INFINITY): { header: Record<string, unknown>; payload: Uint8Array } {
   if (bytes.length < PREFIX || bytes[0] !== MAGIC0 || bytes[1] !== MAGIC1) {
     throw new TunnelProtocolError("not a tunnel message");
   }
@@ -112,6 +112,7 @@ function unframe(bytes: Uint8Array, kind: number): { header: Record<string, unkn
   if (bytes[3] !== kind) throw new TunnelProtocolError(kind === KIND_REQUEST ? "expected a request" : "expected a result");
   const headLen = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(4, false);
   if (PREFIX + headLen > bytes.length) throw new TunnelProtocolError("truncated tunnel message");
+  if (headLen > maxHeaderBytes) throw new TunnelProtocolError("tunnel message header too large");
   let header: unknown;
   try {
     header = JSON.parse(decoder.decode(bytes.subarray(PREFIX, PREFIX + headLen)));
@@ -183,6 +184,9 @@ export async function encodeRequest(request: TunnelRequest, bodyCompression: Com
   );
 }
 
+/** A request header holds an id, tags and compression modes: a few hundred bytes. */
+const maxRequestHeaderBytes = 64 * 1024;
+
 /**
  * Why a request's time ranges are refused (lib/time/bounds.ts), or null: a range enters here, before any
  * store or worker sees it.
@@ -209,7 +213,7 @@ function rangesProblem(want: Record<string, unknown>, nowMs: number): string | n
  * a request that carries SQL text is refused, as is any unknown compression mode.
  */
 export async function decodeRequest(bytes: Uint8Array, maxBodyBytes?: number, nowMs: number = Date.now()): Promise<TunnelRequest> {
-  const { header, payload } = unframe(bytes, KIND_REQUEST);
+  const { header, payload } = unframe(bytes, KIND_REQUEST, maxRequestHeaderBytes);
   if ("sql" in header || "statement" in header) throw new TunnelProtocolError("SQL is not accepted: send a query object");
   const queryId = header.queryId;
   if (typeof queryId !== "string" || !/^[\w-]{1,64}$/.test(queryId)) throw new TunnelProtocolError("invalid query id");
@@ -225,8 +229,10 @@ export async function decodeRequest(bytes: Uint8Array, maxBodyBytes?: number, no
   try {
     want = JSON.parse(decoder.decode(await decompress(header.bodyCompression, payload, maxBodyBytes)));
   } catch (err) {
-    if (err instanceof TunnelProtocolError) throw err;
-    throw new TunnelProtocolError("request body is not JSON");
+    // The header was read: the reply can name the request.
+    const refused = err instanceof TunnelProtocolError ? err : new TunnelProtocolError("request body is not JSON");
+    refused.queryId = queryId;
+    throw refused;
   }
   if (typeof want === "string") throw new TunnelProtocolError("SQL is not accepted: send a query object");
   if (typeof want !== "object" || want === null || Array.isArray(want)) throw new TunnelProtocolError("request body must be an object");
