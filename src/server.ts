@@ -25,6 +25,8 @@ export type AppDeps = {
   workers?: WorkerRegistry;
   /** The open sockets under the credentials that authorised them; created by createApp when absent. */
   sockets?: GrantedSockets;
+  /** A request's socket peer, for per-client limits; default Bun's server.requestIP (app.handle has no socket). */
+  peerAddress?: (request: Request) => string | undefined;
 };
 
 /**

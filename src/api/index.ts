@@ -3,6 +3,7 @@ import { createMailer } from "~/lib/mailer.ts";
 import type { AppDeps } from "~/server.ts";
 import { createServiceContext } from "~/services/context.ts";
 import { authRoutes } from "./auth/index.ts";
+import { clientLimitsFor, clientLimitsPlugin } from "./plugins/client-limits.ts";
 import { eventRoutes } from "./events/index.ts";
 import { installRoutes } from "./install/index.ts";
 import { liveRoutes } from "./live/index.ts";
@@ -17,7 +18,9 @@ import { bodyLimitPlugin } from "./plugins/body-limit.ts";
 /** Every /api/* endpoint. Each area is a thin controller under src/api/<area>/. */
 export function apiRoutes(deps: AppDeps) {
   const ctx = createServiceContext({ ...deps, mailer: deps.mailer ?? createMailer(deps.config) });
+  const limits = clientLimitsFor(deps);
   return new Elysia({ name: "api" })
+    .use(clientLimitsPlugin(limits))
     .use(bodyLimitPlugin)
     .get("/api/health", () => ({ ok: true }))
     .use(authRoutes(ctx))
@@ -25,7 +28,7 @@ export function apiRoutes(deps: AppDeps) {
     .use(installRoutes(deps))
     .use(liveRoutes(ctx))
     .use(orgRoutes(ctx))
-    .use(publishRoutes(ctx))
+    .use(publishRoutes(ctx, limits))
     .use(tokenRoutes(ctx))
     .use(tunnelRoutes({ ctx, workers: workerRegistryFor(deps) }))
     .use(userRoutes(ctx));

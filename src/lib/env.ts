@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism, totalmem } from "node:os";
 import { join, resolve } from "node:path";
+import { parseTrustedProxies } from "./client-address.ts";
 import { buildInfo } from "./version.ts";
 
 /**
@@ -36,6 +37,10 @@ export type Config = {
   memoryLimitBytes: number;
   /** DuckDB's worker threads: it shares the host with the programs it traces. */
   duckdbThreads: number;
+  /** TRUST_PROXY as CIDRs: peers whose X-Forwarded-For names the client (rate limits per client). */
+  trustProxy: string[];
+  /** New anonymous links per client address per hour (JoinPublisher without a token); 0 means no limit. */
+  anonymousLinksPerHour: number;
 };
 
 /** The default budget: 1 GiB or a quarter of the machine's memory, whichever is smaller. */
@@ -178,7 +183,15 @@ export function parseConfig(env: Env = process.env): Config {
     downloadDir: env.DOWNLOAD_DIR ? resolve(env.DOWNLOAD_DIR) : undefined,
     memoryLimitBytes: memoryLimit(env),
     duckdbThreads: int(env, "DUCKDB_THREADS", Math.max(1, Math.min(4, Math.floor(availableParallelism() / 2))), 1, 1024),
+    trustProxy: trustProxy(env),
+    anonymousLinksPerHour: int(env, "ANONYMOUS_LINKS_PER_HOUR", 10, 0, 1_000_000),
   };
+}
+
+function trustProxy(env: Env): string[] {
+  const parsed = parseTrustedProxies(env.TRUST_PROXY ?? "");
+  if ("error" in parsed) throw new ConfigError(`TRUST_PROXY: ${parsed.error} (example: loopback,10.0.0.0/8)`);
+  return parsed.cidrs;
 }
 
 function memoryLimit(env: Env): number {

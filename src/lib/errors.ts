@@ -18,11 +18,16 @@ export type ErrorCode = keyof typeof errorStatus;
 
 export class AppError extends Error {
   override name = "AppError";
+  /** RATE_LIMITED: when to try again (the Retry-After header). */
+  readonly retryAfterMs?: number;
+
   constructor(
     readonly code: ErrorCode,
     message: string,
+    options: { retryAfterMs?: number } = {},
   ) {
     super(message);
+    this.retryAfterMs = options.retryAfterMs;
   }
   get status(): number {
     return errorStatus[this.code];

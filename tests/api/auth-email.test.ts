@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { eq } from "drizzle-orm";
+import { eq, like } from "drizzle-orm";
 import { loginLinks, sessions } from "#db/schema/index.ts";
 import { sha256Hex } from "~/lib/ids.ts";
 import { SESSION_COOKIE } from "~/services/auth/session-token.ts";
@@ -11,6 +11,10 @@ const LINK = /http:\/\/tapscope\.test\/api\/EmailLoginCallback\?token=[A-Za-z0-9
 function linkPath(url: string): string {
   return url.slice(PUBLIC_URL.length);
 }
+
+/** Each simulated person signs in from an address of their own (EmailLogin is limited per client too). */
+let peers = 0;
+const nextPeer = () => `198.51.100.${(peers++ % 250) + 1}`;
 
 for (const backend of backends) {
   describe(`magic-link sign-in [${backend}]`, () => {
@@ -26,7 +30,7 @@ for (const backend of backends) {
     });
 
     async function mailedLink(email: string, next?: string): Promise<string> {
-      const res = await t.call("/api/EmailLogin", next === undefined ? { email } : { email, next });
+      const res = await t.call("/api/EmailLogin", next === undefined ? { email } : { email, next }, { peer: nextPeer() });
       expect(res.status).toBe(200);
       const mail = await smtp.waitFor(email.toLowerCase());
       smtp.messages.splice(smtp.messages.indexOf(mail), 1);
@@ -148,18 +152,33 @@ for (const backend of backends) {
 
     test("an invalid address is refused with 400 and a JSON error", async () => {
       for (const body of [{ email: "not-an-email" }, {}, { email: "" }]) {
-        const res = await t.call("/api/EmailLogin", body);
+        const res = await t.call("/api/EmailLogin", body, { peer: nextPeer() });
         expect(res.status).toBe(400);
         expect(typeof res.body.error).toBe("string");
         expect(res.headers.get("x-trace-id")).toMatch(/^[A-Za-z0-9_-]{12,}$/);
       }
     });
 
-    test("too many links for one address are rate limited", async () => {
+    test("too many links for one address are rate limited, whichever clients ask", async () => {
       const email = "flood@example.com";
-      for (let i = 0; i < 5; i++) expect((await t.call("/api/EmailLogin", { email })).status).toBe(200);
-      const res = await t.call("/api/EmailLogin", { email });
+      for (let i = 0; i < 5; i++) expect((await t.call("/api/EmailLogin", { email }, { peer: nextPeer() })).status).toBe(200);
+      const res = await t.call("/api/EmailLogin", { email }, { peer: nextPeer() });
       expect(res.status).toBe(429);
+      expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+    });
+
+    test("one client asking for links to many addresses gets 429 with Retry-After after 5 a minute; other clients still sign in", async () => {
+      const statuses: number[] = [];
+      for (let i = 0; i < 6; i++) statuses.push((await t.call("/api/EmailLogin", { email: `spray-${i}@example.com` }, { peer: "203.0.113.77" })).status);
+      expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
+      const limited = await t.call("/api/EmailLogin", { email: "spray-x@example.com" }, { peer: "203.0.113.77" });
+      expect(limited.status).toBe(429);
+      expect(limited.headers.get("retry-after")).toBe("12");
+      expect(limited.body.error).toBeString();
+      expect(await t.db.$count(loginLinks, like(loginLinks.email, "spray-%"))).toBe(5);
+      await mailedLink("someone-else@example.com");
+      await smtp.waitFor("spray-4@example.com");
+      smtp.messages.splice(0, smtp.messages.length);
     });
 
     test("LogOut revokes the session server-side, clears the cookie and goes to /login", async () => {

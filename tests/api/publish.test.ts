@@ -5,7 +5,8 @@ import { startServer, type TestServer } from "../agent/publish/server.ts";
 
 let server: TestServer;
 beforeAll(async () => {
-  server = await startServer();
+  // This suite makes many anonymous links from one address; the limit itself is tested on servers of its own below.
+  server = await startServer({ ANONYMOUS_LINKS_PER_HOUR: "1000" });
 }, 30_000);
 afterAll(() => server.stop());
 
@@ -90,19 +91,54 @@ describe("POST /api/JoinPublisher", () => {
     expect((await join({ linkId: owned })).status).toBe(403);
   });
 
-  test("new anonymous links are rate-limited per address (loopback exempt); a token is not", async () => {
-    // app.handle has no socket address: it stands for a remote client here.
-    const remoteJoin = (headers: Record<string, string> = {}) =>
-      server.app.handle(new Request(`${server.endpoint}/api/JoinPublisher`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: "{}" }));
-    const statuses: number[] = [];
-    for (let i = 0; i < 101; i++) statuses.push((await remoteJoin()).status);
-    expect(statuses.slice(0, 100).every((st) => st === 200)).toBe(true);
-    const limited = await remoteJoin();
-    expect(limited.status).toBe(429);
-    expect(((await limited.json()) as { error: string }).error).toContain("TAPSCOPE_TOKEN");
-    const { token } = await server.namespaceWithToken();
-    expect((await remoteJoin({ authorization: `Bearer ${token}` })).status).toBe(200);
-    expect((await join()).status).toBe(200);
+  test("new anonymous links are limited per client, loopback too (Retry-After); a token and rejoining a live link are not", async () => {
+    const local = await startServer();
+    try {
+      const joinLocal = (body: unknown = {}, headers: Record<string, string> = {}) =>
+        fetch(`${local.endpoint}/api/JoinPublisher`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+      const statuses: number[] = [];
+      let first = "";
+      for (let i = 0; i < 10; i++) {
+        const res = await joinLocal();
+        statuses.push(res.status);
+        first ||= ((await res.json()) as { linkId: string }).linkId;
+      }
+      expect(statuses).toEqual(Array(10).fill(200));
+      const limited = await joinLocal();
+      expect(limited.status).toBe(429);
+      expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
+      expect(((await limited.json()) as { error: string }).error).toContain("TAPSCOPE_TOKEN");
+      // A forwarded-for header from a peer that is not a trusted proxy changes nothing.
+      expect((await joinLocal({}, { "x-forwarded-for": "203.0.113.9" })).status).toBe(429);
+      // A new link of the caller's own id is a new link too.
+      expect((await joinLocal({ linkId: "caller-chosen-link-id-0123456789" })).status).toBe(429);
+      expect((await joinLocal({ linkId: first })).status).toBe(200);
+      const { token } = await local.namespaceWithToken();
+      expect((await joinLocal({}, { authorization: `Bearer ${token}` })).status).toBe(200);
+    } finally {
+      await local.stop();
+    }
+  });
+
+  test("behind a trusted proxy (TRUST_PROXY) each forwarded client has its own budget, and a spoofed left-most entry is never used", async () => {
+    const proxied = await startServer({ TRUST_PROXY: "loopback" });
+    try {
+      const joinAs = (forwardedFor: string) =>
+        fetch(`${proxied.endpoint}/api/JoinPublisher`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-forwarded-for": forwardedFor },
+          body: "{}",
+        }).then((res) => res.status);
+      for (let i = 0; i < 10; i++) expect(await joinAs("198.51.100.7")).toBe(200);
+      expect(await joinAs("198.51.100.7")).toBe(429);
+      // The client writes what it likes on the left; the proxy appends the address it saw.
+      expect(await joinAs("10.9.9.9, 198.51.100.7")).toBe(429);
+      expect(await joinAs(`${Math.random()}, 198.51.100.7`)).toBe(429);
+      expect(await joinAs("198.51.100.8")).toBe(200);
+      expect(await joinAs("198.51.100.7, 127.0.0.1")).toBe(429); // a trusted hop is skipped
+    } finally {
+      await proxied.stop();
+    }
   });
 
   test("a malformed body is a 400 with an error", async () => {

@@ -22,6 +22,8 @@ export const backends: Backend[] = ["pglite", "postgres"];
 
 export const PUBLIC_URL = "http://tapscope.test";
 export const ORIGIN = PUBLIC_URL;
+/** The address test requests come from unless one is given (per-client limits count by it). */
+export const TEST_PEER = "192.0.2.1";
 
 export type TestClock = { now: () => Date; advance: (ms: number) => void; set: (d: Date) => void };
 
@@ -58,11 +60,16 @@ export async function startTestApp({ backend, env = {} }: { backend: Backend; en
   });
   const clock = testClock();
   const mailer = createMailer(config);
-  const app = createApp({ config, db: database.db, now: clock.now, mailer });
+  // app.handle has no socket: each request's peer address is given here (default one local client).
+  const peers = new WeakMap<Request, string>();
+  const app = createApp({ config, db: database.db, now: clock.now, mailer, peerAddress: (r) => peers.get(r) ?? TEST_PEER });
   const ctx: ServiceContext = createServiceContext({ db: database.db, config, now: clock.now, mailer });
 
-  async function request(path: string, init: RequestInit = {}): Promise<Answer> {
-    const res = await app.handle(new Request(PUBLIC_URL + path, { redirect: "manual", ...init }));
+  /** `peer`: the socket address the request comes from. */
+  async function request(path: string, init: RequestInit = {}, { peer }: { peer?: string } = {}): Promise<Answer> {
+    const req = new Request(PUBLIC_URL + path, { redirect: "manual", ...init });
+    if (peer !== undefined) peers.set(req, peer);
+    const res = await app.handle(req);
     const text = await res.clone().text();
     let body: unknown = text;
     try {
@@ -77,13 +84,13 @@ export async function startTestApp({ backend, env = {} }: { backend: Backend; en
   function call(
     path: string,
     body: unknown = {},
-    opts: { cookie?: string; origin?: string | null; bearer?: string; headers?: Record<string, string> } = {},
+    opts: { cookie?: string; origin?: string | null; bearer?: string; headers?: Record<string, string>; peer?: string } = {},
   ): Promise<Answer> {
     const headers: Record<string, string> = { "content-type": "application/json", ...opts.headers };
     if (opts.origin !== null) headers.origin = opts.origin ?? ORIGIN;
     if (opts.cookie) headers.cookie = opts.cookie;
     if (opts.bearer) headers.authorization = `Bearer ${opts.bearer}`;
-    return request(path, { method: "POST", headers, body: JSON.stringify(body) });
+    return request(path, { method: "POST", headers, body: JSON.stringify(body) }, { peer: opts.peer });
   }
 
   /** Factory: a signed-in user (through the same services the sign-in routes use). */

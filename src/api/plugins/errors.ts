@@ -25,6 +25,7 @@ export const errorsPlugin = new Elysia({ name: "errors" })
     if (error instanceof AppError) {
       status = error.status;
       message = error.message;
+      if (error.retryAfterMs !== undefined) set.headers["retry-after"] = String(Math.max(1, Math.ceil(error.retryAfterMs / 1000)));
     } else if (code === "VALIDATION" && (error as { type?: string }).type === "response") {
       // Our own answer broke its declared schema: a server bug, not the caller's.
       log.error("response failed its schema", { traceId, method: request.method, path, err: error });

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { and, count, eq, gt, lt } from "drizzle-orm";
+import { and, count, eq, gt, lt, min } from "drizzle-orm";
 import { loginLinks } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
 import { sha256Hex } from "~/lib/ids.ts";
@@ -28,11 +28,12 @@ export async function requestLoginLink({
   const address = normalizeEmail(email);
   const now = ctx.now();
   const [recent] = await ctx.db
-    .select({ n: count() })
+    .select({ n: count(), oldest: min(loginLinks.createdAt) })
     .from(loginLinks)
     .where(and(eq(loginLinks.email, address), gt(loginLinks.createdAt, new Date(now.getTime() - LOGIN_LINK_TTL_MS))));
   if ((recent?.n ?? 0) >= MAX_LINKS_PER_WINDOW) {
-    throw new AppError("RATE_LIMITED", "too many sign-in links requested; try again in a few minutes");
+    const retryAfterMs = (recent?.oldest?.getTime() ?? now.getTime()) + LOGIN_LINK_TTL_MS - now.getTime();
+    throw new AppError("RATE_LIMITED", "too many sign-in links requested; try again in a few minutes", { retryAfterMs });
   }
 
   // Spent and expired links of this address are of no further use (the count above only looks at live ones).

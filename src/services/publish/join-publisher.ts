@@ -17,16 +17,19 @@ const STRONG_LINK_ID = /^[A-Za-z0-9_-]{22,128}$/;
  * Where a publisher's events go, and the socket to send them on:
  * - a namespace token: its namespace (and a link too, when a link id is given);
  * - no token: a new anonymous link that expires after 24 hours, or the given link if it is anonymous and live.
- * The link id is the capability for a link, to publish as to watch.
+ * The link id is the capability for a link, to publish as to watch. `admitNewLink` is asked before an anonymous
+ * link is created (it throws when the caller is over its budget).
  */
 export async function joinPublisher({
   ctx,
   principal,
   linkId,
+  admitNewLink,
 }: {
   ctx: ServiceContext;
   principal: Principal | null;
   linkId?: string;
+  admitNewLink?: () => void;
 }): Promise<JoinPublisherResponse> {
   if (principal?.kind === "orgToken") {
     throw new AppError("FORBIDDEN", "organization tokens are for workers; publish with a namespace token (tsk_...)");
@@ -48,9 +51,11 @@ export async function joinPublisher({
       link = { linkId: row.id, expiresAt: row.expiresAt, linkUrl: linkPageUrl(ctx.config.publicUrl, row.id, row.expiresAt) };
     } else {
       if (!STRONG_LINK_ID.test(linkId)) throw new AppError("BAD_REQUEST", "a new link id must be at least 22 url-safe characters");
+      if (!namespaceId) admitNewLink?.();
       link = await createLink({ ctx, namespaceId, linkId });
     }
   } else if (!namespaceId) {
+    admitNewLink?.();
     link = await createLink({ ctx });
   }
 
