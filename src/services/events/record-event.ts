@@ -2,12 +2,15 @@ import { eventLog } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
 import type { ServiceContext } from "~/services/context.ts";
 
-export const MAX_TAGS = 32;
-export const MAX_TAG_VALUE = 8192;
+/** A report's tags: at most this many besides its kind (more: refused). */
+export const MAX_TAGS = 16;
+/** Each value is cut to this many characters, and all values together to MAX_TAGS_CHARS, in the order sent. */
+export const MAX_TAG_VALUE = 2048;
+export const MAX_TAGS_CHARS = 4096;
 const KIND = /^[A-Za-z0-9_.:-]{1,100}$/;
 const KEY = /^[A-Za-z0-9_.:-]{1,64}$/;
 
-/** Stores one client report (/api/Event, /api/LogEvent) in event_log. Tags are bounded; the caller parsed them. */
+/** Stores one client report (/api/Event, /api/LogEvent) in event_log, kept EVENT_LOG_RETENTION_DAYS. Tags are bounded; the caller parsed them. */
 export async function recordEvent({
   ctx,
   source,
@@ -24,9 +27,19 @@ export async function recordEvent({
   const entries = Object.entries(rest);
   if (entries.length > MAX_TAGS) throw new AppError("BAD_REQUEST", `invalid request: tags: at most ${MAX_TAGS} tags`);
   const clean: Record<string, string> = {};
+  let room = MAX_TAGS_CHARS;
   for (const [key, value] of entries) {
     if (!KEY.test(key)) throw new AppError("BAD_REQUEST", `invalid request: tags: bad tag name "${key.slice(0, 64)}"`);
-    clean[key] = value.length > MAX_TAG_VALUE ? value.slice(0, MAX_TAG_VALUE) : value;
+    const cut = cutAt(value, Math.min(MAX_TAG_VALUE, room));
+    clean[key] = cut;
+    room -= cut.length;
   }
   await ctx.db.insert(eventLog).values({ source, kind, tags: clean, userId: userId ?? null, createdAt: ctx.now() });
+}
+
+/** The first `n` characters, never ending on half a surrogate pair (PostgreSQL's jsonb refuses a lone one). */
+function cutAt(value: string, n: number): string {
+  if (value.length <= n) return value;
+  const code = value.charCodeAt(n - 1);
+  return value.slice(0, code >= 0xd800 && code <= 0xdbff ? n - 1 : n);
 }
