@@ -12,5 +12,6 @@ export const eventLog = pgTable(
     userId: uuid(),
     createdAt: createdAt(),
   },
-  (t) => [index("event_log_kind_idx").on(t.kind, t.createdAt)],
+  // Retention deletes by age alone.
+  (t) => [index("event_log_kind_idx").on(t.kind, t.createdAt), index("event_log_created_idx").on(t.createdAt)],
 );

@@ -4,6 +4,7 @@ import { namespaces, orgs } from "#db/schema/index.ts";
 import type { Config } from "~/lib/env.ts";
 import { log } from "~/lib/logger.ts";
 import type { EventStore } from "~/store/types.ts";
+import { pruneMetadata } from "./prune-metadata.ts";
 
 /** Days of events kept per plan (spec section 9). */
 export const planRetentionDays: Record<string, number> = { free: 3, team: 7, scale: 30 };
@@ -50,7 +51,10 @@ export async function applyRetention(deps: {
   return applied;
 }
 
-/** Runs retention now and then every `intervalMs` (hourly by default); the returned stop waits for a run in progress. */
+/**
+ * Runs retention now and then every `intervalMs` (hourly by default): the stored events', then the metadata's
+ * (pruneMetadata). The returned stop waits for a run in progress.
+ */
 export function startRetention(
   deps: { db: Db; config: Config; store: EventStore; now: () => Date },
   intervalMs = 3_600_000,
@@ -60,6 +64,9 @@ export function startRetention(
     if (running) return;
     running = applyRetention(deps)
       .catch((err) => log.error("retention run failed", { err }))
+      .then(() => pruneMetadata(deps))
+      .then((pruned) => log.debug("metadata pruned", pruned))
+      .catch((err) => log.error("metadata retention failed", { err }))
       .finally(() => {
         running = null;
       });
