@@ -181,6 +181,16 @@ for (const backend of backends) {
       smtp.messages.splice(0, smtp.messages.length);
     });
 
+    test("guessing sign-in link secrets from one client gets 429 after 30 a minute", async () => {
+      const statuses: number[] = [];
+      for (let i = 0; i < 31; i++) {
+        statuses.push((await t.request(`/api/EmailLoginCallback?token=guess-${i}`, {}, { peer: "203.0.113.88" })).status);
+      }
+      expect(statuses.slice(0, 30).every((s) => s === 302)).toBe(true);
+      expect(statuses[30]).toBe(429);
+      expect((await t.request("/api/EmailLoginCallback?token=guess", {}, { peer: "203.0.113.89" })).status).toBe(302);
+    });
+
     test("LogOut revokes the session server-side, clears the cookie and goes to /login", async () => {
       const u = await t.user();
       expect((await t.request("/api/GetSelf", { headers: { cookie: u.cookie } })).status).toBe(200);
