@@ -8,7 +8,7 @@ function tooLarge(): AppError {
   return new AppError("PAYLOAD_TOO_LARGE", `Request body is larger than ${JSON_BODY_LIMIT} bytes.`);
 }
 
-async function readCapped(body: ReadableStream<Uint8Array>): Promise<string> {
+async function readCapped(body: ReadableStream<Uint8Array>): Promise<Buffer> {
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -22,10 +22,16 @@ async function readCapped(body: ReadableStream<Uint8Array>): Promise<string> {
     }
     chunks.push(value);
   }
-  return new TextDecoder().decode(Buffer.concat(chunks));
+  return Buffer.concat(chunks);
 }
 
-/** Content-Length is checked up front; a chunked JSON body is read only up to the limit. */
+const decoder = new TextDecoder();
+
+/**
+ * Content-Length is checked up front; every body, whatever type it claims, is read only up to the limit (Elysia's
+ * own parsers would read a text, form or binary body whole before validation refused it). The API speaks JSON:
+ * a body of another type reaches validation as its text.
+ */
 export const bodyLimitPlugin = new Elysia({ name: "body-limit" })
   .onRequest(({ request }) => {
     if (!new URL(request.url).pathname.startsWith("/api/")) return;
@@ -35,9 +41,10 @@ export const bodyLimitPlugin = new Elysia({ name: "body-limit" })
   .onParse({ as: "global" }, async ({ request }, contentType) => {
     // A bodiless request has nothing to parse (Elysia's own fallback would call it invalid JSON).
     if (!request.body) return {};
-    if (typeof contentType !== "string" || !contentType.startsWith("application/json")) return;
-    const text = await readCapped(request.body);
-    if (text === "") return {};
+    const bytes = await readCapped(request.body);
+    if (bytes.length === 0) return {};
+    const text = decoder.decode(bytes);
+    if (typeof contentType !== "string" || !contentType.startsWith("application/json")) return text;
     try {
       return JSON.parse(text);
     } catch {
