@@ -4,6 +4,7 @@ import { ConfigError, parseConfig } from "~/lib/env.ts";
 import { log } from "~/lib/logger.ts";
 import { ensurePrivateDir, isServerDataFile, narrowTree, usePrivateUmask } from "~/lib/private-dir.ts";
 import { type AppDeps, createApp } from "~/server.ts";
+import { SERVER_BODY_LIMIT } from "~/api/plugins/body-limit.ts";
 import { liveHubFor } from "~/services/live/hub-registry.ts";
 import { EventSinks } from "~/services/ingest/sink.ts";
 import { attachStore } from "~/services/store/attach-store.ts";
@@ -39,7 +40,7 @@ export async function main(_args: string[], options: { memoryLogMs?: number } = 
   const deps: AppDeps = { config, db: database.db, store, sinks, workers };
   const app = createApp(deps);
   // listen() (not a bare Bun.serve over app.handle) so the WebSocket routes (live view, publishers, link pings) upgrade.
-  app.listen({ port: config.port });
+  app.listen({ port: config.port, maxRequestBodySize: SERVER_BODY_LIMIT });
   const server = app.server!;
   log.info("tapscope server listening", {
     url: config.publicUrl,

@@ -4,6 +4,13 @@ import { AppError } from "~/lib/errors.ts";
 /** Largest JSON body the API reads; requests are refused before their body is buffered or parsed. */
 export const JSON_BODY_LIMIT = 256 * 1024;
 
+/**
+ * The server's own limit on any request body (Bun answers a bare 413 past it, before the app runs). Every body
+ * the server takes is an API call's JSON, so this is a backstop just above the API's limit, which answers
+ * in the error shape below it.
+ */
+export const SERVER_BODY_LIMIT = 4 * JSON_BODY_LIMIT;
+
 function tooLarge(): AppError {
   return new AppError("PAYLOAD_TOO_LARGE", `Request body is larger than ${JSON_BODY_LIMIT} bytes.`);
 }
