@@ -1,4 +1,4 @@
-import { harPageSize, harPages, harStream } from "~/lib/har.ts";
+import { harPageSize, harPages, harSizeColumns, harStream, storedBodyBytes } from "~/lib/har.ts";
 import { TunnelClient, TunnelConnectError, TunnelQueryError } from "~/agent/query-client.ts";
 import { parseAgentConfig } from "~/lib/env.ts";
 import { parseFilter } from "~/lib/filter/parse.ts";
@@ -125,7 +125,7 @@ export async function main(args: string[]): Promise<number> {
     const filter = { clauses: [], global: { lowerMs, upperMs } };
     const columns: RowColumn[] =
       format === "har"
-        ? ["time", "event_id"]
+        ? ["time", "event_id", ...harSizeColumns]
         : format === "json"
           ? [...specColumns]
           : ["time", "event_id", "http_req_method", "http_req_path", "http_resp_status_code", "http_duration"];
@@ -158,15 +158,20 @@ export async function main(args: string[]): Promise<number> {
       await write(formatTable(rows.data));
     } else {
       // Oldest first, a page of full events at a time, written as it comes: a large result never sits in memory.
-      const ids = rows.data.map((r) => String(r.event_id)).reverse();
+      const oldestFirst = rows.data.toReversed();
+      const ids = oldestFirst.map((r) => String(r.event_id));
       const isLong = ids.length > harPageSize * 4;
       let fetched = 0;
-      const pages = harPages(ids, async (page) => {
-        const batch = await client.query({ kind: "events", eventIds: page, range: filter.global }, { compression: "gzip" });
-        fetched += page.length;
-        if (isLong) process.stderr.write(`\rtapscope query: fetched ${fetched}/${ids.length} requests`);
-        return batch.data as unknown as TracedEvent[];
-      });
+      const pages = harPages(
+        ids,
+        async (page) => {
+          const batch = await client.query({ kind: "events", eventIds: page, range: filter.global }, { compression: "gzip" });
+          fetched += page.length;
+          if (isLong) process.stderr.write(`\rtapscope query: fetched ${fetched}/${ids.length} requests`);
+          return batch.data as unknown as TracedEvent[];
+        },
+        { sizeOf: (i) => storedBodyBytes(oldestFirst[i] ?? {}) },
+      );
       const reader = harStream(pages, { version: buildInfo.version }).getReader();
       for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) await Bun.write(Bun.stdout, chunk.value);
       if (isLong) process.stderr.write("\n");

@@ -288,22 +288,44 @@ export function toHarLog(events: readonly TracedEvent[], version = "0.1.0"): Har
   };
 }
 
-/** Events fetched and written at a time by a streamed HAR: a captured body is up to 1 MiB (two per event). */
+/** The most events a streamed HAR fetches and writes at a time. */
 export const harPageSize = 16;
+/** The most captured body bytes a page may hold by its rows' sizes: pages of large bodies get fewer events. */
+export const harPageBytes = 4 * 1024 * 1024;
+/** The row columns harPages sizes a page by (with time and event_id). */
+export const harSizeColumns = ["http_req_body_size_bytes_wire", "http_resp_body_size_bytes_wire"] as const;
+
+/** The body bytes a stored event can hold at most, from its wire sizes: a sample is at most 1 MiB per body. */
+export function storedBodyBytes(row: Record<string, unknown>): number {
+  let bytes = 0;
+  for (const column of harSizeColumns) bytes += Math.min(Number(row[column]) || 0, 1024 * 1024);
+  return bytes;
+}
 
 /**
  * The events of `ids` (oldest first), a page at a time from `fetchPage`, each page in the order of `ids`: what a
- * streamed HAR reads, so an export holds one page of events, never the whole set.
+ * streamed HAR reads, so an export holds one page of events, never the whole set. A page ends at pageSize events
+ * or when the sizes (from `sizeOf`, known before fetching) reach pageBytes, so large bodies come a few at a time;
+ * fetchPage is told the page's size.
  */
 export async function* harPages(
   ids: readonly string[],
-  fetchPage: (ids: string[]) => Promise<readonly TracedEvent[]>,
-  pageSize = harPageSize,
+  fetchPage: (ids: string[], bytes: number) => Promise<readonly TracedEvent[]>,
+  { pageSize = harPageSize, pageBytes = harPageBytes, sizeOf }: { pageSize?: number; pageBytes?: number; sizeOf?: (index: number) => number } = {},
 ): AsyncGenerator<readonly TracedEvent[]> {
-  for (let i = 0; i < ids.length; i += pageSize) {
-    const page = ids.slice(i, i + pageSize);
+  for (let i = 0; i < ids.length; ) {
+    let end = i + 1;
+    let bytes = sizeOf?.(i) ?? 0;
+    while (end < ids.length && end - i < pageSize) {
+      const next = sizeOf?.(end) ?? 0;
+      if (bytes + next > pageBytes) break;
+      bytes += next;
+      end++;
+    }
+    const page = ids.slice(i, end);
+    i = end;
     const order = new Map(page.map((id, n) => [id, n]));
-    const events = await fetchPage(page);
+    const events = await fetchPage(page, bytes);
     yield [...events].sort((a, b) => (order.get(a.event_id) ?? 0) - (order.get(b.event_id) ?? 0));
   }
 }
@@ -333,6 +355,7 @@ export function harStream(pages: AsyncIterator<readonly TracedEvent[]> | Iterato
   let written = head.length;
   let entries = 0;
   let isDone = false;
+  let pending: TracedEvent[] = [];
   return new ReadableStream<Uint8Array>(
     {
       start(controller) {
@@ -340,42 +363,43 @@ export function harStream(pages: AsyncIterator<readonly TracedEvent[]> | Iterato
       },
       async pull(controller) {
         if (isDone) return;
-        let next: IteratorResult<readonly TracedEvent[]>;
-        try {
-          next = await pages.next();
-        } catch (err) {
-          // Headers are sent by now: the log still ends as JSON, saying why it is short.
-          isDone = true;
-          const comment = `incomplete: this HAR holds the oldest ${entries} requests; reading the rest failed: ${(err as Error).message}`;
-          controller.enqueue(encoder.encode(`],"comment":${JSON.stringify(comment)}}}\n`));
-          controller.close();
-          return;
-        }
-        if (next.done) {
-          isDone = true;
-          controller.enqueue(encoder.encode("]}}\n"));
-          controller.close();
-          return;
-        }
-        const page = next.value
-          .filter((e) => e.protocol === "http")
-          .map(toHarEntry)
-          .sort((a, b) => a.startedDateTime.localeCompare(b.startedDateTime));
-        for (const entry of page) {
-          const bytes = encoder.encode(`${entries > 0 ? "," : ""}${JSON.stringify(entry)}`);
-          if (written + bytes.length + tailRoom > maxBytes) {
+        if (pending.length === 0) {
+          let next: IteratorResult<readonly TracedEvent[]>;
+          try {
+            next = await pages.next();
+          } catch (err) {
+            // Headers are sent by now: the log still ends as JSON, saying why it is short.
             isDone = true;
-            const of = options.total !== undefined ? ` of ${options.total}` : "";
-            const comment = `truncated: this HAR holds the oldest ${entries}${of} requests, the most that fits in ${maxBytes} bytes${options.hint ? `; ${options.hint}` : ""}`;
+            const comment = `incomplete: this HAR holds the oldest ${entries} requests; reading the rest failed: ${(err as Error).message}`;
             controller.enqueue(encoder.encode(`],"comment":${JSON.stringify(comment)}}}\n`));
             controller.close();
-            await pages.return?.();
             return;
           }
-          controller.enqueue(bytes);
-          written += bytes.length;
-          entries++;
+          if (next.done) {
+            isDone = true;
+            controller.enqueue(encoder.encode("]}}\n"));
+            controller.close();
+            return;
+          }
+          pending = next.value.filter((e) => e.protocol === "http").sort((a, b) => a.time - b.time);
+          if (pending.length === 0) return;
         }
+        // One entry a pull: a page of large bodies is turned into text between other work, not in one turn.
+        const entry = toHarEntry(pending.shift()!);
+        const bytes = encoder.encode(`${entries > 0 ? "," : ""}${JSON.stringify(entry)}`);
+        if (written + bytes.length + tailRoom > maxBytes) {
+          isDone = true;
+          pending = [];
+          const of = options.total !== undefined ? ` of ${options.total}` : "";
+          const comment = `truncated: this HAR holds the oldest ${entries}${of} requests, the most that fits in ${maxBytes} bytes${options.hint ? `; ${options.hint}` : ""}`;
+          controller.enqueue(encoder.encode(`],"comment":${JSON.stringify(comment)}}}\n`));
+          controller.close();
+          await pages.return?.();
+          return;
+        }
+        controller.enqueue(bytes);
+        written += bytes.length;
+        entries++;
       },
       async cancel() {
         isDone = true;
