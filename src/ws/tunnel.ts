@@ -114,7 +114,7 @@ export function tunnelSocket({
         const unregister = sockets.register(claims.grants, { close: (code, reason) => raw.close(code, reason) });
         state.set(raw, { claims, inFlight: 0, unregister });
         openTunnels.connected(claims.tunnelId);
-        takeRawFrames(raw, (frame) => void receive(raw, frame));
+        takeRawFrames(raw, (frame) => receive(raw, frame));
       },
       close(ws) {
         const s = state.get(ws.raw);
