@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createPublisher } from "~/agent/publish.ts";
 import { sampleEvent } from "../agent/publish/server.ts";
 import { pollHealth, type ServerProcess, seedNamespaceToken, spawnServer } from "../support/server-process.ts";
@@ -15,9 +18,6 @@ let server: ServerProcess;
 let seeded: Awaited<ReturnType<typeof seedNamespaceToken>>;
 
 beforeAll(async () => {
-  const { mkdtempSync } = await import("node:fs");
-  const { tmpdir } = await import("node:os");
-  const { join } = await import("node:path");
   const dataDir = mkdtempSync(join(tmpdir(), "tapscope-har-memory-"));
   seeded = await seedNamespaceToken(dataDir, "har-memory");
   server = await spawnServer({ dataDir });

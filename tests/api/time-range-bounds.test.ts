@@ -1,58 +1,27 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openDatabase } from "#db/client.ts";
-import { namespaces, namespaceTokens, orgs } from "#db/schema/index.ts";
 import { TunnelClient } from "~/agent/query-client.ts";
 import { createPublisher } from "~/agent/publish.ts";
-import { newToken } from "~/services/auth/token-format.ts";
 import { sampleEvent } from "../agent/publish/server.ts";
-
-const root = join(import.meta.dir, "../..");
+import { type ServerProcess, seedNamespaceToken, spawnServer } from "../support/server-process.ts";
 
 /**
  * Issue 14 item 1: a huge time range once looped forever in the bucket maths and froze the whole server. The
  * server runs as its own process here, so a frozen one fails the test instead of the test runner.
  */
 describe("time ranges are bounded where they enter", () => {
-  const dataDir = mkdtempSync(join(tmpdir(), "tapscope-ranges-"));
-  let proc: ReturnType<typeof Bun.spawn> | undefined;
+  let server: ServerProcess | undefined;
   let endpoint = "";
   let token = "";
   let namespaceId = "";
 
   beforeAll(async () => {
-    const database = await openDatabase({ pgliteDir: join(dataDir, "pglite") });
-    const [org] = await database.db.insert(orgs).values({ name: "ranges" }).returning();
-    const [ns] = await database.db.insert(namespaces).values({ orgId: org!.id, name: "ranges" }).returning();
-    const minted = newToken("namespace");
-    await database.db.insert(namespaceTokens).values({ namespaceId: ns!.id, tokenHash: minted.hash, suffix: minted.suffix });
-    await database.close();
-    token = minted.token;
-    namespaceId = ns!.id;
-
-    const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-    const port = probe.port;
-    probe.stop(true);
-    const server = Bun.spawn([process.execPath, "src/main.ts", "server"], {
-      cwd: root,
-      env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, DATABASE_URL: "", CLICKHOUSE_URL: "" },
-      stdout: "ignore",
-      stderr: "pipe",
-    });
-    proc = server;
-    let log = "";
-    const decoder = new TextDecoder();
-    const reader = server.stderr.getReader();
-    while (!log.includes("tapscope server listening")) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      log += decoder.decode(value);
-    }
-    reader.releaseLock();
-    if (!log.includes("tapscope server listening")) throw new Error(`server did not start:\n${log}`);
-    endpoint = `http://127.0.0.1:${port}`;
+    const dataDir = mkdtempSync(join(tmpdir(), "tapscope-ranges-"));
+    ({ token, namespaceId } = await seedNamespaceToken(dataDir, "ranges"));
+    server = await spawnServer({ dataDir });
+    endpoint = server.endpoint;
     // A stored event, so queries reach the store's bucketing rather than stopping at an empty namespace.
     const publisher = createPublisher({ endpoint, token });
     await publisher.join();
@@ -63,9 +32,8 @@ describe("time ranges are bounded where they enter", () => {
     await publisher.close(1000);
   }, 60_000);
 
-  afterAll(() => {
-    proc?.kill("SIGKILL");
-    rmSync(dataDir, { recursive: true, force: true });
+  afterAll(async () => {
+    await server?.kill();
   });
 
   const downloadHar = (global: unknown, focus: unknown = null) =>

@@ -3,38 +3,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
-import { openDatabase } from "#db/client.ts";
-import { namespaces, namespaceTokens, orgs } from "#db/schema/index.ts";
 import { createPublisher } from "~/agent/publish.ts";
-import { newToken } from "~/services/auth/token-format.ts";
 import { tableName } from "~/store/table.ts";
+import { seedNamespaceToken, spawnServer } from "../../support/server-process.ts";
 import { sampleEvent } from "./server.ts";
-
-const root = join(import.meta.dir, "../../..");
-
-/** The real CLI (`bun src/main.ts server`) on dataDir, on a port chosen up front (PUBLIC_URL names it). */
-async function startServer(dataDir: string) {
-  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = probe.port;
-  probe.stop(true);
-  const proc = Bun.spawn([process.execPath, "src/main.ts", "server"], {
-    cwd: root,
-    env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, DATABASE_URL: "", CLICKHOUSE_URL: "" },
-    stdout: "ignore",
-    stderr: "pipe",
-  });
-  let log = "";
-  const decoder = new TextDecoder();
-  const reader = proc.stderr.getReader();
-  for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
-    log += decoder.decode(chunk.value);
-    if (log.includes("tapscope server listening")) {
-      reader.releaseLock();
-      return { proc, endpoint: `http://127.0.0.1:${port}` };
-    }
-  }
-  throw new Error(`server did not start:\n${log}`);
-}
 
 async function storedCount(dataDir: string, namespaceId: string): Promise<number> {
   const instance = await DuckDBInstance.create(":memory:");
@@ -53,14 +25,8 @@ async function storedCount(dataDir: string, namespaceId: string): Promise<number
 test("events the server acknowledged survive kill -9: an ack means stored, the rest the CLI counts as dropped", async () => {
   const dataDir = mkdtempSync(join(tmpdir(), "tapscope-crash-"));
   try {
-    const database = await openDatabase({ pgliteDir: join(dataDir, "pglite") });
-    const [org] = await database.db.insert(orgs).values({ name: "crash" }).returning();
-    const [ns] = await database.db.insert(namespaces).values({ orgId: org!.id, name: "crash" }).returning();
-    const { token, hash, suffix } = newToken("namespace");
-    await database.db.insert(namespaceTokens).values({ namespaceId: ns!.id, tokenHash: hash, suffix });
-    await database.close();
-
-    const server = await startServer(dataDir);
+    const { namespaceId, token } = await seedNamespaceToken(dataDir, "crash");
+    const server = await spawnServer({ dataDir, keepDataDir: true });
     const publisher = createPublisher({ endpoint: server.endpoint, token });
     await publisher.join();
     // Fewer than one store batch: before, they were acknowledged at once and waited up to a second for the insert.
@@ -75,7 +41,7 @@ test("events the server acknowledged survive kill -9: an ack means stored, the r
     expect(acked).toBe(3000);
 
     // What the restarted server finds on the same DATA_DIR (the store replays its log as it opens).
-    const stored = await storedCount(dataDir, ns!.id);
+    const stored = await storedCount(dataDir, namespaceId);
     expect(stored).toBe(acked);
     expect(stats.sent + stats.dropped).toBe(3000);
   } finally {
