@@ -8,6 +8,7 @@ import type { ServiceContext } from "~/services/context.ts";
 import { getLink } from "~/services/links/get-link.ts";
 import type { ChannelRef, LiveHub, Subscriber } from "~/services/live/hub.ts";
 import { redeemSubscriberTicket } from "~/services/live/subscriber-ticket.ts";
+import { takeRawFrames } from "./raw-frames.ts";
 
 type Connection = { sub: Subscriber; expiryTimer: ReturnType<typeof setTimeout> | null; unregister: () => void };
 
@@ -76,11 +77,13 @@ export function subscribeSocket({ ctx, hub, sockets }: { ctx: ServiceContext; hu
         );
         const unregister = sockets.register(grants, { close: (code, reason) => raw.close(code, reason) });
         connections.set(raw, { sub, expiryTimer: expiresAt ? armExpiry(raw, sub, expiresAt) : null, unregister });
-      },
-      message(ws, message) {
-        const conn = connections.get(ws.raw);
-        const parsed = parseLiveClientMessage(message);
-        if (conn && parsed) conn.sub.setConfig(parsed);
+        // Frames as they arrived: parseLiveClientMessage bounds a frame's size before it parses it, which it
+        // could not do after Elysia had parsed every text frame that looks like JSON (up to Bun's 16 MiB).
+        takeRawFrames(raw, (frame) => {
+          const conn = connections.get(raw);
+          const parsed = typeof frame === "string" ? parseLiveClientMessage(frame) : null;
+          if (conn && parsed) conn.sub.setConfig(parsed);
+        });
       },
       drain(ws) {
         connections.get(ws.raw)?.sub.drain();
