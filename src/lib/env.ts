@@ -184,7 +184,7 @@ export function parseConfig(env: Env = process.env): Config {
     memoryLimitBytes: memoryLimit(env),
     duckdbThreads: int(env, "DUCKDB_THREADS", Math.max(1, Math.min(4, Math.floor(availableParallelism() / 2))), 1, 1024),
     trustProxy: trustProxy(env),
-    anonymousLinksPerHour: int(env, "ANONYMOUS_LINKS_PER_HOUR", 10, 0, 1_000_000),
+    anonymousLinksPerHour: int(env, "ANONYMOUS_LINKS_PER_HOUR", 100, 0, 1_000_000),
   };
 }
 

@@ -92,7 +92,7 @@ describe("POST /api/JoinPublisher", () => {
   });
 
   test("new anonymous links are limited per client, loopback too (Retry-After); a token and rejoining a live link are not", async () => {
-    const local = await startServer();
+    const local = await startServer({ ANONYMOUS_LINKS_PER_HOUR: "10" });
     try {
       const joinLocal = (body: unknown = {}, headers: Record<string, string> = {}) =>
         fetch(`${local.endpoint}/api/JoinPublisher`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
@@ -121,7 +121,7 @@ describe("POST /api/JoinPublisher", () => {
   });
 
   test("behind a trusted proxy (TRUST_PROXY) each forwarded client has its own budget, and a spoofed left-most entry is never used", async () => {
-    const proxied = await startServer({ TRUST_PROXY: "loopback" });
+    const proxied = await startServer({ TRUST_PROXY: "loopback", ANONYMOUS_LINKS_PER_HOUR: "10" });
     try {
       const joinAs = (forwardedFor: string) =>
         fetch(`${proxied.endpoint}/api/JoinPublisher`, {

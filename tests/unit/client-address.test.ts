@@ -41,6 +41,6 @@ describe("client address", () => {
       expect(() => parseConfig({ ...env, TRUST_PROXY: bad })).toThrow(ConfigError);
     }
     expect(() => parseConfig({ ...env, ANONYMOUS_LINKS_PER_HOUR: "-1" })).toThrow(ConfigError);
-    expect(parseConfig(env).anonymousLinksPerHour).toBe(10);
+    expect(parseConfig(env).anonymousLinksPerHour).toBe(100);
   });
 });
