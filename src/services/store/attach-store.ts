@@ -43,12 +43,11 @@ export function attachStore(deps: {
     },
   });
   const remove = deps.sinks.add(sink);
-  const stopRetention = startRetention({
-    db: deps.db,
-    config: deps.config,
-    store: deps.store,
-    now: deps.now ?? (() => new Date()),
-  });
+  // The first run waits a little: a server that has just started answers its first requests before it prunes.
+  const stopRetention = startRetention(
+    { db: deps.db, config: deps.config, store: deps.store, now: deps.now ?? (() => new Date()) },
+    { firstRunMs: 30_000 },
+  );
   return {
     sink,
     close: async () => {

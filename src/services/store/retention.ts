@@ -52,12 +52,12 @@ export async function applyRetention(deps: {
 }
 
 /**
- * Runs retention now and then every `intervalMs` (hourly by default): the stored events', then the metadata's
- * (pruneMetadata). The returned stop waits for a run in progress.
+ * Runs retention after `firstRunMs` and then every `intervalMs` (hourly by default): the stored events', then the
+ * metadata's (pruneMetadata). The returned stop waits for a run in progress.
  */
 export function startRetention(
   deps: { db: Db; config: Config; store: EventStore; now: () => Date },
-  intervalMs = 3_600_000,
+  { intervalMs = 3_600_000, firstRunMs = 0 }: { intervalMs?: number; firstRunMs?: number } = {},
 ): () => Promise<void> {
   let running: Promise<unknown> | null = null;
   const tick = () => {
@@ -71,10 +71,17 @@ export function startRetention(
         running = null;
       });
   };
-  tick();
-  const timer = setInterval(tick, intervalMs);
-  timer.unref?.();
+  let timer: ReturnType<typeof setInterval> | undefined;
+  const start = () => {
+    tick();
+    timer = setInterval(tick, intervalMs);
+    timer.unref?.();
+  };
+  const first = firstRunMs > 0 ? setTimeout(start, firstRunMs) : undefined;
+  first?.unref?.();
+  if (!first) start();
   return async () => {
+    clearTimeout(first);
     clearInterval(timer);
     await running;
   };
