@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Page } from "playwright-core";
 import { startSmtpServer } from "../support/smtp.ts";
-import { launchBrowser, type RunningBrowser, type RunningServer, screenshot, startServer, watchPageErrors } from "./harness.ts";
+import { launchBrowser, type RunningBrowser, type RunningServer, screenshot, signInByEmail, startServer, watchPageErrors } from "./harness.ts";
 
 // Issue 14: the histogram draws exactly the chosen range (the 1h preset ends at now, in 30 s buckets), and the
 // brush, its handles and "Zoom to focus" stay inside it.
@@ -28,15 +28,7 @@ beforeAll(async () => {
   page = await browser.context.newPage();
   page.setDefaultTimeout(15_000);
   pageErrors = watchPageErrors(page);
-  await page.goto(`${server.baseUrl}/login`);
-  await page.waitForFunction(() => (window as unknown as { __reactRouterVersion?: string }).__reactRouterVersion !== undefined);
-  await page.getByPlaceholder("Enter your email...").fill(email);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  const mail = await smtp.waitFor(email);
-  const link = /https?:\/\/[^\s"'<>]+\/api\/EmailLoginCallback\?[^\s"'<>]+/.exec(mail.text)?.[0];
-  await page.goto(link!.replaceAll("&amp;", "&"));
-  await page.waitForURL(/\/dashboard\/[^/]+\/live$/);
-  requestsPath = new URL(page.url()).pathname.replace(/\/live$/, "/requests");
+  requestsPath = (await signInByEmail(page, server.baseUrl, smtp, email)).replace(/\/live$/, "/requests");
 }, 120_000);
 
 afterAll(async () => {

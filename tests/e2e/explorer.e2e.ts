@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { startSmtpServer } from "../support/smtp.ts";
-import { launchBrowser, root, type RunningBrowser, type RunningServer, screenshot, startServer, watchPageErrors } from "./harness.ts";
+import { launchBrowser, root, type RunningBrowser, type RunningServer, screenshot, signInByEmail, startServer, watchPageErrors } from "./harness.ts";
 import { type RunningProgram, startProgram, startUpstream } from "./live-harness.ts";
 
 // The requests explorer in Chromium over the real query tunnel: a namespace filled through the real ingest
@@ -74,15 +74,7 @@ afterAll(async () => {
 
 describe("Requests explorer", () => {
   test("sign in, fill the namespace through the publisher and tapscope run", async () => {
-    await page.goto(`${server.baseUrl}/login`);
-    await page.waitForFunction(() => (window as unknown as { __reactRouterVersion?: string }).__reactRouterVersion !== undefined);
-    await page.getByPlaceholder("Enter your email...").fill(email);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    const mail = await smtp.waitFor(email);
-    const link = /https?:\/\/[^\s"'<>]+\/api\/EmailLoginCallback\?[^\s"'<>]+/.exec(mail.text)?.[0];
-    await page.goto(link!.replaceAll("&amp;", "&"));
-    await page.waitForURL(/\/dashboard\/[^/]+\/live$/);
-    requestsPath = new URL(page.url()).pathname.replace(/\/live$/, "/requests");
+    requestsPath = (await signInByEmail(page, server.baseUrl, smtp, email)).replace(/\/live$/, "/requests");
 
     const token = await page.evaluate(async () => {
       const post = async (name: string, body: unknown) => {

@@ -123,3 +123,25 @@ export function watchPageErrors(page: Page): string[] {
   });
   return errors;
 }
+
+/**
+ * Signs in as a new or returning user the way a person does: the login form, the mailed link, the dashboard's
+ * Live screen. Resolves with the Live screen's path.
+ */
+export async function signInByEmail(
+  page: Page,
+  baseUrl: string,
+  smtp: { waitFor: (to: string) => Promise<{ text: string }> },
+  email: string,
+): Promise<string> {
+  await page.goto(`${baseUrl}/login`);
+  await page.waitForFunction(() => (window as unknown as { __reactRouterVersion?: string }).__reactRouterVersion !== undefined);
+  await page.getByPlaceholder("Enter your email...").fill(email);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  const mail = await smtp.waitFor(email);
+  const link = /https?:\/\/[^\s"'<>]+\/api\/EmailLoginCallback\?[^\s"'<>]+/.exec(mail.text)?.[0];
+  if (!link) throw new Error(`no sign-in link in the mail to ${email}`);
+  await page.goto(link.replaceAll("&amp;", "&"));
+  await page.waitForURL(/\/dashboard\/[^/]+\/live$/);
+  return new URL(page.url()).pathname;
+}

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Page } from "playwright-core";
 import { startSmtpServer } from "../support/smtp.ts";
-import { launchBrowser, type RunningBrowser, type RunningServer, screenshot, startServer, watchPageErrors } from "./harness.ts";
+import { launchBrowser, type RunningBrowser, type RunningServer, screenshot, signInByEmail, startServer, watchPageErrors } from "./harness.ts";
 import { liveFrame, type RunningProgram, startProgram, startUpstream } from "./live-harness.ts";
 
 // The signed-in Live screen in Chromium: onboarding with a real token, a program under `tapscope run` with
@@ -40,15 +40,7 @@ const call = (path: string, init?: RequestInit) => fetch(`http://127.0.0.1:${pro
 
 describe("Live screen", () => {
   test("a new user lands on the Live screen with the onboarding overlay", async () => {
-    await page.goto(`${server.baseUrl}/login`);
-    await page.waitForFunction(() => (window as unknown as { __reactRouterVersion?: string }).__reactRouterVersion !== undefined);
-    await page.getByPlaceholder("Enter your email...").fill(email);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    const mail = await smtp.waitFor(email);
-    const link = /https?:\/\/[^\s"'<>]+\/api\/EmailLoginCallback\?[^\s"'<>]+/.exec(mail.text)?.[0];
-    await page.goto(link!.replaceAll("&amp;", "&"));
-    await page.waitForURL(/\/dashboard\/[^/]+\/live$/);
-    livePath = new URL(page.url()).pathname;
+    livePath = await signInByEmail(page, server.baseUrl, smtp, email);
     await page.getByRole("heading", { name: "Connect your backend" }).waitFor();
     for (const stack of ["Python", "Node.js", "Next.js", "Go", "Other"]) expect(await page.getByRole("button", { name: stack, exact: true }).count()).toBe(1);
     await screenshot(page, "live-10-onboarding-step1");

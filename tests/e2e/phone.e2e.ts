@@ -3,7 +3,7 @@ import type { Frame, Page } from "playwright-core";
 import { createPublisher, type Publisher } from "~/agent/publish.ts";
 import { startSmtpServer } from "../support/smtp.ts";
 import { tracedEvent } from "../support/event-factory.ts";
-import { launchBrowser, type RunningBrowser, type RunningServer, screenshot, startServer, watchPageErrors } from "./harness.ts";
+import { launchBrowser, type RunningBrowser, type RunningServer, screenshot, signInByEmail, startServer, watchPageErrors } from "./harness.ts";
 import { liveFrame } from "./live-harness.ts";
 
 // The data screens on a 390 px phone (and at 1440 px for comparison): the Live screen, a shared link, the
@@ -176,15 +176,7 @@ describe("data screens on a 390 px phone", () => {
 
   test("signed in: the Live screen on a phone", async () => {
     await page.setViewportSize(PHONE);
-    await page.goto(`${server.baseUrl}/login`);
-    await page.waitForFunction(() => (window as unknown as { __reactRouterVersion?: string }).__reactRouterVersion !== undefined);
-    await page.getByPlaceholder("Enter your email...").fill(email);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    const mail = await smtp.waitFor(email);
-    const link = /https?:\/\/[^\s"'<>]+\/api\/EmailLoginCallback\?[^\s"'<>]+/.exec(mail.text)?.[0];
-    await page.goto(link!.replaceAll("&amp;", "&"));
-    await page.waitForURL(/\/dashboard\/[^/]+\/live$/);
-    dashboardPath = new URL(page.url()).pathname.replace(/\/live$/, "");
+    dashboardPath = (await signInByEmail(page, server.baseUrl, smtp, email)).replace(/\/live$/, "");
     const token = await page.evaluate(async () => {
       const post = async (name: string, body: unknown) =>
         (await fetch(`/api/${name}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })).json();
