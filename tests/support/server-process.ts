@@ -134,3 +134,13 @@ export function pollHealth(endpoint: string, intervalMs = 10): { stop: () => Pro
     },
   };
 }
+
+/**
+ * Whether health answers show a server that keeps answering: at least 19 in 20 within 100 ms and none past a second.
+ * A frozen or stalled event loop fails both (the old code's answers took one to several seconds each); a loaded
+ * 2-core CI machine may delay a rare answer for reasons of its own, which the 1-in-20 allows.
+ */
+export function responsiveness(latencies: number[]): { samples: number; slowShare: number; worstMs: number } {
+  const slow = latencies.filter((ms) => ms >= 100).length;
+  return { samples: latencies.length, slowShare: latencies.length ? slow / latencies.length : 1, worstMs: Math.max(0, ...latencies) };
+}
