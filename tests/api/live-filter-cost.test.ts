@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { liveSocketUrl } from "~/lib/protocol/live.ts";
-import { createApp } from "~/server.ts";
 import { makeEvent } from "../services/live-fixtures.ts";
-import { startTestApp, type TestApp } from "../support/app.ts";
+import { listenTestApp, startTestApp, type TestApp } from "../support/app.ts";
 import { rng } from "../support/rng.ts";
 import { LiveClient } from "./live-support.ts";
 
@@ -13,23 +12,20 @@ import { LiveClient } from "./live-support.ts";
  */
 describe("a costly live filter never holds the server", () => {
   let t: TestApp;
-  let server: ReturnType<ReturnType<typeof createApp>["listen"]>;
+  let listener: ReturnType<typeof listenTestApp>;
   let base: string;
 
   beforeAll(async () => {
     t = await startTestApp({ backend: "pglite" });
-    server = createApp({ config: t.config, db: t.db, now: t.clock.now }).listen({ port: 0, hostname: "127.0.0.1" });
-    base = `http://127.0.0.1:${server.server!.port!}`;
+    listener = listenTestApp(t);
+    base = listener.base;
   }, 60_000);
   afterAll(async () => {
-    await server?.stop(true);
+    await listener?.stop();
     await t?.close();
   });
 
-  const local = (url: string) => {
-    const u = new URL(url);
-    return `ws://${new URL(base).host}${u.pathname}${u.search}`;
-  };
+  const local = (url: string) => listener.socketUrl(url);
 
   /** Asks /api/health every 10 ms while `work` runs; the slowest answer in ms. */
   async function slowestHealthDuring(work: () => Promise<void>): Promise<number> {

@@ -1,31 +1,25 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { liveSocketUrl } from "~/lib/protocol/live.ts";
-import { createApp } from "~/server.ts";
 import { makeEvent } from "../services/live-fixtures.ts";
-import { backends, startTestApp, type TestApp } from "../support/app.ts";
+import { backends, listenTestApp, startTestApp, type TestApp } from "../support/app.ts";
 import { LiveClient } from "./live-support.ts";
 
 /** The whole path: a publisher on the real publish socket -> ingest -> live hub -> viewers on the live socket. */
 for (const backend of backends) {
   describe(`publish to live [${backend}]`, () => {
     let t: TestApp;
-    let server: ReturnType<ReturnType<typeof createApp>["listen"]>;
-    let port: number;
+    let listener: ReturnType<typeof listenTestApp>;
 
     beforeAll(async () => {
       t = await startTestApp({ backend });
-      server = createApp({ config: t.config, db: t.db, now: t.clock.now }).listen({ port: 0, hostname: "127.0.0.1" });
-      port = server.server!.port!;
+      listener = listenTestApp(t);
     }, 60_000);
     afterAll(async () => {
-      await server?.stop(true);
+      await listener?.stop();
       await t?.close();
     });
 
-    const local = (url: string) => {
-      const u = new URL(url);
-      return `ws://127.0.0.1:${port}${u.pathname}${u.search}`;
-    };
+    const local = (url: string) => listener.socketUrl(url);
 
     async function publisher(bearer?: string) {
       const join = await t.call("/api/JoinPublisher", {}, { origin: null, bearer });

@@ -2,8 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { and, eq } from "drizzle-orm";
 import { namespaceMembers } from "#db/schema/index.ts";
 import { SESSION_TTL_MS } from "~/services/auth/session-token.ts";
-import { createApp } from "~/server.ts";
-import { backends, startTestApp, type TestApp } from "../support/app.ts";
+import { backends, listenTestApp, startTestApp, type TestApp } from "../support/app.ts";
 import { LiveClient } from "./live-support.ts";
 
 /**
@@ -14,16 +13,16 @@ import { LiveClient } from "./live-support.ts";
 for (const backend of backends) {
   describe(`revocation reaches open sockets [${backend}]`, () => {
     let t: TestApp;
-    let server: ReturnType<ReturnType<typeof createApp>["listen"]>;
+    let listener: ReturnType<typeof listenTestApp>;
     let base: string;
 
     beforeAll(async () => {
       t = await startTestApp({ backend });
-      server = createApp({ config: t.config, db: t.db, now: t.clock.now }).listen({ port: 0, hostname: "127.0.0.1" });
-      base = `http://127.0.0.1:${server.server!.port!}`;
+      listener = listenTestApp(t);
+      base = listener.base;
     }, 60_000);
     afterAll(async () => {
-      await server?.stop(true);
+      await listener?.stop();
       await t?.close();
     });
 
@@ -36,11 +35,7 @@ for (const backend of backends) {
       return { status: res.status, body: text ? JSON.parse(text) : undefined };
     }
 
-    /** The socket URL the server handed out, pointed at the test listener. */
-    const local = (url: string) => {
-      const u = new URL(url);
-      return `ws://${new URL(base).host}${u.pathname}${u.search}`;
-    };
+    const local = (url: string) => listener.socketUrl(url);
 
     async function open(url: string, headers?: Record<string, string>): Promise<LiveClient> {
       const ws = new WebSocket(local(url), headers ? ({ headers } as unknown as string[]) : undefined);

@@ -152,3 +152,21 @@ export async function captureLogs(fn: () => Promise<unknown>): Promise<string[]>
   }
   return lines;
 }
+
+/**
+ * A second app on the test app's database and clock, listening on a free loopback port: for suites that need real
+ * sockets (WebSockets, a fetch from outside). `socketUrl` points a socket URL the server handed out at this listener.
+ */
+export function listenTestApp(t: TestApp) {
+  const server = createApp({ config: t.config, db: t.db, now: t.clock.now }).listen({ port: 0, hostname: "127.0.0.1" });
+  const port = server.server!.port!;
+  return {
+    port,
+    base: `http://127.0.0.1:${port}`,
+    socketUrl: (url: string) => {
+      const u = new URL(url);
+      return `ws://127.0.0.1:${port}${u.pathname}${u.search}`;
+    },
+    stop: () => server.stop(true),
+  };
+}
