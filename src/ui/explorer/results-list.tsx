@@ -6,7 +6,7 @@ import { formatBytes, formatDuration, statusClass } from "~/ui/live/format.ts";
 
 export const ROW_HEIGHT = 28;
 // By the list's own width: a narrow list (a phone, or beside the detail) keeps method, status and URL.
-const COLUMNS = "grid-cols-[3.5rem_2.75rem_minmax(0,1fr)] @2xl:grid-cols-[11.5rem_4rem_3rem_minmax(8rem,1fr)_4.5rem_4.5rem]";
+const COLUMNS = "grid-cols-[3.5rem_3.25rem_minmax(0,1fr)] @2xl:grid-cols-[11.5rem_4rem_3rem_minmax(8rem,1fr)_4.5rem_4.5rem]";
 const WIDE_ONLY = "@max-2xl:hidden";
 
 export type SortKey =

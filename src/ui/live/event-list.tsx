@@ -6,7 +6,7 @@ import { displayUrl, formatBytes, formatClock, formatDuration, statusClass } fro
 export const ROW_HEIGHT = 28;
 // By the list's own width (a phone, or beside an open detail): a narrow list keeps status, method and URL;
 // time, duration and size come back from 36rem on.
-const COLUMNS = "grid-cols-[2.75rem_3.5rem_minmax(0,1fr)] @xl:grid-cols-[6rem_4.5rem_3.25rem_3.75rem_minmax(0,1fr)_4.5rem]";
+const COLUMNS = "grid-cols-[3.25rem_3.5rem_minmax(0,1fr)] @xl:grid-cols-[6rem_4.5rem_3.25rem_3.75rem_minmax(0,1fr)_4.5rem]";
 const WIDE_ONLY = "@max-xl:hidden";
 
 /**
