@@ -1,0 +1,27 @@
+export type TracerStats = {
+  connections: number;
+  openConnections: number;
+  httpEvents: number;
+  tcpEvents: number;
+  /** Connections the parser gave up on (recorded as tcp). */
+  parserGaveUp: number;
+  /** Exceptions caught inside a tap: the connection became passthrough. */
+  tapErrors: number;
+  droppedEvents: number;
+  bytesFromClients: number;
+  bytesFromServers: number;
+};
+
+export function emptyTracerStats(): TracerStats {
+  return {
+    connections: 0,
+    openConnections: 0,
+    httpEvents: 0,
+    tcpEvents: 0,
+    parserGaveUp: 0,
+    tapErrors: 0,
+    droppedEvents: 0,
+    bytesFromClients: 0,
+    bytesFromServers: 0,
+  };
+}

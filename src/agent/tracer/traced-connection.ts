@@ -1,0 +1,273 @@
+import type { ConnectionSummary, ProcessInfo } from "../event.ts";
+import type { Exchange } from "../parse/exchange.ts";
+import { Http1Session, type Http1SessionHooks } from "../parse/http1-session.ts";
+import { Http2Session } from "../parse/http2-session.ts";
+import { MAX_SNIFF_BYTES, sniff, tlsServerName } from "../parse/sniff.ts";
+import type { ConnectionInfo, ConnectionTap } from "../relay/observer.ts";
+import type { ParentTracker } from "./parent-tracker.ts";
+import type { TracerStats } from "./stats.ts";
+
+/** What a connection hands on to become an event: an HTTP exchange, or the summary of a connection that was not HTTP. */
+export type FinishedWork =
+  | { kind: "http"; ex: Exchange; conn: ConnectionInfo; proc: ProcessInfo }
+  | { kind: "tcp"; sum: ConnectionSummary; conn: ConnectionInfo; proc: ProcessInfo };
+
+export type TracedConnectionDeps = {
+  /** Body bytes kept per message and direction. */
+  payloadLimit: number;
+  /** Record inbound connections on which nothing was sent (health checks). */
+  recordEmptyConnections: boolean;
+  /** The tracer's counters: this connection adds its bytes, parser failures and tap errors. */
+  stats: TracerStats;
+  parents: ParentTracker<Exchange>;
+  /** Takes finished work off the data path; must not throw. */
+  enqueue(work: FinishedWork): void;
+  newEventId(): string;
+};
+
+/** "http" covers HTTP/1.x and HTTP/2 (prior knowledge or h2c upgrade): a session parses the connection. */
+type Mode = "sniff" | "http" | "tls-hello" | "opaque";
+
+/** A ClientHello is one record of at most 16 KiB. */
+const MAX_HELLO_RECORD = 5 + 16 * 1024;
+
+/**
+ * One relayed connection as the tracer sees it: sniffs the first bytes, then parses HTTP/1.x or HTTP/2 into
+ * exchanges, or records a TLS server name, or gives up to passthrough. Any error inside makes the connection
+ * opaque; the relay's bytes are never touched.
+ */
+export class TracedConnection implements ConnectionTap {
+  private mode: Mode = "sniff";
+  private session: Http1Session | Http2Session | null = null;
+  private hooks: Http1SessionHooks | null = null;
+  private sniffBuf: Uint8Array | null = null;
+  private sniffLen = 0;
+  private sniffAt = 0;
+  private bytesFromClient = 0;
+  private bytesFromServer = 0;
+  private readonly tags: Record<string, string> = {};
+  private tlsName = "";
+  private hello: Uint8Array | null = null;
+  private helloLen = 0;
+  private httpVersion = "";
+  private isClosed = false;
+  private readonly parentEventId: string;
+
+  constructor(
+    private readonly conn: ConnectionInfo,
+    private readonly proc: ProcessInfo,
+    private readonly deps: TracedConnectionDeps,
+  ) {
+    this.parentEventId = conn.direction === "outbound" ? deps.parents.current(conn.pid) : "";
+  }
+
+  onData(fromClient: boolean, chunk: Uint8Array, at: number): void {
+    if (fromClient) this.bytesFromClient += chunk.length;
+    else this.bytesFromServer += chunk.length;
+    if (this.mode === "opaque") return;
+    try {
+      if (this.mode === "http") {
+        this.session!.onData(fromClient, chunk, at);
+        this.checkSession(at);
+        return;
+      }
+      if (this.mode === "tls-hello") this.helloData(fromClient, chunk);
+      else this.sniffData(fromClient, chunk, at);
+    } catch (error) {
+      this.giveUp(`tap error: ${(error as Error)?.message ?? String(error)}`, true);
+    }
+  }
+
+  onEnd(fromClient: boolean, at: number): void {
+    if (this.mode !== "http") return;
+    try {
+      this.session!.onEnd(fromClient, at);
+      this.checkSession();
+    } catch (error) {
+      this.giveUp(`tap error: ${(error as Error)?.message ?? String(error)}`, true);
+    }
+  }
+
+  onClose(at: number, error?: string): void {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    const stats = this.deps.stats;
+    stats.openConnections--;
+    stats.bytesFromClients += this.bytesFromClient;
+    stats.bytesFromServers += this.bytesFromServer;
+    if (this.mode === "sniff" && this.sniffLen > 0) this.decideUnknown("closed before the protocol was known");
+    if (this.mode === "tls-hello") this.finishHello();
+    if (this.session) {
+      try {
+        this.session.onClose(at, error);
+        this.checkSession();
+      } catch {
+        stats.tapErrors++;
+      }
+      // A connection that was HTTP all along (or upgraded) is fully described by its exchanges.
+      if (this.mode === "http" || this.session.state === "opaque") return;
+    }
+    const isEmpty = this.bytesFromClient === 0 && this.bytesFromServer === 0;
+    if (isEmpty && this.conn.direction === "inbound" && !this.deps.recordEmptyConnections) return;
+    if (error) this.tags.error = error;
+    this.deps.enqueue({
+      kind: "tcp",
+      conn: this.conn,
+      proc: this.proc,
+      sum: {
+        openedAt: this.conn.startedAt,
+        closedAt: at,
+        bytesFromClient: this.bytesFromClient,
+        bytesFromServer: this.bytesFromServer,
+        tags: this.tags,
+        tlsServerName: this.tlsName,
+        httpVersion: this.httpVersion,
+        eventId: this.deps.newEventId(),
+        parentEventId: this.parentEventId,
+      },
+    });
+  }
+
+  private sniffData(fromClient: boolean, chunk: Uint8Array, at: number): void {
+    if (!fromClient) {
+      // The server spoke first (databases, SMTP) or answered a partial line: not HTTP from a client.
+      this.tags.reason = this.sniffLen === 0 ? "server spoke first" : "not http";
+      this.mode = "opaque";
+      this.sniffBuf = null;
+      return;
+    }
+    let buf = chunk;
+    let len = chunk.length;
+    const held = this.sniffLen;
+    if (held > 0) {
+      this.appendSniff(chunk);
+      buf = this.sniffBuf!;
+      len = this.sniffLen;
+    } else {
+      this.sniffAt = at;
+    }
+    const kind = sniff(buf, len);
+    if (kind === "more") {
+      if (this.sniffLen === 0) this.appendSniff(chunk);
+      if (this.sniffLen >= MAX_SNIFF_BYTES) this.decideUnknown("request line too long");
+      return;
+    }
+    if (kind === "http1" || kind === "http2") {
+      this.startHttp(kind);
+      const session = this.session!;
+      const sniffed = this.sniffBuf;
+      this.sniffBuf = null;
+      this.sniffLen = 0;
+      if (held > 0 && sniffed) session.onData(true, sniffed.subarray(0, held), this.sniffAt);
+      session.onData(true, chunk, at);
+      this.checkSession();
+      return;
+    }
+    if (kind === "tls") {
+      this.tags.tls = "true";
+      const recordEnd = 5 + ((buf[3]! << 8) | buf[4]!);
+      if (len < recordEnd && recordEnd <= MAX_HELLO_RECORD) {
+        // The ClientHello continues in the next reads: gather it for the server name.
+        this.hello = new Uint8Array(recordEnd);
+        this.hello.set(buf.subarray(0, len));
+        this.helloLen = len;
+        this.mode = "tls-hello";
+        this.sniffBuf = null;
+        this.sniffLen = 0;
+        return;
+      }
+      this.tlsName = tlsServerName(buf, len);
+    }
+    this.mode = "opaque";
+    this.sniffBuf = null;
+    this.sniffLen = 0;
+  }
+
+  private helloData(fromClient: boolean, chunk: Uint8Array): void {
+    const hello = this.hello!;
+    if (fromClient) {
+      const n = Math.min(chunk.length, hello.length - this.helloLen);
+      hello.set(chunk.subarray(0, n), this.helloLen);
+      this.helloLen += n;
+      if (this.helloLen < hello.length) return;
+    }
+    this.finishHello();
+  }
+
+  private finishHello(): void {
+    if (this.hello) this.tlsName = tlsServerName(this.hello, this.helloLen);
+    this.hello = null;
+    this.mode = "opaque";
+  }
+
+  private appendSniff(chunk: Uint8Array): void {
+    const room = MAX_SNIFF_BYTES - this.sniffLen;
+    const n = Math.min(room, chunk.length);
+    if (!this.sniffBuf) this.sniffBuf = new Uint8Array(MAX_SNIFF_BYTES);
+    this.sniffBuf.set(chunk.subarray(0, n), this.sniffLen);
+    this.sniffLen += n;
+  }
+
+  private decideUnknown(reason: string): void {
+    this.tags.reason = reason;
+    this.mode = "opaque";
+    this.sniffBuf = null;
+    this.sniffLen = 0;
+  }
+
+  private startHttp(kind: "http1" | "http2"): void {
+    const pid = this.conn.pid;
+    const isOutbound = this.conn.direction === "outbound";
+    const { parents, payloadLimit } = this.deps;
+    this.mode = "http";
+    if (kind === "http2") this.httpVersion = "2";
+    const hooks: Http1SessionHooks = {
+      newEventId: this.deps.newEventId,
+      parentEventId: () => parents.current(pid),
+      onRequestStart: (ex) => {
+        if (!isOutbound) parents.start(pid, ex);
+      },
+      onExchange: (ex) => {
+        if (!isOutbound) parents.finish(pid, ex);
+        this.deps.enqueue({ kind: "http", ex, conn: this.conn, proc: this.proc });
+      },
+    };
+    const options = { payloadLimit, isOutbound };
+    this.hooks = hooks;
+    this.session = kind === "http2" ? new Http2Session(hooks, options) : new Http1Session(hooks, options);
+  }
+
+  /** An HTTP/1 connection upgraded to h2c: HTTP/2 from here, starting with what each side already sent. */
+  private switchToHttp2(from: Http1Session, at: number): void {
+    const upgraded = from.upgraded!;
+    const next = new Http2Session(this.hooks!, { payloadLimit: this.deps.payloadLimit, isOutbound: this.conn.direction === "outbound" });
+    next.adoptUpgradedRequest(upgraded.exchange);
+    this.session = next;
+    this.httpVersion = "2";
+    if (upgraded.clientBytes.length > 0) next.onData(true, upgraded.clientBytes, at);
+    if (upgraded.serverBytes.length > 0) next.onData(false, upgraded.serverBytes, at);
+  }
+
+  private checkSession(at = 0): void {
+    let s = this.session!;
+    if (s.state === "opaque" && s instanceof Http1Session && s.upgraded && this.mode === "http") {
+      this.switchToHttp2(s, at);
+      s = this.session!;
+    }
+    if (s.state === "http" || this.mode !== "http") return;
+    if (s.state === "failed") this.giveUp(s.failReason, false);
+    else this.mode = "opaque";
+  }
+
+  private giveUp(reason: string, isTapError: boolean): void {
+    if (isTapError) this.deps.stats.tapErrors++;
+    else this.deps.stats.parserGaveUp++;
+    this.tags.passthrough = reason.slice(0, 200);
+    this.mode = "opaque";
+    this.sniffBuf = null;
+    if (this.session && this.session.state === "http") {
+      this.session.state = "failed";
+      this.session.failReason = reason;
+    }
+  }
+}
