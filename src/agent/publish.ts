@@ -1,6 +1,13 @@
 import { type CapturedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
 import { EVENT_BATCH_FORMAT, encodeEventBatch } from "~/lib/protocol/event-batch.ts";
-import type { JoinPublisherResponse, PublishServerMessage } from "~/lib/protocol/publish.ts";
+import type { PublishServerMessage } from "~/lib/protocol/publish.ts";
+import { Backoff } from "./publisher/backoff.ts";
+import { BatchQueue } from "./publisher/batch-queue.ts";
+import { PublisherCounters } from "./publisher/counters.ts";
+import { estimateBytes } from "./publisher/estimate-bytes.ts";
+import { isRefusal, type JoinInfo, joinPublisher } from "./publisher/join.ts";
+
+export { isRefusal, JoinError, type JoinInfo } from "./publisher/join.ts";
 
 /**
  * The capture CLI's publisher: JoinPublisher, then one WebSocket; events batched by count, size or
@@ -36,8 +43,6 @@ export type PublisherOptions = {
 
 export type NoticeKind = "rate-limited" | "store-dropped" | "refused" | "disconnected" | "reconnected" | "expired" | "join-failed";
 
-export type JoinInfo = { linkId?: string; linkUrl?: string; namespaceId?: string; expiresAt?: string };
-
 export type PublisherStats = {
   /** Accepted by the server (acknowledged). */
   sent: number;
@@ -64,34 +69,17 @@ export type Publisher = {
   stats(): PublisherStats;
 };
 
-export class JoinError extends Error {
-  override name = "JoinError";
-  constructor(
-    message: string,
-    readonly status: number,
-  ) {
-    super(message);
-  }
-}
-
 const encoder = new TextEncoder();
 
 export function createPublisher(options: PublisherOptions): Publisher {
-  const maxQueue = options.maxQueue ?? 10_000;
-  const maxQueuedBytes = options.maxQueuedBytes ?? 256 * 1024 * 1024;
   const batchMaxEvents = options.batchMaxEvents ?? 500;
   const batchMaxBytes = options.batchMaxBytes ?? 1024 * 1024;
   const batchIntervalMs = options.batchIntervalMs ?? 50;
   const maxBufferedBytes = options.maxBufferedBytes ?? 8 * 1024 * 1024;
-  const reconnectMinMs = options.reconnectMinMs ?? 250;
-  const reconnectMaxMs = options.reconnectMaxMs ?? 10_000;
 
-  let queue: CapturedEvent[] = [];
-  /** Each queued event's estimated size, computed once in send. */
-  let sizes: number[] = [];
-  let queueHead = 0;
-  let queuedBytes = 0;
-  const inFlight = new Map<number, number>();
+  const queue = new BatchQueue<CapturedEvent>(options.maxQueue ?? 10_000, options.maxQueuedBytes ?? 256 * 1024 * 1024, estimateBytes);
+  const counters = new PublisherCounters();
+  const backoff = new Backoff(options.reconnectMinMs ?? 250, options.reconnectMaxMs ?? 10_000);
   let seq = 0;
   let ws: WebSocket | null = null;
   let isReady = false;
@@ -101,20 +89,11 @@ export function createPublisher(options: PublisherOptions): Publisher {
   let batchTimer: ReturnType<typeof setTimeout> | null = null;
   let reconnectTimer: ReturnType<typeof setTimeout> | null = null;
   let pingTimer: ReturnType<typeof setInterval> | null = null;
-  let backoff = reconnectMinMs;
   let maxMessageBytes = 4 * 1024 * 1024;
   let isBinary = false;
   let hasConnectedOnce = false;
   let drainWaiters: Array<() => void> = [];
   const lastNotice = new Map<NoticeKind, number>();
-  const counters = { sent: 0, dropped: 0, refused: 0, rateLimited: 0, storeDropped: 0, reconnects: 0 };
-
-  const queued = () => queue.length - queueHead;
-  const inFlightCount = () => {
-    let n = 0;
-    for (const c of inFlight.values()) n += c;
-    return n;
-  };
 
   function notice(kind: NoticeKind, message: string): void {
     const now = Date.now();
@@ -128,19 +107,9 @@ export function createPublisher(options: PublisherOptions): Publisher {
   }
 
   async function joinOnce(): Promise<{ info: JoinInfo; websocketUrl: string }> {
-    const headers: Record<string, string> = { "content-type": "application/json" };
-    if (options.token) headers.authorization = `Bearer ${options.token}`;
-    const res = await fetch(`${options.endpoint}/api/JoinPublisher`, {
-      method: "POST",
-      headers,
-      body: JSON.stringify(linkId ? { linkId } : {}),
-      signal: AbortSignal.timeout(10_000),
-    });
-    const body = (await res.json().catch(() => ({}))) as Partial<JoinPublisherResponse>;
-    if (!res.ok || !body.websocketUrl) throw new JoinError(body.error ?? `JoinPublisher answered ${res.status}`, res.status);
-    if (body.linkId) linkId = body.linkId;
-    const info: JoinInfo = { linkId: body.linkId, linkUrl: body.linkUrl, namespaceId: body.namespaceId, expiresAt: body.expiresAt };
-    return { info, websocketUrl: body.websocketUrl };
+    const joined = await joinPublisher(options.endpoint, options.token, linkId);
+    if (joined.info.linkId) linkId = joined.info.linkId;
+    return joined;
   }
 
   function connect(websocketUrl: string): void {
@@ -166,7 +135,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
     switch (msg.type) {
       case "ready":
         isReady = true;
-        backoff = reconnectMinMs;
+        backoff.reset();
         maxMessageBytes = msg.maxMessageBytes;
         isBinary = msg.formats?.includes(EVENT_BATCH_FORMAT) === true;
         if (hasConnectedOnce) notice("reconnected", "reconnected to the Tapscope server");
@@ -174,27 +143,15 @@ export function createPublisher(options: PublisherOptions): Publisher {
         pump();
         break;
       case "ack": {
-        const count = inFlight.get(msg.seq) ?? 0;
-        inFlight.delete(msg.seq);
-        counters.sent += msg.accepted;
-        counters.refused += msg.refused;
-        counters.rateLimited += msg.rateLimited;
-        // Anything the server did not account for was lost.
-        counters.dropped += Math.max(0, count - msg.accepted - msg.refused - msg.rateLimited);
+        counters.acked(msg);
         if (msg.rateLimited > 0) notice("rate-limited", `the server's rate limit dropped ${msg.rateLimited} events`);
-        if (msg.storeDropped) {
-          counters.storeDropped += msg.storeDropped;
-          notice("store-dropped", `the server could not store ${msg.storeDropped} events (shown live only)`);
-        }
+        if (msg.storeDropped) notice("store-dropped", `the server could not store ${msg.storeDropped} events (shown live only)`);
         if (msg.refused > 0) notice("refused", `the server refused ${msg.refused} events${msg.errors?.length ? `: ${msg.errors[0]}` : ""}`);
         pump();
         break;
       }
       case "error": {
-        if (msg.seq !== null) {
-          counters.refused += inFlight.get(msg.seq) ?? 0;
-          inFlight.delete(msg.seq);
-        }
+        if (msg.seq !== null) counters.refusedBatch(msg.seq);
         notice("refused", `the server refused a message: ${msg.message}`);
         pump();
         break;
@@ -212,9 +169,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
     if (ws !== socket) return;
     ws = null;
     isReady = false;
-    // Batches without an answer may or may not have arrived: counted as dropped, never resent twice.
-    counters.dropped += inFlightCount();
-    inFlight.clear();
+    counters.lostInFlight();
     wakeDrainWaiters();
     if (isStopped || isClosing) return;
     if (hasConnectedOnce) notice("disconnected", "lost the connection to the Tapscope server; reconnecting (events are dropped meanwhile when the queue is full)");
@@ -223,8 +178,6 @@ export function createPublisher(options: PublisherOptions): Publisher {
 
   function scheduleReconnect(): void {
     if (reconnectTimer || isStopped || isClosing) return;
-    const delay = Math.round(backoff * (0.75 + Math.random() * 0.5));
-    backoff = Math.min(reconnectMaxMs, backoff * 2);
     reconnectTimer = setTimeout(() => {
       reconnectTimer = null;
       counters.reconnects++;
@@ -242,20 +195,15 @@ export function createPublisher(options: PublisherOptions): Publisher {
           }
           scheduleReconnect();
         });
-    }, delay);
+    }, backoff.next());
     unref(reconnectTimer);
   }
 
   function stop(): void {
     isStopped = true;
-    counters.dropped += queued();
-    queue = [];
-    sizes = [];
-    queueHead = 0;
-    queuedBytes = 0;
+    counters.dropped += queue.clear();
     if (ws) {
-      counters.dropped += inFlightCount();
-      inFlight.clear();
+      counters.lostInFlight();
       ws.close(1000);
       ws = null;
     }
@@ -282,29 +230,10 @@ export function createPublisher(options: PublisherOptions): Publisher {
       clearTimeout(batchTimer);
       batchTimer = null;
     }
-    while (ws && isReady && queued() > 0 && ws.bufferedAmount < maxBufferedBytes) {
-      const batch = takeBatch();
-      compact();
-      sendBatch(ws, batch);
+    while (ws && isReady && queue.length > 0 && ws.bufferedAmount < maxBufferedBytes) {
+      sendBatch(ws, queue.take(batchMaxEvents, Math.min(batchMaxBytes, maxMessageBytes)));
     }
-    if (queued() === 0 && inFlight.size === 0) wakeDrainWaiters();
-  }
-
-  /** The next events from the queue, up to the batch's count and (estimated) size; at least one. */
-  function takeBatch(): CapturedEvent[] {
-    const budget = Math.min(batchMaxBytes, maxMessageBytes);
-    const batch: CapturedEvent[] = [];
-    let bytes = 0;
-    while (queueHead < queue.length && batch.length < batchMaxEvents) {
-      const event = queue[queueHead]!;
-      const size = sizes[queueHead]!;
-      if (bytes + size > budget && batch.length > 0) break;
-      batch.push(event);
-      bytes += size;
-      queuedBytes -= size;
-      queueHead++;
-    }
-    return batch;
+    if (queue.length === 0 && counters.inFlightBatches === 0) wakeDrainWaiters();
   }
 
   /** Encodes and sends; a message over the server's limit is split, and a single event over it dropped. */
@@ -321,20 +250,8 @@ export function createPublisher(options: PublisherOptions): Publisher {
       sendBatch(socket, events.slice(half));
       return;
     }
-    inFlight.set(n, events.length);
+    counters.dispatched(n, events.length);
     socket.send(message);
-  }
-
-  function compact(): void {
-    if (queueHead === queue.length) {
-      queue = [];
-      sizes = [];
-      queueHead = 0;
-    } else if (queueHead > 4096) {
-      queue = queue.slice(queueHead);
-      sizes = sizes.slice(queueHead);
-      queueHead = 0;
-    }
   }
 
   function scheduleBatch(): void {
@@ -350,7 +267,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
     async join() {
       if (!pingTimer) {
         pingTimer = setInterval(() => {
-          if (ws && isReady && inFlight.size === 0 && queued() === 0) ws.send(encoder.encode(`{"type":"ping","seq":${++seq}}`));
+          if (ws && isReady && counters.inFlightBatches === 0 && queue.length === 0) ws.send(encoder.encode(`{"type":"ping","seq":${++seq}}`));
         }, 15_000);
         unref(pingTimer);
       }
@@ -368,15 +285,12 @@ export function createPublisher(options: PublisherOptions): Publisher {
     },
 
     send(event) {
-      const size = estimateBytes(event);
-      if (isStopped || isClosing || queued() >= maxQueue || queuedBytes + size > maxQueuedBytes) {
+      if (isStopped || isClosing) {
         counters.dropped++;
         return;
       }
-      queue.push(event);
-      sizes.push(size);
-      queuedBytes += size;
-      if (queued() >= batchMaxEvents) pump();
+      if (!queue.offer(event)) return;
+      if (queue.length >= batchMaxEvents) pump();
       else scheduleBatch();
     },
 
@@ -387,7 +301,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
       isClosing = true;
       pump();
       const deadline = Date.now() + timeoutMs;
-      while (!isStopped && (queued() > 0 || inFlight.size > 0) && ws && Date.now() < deadline) {
+      while (!isStopped && (queue.length > 0 || counters.inFlightBatches > 0) && ws && Date.now() < deadline) {
         await new Promise<void>((resolve) => {
           drainWaiters.push(resolve);
           setTimeout(resolve, Math.max(1, Math.min(50, deadline - Date.now())));
@@ -399,51 +313,23 @@ export function createPublisher(options: PublisherOptions): Publisher {
     },
 
     stats: () => ({
-      ...counters,
-      queued: queued(),
-      inFlight: inFlightCount(),
+      sent: counters.sent,
+      dropped: counters.dropped + queue.dropped,
+      refused: counters.refused,
+      rateLimited: counters.rateLimited,
+      storeDropped: counters.storeDropped,
+      reconnects: counters.reconnects,
+      queued: queue.length,
+      inFlight: counters.inFlightEvents(),
       isConnected: ws !== null && isReady,
     }),
   };
 }
 
-/**
- * Roughly what an event carries (its variable-length parts, written out), for batching by size. Counted as if
- * nothing were de-duplicated, so a batch also stays under the server's maxBatchExpandedChars. Tolerates values
- * of the wrong type (the encoder writes them as neutral values): nothing here may throw into `send`.
- */
-function estimateBytes(e: CapturedEvent): number {
-  let bytes =
-    320 +
-    bodyBytes(e.http_req_body) +
-    bodyBytes(e.http_resp_body) +
-    chars(e.http_req_path) +
-    chars(e.process_command_line) +
-    chars(e.service) +
-    chars(e.hostname) +
-    chars(e.http_req_host) +
-    chars(e.http_req_content_type) +
-    chars(e.http_resp_content_type);
-  for (const headers of [e.http_req_headers, e.http_resp_headers]) {
-    if (!Array.isArray(headers)) continue;
-    for (const pair of headers) bytes += 8 + (Array.isArray(pair) ? chars(pair[0]) + chars(pair[1]) : 0);
-  }
-  if (typeof e.tags === "object" && e.tags !== null) for (const key of Object.keys(e.tags)) bytes += key.length + chars(e.tags[key]);
-  return bytes;
-}
-
-const chars = (value: unknown) => (typeof value === "string" ? value.length : 0);
-const bodyBytes = (body: unknown) => (body instanceof Uint8Array ? body.byteLength : chars(body));
-
 /** The JSON message of a server that does not read binary batches: bodies as base64, as TracedEvent has them. */
 function jsonBatch(seq: number, events: CapturedEvent[]): Uint8Array {
   const parts = events.map((e) => JSON.stringify(toTracedEvent(e)));
   return encoder.encode(`{"type":"events","seq":${seq},"events":[${parts.join(",")}]}`);
-}
-
-/** A refused token or link (4xx): retrying will not help. Anything else (no answer, 5xx) is retried. */
-export function isRefusal(err: unknown): boolean {
-  return err instanceof JoinError && (err.status === 400 || err.status === 401 || err.status === 403 || err.status === 404);
 }
 
 function unref(timer: unknown): void {
