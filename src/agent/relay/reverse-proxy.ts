@@ -1,6 +1,7 @@
 import type { Socket, TCPSocketListener } from "bun";
 import { type ConnectionObserver, nowMicros } from "./observer.ts";
-import { type LegData, legHandlers, Pipe } from "./pipe.ts";
+import { legOptions } from "./leg-options.ts";
+import { type LegData, Pipe } from "./pipe.ts";
 import { formatSockAddr, fromHostPort } from "./sockaddr.ts";
 
 /**
@@ -21,43 +22,41 @@ export type ReverseProxy = { port: number; hostname: string; stop(): void };
 export function startReverseProxy(options: ReverseProxyOptions): ReverseProxy {
   let nextId = 0;
   const target = `${options.targetHost.includes(":") ? `[${options.targetHost}]` : options.targetHost}:${options.targetPort}`;
-  const server: TCPSocketListener<LegData> = Bun.listen<LegData>({
-    hostname: options.listenHost,
-    port: options.listenPort,
-    allowHalfOpen: true,
-    socket: {
-      ...legHandlers,
-      open(client: Socket<LegData>) {
-        const pipe = new Pipe(
-          {
-            id: ++nextId,
-            direction: "inbound",
-            clientAddr: formatSockAddr(fromHostPort(client.remoteAddress, client.remotePort)),
-            serverAddr: target,
-            pid: options.pid ?? 0,
-            startedAt: nowMicros(),
-            connectedAt: 0,
-          },
-          options.observer,
-        );
-        pipe.attach("client", client);
-        Bun.connect<LegData>({
-          hostname: options.targetHost,
-          port: options.targetPort,
-          allowHalfOpen: true,
-          socket: {
-            ...legHandlers,
-            open(upstream: Socket<LegData>) {
-              pipe.attach("server", upstream);
+  const server: TCPSocketListener<LegData> = Bun.listen<LegData>(
+    legOptions(
+      { hostname: options.listenHost, port: options.listenPort },
+      {
+        open(client: Socket<LegData>) {
+          const pipe = new Pipe(
+            {
+              id: ++nextId,
+              direction: "inbound",
+              clientAddr: formatSockAddr(fromHostPort(client.remoteAddress, client.remotePort)),
+              serverAddr: target,
+              pid: options.pid ?? 0,
+              startedAt: nowMicros(),
+              connectedAt: 0,
             },
-            connectError() {
-              pipe.fail("upstream unreachable");
-            },
-          },
-        } as unknown as Bun.TCPSocketConnectOptions<LegData>).catch(() => pipe.fail("upstream unreachable"));
+            options.observer,
+          );
+          pipe.attach("client", client);
+          Bun.connect<LegData>(
+            legOptions(
+              { hostname: options.targetHost, port: options.targetPort },
+              {
+                open(upstream: Socket<LegData>) {
+                  pipe.attach("server", upstream);
+                },
+                connectError() {
+                  pipe.fail("upstream unreachable");
+                },
+              },
+            ),
+          ).catch(() => pipe.fail("upstream unreachable"));
+        },
       },
-    },
-  } as unknown as Bun.TCPSocketListenOptions<LegData>) as unknown as TCPSocketListener<LegData>;
+    ),
+  );
   return { port: server.port, hostname: server.hostname, stop: () => server.stop(true) };
 }
 

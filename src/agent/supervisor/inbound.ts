@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
 import type { Socket } from "bun";
+import { legOptions } from "../relay/leg-options.ts";
 import { nowMicros } from "../relay/observer.ts";
-import { type LegData, legHandlers, Pipe } from "../relay/pipe.ts";
+import { type LegData, Pipe } from "../relay/pipe.ts";
 import { decodeSockAddr, encodeSockAddr, formatSockAddr, fromHostPort, type SockAddr } from "../relay/sockaddr.ts";
 import {
   E,
@@ -117,16 +118,16 @@ export function handleListen(ctx: Context, m: ListenMsg): void {
 
 function startOwnedListener(ctx: Context, takeover: Takeover, backlog: number): void {
   if (libc.listen(takeover.ownedFd, Math.max(backlog, 511)) < 0) return;
-  takeover.server = Bun.listen<LegData>({
-    fd: takeover.ownedFd,
-    allowHalfOpen: true,
-    socket: {
-      ...legHandlers,
-      open(client: Socket<LegData>) {
-        relayInbound(ctx, takeover, client);
+  takeover.server = Bun.listen<LegData>(
+    legOptions(
+      { fd: takeover.ownedFd },
+      {
+        open(client: Socket<LegData>) {
+          relayInbound(ctx, takeover, client);
+        },
       },
-    },
-  } as unknown as Bun.TCPSocketListenOptions<LegData>) as unknown as Bun.TCPSocketListener<LegData>;
+    ),
+  );
   ctx.stats.intercepted++;
   ctx.say(`intercepted ${formatSockAddr(takeover.requested)}`);
 }
@@ -172,22 +173,22 @@ function relayInbound(ctx: Context, takeover: Takeover, client: Socket<LegData>)
     if (err === E.ECONNREFUSED) retire(ctx, takeover);
     return;
   }
-  Bun.connect<LegData>({
-    fd,
-    allowHalfOpen: true,
-    socket: {
-      ...legHandlers,
-      open(server: Socket<LegData>) {
-        pipe.attach("server", server);
-        serveParked(ctx, takeover);
+  Bun.connect<LegData>(
+    legOptions(
+      { fd },
+      {
+        open(server: Socket<LegData>) {
+          pipe.attach("server", server);
+          serveParked(ctx, takeover);
+        },
+        connectError() {
+          if (ctx.inbound.get(relayPort)?.pipe === pipe) ctx.inbound.delete(relayPort);
+          pipe.fail("program stopped listening");
+          retire(ctx, takeover);
+        },
       },
-      connectError() {
-        if (ctx.inbound.get(relayPort)?.pipe === pipe) ctx.inbound.delete(relayPort);
-        pipe.fail("program stopped listening");
-        retire(ctx, takeover);
-      },
-    },
-  } as unknown as Bun.TCPSocketConnectOptions<LegData>).catch(() => pipe.fail("connect"));
+    ),
+  ).catch(() => pipe.fail("connect"));
 }
 
 /** Stops owning an address whose program socket is gone, so the program (or another) can bind it again. */

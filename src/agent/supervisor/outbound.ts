@@ -1,7 +1,8 @@
 import type { Socket, TCPSocketListener } from "bun";
 import { constants } from "node:os";
+import { legOptions } from "../relay/leg-options.ts";
 import { nowMicros } from "../relay/observer.ts";
-import { type LegData, legHandlers, Pipe } from "../relay/pipe.ts";
+import { type LegData, Pipe } from "../relay/pipe.ts";
 import { decodeSockAddr, encodeSockAddr, formatSockAddr, fromHostPort, type SockAddr, unmapV4 } from "../relay/sockaddr.ts";
 import {
   E,
@@ -38,12 +39,9 @@ export type OutboundRelay = { v4: TCPSocketListener<LegData>; v6: TCPSocketListe
 /** The listeners program sockets are connected to; the accepted leg is matched by its source port. */
 export function startOutboundRelay(ctx: Context): OutboundRelay {
   const options = (hostname: string) =>
-    ({
-      hostname,
-      port: 0,
-      allowHalfOpen: true,
-      socket: {
-        ...legHandlers,
+    legOptions(
+      { hostname, port: 0 },
+      {
         open(socket: Socket<LegData>) {
           const entry = ctx.outbound.get(socket.remotePort);
           if (!entry) {
@@ -53,7 +51,7 @@ export function startOutboundRelay(ctx: Context): OutboundRelay {
           entry.pipe.attach("client", socket);
         },
       },
-    }) as unknown as Bun.TCPSocketListenOptions<LegData>;
+    );
   const v4 = Bun.listen<LegData>(options("127.0.0.1"));
   let v6: TCPSocketListener<LegData> | null = null;
   try {
@@ -189,16 +187,15 @@ export function handleConnect(ctx: Context, relay: OutboundRelay, m: ConnectMsg)
   }
   if (isNonBlocking) holdNonBlocking();
 
-  Bun.connect<LegData>({
-    hostname: dialAddr.ip,
-    port: dialAddr.port,
-    allowHalfOpen: true,
-    socket: {
-      ...legHandlers,
-      open: onDialed,
-      connectError(_socket: Socket<LegData>, error: unknown) {
-        onFailed(error);
+  Bun.connect<LegData>(
+    legOptions(
+      { hostname: dialAddr.ip, port: dialAddr.port },
+      {
+        open: onDialed,
+        connectError(_socket: Socket<LegData>, error: unknown) {
+          onFailed(error);
+        },
       },
-    },
-  } as unknown as Bun.TCPSocketConnectOptions<LegData>).catch(onFailed);
+    ),
+  ).catch(onFailed);
 }
