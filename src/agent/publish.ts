@@ -5,7 +5,8 @@ import { Backoff } from "./publisher/backoff.ts";
 import { BatchQueue } from "./publisher/batch-queue.ts";
 import { PublisherCounters } from "./publisher/counters.ts";
 import { estimateBytes } from "./publisher/estimate-bytes.ts";
-import { isRefusal, type JoinInfo, joinPublisher } from "./publisher/join.ts";
+import { PublisherConnection } from "./publisher/connection.ts";
+import { isRefusal, type JoinInfo } from "./publisher/join.ts";
 
 export { isRefusal, JoinError, type JoinInfo } from "./publisher/join.ts";
 
@@ -81,19 +82,39 @@ export function createPublisher(options: PublisherOptions): Publisher {
   const counters = new PublisherCounters();
   const backoff = new Backoff(options.reconnectMinMs ?? 250, options.reconnectMaxMs ?? 10_000);
   let seq = 0;
-  let ws: WebSocket | null = null;
-  let isReady = false;
   let isClosing = false;
   let isStopped = false;
-  let linkId = options.linkId;
   let batchTimer: ReturnType<typeof setTimeout> | null = null;
-  let reconnectTimer: ReturnType<typeof setTimeout> | null = null;
   let pingTimer: ReturnType<typeof setInterval> | null = null;
   let maxMessageBytes = 4 * 1024 * 1024;
   let isBinary = false;
   let hasConnectedOnce = false;
   let drainWaiters: Array<() => void> = [];
   const lastNotice = new Map<NoticeKind, number>();
+
+  const connection = new PublisherConnection(options, backoff, {
+    onJoin: options.onJoin,
+    canReconnect: () => !isStopped && !isClosing,
+    onReady(ready, isReconnect) {
+      maxMessageBytes = ready.maxMessageBytes;
+      isBinary = ready.formats?.includes(EVENT_BATCH_FORMAT) === true;
+      if (isReconnect) notice("reconnected", "reconnected to the Tapscope server");
+      hasConnectedOnce = true;
+      pump();
+    },
+    onMessage,
+    onGone() {
+      // Batches without an answer may or may not have arrived: counted as dropped, never resent twice.
+      counters.lostInFlight();
+      wakeDrainWaiters();
+      if (isStopped || isClosing) return;
+      if (hasConnectedOnce) notice("disconnected", "lost the connection to the Tapscope server; reconnecting (events are dropped meanwhile when the queue is full)");
+    },
+    onRefused(err) {
+      notice("join-failed", `the server refused this publisher: ${err.message}`);
+      stop();
+    },
+  });
 
   function notice(kind: NoticeKind, message: string): void {
     const now = Date.now();
@@ -106,42 +127,8 @@ export function createPublisher(options: PublisherOptions): Publisher {
     }
   }
 
-  async function joinOnce(): Promise<{ info: JoinInfo; websocketUrl: string }> {
-    const joined = await joinPublisher(options.endpoint, options.token, linkId);
-    if (joined.info.linkId) linkId = joined.info.linkId;
-    return joined;
-  }
-
-  function connect(websocketUrl: string): void {
-    const socket = new WebSocket(websocketUrl);
-    socket.binaryType = "arraybuffer";
-    ws = socket;
-    socket.onmessage = (ev) => {
-      let msg: PublishServerMessage;
-      try {
-        msg = JSON.parse(typeof ev.data === "string" ? ev.data : new TextDecoder().decode(ev.data as ArrayBuffer));
-      } catch {
-        return;
-      }
-      onServerMessage(msg);
-    };
-    socket.onclose = () => onSocketGone(socket);
-    socket.onerror = () => {
-      // onclose follows.
-    };
-  }
-
-  function onServerMessage(msg: PublishServerMessage): void {
+  function onMessage(msg: Exclude<PublishServerMessage, { type: "ready" }>): void {
     switch (msg.type) {
-      case "ready":
-        isReady = true;
-        backoff.reset();
-        maxMessageBytes = msg.maxMessageBytes;
-        isBinary = msg.formats?.includes(EVENT_BATCH_FORMAT) === true;
-        if (hasConnectedOnce) notice("reconnected", "reconnected to the Tapscope server");
-        hasConnectedOnce = true;
-        pump();
-        break;
       case "ack": {
         counters.acked(msg);
         if (msg.rateLimited > 0) notice("rate-limited", `the server's rate limit dropped ${msg.rateLimited} events`);
@@ -165,57 +152,15 @@ export function createPublisher(options: PublisherOptions): Publisher {
     }
   }
 
-  function onSocketGone(socket: WebSocket): void {
-    if (ws !== socket) return;
-    ws = null;
-    isReady = false;
-    counters.lostInFlight();
-    wakeDrainWaiters();
-    if (isStopped || isClosing) return;
-    if (hasConnectedOnce) notice("disconnected", "lost the connection to the Tapscope server; reconnecting (events are dropped meanwhile when the queue is full)");
-    scheduleReconnect();
-  }
-
-  function scheduleReconnect(): void {
-    if (reconnectTimer || isStopped || isClosing) return;
-    reconnectTimer = setTimeout(() => {
-      reconnectTimer = null;
-      counters.reconnects++;
-      joinOnce()
-        .then(({ info, websocketUrl }) => {
-          if (isStopped || isClosing) return;
-          options.onJoin?.(info);
-          connect(websocketUrl);
-        })
-        .catch((err: unknown) => {
-          if (isRefusal(err)) {
-            notice("join-failed", `the server refused this publisher: ${(err as Error).message}`);
-            stop();
-            return;
-          }
-          scheduleReconnect();
-        });
-    }, backoff.next());
-    unref(reconnectTimer);
-  }
-
   function stop(): void {
     isStopped = true;
     counters.dropped += queue.clear();
-    if (ws) {
-      counters.lostInFlight();
-      ws.close(1000);
-      ws = null;
-    }
-    clearTimers();
-    wakeDrainWaiters();
-  }
-
-  function clearTimers(): void {
+    if (connection.hasSocket) counters.lostInFlight();
+    connection.close();
     if (batchTimer) clearTimeout(batchTimer);
-    if (reconnectTimer) clearTimeout(reconnectTimer);
     if (pingTimer) clearInterval(pingTimer);
-    batchTimer = reconnectTimer = pingTimer = null;
+    batchTimer = pingTimer = null;
+    wakeDrainWaiters();
   }
 
   function wakeDrainWaiters(): void {
@@ -230,7 +175,8 @@ export function createPublisher(options: PublisherOptions): Publisher {
       clearTimeout(batchTimer);
       batchTimer = null;
     }
-    while (ws && isReady && queue.length > 0 && ws.bufferedAmount < maxBufferedBytes) {
+    const ws = connection.readySocket;
+    while (ws && queue.length > 0 && ws.bufferedAmount < maxBufferedBytes) {
       sendBatch(ws, queue.take(batchMaxEvents, Math.min(batchMaxBytes, maxMessageBytes)));
     }
     if (queue.length === 0 && counters.inFlightBatches === 0) wakeDrainWaiters();
@@ -255,7 +201,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
   }
 
   function scheduleBatch(): void {
-    if (batchTimer || !isReady) return;
+    if (batchTimer || !connection.readySocket) return;
     batchTimer = setTimeout(() => {
       batchTimer = null;
       pump();
@@ -267,19 +213,16 @@ export function createPublisher(options: PublisherOptions): Publisher {
     async join() {
       if (!pingTimer) {
         pingTimer = setInterval(() => {
-          if (ws && isReady && counters.inFlightBatches === 0 && queue.length === 0) ws.send(encoder.encode(`{"type":"ping","seq":${++seq}}`));
+          const ws = connection.readySocket;
+          if (ws && counters.inFlightBatches === 0 && queue.length === 0) ws.send(encoder.encode(`{"type":"ping","seq":${++seq}}`));
         }, 15_000);
         unref(pingTimer);
       }
       try {
-        const { info, websocketUrl } = await joinOnce();
-        options.onJoin?.(info);
-        connect(websocketUrl);
-        return info;
+        return await connection.join();
       } catch (err) {
-        // A refused token or link will not get better; a server that is away might.
+        // A refused token or link will not get better; a server that is away is retried by the connection.
         if (isRefusal(err)) stop();
-        else scheduleReconnect();
         throw err;
       }
     },
@@ -301,7 +244,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
       isClosing = true;
       pump();
       const deadline = Date.now() + timeoutMs;
-      while (!isStopped && (queue.length > 0 || counters.inFlightBatches > 0) && ws && Date.now() < deadline) {
+      while (!isStopped && (queue.length > 0 || counters.inFlightBatches > 0) && connection.hasSocket && Date.now() < deadline) {
         await new Promise<void>((resolve) => {
           drainWaiters.push(resolve);
           setTimeout(resolve, Math.max(1, Math.min(50, deadline - Date.now())));
@@ -318,10 +261,10 @@ export function createPublisher(options: PublisherOptions): Publisher {
       refused: counters.refused,
       rateLimited: counters.rateLimited,
       storeDropped: counters.storeDropped,
-      reconnects: counters.reconnects,
+      reconnects: connection.reconnects,
       queued: queue.length,
       inFlight: counters.inFlightEvents(),
-      isConnected: ws !== null && isReady,
+      isConnected: connection.readySocket !== null,
     }),
   };
 }

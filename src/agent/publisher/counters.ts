@@ -12,7 +12,6 @@ export class PublisherCounters {
   refused = 0;
   rateLimited = 0;
   storeDropped = 0;
-  reconnects = 0;
   /** seq -> events in that batch, for batches without an answer yet. */
   private readonly inFlight = new Map<number, number>();
 
