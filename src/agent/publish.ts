@@ -3,9 +3,9 @@ import { EVENT_BATCH_FORMAT, encodeEventBatch } from "~/lib/protocol/event-batch
 import type { PublishServerMessage } from "~/lib/protocol/publish.ts";
 import { Backoff } from "./publisher/backoff.ts";
 import { BatchQueue } from "./publisher/batch-queue.ts";
+import { PublisherConnection } from "./publisher/connection.ts";
 import { PublisherCounters } from "./publisher/counters.ts";
 import { estimateBytes } from "./publisher/estimate-bytes.ts";
-import { PublisherConnection } from "./publisher/connection.ts";
 import { isRefusal, type JoinInfo } from "./publisher/join.ts";
 
 export { isRefusal, JoinError, type JoinInfo } from "./publisher/join.ts";
