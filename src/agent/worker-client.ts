@@ -1,3 +1,4 @@
+import { isUuid } from "~/lib/ids.ts";
 import { log } from "~/lib/logger.ts";
 import { decodeRequest, encodeResult, errorResult, TunnelProtocolError, workerPath } from "~/lib/protocol/tunnel.ts";
 import { executeRequest } from "~/services/tunnel/execute-request.ts";
@@ -18,8 +19,6 @@ export type WorkerClientOptions = {
 };
 
 export type WorkerClient = { stop(): void; readonly isConnected: boolean };
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * The self-hosted worker's side: connects out to the server, runs the requests the server sends (inserts
@@ -43,7 +42,7 @@ export function startWorkerClient(options: WorkerClientOptions): WorkerClient {
     try {
       const request = await decodeRequest(bytes);
       const namespaceId = request.tags.namespaceId;
-      if (!namespaceId || !UUID.test(namespaceId)) {
+      if (!isUuid(namespaceId)) {
         reply = encodeResult(
           errorResult(request.queryId, {
             tunnelError: "request without a namespace",

@@ -10,9 +10,10 @@ import {
   stringColumns,
 } from "~/lib/protocol/event-batch.ts";
 import { base64 } from "~/lib/bytes.ts";
+import { isUuid } from "~/lib/ids.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { publishLimits as L } from "~/lib/protocol/publish.ts";
-import { BASE64, cut, fields, type Kind, keepHeader, keepTag, MAX_MICROS, UUID } from "./validate-event.ts";
+import { BASE64, cut, fields, type Kind, keepHeader, keepTag, MAX_MICROS } from "./validate-event.ts";
 
 /**
  * A binary event batch, read and validated in one pass: the same limits and outcome per event as
@@ -51,7 +52,7 @@ export function validateEventBatch(frame: Uint8Array): BatchValidation | EventBa
   const row = new Row(cols, strings);
   for (let i = 0; i < batch.count; i++) {
     const eventId = cols.str.event_id ? strings[cols.str.event_id[i]!]! : "";
-    if (!UUID.test(eventId)) {
+    if (!isUuid(eventId)) {
       refuse("event_id must be a UUID");
       continue;
     }

@@ -1,3 +1,4 @@
+import { isUuid } from "~/lib/ids.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { publishLimits as L, TRUNCATION_MARKER } from "~/lib/protocol/publish.ts";
 
@@ -67,7 +68,6 @@ export const fields: Record<string, Kind> = {
   bytes_received: int(0, MAX_BYTES),
 };
 
-export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 export function cut(value: string, max: number): string {
@@ -77,7 +77,7 @@ export function cut(value: string, max: number): string {
 export function validateEvent(raw: unknown): ValidationResult {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return { ok: false, error: "event is not an object" };
   const input = raw as Record<string, unknown>;
-  if (typeof input.event_id !== "string" || !UUID.test(input.event_id)) return { ok: false, error: "event_id must be a UUID" };
+  if (!isUuid(input.event_id)) return { ok: false, error: "event_id must be a UUID" };
   if (typeof input.time !== "number" || !Number.isFinite(input.time) || input.time <= 0 || input.time > MAX_MICROS) {
     return { ok: false, error: "time must be microseconds since the epoch" };
   }
