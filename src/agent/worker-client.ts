@@ -1,5 +1,6 @@
 import { isUuid } from "~/lib/ids.ts";
 import { log } from "~/lib/logger.ts";
+import { websocketUrl } from "~/lib/websocket-url.ts";
 import { decodeRequest, encodeResult, errorResult, TunnelProtocolError, workerPath } from "~/lib/protocol/tunnel.ts";
 import { executeRequest } from "~/services/tunnel/execute-request.ts";
 import type { EventStore } from "~/store/types.ts";
@@ -26,8 +27,7 @@ export type WorkerClient = { stop(): void; readonly isConnected: boolean };
  * with exponential backoff (with jitter) whenever the connection drops.
  */
 export function startWorkerClient(options: WorkerClientOptions): WorkerClient {
-  const url = new URL(workerPath, options.server);
-  url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+  const url = websocketUrl(options.server, workerPath);
   const minMs = options.reconnectMinMs ?? 500;
   const maxMs = options.reconnectMaxMs ?? 30_000;
   let backoff = minMs;
@@ -78,7 +78,7 @@ export function startWorkerClient(options: WorkerClientOptions): WorkerClient {
 
   function connect(): void {
     if (isStopped) return;
-    const socket = new WebSocket(url.toString(), {
+    const socket = new WebSocket(url, {
       headers: { authorization: `Bearer ${options.token}` },
     } as unknown as string[]);
     socket.binaryType = "arraybuffer";
