@@ -1,6 +1,7 @@
 import { harPageSize, harPages, harSizeColumns, harStream, storedBodyBytes } from "~/lib/har.ts";
 import { TunnelClient, TunnelConnectError, TunnelQueryError } from "~/agent/query-client.ts";
 import { parseAgentConfig } from "~/lib/env.ts";
+import { formatDuration } from "~/lib/format.ts";
 import { parseFilter } from "~/lib/filter/parse.ts";
 import { specColumns, type TracedEvent } from "~/lib/protocol/event.ts";
 import { maxRowLimit, type RowColumn } from "~/lib/protocol/query.ts";
@@ -31,12 +32,6 @@ export function isoMicros(micros: number): string {
   const ms = Math.floor(micros / 1000);
   const frac = String(Math.floor(micros - Math.floor(micros / 1_000_000) * 1_000_000)).padStart(6, "0");
   return new Date(ms).toISOString().replace(/\.\d{3}Z$/, `.${frac}Z`);
-}
-
-export function formatDuration(micros: number): string {
-  if (micros < 1000) return `${micros}µs`;
-  if (micros < 1_000_000) return `${(micros / 1000).toFixed(micros < 10_000 ? 1 : 0)}ms`;
-  return `${(micros / 1_000_000).toFixed(2)}s`;
 }
 
 export function formatTable(rows: Record<string, unknown>[]): string {
