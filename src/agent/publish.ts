@@ -1,6 +1,7 @@
 import { type CapturedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
 import { EVENT_BATCH_FORMAT, encodeEventBatch } from "~/lib/protocol/event-batch.ts";
 import type { JoinPublisherResponse, PublishServerMessage } from "~/lib/protocol/publish.ts";
+import { errorMessage } from "~/lib/errors.ts";
 
 /**
  * The capture CLI's publisher: JoinPublisher, then one WebSocket; events batched by count, size or
@@ -236,7 +237,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
         })
         .catch((err: unknown) => {
           if (isRefusal(err)) {
-            notice("join-failed", `the server refused this publisher: ${(err as Error).message}`);
+            notice("join-failed", `the server refused this publisher: ${errorMessage(err)}`);
             stop();
             return;
           }

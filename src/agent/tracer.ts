@@ -16,6 +16,7 @@ import { Http2Session } from "./parse/http2-session.ts";
 import { MAX_SNIFF_BYTES, sniff, tlsServerName } from "./parse/sniff.ts";
 import type { RedactMode } from "./redact.ts";
 import type { ConnectionInfo, ConnectionObserver, ConnectionTap } from "./relay/observer.ts";
+import { errorMessage } from "~/lib/errors.ts";
 
 export type TracerOptions = {
   /** Receives each finished event, off the relay's data path (batched on setImmediate). */
@@ -194,7 +195,7 @@ export function createTracer(options: TracerOptions): Tracer {
         if (this.mode === "tls-hello") this.helloData(fromClient, chunk);
         else this.sniffData(fromClient, chunk, at);
       } catch (error) {
-        this.giveUp(`tap error: ${(error as Error)?.message ?? String(error)}`, true);
+        this.giveUp(`tap error: ${errorMessage(error)}`, true);
       }
     }
 
@@ -204,7 +205,7 @@ export function createTracer(options: TracerOptions): Tracer {
         this.session!.onEnd(fromClient, at);
         this.checkSession();
       } catch (error) {
-        this.giveUp(`tap error: ${(error as Error)?.message ?? String(error)}`, true);
+        this.giveUp(`tap error: ${errorMessage(error)}`, true);
       }
     }
 

@@ -3,6 +3,7 @@ import { createSession, say } from "~/agent/session.ts";
 import { DEFAULT_PAYLOAD_LIMIT } from "~/agent/tracer.ts";
 import type { RedactMode } from "~/agent/redact.ts";
 import { parseAgentConfig, parseHostEnvironment } from "~/lib/env.ts";
+import { errorMessage } from "~/lib/errors.ts";
 
 /**
  * `tapscope proxy --listen :8080 --to 127.0.0.1:3000 [--log] [--service NAME] [--payload-limit BYTES] [--redact MODE]`
@@ -53,7 +54,7 @@ export async function main(args: string[]): Promise<number> {
   try {
     proxy = startReverseProxy({ listenHost: listen.host, listenPort: listen.port, targetHost: to.host, targetPort: to.port, observer: session.tracer });
   } catch (err) {
-    say(`cannot listen on ${listen.host}:${listen.port}: ${err instanceof Error ? err.message : String(err)}`);
+    say(`cannot listen on ${listen.host}:${listen.port}: ${errorMessage(err)}`);
     return 1;
   }
   say(`proxying ${proxy.hostname}:${proxy.port} -> ${to.host}:${to.port}`);

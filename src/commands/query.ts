@@ -6,6 +6,7 @@ import { parseFilter } from "~/lib/filter/parse.ts";
 import { specColumns, type TracedEvent } from "~/lib/protocol/event.ts";
 import { maxRowLimit, type RowColumn } from "~/lib/protocol/query.ts";
 import { buildInfo } from "~/lib/version.ts";
+import { errorMessage } from "~/lib/errors.ts";
 
 const usage = `usage: tapscope query [--since 1h|15m|2d | --from ISO [--to ISO]] [--filter EXPR] [--limit N] [--format table|json|har]
   TAPSCOPE_TOKEN (a namespace token) and TAPSCOPE_ENDPOINT (the server) come from the environment.
@@ -114,7 +115,7 @@ export async function main(args: string[]): Promise<number> {
     if (err instanceof TunnelConnectError && err.status === undefined) {
       return fail(`cannot reach the server at ${agent.endpoint} (is TAPSCOPE_ENDPOINT right?): ${err.message}`, 1);
     }
-    return fail((err as Error).message, 1);
+    return fail(errorMessage(err), 1);
   }
   try {
     const filter = { clauses: [], global: { lowerMs, upperMs } };

@@ -3,6 +3,7 @@ import { startWorkerClient } from "~/agent/worker-client.ts";
 import { parseAgentConfig } from "~/lib/env.ts";
 import { ensurePrivateDir, usePrivateUmask } from "~/lib/private-dir.ts";
 import type { EventStore } from "~/store/types.ts";
+import { errorMessage } from "~/lib/errors.ts";
 
 const usage = `usage: tapscope worker --server URL --token ORG_WORKER_TOKEN [--clickhouse URL] [--data-dir DIR] [--retention-days N]
   Keeps an org's events on this machine: DuckDB in DIR (default ./tapscope-worker-data) or ClickHouse.
@@ -87,7 +88,7 @@ async function applyRetention(store: EventStore, days: number): Promise<void> {
   try {
     for (const ns of await store.listNamespaces()) await store.applyRetention(ns, days, Date.now());
   } catch (err) {
-    say(`retention failed: ${err instanceof Error ? err.message : String(err)}`);
+    say(`retention failed: ${errorMessage(err)}`);
   }
 }
 

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { AppError } from "~/lib/errors.ts";
+import { AppError, errorMessage, toError } from "~/lib/errors.ts";
 import { isUuid } from "~/lib/ids.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import {
@@ -120,12 +120,12 @@ export class SqlEventStore implements EventStore {
 
   private translate(err: unknown): Error {
     if (err instanceof AppError) return err;
-    const message = err instanceof Error ? err.message : String(err);
+    const message = errorMessage(err);
     if (/timeout|timed out|interrupt|TIMEOUT_EXCEEDED|aborted/i.test(message)) {
       return new AppError("UNAVAILABLE", "query timed out");
     }
     if (/regex|regular expression|re2/i.test(message)) return new AppError("BAD_REQUEST", "invalid regular expression");
-    return err instanceof Error ? err : new Error(message);
+    return toError(err);
   }
 
   /** Queries a namespace that was never written to as an empty table, without creating it. */

@@ -22,6 +22,7 @@ import {
 } from "./ffi.ts";
 import type { WorkerInit, WorkerMessage } from "./messages.ts";
 import { isValid, type Notif, receive, replyContinue, replyError } from "./notif.ts";
+import { errorDetail } from "~/lib/errors.ts";
 
 /**
  * The notification loop: blocks in SECCOMP_IOCTL_NOTIF_RECV on this Worker thread, never on the event
@@ -165,6 +166,6 @@ for (;;) {
   } catch (err) {
     replyContinue(listener, n.id);
     Atomics.store(flags, 0, 1);
-    post({ kind: "crash", error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+    post({ kind: "crash", error: errorDetail(err) });
   }
 }
