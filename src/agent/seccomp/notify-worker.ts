@@ -21,8 +21,8 @@ import {
   SOL_SOCKET,
 } from "./ffi.ts";
 import type { WorkerInit, WorkerMessage } from "./messages.ts";
+import { errorDetail } from "../../lib/errors.ts";
 import { isValid, type Notif, receive, replyContinue, replyError } from "./notif.ts";
-import { errorDetail } from "~/lib/errors.ts";
 
 /**
  * The notification loop: blocks in SECCOMP_IOCTL_NOTIF_RECV on this Worker thread, never on the event
