@@ -1,3 +1,4 @@
+import { formatBytes, formatClock, formatDuration } from "~/lib/format.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 
 /**
@@ -9,24 +10,6 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
 export type LogLineOptions = { color?: boolean; maxUrl?: number };
 
 const paint = (code: number, s: string, on: boolean) => (on ? `\x1b[${code}m${s}\x1b[0m` : s);
-
-function clock(micros: number): string {
-  const d = new Date(micros / 1000);
-  const p = (n: number, w = 2) => String(n).padStart(w, "0");
-  return `${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}.${p(d.getMilliseconds(), 3)}`;
-}
-
-export function formatDuration(micros: number): string {
-  if (micros < 1000) return `${Math.max(0, Math.round(micros))}µs`;
-  if (micros < 10_000_000) return `${(micros / 1000).toFixed(1)}ms`;
-  return `${(micros / 1_000_000).toFixed(1)}s`;
-}
-
-function formatBytes(n: number): string {
-  if (n < 1024) return `${n}B`;
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)}KiB`;
-  return `${(n / 1024 / 1024).toFixed(1)}MiB`;
-}
 
 /** Control characters in captured text must not reach the terminal raw. */
 function printable(s: string): string {
@@ -41,7 +24,7 @@ export function formatLogLine(e: Omit<TracedEvent, "http_req_body" | "http_resp_
   if (e.protocol !== "http") {
     const what = e.tags.tls ? `tls ${e.tls_server_name || ""}`.trim() : e.http_version === "2" ? "h2" : "tcp";
     const peer = e.http_is_outgoing ? e.http_server_addr : e.http_client_addr;
-    return `${clock(e.time)} ${arrow}${paint(2, what.padEnd(3), color)} ${printable(peer)} ${formatBytes(e.bytes_sent)} up, ${formatBytes(e.bytes_received)} down  ${formatDuration(e.http_duration)}`;
+    return `${formatClock(e.time)} ${arrow}${paint(2, what.padEnd(3), color)} ${printable(peer)} ${formatBytes(e.bytes_sent)} up, ${formatBytes(e.bytes_received)} down  ${formatDuration(e.http_duration)}`;
   }
   const status = e.http_resp_status_code;
   const statusText = status === 0 ? "---" : String(status);
@@ -50,5 +33,5 @@ export function formatLogLine(e: Omit<TracedEvent, "http_req_body" | "http_resp_
   url = printable(url);
   if (url.length > maxUrl) url = `${url.slice(0, maxUrl - 1)}…`;
   const method = printable(e.http_req_method).padEnd(4);
-  return `${clock(e.time)} ${arrow}${paint(statusColor, statusText, color)} ${method} ${url.padEnd(Math.min(40, maxUrl))} ${formatDuration(e.http_duration).padStart(8)}`;
+  return `${formatClock(e.time)} ${arrow}${paint(statusColor, statusText, color)} ${method} ${url.padEnd(Math.min(40, maxUrl))} ${formatDuration(e.http_duration).padStart(8)}`;
 }

@@ -9,6 +9,7 @@ import {
   type TunnelRole,
   type TunnelWant,
 } from "~/lib/protocol/tunnel.ts";
+import { errorMessage, toError } from "~/lib/errors.ts";
 
 /** A query the server answered with a tunnel or database error. */
 export class TunnelQueryError extends Error {
@@ -70,7 +71,7 @@ export class TunnelClient {
       try {
         result = decodeResult(new Uint8Array(ev.data as ArrayBuffer));
       } catch (err) {
-        this.failAll(err as Error);
+        this.failAll(toError(err));
         return;
       }
       const w = this.waiters.get(result.queryId);
@@ -109,7 +110,7 @@ export class TunnelClient {
         signal: AbortSignal.timeout(options.timeoutMs ?? 15_000),
       });
     } catch (err) {
-      throw new TunnelConnectError(`cannot reach ${options.endpoint}: ${(err as Error).message}`);
+      throw new TunnelConnectError(`cannot reach ${options.endpoint}: ${errorMessage(err)}`);
     }
     const body = (await res.json().catch(() => ({}))) as Partial<CreateTunnelResponse>;
     if (res.status !== 200 || !body.endpoint || !body.tunnel_id) {

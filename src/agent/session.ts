@@ -7,6 +7,7 @@ import { createPublisher, isRefusal, type JoinInfo } from "./publish.ts";
 import type { RedactMode } from "./redact.ts";
 import { pipeStats } from "./relay/pipe.ts";
 import { createTracer, type Tracer } from "./tracer.ts";
+import { errorMessage } from "~/lib/errors.ts";
 
 /**
  * What `tapscope run` and `tapscope proxy` share after the relay: the tracer (bytes -> events), the
@@ -89,7 +90,7 @@ export function createSession(options: SessionOptions): Session {
     },
   });
   publisher?.join().catch((err: unknown) => {
-    const reason = err instanceof Error ? err.message : String(err);
+    const reason = errorMessage(err);
     if (isRefusal(err)) {
       say(`${endpoint} refused this publisher (${reason}); requests are not published`);
       return;

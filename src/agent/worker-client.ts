@@ -1,4 +1,6 @@
+import { isUuid } from "~/lib/ids.ts";
 import { log } from "~/lib/logger.ts";
+import { websocketUrl } from "~/lib/websocket-url.ts";
 import { decodeRequest, encodeResult, errorResult, TunnelProtocolError, workerPath } from "~/lib/protocol/tunnel.ts";
 import { executeRequest } from "~/services/tunnel/execute-request.ts";
 import type { EventStore } from "~/store/types.ts";
@@ -19,16 +21,13 @@ export type WorkerClientOptions = {
 
 export type WorkerClient = { stop(): void; readonly isConnected: boolean };
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /**
  * The self-hosted worker's side: connects out to the server, runs the requests the server sends (inserts
  * and queries for its org's namespaces) against the local store, answers each, heartbeats, and reconnects
  * with exponential backoff (with jitter) whenever the connection drops.
  */
 export function startWorkerClient(options: WorkerClientOptions): WorkerClient {
-  const url = new URL(workerPath, options.server);
-  url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+  const url = websocketUrl(options.server, workerPath);
   const minMs = options.reconnectMinMs ?? 500;
   const maxMs = options.reconnectMaxMs ?? 30_000;
   let backoff = minMs;
@@ -43,7 +42,7 @@ export function startWorkerClient(options: WorkerClientOptions): WorkerClient {
     try {
       const request = await decodeRequest(bytes);
       const namespaceId = request.tags.namespaceId;
-      if (!namespaceId || !UUID.test(namespaceId)) {
+      if (!isUuid(namespaceId)) {
         reply = encodeResult(
           errorResult(request.queryId, {
             tunnelError: "request without a namespace",
@@ -79,7 +78,7 @@ export function startWorkerClient(options: WorkerClientOptions): WorkerClient {
 
   function connect(): void {
     if (isStopped) return;
-    const socket = new WebSocket(url.toString(), {
+    const socket = new WebSocket(url, {
       headers: { authorization: `Bearer ${options.token}` },
     } as unknown as string[]);
     socket.binaryType = "arraybuffer";

@@ -1,8 +1,9 @@
 import { parseHostPort, startReverseProxy } from "~/agent/relay/reverse-proxy.ts";
 import { createSession, say } from "~/agent/session.ts";
-import { DEFAULT_PAYLOAD_LIMIT } from "~/agent/tracer.ts";
-import type { RedactMode } from "~/agent/redact.ts";
 import { parseAgentConfig, parseHostEnvironment } from "~/lib/env.ts";
+import { errorMessage } from "~/lib/errors.ts";
+import { parseFlags } from "~/lib/flags.ts";
+import { captureFlags, captureOptions } from "./capture-flags.ts";
 
 /**
  * `tapscope proxy --listen :8080 --to 127.0.0.1:3000 [--log] [--service NAME] [--payload-limit BYTES] [--redact MODE]`
@@ -10,50 +11,37 @@ import { parseAgentConfig, parseHostEnvironment } from "~/lib/env.ts";
  */
 const usage = `usage: tapscope proxy --listen [HOST]:PORT --to HOST:PORT [--log] [--service NAME] [--payload-limit BYTES] [--redact redact|hash|keep] [--events-file FILE] [--no-publish]`;
 
+const proxyFlags = {
+  ...captureFlags,
+  listen: { type: "string" },
+  to: { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
 export async function main(args: string[]): Promise<number> {
-  let listen: { host: string; port: number } | null = null;
-  let to: { host: string; port: number } | null = null;
-  let log = false;
-  let publish = true;
-  let service: string | undefined;
-  let payloadLimit = DEFAULT_PAYLOAD_LIMIT;
-  let redact: RedactMode = "redact";
-  let eventsFile: string | undefined;
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!;
-    const [flag, inline] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
-    const value = () => inline ?? args[++i] ?? "";
-    if (flag === "--listen") listen = parseHostPort(value(), "0.0.0.0");
-    else if (flag === "--to") to = parseHostPort(value(), "127.0.0.1");
-    else if (flag === "--log") log = true;
-    else if (flag === "--no-publish") publish = false;
-    else if (flag === "--service") service = value();
-    else if (flag === "--events-file") eventsFile = value();
-    else if (flag === "--payload-limit") payloadLimit = Number(value());
-    else if (flag === "--redact") {
-      const v = value();
-      if (v !== "redact" && v !== "hash" && v !== "keep") return fail("--redact must be redact, hash or keep");
-      redact = v;
-    } else return fail(`unknown option ${flag}`);
+  const parsed = parseFlags(args, proxyFlags);
+  if (!parsed.ok) return fail(parsed.error);
+  if (parsed.flags.help) {
+    process.stdout.write(`${usage}\n`);
+    return 0;
   }
+  const capture = captureOptions(parsed.flags);
+  if (!capture.ok) return fail(capture.error);
+  const listen = parseHostPort(parsed.flags.listen ?? "", "0.0.0.0");
+  const to = parseHostPort(parsed.flags.to ?? "", "127.0.0.1");
   if (!listen || !to) return fail("--listen and --to are both needed");
-  if (!Number.isInteger(payloadLimit) || payloadLimit < 0) return fail("--payload-limit needs a whole number of bytes");
   const agent = parseAgentConfig();
   const session = createSession({
+    ...capture.options,
     agent,
     host: parseHostEnvironment(),
-    service: service ?? agent.service ?? `proxy-${to.port}`,
-    redact,
-    payloadLimit,
-    log,
-    eventsFile,
-    publish,
+    service: capture.options.service ?? agent.service ?? `proxy-${to.port}`,
   });
   let proxy;
   try {
     proxy = startReverseProxy({ listenHost: listen.host, listenPort: listen.port, targetHost: to.host, targetPort: to.port, observer: session.tracer });
   } catch (err) {
-    say(`cannot listen on ${listen.host}:${listen.port}: ${err instanceof Error ? err.message : String(err)}`);
+    say(`cannot listen on ${listen.host}:${listen.port}: ${errorMessage(err)}`);
     return 1;
   }
   say(`proxying ${proxy.hostname}:${proxy.port} -> ${to.host}:${to.port}`);

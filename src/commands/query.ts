@@ -1,7 +1,10 @@
 import { harPageSize, harPages, harSizeColumns, harStream, storedBodyBytes } from "~/lib/har.ts";
 import { TunnelClient, TunnelConnectError, TunnelQueryError } from "~/agent/query-client.ts";
 import { parseAgentConfig } from "~/lib/env.ts";
+import { errorMessage } from "~/lib/errors.ts";
+import { formatDuration } from "~/lib/format.ts";
 import { parseFilter } from "~/lib/filter/parse.ts";
+import { parseFlags } from "~/lib/flags.ts";
 import { specColumns, type TracedEvent } from "~/lib/protocol/event.ts";
 import { maxRowLimit, type RowColumn } from "~/lib/protocol/query.ts";
 import { buildInfo } from "~/lib/version.ts";
@@ -10,7 +13,15 @@ const usage = `usage: tapscope query [--since 1h|15m|2d | --from ISO [--to ISO]]
   TAPSCOPE_TOKEN (a namespace token) and TAPSCOPE_ENDPOINT (the server) come from the environment.
   --filter uses the filter language: response.status >= 500 && request.url contains "/api/"`;
 
-type Format = "table" | "json" | "har";
+const queryFlags = {
+  since: { type: "string" },
+  from: { type: "string" },
+  to: { type: "string" },
+  filter: { type: "string" },
+  limit: { type: "string" },
+  format: { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
 
 const units: Record<string, number> = {
   s: 1000,
@@ -31,12 +42,6 @@ export function isoMicros(micros: number): string {
   const ms = Math.floor(micros / 1000);
   const frac = String(Math.floor(micros - Math.floor(micros / 1_000_000) * 1_000_000)).padStart(6, "0");
   return new Date(ms).toISOString().replace(/\.\d{3}Z$/, `.${frac}Z`);
-}
-
-export function formatDuration(micros: number): string {
-  if (micros < 1000) return `${micros}µs`;
-  if (micros < 1_000_000) return `${(micros / 1000).toFixed(micros < 10_000 ? 1 : 0)}ms`;
-  return `${(micros / 1_000_000).toFixed(2)}s`;
 }
 
 export function formatTable(rows: Record<string, unknown>[]): string {
@@ -60,39 +65,27 @@ function fail(message: string, code = 2): number {
 
 export async function main(args: string[]): Promise<number> {
   const agent = parseAgentConfig();
-  let sinceMs: number | null = null;
-  let from: number | null = null;
-  let to: number | null = null;
-  let filterText = "";
-  let limit = 1000;
-  let format: Format = "table";
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!;
-    const [flag, inline] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
-    const value = () => inline ?? args[++i] ?? "";
-    if (flag === "--since") {
-      const v = value();
-      sinceMs = parseSince(v);
-      if (sinceMs === null) return fail(`--since must look like 30s, 15m, 1h or 2d, got "${v}"`);
-    } else if (flag === "--from" || flag === "--to") {
-      const v = value();
-      const t = Date.parse(v);
-      if (!Number.isFinite(t)) return fail(`${flag} must be an ISO time such as 2026-11-21T09:00:00Z, got "${v}"`);
-      if (flag === "--from") from = t;
-      else to = t;
-    } else if (flag === "--filter") filterText = value();
-    else if (flag === "--limit") {
-      limit = Number(value());
-      if (!Number.isInteger(limit) || limit < 1 || limit > maxRowLimit) return fail(`--limit must be 1 to ${maxRowLimit}`);
-    } else if (flag === "--format") {
-      const v = value();
-      if (v !== "table" && v !== "json" && v !== "har") return fail(`--format must be table, json or har, got "${v}"`);
-      format = v;
-    } else if (flag === "--help" || flag === "-h") {
-      process.stdout.write(`${usage}\n`);
-      return 0;
-    } else return fail(`unknown option ${flag}\n${usage}`);
+  const parsed = parseFlags(args, queryFlags);
+  if (!parsed.ok) return fail(`${parsed.error}\n${usage}`);
+  const { flags } = parsed;
+  if (flags.help) {
+    process.stdout.write(`${usage}\n`);
+    return 0;
   }
+  let sinceMs: number | null = null;
+  if (flags.since !== undefined) {
+    sinceMs = parseSince(flags.since);
+    if (sinceMs === null) return fail(`--since must look like 30s, 15m, 1h or 2d, got "${flags.since}"`);
+  }
+  const from = flags.from === undefined ? null : Date.parse(flags.from);
+  if (from !== null && !Number.isFinite(from)) return fail(`--from must be an ISO time such as 2026-11-21T09:00:00Z, got "${flags.from}"`);
+  const to = flags.to === undefined ? null : Date.parse(flags.to);
+  if (to !== null && !Number.isFinite(to)) return fail(`--to must be an ISO time such as 2026-11-21T09:00:00Z, got "${flags.to}"`);
+  const filterText = flags.filter ?? "";
+  const limit = Number(flags.limit ?? 1000);
+  if (!Number.isInteger(limit) || limit < 1 || limit > maxRowLimit) return fail(`--limit must be 1 to ${maxRowLimit}`);
+  const format = flags.format ?? "table";
+  if (format !== "table" && format !== "json" && format !== "har") return fail(`--format must be table, json or har, got "${format}"`);
   if (!agent.token) return fail("TAPSCOPE_TOKEN is not set: create a namespace token under Tokens in the dashboard and export it");
   if (sinceMs !== null && from !== null) return fail("use --since or --from, not both");
   const nowMs = Date.now();
@@ -119,7 +112,7 @@ export async function main(args: string[]): Promise<number> {
     if (err instanceof TunnelConnectError && err.status === undefined) {
       return fail(`cannot reach the server at ${agent.endpoint} (is TAPSCOPE_ENDPOINT right?): ${err.message}`, 1);
     }
-    return fail((err as Error).message, 1);
+    return fail(errorMessage(err), 1);
   }
   try {
     const filter = { clauses: [], global: { lowerMs, upperMs } };

@@ -1,6 +1,8 @@
 import { join, resolve } from "node:path";
 import { startWorkerClient } from "~/agent/worker-client.ts";
 import { parseAgentConfig } from "~/lib/env.ts";
+import { errorMessage } from "~/lib/errors.ts";
+import { parseFlags } from "~/lib/flags.ts";
 import { ensurePrivateDir, usePrivateUmask } from "~/lib/private-dir.ts";
 import type { EventStore } from "~/store/types.ts";
 
@@ -12,30 +14,31 @@ function say(message: string): void {
   process.stderr.write(`tapscope worker: ${message}\n`);
 }
 
+const workerFlags = {
+  server: { type: "string" },
+  token: { type: "string" },
+  clickhouse: { type: "string" },
+  "data-dir": { type: "string" },
+  "retention-days": { type: "string" },
+  "heartbeat-ms": { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
 export async function main(args: string[]): Promise<number> {
   const agent = parseAgentConfig();
-  let server: string | undefined;
-  let token = agent.token;
-  let clickhouse: string | undefined;
-  let dataDir = "./tapscope-worker-data";
-  let retentionDays = 30;
-  let heartbeatMs = 30_000;
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!;
-    const [flag, inline] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
-    const value = () => inline ?? args[++i] ?? "";
-    if (flag === "--server") server = value();
-    else if (flag === "--token") token = value();
-    else if (flag === "--clickhouse") clickhouse = value();
-    else if (flag === "--data-dir") dataDir = value();
-    else if (flag === "--retention-days") retentionDays = Number(value());
-    else if (flag === "--heartbeat-ms") heartbeatMs = Number(value());
-    else if (flag === "--help" || flag === "-h") {
-      process.stdout.write(`${usage}\n`);
-      return 0;
-    } else return fail(`unknown option ${flag}`);
+  const parsed = parseFlags(args, workerFlags);
+  if (!parsed.ok) return fail(parsed.error);
+  const { flags } = parsed;
+  if (flags.help) {
+    process.stdout.write(`${usage}\n`);
+    return 0;
   }
-  server ??= agent.endpoint;
+  const server = flags.server ?? agent.endpoint;
+  const token = flags.token ?? agent.token;
+  const clickhouse = flags.clickhouse;
+  const dataDir = flags["data-dir"] ?? "./tapscope-worker-data";
+  const retentionDays = Number(flags["retention-days"] ?? 30);
+  const heartbeatMs = Number(flags["heartbeat-ms"] ?? 30_000);
   if (!token) return fail("an org worker token is needed: --token (or TAPSCOPE_TOKEN); create one under Tokens > Show advanced settings");
   if (!token.startsWith("tso_")) return fail("--token must be an org worker token (tso_...), not a namespace token");
   try {
@@ -87,7 +90,7 @@ async function applyRetention(store: EventStore, days: number): Promise<void> {
   try {
     for (const ns of await store.listNamespaces()) await store.applyRetention(ns, days, Date.now());
   } catch (err) {
-    say(`retention failed: ${err instanceof Error ? err.message : String(err)}`);
+    say(`retention failed: ${errorMessage(err)}`);
   }
 }
 

@@ -35,3 +35,18 @@ export class AppError extends Error {
 }
 
 export const TRACE_ID_HEADER = "x-trace-id";
+
+/** The text of anything thrown: an Error's message, any other value as a string. */
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Like errorMessage, with the stack where there is one: for reports a person reads. */
+export function errorDetail(err: unknown): string {
+  return err instanceof Error ? (err.stack ?? err.message) : String(err);
+}
+
+/** Anything thrown, as an Error: a thrown string or other value becomes one carrying its text. */
+export function toError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err));
+}

@@ -1,4 +1,5 @@
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { errorMessage } from "~/lib/errors.ts";
 
 /**
  * TracedEvent -> HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/). No Node-only APIs, so the
@@ -370,7 +371,7 @@ export function harStream(pages: AsyncIterator<readonly TracedEvent[]> | Iterato
           } catch (err) {
             // Headers are sent by now: the log still ends as JSON, saying why it is short.
             isDone = true;
-            const comment = `incomplete: this HAR holds the oldest ${entries} requests; reading the rest failed: ${(err as Error).message}`;
+            const comment = `incomplete: this HAR holds the oldest ${entries} requests; reading the rest failed: ${errorMessage(err)}`;
             controller.enqueue(encoder.encode(`],"comment":${JSON.stringify(comment)}}}\n`));
             controller.close();
             return;

@@ -12,42 +12,66 @@ export function rateLimitFor(ratePerSecond: number): RateLimit {
 export class TokenBucket {
   private tokens: number;
   private updatedMs: number;
+  private ratePerSecond: number;
+  private burst: number;
 
-  constructor(
-    private readonly limit: RateLimit,
-    nowMs: number,
-  ) {
+  constructor(limit: RateLimit, nowMs: number) {
+    this.ratePerSecond = limit.ratePerSecond;
+    this.burst = limit.burst;
     this.tokens = limit.burst;
     this.updatedMs = nowMs;
   }
 
   /** A clock that steps back refills nothing (and is not counted twice when it catches up). */
   private refill(nowMs: number): void {
-    if (nowMs <= this.updatedMs) return;
-    this.tokens = Math.min(this.limit.burst, this.tokens + ((nowMs - this.updatedMs) / 1000) * this.limit.ratePerSecond);
-    this.updatedMs = nowMs;
+    if (nowMs > this.updatedMs) {
+      this.tokens += ((nowMs - this.updatedMs) / 1000) * this.ratePerSecond;
+      this.updatedMs = nowMs;
+    }
+    if (this.tokens > this.burst) this.tokens = this.burst;
+  }
+
+  /**
+   * A new rate and burst, applied from the last refill on: for a share of a budget that changes as it is split
+   * among more or fewer users. What is held above the new burst is dropped at the next look.
+   */
+  setLimit(ratePerSecond: number, burst: number): void {
+    this.ratePerSecond = ratePerSecond;
+    this.burst = burst;
   }
 
   /** Takes up to `n` tokens; returns how many were granted. */
   take(n: number, nowMs: number): number {
-    if (this.limit.ratePerSecond <= 0) return n;
+    if (this.ratePerSecond <= 0) return n;
     this.refill(nowMs);
-    const granted = Math.min(n, Math.floor(this.tokens));
+    const granted = Math.max(0, Math.min(n, Math.floor(this.tokens)));
     this.tokens -= granted;
     return granted;
   }
 
+  /** The tokens there now, fractions included; below zero while a debt (see spend) is being paid back. */
+  available(nowMs: number): number {
+    if (this.ratePerSecond <= 0) return Number.POSITIVE_INFINITY;
+    this.refill(nowMs);
+    return this.tokens;
+  }
+
+  /** Spends `n` tokens after the fact, more than there are if need be: the debt refills before anything more is granted. */
+  spend(n: number): void {
+    if (this.ratePerSecond > 0) this.tokens -= n;
+  }
+
   /** Milliseconds until `n` tokens are there (0: now). */
   waitMs(n: number, nowMs: number): number {
-    if (this.limit.ratePerSecond <= 0) return 0;
+    if (this.ratePerSecond <= 0) return 0;
     this.refill(nowMs);
     if (this.tokens >= n) return 0;
-    return Math.ceil(((n - this.tokens) / this.limit.ratePerSecond) * 1000);
+    return Math.ceil(((n - this.tokens) / this.ratePerSecond) * 1000);
   }
 
   isFull(nowMs: number): boolean {
     this.refill(nowMs);
-    return this.tokens >= this.limit.burst;
+    return this.tokens >= this.burst;
   }
 }
 

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { AppError } from "~/lib/errors.ts";
+import { AppError, errorMessage, toError } from "~/lib/errors.ts";
+import { isUuid } from "~/lib/ids.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import {
   type EventDetail,
@@ -22,7 +23,6 @@ import {
   type EventRows,
   eventColumns,
   fromStored,
-  isNamespaceId,
   namespaceIdOfTable,
   rowToEvent,
   tableName,
@@ -120,12 +120,12 @@ export class SqlEventStore implements EventStore {
 
   private translate(err: unknown): Error {
     if (err instanceof AppError) return err;
-    const message = err instanceof Error ? err.message : String(err);
+    const message = errorMessage(err);
     if (/timeout|timed out|interrupt|TIMEOUT_EXCEEDED|aborted/i.test(message)) {
       return new AppError("UNAVAILABLE", "query timed out");
     }
     if (/regex|regular expression|re2/i.test(message)) return new AppError("BAD_REQUEST", "invalid regular expression");
-    return err instanceof Error ? err : new Error(message);
+    return toError(err);
   }
 
   /** Queries a namespace that was never written to as an empty table, without creating it. */
@@ -266,7 +266,7 @@ export class SqlEventStore implements EventStore {
 
   async getEvents(namespaceId: string, eventIds: readonly string[], range?: TimestampFilter): Promise<TracedEvent[]> {
     const table = tableName(namespaceId);
-    if (eventIds.length > maxRowLimit || !eventIds.every((id) => typeof id === "string" && isNamespaceId(id))) {
+    if (eventIds.length > maxRowLimit || !eventIds.every(isUuid)) {
       throw new AppError("BAD_REQUEST", "invalid event id");
     }
     if (eventIds.length === 0 || !(await this.hasTable(namespaceId))) return [];
@@ -284,7 +284,7 @@ export class SqlEventStore implements EventStore {
 
   async getEvent(namespaceId: string, eventId: string): Promise<EventDetail | null> {
     const table = tableName(namespaceId);
-    if (!isNamespaceId(eventId)) throw new AppError("BAD_REQUEST", "invalid event id");
+    if (!isUuid(eventId)) throw new AppError("BAD_REQUEST", "invalid event id");
     const started = process.hrtime.bigint();
     const queryId = randomUUID();
     if (!(await this.hasTable(namespaceId))) return null;

@@ -1,18 +1,13 @@
 import { AppError } from "~/lib/errors.ts";
+import { isUuid } from "~/lib/ids.ts";
 import { eventFields, type FieldKind, type TracedEvent } from "~/lib/protocol/event.ts";
-
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-export function isNamespaceId(value: unknown): value is string {
-  return typeof value === "string" && uuidPattern.test(value);
-}
 
 /**
  * The one way a table name is made: from a validated namespace UUID, dashes removed (spec section 3).
  * Anything else is refused before it can reach SQL.
  */
 export function tableName(namespaceId: string): string {
-  if (!isNamespaceId(namespaceId)) throw new AppError("BAD_REQUEST", "invalid namespace id");
+  if (!isUuid(namespaceId)) throw new AppError("BAD_REQUEST", "invalid namespace id");
   return `events_${namespaceId.replaceAll("-", "").toLowerCase()}`;
 }
 

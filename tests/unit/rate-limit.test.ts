@@ -43,6 +43,26 @@ describe("token bucket", () => {
     expect(bucket.waitMs(1, 250)).toBe(250);
   });
 
+  test("available and spend: fractions count, a debt is refilled before anything more is there", () => {
+    const bucket = new TokenBucket({ ratePerSecond: 100, burst: 50 }, 0);
+    expect(bucket.available(0)).toBe(50);
+    bucket.spend(80);
+    expect(bucket.available(0)).toBe(-30);
+    expect(bucket.take(1, 0)).toBe(0);
+    expect(bucket.available(305)).toBeCloseTo(0.5, 9);
+    expect(bucket.available(10_000)).toBe(50);
+  });
+
+  test("setLimit: the new rate refills from the last look on, and the new burst caps what is held", () => {
+    const bucket = new TokenBucket({ ratePerSecond: 10, burst: 100 }, 0);
+    bucket.spend(100);
+    bucket.setLimit(1000, 20);
+    expect(bucket.available(10)).toBe(10);
+    expect(bucket.available(1000)).toBe(20);
+    bucket.setLimit(1000, 5);
+    expect(bucket.available(1000)).toBe(5);
+  });
+
   test("holds at most maxKeys buckets, forgetting the least recently used", () => {
     let now = 0;
     const limiter = new RateLimiter({ ratePerSecond: 1, burst: 1 }, { maxKeys: 3, now: () => now });

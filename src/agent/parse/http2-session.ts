@@ -3,6 +3,7 @@ import type { Exchange } from "./exchange.ts";
 import { HpackDecoder } from "./hpack.ts";
 import type { Http1Head } from "./http1.ts";
 import type { Http1SessionHooks } from "./http1-session.ts";
+import { errorMessage } from "~/lib/errors.ts";
 
 /**
  * HTTP/2 with prior knowledge (h2c, as gRPC uses it): frames of both directions, header blocks
@@ -204,7 +205,7 @@ export class Http2Session {
     try {
       (fromClient ? this.client : this.server).push(chunk, at);
     } catch (error) {
-      this.fail((error as Error).message || "bad frame");
+      this.fail(errorMessage(error) || "bad frame");
     }
   }
 

@@ -130,7 +130,7 @@ export class PublisherConnection {
         })
         .catch((err: unknown) => {
           if (isRefusal(err)) {
-            this.handlers.onRefused(err as Error);
+            this.handlers.onRefused(err);
             return;
           }
           this.scheduleReconnect();

@@ -29,6 +29,6 @@ export async function joinPublisher(endpoint: string, token: string | undefined,
 }
 
 /** A refused token or link (4xx): retrying will not help. Anything else (no answer, 5xx) is retried. */
-export function isRefusal(err: unknown): boolean {
+export function isRefusal(err: unknown): err is JoinError {
   return err instanceof JoinError && (err.status === 400 || err.status === 401 || err.status === 403 || err.status === 404);
 }

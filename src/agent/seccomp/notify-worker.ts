@@ -21,6 +21,7 @@ import {
   SOL_SOCKET,
 } from "./ffi.ts";
 import type { WorkerInit, WorkerMessage } from "./messages.ts";
+import { errorDetail } from "../../lib/errors.ts";
 import { isValid, type Notif, receive, replyContinue, replyError } from "./notif.ts";
 
 /**
@@ -165,6 +166,6 @@ for (;;) {
   } catch (err) {
     replyContinue(listener, n.id);
     Atomics.store(flags, 0, 1);
-    post({ kind: "crash", error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+    post({ kind: "crash", error: errorDetail(err) });
   }
 }

@@ -9,6 +9,7 @@ import type { Context } from "./context.ts";
 import { handleAccept, handleBind, handleListen, sweepTakeovers } from "./inbound.ts";
 import { handleName } from "./names.ts";
 import { handleConnect, type OutboundRelay, startOutboundRelay } from "./outbound.ts";
+import { errorDetail } from "~/lib/errors.ts";
 
 /**
  * The Worker's module. In the compiled binary it is an extra entrypoint of the build (scripts/build.ts),
@@ -72,7 +73,7 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
       }
       t.parked = [];
     }
-    const detail = err instanceof Error ? (err.stack ?? err.message) : String(err);
+    const detail = errorDetail(err);
     options.say(
       `internal error in ${where}; the program keeps running, with new connections untraced from now on.\n` +
         `  Please report it with this: ${detail.split("\n").slice(0, 6).join("\n  ")}`,

@@ -1,3 +1,4 @@
+import { errorMessage } from "~/lib/errors.ts";
 import type { ConnectionSummary, ProcessInfo } from "../event.ts";
 import type { Exchange } from "../parse/exchange.ts";
 import { Http1Session, type Http1SessionHooks } from "../parse/http1-session.ts";
@@ -74,7 +75,7 @@ export class TracedConnection implements ConnectionTap {
       if (this.mode === "tls-hello") this.helloData(fromClient, chunk);
       else this.sniffData(fromClient, chunk, at);
     } catch (error) {
-      this.giveUp(`tap error: ${(error as Error)?.message ?? String(error)}`, true);
+      this.giveUp(`tap error: ${errorMessage(error)}`, true);
     }
   }
 
@@ -84,7 +85,7 @@ export class TracedConnection implements ConnectionTap {
       this.session!.onEnd(fromClient, at);
       this.checkSession();
     } catch (error) {
-      this.giveUp(`tap error: ${(error as Error)?.message ?? String(error)}`, true);
+      this.giveUp(`tap error: ${errorMessage(error)}`, true);
     }
   }
 

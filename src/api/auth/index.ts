@@ -1,7 +1,8 @@
 import { type Cookie, Elysia } from "elysia";
+import { parseCookies } from "~/lib/cookies.ts";
 import { AppError } from "~/lib/errors.ts";
 import { log } from "~/lib/logger.ts";
-import { authPlugin, parseCookies } from "~/api/plugins/auth.ts";
+import { authPlugin } from "~/api/plugins/auth.ts";
 import { consumeLoginLink } from "~/services/auth/consume-login-link.ts";
 import { createSession } from "~/services/auth/create-session.ts";
 import { beginOAuth, finishOAuth, NO_VERIFIED_EMAIL, type OAuthProviderName } from "~/services/auth/oauth.ts";

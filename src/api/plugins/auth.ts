@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import type { Config } from "~/lib/env.ts";
+import { parseCookies } from "~/lib/cookies.ts";
 import { AppError } from "~/lib/errors.ts";
 import { authenticate } from "~/services/auth/authenticate.ts";
 import type { Principal, UserPrincipal } from "~/services/auth/principal.ts";
@@ -60,25 +61,6 @@ export async function principalFromUpgrade({
 
 export function sessionCookieFromRequest(request: Request): string | undefined {
   return parseCookies(request.headers.get("cookie"))[SESSION_COOKIE];
-}
-
-export function parseCookies(header: string | null): Record<string, string> {
-  const out: Record<string, string> = {};
-  if (!header) return out;
-  for (const part of header.split(";")) {
-    const eq = part.indexOf("=");
-    if (eq < 0) continue;
-    const name = part.slice(0, eq).trim();
-    if (!name || name in out) continue;
-    let value = part.slice(eq + 1).trim();
-    if (value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1);
-    try {
-      out[name] = decodeURIComponent(value);
-    } catch {
-      out[name] = value;
-    }
-  }
-  return out;
 }
 
 function isSafeMethod(method: string): boolean {

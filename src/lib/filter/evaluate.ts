@@ -2,6 +2,7 @@ import type { FilterExpr, FilterParseError } from "~/lib/filter/ast.ts";
 import { parseFilterChipList } from "~/lib/filter/parse.ts";
 import { compileRegex, type StepMeter } from "~/lib/filter/regex.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import type { Result } from "~/lib/result.ts";
 
 export type EventPredicate = (event: TracedEvent) => boolean;
 
@@ -121,9 +122,7 @@ function stringTest(op: string, value: string): ((path: string) => boolean) | nu
   }
 }
 
-export type ChipsCompileResult =
-  | { ok: true; predicate: EventPredicate; compileSteps: number }
-  | { ok: false; error: FilterParseError & { index: number }; compileSteps: number };
+export type ChipsCompileResult = Result<{ predicate: EventPredicate }, FilterParseError & { index: number }> & { compileSteps: number };
 
 /**
  * The committed chips, AND-ed, parsed and compiled (everything matches when there are none). With a meter, a

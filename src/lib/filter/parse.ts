@@ -1,5 +1,6 @@
 import type { CompareOp, FilterExpr, FilterField, FilterParseError, StringOp } from "~/lib/filter/ast.ts";
 import { compileRegex, RegexSyntaxError } from "~/lib/filter/regex.ts";
+import type { Result } from "~/lib/result.ts";
 
 /** Bounds that keep a hostile filter cheap to parse and to evaluate on every event. */
 export const filterLimits = {
@@ -11,7 +12,7 @@ export const filterLimits = {
   maxRegexStates: 16_000,
 } as const;
 
-export type ParseResult = { ok: true; expr: FilterExpr } | { ok: false; error: FilterParseError };
+export type ParseResult = Result<{ expr: FilterExpr }, FilterParseError>;
 
 type Token =
   | { k: "lparen" | "rparen" | "and" | "or" | "end"; pos: number; text: string }
@@ -284,7 +285,7 @@ export function parseFilter(source: string): ParseResult {
 function parseCounting(
   source: string,
   maxRegexStates: number = filterLimits.maxRegexStates,
-): { ok: true; expr: FilterExpr; regexStates: number } | { ok: false; error: FilterParseError; regexStates: number } {
+): ParseResult & { regexStates: number } {
   if (source.length > filterLimits.maxLength) {
     return {
       ok: false,
@@ -305,14 +306,10 @@ function parseCounting(
   }
 }
 
-export type ChipsParseResult =
-  | { ok: true; expr: FilterExpr | null }
-  | { ok: false; error: FilterParseError & { index: number } };
+export type ChipsParseResult = Result<{ expr: FilterExpr | null }, FilterParseError & { index: number }>;
 
 /** `regexStates`: the NFA states compiled while parsing (what it cost), whether or not the chips parsed. */
-export type ChipListParseResult =
-  | { ok: true; exprs: FilterExpr[]; regexStates: number }
-  | { ok: false; error: FilterParseError & { index: number }; regexStates: number };
+export type ChipListParseResult = Result<{ exprs: FilterExpr[] }, FilterParseError & { index: number }> & { regexStates: number };
 
 /** Each chip parsed on its own, within the limits on chips and clauses; errors as parseFilterChips gives them. */
 export function parseFilterChipList(chips: readonly string[]): ChipListParseResult {

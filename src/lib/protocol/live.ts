@@ -1,4 +1,5 @@
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { websocketUrl } from "~/lib/websocket-url.ts";
 
 /**
  * Messages of the live-view WebSocket (/api/LiveSubscribe), JSON text frames, one object each.
@@ -60,8 +61,7 @@ export function liveSocketUrl(url: string): string | null {
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return null;
   const match = /^\/link\/([^/]+)\/?$/.exec(parsed.pathname);
   if (!match) return null;
-  const socket = new URL(liveSubscribePath, parsed.origin);
-  socket.protocol = parsed.protocol === "https:" ? "wss:" : "ws:";
+  const socket = new URL(websocketUrl(parsed.origin, liveSubscribePath));
   socket.searchParams.set("link_id", decodeURIComponent(match[1]!));
   return socket.toString();
 }

@@ -3,6 +3,7 @@ import type { Config } from "~/lib/env.ts";
 import { log } from "~/lib/logger.ts";
 import { createServiceContext } from "~/services/context.ts";
 import { findRevokedGrants, type Grant, grantKey } from "./grants.ts";
+import { errorMessage } from "~/lib/errors.ts";
 
 /** What the registry needs of an open socket. */
 export type ClosableSocket = { close(code: number, reason: string): void };
@@ -97,7 +98,7 @@ export class GrantedSockets implements SocketRevoker {
     try {
       revoked = await this.deps.findRevoked([...grants.values()]);
     } catch (err) {
-      log.warn("could not re-check open sockets' credentials", { err: String(err) });
+      log.warn("could not re-check open sockets' credentials", { err: errorMessage(err) });
       return;
     }
     for (const key of revoked) {
@@ -111,7 +112,7 @@ export class GrantedSockets implements SocketRevoker {
     try {
       entry.socket.close(REVOKED_CLOSE_CODE, reasons[grant.kind]);
     } catch (err) {
-      log.warn("could not close a revoked socket", { err: String(err) });
+      log.warn("could not close a revoked socket", { err: errorMessage(err) });
     }
   }
 

@@ -1,5 +1,6 @@
 import { and, eq, gt, inArray, isNull } from "drizzle-orm";
 import { namespaceMembers, namespaceTokens, orgTokens, sessions } from "#db/schema/index.ts";
+import { uuidSource } from "~/lib/ids.ts";
 import type { Principal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
 
@@ -27,8 +28,7 @@ export function grantKey(grant: Grant): string {
   }
 }
 
-const uuid = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
-const keyPattern = new RegExp(`^(session|namespaceToken|orgToken|member|writer):(${uuid})(?::(${uuid}))?$`, "i");
+const keyPattern = new RegExp(`^(session|namespaceToken|orgToken|member|writer):(${uuidSource})(?::(${uuidSource}))?$`, "i");
 
 /** The grant of a key (from a ticket), or null for anything else. */
 export function parseGrantKey(key: unknown): Grant | null {

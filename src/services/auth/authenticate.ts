@@ -1,5 +1,6 @@
 import { and, eq, gt, isNull } from "drizzle-orm";
 import { namespaces, namespaceTokens, orgTokens, sessions, users } from "#db/schema/index.ts";
+import { isUuid } from "~/lib/ids.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import type { Principal } from "./principal.ts";
 import { verifySessionToken } from "./session-token.ts";
@@ -66,10 +67,4 @@ async function authenticateBearer(ctx: ServiceContext, authorization: string): P
     return row ? { kind: "orgToken", ...row } : null;
   }
   return null;
-}
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-export function isUuid(value: string): boolean {
-  return UUID.test(value);
 }

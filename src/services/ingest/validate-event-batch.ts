@@ -10,9 +10,11 @@ import {
   stringColumns,
 } from "~/lib/protocol/event-batch.ts";
 import { base64 } from "~/lib/bytes.ts";
+import { isUuid } from "~/lib/ids.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import type { Result } from "~/lib/result.ts";
 import { publishLimits as L } from "~/lib/protocol/publish.ts";
-import { BASE64, cut, fields, type Kind, keepHeader, keepTag, MAX_MICROS, UUID } from "./validate-event.ts";
+import { BASE64, cut, fields, type Kind, keepHeader, keepTag, MAX_MICROS } from "./validate-event.ts";
 
 /**
  * A binary event batch, read and validated in one pass: the same limits and outcome per event as
@@ -36,8 +38,9 @@ type Int = Extract<Kind, { t: "int" }>;
 export function validateEventBatch(frame: Uint8Array): BatchValidation | EventBatchError {
   const batch = readEventBatch(frame, { maxEvents: L.maxEventsPerMessage, maxExpandedChars: L.maxBatchExpandedChars });
   if ("error" in batch) return batch;
-  const cols = resolveColumns(batch);
-  if (typeof cols === "string") return { error: "malformed", seq: batch.seq, message: `event batch: ${cols}` };
+  const resolved = resolveColumns(batch);
+  if (!resolved.ok) return { error: "malformed", seq: batch.seq, message: `event batch: ${resolved.error}` };
+  const { cols } = resolved;
   const { strings } = batch;
   const events: TracedEvent[] = [];
   const errors = new Set<string>();
@@ -51,7 +54,7 @@ export function validateEventBatch(frame: Uint8Array): BatchValidation | EventBa
   const row = new Row(cols, strings);
   for (let i = 0; i < batch.count; i++) {
     const eventId = cols.str.event_id ? strings[cols.str.event_id[i]!]! : "";
-    if (!UUID.test(eventId)) {
+    if (!isUuid(eventId)) {
       refuse("event_id must be a UUID");
       continue;
     }
@@ -211,12 +214,12 @@ const expectedKind = new Map<string, BatchColumn["kind"]>([
 ]);
 
 /** The columns this server knows, each of the kind it expects (a known field of another kind is a broken frame). */
-function resolveColumns(batch: EventBatch): Columns | string {
+function resolveColumns(batch: EventBatch): Result<{ cols: Columns }> {
   const cols: Columns = { str: {}, f64: {}, bool: {}, pairs: {}, body: {} };
   for (const [name, column] of batch.columns) {
     const expected = expectedKind.get(name);
     if (!expected) continue;
-    if (column.kind !== expected) return `column ${name} must be of kind ${expected}`;
+    if (column.kind !== expected) return { ok: false, error: `column ${name} must be of kind ${expected}` };
     if (column.kind === "str") cols.str[name as (typeof stringColumns)[number]] = column.index;
     else if (column.kind === "f64") cols.f64[name as (typeof numberColumns)[number]] = column.values;
     else if (column.kind === "bool") cols.bool[name as (typeof boolColumns)[number]] = column.values;
@@ -226,7 +229,7 @@ function resolveColumns(batch: EventBatch): Columns | string {
       cols.body[name as keyof Columns["body"]] = { ...column, buffer: Buffer.from(data.buffer, data.byteOffset, data.byteLength) };
     }
   }
-  return cols;
+  return { ok: true, cols };
 }
 
 type Body = { value: string; isCut: boolean; error: boolean };

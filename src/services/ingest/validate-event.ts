@@ -1,4 +1,6 @@
+import { isUuid } from "~/lib/ids.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import type { Result } from "~/lib/result.ts";
 import { publishLimits as L, TRUNCATION_MARKER } from "~/lib/protocol/publish.ts";
 
 /**
@@ -6,7 +8,7 @@ import { publishLimits as L, TRUNCATION_MARKER } from "~/lib/protocol/publish.ts
  * type and cut to its size. Missing fields get their neutral value (older and newer agents stay
  * compatible); a field of the wrong type, or a missing/invalid event id or time, refuses the event.
  */
-export type ValidationResult = { ok: true; event: TracedEvent; truncated: number } | { ok: false; error: string };
+export type ValidationResult = Result<{ event: TracedEvent; truncated: number }>;
 
 export type Kind =
   | { t: "string"; max: number }
@@ -67,7 +69,6 @@ export const fields: Record<string, Kind> = {
   bytes_received: int(0, MAX_BYTES),
 };
 
-export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 export function cut(value: string, max: number): string {
@@ -77,7 +78,7 @@ export function cut(value: string, max: number): string {
 export function validateEvent(raw: unknown): ValidationResult {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return { ok: false, error: "event is not an object" };
   const input = raw as Record<string, unknown>;
-  if (typeof input.event_id !== "string" || !UUID.test(input.event_id)) return { ok: false, error: "event_id must be a UUID" };
+  if (!isUuid(input.event_id)) return { ok: false, error: "event_id must be a UUID" };
   if (typeof input.time !== "number" || !Number.isFinite(input.time) || input.time <= 0 || input.time > MAX_MICROS) {
     return { ok: false, error: "time must be microseconds since the epoch" };
   }
@@ -131,48 +132,50 @@ export function validateEvent(raw: unknown): ValidationResult {
   }
   for (const name of ["http_req_headers", "http_resp_headers"] as const) {
     const headers = validateHeaders(input[name], name);
-    if (typeof headers === "string") return { ok: false, error: headers };
+    if (!headers.ok) return headers;
     out[name] = headers.headers;
     truncated += headers.truncated;
   }
   const tags = validateTags(input.tags);
-  if (typeof tags === "string") return { ok: false, error: tags };
+  if (!tags.ok) return tags;
   out.tags = tags.tags;
   truncated += tags.truncated;
   return { ok: true, event: out as TracedEvent, truncated };
 }
 
-function validateHeaders(value: unknown, name: string): { headers: Array<[string, string]>; truncated: number } | string {
-  if (value === undefined || value === null) return { headers: [], truncated: 0 };
-  if (!Array.isArray(value)) return `${name} must be a list of [name, value] pairs`;
+function validateHeaders(value: unknown, name: string): Result<{ headers: Array<[string, string]>; truncated: number }> {
+  const error = `${name} must be a list of [name, value] pairs`;
+  if (value === undefined || value === null) return { ok: true, headers: [], truncated: 0 };
+  if (!Array.isArray(value)) return { ok: false, error };
   let truncated = 0;
   const list = value.length > L.maxHeaderCount ? value.slice(0, L.maxHeaderCount) : value;
   if (list !== value) truncated++;
   const headers: Array<[string, string]> = [];
   for (const pair of list) {
     if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== "string" || typeof pair[1] !== "string") {
-      return `${name} must be a list of [name, value] pairs`;
+      return { ok: false, error };
     }
     truncated += keepHeader(headers, headers.length, pair[0], pair[1]);
   }
-  return { headers, truncated };
+  return { ok: true, headers, truncated };
 }
 
-function validateTags(value: unknown): { tags: Record<string, string>; truncated: number } | string {
-  if (value === undefined || value === null) return { tags: {}, truncated: 0 };
-  if (typeof value !== "object" || Array.isArray(value)) return "tags must be an object of strings";
+function validateTags(value: unknown): Result<{ tags: Record<string, string>; truncated: number }> {
+  const error = "tags must be an object of strings";
+  if (value === undefined || value === null) return { ok: true, tags: {}, truncated: 0 };
+  if (typeof value !== "object" || Array.isArray(value)) return { ok: false, error };
   const tags: Record<string, string> = Object.create(null);
   let truncated = 0;
   let count = 0;
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-    if (typeof v !== "string") return "tags must be an object of strings";
+    if (typeof v !== "string") return { ok: false, error };
     if (++count > L.maxTags) {
       truncated++;
       break;
     }
     truncated += keepTag(tags, k, v);
   }
-  return { tags: { ...tags }, truncated };
+  return { ok: true, tags: { ...tags }, truncated };
 }
 
 /** Sets headers[at] to one header, its name and value cut to their limits; returns how many of the two were cut. */

@@ -1,6 +1,7 @@
 import { compileFilterChips, type EventPredicate, type FilterMeter, filterMeter, filterStepsPerEvent } from "~/lib/filter/evaluate.ts";
 import { estimateJsonLength, type TracedEvent } from "~/lib/protocol/event.ts";
 import type { LiveClientMessage, LiveServerMessage } from "~/lib/protocol/live.ts";
+import { TokenBucket } from "~/lib/rate-limit.ts";
 import type { EventSink, EventTarget } from "~/services/ingest/sink.ts";
 import { EventHistory, type HistoryEntry } from "./history.ts";
 
@@ -78,11 +79,8 @@ export const defaultLiveHubOptions: LiveHubOptions = {
 
 const retryDelayMs = 20;
 
-/** Filter steps that refill at a rate, up to a burst. */
-type Bucket = { steps: number; refilledAt: number };
-
 /** Subscribers with the same filters: evaluated once per event, spending from their bucket of steps. */
-type Group = { predicate: EventPredicate; meter: FilterMeter; members: Set<Subscriber>; bucket: Bucket; isEmpty: boolean };
+type Group = { predicate: EventPredicate; meter: FilterMeter; members: Set<Subscriber>; bucket: TokenBucket; isEmpty: boolean };
 
 type Channel = {
   key: string;
@@ -499,28 +497,20 @@ export class LiveHub implements EventSink {
     const n = channel.groups.size;
     const rate = Math.min(o.filterStepsPerSecond, o.channelFilterStepsPerSecond / n);
     const burst = Math.min(o.filterBurstSteps, o.channelFilterBurstSteps / n);
-    const allowance = Math.min(o.filterStepsPerEvent, this.refill(group.bucket, rate, burst, now));
+    group.bucket.setLimit(rate, burst);
+    const allowance = Math.min(o.filterStepsPerEvent, group.bucket.available(now));
     if (allowance <= 0) return null;
     const meter = group.meter;
     meter.left = allowance;
     meter.ranOutAt = null;
     const isMatch = group.predicate(event);
-    group.bucket.steps -= allowance - meter.left;
+    group.bucket.spend(allowance - meter.left);
     return meter.left < 0 ? null : isMatch;
   }
 
-  private fullBucket(steps: number): Bucket {
-    return { steps, refilledAt: Date.now() };
-  }
-
-  /** The bucket's steps now (never above `burst`, which shrinks as a channel's filter sets grow in number). */
-  private refill(bucket: Bucket, perSecond: number, burst: number, now: number): number {
-    if (now > bucket.refilledAt) {
-      bucket.steps += ((now - bucket.refilledAt) * perSecond) / 1000;
-      bucket.refilledAt = now;
-    }
-    if (bucket.steps > burst) bucket.steps = burst;
-    return bucket.steps;
+  /** Filter steps that refill at a rate, up to a burst (which shrinks as a channel's filter sets grow in number). */
+  private fullBucket(steps: number): TokenBucket {
+    return new TokenBucket({ ratePerSecond: this.options.filterStepsPerSecond, burst: steps }, Date.now());
   }
 
   private countDropped(sub: Subscriber, count: number): void {

@@ -1,17 +1,11 @@
 import { AppError } from "~/lib/errors.ts";
 import { liveSubscribePath } from "~/lib/protocol/live.ts";
+import { websocketUrl } from "~/lib/websocket-url.ts";
 import type { Principal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { grantsOf } from "~/services/access/grants.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
 import { issueSubscriberTicket } from "./subscriber-ticket.ts";
-
-/** ws:// or wss:// for the public origin. */
-export function websocketBase(publicUrl: string): string {
-  const url = new URL(publicUrl);
-  url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
-  return url.toString().replace(/\/+$/, "");
-}
 
 /** A signed-in member of the namespace gets a live socket URL carrying a one-minute, single-use ticket. */
 export async function joinSubscriber({
@@ -31,5 +25,5 @@ export async function joinSubscriber({
     { userId: principal.userId, namespaceId: access.namespaceId, grants: grantsOf(principal, { namespaceId: access.namespaceId }) },
     ctx.now(),
   );
-  return { websocketUrl: `${websocketBase(ctx.config.publicUrl)}${liveSubscribePath}?ticket=${encodeURIComponent(ticket)}` };
+  return { websocketUrl: websocketUrl(ctx.config.publicUrl, `${liveSubscribePath}?ticket=${encodeURIComponent(ticket)}`) };
 }

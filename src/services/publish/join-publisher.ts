@@ -2,12 +2,12 @@ import { eq } from "drizzle-orm";
 import { links } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
 import { type JoinPublisherResponse, publishPath } from "~/lib/protocol/publish.ts";
+import { websocketUrl } from "~/lib/websocket-url.ts";
 import { grantsOf } from "~/services/access/grants.ts";
 import type { Principal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { createLink, linkPageUrl } from "~/services/links/create-link.ts";
 import { isLinkId } from "~/services/links/get-link.ts";
-import { websocketBase } from "~/services/live/join-subscriber.ts";
 import { issuePublishTicket } from "./publish-ticket.ts";
 
 /** A link id chosen by the caller must be as unguessable as ours (>= 128 bits of base64url). */
@@ -71,7 +71,7 @@ export async function joinPublisher({
     ctx.now(),
   );
   const response: JoinPublisherResponse = {
-    websocketUrl: `${websocketBase(ctx.config.publicUrl)}${publishPath}?ticket=${encodeURIComponent(ticket)}`,
+    websocketUrl: websocketUrl(ctx.config.publicUrl, `${publishPath}?ticket=${encodeURIComponent(ticket)}`),
   };
   if (namespaceId) response.namespaceId = namespaceId;
   if (link) {

@@ -1,9 +1,9 @@
 import { eq } from "drizzle-orm";
 import { namespaceTokens, orgTokens } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
+import { isUuid } from "~/lib/ids.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
 import { requireOrgAccess } from "~/services/access/require-org-access.ts";
-import { isUuid } from "~/services/auth/authenticate.ts";
 import type { UserPrincipal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { tokenForbidden } from "./messages.ts";

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { AppError } from "~/lib/errors.ts";
 import { type CreateTunnelResponse, type TunnelRole, tunnelPath } from "~/lib/protocol/tunnel.ts";
+import { websocketUrl } from "~/lib/websocket-url.ts";
 import { grantsOf } from "~/services/access/grants.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
 import type { Principal } from "~/services/auth/principal.ts";
@@ -54,10 +55,6 @@ export async function createTunnel({
     },
     ctx.now(),
   );
-  const url = new URL(ctx.config.publicUrl);
-  url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
-  url.pathname = tunnelPath;
-  url.search = `?ticket=${encodeURIComponent(ticket)}`;
   openTunnels.created({
     tunnelId,
     principalKey: key,
@@ -66,5 +63,5 @@ export async function createTunnel({
     createTimeMs: ctx.now().getTime(),
     expiresAtMs: ctx.now().getTime() + TUNNEL_TICKET_TTL_MS,
   });
-  return { tunnel_id: tunnelId, endpoint: url.toString() };
+  return { tunnel_id: tunnelId, endpoint: websocketUrl(ctx.config.publicUrl, `${tunnelPath}?ticket=${encodeURIComponent(ticket)}`) };
 }

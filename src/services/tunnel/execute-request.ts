@@ -1,5 +1,6 @@
 import { AppError } from "~/lib/errors.ts";
 import { parseFilter } from "~/lib/filter/parse.ts";
+import { isUuid } from "~/lib/ids.ts";
 import { log } from "~/lib/logger.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { FilterExpr } from "~/lib/filter/ast.ts";
@@ -19,7 +20,6 @@ import type { EventStore } from "~/store/types.ts";
 /** A query's problem the client caused (bad filter, bad range): reported as a database error. */
 class QueryInputError extends Error {}
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function expressionsOf(filterText: unknown): FilterExpr[] | undefined {
   if (filterText === undefined || filterText === null || filterText === "") return undefined;
@@ -86,7 +86,7 @@ async function run(store: EventStore, namespaceId: string, request: TunnelReques
       };
     }
     case "event": {
-      if (typeof want.eventId !== "string" || !UUID.test(want.eventId)) throw new QueryInputError("invalid event id");
+      if (typeof want.eventId !== "string" || !isUuid(want.eventId)) throw new QueryInputError("invalid event id");
       const started = performance.now();
       const r = await store.getEvent(namespaceId, want.eventId);
       const data = r ? [r.event as unknown as Record<string, unknown>] : [];
@@ -105,7 +105,7 @@ async function run(store: EventStore, namespaceId: string, request: TunnelReques
     }
     case "events": {
       const ids = want.eventIds;
-      if (!Array.isArray(ids) || ids.length > maxEventsPerRequest || !ids.every((id) => typeof id === "string" && UUID.test(id))) {
+      if (!Array.isArray(ids) || ids.length > maxEventsPerRequest || !ids.every(isUuid)) {
         throw new QueryInputError(`eventIds must be at most ${maxEventsPerRequest} event ids`);
       }
       const started = performance.now();

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { eq } from "drizzle-orm";
 import type { Db } from "#db/client.ts";
 import { namespaces } from "#db/schema/index.ts";
-import { AppError } from "~/lib/errors.ts";
+import { AppError, errorMessage } from "~/lib/errors.ts";
 import { log } from "~/lib/logger.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import {
@@ -80,7 +80,7 @@ export class RemoteWorker {
     } catch (err) {
       log.warn("worker sent a bad frame", {
         orgId: this.orgId,
-        err: String(err),
+        err: errorMessage(err),
       });
       return;
     }
@@ -132,7 +132,7 @@ export class WorkerRegistry {
     try {
       writeFileSync(this.deps.statePath, `${JSON.stringify([...this.remoteOrgs])}\n`, { mode: 0o600 });
     } catch (err) {
-      log.error("could not save the orgs with self-hosted workers", { err: String(err) });
+      log.error("could not save the orgs with self-hosted workers", { err: errorMessage(err) });
     }
   }
 
@@ -161,7 +161,7 @@ export class WorkerRegistry {
     if (!force && (this.seenAt.get(orgId) ?? 0) + SEEN_EVERY_MS > nowMs) return;
     this.seenAt.set(orgId, nowMs);
     markWorkerSeen({ db: this.deps.db, orgId, now: this.now() }).catch((err) =>
-      log.warn("could not record worker seen", { orgId, err: String(err) }),
+      log.warn("could not record worker seen", { orgId, err: errorMessage(err) }),
     );
   }
 

@@ -10,6 +10,7 @@ import {
 } from "~/lib/protocol/tunnel.ts";
 import { api } from "~/ui/lib/api.ts";
 import { reportEvent } from "~/ui/lib/events.ts";
+import { errorMessage } from "~/lib/errors.ts";
 
 /** Spec section 4: not started, pending, open, failed or cancelled. */
 export type ConnectionState = "idle" | "pending" | "open" | "failed" | "cancelled";
@@ -79,9 +80,9 @@ export function tunnelQueryClient(namespaceId: string, onState: (s: ConnectionSt
         if (answer.error) throw new Error(answer.error);
       } catch (err) {
         void reportEvent("CreateTunnelFailure", {
-          error_message: (err as Error).message,
+          error_message: errorMessage(err),
         });
-        throw new QueryFailure(`Could not open the query tunnel: ${(err as Error).message}`);
+        throw new QueryFailure(`Could not open the query tunnel: ${errorMessage(err)}`);
       }
       const ws = new WebSocket(answer.endpoint);
       ws.binaryType = "arraybuffer";
@@ -123,7 +124,7 @@ export function tunnelQueryClient(namespaceId: string, onState: (s: ConnectionSt
       result = decodeResult(new Uint8Array(data));
     } catch (err) {
       void reportEvent("TunnelError", {
-        error_message: (err as Error).message,
+        error_message: errorMessage(err),
       });
       return;
     }
@@ -143,7 +144,7 @@ export function tunnelQueryClient(namespaceId: string, onState: (s: ConnectionSt
       const decoded = await decodeResultData(result);
       p.resolve(decoded);
     } catch (err) {
-      p.reject(new QueryFailure(`The result could not be read: ${(err as Error).message}`));
+      p.reject(new QueryFailure(`The result could not be read: ${errorMessage(err)}`));
     }
   }
 

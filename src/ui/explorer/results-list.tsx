@@ -2,7 +2,8 @@ import { observeElementRect, useVirtualizer } from "@tanstack/react-virtual";
 import { useMemo, useRef } from "react";
 import type { ResultRow } from "~/lib/protocol/query.ts";
 import type { TimeZoneMode } from "~/lib/time/ticks.ts";
-import { formatBytes, formatDuration, statusClass } from "~/ui/live/format.ts";
+import { formatBytes, formatDuration } from "~/lib/format.ts";
+import { statusClass } from "~/ui/live/format.ts";
 
 export const ROW_HEIGHT = 28;
 // By the list's own width: a narrow list (a phone, or beside the detail) keeps method, status and URL.

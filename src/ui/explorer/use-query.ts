@@ -1,5 +1,6 @@
 import { useEffect, useState } from "react";
 import { isAbortError } from "~/ui/lib/api.ts";
+import { errorMessage } from "~/lib/errors.ts";
 
 export type QueryState<T> =
   | { status: "loading"; data: T | null }
@@ -36,7 +37,7 @@ export function useQuery<T>(
         setState((s) => ({
           status: "failed",
           data: s.data,
-          message: (err as Error).message || "The query failed.",
+          message: errorMessage(err) || "The query failed.",
         }));
       },
     );

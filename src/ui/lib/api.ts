@@ -1,3 +1,4 @@
+import { errorMessage } from "~/lib/errors.ts";
 /**
  * The browser's one way to call /api: same origin, credentials, JSON body. Any status other than 200
  * throws an ApiError whose message carries the status, the trace id and the server's error text.
@@ -77,7 +78,7 @@ export function describeError(err: unknown, options: { notFound?: string } = {})
   if (err instanceof TypeError && /fetch|network|load failed/i.test(err.message)) {
     return { message: "Could not reach the server. Check your connection and try again.", details: null };
   }
-  return { message: err instanceof Error ? err.message : String(err), details: null };
+  return { message: errorMessage(err), details: null };
 }
 
 function sentence(text: string): string {

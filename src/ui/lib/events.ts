@@ -1,3 +1,4 @@
+import { toError } from "~/lib/errors.ts";
 /**
  * Reports an event to POST /api/Event: empty body, the kind and details in the x-tags header as
  * `key=value` pairs joined by ';', each side percent-encoded. Reporting never throws: a failed report must not break the page.
@@ -29,6 +30,6 @@ export async function reportEvent(kind: string, tags: EventTags = {}): Promise<v
 }
 
 export function errorTags(err: unknown): EventTags {
-  const e = err instanceof Error ? err : new Error(String(err));
+  const e = toError(err);
   return { error_name: e.name, error_message: e.message, error_stack: e.stack };
 }

@@ -1,4 +1,5 @@
 import { useEffect } from "react";
+import { websocketUrl } from "~/lib/websocket-url.ts";
 
 export const PING_MS = 1000;
 export const RECONNECT_MS = 1000;
@@ -15,8 +16,7 @@ export function usePingLink(linkId: string, isActive: boolean) {
     let reopen: ReturnType<typeof setTimeout> | undefined;
     let isStopped = false;
     const open = () => {
-      const scheme = window.location.protocol === "https:" ? "wss:" : "ws:";
-      ws = new WebSocket(`${scheme}//${window.location.host}/api/PingLink?link_id=${encodeURIComponent(linkId)}`);
+      ws = new WebSocket(websocketUrl(window.location.origin, `/api/PingLink?link_id=${encodeURIComponent(linkId)}`));
       ws.onopen = () => {
         ping = setInterval(() => {
           if (ws?.readyState === WebSocket.OPEN) ws.send("ping");

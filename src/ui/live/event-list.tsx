@@ -1,7 +1,8 @@
 import { observeElementRect, useVirtualizer } from "@tanstack/react-virtual";
 import { memo, type RefObject, useRef } from "react";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { displayUrl, formatBytes, formatClock, formatDuration, statusClass } from "./format.ts";
+import { formatBytes, formatClock, formatDuration } from "~/lib/format.ts";
+import { displayUrl, statusClass } from "./format.ts";
 
 export const ROW_HEIGHT = 28;
 // By the list's own width (a phone, or beside an open detail): a narrow list keeps status, method and URL;

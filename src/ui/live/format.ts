@@ -1,33 +1,5 @@
+import { formatClock, pad } from "~/lib/format.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-
-/** Microseconds as a short human duration: 840µs, 12.4ms, 1.52s, 2m 05s. */
-export function formatDuration(us: number): string {
-  if (!Number.isFinite(us) || us < 0) return "—";
-  if (us < 1000) return `${Math.round(us)}µs`;
-  const ms = us / 1000;
-  if (ms < 10) return `${ms.toFixed(2)}ms`;
-  if (ms < 1000) return `${ms.toFixed(ms < 100 ? 1 : 0)}ms`;
-  const s = ms / 1000;
-  if (s < 60) return `${s.toFixed(2)}s`;
-  const m = Math.floor(s / 60);
-  return `${m}m ${String(Math.floor(s % 60)).padStart(2, "0")}s`;
-}
-
-export function formatBytes(bytes: number): string {
-  if (!Number.isFinite(bytes) || bytes < 0) return "—";
-  if (bytes < 1024) return `${bytes} B`;
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
-  if (bytes < 1024 ** 3) return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
-  return `${(bytes / 1024 ** 3).toFixed(2)} GB`;
-}
-
-const pad = (n: number, w = 2) => String(n).padStart(w, "0");
-
-/** Event time (µs since the epoch) as local HH:MM:SS.mmm. */
-export function formatClock(timeUs: number): string {
-  const d = new Date(Math.floor(timeUs / 1000));
-  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`;
-}
 
 export function formatDateTime(timeUs: number): string {
   const d = new Date(Math.floor(timeUs / 1000));

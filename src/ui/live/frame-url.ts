@@ -1,4 +1,5 @@
 import { liveSocketUrl, liveSubscribePath } from "~/lib/protocol/live.ts";
+import { websocketUrl } from "~/lib/websocket-url.ts";
 
 /**
  * The socket URL handed to the frame in its fragment (#url=<encoded>): a JoinSubscriber websocketUrl or a
@@ -13,6 +14,5 @@ export function liveSocketUrlFromFragment(hash: string, location: { protocol: st
   if (!socket) return null;
   const url = new URL(socket);
   if (url.pathname !== liveSubscribePath) return null;
-  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-  return `${scheme}//${location.host}${url.pathname}${url.search}`;
+  return websocketUrl(`${location.protocol}//${location.host}`, `${url.pathname}${url.search}`);
 }

@@ -1,5 +1,5 @@
 import { useEffect, useMemo, useState } from "react";
-import { formatBytes } from "../live/format.ts";
+import { formatBytes } from "~/lib/format.ts";
 import { classifyBody, hexRows, mediaType } from "./body.ts";
 
 const MAX_HEX_ROWS = 4096;

@@ -1,6 +1,7 @@
 import { type ReactNode, useMemo } from "react";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { formatBytes, formatDateTime, formatDuration, fullUrl, statusClass } from "../live/format.ts";
+import { formatBytes, formatDuration } from "~/lib/format.ts";
+import { formatDateTime, fullUrl, statusClass } from "../live/format.ts";
 import { BodyView } from "./body-view.tsx";
 import { toCurl } from "./curl.ts";
 import { useCopy } from "./use-copy.ts";

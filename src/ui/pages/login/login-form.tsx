@@ -4,6 +4,7 @@ import { Spinner } from "~/ui/components/spinner.tsx";
 import { alertError, api } from "~/ui/lib/api.ts";
 import type { EmailLoginAnswer } from "~/ui/lib/api-types.ts";
 import { errorTags, reportEvent } from "~/ui/lib/events.ts";
+import { toError } from "~/lib/errors.ts";
 
 export type SubmitEmail = (email: string, next: string | null) => Promise<EmailLoginAnswer>;
 
@@ -40,7 +41,7 @@ export function LoginForm({
       const answer = await submitEmail(address, next);
       if (answer?.error) failure = new Error(answer.error);
     } catch (err) {
-      failure = err instanceof Error ? err : new Error(String(err));
+      failure = toError(err);
     }
     if (failure instanceof Error) {
       void reportEvent("EmailSubmitError", { error_message: failure.message, ...errorTags(failure) });
