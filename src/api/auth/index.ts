@@ -1,6 +1,8 @@
 import { type Cookie, Elysia } from "elysia";
 import { AppError } from "~/lib/errors.ts";
+import { EmailCallbackQuery, NextQuery, OAuthCallbackQuery, Self } from "~/lib/protocol/api/auth.ts";
 import { log } from "~/lib/logger.ts";
+import { callSchemas } from "~/api/call-schemas.ts";
 import { authPlugin, parseCookies } from "~/api/plugins/auth.ts";
 import { consumeLoginLink } from "~/services/auth/consume-login-link.ts";
 import { createSession } from "~/services/auth/create-session.ts";
@@ -13,7 +15,6 @@ import type { ServiceContext } from "~/services/context.ts";
 import { safeEqual } from "~/lib/ids.ts";
 import type { LoginErrorCode } from "~/lib/login-errors.ts";
 import { clearOAuthCookies, clearSessionCookie, OAUTH_COOKIES, setOAuthCookies, setSessionCookie } from "./cookies.ts";
-import { authModel } from "./model.ts";
 
 type Set = { status?: number | string; headers: Record<string, string | number> };
 
@@ -49,7 +50,7 @@ export function authRoutes(ctx: ServiceContext) {
           setOAuthCookies(cookie, ctx.config, { state, verifier: codeVerifier, next: safeNext(query.next) });
           return redirect(set, url);
         },
-        { query: authModel.nextQuery },
+        { query: NextQuery },
       )
       .get(
         callbackPath,
@@ -75,7 +76,7 @@ export function authRoutes(ctx: ServiceContext) {
           }
           return redirect(set, next);
         },
-        { query: authModel.oauthCallbackQuery },
+        { query: OAuthCallbackQuery },
       );
 
   return new Elysia()
@@ -86,7 +87,7 @@ export function authRoutes(ctx: ServiceContext) {
         const user = requireUser();
         return { email: user.email, userId: user.userId, isLoggedIn: true as const };
       },
-      { response: { 200: authModel.self } },
+      { response: { 200: Self } },
     )
     .post(
       "/api/EmailLogin",
@@ -94,7 +95,7 @@ export function authRoutes(ctx: ServiceContext) {
         await requestLoginLink({ ctx, email: body.email, next: body.next });
         return {};
       },
-      { body: authModel.emailLoginBody, response: { 200: authModel.empty } },
+      callSchemas("EmailLogin"),
     )
     .get(
       "/api/EmailLoginCallback",
@@ -110,7 +111,7 @@ export function authRoutes(ctx: ServiceContext) {
         await startSession(ctx, cookie, link.email);
         return redirect(set, safeNext(link.next));
       },
-      { query: authModel.emailCallbackQuery },
+      { query: EmailCallbackQuery },
     )
     .get("/api/LogOut", async ({ principal, cookie, set }) => {
       if (principal?.kind === "user") await revokeSession({ ctx, sessionId: principal.sessionId });
