@@ -1,6 +1,7 @@
 import { type CapturedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
 import { EVENT_BATCH_FORMAT, encodeEventBatch } from "~/lib/protocol/event-batch.ts";
-import type { JoinPublisherResponse, PublishServerMessage } from "~/lib/protocol/publish.ts";
+import type { JoinPublisherResponse } from "~/lib/protocol/api/publish.ts";
+import type { PublishServerMessage } from "~/lib/protocol/publish.ts";
 
 /**
  * The capture CLI's publisher: JoinPublisher, then one WebSocket; events batched by count, size or
