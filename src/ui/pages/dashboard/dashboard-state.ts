@@ -32,9 +32,9 @@ export function namespaceNameFromEmail(email: string): string {
   return cleaned || "default";
 }
 
-export function isWorkerRecent(lastSeenWorkerTime: string | number | null | undefined, now = Date.now()): boolean {
+export function isWorkerRecent(lastSeenWorkerTime: Org["lastSeenWorkerTime"] | undefined, now = Date.now()): boolean {
   if (lastSeenWorkerTime === null || lastSeenWorkerTime === undefined) return false;
-  const time = typeof lastSeenWorkerTime === "number" ? lastSeenWorkerTime : new Date(lastSeenWorkerTime).getTime();
+  const time = new Date(lastSeenWorkerTime).getTime();
   return Number.isFinite(time) && now - time <= REQUESTS_LINK_WINDOW_MS;
 }
 
