@@ -1,6 +1,6 @@
+import type { CreateTunnelResponse } from "~/lib/protocol/api/tunnel.ts";
 import {
   type Compression,
-  type CreateTunnelResponse,
   decodeResult,
   decodeResultData,
   encodeRequest,

@@ -11,7 +11,7 @@ export function createServerEnv(ctx: ServiceContext): PageEnv {
       const sessionCookie = parseCookies(request.headers.get("cookie"))[SESSION_COOKIE];
       if (!sessionCookie) return null;
       const principal = await authenticate({ ctx, sessionCookie });
-      return principal?.kind === "user" ? { email: principal.email, userId: principal.userId } : null;
+      return principal?.kind === "user" ? { email: principal.email, userId: principal.userId, isLoggedIn: true } : null;
     },
   };
 }

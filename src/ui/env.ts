@@ -1,4 +1,4 @@
-import type { Self } from "~/ui/lib/api-types.ts";
+import type { Self } from "~/lib/protocol/api/auth.ts";
 import { errorTags, reportEvent } from "~/ui/lib/events.ts";
 
 /**

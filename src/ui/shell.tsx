@@ -1,5 +1,12 @@
 import { createContext, type ReactNode, useContext } from "react";
-import type { PublicConfig } from "~/ui/lib/api-types.ts";
+
+/** What the server tells every page: which sign-in options exist, where to get help, which build runs. */
+export type PublicConfig = {
+  hasGoogle: boolean;
+  hasGithub: boolean;
+  supportEmail: string;
+  commitHash: string;
+};
 
 /** What the server hands every page besides route data: asset URLs and public configuration. */
 export type PageShell = {

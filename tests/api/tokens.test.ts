@@ -41,6 +41,16 @@ for (const backend of backends) {
       expect(JSON.stringify(list.body)).not.toContain(gen.body.token);
     });
 
+    test("a token whose creator's account is gone lists creatorEmail null", async () => {
+      const admin = await t.onboardedUser();
+      const gen = await t.call("/api/GenerateNamespaceToken", { namespaceId: admin.namespaceId }, { cookie: admin.cookie });
+      // What deleting the creator leaves (the column is ON DELETE SET NULL): the token stays, its creator unknown.
+      await t.db.update(namespaceTokens).set({ creatorUserId: null }).where(eq(namespaceTokens.id, gen.body.tokenId));
+      const list = await t.call("/api/ListNamespaceTokens", { namespaceId: admin.namespaceId }, { cookie: admin.cookie });
+      expect(list.status).toBe(200);
+      expect(list.body.tokens).toEqual([expect.objectContaining({ tokenId: gen.body.tokenId, creatorEmail: null })]);
+    });
+
     test("only the SHA-256 of a token is stored", async () => {
       const admin = await t.onboardedUser();
       const ns = await t.call("/api/GenerateNamespaceToken", { namespaceId: admin.namespaceId }, { cookie: admin.cookie });

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
+import type { Token } from "~/lib/protocol/api/tokens.ts";
 import { ApiError } from "~/ui/lib/api.ts";
-import type { Token } from "~/ui/lib/api-types.ts";
 import { formatAge, isNewToken, maskToken } from "~/ui/lib/format.ts";
 import { type TokenCalls, TokenRow, TokenSection } from "~/ui/pages/dashboard/token-section.tsx";
 

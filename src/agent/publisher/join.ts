@@ -1,4 +1,4 @@
-import type { JoinPublisherResponse } from "~/lib/protocol/publish.ts";
+import type { JoinPublisherResponse } from "~/lib/protocol/api/publish.ts";
 
 export type JoinInfo = { linkId?: string; linkUrl?: string; namespaceId?: string; expiresAt?: string };
 

@@ -1,7 +1,9 @@
 import { type Cookie, Elysia } from "elysia";
 import { parseCookies } from "~/lib/cookies.ts";
 import { AppError } from "~/lib/errors.ts";
+import { EmailCallbackQuery, NextQuery, OAuthCallbackQuery, Self } from "~/lib/protocol/api/auth.ts";
 import { log } from "~/lib/logger.ts";
+import { callSchemas } from "~/api/call-schemas.ts";
 import { authPlugin } from "~/api/plugins/auth.ts";
 import { consumeLoginLink } from "~/services/auth/consume-login-link.ts";
 import { createSession } from "~/services/auth/create-session.ts";
@@ -14,7 +16,6 @@ import type { ServiceContext } from "~/services/context.ts";
 import { safeEqual } from "~/lib/ids.ts";
 import type { LoginErrorCode } from "~/lib/login-errors.ts";
 import { clearOAuthCookies, clearSessionCookie, OAUTH_COOKIES, setOAuthCookies, setSessionCookie } from "./cookies.ts";
-import { authModel } from "./model.ts";
 
 type Set = { status?: number | string; headers: Record<string, string | number> };
 
@@ -50,7 +51,7 @@ export function authRoutes(ctx: ServiceContext) {
           setOAuthCookies(cookie, ctx.config, { state, verifier: codeVerifier, next: safeNext(query.next) });
           return redirect(set, url);
         },
-        { query: authModel.nextQuery },
+        { query: NextQuery },
       )
       .get(
         callbackPath,
@@ -76,7 +77,7 @@ export function authRoutes(ctx: ServiceContext) {
           }
           return redirect(set, next);
         },
-        { query: authModel.oauthCallbackQuery },
+        { query: OAuthCallbackQuery },
       );
 
   return new Elysia()
@@ -87,7 +88,7 @@ export function authRoutes(ctx: ServiceContext) {
         const user = requireUser();
         return { email: user.email, userId: user.userId, isLoggedIn: true as const };
       },
-      { response: { 200: authModel.self } },
+      { response: { 200: Self } },
     )
     .post(
       "/api/EmailLogin",
@@ -95,7 +96,7 @@ export function authRoutes(ctx: ServiceContext) {
         await requestLoginLink({ ctx, email: body.email, next: body.next });
         return {};
       },
-      { body: authModel.emailLoginBody, response: { 200: authModel.empty } },
+      callSchemas("EmailLogin"),
     )
     .get(
       "/api/EmailLoginCallback",
@@ -111,7 +112,7 @@ export function authRoutes(ctx: ServiceContext) {
         await startSession(ctx, cookie, link.email);
         return redirect(set, safeNext(link.next));
       },
-      { query: authModel.emailCallbackQuery },
+      { query: EmailCallbackQuery },
     )
     .get("/api/LogOut", async ({ principal, cookie, set }) => {
       if (principal?.kind === "user") await revokeSession({ ctx, sessionId: principal.sessionId });

@@ -1,23 +1,21 @@
 import { Elysia } from "elysia";
+import { callSchemas } from "~/api/call-schemas.ts";
 import { authPlugin } from "~/api/plugins/auth.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { getLink } from "~/services/links/get-link.ts";
 import { hasSeenPublisher } from "~/services/live/has-seen-publisher.ts";
 import { joinSubscriber } from "~/services/live/join-subscriber.ts";
-import { liveModel } from "./model.ts";
 
 /** JoinSubscriber, HasSeenPublisher, GetLink. */
 export function liveRoutes(ctx: ServiceContext) {
   return new Elysia()
     .use(authPlugin(ctx))
-    .post("/api/JoinSubscriber", ({ body, principal }) => joinSubscriber({ ctx, principal, namespaceId: body.namespaceId }), {
-      body: liveModel.joinSubscriberBody,
-      response: { 200: liveModel.joinSubscriberResponse },
-    })
-    .post("/api/HasSeenPublisher", ({ body, principal }) => hasSeenPublisher({ ctx, principal, orgId: body.orgId }), {
-      body: liveModel.hasSeenPublisherBody,
-      response: { 200: liveModel.hasSeenPublisherResponse },
-    })
+    .post(
+      "/api/JoinSubscriber",
+      ({ body, principal }) => joinSubscriber({ ctx, principal, namespaceId: body.namespaceId }),
+      callSchemas("JoinSubscriber"),
+    )
+    .post("/api/HasSeenPublisher", ({ body, principal }) => hasSeenPublisher({ ctx, principal, orgId: body.orgId }), callSchemas("HasSeenPublisher"))
     .post(
       "/api/GetLink",
       async ({ body, set }) => {
@@ -26,6 +24,6 @@ export function liveRoutes(ctx: ServiceContext) {
         set.headers["cache-control"] = "no-store";
         return { linkUrl: link.linkUrl };
       },
-      { body: liveModel.getLinkBody, response: { 200: liveModel.getLinkResponse } },
+      callSchemas("GetLink"),
     );
 }

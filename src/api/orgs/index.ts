@@ -1,11 +1,11 @@
 import { Elysia } from "elysia";
+import { callSchemas } from "~/api/call-schemas.ts";
 import { authPlugin } from "~/api/plugins/auth.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { createNamespace } from "~/services/namespaces/create-namespace.ts";
 import { listNamespaces } from "~/services/namespaces/list-namespaces.ts";
 import { onboardNewUser } from "~/services/namespaces/onboard-new-user.ts";
 import { listOrgs } from "~/services/orgs/list-orgs.ts";
-import { orgsModel } from "./model.ts";
 
 /** ListOrgs, ListNamespaces, CreateNamespace, OnboardNewUser. */
 export function orgRoutes(ctx: ServiceContext) {
@@ -14,21 +14,21 @@ export function orgRoutes(ctx: ServiceContext) {
     .post(
       "/api/ListOrgs",
       async ({ requireUser }) => ({ orgs: await listOrgs({ ctx, userId: requireUser().userId }) }),
-      { body: orgsModel.empty, response: { 200: orgsModel.listOrgsResponse } },
+      callSchemas("ListOrgs"),
     )
     .post(
       "/api/ListNamespaces",
       async ({ body, principal }) => ({ namespaces: await listNamespaces({ ctx, principal, orgId: body.orgId }) }),
-      { body: orgsModel.orgBody, response: { 200: orgsModel.listNamespacesResponse } },
+      callSchemas("ListNamespaces"),
     )
     .post(
       "/api/CreateNamespace",
       ({ body, requireUser }) => createNamespace({ ctx, principal: requireUser(), orgId: body.orgId, name: body.name }),
-      { body: orgsModel.createNamespaceBody, response: { 200: orgsModel.createNamespaceResponse } },
+      callSchemas("CreateNamespace"),
     )
     .post(
       "/api/OnboardNewUser",
       ({ body, requireUser }) => onboardNewUser({ ctx, principal: requireUser(), namespaceName: body.namespaceName }),
-      { body: orgsModel.onboardBody, response: { 200: orgsModel.onboardResponse } },
+      callSchemas("OnboardNewUser"),
     );
 }

@@ -1,10 +1,10 @@
 import { Elysia } from "elysia";
+import { callSchemas } from "~/api/call-schemas.ts";
 import { authPlugin } from "~/api/plugins/auth.ts";
 import type { ClientLimits } from "~/api/plugins/client-limits.ts";
 import { AppError } from "~/lib/errors.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { joinPublisher } from "~/services/publish/join-publisher.ts";
-import { publishModel } from "./model.ts";
 
 /** JoinPublisher: the capture CLI asks where to send its events (Authorization: Bearer <namespace token>, or none). */
 export function publishRoutes(ctx: ServiceContext, limits: ClientLimits) {
@@ -26,6 +26,6 @@ export function publishRoutes(ctx: ServiceContext, limits: ClientLimits) {
       set.headers["cache-control"] = "no-store";
       return joinPublisher({ ctx, principal: publisher, linkId: body.linkId, admitNewLink });
     },
-    { body: publishModel.joinPublisherBody, response: { 200: publishModel.joinPublisherResponse } },
+    callSchemas("JoinPublisher"),
   );
 }

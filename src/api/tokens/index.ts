@@ -1,11 +1,11 @@
 import { Elysia } from "elysia";
+import { callSchemas } from "~/api/call-schemas.ts";
 import { authPlugin } from "~/api/plugins/auth.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { deleteNamespaceToken, deleteOrgToken } from "~/services/tokens/delete-token.ts";
 import { generateNamespaceToken } from "~/services/tokens/generate-namespace-token.ts";
 import { generateOrgToken } from "~/services/tokens/generate-org-token.ts";
 import { listNamespaceTokens, listOrgTokens } from "~/services/tokens/list-tokens.ts";
-import { tokensModel } from "./model.ts";
 
 /** Namespace (tracer) and org (worker) tokens: generate (shown once), list (masked), delete. */
 export function tokenRoutes(ctx: ServiceContext) {
@@ -14,24 +14,24 @@ export function tokenRoutes(ctx: ServiceContext) {
     .post(
       "/api/GenerateNamespaceToken",
       ({ body, requireUser }) => generateNamespaceToken({ ctx, principal: requireUser(), namespaceId: body.namespaceId }),
-      { body: tokensModel.namespaceBody, response: { 200: tokensModel.generated } },
+      callSchemas("GenerateNamespaceToken"),
     )
     .post(
       "/api/GenerateOrgToken",
       ({ body, requireUser }) => generateOrgToken({ ctx, principal: requireUser(), orgId: body.orgId }),
-      { body: tokensModel.orgBody, response: { 200: tokensModel.generated } },
+      callSchemas("GenerateOrgToken"),
     )
     .post(
       "/api/ListNamespaceTokens",
       async ({ body, requireUser }) => ({
         tokens: await listNamespaceTokens({ ctx, principal: requireUser(), namespaceId: body.namespaceId }),
       }),
-      { body: tokensModel.namespaceBody, response: { 200: tokensModel.list } },
+      callSchemas("ListNamespaceTokens"),
     )
     .post(
       "/api/ListOrgTokens",
       async ({ body, requireUser }) => ({ tokens: await listOrgTokens({ ctx, principal: requireUser(), orgId: body.orgId }) }),
-      { body: tokensModel.orgBody, response: { 200: tokensModel.list } },
+      callSchemas("ListOrgTokens"),
     )
     .post(
       "/api/DeleteNamespaceToken",
@@ -39,7 +39,7 @@ export function tokenRoutes(ctx: ServiceContext) {
         await deleteNamespaceToken({ ctx, principal: requireUser(), tokenId: body.tokenId });
         return {};
       },
-      { body: tokensModel.tokenIdBody, response: { 200: tokensModel.empty } },
+      callSchemas("DeleteNamespaceToken"),
     )
     .post(
       "/api/DeleteOrgToken",
@@ -47,6 +47,6 @@ export function tokenRoutes(ctx: ServiceContext) {
         await deleteOrgToken({ ctx, principal: requireUser(), tokenId: body.tokenId });
         return {};
       },
-      { body: tokensModel.tokenIdBody, response: { 200: tokensModel.empty } },
+      callSchemas("DeleteOrgToken"),
     );
 }

@@ -1,13 +1,14 @@
 import { Elysia } from "elysia";
+import { callSchemas } from "~/api/call-schemas.ts";
 import { authPlugin } from "~/api/plugins/auth.ts";
 import { AppError } from "~/lib/errors.ts";
+import { DownloadHarQuery, DownloadHarRequest } from "~/lib/protocol/api/tunnel.ts";
 import type { QueryFilter } from "~/lib/protocol/query.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { createTunnel, principalKey } from "~/services/tunnel/create-tunnel.ts";
 import { exportHar } from "~/services/tunnel/export-har.ts";
 import { listOpenTunnels } from "~/services/tunnel/open-tunnels.ts";
 import type { WorkerRegistry } from "~/services/tunnel/worker-registry.ts";
-import { tunnelModel } from "./model.ts";
 
 /** The HAR as it is written (export-har streams it a page of events at a time). */
 function attachment(har: ReadableStream<Uint8Array>, filename: string): Response {
@@ -34,10 +35,7 @@ export function tunnelRoutes({ ctx, workers }: { ctx: ServiceContext; workers: W
           namespaceId: body.namespaceId,
           role: body.role,
         }),
-      {
-        body: tunnelModel.createTunnelBody,
-        response: { 200: tunnelModel.createTunnelResponse },
-      },
+      callSchemas("CreateTunnel"),
     )
     .post(
       "/api/ListOpenTunnels",
@@ -51,10 +49,7 @@ export function tunnelRoutes({ ctx, workers }: { ctx: ServiceContext; workers: W
           }),
         };
       },
-      {
-        body: tunnelModel.listOpenTunnelsBody,
-        response: { 200: tunnelModel.listOpenTunnelsResponse },
-      },
+      callSchemas("ListOpenTunnels"),
     )
     .get(
       "/api/DownloadHar",
@@ -68,7 +63,7 @@ export function tunnelRoutes({ ctx, workers }: { ctx: ServiceContext; workers: W
         });
         return attachment(har, filename);
       },
-      { query: tunnelModel.harOneQuery },
+      { query: DownloadHarQuery },
     )
     .post(
       "/api/DownloadHar",
@@ -86,6 +81,6 @@ export function tunnelRoutes({ ctx, workers }: { ctx: ServiceContext; workers: W
         });
         return attachment(har, filename);
       },
-      { body: tunnelModel.harSetBody },
+      { body: DownloadHarRequest },
     );
 }

@@ -1,30 +1,13 @@
 import type { TracedEvent } from "./event.ts";
 
 /**
- * The publisher protocol: `tapscope run` -> POST /api/JoinPublisher -> WebSocket to the returned
+ * The publisher protocol: `tapscope run` -> POST /api/JoinPublisher (api/publish.ts) -> WebSocket to the returned
  * websocketUrl (/api/PublishEvents?ticket=...). Events go as binary frames: a binary event batch
  * (event-batch.ts, recognised by its magic; sent when the server's "ready" lists its format), or a JSON
  * `events` message as UTF-8 (older agents, simple clients). Pings and every server reply are JSON. Either
  * way the server sees the size first and refuses an oversized message before reading it, and both get the
  * same validation, limits and ack.
  */
-
-export type JoinPublisherRequest = {
-  /** Publish into this shared link (TAPSCOPE_LINK_ID, or the link of a previous join when reconnecting). */
-  linkId?: string;
-};
-
-export type JoinPublisherResponse = {
-  /** ws(s)://.../api/PublishEvents?ticket=...: a one-minute, single-use ticket; never the token. */
-  websocketUrl: string;
-  linkId?: string;
-  /** The shared link's page, carrying its expiry: <PUBLIC_URL>/link/<id>?expiry=<ISO date>. */
-  linkUrl?: string;
-  namespaceId?: string;
-  /** ISO date: when an anonymous link stops accepting and showing events. */
-  expiresAt?: string;
-  error?: string;
-};
 
 /** Client -> server as JSON (a binary event batch carries seq and events alike). `seq` is echoed in the reply so the client can count per batch. */
 export type PublishClientMessage = { type: "events"; seq: number; events: TracedEvent[] } | { type: "ping"; seq: number };

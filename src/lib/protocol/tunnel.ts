@@ -18,7 +18,7 @@ export const workerPath = "/api/WorkerConnect";
 export const compressionModes = ["none", "gzip"] as const;
 export type Compression = (typeof compressionModes)[number];
 
-export type TunnelRole = "SELECT" | "INSERT";
+export type { TunnelRole } from "./api/tunnel.ts";
 
 /** Queries are query objects, never SQL; filterText is filter-language text (spec section 5) parsed by the worker. */
 export type TunnelWant =
@@ -303,10 +303,3 @@ export function errorResult(
   };
 }
 
-/** Body of POST /api/CreateTunnel and its answer. */
-export type CreateTunnelRequest = { namespaceId: string; role: TunnelRole };
-export type CreateTunnelResponse = {
-  tunnel_id: string;
-  endpoint: string;
-  error?: string;
-};

@@ -1,6 +1,7 @@
 import { eq } from "drizzle-orm";
 import { orgs } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
+import type { HasSeenPublisherResponse } from "~/lib/protocol/api/live.ts";
 import { requireOrgAccess } from "~/services/access/require-org-access.ts";
 import type { Principal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
@@ -14,7 +15,7 @@ export async function hasSeenPublisher({
   ctx: ServiceContext;
   principal: Principal | null;
   orgId: string;
-}): Promise<{ hasSeenPublisher: boolean }> {
+}): Promise<HasSeenPublisherResponse> {
   if (principal?.kind !== "user") throw new AppError("UNAUTHORIZED", "not signed in");
   await requireOrgAccess({ ctx, principal, orgId });
   const [row] = await ctx.db.select({ hasSeenPublisher: orgs.hasSeenPublisher }).from(orgs).where(eq(orgs.id, orgId)).limit(1);

@@ -1,4 +1,5 @@
 import { AppError } from "~/lib/errors.ts";
+import type { JoinSubscriberResponse } from "~/lib/protocol/api/live.ts";
 import { liveSubscribePath } from "~/lib/protocol/live.ts";
 import { websocketUrl } from "~/lib/websocket-url.ts";
 import type { Principal } from "~/services/auth/principal.ts";
@@ -16,7 +17,7 @@ export async function joinSubscriber({
   ctx: ServiceContext;
   principal: Principal | null;
   namespaceId: string;
-}): Promise<{ websocketUrl: string }> {
+}): Promise<JoinSubscriberResponse> {
   if (!principal) throw new AppError("UNAUTHORIZED", "not signed in");
   if (principal.kind !== "user") throw new AppError("FORBIDDEN", "forbidden: the live view is for signed-in users");
   const access = await requireNamespaceAccess({ ctx, principal, namespaceId });

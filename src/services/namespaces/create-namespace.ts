@@ -1,5 +1,6 @@
 import { namespaceMembers, namespaces } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
+import type { CreateNamespaceResponse } from "~/lib/protocol/api/orgs.ts";
 import { requireOrgAccess } from "~/services/access/require-org-access.ts";
 import type { UserPrincipal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
@@ -18,7 +19,7 @@ export async function createNamespace({
   principal: UserPrincipal;
   orgId: string;
   name: string;
-}): Promise<{ namespaceId: string }> {
+}): Promise<CreateNamespaceResponse> {
   await requireOrgAccess({ ctx, principal, orgId, write: true, forbiddenMessage: CREATE_NAMESPACE_FORBIDDEN });
   const clean = validNamespaceName(name);
   return ctx.db.transaction(async (tx) => {

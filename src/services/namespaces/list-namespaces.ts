@@ -1,10 +1,9 @@
 import { and, asc, eq } from "drizzle-orm";
 import { namespaceMembers, namespaces } from "#db/schema/index.ts";
+import type { Namespace } from "~/lib/protocol/api/orgs.ts";
 import { requireOrgAccess } from "~/services/access/require-org-access.ts";
 import type { Principal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
-
-export type NamespaceSummary = { namespaceId: string; name: string };
 
 /** Users see the org's namespaces they belong to; org tokens see all of the org's; namespace tokens their own. */
 export async function listNamespaces({
@@ -15,7 +14,7 @@ export async function listNamespaces({
   ctx: ServiceContext;
   principal: Principal | null;
   orgId: string;
-}): Promise<NamespaceSummary[]> {
+}): Promise<Namespace[]> {
   await requireOrgAccess({ ctx, principal, orgId });
   const columns = { namespaceId: namespaces.id, name: namespaces.name };
   if (principal?.kind === "user") {

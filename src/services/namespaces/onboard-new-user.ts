@@ -1,10 +1,9 @@
 import { and, asc, eq, sql } from "drizzle-orm";
 import { memberships, namespaceMembers, namespaces, orgs, users } from "#db/schema/index.ts";
+import type { OnboardNewUserResponse } from "~/lib/protocol/api/orgs.ts";
 import type { UserPrincipal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { namespaceNameFromEmail, validNamespaceName } from "./namespace-name.ts";
-
-export type Onboarded = { namespace: { namespaceId: string; name: string }; org: { orgId: string } };
 
 /**
  * First sign-in (spec section 4): an org and a first namespace (the user is its admin). Idempotent: a user who
@@ -18,7 +17,7 @@ export async function onboardNewUser({
   ctx: ServiceContext;
   principal: UserPrincipal;
   namespaceName?: string;
-}): Promise<Onboarded> {
+}): Promise<OnboardNewUserResponse> {
   const name = () => validNamespaceName(namespaceName?.trim() ? namespaceName : namespaceNameFromEmail(principal.email));
   // A bad name is refused up front for a new user; an onboarded user gets their org back whatever the name.
   const [member] = await ctx.db.select({ orgId: memberships.orgId }).from(memberships).where(eq(memberships.userId, principal.userId)).limit(1);

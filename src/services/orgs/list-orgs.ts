@@ -1,14 +1,13 @@
 import { asc, eq } from "drizzle-orm";
 import { memberships, orgs } from "#db/schema/index.ts";
+import type { Org } from "~/lib/protocol/api/orgs.ts";
 import type { ServiceContext } from "~/services/context.ts";
-
-export type OrgSummary = { orgId: string; lastSeenWorkerTime: string | null };
 
 /**
  * The user's orgs, oldest membership first (the client uses the first). lastSeenWorkerTime (ISO or null) lets the
  * dashboard show the Requests link when a worker was seen within 7 days.
  */
-export async function listOrgs({ ctx, userId }: { ctx: ServiceContext; userId: string }): Promise<OrgSummary[]> {
+export async function listOrgs({ ctx, userId }: { ctx: ServiceContext; userId: string }): Promise<Org[]> {
   const rows = await ctx.db
     .select({ orgId: orgs.id, lastSeenWorkerTime: orgs.lastSeenWorkerTime })
     .from(memberships)

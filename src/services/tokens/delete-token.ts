@@ -2,11 +2,11 @@ import { eq } from "drizzle-orm";
 import { namespaceTokens, orgTokens } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
 import { isUuid } from "~/lib/ids.ts";
+import { tokenForbidden } from "~/lib/protocol/api/tokens.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
 import { requireOrgAccess } from "~/services/access/require-org-access.ts";
 import type { UserPrincipal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
-import { tokenForbidden } from "./messages.ts";
 
 const tokenNotFound = () => new AppError("NOT_FOUND", "token not found");
 

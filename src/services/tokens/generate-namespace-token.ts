@@ -1,9 +1,9 @@
 import { namespaceTokens } from "#db/schema/index.ts";
+import { type GenerateTokenResponse, tokenForbidden } from "~/lib/protocol/api/tokens.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
 import type { UserPrincipal } from "~/services/auth/principal.ts";
 import { newToken } from "~/services/auth/token-format.ts";
 import type { ServiceContext } from "~/services/context.ts";
-import { tokenForbidden } from "./messages.ts";
 
 /** Namespace admins create tracer tokens. The token is returned once; only its SHA-256 is kept. */
 export async function generateNamespaceToken({
@@ -14,7 +14,7 @@ export async function generateNamespaceToken({
   ctx: ServiceContext;
   principal: UserPrincipal;
   namespaceId: string;
-}): Promise<{ token: string; tokenId: string }> {
+}): Promise<GenerateTokenResponse> {
   await requireNamespaceAccess({ ctx, principal, namespaceId, write: true, forbiddenMessage: tokenForbidden.generateNamespace });
   const { token, hash, suffix } = newToken("namespace");
   const [row] = await ctx.db

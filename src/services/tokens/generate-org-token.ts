@@ -1,9 +1,9 @@
 import { orgTokens } from "#db/schema/index.ts";
+import { type GenerateTokenResponse, tokenForbidden } from "~/lib/protocol/api/tokens.ts";
 import { requireOrgAccess } from "~/services/access/require-org-access.ts";
 import type { UserPrincipal } from "~/services/auth/principal.ts";
 import { newToken } from "~/services/auth/token-format.ts";
 import type { ServiceContext } from "~/services/context.ts";
-import { tokenForbidden } from "./messages.ts";
 
 /** Org (worker) tokens: org members who administer at least one namespace of the org may create them. */
 export async function generateOrgToken({
@@ -14,7 +14,7 @@ export async function generateOrgToken({
   ctx: ServiceContext;
   principal: UserPrincipal;
   orgId: string;
-}): Promise<{ token: string; tokenId: string }> {
+}): Promise<GenerateTokenResponse> {
   await requireOrgAccess({ ctx, principal, orgId, write: true, forbiddenMessage: tokenForbidden.generateOrg });
   const { token, hash, suffix } = newToken("org");
   const [row] = await ctx.db

@@ -1,11 +1,11 @@
 import { desc, eq } from "drizzle-orm";
 import { namespaceTokens, orgTokens, users } from "#db/schema/index.ts";
+import type { Token } from "~/lib/protocol/api/tokens.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
 import { requireOrgAccess } from "~/services/access/require-org-access.ts";
 import type { Principal } from "~/services/auth/principal.ts";
 import { displayName } from "~/services/auth/token-format.ts";
 import type { ServiceContext } from "~/services/context.ts";
-import type { TokenSummary } from "./messages.ts";
 
 /** Namespace members see its tokens, masked (prefix, '...', last characters), newest first. */
 export async function listNamespaceTokens({
@@ -16,7 +16,7 @@ export async function listNamespaceTokens({
   ctx: ServiceContext;
   principal: Principal | null;
   namespaceId: string;
-}): Promise<TokenSummary[]> {
+}): Promise<Token[]> {
   await requireNamespaceAccess({ ctx, principal, namespaceId });
   const rows = await ctx.db
     .select({ id: namespaceTokens.id, createdAt: namespaceTokens.createdAt, suffix: namespaceTokens.suffix, email: users.email })
@@ -36,7 +36,7 @@ export async function listOrgTokens({
   ctx: ServiceContext;
   principal: Principal | null;
   orgId: string;
-}): Promise<TokenSummary[]> {
+}): Promise<Token[]> {
   await requireOrgAccess({ ctx, principal, orgId });
   const rows = await ctx.db
     .select({ id: orgTokens.id, createdAt: orgTokens.createdAt, suffix: orgTokens.suffix, email: users.email })
@@ -50,6 +50,6 @@ export async function listOrgTokens({
 function summary(
   kind: "namespace" | "org",
   r: { id: string; createdAt: Date; suffix: string; email: string | null },
-): TokenSummary {
-  return { tokenId: r.id, createTime: r.createdAt.toISOString(), name: displayName(kind, r.suffix), creatorEmail: r.email ?? "" };
+): Token {
+  return { tokenId: r.id, createTime: r.createdAt.toISOString(), name: displayName(kind, r.suffix), creatorEmail: r.email };
 }

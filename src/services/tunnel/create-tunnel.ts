@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { AppError } from "~/lib/errors.ts";
-import { type CreateTunnelResponse, type TunnelRole, tunnelPath } from "~/lib/protocol/tunnel.ts";
 import { websocketUrl } from "~/lib/websocket-url.ts";
+import type { CreateTunnelResponse, TunnelRole } from "~/lib/protocol/api/tunnel.ts";
+import { tunnelPath } from "~/lib/protocol/tunnel.ts";
 import { grantsOf } from "~/services/access/grants.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
 import type { Principal } from "~/services/auth/principal.ts";

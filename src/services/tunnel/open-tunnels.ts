@@ -1,3 +1,4 @@
+import type { OpenTunnelSummary } from "~/lib/protocol/api/tunnel.ts";
 import type { TunnelRole } from "~/lib/protocol/tunnel.ts";
 
 export type OpenTunnel = {
@@ -43,13 +44,6 @@ class OpenTunnels {
 
 export const openTunnels = new OpenTunnels();
 
-export type ListedTunnel = {
-  tunnel_id: string;
-  role: TunnelRole;
-  namespace_id: string;
-  create_time: string;
-};
-
 export function listOpenTunnels({
   principalKey,
   createAfterTime,
@@ -58,7 +52,7 @@ export function listOpenTunnels({
   principalKey: string;
   createAfterTime: string | number | undefined;
   now: Date;
-}): ListedTunnel[] {
+}): OpenTunnelSummary[] {
   const after = createAfterTime === undefined ? 0 : new Date(createAfterTime).getTime();
   return openTunnels.list(principalKey, Number.isFinite(after) ? after : 0, now.getTime()).map((t) => ({
     tunnel_id: t.tunnelId,

@@ -1,6 +1,7 @@
 import { eq } from "drizzle-orm";
 import { invitations, memberships, namespaceMembers, users } from "#db/schema/index.ts";
 import { log } from "~/lib/logger.ts";
+import type { AddUserResponse } from "~/lib/protocol/api/users.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
 import type { UserPrincipal } from "~/services/auth/principal.ts";
 import { normalizeEmail } from "~/services/auth/sign-in.ts";
@@ -22,7 +23,7 @@ export async function addUser({
   principal: UserPrincipal;
   namespaceId: string;
   email: string;
-}): Promise<{ isPending: boolean }> {
+}): Promise<AddUserResponse> {
   const access = await requireNamespaceAccess({ ctx, principal, namespaceId, write: true, forbiddenMessage: ADD_USER_FORBIDDEN });
   const address = normalizeEmail(email);
   const now = ctx.now();

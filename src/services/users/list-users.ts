@@ -1,21 +1,11 @@
 import { and, asc, eq, isNull } from "drizzle-orm";
 import { invitations, namespaceMembers, users } from "#db/schema/index.ts";
+import type { NamespaceUser } from "~/lib/protocol/api/users.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
 import type { Principal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
 
-/**
- * Spec section 3 users (userId, email, joinTime, hasWrite). Invited addresses that have not signed in yet
- * are listed too with `isPending: true`, `userId: null` and the invitation time as joinTime.
- */
-export type NamespaceUser = {
-  userId: string | null;
-  email: string;
-  joinTime: string;
-  hasWrite: boolean;
-  isPending: boolean;
-};
-
+/** Members, then invited addresses that have not signed in yet (lib/protocol/api/users.ts). */
 export async function listUsers({
   ctx,
   principal,

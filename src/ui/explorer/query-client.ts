@@ -1,13 +1,7 @@
+import type { CreateTunnelResponse } from "~/lib/protocol/api/tunnel.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { type HistogramBucket, listColumns, type QueryFilter, type ResultRow } from "~/lib/protocol/query.ts";
-import {
-  type CreateTunnelResponse,
-  decodeResult,
-  decodeResultData,
-  encodeRequest,
-  type TunnelResultData,
-  type TunnelWant,
-} from "~/lib/protocol/tunnel.ts";
+import { decodeResult, decodeResultData, encodeRequest, type TunnelResultData, type TunnelWant } from "~/lib/protocol/tunnel.ts";
 import { api } from "~/ui/lib/api.ts";
 import { reportEvent } from "~/ui/lib/events.ts";
 import { errorMessage } from "~/lib/errors.ts";
@@ -73,7 +67,7 @@ export function tunnelQueryClient(namespaceId: string, onState: (s: ConnectionSt
     const opening = (async () => {
       let answer: CreateTunnelResponse;
       try {
-        answer = await api<CreateTunnelResponse>("CreateTunnel", {
+        answer = await api("CreateTunnel", {
           namespaceId,
           role: "SELECT",
         });

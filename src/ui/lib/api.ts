@@ -1,4 +1,6 @@
 import { errorMessage } from "~/lib/errors.ts";
+import type { ApiCallName, ApiRequest, ApiResponse } from "~/lib/protocol/api/calls.ts";
+
 /**
  * The browser's one way to call /api: same origin, credentials, JSON body. Any status other than 200
  * throws an ApiError whose message carries the status, the trace id and the server's error text.
@@ -19,7 +21,8 @@ export class ApiError extends Error {
 
 export type ApiOptions = { signal?: AbortSignal; method?: "GET" | "POST"; baseUrl?: string };
 
-export async function api<T>(name: string, body: unknown = {}, options: ApiOptions = {}): Promise<T> {
+/** A JSON call of spec section 7, typed by its schemas in lib/protocol/api (types only: no schema code reaches the bundle). */
+export async function api<Name extends ApiCallName>(name: Name, body: ApiRequest<Name>, options: ApiOptions = {}): Promise<ApiResponse<Name>> {
   const method = options.method ?? "POST";
   const response = await fetch(`${options.baseUrl ?? ""}/api/${name}`, {
     method,
@@ -29,7 +32,7 @@ export async function api<T>(name: string, body: unknown = {}, options: ApiOptio
     signal: options.signal,
   });
   if (response.status !== 200) throw await toApiError(response);
-  return (await response.json()) as T;
+  return (await response.json()) as ApiResponse<Name>;
 }
 
 export async function toApiError(response: Response): Promise<ApiError> {

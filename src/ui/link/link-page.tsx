@@ -35,7 +35,7 @@ export function LinkViewer({ linkId, commitHash }: { linkId: string; commitHash:
   useEffect(() => {
     const controller = new AbortController();
     setState({ status: "loading" });
-    api<{ linkUrl: string }>("GetLink", { linkId }, { signal: controller.signal })
+    api("GetLink", { linkId }, { signal: controller.signal })
       .then(({ linkUrl }) => {
         const expiry = parseLinkExpiry(linkUrl);
         setState({ status: "ready", linkUrl, expiry, isExpiredOnLoad: expiry.getTime() <= Date.now() });

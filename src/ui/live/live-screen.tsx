@@ -32,7 +32,7 @@ export function LiveScreenView({
   useEffect(() => {
     const controller = new AbortController();
     setJoin({ status: "joining" });
-    api<{ websocketUrl: string }>("JoinSubscriber", { namespaceId }, { signal: controller.signal })
+    api("JoinSubscriber", { namespaceId }, { signal: controller.signal })
       .then((answer) => setJoin({ status: "joined", websocketUrl: answer.websocketUrl }))
       .catch((err) => {
         if (!isAbortError(err)) setJoin({ status: "failed", error: describeError(err) });
@@ -43,7 +43,7 @@ export function LiveScreenView({
   // Onboarding shows while the org has never seen a publisher.
   useEffect(() => {
     const controller = new AbortController();
-    api<{ hasSeenPublisher: boolean }>("HasSeenPublisher", { orgId }, { signal: controller.signal })
+    api("HasSeenPublisher", { orgId }, { signal: controller.signal })
       .then((answer) => setOnboarding(!answer.hasSeenPublisher))
       .catch(() => {});
     return () => controller.abort();

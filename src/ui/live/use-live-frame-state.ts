@@ -106,7 +106,7 @@ export function useLiveFrameState({ socketUrl, namespaceId }: { socketUrl: strin
           isFirst = false;
           return Promise.resolve(currentUrl);
         }
-        return api<{ websocketUrl: string }>("JoinSubscriber", { namespaceId }).then((r) => {
+        return api("JoinSubscriber", { namespaceId }).then((r) => {
           currentUrl = r.websocketUrl;
           return currentUrl;
         });

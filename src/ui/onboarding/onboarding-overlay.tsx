@@ -15,7 +15,7 @@ export function usePublisherSeen(orgId: string, isActive = true): boolean {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const poll = async () => {
       try {
-        const answer = await api<{ hasSeenPublisher: boolean }>("HasSeenPublisher", { orgId }, { signal: controller.signal });
+        const answer = await api("HasSeenPublisher", { orgId }, { signal: controller.signal });
         if (answer.hasSeenPublisher) {
           setSeen(true);
           return;
@@ -60,7 +60,7 @@ export function OnboardingOverlay({
   useEffect(() => {
     if (!needsToken) return;
     const controller = new AbortController();
-    api<{ token: string }>("GenerateNamespaceToken", { namespaceId }, { signal: controller.signal })
+    api("GenerateNamespaceToken", { namespaceId }, { signal: controller.signal })
       .then((answer) => setToken(answer.token))
       .catch((err) => {
         if (isAbortError(err)) return;

@@ -1,15 +1,8 @@
 import { createContext, useCallback, useContext, useEffect, useMemo, useState } from "react";
 import { useLocation, useNavigate, useParams } from "react-router";
+import type { Self } from "~/lib/protocol/api/auth.ts";
+import type { Namespace, Org } from "~/lib/protocol/api/orgs.ts";
 import { ApiError, alertError, api, isAbortError } from "~/ui/lib/api.ts";
-import type {
-  CreateNamespaceAnswer,
-  ListNamespacesAnswer,
-  ListOrgsAnswer,
-  Namespace,
-  OnboardNewUserAnswer,
-  Org,
-  Self,
-} from "~/ui/lib/api-types.ts";
 import { readLocal, storageKeys, writeLocal } from "~/ui/lib/storage.ts";
 
 export const REQUESTS_LINK_WINDOW_MS = 604_800_000;
@@ -39,9 +32,9 @@ export function namespaceNameFromEmail(email: string): string {
   return cleaned || "default";
 }
 
-export function isWorkerRecent(lastSeenWorkerTime: Org["lastSeenWorkerTime"], now = Date.now()): boolean {
+export function isWorkerRecent(lastSeenWorkerTime: Org["lastSeenWorkerTime"] | undefined, now = Date.now()): boolean {
   if (lastSeenWorkerTime === null || lastSeenWorkerTime === undefined) return false;
-  const time = typeof lastSeenWorkerTime === "number" ? lastSeenWorkerTime : new Date(lastSeenWorkerTime).getTime();
+  const time = new Date(lastSeenWorkerTime).getTime();
   return Number.isFinite(time) && now - time <= REQUESTS_LINK_WINDOW_MS;
 }
 
@@ -67,15 +60,16 @@ export function useDashboardState(self: Self): DashboardState {
     const controller = new AbortController();
     const { signal } = controller;
     (async () => {
-      const { orgs } = await api<ListOrgsAnswer>("ListOrgs", {}, { signal });
+      const { orgs } = await api("ListOrgs", {}, { signal });
       const first = orgs[0];
       if (!first) {
-        const onboarded = await api<OnboardNewUserAnswer>("OnboardNewUser", { namespaceName: namespaceNameFromEmail(self.email) }, { signal });
-        setOrg(onboarded.org);
+        const onboarded = await api("OnboardNewUser", { namespaceName: namespaceNameFromEmail(self.email) }, { signal });
+        // A new org has not seen a worker yet.
+        setOrg({ ...onboarded.org, lastSeenWorkerTime: null });
         setNamespaces([onboarded.namespace]);
         return;
       }
-      const { namespaces: list } = await api<ListNamespacesAnswer>("ListNamespaces", { orgId: first.orgId }, { signal });
+      const { namespaces: list } = await api("ListNamespaces", { orgId: first.orgId }, { signal });
       if (list.length === 0) throw new Error("the org has no namespaces");
       setOrg(first);
       setNamespaces(list);
@@ -117,8 +111,8 @@ export function useDashboardState(self: Self): DashboardState {
     const name = window.prompt("Name of the new namespace")?.trim();
     if (!name) return;
     try {
-      const { namespaceId } = await api<CreateNamespaceAnswer>("CreateNamespace", { orgId: org.orgId, name });
-      const { namespaces: list } = await api<ListNamespacesAnswer>("ListNamespaces", { orgId: org.orgId });
+      const { namespaceId } = await api("CreateNamespace", { orgId: org.orgId, name });
+      const { namespaces: list } = await api("ListNamespaces", { orgId: org.orgId });
       const created = list.find((ns) => ns.namespaceId === namespaceId);
       if (!created) throw new Error(`created namespace ${namespaceId} is missing from the namespace list`);
       setNamespaces(list);

@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from "react";
+import type { Namespace } from "~/lib/protocol/api/orgs.ts";
 import { Spinner } from "~/ui/components/spinner.tsx";
-import type { Namespace } from "~/ui/lib/api-types.ts";
 
 /** Dropdown of the org's namespaces with a create action; an outside click closes it. */
 export function NamespaceSwitcher({

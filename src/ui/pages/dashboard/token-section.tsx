@@ -1,9 +1,9 @@
 import { useCallback, useEffect, useState } from "react";
+import type { Token } from "~/lib/protocol/api/tokens.ts";
 import { Button } from "~/ui/components/button.tsx";
 import { Modal } from "~/ui/components/modal.tsx";
 import { Spinner } from "~/ui/components/spinner.tsx";
 import { ApiError, alertError, isAbortError } from "~/ui/lib/api.ts";
-import type { Token } from "~/ui/lib/api-types.ts";
 import { formatAge, isNewToken, maskToken } from "~/ui/lib/format.ts";
 import { NewTokenDialog } from "~/ui/pages/dashboard/new-token-dialog.tsx";
 import { SectionTitle } from "~/ui/pages/dashboard/screen.tsx";

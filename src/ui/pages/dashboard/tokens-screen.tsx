@@ -1,6 +1,5 @@
 import { useMemo, useState } from "react";
 import { api } from "~/ui/lib/api.ts";
-import type { GenerateTokenAnswer, ListTokensAnswer } from "~/ui/lib/api-types.ts";
 import { useDashboard } from "~/ui/pages/dashboard/dashboard-state.ts";
 import { DashboardIndex } from "~/ui/pages/dashboard/placeholders.tsx";
 import { Screen } from "~/ui/pages/dashboard/screen.tsx";
@@ -16,8 +15,8 @@ export function TokensScreen() {
     () =>
       namespaceId
         ? {
-            list: async (signal) => (await api<ListTokensAnswer>("ListNamespaceTokens", { namespaceId }, { signal })).tokens,
-            generate: async () => (await api<GenerateTokenAnswer>("GenerateNamespaceToken", { namespaceId })).token,
+            list: async (signal) => (await api("ListNamespaceTokens", { namespaceId }, { signal })).tokens,
+            generate: async () => (await api("GenerateNamespaceToken", { namespaceId })).token,
             remove: async (tokenId) => void (await api("DeleteNamespaceToken", { tokenId })),
           }
         : null,
@@ -27,8 +26,8 @@ export function TokensScreen() {
     () =>
       orgId
         ? {
-            list: async (signal) => (await api<ListTokensAnswer>("ListOrgTokens", { orgId }, { signal })).tokens,
-            generate: async () => (await api<GenerateTokenAnswer>("GenerateOrgToken", { orgId })).token,
+            list: async (signal) => (await api("ListOrgTokens", { orgId }, { signal })).tokens,
+            generate: async () => (await api("GenerateOrgToken", { orgId })).token,
             remove: async (tokenId) => void (await api("DeleteOrgToken", { tokenId })),
           }
         : null,

@@ -1,8 +1,8 @@
 import { type FormEvent, useCallback, useEffect, useState } from "react";
+import type { NamespaceUser } from "~/lib/protocol/api/users.ts";
 import { Button } from "~/ui/components/button.tsx";
 import { Spinner } from "~/ui/components/spinner.tsx";
 import { alertError, api, isAbortError } from "~/ui/lib/api.ts";
-import type { ListUsersAnswer, NamespaceUser } from "~/ui/lib/api-types.ts";
 import { formatDate } from "~/ui/lib/format.ts";
 import { useDashboard } from "~/ui/pages/dashboard/dashboard-state.ts";
 import { DashboardIndex } from "~/ui/pages/dashboard/placeholders.tsx";
@@ -22,7 +22,7 @@ function UsersOfNamespace({ namespaceId, namespaceName }: { namespaceId: string;
   const refresh = useCallback(
     async (signal?: AbortSignal) => {
       try {
-        setUsers((await api<ListUsersAnswer>("ListUsers", { namespaceId }, { signal })).users);
+        setUsers((await api("ListUsers", { namespaceId }, { signal })).users);
       } catch (err) {
         if (!isAbortError(err)) setUsers((current) => current ?? []);
       }

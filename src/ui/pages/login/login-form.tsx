@@ -1,14 +1,14 @@
 import { type FormEvent, useState } from "react";
+import type { EmailLoginResponse } from "~/lib/protocol/api/auth.ts";
 import { Button } from "~/ui/components/button.tsx";
 import { Spinner } from "~/ui/components/spinner.tsx";
 import { alertError, api } from "~/ui/lib/api.ts";
-import type { EmailLoginAnswer } from "~/ui/lib/api-types.ts";
 import { errorTags, reportEvent } from "~/ui/lib/events.ts";
 import { toError } from "~/lib/errors.ts";
 
-export type SubmitEmail = (email: string, next: string | null) => Promise<EmailLoginAnswer>;
+export type SubmitEmail = (email: string, next: string | null) => Promise<EmailLoginResponse>;
 
-const submitEmailLogin: SubmitEmail = (email, next) => api<EmailLoginAnswer>("EmailLogin", next ? { email, next } : { email });
+const submitEmailLogin: SubmitEmail = (email, next) => api("EmailLogin", next ? { email, next } : { email });
 
 type State = { kind: "idle" } | { kind: "submitting" } | { kind: "sent"; email: string };
 

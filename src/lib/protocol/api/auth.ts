@@ -1,0 +1,31 @@
+import { type Static, Type } from "@sinclair/typebox";
+import { OptionalError } from "./common.ts";
+
+/** GET /api/GetSelf: 200 means signed in. */
+export const Self = Type.Object({ email: Type.String(), userId: Type.String(), isLoggedIn: Type.Literal(true) });
+export type Self = Static<typeof Self>;
+
+export const EmailLoginRequest = Type.Object({
+  email: Type.String({ format: "email", maxLength: 254 }),
+  next: Type.Optional(Type.String({ maxLength: 2048 })),
+});
+export type EmailLoginRequest = Static<typeof EmailLoginRequest>;
+
+/** Spec section 7 allows an error beside the 200; this server refuses with a non-200 `{ error }` instead. */
+export const EmailLoginResponse = Type.Object({ error: OptionalError });
+export type EmailLoginResponse = Static<typeof EmailLoginResponse>;
+
+/** GET /api/GoogleRedirect, /api/GithubRedirect. */
+export const NextQuery = Type.Object({ next: Type.Optional(Type.String()) });
+export type NextQuery = Static<typeof NextQuery>;
+
+export const OAuthCallbackQuery = Type.Object({
+  code: Type.Optional(Type.String()),
+  state: Type.Optional(Type.String()),
+  error: Type.Optional(Type.String()),
+});
+export type OAuthCallbackQuery = Static<typeof OAuthCallbackQuery>;
+
+/** No `next`: where the link lands was fixed when it was requested (stored with it), never by its URL. */
+export const EmailCallbackQuery = Type.Object({ token: Type.Optional(Type.String()) });
+export type EmailCallbackQuery = Static<typeof EmailCallbackQuery>;

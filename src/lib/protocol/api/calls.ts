@@ -1,0 +1,56 @@
+import type { Static, TSchema } from "@sinclair/typebox";
+import { EmailLoginRequest, EmailLoginResponse } from "./auth.ts";
+import { GetLinkRequest, GetLinkResponse, HasSeenPublisherRequest, HasSeenPublisherResponse, JoinSubscriberRequest, JoinSubscriberResponse } from "./live.ts";
+import {
+  CreateNamespaceRequest,
+  CreateNamespaceResponse,
+  ListNamespacesRequest,
+  ListNamespacesResponse,
+  ListOrgsRequest,
+  ListOrgsResponse,
+  OnboardNewUserRequest,
+  OnboardNewUserResponse,
+} from "./orgs.ts";
+import { JoinPublisherRequest, JoinPublisherResponse } from "./publish.ts";
+import {
+  DeleteTokenRequest,
+  DeleteTokenResponse,
+  GenerateTokenResponse,
+  ListTokensResponse,
+  NamespaceTokensRequest,
+  OrgTokensRequest,
+} from "./tokens.ts";
+import { CreateTunnelRequest, CreateTunnelResponse, ListOpenTunnelsRequest, ListOpenTunnelsResponse } from "./tunnel.ts";
+import { AddUserRequest, AddUserResponse, ListUsersRequest, ListUsersResponse } from "./users.ts";
+
+type Call = { body: TSchema; response: TSchema };
+
+/**
+ * The JSON calls of spec section 7 (POST /api/<name>, a JSON body, a JSON answer on 200): the controllers
+ * validate with these schemas, and the browser's api() takes its types from them.
+ */
+export const apiCalls = {
+  EmailLogin: { body: EmailLoginRequest, response: EmailLoginResponse },
+  ListOrgs: { body: ListOrgsRequest, response: ListOrgsResponse },
+  ListNamespaces: { body: ListNamespacesRequest, response: ListNamespacesResponse },
+  CreateNamespace: { body: CreateNamespaceRequest, response: CreateNamespaceResponse },
+  OnboardNewUser: { body: OnboardNewUserRequest, response: OnboardNewUserResponse },
+  CreateTunnel: { body: CreateTunnelRequest, response: CreateTunnelResponse },
+  ListOpenTunnels: { body: ListOpenTunnelsRequest, response: ListOpenTunnelsResponse },
+  HasSeenPublisher: { body: HasSeenPublisherRequest, response: HasSeenPublisherResponse },
+  GenerateNamespaceToken: { body: NamespaceTokensRequest, response: GenerateTokenResponse },
+  GenerateOrgToken: { body: OrgTokensRequest, response: GenerateTokenResponse },
+  ListNamespaceTokens: { body: NamespaceTokensRequest, response: ListTokensResponse },
+  ListOrgTokens: { body: OrgTokensRequest, response: ListTokensResponse },
+  DeleteNamespaceToken: { body: DeleteTokenRequest, response: DeleteTokenResponse },
+  DeleteOrgToken: { body: DeleteTokenRequest, response: DeleteTokenResponse },
+  ListUsers: { body: ListUsersRequest, response: ListUsersResponse },
+  AddUser: { body: AddUserRequest, response: AddUserResponse },
+  JoinSubscriber: { body: JoinSubscriberRequest, response: JoinSubscriberResponse },
+  JoinPublisher: { body: JoinPublisherRequest, response: JoinPublisherResponse },
+  GetLink: { body: GetLinkRequest, response: GetLinkResponse },
+} as const satisfies Record<string, Call>;
+
+export type ApiCallName = keyof typeof apiCalls;
+export type ApiRequest<Name extends ApiCallName> = Static<(typeof apiCalls)[Name]["body"]>;
+export type ApiResponse<Name extends ApiCallName> = Static<(typeof apiCalls)[Name]["response"]>;
