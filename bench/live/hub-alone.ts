@@ -1,4 +1,4 @@
-import { LiveHub } from "~/services/live/hub.ts";
+import { LiveHub } from "~/engines/live/hub.ts";
 import { benchEvent, benchFilters } from "./events.ts";
 
 /**

@@ -11,7 +11,7 @@ import { links } from "#db/schema/index.ts";
 import { parseConfig } from "~/lib/env.ts";
 import { randomId } from "~/lib/ids.ts";
 import { setLogLevel } from "~/lib/logger.ts";
-import { liveHubFor } from "~/services/live/hub-registry.ts";
+import { createRuntime } from "~/runtime.ts";
 import { createApp } from "~/server.ts";
 import { benchEvent, nowUs } from "./events.ts";
 
@@ -22,9 +22,9 @@ const config = parseConfig({
   SESSION_SECRET: "bench-secret-0123456789abcdef",
   PUBLIC_URL: "http://127.0.0.1:1",
 });
-const deps = { config, db: database.db };
-const server = createApp(deps).listen({ port: 0, hostname: "127.0.0.1" });
-const hub = liveHubFor(deps);
+const runtime = createRuntime({ config, db: database.db });
+const server = createApp(runtime).listen({ port: 0, hostname: "127.0.0.1" });
+const { hub } = runtime;
 
 const reply = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}\n`);
 

@@ -5,10 +5,9 @@ import { openDatabase } from "#db/client.ts";
 import { namespaces, namespaceTokens, orgs } from "#db/schema/index.ts";
 import { parseConfig } from "~/lib/env.ts";
 import { setLogLevel } from "~/lib/logger.ts";
-import { type AppDeps, createApp } from "~/server.ts";
+import { createRuntime } from "~/runtime.ts";
+import { createApp } from "~/server.ts";
 import { newToken } from "~/services/auth/token-format.ts";
-import { EventSinks } from "~/services/ingest/sink.ts";
-import { attachStore } from "~/services/store/attach-store.ts";
 import type { SqlEventStore } from "~/store/sql-store.ts";
 
 /** The real server (createApp, PGlite, ingest, store sink) on a loopback port, with one namespace and its token. */
@@ -20,10 +19,9 @@ export async function startBenchServer(store: SqlEventStore) {
     SESSION_SECRET: "bench-store-secret-0123456789abcdef",
     PUBLIC_URL: "http://127.0.0.1:1",
   });
-  const sinks = new EventSinks();
-  const attached = attachStore({ config, db: database.db, store, sinks });
-  const deps: AppDeps = { config, db: database.db, sinks, store };
-  const app = createApp(deps);
+  const runtime = createRuntime({ config, db: database.db, store });
+  const attached = runtime.attached!;
+  const app = createApp(runtime);
   app.listen({ port: 0, hostname: "127.0.0.1" });
   config.publicUrl = `http://127.0.0.1:${app.server?.port}`;
   const [org] = await database.db.insert(orgs).values({ name: "bench" }).returning();
@@ -38,7 +36,7 @@ export async function startBenchServer(store: SqlEventStore) {
     namespaceId: ns.id,
     sink: attached.sink,
     stop: async () => {
-      await attached.close();
+      await runtime.close();
       await app.stop(true);
       await database.close();
     },

@@ -3,13 +3,10 @@ import { openDatabase } from "#db/client.ts";
 import { ConfigError, parseConfig } from "~/lib/env.ts";
 import { log } from "~/lib/logger.ts";
 import { ensurePrivateDir, isServerDataFile, narrowTree, usePrivateUmask } from "~/lib/private-dir.ts";
-import { type AppDeps, createApp } from "~/server.ts";
+import { createRuntime } from "~/runtime.ts";
+import { createApp } from "~/server.ts";
 import { SERVER_BODY_LIMIT } from "~/api/plugins/body-limit.ts";
-import { liveHubFor } from "~/services/live/hub-registry.ts";
-import { EventSinks } from "~/services/ingest/sink.ts";
-import { attachStore } from "~/services/store/attach-store.ts";
 import { openEventStore } from "~/store/open.ts";
-import { WorkerRegistry } from "~/services/tunnel/worker-registry.ts";
 
 /** memoryLogMs: how often the memory line is logged (bench/soak asks for every 30 s). */
 export async function main(_args: string[], options: { memoryLogMs?: number } = {}): Promise<number> {
@@ -33,12 +30,8 @@ export async function main(_args: string[], options: { memoryLogMs?: number } = 
   const store = await openEventStore(config);
   const narrowed = narrowTree(config.dataDir, isServerDataFile);
   if (narrowed > 0) log.info("made data files private to this user", { dataDir: config.dataDir, files: narrowed });
-  const sinks = new EventSinks();
-  // Ingest writes through the worker registry: an org with a self-hosted worker keeps its events there.
-  const workers = new WorkerRegistry({ db: database.db, local: store, statePath: join(config.dataDir, "worker-orgs.json") });
-  const attached = attachStore({ config, db: database.db, store: workers.route(), sinks });
-  const deps: AppDeps = { config, db: database.db, store, sinks, workers };
-  const app = createApp(deps);
+  const runtime = createRuntime({ config, db: database.db, store });
+  const app = createApp(runtime);
   // listen() (not a bare Bun.serve over app.handle) so the WebSocket routes (live view, publishers, link pings) upgrade.
   app.listen({ port: config.port, maxRequestBodySize: SERVER_BODY_LIMIT });
   const server = app.server!;
@@ -52,19 +45,19 @@ export async function main(_args: string[], options: { memoryLogMs?: number } = 
   });
 
   // Once a minute, what the server holds against its budget: at debug level, or at warn once RSS passes 90 %.
-  const hub = liveHubFor(deps);
+  const { hub, attached } = runtime;
   const memoryTimer = setInterval(() => {
     const { rss, heapUsed, heapTotal } = process.memoryUsage();
-    const buffered = attached.sink.buffered();
+    const buffered = attached?.sink.buffered();
     const fields = {
       rssBytes: rss,
       heapUsedBytes: heapUsed,
       heapTotalBytes: heapTotal,
       budgetBytes: config.memoryLimitBytes,
-      storeBufferEvents: buffered.events,
-      storeBufferChars: buffered.chars,
-      storeAccepted: buffered.accepted,
-      storeWritten: buffered.written,
+      storeBufferEvents: buffered?.events,
+      storeBufferChars: buffered?.chars,
+      storeAccepted: buffered?.accepted,
+      storeWritten: buffered?.written,
       liveHistoryBytes: hub.retainedHistoryBytes,
       openSockets: server.pendingWebSockets,
     };
@@ -84,7 +77,7 @@ export async function main(_args: string[], options: { memoryLogMs?: number } = 
     // themselves, so after a short grace they are closed (publishers reconnect to the next server).
     await Promise.race([server.stop(false), Bun.sleep(3_000)]);
     await server.stop(true);
-    await attached.close(); // writes the events still batched
+    await runtime.close(); // writes the events still batched
     await store.close();
     await database.close();
     resolve(0);

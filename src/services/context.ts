@@ -1,9 +1,9 @@
 import type { Db } from "#db/client.ts";
 import type { Config } from "~/lib/env.ts";
 import type { Mailer } from "~/lib/mailer.ts";
-import type { SocketRevoker } from "~/services/access/granted-sockets.ts";
+import type { SocketRevoker } from "~/services/access/grants.ts";
 
-/** What every service verb receives: transport-free dependencies. */
+/** What every service verb receives: transport-free dependencies (built once, by createRuntime). */
 export type ServiceContext = {
   db: Db;
   config: Config;
@@ -13,13 +13,3 @@ export type ServiceContext = {
   /** The app's open sockets: revoking a credential closes those it authorised (absent outside an app). */
   sockets?: SocketRevoker;
 };
-
-export function createServiceContext(deps: {
-  db: Db;
-  config: Config;
-  now?: () => Date;
-  mailer?: Mailer;
-  sockets?: SocketRevoker;
-}): ServiceContext {
-  return { db: deps.db, config: deps.config, now: deps.now ?? (() => new Date()), mailer: deps.mailer, sockets: deps.sockets };
-}

@@ -4,12 +4,12 @@ import { DashboardLayout, dashboardLoader } from "~/ui/pages/dashboard/dashboard
 import { BillingScreen } from "~/ui/pages/dashboard/billing-screen.tsx";
 import { MinifiedResultsPage } from "~/ui/explorer/minified-page.tsx";
 import { RequestsRoute } from "~/ui/explorer/requests-route.tsx";
-import { DashboardIndex, LiveScreen } from "~/ui/pages/dashboard/placeholders.tsx";
+import { DashboardIndex, LiveScreen } from "~/ui/pages/dashboard/live-screen.tsx";
 import { TokensScreen } from "~/ui/pages/dashboard/tokens-screen.tsx";
 import { UsersScreen } from "~/ui/pages/dashboard/users-screen.tsx";
 import { RootErrorBoundary } from "~/ui/pages/error/root-error-boundary.tsx";
 import { LoginPage, loginLoader } from "~/ui/pages/login/login-page.tsx";
-import * as marketing from "~/ui/pages/marketing/pages.tsx";
+import * as marketing from "~/ui/pages/marketing/marketing-pages.tsx";
 
 function Root() {
   return (

@@ -4,12 +4,12 @@ import { AppError } from "~/lib/errors.ts";
 import { log } from "~/lib/logger.ts";
 import { publishLimits } from "~/lib/protocol/publish.ts";
 import { decodeRequest, encodeResult, errorResult, type TunnelRequest, TunnelProtocolError, tunnelPath } from "~/lib/protocol/tunnel.ts";
-import type { GrantedSockets } from "~/services/access/granted-sockets.ts";
+import type { GrantedSockets } from "~/engines/access/granted-sockets.ts";
 import type { ServiceContext } from "~/services/context.ts";
-import type { Ingest } from "~/services/ingest/ingest.ts";
-import { openTunnels } from "~/services/tunnel/open-tunnels.ts";
+import type { Ingest } from "~/engines/ingest/ingest.ts";
+import type { OpenTunnels } from "~/engines/workers/open-tunnels.ts";
 import { redeemTunnelTicket, type TunnelClaims } from "~/services/tunnel/tunnel-ticket.ts";
-import type { WorkerRegistry } from "~/services/tunnel/worker-registry.ts";
+import type { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
 import { insertEvents } from "~/services/tunnel/insert-events.ts";
 import { type RawFrame, takeRawFrames } from "./raw-frames.ts";
 
@@ -28,11 +28,14 @@ export function tunnelSocket({
   workers,
   ingest,
   sockets,
+  tunnels,
 }: {
   ctx: ServiceContext;
   workers: WorkerRegistry;
   ingest: Ingest;
   sockets: GrantedSockets;
+  /** Marked connected and closed here, for ListOpenTunnels. */
+  tunnels: OpenTunnels;
 }) {
   const state = new WeakMap<object, { claims: TunnelClaims; inFlight: number; unregister: () => void }>();
 
@@ -113,7 +116,7 @@ export function tunnelSocket({
         const raw = ws.raw as ServerWebSocket<unknown>;
         const unregister = sockets.register(claims.grants, { close: (code, reason) => raw.close(code, reason) });
         state.set(raw, { claims, inFlight: 0, unregister });
-        openTunnels.connected(claims.tunnelId);
+        tunnels.connected(claims.tunnelId);
         takeRawFrames(raw, (frame) => receive(raw, frame));
       },
       close(ws) {
@@ -121,7 +124,7 @@ export function tunnelSocket({
         if (!s) return;
         state.delete(ws.raw);
         s.unregister();
-        openTunnels.closed(s.claims.tunnelId);
+        tunnels.closed(s.claims.tunnelId);
       },
     });
 }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { desc } from "drizzle-orm";
 import { eventLog } from "#db/schema/index.ts";
-import { formatTagsHeader } from "~/api/events/tags.ts";
+import { formatTagsHeader } from "~/api/telemetry/tags.ts";
 import { backends, startTestApp, type TestApp } from "../support/app.ts";
 
 for (const backend of backends) {

@@ -3,7 +3,7 @@ import { eq } from "drizzle-orm";
 import { links, orgs } from "#db/schema/index.ts";
 import { randomId } from "~/lib/ids.ts";
 import { liveSocketUrl } from "~/lib/protocol/live.ts";
-import { liveHubFor } from "~/services/live/hub-registry.ts";
+import { createRuntime, type Runtime } from "~/runtime.ts";
 import { createApp } from "~/server.ts";
 import { makeEvent } from "../services/live-fixtures.ts";
 import { backends, startTestApp, type TestApp } from "../support/app.ts";
@@ -12,16 +12,16 @@ import { isRefused, LiveClient, RawWsClient } from "./live-support.ts";
 for (const backend of backends) {
   describe(`live view and links [${backend}]`, () => {
     let t: TestApp;
-    let deps: Parameters<typeof createApp>[0];
+    let runtime: Runtime;
     let server: ReturnType<ReturnType<typeof createApp>["listen"]>;
     let port: number;
-    const hub = () => liveHubFor(deps);
+    const hub = () => runtime.hub;
 
     beforeAll(async () => {
       t = await startTestApp({ backend });
-      // A second app on the same database, listening, whose deps (hence hub) this test holds.
-      deps = { config: t.config, db: t.db, now: t.clock.now };
-      server = createApp(deps).listen({ port: 0, hostname: "127.0.0.1" });
+      // A second app on the same database, listening, whose runtime (hence hub) this test holds.
+      runtime = createRuntime({ config: t.config, db: t.db, now: t.clock.now });
+      server = createApp(runtime).listen({ port: 0, hostname: "127.0.0.1" });
       port = server.server!.port!;
     }, 60_000);
     afterAll(async () => {

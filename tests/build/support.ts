@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase } from "#db/client.ts";
 import { parseConfig } from "~/lib/env.ts";
+import { createRuntime } from "~/runtime.ts";
 import { createApp } from "~/server.ts";
 
 export const isRoot = process.getuid?.() === 0;
@@ -39,7 +40,7 @@ export async function startServer(env: Record<string, string> = {}) {
     PUBLIC_URL: url,
     ...env,
   });
-  app = createApp({ config, db: database.db });
+  app = createApp(createRuntime({ config, db: database.db }));
   return {
     url,
     stop: async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { LiveServerMessage } from "~/lib/protocol/live.ts";
 import { estimateJsonLength } from "~/lib/protocol/event.ts";
-import { LiveHub, type LiveHubOptions, type SubscriberTransport } from "~/services/live/hub.ts";
+import { LiveHub, type LiveHubOptions, type SubscriberTransport } from "~/engines/live/hub.ts";
 import { rng } from "../support/rng.ts";
 import { makeEvent } from "./live-fixtures.ts";
 
@@ -508,18 +508,23 @@ describe("history without viewers", () => {
   });
 });
 
-describe("liveHubFor", () => {
-  test("one hub per app, registered once as an ingest sink", async () => {
-    const { EventSinks } = await import("~/services/ingest/sink.ts");
-    const { liveHubFor } = await import("~/services/live/hub-registry.ts");
-    const deps = { config: {}, sinks: new EventSinks() };
-    const hub = liveHubFor(deps);
-    expect(liveHubFor(deps)).toBe(hub);
-    expect(liveHubFor({ config: {}, sinks: new EventSinks() })).not.toBe(hub);
+describe("the runtime's hub", () => {
+  test("one hub per runtime, registered once as an ingest sink", async () => {
+    const { createRuntime } = await import("~/runtime.ts");
+    const { parseConfig } = await import("~/lib/env.ts");
+    const { openDatabase } = await import("#db/client.ts");
+    const database = await openDatabase({});
+    const config = parseConfig({ DATA_DIR: "/tmp/tapscope-hub-test", SESSION_SECRET: "hub-test-secret-0123456789abcdef" });
+    const runtime = createRuntime({ config, db: database.db });
+    const other = createRuntime({ config, db: database.db });
+    expect(other.hub).not.toBe(runtime.hub);
     const s = new TestSocket();
-    hub.subscribe(ns("a"), s, noExpiry);
-    deps.sinks.accept({ namespaceId: "a", linkId: null }, [makeEvent({ http_req_path: "/via-sinks" })]);
-    hub.flushAll();
+    runtime.hub.subscribe(ns("a"), s, noExpiry);
+    runtime.sinks.accept({ namespaceId: "a", linkId: null }, [makeEvent({ http_req_path: "/via-sinks" })]);
+    runtime.hub.flushAll();
     expect(s.paths()).toEqual(["/via-sinks"]);
+    await runtime.close();
+    await other.close();
+    await database.close();
   });
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eventLog, links, loginLinks } from "#db/schema/index.ts";
-import { startRetention } from "~/services/store/retention.ts";
+import { startRetention } from "~/engines/store/retention.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
 import type { EventStore } from "~/store/types.ts";
 import { backends, startTestApp, type TestApp } from "../support/app.ts";

@@ -3,11 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Database, openDatabase } from "#db/client.ts";
 import { type Config, parseConfig } from "~/lib/env.ts";
-import { createMailer } from "~/lib/mailer.ts";
 import { createSession } from "~/services/auth/create-session.ts";
 import { SESSION_COOKIE } from "~/services/auth/session-token.ts";
 import { signIn } from "~/services/auth/sign-in.ts";
-import { createServiceContext, type ServiceContext } from "~/services/context.ts";
+import { createRuntime } from "~/runtime.ts";
 import { createApp } from "~/server.ts";
 import { setLogLevel, setLogSink } from "~/lib/logger.ts";
 import { createTestPglite } from "./pglite.ts";
@@ -59,11 +58,11 @@ export async function startTestApp({ backend, env = {} }: { backend: Backend; en
     ...env,
   });
   const clock = testClock();
-  const mailer = createMailer(config);
   // app.handle has no socket: each request's peer address is given here (default one local client).
   const peers = new WeakMap<Request, string>();
-  const app = createApp({ config, db: database.db, now: clock.now, mailer, peerAddress: (r) => peers.get(r) ?? TEST_PEER });
-  const ctx: ServiceContext = createServiceContext({ db: database.db, config, now: clock.now, mailer });
+  const runtime = createRuntime({ config, db: database.db, now: clock.now, peerAddress: (r) => peers.get(r) ?? TEST_PEER });
+  const app = createApp(runtime);
+  const { ctx } = runtime;
 
   /** `peer`: the socket address the request comes from. */
   async function request(path: string, init: RequestInit = {}, { peer }: { peer?: string } = {}): Promise<Answer> {
@@ -110,6 +109,7 @@ export async function startTestApp({ backend, env = {} }: { backend: Backend; en
 
   return {
     app,
+    runtime,
     ctx,
     db: database.db,
     config,
@@ -119,7 +119,7 @@ export async function startTestApp({ backend, env = {} }: { backend: Backend; en
     user,
     onboardedUser,
     close: async () => {
-      mailer?.close();
+      await runtime.close();
       await database.close();
       if (databaseUrl) await dropTestDatabase(databaseUrl);
       rmSync(dataDir, { recursive: true, force: true });
@@ -158,15 +158,20 @@ export async function captureLogs(fn: () => Promise<unknown>): Promise<string[]>
  * sockets (WebSockets, a fetch from outside). `socketUrl` points a socket URL the server handed out at this listener.
  */
 export function listenTestApp(t: TestApp) {
-  const server = createApp({ config: t.config, db: t.db, now: t.clock.now }).listen({ port: 0, hostname: "127.0.0.1" });
+  const runtime = createRuntime({ config: t.config, db: t.db, now: t.clock.now });
+  const server = createApp(runtime).listen({ port: 0, hostname: "127.0.0.1" });
   const port = server.server!.port!;
   return {
+    runtime,
     port,
     base: `http://127.0.0.1:${port}`,
     socketUrl: (url: string) => {
       const u = new URL(url);
       return `ws://127.0.0.1:${port}${u.pathname}${u.search}`;
     },
-    stop: () => server.stop(true),
+    stop: async () => {
+      await server.stop(true);
+      await runtime.close();
+    },
   };
 }

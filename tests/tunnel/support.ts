@@ -7,9 +7,7 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { SESSION_COOKIE } from "~/services/auth/session-token.ts";
 import { createSession } from "~/services/auth/create-session.ts";
 import { signIn } from "~/services/auth/sign-in.ts";
-import { EventSinks } from "~/services/ingest/sink.ts";
-import { attachStore } from "~/services/store/attach-store.ts";
-import { WorkerRegistry } from "~/services/tunnel/worker-registry.ts";
+import { createRuntime } from "~/runtime.ts";
 import { createApp } from "~/server.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
 import type { StoreLimits } from "~/store/types.ts";
@@ -37,16 +35,9 @@ export async function startTunnelServer(options: { limits?: Partial<StoreLimits>
           path: join(dataDir, "events.duckdb"),
           limits: options.limits,
         });
-  const sinks = new EventSinks();
-  const workers = new WorkerRegistry({ db: database.db, local: store, statePath: join(dataDir, "worker-orgs.json") });
-  const attached = store ? attachStore({ config, db: database.db, store: workers.route(), sinks }) : undefined;
-  const app = createApp({
-    config,
-    db: database.db,
-    store,
-    sinks,
-    workers,
-  }).listen({ port: 0, hostname: "127.0.0.1" });
+  const runtime = createRuntime({ config, db: database.db, store });
+  const { sinks, workers, attached } = runtime;
+  const app = createApp(runtime).listen({ port: 0, hostname: "127.0.0.1" });
   const port = app.server!.port!;
   // The endpoints the server hands out must reach this server.
   config.publicUrl = `http://127.0.0.1:${port}`;
@@ -131,7 +122,7 @@ export async function startTunnelServer(options: { limits?: Partial<StoreLimits>
     },
     close: async () => {
       await app.stop(true);
-      await attached?.close();
+      await runtime.close();
       await store?.close();
       await database.close();
       rmSync(dataDir, { recursive: true, force: true });

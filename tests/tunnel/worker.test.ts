@@ -8,7 +8,7 @@ import { orgs } from "#db/schema/index.ts";
 import { createPublisher } from "~/agent/publish.ts";
 import { TunnelClient } from "~/agent/query-client.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { WorkerRegistry } from "~/services/tunnel/worker-registry.ts";
+import { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
 import { makeEvent } from "../services/live-fixtures.ts";
 import { startTunnelServer, type TunnelServer } from "./support.ts";

@@ -1,7 +1,7 @@
 import { statSync } from "node:fs";
 import { Elysia, t } from "elysia";
 import { AppError } from "~/lib/errors.ts";
-import type { AppDeps } from "~/server.ts";
+import type { Config } from "~/lib/env.ts";
 import { binarySha256, DOWNLOADS, findBinary, isDownloadName } from "./binaries.ts";
 import { installScript } from "./script.ts";
 
@@ -9,14 +9,14 @@ import { installScript } from "./script.ts";
  * GET /install.sh (the `curl | sh` installer), GET /download/tapscope-linux-{x64,arm64} (the binaries) and
  * GET /download/tapscope-linux-{x64,arm64}.sha256 (their SHA-256, in `sha256sum` format, checked by the installer).
  */
-export function installRoutes(deps: AppDeps) {
+export function installRoutes(config: Pick<Config, "publicUrl" | "downloadDir">) {
   return new Elysia({ name: "install" })
     .get(
       "/install.sh",
       ({ set }) => {
         set.headers["content-type"] = "text/x-shellscript; charset=utf-8";
         set.headers["cache-control"] = "no-cache";
-        return installScript(deps.config.publicUrl);
+        return installScript(config.publicUrl);
       },
       { response: { 200: t.String() } },
     )
@@ -29,7 +29,7 @@ export function installRoutes(deps: AppDeps) {
         if (!isDownloadName(name)) {
           throw new AppError("NOT_FOUND", `no download named "${params.file}"; there are: ${available} (and each with .sha256)`);
         }
-        const path = findBinary(name, deps.config.downloadDir);
+        const path = findBinary(name, config.downloadDir);
         if (!path) {
           throw new AppError("NOT_FOUND", `${name} is not built on this server: run "npm run build" (it writes dist/${name})`);
         }

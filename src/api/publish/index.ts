@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import { callSchemas } from "~/api/call-schemas.ts";
 import { authPlugin } from "~/api/plugins/auth.ts";
-import type { ClientLimits } from "~/api/plugins/client-limits.ts";
+import type { ClientLimits } from "~/engines/limits/client-limits.ts";
 import { AppError } from "~/lib/errors.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { joinPublisher } from "~/services/publish/join-publisher.ts";

@@ -7,8 +7,9 @@ import type { QueryFilter } from "~/lib/protocol/query.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { createTunnel, principalKey } from "~/services/tunnel/create-tunnel.ts";
 import { exportHar } from "~/services/tunnel/export-har.ts";
-import { listOpenTunnels } from "~/services/tunnel/open-tunnels.ts";
-import type { WorkerRegistry } from "~/services/tunnel/worker-registry.ts";
+import type { OpenTunnels } from "~/engines/workers/open-tunnels.ts";
+import { listOpenTunnels } from "~/services/tunnel/list-open-tunnels.ts";
+import type { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
 
 /** The HAR as it is written (export-har streams it a page of events at a time). */
 function attachment(har: ReadableStream<Uint8Array>, filename: string): Response {
@@ -23,7 +24,7 @@ function attachment(har: ReadableStream<Uint8Array>, filename: string): Response
 }
 
 /** CreateTunnel, ListOpenTunnels, and HAR downloads (one request, or a query's result set). */
-export function tunnelRoutes({ ctx, workers }: { ctx: ServiceContext; workers: WorkerRegistry }) {
+export function tunnelRoutes({ ctx, workers, tunnels }: { ctx: ServiceContext; workers: WorkerRegistry; tunnels: OpenTunnels }) {
   return new Elysia()
     .use(authPlugin(ctx))
     .post(
@@ -31,6 +32,7 @@ export function tunnelRoutes({ ctx, workers }: { ctx: ServiceContext; workers: W
       ({ body, principal }) =>
         createTunnel({
           ctx,
+          tunnels,
           principal,
           namespaceId: body.namespaceId,
           role: body.role,
@@ -43,6 +45,7 @@ export function tunnelRoutes({ ctx, workers }: { ctx: ServiceContext; workers: W
         if (!principal) throw new AppError("UNAUTHORIZED", "not signed in");
         return {
           tunnels: listOpenTunnels({
+            tunnels,
             principalKey: principalKey(principal),
             createAfterTime: body.create_after_time,
             now: ctx.now(),

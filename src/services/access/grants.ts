@@ -15,6 +15,9 @@ export type Grant =
   | { kind: "orgToken"; tokenId: string }
   | { kind: "member"; userId: string; namespaceId: string; write: boolean };
 
+/** Closes what a grant authorised once it ends (the open sockets registered under it). */
+export type SocketRevoker = { revoke(grant: Grant): void };
+
 /** The grant's identity, also its form inside socket tickets. */
 export function grantKey(grant: Grant): string {
   switch (grant.kind) {

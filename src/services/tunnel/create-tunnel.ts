@@ -5,9 +5,9 @@ import type { CreateTunnelResponse, TunnelRole } from "~/lib/protocol/api/tunnel
 import { tunnelPath } from "~/lib/protocol/tunnel.ts";
 import { grantsOf } from "~/services/access/grants.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
+import type { OpenTunnels } from "~/engines/workers/open-tunnels.ts";
 import type { Principal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
-import { openTunnels } from "./open-tunnels.ts";
 import { issueTunnelTicket, TUNNEL_TICKET_TTL_MS } from "./tunnel-ticket.ts";
 
 export function principalKey(principal: Principal): string {
@@ -22,11 +22,14 @@ export function principalKey(principal: Principal): string {
  */
 export async function createTunnel({
   ctx,
+  tunnels,
   principal,
   namespaceId,
   role,
 }: {
   ctx: ServiceContext;
+  /** The open tunnels ListOpenTunnels answers from. */
+  tunnels: OpenTunnels;
   principal: Principal | null;
   namespaceId: string | undefined;
   role: TunnelRole;
@@ -56,7 +59,7 @@ export async function createTunnel({
     },
     ctx.now(),
   );
-  openTunnels.created({
+  tunnels.created({
     tunnelId,
     principalKey: key,
     namespaceId: access.namespaceId,

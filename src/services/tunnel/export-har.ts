@@ -10,7 +10,7 @@ import { buildInfo } from "~/lib/version.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
 import type { Principal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
-import type { WorkerRegistry } from "./worker-registry.ts";
+import type { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
 
 async function ask(workers: WorkerRegistry, namespaceId: string, orgId: string, want: TunnelWant): Promise<TunnelResultData> {
   const frame = await workers.dispatch({

@@ -1,5 +1,5 @@
 import { useDashboard } from "~/ui/pages/dashboard/dashboard-state.ts";
-import { DashboardIndex } from "~/ui/pages/dashboard/placeholders.tsx";
+import { DashboardIndex } from "~/ui/pages/dashboard/live-screen.tsx";
 import { RequestsExplorer } from "./requests-screen.tsx";
 
 /** Route body of /dashboard/{ns}/requests. */

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { Ingest } from "~/services/ingest/ingest.ts";
-import { EventSinks, type EventTarget } from "~/services/ingest/sink.ts";
+import { Ingest } from "~/engines/ingest/ingest.ts";
+import { EventSinks, type EventTarget } from "~/engines/ingest/sinks.ts";
 import { validateEvent } from "~/services/ingest/validate-event.ts";
 import { sampleEvent } from "./server.ts";
 import { rng } from "../../support/rng.ts";

@@ -8,11 +8,10 @@ import { parseConfig } from "~/lib/env.ts";
 import { setLogSink } from "~/lib/logger.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { tracedEvent } from "../../support/event-factory.ts";
-import { createApp, type AppDeps } from "~/server.ts";
+import { createRuntime } from "~/runtime.ts";
+import { createApp } from "~/server.ts";
 import { newToken } from "~/services/auth/token-format.ts";
-import { createServiceContext } from "~/services/context.ts";
-import { ingestFor } from "~/services/ingest/ingest-registry.ts";
-import { EventSinks, type EventTarget } from "~/services/ingest/sink.ts";
+import type { EventTarget } from "~/engines/ingest/sinks.ts";
 
 /** A real server (createApp on a fresh PGlite) listening on a free loopback port, with a sink that records. */
 export async function startServer(env: Record<string, string> = {}) {
@@ -26,15 +25,14 @@ export async function startServer(env: Record<string, string> = {}) {
     ...env,
   });
   const received: Array<{ target: EventTarget; events: TracedEvent[] }> = [];
-  const sinks = new EventSinks();
+  const runtime = createRuntime({ config, db: database.db });
+  const { sinks, ctx } = runtime;
   sinks.add({ accept: (target, events) => received.push({ target, events: [...events] }) });
-  const deps: AppDeps = { config, db: database.db, sinks };
-  const app = createApp(deps);
+  const app = createApp(runtime);
   app.listen({ port: 0, hostname: "127.0.0.1" });
   const port = app.server!.port;
   // The public URL is only known once listening; services read it per call.
   config.publicUrl = `http://127.0.0.1:${port}`;
-  const ctx = createServiceContext(deps);
 
   async function namespaceWithToken() {
     const [org] = await database.db.insert(orgs).values({ name: "acme" }).returning();
@@ -59,11 +57,12 @@ export async function startServer(env: Record<string, string> = {}) {
     received,
     sinks,
     events: () => received.flatMap((r) => r.events),
-    ingest: ingestFor(deps),
+    ingest: runtime.ingest,
     namespaceWithToken,
     orgToken,
     stop: async () => {
       await app.stop(true);
+      await runtime.close();
       await database.close();
       restoreLog();
     },

@@ -1,7 +1,7 @@
 import { useMemo, useState } from "react";
 import { api } from "~/ui/lib/api.ts";
 import { useDashboard } from "~/ui/pages/dashboard/dashboard-state.ts";
-import { DashboardIndex } from "~/ui/pages/dashboard/placeholders.tsx";
+import { DashboardIndex } from "~/ui/pages/dashboard/live-screen.tsx";
 import { Screen } from "~/ui/pages/dashboard/screen.tsx";
 import { type TokenCalls, TokenSection } from "~/ui/pages/dashboard/token-section.tsx";
 

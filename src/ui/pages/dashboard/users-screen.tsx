@@ -5,7 +5,7 @@ import { Spinner } from "~/ui/components/spinner.tsx";
 import { alertError, api, isAbortError } from "~/ui/lib/api.ts";
 import { formatDate } from "~/ui/lib/format.ts";
 import { useDashboard } from "~/ui/pages/dashboard/dashboard-state.ts";
-import { DashboardIndex } from "~/ui/pages/dashboard/placeholders.tsx";
+import { DashboardIndex } from "~/ui/pages/dashboard/live-screen.tsx";
 import { Screen, SectionTitle } from "~/ui/pages/dashboard/screen.tsx";
 
 export function UsersScreen() {

@@ -2,7 +2,7 @@ import { compileFilterChips, type EventPredicate, type FilterMeter, filterMeter,
 import { estimateJsonLength, type TracedEvent } from "~/lib/protocol/event.ts";
 import type { LiveClientMessage, LiveServerMessage } from "~/lib/protocol/live.ts";
 import { TokenBucket } from "~/lib/rate-limit.ts";
-import type { EventSink, EventTarget } from "~/services/ingest/sink.ts";
+import type { EventSink, EventTarget } from "~/engines/ingest/sinks.ts";
 import { EventHistory, type HistoryEntry } from "./history.ts";
 
 /**

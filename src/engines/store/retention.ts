@@ -4,7 +4,7 @@ import { namespaces, orgs } from "#db/schema/index.ts";
 import type { Config } from "~/lib/env.ts";
 import { log } from "~/lib/logger.ts";
 import type { EventStore } from "~/store/types.ts";
-import { pruneMetadata } from "./prune-metadata.ts";
+import { pruneMetadata } from "~/services/store/prune-metadata.ts";
 
 /** Days of events kept per plan (spec section 9). */
 export const planRetentionDays: Record<string, number> = { free: 3, team: 7, scale: 30 };

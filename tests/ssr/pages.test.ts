@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestApp, type TestApp } from "../support/app.ts";
 import { mapAssetSource } from "~/ssr/assets.ts";
-import { pageRoutes } from "~/routes/index.ts";
+import { pageRoutes } from "~/ssr/page-routes.ts";
 
 // Server render and routing of the pages, through createApp on PGlite (no browser: see tests/e2e for that).
 let t: TestApp;
@@ -132,7 +132,7 @@ describe("assets", () => {
     ]),
     { entry: "/assets/entry-client-abc.js", css: ["/assets/app-def.css"], files: ["entry-client-abc.js", "app-def.css"] },
   );
-  const pages = () => pageRoutes({ config: t.config, db: t.db }, { assets });
+  const pages = () => pageRoutes({ config: t.config, ctx: t.ctx }, { assets });
 
   test("hashed assets are served immutable with their content type", async () => {
     const res = await pages().handle(new Request("http://x/assets/entry-client-abc.js"));
@@ -153,7 +153,7 @@ describe("assets", () => {
   test("browsers that accept gzip get the precompressed copy", async () => {
     const gz = new Blob([Bun.gzipSync(new TextEncoder().encode("console.log(1)"))]);
     const source = mapAssetSource(new Map([["e.js", js], ["e.js.gz", gz]]), null);
-    const routes = pageRoutes({ config: t.config, db: t.db }, { assets: source });
+    const routes = pageRoutes({ config: t.config, ctx: t.ctx }, { assets: source });
     const zipped = await routes.handle(new Request("http://x/assets/e.js", { headers: { "accept-encoding": "gzip, deflate, br" } }));
     expect(zipped.headers.get("content-encoding")).toBe("gzip");
     expect(zipped.headers.get("vary")).toBe("accept-encoding");

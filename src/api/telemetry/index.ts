@@ -1,7 +1,7 @@
 import { Elysia, t } from "elysia";
 import { authPlugin, isAllowedOrigin } from "~/api/plugins/auth.ts";
 import type { ServiceContext } from "~/services/context.ts";
-import { recordEvent } from "~/services/events/record-event.ts";
+import { recordEvent } from "~/services/telemetry/record-event.ts";
 import { parseTagsHeader, TAGS_HEADER } from "./tags.ts";
 
 /** /api/Event and /api/LogEvent: an empty body, the kind and details in the x-tags header (see tags.ts). */

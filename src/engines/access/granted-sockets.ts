@@ -1,15 +1,11 @@
-import type { Db } from "#db/client.ts";
-import type { Config } from "~/lib/env.ts";
 import { log } from "~/lib/logger.ts";
-import { createServiceContext } from "~/services/context.ts";
-import { findRevokedGrants, type Grant, grantKey } from "./grants.ts";
+import { type Grant, grantKey, type SocketRevoker } from "~/services/access/grants.ts";
 import { errorMessage } from "~/lib/errors.ts";
 
 /** What the registry needs of an open socket. */
 export type ClosableSocket = { close(code: number, reason: string): void };
 
 /** What revoking services call: every socket standing on the grant closes now. */
-export type SocketRevoker = { revoke(grant: Grant): void };
 
 /** The close code of a socket whose credential was revoked; the reason says which. */
 export const REVOKED_CLOSE_CODE = 4401;
@@ -129,10 +125,4 @@ export class GrantedSockets implements SocketRevoker {
       this.timer = null;
     }
   }
-}
-
-/** The one registry of an app, kept on its deps (createApp makes it; the socket channels and services share it). */
-export function grantedSocketsFor(deps: { db: Db; config: Config; now?: () => Date; sockets?: GrantedSockets }): GrantedSockets {
-  deps.sockets ??= new GrantedSockets({ findRevoked: (grants) => findRevokedGrants({ ctx: createServiceContext(deps), grants }) });
-  return deps.sockets;
 }

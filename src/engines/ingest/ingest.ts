@@ -2,9 +2,9 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { RateLimiter, rateLimitFor } from "~/lib/rate-limit.ts";
 import { isEventBatchFrame } from "~/lib/protocol/event-batch.ts";
 import { type PublishErrorCode, type PublishServerMessage, publishLimits } from "~/lib/protocol/publish.ts";
-import type { EventSink, EventTarget, Offered } from "./sink.ts";
-import { validateEvent } from "./validate-event.ts";
-import { type BatchValidation, validateEventBatch } from "./validate-event-batch.ts";
+import type { EventSink, EventTarget, Offered } from "./sinks.ts";
+import { validateEvent } from "~/services/ingest/validate-event.ts";
+import { type BatchValidation, validateEventBatch } from "~/services/ingest/validate-event-batch.ts";
 
 export type IngestCounts = {
   accepted: number;

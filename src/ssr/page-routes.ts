@@ -1,11 +1,10 @@
 import { Elysia } from "elysia";
 import { AppError } from "~/lib/errors.ts";
 import { log } from "~/lib/logger.ts";
-import { createServiceContext } from "~/services/context.ts";
-import type { AppDeps } from "~/server.ts";
-import { type AssetSource, contentTypeOf, defaultAssetSource } from "~/ssr/assets.ts";
-import { createPageRenderer } from "~/ssr/render.tsx";
-import { createServerEnv } from "~/ssr/server-env.ts";
+import type { Runtime } from "~/runtime.ts";
+import { type AssetSource, contentTypeOf, defaultAssetSource } from "./assets.ts";
+import { createPageRenderer } from "./render.tsx";
+import { createServerEnv } from "./server-env.ts";
 import type { PageShell } from "~/ui/shell.tsx";
 
 export type PageRouteOptions = {
@@ -14,9 +13,9 @@ export type PageRouteOptions = {
 };
 
 /** Static assets (hashed, cached immutable) and the server-rendered React pages. */
-export function pageRoutes(deps: AppDeps, options: PageRouteOptions = {}) {
+export function pageRoutes({ ctx, config }: Pick<Runtime, "ctx" | "config">, options: PageRouteOptions = {}) {
   const assets = options.assets ?? defaultAssetSource();
-  const env = createServerEnv(createServiceContext(deps));
+  const env = createServerEnv(ctx);
   const renderPage = createPageRenderer();
   let hasWarned = false;
 
@@ -29,10 +28,10 @@ export function pageRoutes(deps: AppDeps, options: PageRouteOptions = {}) {
     return {
       assets: { css: manifest?.css ?? [], js: manifest?.entry ?? null },
       config: {
-        hasGoogle: Boolean(deps.config.google),
-        hasGithub: Boolean(deps.config.github),
-        supportEmail: deps.config.supportEmail,
-        commitHash: deps.config.commitHash,
+        hasGoogle: Boolean(config.google),
+        hasGithub: Boolean(config.github),
+        supportEmail: config.supportEmail,
+        commitHash: config.commitHash,
       },
     };
   }

@@ -1,4 +1,4 @@
-import type { EventSink, EventTarget, Offered } from "~/services/ingest/sink.ts";
+import type { EventSink, EventTarget, Offered } from "~/engines/ingest/sinks.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { log } from "~/lib/logger.ts";
 import { type EventRows, sliceRows, toEventRows } from "~/store/table.ts";

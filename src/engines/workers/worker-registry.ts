@@ -18,8 +18,8 @@ import {
 } from "~/lib/protocol/tunnel.ts";
 import { type EventRows, eventsOfRows } from "~/store/table.ts";
 import type { EventStore } from "~/store/types.ts";
-import { executeRequest, isAllowedFor } from "./execute-request.ts";
-import { markWorkerSeen } from "./mark-worker-seen.ts";
+import { executeRequest, isAllowedFor } from "~/services/tunnel/execute-request.ts";
+import { markWorkerSeen } from "~/services/tunnel/mark-worker-seen.ts";
 
 /** What the registry needs of a worker's socket. */
 export type WorkerSocket = {
@@ -320,17 +320,4 @@ function readOrgList(path: string | undefined): string[] {
   } catch {
     return [];
   }
-}
-
-/** One registry per app deps object (like the live hub), unless the caller made one (the server command). */
-const registries = new WeakMap<object, WorkerRegistry>();
-
-export function workerRegistryFor(deps: { db: Db; store?: EventStore; workers?: WorkerRegistry; now?: () => Date }): WorkerRegistry {
-  if (deps.workers) return deps.workers;
-  let r = registries.get(deps);
-  if (!r) {
-    r = new WorkerRegistry({ db: deps.db, local: deps.store, now: deps.now });
-    registries.set(deps, r);
-  }
-  return r;
 }

@@ -1,4 +1,3 @@
-import type { OpenTunnelSummary } from "~/lib/protocol/api/tunnel.ts";
 import type { TunnelRole } from "~/lib/protocol/tunnel.ts";
 
 export type OpenTunnel = {
@@ -12,7 +11,7 @@ export type OpenTunnel = {
 };
 
 /** Tunnels created and not yet expired unredeemed or closed (this process's). */
-class OpenTunnels {
+export class OpenTunnels {
   private readonly tunnels = new Map<string, OpenTunnel>();
 
   created(t: OpenTunnel): void {
@@ -40,24 +39,4 @@ class OpenTunnels {
       .filter((t) => t.principalKey === principalKey && t.createTimeMs > createdAfterMs)
       .sort((a, b) => a.createTimeMs - b.createTimeMs);
   }
-}
-
-export const openTunnels = new OpenTunnels();
-
-export function listOpenTunnels({
-  principalKey,
-  createAfterTime,
-  now,
-}: {
-  principalKey: string;
-  createAfterTime: string | number | undefined;
-  now: Date;
-}): OpenTunnelSummary[] {
-  const after = createAfterTime === undefined ? 0 : new Date(createAfterTime).getTime();
-  return openTunnels.list(principalKey, Number.isFinite(after) ? after : 0, now.getTime()).map((t) => ({
-    tunnel_id: t.tunnelId,
-    role: t.role,
-    namespace_id: t.namespaceId,
-    create_time: new Date(t.createTimeMs).toISOString(),
-  }));
 }

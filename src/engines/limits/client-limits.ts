@@ -1,0 +1,62 @@
+import { clientAddress, type TrustedProxies, trustedProxies } from "~/lib/client-address.ts";
+import type { Config } from "~/lib/env.ts";
+import { AppError } from "~/lib/errors.ts";
+import { ClientRateLimit, type RateLimit } from "~/lib/rate-limit.ts";
+
+const perMinute = (n: number): RateLimit => ({ ratePerSecond: n / 60, burst: n });
+const perHour = (n: number): RateLimit => ({ ratePerSecond: n / 3600, burst: n });
+
+/**
+ * What an unauthenticated client may ask of the server, per client address and for all clients together (the
+ * global budget bounds a flood from many addresses). Humans never come near these; scripts do.
+ */
+export const clientLimits = {
+  /** /api/Event and /api/LogEvent: a page reports a handful of events. */
+  telemetry: { perClient: { ratePerSecond: 10, burst: 30 }, global: { ratePerSecond: 100, burst: 300 } },
+  /** EmailLogin sends an e-mail (each address has its own limit too: requestLoginLink). */
+  emailLogin: { perClient: perMinute(5), global: perMinute(60) },
+  /** The e-mail link's callback and the OAuth redirects and callbacks. */
+  signIn: { perClient: perMinute(30), global: { ratePerSecond: 20, burst: 200 } },
+  /** New anonymous links (JoinPublisher without a token): ANONYMOUS_LINKS_PER_HOUR per client, ten times that in all. */
+  anonymousLinks: (perClientPerHour: number) => ({ perClient: perHour(perClientPerHour), global: perHour(perClientPerHour * 10) }),
+};
+
+export type ClientLimitKind = "telemetry" | "emailLogin" | "signIn" | "anonymousLinks";
+
+export type PeerServer = { requestIP: (request: Request) => { address: string } | null } | null | undefined;
+
+export type ClientLimitsDeps = {
+  config: Pick<Config, "trustProxy" | "anonymousLinksPerHour">;
+  now?: () => Date;
+  /** The socket peer of a request; default Bun's server.requestIP (tests calling app.handle, which has no socket, give theirs). */
+  peerAddress?: (request: Request) => string | undefined;
+};
+
+export class ClientLimits {
+  private readonly trusted: TrustedProxies;
+  private readonly limits: Record<ClientLimitKind, ClientRateLimit>;
+
+  constructor(private readonly deps: ClientLimitsDeps) {
+    this.trusted = trustedProxies(deps.config.trustProxy);
+    const clock = deps.now ?? (() => new Date());
+    const now = () => clock().getTime();
+    this.limits = {
+      telemetry: new ClientRateLimit(clientLimits.telemetry, now),
+      emailLogin: new ClientRateLimit(clientLimits.emailLogin, now),
+      signIn: new ClientRateLimit(clientLimits.signIn, now),
+      anonymousLinks: new ClientRateLimit(clientLimits.anonymousLinks(deps.config.anonymousLinksPerHour), now),
+    };
+  }
+
+  /** The address a request is counted under (TRUST_PROXY decides whether X-Forwarded-For is believed). */
+  addressOf(request: Request, server: PeerServer): string {
+    const peer = this.deps.peerAddress ? this.deps.peerAddress(request) : server?.requestIP(request)?.address;
+    return clientAddress(peer, request.headers.get("x-forwarded-for"), this.trusted);
+  }
+
+  /** Counts one request of `kind` from `address`; over the budget: RATE_LIMITED (429 with Retry-After). */
+  admit(kind: ClientLimitKind, address: string, message = "too many requests from this address; try again later"): void {
+    const waitMs = this.limits[kind].admit(address);
+    if (waitMs > 0) throw new AppError("RATE_LIMITED", message, { retryAfterMs: waitMs });
+  }
+}

@@ -1,0 +1,97 @@
+import { join } from "node:path";
+import type { Db } from "#db/client.ts";
+import { GrantedSockets } from "~/engines/access/granted-sockets.ts";
+import { Ingest } from "~/engines/ingest/ingest.ts";
+import { EventSinks } from "~/engines/ingest/sinks.ts";
+import { ClientLimits } from "~/engines/limits/client-limits.ts";
+import { LiveHub } from "~/engines/live/hub.ts";
+import { type AttachedStore, attachStore } from "~/engines/store/attach-store.ts";
+import { OpenTunnels } from "~/engines/workers/open-tunnels.ts";
+import { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
+import { type Config, memoryShares } from "~/lib/env.ts";
+import { createMailer, type Mailer } from "~/lib/mailer.ts";
+import { findRevokedGrants } from "~/services/access/grants.ts";
+import type { ServiceContext } from "~/services/context.ts";
+import type { EventStore } from "~/store/types.ts";
+
+export type RuntimeInput = {
+  config: Config;
+  db: Db;
+  /** The namespace event store (DuckDB in DATA_DIR, or ClickHouse); absent: events are shown live but not kept. */
+  store?: EventStore;
+  now?: () => Date;
+  /** Sign-in mail; default SMTP from SMTP_URL (none: links go to the server log). */
+  mailer?: Mailer;
+  /** A request's socket peer, for per-client limits; default Bun's server.requestIP (app.handle has no socket). */
+  peerAddress?: (request: Request) => string | undefined;
+};
+
+/**
+ * Every long-lived object of a server, made once here and handed to `createApp(runtime)`. The event path:
+ * publishers and INSERT tunnels → ingest (validates, rate-limits) → sinks → { live hub (fan-out to viewers),
+ * store sink (batches) → worker routing → this store or an org's self-hosted worker }.
+ */
+export type Runtime = {
+  config: Config;
+  db: Db;
+  now: () => Date;
+  mailer: Mailer | undefined;
+  /** What every service verb receives. */
+  ctx: ServiceContext;
+  /** Open sockets under the grants that authorised them: ending a token, session or membership closes them. */
+  sockets: GrantedSockets;
+  /** Where validated events go: the live hub and, with a store, the store sink. */
+  sinks: EventSinks;
+  /** Live fan-out to viewers, their filters and each link's recent history; also publisher presence. */
+  hub: LiveHub;
+  /** The publishers' and INSERT tunnels' way in: validation, per-namespace rate limit, acks. */
+  ingest: Ingest;
+  /** Routes each org's inserts and queries to its worker: the in-process store, or a self-hosted `tapscope worker`. */
+  workers: WorkerRegistry;
+  /** Query tunnels created and not yet closed (ListOpenTunnels). */
+  tunnels: OpenTunnels;
+  /** Per-client budgets of the unauthenticated endpoints. */
+  clientLimits: ClientLimits;
+  store: EventStore | undefined;
+  /** The store sink (batches into the store through worker routing) and the retention job; null without a store. */
+  attached: AttachedStore | null;
+  /** Writes the events still batched and stops the timers; the store and database are the caller's to close. */
+  close: () => Promise<void>;
+};
+
+export function createRuntime(input: RuntimeInput): Runtime {
+  const { config, db, store } = input;
+  const now = input.now ?? (() => new Date());
+  const mailer = input.mailer ?? createMailer(config);
+  const sockets = new GrantedSockets({ findRevoked: (grants) => findRevokedGrants({ ctx, grants }) });
+  const ctx: ServiceContext = { db, config, now, mailer, sockets };
+
+  const sinks = new EventSinks();
+  const hub = new LiveHub({ totalHistoryBytes: memoryShares(config.memoryLimitBytes).liveHistoryBytes });
+  sinks.add(hub);
+  const ingest = new Ingest(sinks, { rateLimit: config.ingestRateLimit });
+  // Remembers which orgs a self-hosted worker serves, so a restarted server does not store theirs locally meanwhile.
+  const workers = new WorkerRegistry({ db, local: store, now, statePath: join(config.dataDir, "worker-orgs.json") });
+  const attached = store ? attachStore({ config, db, store: workers.route(), sinks, now }) : null;
+
+  return {
+    config,
+    db,
+    now,
+    mailer,
+    ctx,
+    sockets,
+    sinks,
+    hub,
+    ingest,
+    workers,
+    tunnels: new OpenTunnels(),
+    clientLimits: new ClientLimits({ config, now, peerAddress: input.peerAddress }),
+    store,
+    attached,
+    close: async () => {
+      await attached?.close();
+      mailer?.close();
+    },
+  };
+}

@@ -1,0 +1,23 @@
+import type { OpenTunnels } from "~/engines/workers/open-tunnels.ts";
+import type { OpenTunnelSummary } from "~/lib/protocol/api/tunnel.ts";
+
+/** ListOpenTunnels: the caller's tunnels created after a time, oldest first. */
+export function listOpenTunnels({
+  tunnels,
+  principalKey,
+  createAfterTime,
+  now,
+}: {
+  tunnels: OpenTunnels;
+  principalKey: string;
+  createAfterTime: string | number | undefined;
+  now: Date;
+}): OpenTunnelSummary[] {
+  const after = createAfterTime === undefined ? 0 : new Date(createAfterTime).getTime();
+  return tunnels.list(principalKey, Number.isFinite(after) ? after : 0, now.getTime()).map((t) => ({
+    tunnel_id: t.tunnelId,
+    role: t.role,
+    namespace_id: t.namespaceId,
+    create_time: new Date(t.createTimeMs).toISOString(),
+  }));
+}
