@@ -1,6 +1,6 @@
 /**
  * The one token bucket of the server: refills at `ratePerSecond`, holds at most `burst` tokens, so a key
- * averages the rate and may burst above it briefly (spec section 9). A rate of 0 means no limit.
+ * averages the rate and may burst above it briefly. A rate of 0 means no limit.
  */
 export type RateLimit = { ratePerSecond: number; burst: number };
 

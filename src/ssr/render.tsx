@@ -73,7 +73,7 @@ async function stream(
     {
       signal: AbortSignal.any([request.signal, AbortSignal.timeout(RENDER_TIMEOUT_MS)]),
       nonce,
-      // The shell, the build info the spec reads from a window-level version object, and the router's data.
+      // The shell, the build info on a window-level version object, and the router's data.
       bootstrapScriptContent: `window.${SHELL_GLOBAL}=${jsonForScript(shell)};window.${VERSION_GLOBAL}=${jsonForScript({ commitHash: shell.config.commitHash })};window.__staticRouterHydrationData=${jsonForScript(hydration)};`,
       bootstrapModules: shell.assets.js ? [shell.assets.js] : undefined,
       onError(error) {

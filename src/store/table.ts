@@ -3,7 +3,7 @@ import { isUuid } from "~/lib/ids.ts";
 import { eventFields, type FieldKind, type TracedEvent } from "~/lib/protocol/event.ts";
 
 /**
- * The one way a table name is made: from a validated namespace UUID, dashes removed (spec section 3).
+ * The one way a table name is made: from a validated namespace UUID, dashes removed.
  * Anything else is refused before it can reach SQL.
  */
 export function tableName(namespaceId: string): string {

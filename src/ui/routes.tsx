@@ -19,7 +19,7 @@ function Root() {
   );
 }
 
-/** The route table of spec section 2, shared by the server render and the browser. Unknown paths 404. */
+/** The route table, shared by the server render and the browser. Unknown paths 404. */
 export const routes: RouteObject[] = [
   {
     id: "root",
@@ -69,7 +69,7 @@ function namespaceIndexLoader({ params, request }: { params: Record<string, stri
   throw redirect(`/dashboard/${encodeURIComponent(params.namespaceName ?? "")}/live${new URL(request.url).search}`);
 }
 
-/** A link path without an id after /link/ goes home (spec section 5). */
+/** A link path without an id after /link/ goes home. */
 function linkLoader({ params }: { params: Record<string, string | undefined> }) {
   const rest = (params["*"] ?? "").split("/").filter(Boolean);
   if (rest.length === 0) {

@@ -15,7 +15,7 @@ export type PageShell = {
 };
 
 export const SHELL_GLOBAL = "__TAPSCOPE_SHELL__";
-/** `window.__TAPSCOPE_VERSION__.commitHash`: the build info of spec section 2, for code outside React too. */
+/** `window.__TAPSCOPE_VERSION__.commitHash`: the build info on a window-level object, for code outside React too. */
 export const VERSION_GLOBAL = "__TAPSCOPE_VERSION__";
 
 export const defaultShell: PageShell = {

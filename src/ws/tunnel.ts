@@ -19,7 +19,7 @@ const maxInFlight = 8;
 const maxMessageBytes = publishLimits.maxMessageBytes;
 
 /**
- * /api/Tunnel?ticket=...: a query tunnel (spec section 3). Binary request frames in, binary result frames
+ * /api/Tunnel?ticket=...: a query tunnel. Binary request frames in, binary result frames
  * out. The socket is bound to the ticket's namespace and role; a message naming another namespace is refused.
  * INSERT requests go through ingest, under the same limits as publishing.
  */

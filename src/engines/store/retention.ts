@@ -6,7 +6,7 @@ import { log } from "~/lib/logger.ts";
 import type { EventStore } from "~/store/types.ts";
 import { pruneMetadata } from "~/services/store/prune-metadata.ts";
 
-/** Days of events kept per plan (spec section 9). */
+/** Days of events kept per plan. */
 export const planRetentionDays: Record<string, number> = { free: 3, team: 7, scale: 30 };
 
 /**

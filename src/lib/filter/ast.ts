@@ -1,5 +1,5 @@
 /**
- * The filter language of spec section 5, parsed once and shared by the live view's evaluator and
+ * The filter language, parsed once and shared by the live view's evaluator and
  * the store's SQL compiler. Examples:
  *   request.method == "POST" && response.status >= 500
  *   request.url contains "/api/" || (request.url matches "^/users/[0-9]+$" && duration > 250ms)

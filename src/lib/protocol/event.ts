@@ -1,7 +1,7 @@
 /**
  * A traced event: one HTTP exchange (or one non-HTTP connection), as the capture agent publishes it,
  * the server validates it, the store keeps it and the dashboard shows it. Defined once, here.
- * Column names are spec section 3's, plus headers, bodies, timings, parent id and tags.
+ * Column names are the product's event columns (specColumns), plus headers, bodies, timings, parent id and tags.
  */
 export type TracedEvent = {
   /** Start of the request: microseconds since the Unix epoch. */
@@ -184,7 +184,7 @@ export function toTracedEvent(e: CapturedEvent): TracedEvent {
   return { ...e, http_req_body: bodyBase64(e.http_req_body), http_resp_body: bodyBase64(e.http_resp_body) } as TracedEvent;
 }
 
-/** The column names of spec section 3, in its order: what `tapscope query --format json` prints. */
+/** The product's event column names, in their documented order: what `tapscope query --format json` prints. */
 export const specColumns = [
   "time",
   "event_id",

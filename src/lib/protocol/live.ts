@@ -3,7 +3,7 @@ import { websocketUrl } from "~/lib/websocket-url.ts";
 
 /**
  * Messages of the live-view WebSocket (/api/LiveSubscribe), JSON text frames, one object each.
- * The frame (/iframer) relays them to its parent page as spec section 7 says: config-applied becomes
+ * The frame (/iframer) relays them to its parent page: config-applied becomes
  * markApplied, setFilterError stays setFilterError, each event becomes onEvent.
  */
 

@@ -3,7 +3,7 @@ import { type TracedEvent, specColumns } from "~/lib/protocol/event.ts";
 
 /**
  * Queries against a namespace's events: what the dashboard, `tapscope query` and the tunnel send.
- * Never SQL: a filter object (spec section 2) the store compiles for its engine.
+ * Never SQL: a filter object the store compiles for its engine.
  * Times are milliseconds since the Unix epoch (fractions allowed down to the microsecond).
  */
 
@@ -20,7 +20,7 @@ export type NumberOp = (typeof numberOps)[number];
 export const stringOps = ["Equals", "DoesNotEqual", "Like", "NotLike"] as const;
 export type StringOp = (typeof stringOps)[number];
 
-/** Columns a clause may name: the spec section 3 columns, by type. Anything else is refused. */
+/** Columns a clause may name: the event columns, by type. Anything else is refused. */
 export const numberColumns = [
   "process_id",
   "process_executable_size",
@@ -81,7 +81,7 @@ export type Clause = NumberClause | StringClause;
 /** [lowerMs, upperMs): lower bound included, upper excluded. */
 export type TimestampFilter = { lowerMs: number; upperMs: number };
 
-/** The filter object of spec section 2, as it lives (base64 JSON) in the explorer's `filter` parameter. */
+/** The filter object, as it lives (base64 JSON) in the explorer's `filter` parameter. */
 export type QueryFilter = {
   clauses: Clause[];
   global: TimestampFilter;
@@ -91,7 +91,7 @@ export type QueryFilter = {
 
 export type QueryBase = {
   filter: QueryFilter;
-  /** Parsed filter-language expressions (spec section 5), all of which must hold. */
+  /** Parsed filter-language expressions, all of which must hold. */
   expressions?: FilterExpr[];
   /** Echoed in the result; generated when absent. */
   queryId?: string;
@@ -111,7 +111,7 @@ export type RowsQuery = QueryBase & {
 
 export type RowColumn = (typeof rowColumns)[number];
 
-/** One row of a result page: the spec section 3 columns plus parent_event_id. */
+/** One row of a result page: the event columns plus parent_event_id. */
 export type EventRow = Pick<TracedEvent, RowColumn>;
 
 /** A row as returned: the columns named in the result's meta (always time and event_id). */

@@ -3,7 +3,7 @@ import type { HistogramQuery, RowsQuery, TimestampFilter } from "~/lib/protocol/
 import { timeRangeProblem } from "~/lib/time/bounds.ts";
 
 /**
- * Query tunnels (spec section 3): binary messages on a WebSocket, shared by the CLI, the server, the
+ * Query tunnels: binary messages on a WebSocket, shared by the CLI, the server, the
  * self-hosted worker and the browser explorer. Browser-safe: gzip through CompressionStream.
  *
  * Frame: "TS" magic, version byte, kind byte (1 request, 2 result), u32 header length (big endian),
@@ -20,7 +20,7 @@ export type Compression = (typeof compressionModes)[number];
 
 export type { TunnelRole } from "./api/tunnel.ts";
 
-/** Queries are query objects, never SQL; filterText is filter-language text (spec section 5) parsed by the worker. */
+/** Queries are query objects, never SQL; filterText is filter-language text parsed by the worker. */
 export type TunnelWant =
   | { kind: "rows"; query: Omit<RowsQuery, "expressions">; filterText?: string }
   | {
@@ -55,7 +55,7 @@ export type TunnelResult = {
   data: Uint8Array;
 };
 
-/** Decoded result data. meta names the columns of data's rows (spec section 3 names). */
+/** Decoded result data. meta names the columns of data's rows (event column names). */
 export type TunnelResultData = {
   meta: string[];
   data: Record<string, unknown>[];

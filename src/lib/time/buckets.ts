@@ -1,7 +1,7 @@
 import { AppError } from "~/lib/errors.ts";
 
 /**
- * Histogram time maths of spec section 9, shared by the store (SQL bucketing) and the UI (axis, brush).
+ * Histogram time maths, shared by the store (SQL bucketing) and the UI (axis, brush).
  * All times in milliseconds since the epoch.
  */
 
@@ -14,7 +14,7 @@ const hour = 60 * minute;
 const day = 24 * hour;
 
 /**
- * Bucket sizes, smallest first. The first six are spec section 9's (covering 2m, 10m, 1h, 2h, 10h, 20h
+ * Bucket sizes, smallest first. The first six are the product's own (covering 2m, 10m, 1h, 2h, 10h, 20h
  * with 120 buckets); beyond 20h we continue with round sizes: 30m (60h), 1h (5d), 3h (15d), 6h (30d), 12h (60d), 1d (120d). Past 120 days, whole days.
  */
 export const bucketSizesMs = [
@@ -73,7 +73,7 @@ export function bucketIndex(grid: BucketGrid, t: number): number {
   return i >= 0 && i < grid.count ? i : -1;
 }
 
-/** Shifting the global range moves it by a quarter of the buckets (spec section 9: 30 buckets). */
+/** Shifting the global range moves it by a quarter of the buckets: 30. */
 export const shiftBuckets = 30;
 
 export function shiftRange(

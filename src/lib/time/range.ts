@@ -2,7 +2,7 @@ import { timeRangeProblem } from "./bounds.ts";
 import { bucketGrid, chooseBucketMs, shiftBuckets, snapDown, snapUp } from "./buckets.ts";
 
 /**
- * Time selection rules of spec sections 4 and 5: the global range the histogram covers and the focus
+ * Time selection rules: the global range the histogram covers and the focus
  * (brushed) range inside it. Milliseconds since the epoch; ranges are [startMs, endMs).
  */
 

@@ -1,4 +1,4 @@
-/** Axis ticks of spec section 9: about 12 labels, the step picked from a fixed list. */
+/** Axis ticks: about 12 labels, the step picked from a fixed list. */
 
 const s = 1000;
 const m = 60 * s;

@@ -1,5 +1,5 @@
 /**
- * The jump-to-time box of spec section 5: "YYYY-MM-DD HH:MM:SS" in UTC. Text is accepted only when it
+ * The jump-to-time box: "YYYY-MM-DD HH:MM:SS" in UTC. Text is accepted only when it
  * round-trips exactly (format(parse(text)) === text), so "2026-02-30 10:00:00" or a missing zero is refused.
  */
 

@@ -7,7 +7,7 @@ export const LINK_TTL_MS = 24 * 60 * 60 * 1000;
 
 export type CreatedLink = { linkId: string; namespaceId: string | null; expiresAt: Date; linkUrl: string };
 
-/** The page a person opens: <PUBLIC_URL>/link/<id>?expiry=<ISO date> (spec section 3: linkUrl carries the expiry). */
+/** The page a person opens: <PUBLIC_URL>/link/<id>?expiry=<ISO date> (the link URL carries its expiry). */
 export function linkPageUrl(publicUrl: string, linkId: string, expiresAt: Date): string {
   return `${publicUrl}/link/${encodeURIComponent(linkId)}?expiry=${encodeURIComponent(expiresAt.toISOString())}`;
 }

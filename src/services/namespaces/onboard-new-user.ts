@@ -6,7 +6,7 @@ import type { ServiceContext } from "~/services/context.ts";
 import { namespaceNameFromEmail, validNamespaceName } from "./namespace-name.ts";
 
 /**
- * First sign-in (spec section 4): an org and a first namespace (the user is its admin). Idempotent: a user who
+ * First sign-in: an org and a first namespace (the user is its admin). Idempotent: a user who
  * already has an org gets their first org and namespace back, so a double submit never makes two orgs.
  */
 export async function onboardNewUser({

@@ -18,7 +18,7 @@ export function principalKey(principal: Principal): string {
 /**
  * CreateTunnel: a member of the namespace (or a token of it or of its org) gets a WebSocket endpoint bound
  * to {who, namespace, role} by a single-use ticket. SELECT reads; INSERT writes (any token holder may inject
- * events, spec section 6), which for users needs write access to the namespace.
+ * events), which for users needs write access to the namespace.
  */
 export async function createTunnel({
   ctx,

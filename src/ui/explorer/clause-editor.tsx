@@ -26,7 +26,7 @@ export function clauseText(c: Clause): string {
 }
 
 /**
- * Clause editing by column (spec section 3): Number and String operators, and the timestamp's lower and
+ * Clause editing by column: Number and String operators, and the timestamp's lower and
  * upper bounds (which set the global range). Clauses show as removable chips.
  */
 export function ClauseEditor({

@@ -3,7 +3,7 @@ import { isAllowedRange, isValidFocus, type TimeRange } from "~/lib/time/range.t
 import type { TimeZoneMode } from "~/lib/time/ticks.ts";
 
 /**
- * The explorer's whole state, as it lives in the `filter` query parameter (spec section 2): base64 of a
+ * The explorer's whole state, as it lives in the `filter` query parameter: base64 of a
  * JSON object with the clauses, the global timestamp filter and the focused one. Two additions ride
  * along: the filter-language chips (`text`) and the display zone (`tz`).
  */

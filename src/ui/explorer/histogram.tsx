@@ -9,7 +9,7 @@ const geo: Geometry = { width: 1200, height: 160 };
 type Drag = { mode: DragMode; x0: number; x1: number; pointerId: number };
 
 /**
- * The request-count histogram (about 120 bars: successes, 4xx and 5xx stacked) with the brush of spec section 4.
+ * The request-count histogram (about 120 bars: successes, 4xx and 5xx stacked) with its brush.
  * Drawn as one SVG in a fixed 1200-wide view box (stretched to the width) spanning exactly the global range,
  * the labels as HTML under it.
  */

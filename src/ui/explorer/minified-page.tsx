@@ -6,7 +6,7 @@ import { useTunnelClient } from "./requests-screen.tsx";
 import { ResultsPanel } from "./results-panel.tsx";
 
 /**
- * /minified/?namespace={id}&filter={state}: the explorer's results on their own page (spec section 2),
+ * /minified/?namespace={id}&filter={state}: the explorer's results on their own page,
  * e.g. to open a brushed range in a tab of its own. Same session and tunnel rules as the explorer.
  */
 export function MinifiedResultsPage() {

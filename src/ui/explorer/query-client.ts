@@ -49,7 +49,7 @@ let seq = 0;
 const nextQueryId = () => `q${Date.now().toString(36)}${(seq++).toString(36)}`;
 
 /**
- * The query tunnel of spec sections 4 and 7: CreateTunnel {namespaceId, role: SELECT}, then binary
+ * The explorer's query tunnel: CreateTunnel {namespaceId, role: SELECT}, then binary
  * request/result frames on the returned WebSocket. The socket opens on the first query. An abnormal close
  * is reported (TunnelWebSocketClosed) and resets the connection, so the next query opens a fresh tunnel;
  * queries in flight at that moment are retried once on it. A normal close (ours) resets nothing.

@@ -2,7 +2,7 @@ import { useEffect, useState } from "react";
 import { ExplorerView } from "./explorer-view.tsx";
 import { type ConnectionState, type QueryClient, tunnelQueryClient } from "./query-client.ts";
 
-/** One query tunnel per namespace (spec section 4: the connection resets when the namespace changes). */
+/** One query tunnel per namespace: the connection resets when the namespace changes. */
 export function useTunnelClient(namespaceId: string): {
   client: QueryClient | null;
   connection: ConnectionState;

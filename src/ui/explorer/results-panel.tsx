@@ -22,7 +22,7 @@ type Detail =
   | { status: "failed"; id: string; message: string };
 
 /**
- * The results of spec section 2 (the embedded page at /minified/): rows of the focus range from the store,
+ * The explorer's results (the embedded page at /minified/): rows of the focus range from the store,
  * the row-limit message, and the request detail of a clicked row (full event and its outbound calls).
  */
 export function ResultsPanel({

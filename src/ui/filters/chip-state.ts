@@ -1,5 +1,5 @@
 /**
- * The filter chips of the Live screen as a pure state machine (spec sections 4 and 5).
+ * The filter chips of the Live screen as a pure state machine.
  * A committed change is sent to the live frame and stays pending until the frame answers
  * markApplied (all chips applied) or setFilterError (the change is rolled back, its text returns to the
  * input, and the error shows under it).

@@ -1,5 +1,5 @@
 /**
- * Saved filter suggestions, kept per namespace in localStorage (spec sections 3 and 9): the 100 most
+ * Saved filter suggestions, kept per namespace in localStorage: the 100 most
  * recently used are kept, at most 7 are shown. Built-in suggestions are always offered and never stored.
  */
 export type SuggestionKind = "method" | "status" | "url" | "duration";

@@ -1,4 +1,4 @@
-/** Token ages and badges (spec section 9: units seconds to days with plurals; NEW under 30 s). */
+/** Token ages and badges: units seconds to days with plurals; NEW under 30 s. */
 const units = [
   { name: "day", ms: 86_400_000 },
   { name: "hour", ms: 3_600_000 },

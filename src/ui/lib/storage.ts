@@ -1,4 +1,4 @@
-/** The browser's local keys (spec section 3). Storage can be unavailable (private modes, quotas). */
+/** The browser's local keys. Storage can be unavailable (private modes, quotas). */
 export const storageKeys = {
   lastNamespaceId: "tapscope:lastNamespaceId",
   navHidden: "tapscope:navHidden",

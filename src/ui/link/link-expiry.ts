@@ -1,4 +1,4 @@
-/** The shared link's expiry, read from the 'expiry' parameter of the link URL (spec section 5). */
+/** The shared link's expiry, read from the 'expiry' parameter of the link URL. */
 export function parseLinkExpiry(linkUrl: string): Date {
   let expiry: string | null;
   try {
@@ -14,7 +14,7 @@ export function parseLinkExpiry(linkUrl: string): Date {
 }
 
 /**
- * Time left as spec section 4 says: more than a day shows days and hours; else hours and minutes;
+ * Time left: more than a day shows days and hours; else hours and minutes;
  * else minutes and seconds; else seconds.
  */
 export function formatCountdown(msLeft: number): string {

@@ -89,7 +89,7 @@ export function LinkViewer({ linkId, commitHash }: { linkId: string; commitHash:
   );
 }
 
-/** The link id of /link/{id} or /link/{something}/{id} (spec: path form /{something}/{linkId}). */
+/** The link id of /link/{id} or /link/{something}/{id}. */
 export function linkIdFromPath(splat: string): string | null {
   const parts = splat.split("/").filter(Boolean);
   return parts.at(-1) ?? null;

@@ -6,7 +6,7 @@ export const RECONNECT_MS = 1000;
 
 /**
  * The viewer's presence on a shared link: WebSocket /api/PingLink?link_id=..., 'ping' every second; after a
- * close the socket is cleared and reopened 1 second later (spec sections 4 and 9).
+ * close the socket is cleared and reopened 1 second later.
  */
 export function usePingLink(linkId: string, isActive: boolean) {
   useEffect(() => {

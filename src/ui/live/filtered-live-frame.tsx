@@ -7,7 +7,7 @@ import { type EventSummary, filterErrorText, isTrustedMessage, parseFrameMessage
 export const APPLY_TIMEOUT_MS = 10_000;
 export const APPLY_TIMEOUT_TEXT = "The live view did not confirm this filter. Check your connection and try again.";
 
-/** The sandbox of spec section 2: modals, popups, scripts, same origin, downloads. */
+/** The live frame's sandbox: modals, popups, scripts, same origin, downloads. */
 export const FRAME_SANDBOX = "allow-modals allow-popups allow-scripts allow-same-origin allow-downloads";
 
 export function iframerSrc({

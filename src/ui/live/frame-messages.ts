@@ -1,5 +1,5 @@
 /**
- * postMessage between a page and its live frame (/iframer), spec section 7: the page sends setFilters;
+ * postMessage between a page and its live frame (/iframer): the page sends setFilters;
  * the frame answers markApplied or setFilterError and reports each event with onEvent, and says when its
  * request detail opens or closes (detailOpen), so a phone-sized page can give the frame the whole screen.
  * Both sides accept messages only from their own origin and from the expected window.

@@ -35,7 +35,7 @@ export function usePublisherSeen(orgId: string, isActive = true): boolean {
 }
 
 /**
- * Onboarding of the Live screen (spec sections 2 and 4): step 1 picks a stack, step 2 shows the commands
+ * Onboarding of the Live screen: step 1 picks a stack, step 2 shows the commands
  * with a fresh namespace token, and waits for the first publisher. Finish needs a connection; "I'll do
  * this later" closes it while not connected.
  */

@@ -1,5 +1,5 @@
 /**
- * How a captured body is shown. Bodies arrive base64 (spec: TracedEvent bodies); we decide once whether
+ * How a captured body is shown. Bodies arrive base64 (TracedEvent bodies); we decide once whether
  * they read as JSON (pretty-printed), a raster image (shown from a blob URL), text, or binary (hex rows).
  * Nothing here ever produces markup: every kind is rendered as text or as an <img> from a blob of an
  * inert raster type. A blob URL is same-origin, so one of an active type (SVG, HTML, XML, PDF) would run

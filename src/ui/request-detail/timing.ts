@@ -11,7 +11,7 @@ export type TimingStep = {
 /**
  * The latency breakdown of one exchange as consecutive steps (-1 timings do not apply and are left out).
  * Outbound: connect, send, wait, receive. Inbound: request receive, processing, response send.
- * The slowest step is the culprit (spec section 1: "the slowest step flagged as the culprit").
+ * The slowest step is flagged as the culprit.
  */
 export function timingSteps(event: TracedEvent): TimingStep[] {
   const parts: Array<[string, number]> = event.http_is_outgoing

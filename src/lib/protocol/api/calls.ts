@@ -26,7 +26,7 @@ import { AddUserRequest, AddUserResponse, ListUsersRequest, ListUsersResponse } 
 type Call = { body: TSchema; response: TSchema };
 
 /**
- * The JSON calls of spec section 7 (POST /api/<name>, a JSON body, a JSON answer on 200): the controllers
+ * The JSON calls (POST /api/<name>, a JSON body, a JSON answer on 200): the controllers
  * validate with these schemas, and the browser's api() takes its types from them.
  */
 export const apiCalls = {

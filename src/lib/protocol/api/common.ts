@@ -6,5 +6,5 @@ export const Id = Type.String({ maxLength: 64 });
 /** A body or an answer with nothing in it. */
 export const Empty = Type.Object({});
 
-/** Some answers name a failure beside a 200 (spec section 7: "{hasSeenPublisher, error}"). */
+/** Some answers name a failure beside a 200 ("{hasSeenPublisher, error}"). */
 export const OptionalError = Type.Optional(Type.String());

@@ -33,7 +33,7 @@ export type GenerateTokenResponse = Static<typeof GenerateTokenResponse>;
 export const ListTokensResponse = Type.Object({ tokens: Type.Array(Token) });
 export type ListTokensResponse = Static<typeof ListTokensResponse>;
 
-/** The 403 texts of spec section 8, shown by the Tokens screen's modal. */
+/** The 403 texts shown by the Tokens screen's modal. */
 export const tokenForbidden = {
   generateNamespace: "You do not have permissions to generate a token in this namespace.",
   deleteNamespace: "You do not have permissions to delete a token in this namespace.",

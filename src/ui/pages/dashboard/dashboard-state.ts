@@ -45,7 +45,7 @@ export function namespacePath(name: string, currentPath: string): string {
 }
 
 /**
- * App start of spec section 4: load orgs (onboard when there are none), then the first org's namespaces;
+ * App start: load orgs (onboard when there are none), then the first org's namespaces;
  * the current namespace comes from the URL, else the last stored one, else the first.
  */
 export function useDashboardState(self: Self): DashboardState {

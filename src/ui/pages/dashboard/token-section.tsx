@@ -30,7 +30,7 @@ type Dialog =
   | { kind: "forbidden"; text: string }
   | null;
 
-/** One list of tokens with create, show-once, and delete with confirmation (spec sections 2 and 8). */
+/** One list of tokens with create, show-once, and delete with confirmation. */
 export function TokenSection({ title, scope, calls, now: fixedNow }: { title: string; scope: TokenScope; calls: TokenCalls; now?: number }) {
   const [tokens, setTokens] = useState<Token[] | null>(null);
   const [dialog, setDialog] = useState<Dialog>(null);
@@ -42,7 +42,7 @@ export function TokenSection({ title, scope, calls, now: fixedNow }: { title: st
       try {
         setTokens(await calls.list(signal));
       } catch (err) {
-        // Listing failures are ignored (spec section 7); keep what is shown.
+        // Listing failures are ignored; keep what is shown.
         if (!isAbortError(err)) setTokens((current) => current ?? []);
       }
     },
