@@ -63,4 +63,6 @@ for (const name of readdirSync(outDir)) {
 }
 
 const bytes = result.outputs.reduce((sum, output) => sum + output.size, 0) + css.length;
-console.log(`client built in ${Math.round(performance.now() - started)} ms: ${files.length} files, ${(bytes / 1024).toFixed(0)} KiB -> ${outDir}`);
+console.log(
+  `client built in ${Math.round(performance.now() - started)} ms: ${files.length} files, ${(bytes / 1024).toFixed(0)} KiB -> ${outDir}`,
+);

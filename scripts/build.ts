@@ -116,7 +116,11 @@ function nearestPublished(name: string, wanted: string): string {
   const versions = JSON.parse(run("npm", ["view", name, "versions", "--json", "--silent"])) as string[];
   if (versions.includes(wanted)) return wanted;
   const [major, minor] = wanted.split(".");
-  const key = (v: string) => v.split(/[.-]/).map((p) => (/^\d+$/.test(p) ? p.padStart(8, "0") : p)).join(".");
+  const key = (v: string) =>
+    v
+      .split(/[.-]/)
+      .map((p) => (/^\d+$/.test(p) ? p.padStart(8, "0") : p))
+      .join(".");
   const candidates = versions
     .filter((v) => v.startsWith(`${major}.${minor}.`) && key(v) <= key(wanted))
     .sort((a, b) => (key(a) < key(b) ? -1 : 1));
@@ -166,9 +170,7 @@ function workerEntrypoints(): string[] {
 }
 
 function usesDuckDb(): boolean {
-  return listFiles(join(root, "src")).some(
-    (f) => /\.tsx?$/.test(f) && readFileSync(f, "utf8").includes("@duckdb/node-api"),
-  );
+  return listFiles(join(root, "src")).some((f) => /\.tsx?$/.test(f) && readFileSync(f, "utf8").includes("@duckdb/node-api"));
 }
 
 function buildClient(skip: boolean) {
@@ -179,7 +181,12 @@ function buildClient(skip: boolean) {
   if (res.status !== 0) fail("scripts/build-client.ts failed");
 }
 
-type Embedded = { pglite: { wasm: string; data: string; initdb: string }; libduckdb?: { zst: string; size: number }; migrations: string[]; client: string[] };
+type Embedded = {
+  pglite: { wasm: string; data: string; initdb: string };
+  libduckdb?: { zst: string; size: number };
+  migrations: string[];
+  client: string[];
+};
 
 /** The generated replacement for src/lib/embedded-manifest.ts: one `with { type: "file" }` import per file. */
 function manifestModule(arch: Arch, files: Embedded, buildId: string): string {
@@ -189,8 +196,7 @@ function manifestModule(arch: Arch, files: Embedded, buildId: string): string {
     imports.push(`import ${id} from ${JSON.stringify(path)} with { type: "file" };`);
     return id;
   };
-  const table = (dir: string, paths: string[]) =>
-    `{${paths.map((p) => `${JSON.stringify(relative(dir, p))}: ${ref(p)}`).join(", ")}}`;
+  const table = (dir: string, paths: string[]) => `{${paths.map((p) => `${JSON.stringify(relative(dir, p))}: ${ref(p)}`).join(", ")}}`;
   const body = `export const embeddedManifest = {
   buildId: ${JSON.stringify(buildId)},
   target: ${JSON.stringify(`linux-${arch}`)},
@@ -236,7 +242,14 @@ async function buildTarget(arch: Arch, entry: string, outdir: string, commit: st
     migrations: listFiles(join(root, "db/migrations")),
     client: clientFiles(),
   };
-  const all = [files.pglite.wasm, files.pglite.data, files.pglite.initdb, ...(files.libduckdb ? [files.libduckdb.zst] : []), ...files.migrations, ...files.client];
+  const all = [
+    files.pglite.wasm,
+    files.pglite.data,
+    files.pglite.initdb,
+    ...(files.libduckdb ? [files.libduckdb.zst] : []),
+    ...files.migrations,
+    ...files.client,
+  ];
   const buildId = `${arch}-${hashFiles(all, commit)}`;
   const manifestSource = manifestModule(arch, files, buildId);
 
@@ -308,7 +321,9 @@ const commit = gitCommit();
 const withDuckDb = usesDuckDb();
 for (const arch of targets) {
   const outfile = await buildTarget(arch, entry, outdir, commit, withDuckDb).catch((err: Error) =>
-    fail(`linux-${arch}: ${err.message}${arch !== process.arch ? " (a cross build needs the npm registry once; --target " + process.arch + " builds only this machine's)" : ""}`),
+    fail(
+      `linux-${arch}: ${err.message}${arch !== process.arch ? " (a cross build needs the npm registry once; --target " + process.arch + " builds only this machine's)" : ""}`,
+    ),
   );
   if (arch === process.arch) {
     const host = join(outdir, "tapscope");

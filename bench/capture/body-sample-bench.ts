@@ -59,4 +59,6 @@ for (let round = 0; round < 7; round++) {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const before = median(times.get("before")!);
 const now = median(times.get("now")!);
-console.log(`1-byte body from a fresh 150-byte read, read allocation included: before ${before.toFixed(3)} µs, now ${now.toFixed(3)} µs (now/before ${(now / before).toFixed(2)}); ${kept} bytes kept`);
+console.log(
+  `1-byte body from a fresh 150-byte read, read allocation included: before ${before.toFixed(3)} µs, now ${now.toFixed(3)} µs (now/before ${(now / before).toFixed(2)}); ${kept} bytes kept`,
+);

@@ -6,12 +6,27 @@
 import { codeLengths } from "~/agent/parse/hpack.ts";
 import { Http1Session } from "~/agent/parse/http1-session.ts";
 import { Http2Session } from "~/agent/parse/http2-session.ts";
-import { createTracer } from "~/agent/tracer.ts";
 import type { ConnectionInfo } from "~/agent/relay/observer.ts";
+import { createTracer } from "~/agent/tracer.ts";
 
-const host = { hostname: "bench", gcp_project: "", kubernetes_namespace: "", gke_cluster_location: "", gke_cluster_name: "", gke_node_name: "" };
+const host = {
+  hostname: "bench",
+  gcp_project: "",
+  kubernetes_namespace: "",
+  gke_cluster_location: "",
+  gke_cluster_name: "",
+  gke_node_name: "",
+};
 const proc = (pid: number) => ({ pid, executableName: "server", executableSize: 1, commandLine: "server", user: "app" });
-const info: ConnectionInfo = { id: 1, direction: "inbound", clientAddr: "127.0.0.1:1", serverAddr: "127.0.0.1:2", pid: 1, startedAt: 1, connectedAt: 1 };
+const info: ConnectionInfo = {
+  id: 1,
+  direction: "inbound",
+  clientAddr: "127.0.0.1:1",
+  serverAddr: "127.0.0.1:2",
+  pid: 1,
+  startedAt: 1,
+  connectedAt: 1,
+};
 
 type Workload = { name: string; client: Uint8Array[]; server: Uint8Array[]; exchanges: number };
 
@@ -41,7 +56,12 @@ function smallRequests(n: number): Workload {
     'HTTP/1.1 200 OK\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: 27\r\nDate: Sat, 21 Nov 2026 12:00:00 GMT\r\nServer: bench\r\nCache-Control: no-store\r\nX-Request-Id: 5f0c8a2e-8f5b-4c1e-9d7a-2b1e3c4d5e6f\r\n\r\n{"id":12345,"name":"Alice"}',
   );
   // One request and one response per read, like a keep-alive client.
-  return { name: "small keep-alive exchanges (~0.6 KB each)", client: Array.from({ length: n }, () => req), server: Array.from({ length: n }, () => resp), exchanges: n };
+  return {
+    name: "small keep-alive exchanges (~0.6 KB each)",
+    client: Array.from({ length: n }, () => req),
+    server: Array.from({ length: n }, () => resp),
+    exchanges: n,
+  };
 }
 
 function largeBodies(n: number, size: number): Workload {
@@ -108,17 +128,41 @@ function grpcStreams(n: number): Workload {
   };
   const literalNew = (name: string, value: string) => concat([Uint8Array.of(0), str(name), str(value)]);
   const frame = (type: number, flags: number, stream: number, payload: Uint8Array) =>
-    concat([Uint8Array.of(payload.length >> 16, (payload.length >> 8) & 255, payload.length & 255, type, flags, stream >>> 24, (stream >> 16) & 255, (stream >> 8) & 255, stream & 255), payload]);
+    concat([
+      Uint8Array.of(
+        payload.length >> 16,
+        (payload.length >> 8) & 255,
+        payload.length & 255,
+        type,
+        flags,
+        stream >>> 24,
+        (stream >> 16) & 255,
+        (stream >> 8) & 255,
+        stream & 255,
+      ),
+      payload,
+    ]);
   const message = concat([Uint8Array.of(0, 0, 0, 0, 12), Uint8Array.of(0x0a, 5, ...enc("hello"), 0x10, 0x96, 0x01, 0x18, 1, 0x20, 2)]);
   const client: Uint8Array[] = [concat([enc("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), frame(4, 0, 0, new Uint8Array(0))])];
   const server: Uint8Array[] = [frame(4, 0, 0, new Uint8Array(0))];
   // Like real encoders: the first stream's headers enter the dynamic table (incremental indexing), later
   // streams refer to them by index; the per-call header (a request id) is a fresh literal each time.
   const incr = (index: number, value: string) => concat([Uint8Array.of(0x40 | index), str(value)]);
-  const firstReq = concat([Uint8Array.of(0x83, 0x86), incr(4, "/helloworld.Greeter/SayHello"), incr(1, "127.0.0.1:50051"), incr(31, "application/grpc"), concat([Uint8Array.of(0x40), str("te"), str("trailers")]), incr(58, "grpc-node-js/1.9.0")]);
+  const firstReq = concat([
+    Uint8Array.of(0x83, 0x86),
+    incr(4, "/helloworld.Greeter/SayHello"),
+    incr(1, "127.0.0.1:50051"),
+    incr(31, "application/grpc"),
+    concat([Uint8Array.of(0x40), str("te"), str("trailers")]),
+    incr(58, "grpc-node-js/1.9.0"),
+  ]);
   // Dynamic table, newest first: user-agent 62, te 63, content-type 64, authority 65, path 66.
   const laterReq = Uint8Array.of(0x83, 0x86, 0x80 | 66, 0x80 | 65, 0x80 | 64, 0x80 | 63, 0x80 | 62);
-  const firstResp = concat([Uint8Array.of(0x88), incr(31, "application/grpc+proto"), concat([Uint8Array.of(0x40), str("grpc-accept-encoding"), str("identity,deflate,gzip")])]);
+  const firstResp = concat([
+    Uint8Array.of(0x88),
+    incr(31, "application/grpc+proto"),
+    concat([Uint8Array.of(0x40), str("grpc-accept-encoding"), str("identity,deflate,gzip")]),
+  ]);
   const laterResp = Uint8Array.of(0x88, 0x80 | 63, 0x80 | 62);
   for (let i = 0; i < n; i++) {
     const id = 1 + 2 * i;
@@ -198,7 +242,12 @@ function median(xs: number[]): number {
 }
 
 const only = process.argv[2];
-const workloads = [() => smallRequests(50_000), () => largeBodies(200, 1024 * 1024), () => chunkedBody(64), () => grpcStreams(50_000)].filter((_, i) => !only || String(i) === only);
+const workloads = [
+  () => smallRequests(50_000),
+  () => largeBodies(200, 1024 * 1024),
+  () => chunkedBody(64),
+  () => grpcStreams(50_000),
+].filter((_, i) => !only || String(i) === only);
 const results: string[] = [];
 for (const make of workloads) {
   // Built one at a time so only the measured workload is in memory.
@@ -214,6 +263,12 @@ for (const make of workloads) {
     return `  ${mode.padEnd(13)} ${ms.toFixed(1).padStart(8)} ms  ${mbs.toFixed(0).padStart(6)} MB/s  ${evs.toFixed(0).padStart(9)} events/s`;
   };
   const ratio = median(times.parse.slice(5)) / median(times.baseline.slice(5));
-  results.push(`${w.name}: ${(bytes / 1e6).toFixed(1)} MB, ${w.exchanges} exchanges`, line("baseline"), line("parse"), line("tracer"), `  parse/baseline time ratio: ${ratio.toFixed(2)}`);
+  results.push(
+    `${w.name}: ${(bytes / 1e6).toFixed(1)} MB, ${w.exchanges} exchanges`,
+    line("baseline"),
+    line("parse"),
+    line("tracer"),
+    `  parse/baseline time ratio: ${ratio.toFixed(2)}`,
+  );
 }
 console.log(results.join("\n"));

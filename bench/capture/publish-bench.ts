@@ -36,7 +36,11 @@ const accepted = server.ingest.countsFor({ namespaceId, linkId: null }).accepted
 
 // The server's side alone: pre-encoded messages of 500 events on a raw socket, as fast as acks return.
 const joined = (await (
-  await fetch(`${server.endpoint}/api/JoinPublisher`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body: "{}" })
+  await fetch(`${server.endpoint}/api/JoinPublisher`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+    body: "{}",
+  })
 ).json()) as { websocketUrl: string };
 const raw = new WebSocket(joined.websocketUrl);
 await new Promise((r) => (raw.onopen = r));
@@ -61,7 +65,13 @@ await server.stop();
 const rate = (n: number, ms: number) => Math.round(n / (ms / 1000)).toLocaleString("en");
 console.log(`${total} events of ~${bytesPerEvent} B JSON each (sink ${sink > 0 ? "ok" : "?"})`);
 console.log(`  baseline (JSON.stringify only): ${baselineMs.toFixed(0)} ms, ${rate(total, baselineMs)} events/s`);
-console.log(`  publish -> server ack:          ${publishMs.toFixed(0)} ms, ${rate(total, publishMs)} events/s, ${((total * bytesPerEvent) / 1e6 / (publishMs / 1000)).toFixed(0)} MB/s`);
+console.log(
+  `  publish -> server ack:          ${publishMs.toFixed(0)} ms, ${rate(total, publishMs)} events/s, ${((total * bytesPerEvent) / 1e6 / (publishMs / 1000)).toFixed(0)} MB/s`,
+);
 console.log(`  accepted ${accepted}, sent ${result.sent}, dropped ${result.dropped}, refused ${result.refused}`);
-console.log(`  server side only (pre-encoded batches of 500), JSON:   ${jsonServerMs.toFixed(0)} ms, ${rate(messages * 500, jsonServerMs)} events/s`);
-console.log(`  server side only (pre-encoded batches of 500), binary: ${binaryServerMs.toFixed(0)} ms, ${rate(messages * 500, binaryServerMs)} events/s`);
+console.log(
+  `  server side only (pre-encoded batches of 500), JSON:   ${jsonServerMs.toFixed(0)} ms, ${rate(messages * 500, jsonServerMs)} events/s`,
+);
+console.log(
+  `  server side only (pre-encoded batches of 500), binary: ${binaryServerMs.toFixed(0)} ms, ${rate(messages * 500, binaryServerMs)} events/s`,
+);

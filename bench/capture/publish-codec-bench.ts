@@ -22,7 +22,11 @@ const asStrings = Array.from({ length: batches }, (_, b) =>
   generateEvents({ count: perBatch, startMicros: now - 3_600_000_000, endMicros: now, seed: b + 1 }),
 );
 const asBytes: CapturedEvent[][] = asStrings.map((batch) =>
-  batch.map((e) => ({ ...e, http_req_body: Buffer.from(e.http_req_body, "base64"), http_resp_body: Buffer.from(e.http_resp_body, "base64") })),
+  batch.map((e) => ({
+    ...e,
+    http_req_body: Buffer.from(e.http_req_body, "base64"),
+    http_resp_body: Buffer.from(e.http_resp_body, "base64"),
+  })),
 );
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -104,7 +108,9 @@ for (let warm = 0; warm < 2; warm++) {
   }
 }
 const size = (frames: Uint8Array[]) => Math.round(frames.reduce((s, f) => s + f.length, 0) / (batches * perBatch));
-console.log(`${batches} batches of ${perBatch} events; bytes per event: JSON ${size(jsonFrames)}, binary ${size(binaryFrames)} (bodies as bytes), ${size(binaryFromStrings)} (base64 strings)`);
+console.log(
+  `${batches} batches of ${perBatch} events; bytes per event: JSON ${size(jsonFrames)}, binary ${size(binaryFrames)} (bodies as bytes), ${size(binaryFromStrings)} (base64 strings)`,
+);
 for (const [label, us] of Object.entries(results)) console.log(`  ${label.padEnd(46)} ${us.toFixed(2).padStart(6)} us CPU per event`);
 console.log(
   `  => client ${(results["client JSON, bodies as bytes (base64 first)"] / results["client binary, bodies as bytes"]).toFixed(1)}x, server ${(results["server JSON (decode + parse + validateEvent)"] / results["server binary, bodies as bytes"]).toFixed(1)}x less CPU (sink ${sink > 0 ? "ok" : "?"})`,

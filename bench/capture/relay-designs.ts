@@ -1,4 +1,5 @@
 #!/usr/bin/env bun
+import { dlopen } from "bun:ffi";
 /**
  * `bun bench/capture/relay-designs.ts`: is a relay on bun:ffi worth a rewrite? Two relays as reverse
  * proxies in front of the same node server (bench/capture/server.js), each with the same tracer as
@@ -17,15 +18,26 @@
 import { spawn, spawnSync } from "node:child_process";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
-import { dlopen } from "bun:ffi";
 import { hostMetadata } from "../../src/agent/event.ts";
-import { parseHostEnvironment } from "../../src/lib/env.ts";
 import { type ConnectionObserver, type ConnectionTap, nowMicros } from "../../src/agent/relay/observer.ts";
 import { startReverseProxy } from "../../src/agent/relay/reverse-proxy.ts";
 import { encodeSockAddr } from "../../src/agent/relay/sockaddr.ts";
-import { AF_INET, E, errno, IPPROTO_TCP, libc, SO_REUSEADDR, SOCK_CLOEXEC, SOCK_NONBLOCK, SOL_SOCKET, setIntOpt, TCP_NODELAY } from "../../src/agent/seccomp/ffi.ts";
+import {
+  AF_INET,
+  E,
+  errno,
+  IPPROTO_TCP,
+  libc,
+  SO_REUSEADDR,
+  SOCK_CLOEXEC,
+  SOCK_NONBLOCK,
+  SOL_SOCKET,
+  setIntOpt,
+  TCP_NODELAY,
+} from "../../src/agent/seccomp/ffi.ts";
 import { bindTo, connectTo, newSocket } from "../../src/agent/seccomp/sockets.ts";
 import { createTracer, type Tracer } from "../../src/agent/tracer.ts";
+import { parseHostEnvironment } from "../../src/lib/env.ts";
 import { cpuNanos, median, optionOf, waitForPort } from "./measure.ts";
 
 const args = process.argv.slice(2);
@@ -95,7 +107,8 @@ function runFfiRelay(listenPort: number, targetPort: number, observer: Connectio
     }
     conn.tap?.onClose(nowMicros(), error);
   };
-  const interest = (leg: Leg, other: Leg) => (leg.isReadDone || other.queue.length > 0 ? 0 : EPOLLIN) | (leg.queue.length > 0 || !leg.isConnected ? EPOLLOUT : 0);
+  const interest = (leg: Leg, other: Leg) =>
+    (leg.isReadDone || other.queue.length > 0 ? 0 : EPOLLIN) | (leg.queue.length > 0 || !leg.isConnected ? EPOLLOUT : 0);
   /** epoll_ctl only when a leg's interest changed (backpressure, a pending connect or write). */
   const updateLeg = (leg: Leg, other: Leg) => {
     const wanted = interest(leg, other);
@@ -263,15 +276,21 @@ for (let round = 1; round <= rounds; round++) {
         target = port++;
         const [kind, trace] = mode.split("+");
         const extra = trace ? ["--trace"] : [];
-        child = spawn(process.execPath, [import.meta.path, "--proxy", kind!, "--listen", String(target), "--to", String(serverPort), ...extra], {
-          stdio: ["ignore", "ignore", "inherit"],
-        });
+        child = spawn(
+          process.execPath,
+          [import.meta.path, "--proxy", kind!, "--listen", String(target), "--to", String(serverPort), ...extra],
+          {
+            stdio: ["ignore", "ignore", "inherit"],
+          },
+        );
         await waitForPort(target);
       }
       spawnSync("wrk", ["-t1", "-c4", "-d1s", `http://127.0.0.1:${target}/`]);
       for (const conns of connsList) {
         const before = child ? cpuNanos(child.pid!) : 0;
-        const out = spawnSync("wrk", [`-t${Math.min(2, conns)}`, `-c${conns}`, `-d${duration}s`, `http://127.0.0.1:${target}/`], { encoding: "utf8" }).stdout;
+        const out = spawnSync("wrk", [`-t${Math.min(2, conns)}`, `-c${conns}`, `-d${duration}s`, `http://127.0.0.1:${target}/`], {
+          encoding: "utf8",
+        }).stdout;
         const rps = Number(/Requests\/sec:\s*([\d.]+)/.exec(out)?.[1]);
         const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
         const cpu = child && requests ? (cpuNanos(child.pid!) - before) / 1000 / requests : 0;
@@ -280,7 +299,9 @@ for (let round = 1; round <= rounds; round++) {
         r.rps.push(rps);
         r.cpu.push(cpu);
         results.set(k, r);
-        process.stderr.write(`round ${round} ${String(size).padStart(5)} B c=${conns} ${mode.padEnd(9)} ${rps.toFixed(0).padStart(6)} req/s${cpu ? `  ${cpu.toFixed(1)} µs/req` : ""}\n`);
+        process.stderr.write(
+          `round ${round} ${String(size).padStart(5)} B c=${conns} ${mode.padEnd(9)} ${rps.toFixed(0).padStart(6)} req/s${cpu ? `  ${cpu.toFixed(1)} µs/req` : ""}\n`,
+        );
       }
       child?.kill("SIGKILL");
     }

@@ -1,5 +1,6 @@
 // The benchmark's minimal HTTP server: node's http module, a fixed body of SIZE bytes.
 import http from "node:http";
+
 const size = Number(process.argv[3] ?? 1);
 const body = Buffer.alloc(size, 97);
 http

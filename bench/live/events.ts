@@ -3,7 +3,13 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
 const methods = ["GET", "GET", "GET", "POST", "PUT", "DELETE"];
 const statuses = [200, 200, 200, 201, 204, 301, 404, 429, 500, 503];
 const paths = (i: number) =>
-  i % 4 === 0 ? `/api/users/${i % 997}` : i % 4 === 1 ? `/api/orders/${i % 389}?expand=items` : i % 4 === 2 ? `/static/app.${i % 7}.js` : `/healthz`;
+  i % 4 === 0
+    ? `/api/users/${i % 997}`
+    : i % 4 === 1
+      ? `/api/orders/${i % 389}?expand=items`
+      : i % 4 === 2
+        ? `/static/app.${i % 7}.js`
+        : `/healthz`;
 
 /**
  * The benchmark's synthetic traffic, a pure function of the index, so the subscriber side can work out which

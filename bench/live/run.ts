@@ -129,7 +129,9 @@ async function scenario(name: string, count: number, filterFor: (k: number) => n
   server.send({ type: "cpu-stop" });
   const cpu = await server.next();
   if (Number(done.accepted) !== published) {
-    console.log(`  note: ingest accepted ${done.accepted} of ${published} (rate limited ${done.rateLimited}, refused ${done.refused}, messages refused ${done.errors})`);
+    console.log(
+      `  note: ingest accepted ${done.accepted} of ${published} (rate limited ${done.rateLimited}, refused ${done.refused}, messages refused ${done.errors})`,
+    );
   }
 
   let lost = 0;
@@ -188,14 +190,20 @@ async function idleLag(): Promise<{ p99: number; max: number }> {
 
 const noise = await idleLag();
 console.log(
-  `machine: ${navigator.hardwareConcurrency} cores, load average ${loadavg().map((n) => n.toFixed(1)).join(" ")}; ` +
+  `machine: ${navigator.hardwareConcurrency} cores, load average ${loadavg()
+    .map((n) => n.toFixed(1))
+    .join(" ")}; ` +
     `an idle process's 10 ms timer fires late by p99 ${noise.p99.toFixed(1)} ms, max ${noise.max.toFixed(1)} ms (the floor under any latency below)`,
 );
 console.log(
   `live fan-out: ${rate} events/s for ${seconds}s, one message every ${batchMs} ms; publisher: ${mode === "socket" ? "separate process on the publish socket (JoinPublisher -> ingest -> hub)" : "in the server process, straight to the hub"}`,
 );
 const baseline = await scenario("baseline: 1 subscriber, no filter", 1, () => null);
-const measured = await scenario(`${subscribers} subscribers, ${benchFilters.length} filter sets`, subscribers, (k) => k % benchFilters.length);
+const measured = await scenario(
+  `${subscribers} subscribers, ${benchFilters.length} filter sets`,
+  subscribers,
+  (k) => k % benchFilters.length,
+);
 
 const fmt = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : "-");
 const rows: Array<[string, (r: Result) => string, (a: Result, b: Result) => string]> = [
@@ -208,7 +216,11 @@ const rows: Array<[string, (r: Result) => string, (a: Result, b: Result) => stri
   ["latency p99 (ms)", (r) => fmt(r.p99, 2), (a, b) => `${fmt(b.p99 / a.p99, 2)}x`],
   ["latency max (ms)", (r) => fmt(r.max, 2), (a, b) => `${fmt(b.max / a.max, 2)}x`],
   ["server CPU (% of one core)", (r) => fmt(r.serverCpuPct), (a, b) => `${fmt(b.serverCpuPct / a.serverCpuPct, 2)}x`],
-  ["server CPU ms per 1000 events published", (r) => fmt(r.serverCpuMsPerKEvents, 2), (a, b) => `${fmt(b.serverCpuMsPerKEvents / a.serverCpuMsPerKEvents, 2)}x`],
+  [
+    "server CPU ms per 1000 events published",
+    (r) => fmt(r.serverCpuMsPerKEvents, 2),
+    (a, b) => `${fmt(b.serverCpuMsPerKEvents / a.serverCpuMsPerKEvents, 2)}x`,
+  ],
   ["server event-loop lag, worst (ms)", (r) => fmt(r.serverMaxLagMs), () => ""],
   ["viewers' processes: event-loop lag, worst (ms)", (r) => fmt(r.clientMaxLagMs), () => ""],
   ["viewers' processes: CPU (% of one core)", (r) => fmt(r.clientCpuPct), (a, b) => `${fmt(b.clientCpuPct / a.clientCpuPct, 2)}x`],
@@ -225,7 +237,11 @@ console.log(
     `${fmt(hubMeasured.usPerEvent, 2)} µs for ${subscribers} (${fmt(hubMeasured.usPerEvent / hubBase.usPerEvent, 1)}x); ` +
     `at ${rate} events/s that is ${fmt((hubMeasured.usPerEvent * rate) / 10_000, 1)}% of one core`,
 );
-console.log(`load average at end: ${loadavg().map((n) => n.toFixed(1)).join(" ")}`);
+console.log(
+  `load average at end: ${loadavg()
+    .map((n) => n.toFixed(1))
+    .join(" ")}`,
+);
 const pass = measured.p99 < 50 && measured.lost === 0;
 console.log(`\ntarget p99 < 50 ms and nothing lost: ${pass ? "met" : "NOT met"}`);
 process.exit(0);

@@ -70,12 +70,23 @@ try {
   const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
   const serverPort = probe.port;
   probe.stop(true);
-  const server = Bun.spawn([process.execPath, ...(process.env.SOAK_SMOL ? ["--smol"] : []), "bench/soak/server.ts", "--memory-log-ms", String(reportS * 1000)], {
-    cwd: root,
-    env: { ...process.env, DATA_DIR: dataDir, PORT: String(serverPort), PUBLIC_URL: `http://127.0.0.1:${serverPort}`, DATABASE_URL: "", SMTP_URL: "", CLICKHOUSE_URL: "" },
-    stdout: "inherit",
-    stderr: "pipe",
-  });
+  const server = Bun.spawn(
+    [process.execPath, ...(process.env.SOAK_SMOL ? ["--smol"] : []), "bench/soak/server.ts", "--memory-log-ms", String(reportS * 1000)],
+    {
+      cwd: root,
+      env: {
+        ...process.env,
+        DATA_DIR: dataDir,
+        PORT: String(serverPort),
+        PUBLIC_URL: `http://127.0.0.1:${serverPort}`,
+        DATABASE_URL: "",
+        SMTP_URL: "",
+        CLICKHOUSE_URL: "",
+      },
+      stdout: "inherit",
+      stderr: "pipe",
+    },
+  );
   procs.push(server);
   const memoryLines: Array<Record<string, number>> = [];
   let port = 0;
@@ -113,7 +124,13 @@ try {
   );
   procs.push(tracer);
   for (const deadline = Date.now() + 30_000; ; ) {
-    if (await fetch(`http://127.0.0.1:${appPort}/`).then(() => true, () => false)) break;
+    if (
+      await fetch(`http://127.0.0.1:${appPort}/`).then(
+        () => true,
+        () => false,
+      )
+    )
+      break;
     if (Date.now() > deadline) throw new Error("traced program did not start");
     await Bun.sleep(200);
   }
@@ -124,10 +141,13 @@ try {
   const delayMs = (connections * 1000) / rate;
   writeFileSync(script, `function delay() return ${delayMs} end\n`);
   const started = Date.now();
-  const wrk = Bun.spawn(["wrk", "-t", "2", "-c", String(connections), "-d", `${durationS}s`, "-s", script, `http://127.0.0.1:${appPort}/`], {
-    stdout: "pipe",
-    stderr: "inherit",
-  });
+  const wrk = Bun.spawn(
+    ["wrk", "-t", "2", "-c", String(connections), "-d", `${durationS}s`, "-s", script, `http://127.0.0.1:${appPort}/`],
+    {
+      stdout: "pipe",
+      stderr: "inherit",
+    },
+  );
   procs.push(wrk);
   console.log(`soak: ${durationS} s at up to ${rate}/s (${connections} connections, ${delayMs} ms apart), server budget ${mb(budget)} MB`);
   console.log("   t s | tracer RSS MB | server RSS MB | server JS heap MB | store accepted | store written | store buffer");
@@ -183,8 +203,12 @@ try {
   console.log(`\nwrk: ${wrkOut.trim().split("\n").slice(-3).join(" | ")}`);
   if (errors) console.log(`wrk: ${errors}`);
   if (tracerOut.trim()) console.log(`tracer: ${tracerOut.trim().split("\n").slice(-2).join(" | ")}`);
-  console.log(`requests made ${requests} in ${Math.round(elapsed)} s (${Math.round(requests / elapsed)}/s); stored ${stored} (${stored - requests >= 0 ? "+" : ""}${stored - requests}; the readiness probes are traced too)`);
-  console.log(`server RSS max ${mb(serverRssMax)} MB against a budget of ${mb(budget)} MB; trend over the last half ${(slope * 60 / 1024 / 1024).toFixed(2)} MB/min`);
+  console.log(
+    `requests made ${requests} in ${Math.round(elapsed)} s (${Math.round(requests / elapsed)}/s); stored ${stored} (${stored - requests >= 0 ? "+" : ""}${stored - requests}; the readiness probes are traced too)`,
+  );
+  console.log(
+    `server RSS max ${mb(serverRssMax)} MB against a budget of ${mb(budget)} MB; trend over the last half ${((slope * 60) / 1024 / 1024).toFixed(2)} MB/min`,
+  );
   console.log(`tracer RSS max ${mb(tracerRssMax)} MB`);
 } finally {
   cleanup();

@@ -14,10 +14,11 @@
  *
  *   bun bench/store/insert.ts [--engine duckdb|clickhouse] [--rows 245760] [--batch 5000] [--rounds 3] [--inflight 2]
  */
+
+import { randomUUID } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
 import { createClient } from "@clickhouse/client";
 import { DuckDBInstance } from "@duckdb/node-api";
@@ -25,8 +26,8 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { openClickHouseStore } from "~/store/clickhouse.ts";
 import { duckdbInsertBatchSize as duckdbBatch, duckdbRowGroupSize, openDuckDbStore } from "~/store/duckdb.ts";
 import { eventColumns, tableName } from "~/store/table.ts";
-import { clickhouseUrl } from "../../tests/support/clickhouse.ts";
 import { generateEvents } from "../../tests/store/generate.ts";
+import { clickhouseUrl } from "../../tests/support/clickhouse.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -98,14 +99,16 @@ async function checkpointed(path: string): Promise<void> {
 }
 
 /** The store's insert; rowGroupSize 122,880 (DuckDB's default) is the store before session 4. */
-const currentStore = (rowGroupSize: number) => async (path: string): Promise<(events: TracedEvent[]) => Promise<void>> => {
-  const store = await openDuckDbStore({ path, readers: 1, rowGroupSize });
-  const ns = randomUUID();
-  return async (batch) => {
-    if (batch.length === 0) await store.close();
-    else await store.insert(ns, batch);
+const currentStore =
+  (rowGroupSize: number) =>
+  async (path: string): Promise<(events: TracedEvent[]) => Promise<void>> => {
+    const store = await openDuckDbStore({ path, readers: 1, rowGroupSize });
+    const ns = randomUUID();
+    return async (batch) => {
+      if (batch.length === 0) await store.close();
+      else await store.insert(ns, batch);
+    };
   };
-};
 
 /** The previous ClickHouse insert (JSONEachRow objects), kept here as the baseline. */
 async function jsonEachRow(): Promise<(events: TracedEvent[]) => Promise<void>> {
@@ -237,7 +240,9 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
-console.log(`\n${rows} events (${inflight} batches in flight), median and best of ${rounds} (load ${(await Bun.file("/proc/loadavg").text()).split(" ").slice(0, 3).join(" ")})`);
+console.log(
+  `\n${rows} events (${inflight} batches in flight), median and best of ${rounds} (load ${(await Bun.file("/proc/loadavg").text()).split(" ").slice(0, 3).join(" ")})`,
+);
 for (const [label, rs] of results) {
   const cpu = median(rs.map((r) => r.cpu));
   const wall = median(rs.map((r) => r.wall));

@@ -19,9 +19,12 @@ const rate = Number(rateArg ?? 0);
 const count = Number(countArg);
 const start = Number(startArg);
 const end = Number(endArg);
-const pool: CapturedEvent[] = generateEvents({ count: Math.min(count, 50_000), startMicros: start, endMicros: end, seed: Number(seedArg) }).map(
-  (e) => ({ ...e, http_req_body: Buffer.from(e.http_req_body, "base64"), http_resp_body: Buffer.from(e.http_resp_body, "base64") }),
-);
+const pool: CapturedEvent[] = generateEvents({
+  count: Math.min(count, 50_000),
+  startMicros: start,
+  endMicros: end,
+  seed: Number(seedArg),
+}).map((e) => ({ ...e, http_req_body: Buffer.from(e.http_req_body, "base64"), http_resp_body: Buffer.from(e.http_resp_body, "base64") }));
 const publisher = createPublisher({
   endpoint: String(endpoint),
   token,

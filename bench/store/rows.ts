@@ -10,8 +10,8 @@
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { encodeEventBatch } from "~/lib/protocol/event-batch.ts";
 import { type CapturedEvent, estimateJsonLength, type TracedEvent } from "~/lib/protocol/event.ts";
+import { encodeEventBatch } from "~/lib/protocol/event-batch.ts";
 import { validateEventBatch } from "~/services/ingest/validate-event-batch.ts";
 import { duckdbInsertBatchSize as batchSize } from "~/store/duckdb.ts";
 import { type EventRows, eventColumns, isTextColumn, sliceRows, toEventRows } from "~/store/table.ts";
@@ -26,7 +26,8 @@ const perFrame = 1000;
 const startMicros = Date.UTC(2026, 0, 10) * 1000;
 const generated = generateEvents({ count: 100_000, startMicros, endMicros: startMicros + 86_400_000_000, seed: 7 });
 const frames: Uint8Array[] = [];
-for (let i = 0; i < generated.length; i += perFrame) frames.push(encodeEventBatch(i / perFrame, generated.slice(i, i + perFrame) as CapturedEvent[]));
+for (let i = 0; i < generated.length; i += perFrame)
+  frames.push(encodeEventBatch(i / perFrame, generated.slice(i, i + perFrame) as CapturedEvent[]));
 
 function validated(k: number): TracedEvent[] {
   const result = validateEventBatch(frames[k % frames.length] as Uint8Array);
@@ -113,7 +114,9 @@ for (let round = 0; round < rounds; round++) {
     const t0 = performance.now();
     run();
     const perEvent = (cpuMicros() - c0) / total;
-    console.log(`  round ${round + 1}  ${name.padEnd(44)} cpu ${perEvent.toFixed(2)} µs/event  wall ${((1000 * (performance.now() - t0)) / total).toFixed(2)} µs/event`);
+    console.log(
+      `  round ${round + 1}  ${name.padEnd(44)} cpu ${perEvent.toFixed(2)} µs/event  wall ${((1000 * (performance.now() - t0)) / total).toFixed(2)} µs/event`,
+    );
     cpu.set(name, [...(cpu.get(name) ?? []), perEvent]);
   }
 }

@@ -1,14 +1,14 @@
+import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { randomUUID } from "node:crypto";
 import type { FilterExpr } from "~/lib/filter/ast.ts";
 import { type Clause, listColumns, type QueryFilter } from "~/lib/protocol/query.ts";
 import { openClickHouseStore } from "~/store/clickhouse.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
 import type { SqlEventStore } from "~/store/sql-store.ts";
-import { clickhouseUrl } from "../../tests/support/clickhouse.ts";
 import { generateEvents } from "../../tests/store/generate.ts";
+import { clickhouseUrl } from "../../tests/support/clickhouse.ts";
 import { startBenchServer } from "./server.ts";
 
 /**

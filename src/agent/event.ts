@@ -3,7 +3,6 @@ import { hostname } from "node:os";
 import { basename } from "node:path";
 import type { HostEnvironment } from "~/lib/env.ts";
 import type { CapturedEvent } from "~/lib/protocol/event.ts";
-import type { ConnectionInfo } from "./relay/observer.ts";
 import { type BodySample, decodeBody } from "./parse/body.ts";
 import type { Exchange } from "./parse/exchange.ts";
 import { describeGrpcBody, isGrpc } from "./parse/grpc.ts";
@@ -17,6 +16,7 @@ import {
   redactQuery,
   redactTarget,
 } from "./redact.ts";
+import type { ConnectionInfo } from "./relay/observer.ts";
 
 /** Facts about the machine the program runs on: the same for every event of a run. */
 export type HostMetadata = {
@@ -90,7 +90,13 @@ export function readProcessInfo(pid: number, procRoot = "/proc", redact: RedactM
   }
   const cmdline = readText(`${dir}/cmdline`);
   // Cut before redacting (arguments can reach megabytes); a cut argument is still judged by its flag.
-  const args = cmdline === "" ? [] : cmdline.slice(0, MAX_COMMAND_LINE * 2).replace(/\0+$/, "").split("\0");
+  const args =
+    cmdline === ""
+      ? []
+      : cmdline
+          .slice(0, MAX_COMMAND_LINE * 2)
+          .replace(/\0+$/, "")
+          .split("\0");
   info.commandLine = redactCommandLine(args, redact).join(" ").slice(0, MAX_COMMAND_LINE);
   const uid = /^Uid:\s+(\d+)/m.exec(readText(`${dir}/status`));
   if (uid) info.user = userName(Number(uid[1]));

@@ -4,7 +4,7 @@ import type { ConnectionObserver } from "./relay/observer.ts";
 import { E, errno, pidfdGetfd, pidfdOpen } from "./seccomp/ffi.ts";
 import type { NotifMessage } from "./seccomp/messages.ts";
 import { SUPERVISOR_PID_VAR, TRACEE_SETUP_FAILED } from "./seccomp/tracee.ts";
-import { startSupervisor, type Supervisor } from "./supervisor/index.ts";
+import { type Supervisor, startSupervisor } from "./supervisor/index.ts";
 
 /**
  * Starts `argv` under interception: re-executes this binary as `__tracee`, takes the seccomp listener

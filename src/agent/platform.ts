@@ -14,4 +14,3 @@ export function checkPlatform(): string | null {
   }
   return null;
 }
-

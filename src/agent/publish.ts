@@ -108,7 +108,11 @@ export function createPublisher(options: PublisherOptions): Publisher {
       counters.lostInFlight();
       wakeDrainWaiters();
       if (isStopped || isClosing) return;
-      if (hasConnectedOnce) notice("disconnected", "lost the connection to the Tapscope server; reconnecting (events are dropped meanwhile when the queue is full)");
+      if (hasConnectedOnce)
+        notice(
+          "disconnected",
+          "lost the connection to the Tapscope server; reconnecting (events are dropped meanwhile when the queue is full)",
+        );
     },
     onRefused(err) {
       notice("join-failed", `the server refused this publisher: ${err.message}`);

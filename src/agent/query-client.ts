@@ -1,3 +1,4 @@
+import { errorMessage, toError } from "~/lib/errors.ts";
 import type { CreateTunnelResponse } from "~/lib/protocol/api/tunnel.ts";
 import {
   type Compression,
@@ -9,7 +10,6 @@ import {
   type TunnelRole,
   type TunnelWant,
 } from "~/lib/protocol/tunnel.ts";
-import { errorMessage, toError } from "~/lib/errors.ts";
 
 /** A query the server answered with a tunnel or database error. */
 export class TunnelQueryError extends Error {

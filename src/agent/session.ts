@@ -1,13 +1,13 @@
 import { appendFileSync, writeSync } from "node:fs";
-import { type CapturedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
 import type { AgentConfig, HostEnvironment } from "~/lib/env.ts";
+import { errorMessage } from "~/lib/errors.ts";
+import { type CapturedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
 import { hostMetadata } from "./event.ts";
 import { formatLogLine } from "./log-line.ts";
 import { createPublisher, isRefusal, type JoinInfo } from "./publish.ts";
 import type { RedactMode } from "./redact.ts";
 import { pipeStats } from "./relay/pipe.ts";
 import { createTracer, type Tracer } from "./tracer.ts";
-import { errorMessage } from "~/lib/errors.ts";
 
 /**
  * What `tapscope run` and `tapscope proxy` share after the relay: the tracer (bytes -> events), the
@@ -96,7 +96,9 @@ export function createSession(options: SessionOptions): Session {
       return;
     }
     isWaiting = true;
-    say(`could not reach ${endpoint} (${reason}); retrying in the background: requests are published once it answers (meanwhile they wait in a bounded queue)`);
+    say(
+      `could not reach ${endpoint} (${reason}); retrying in the background: requests are published once it answers (meanwhile they wait in a bounded queue)`,
+    );
   });
 
   return {

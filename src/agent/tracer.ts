@@ -1,7 +1,15 @@
 import { randomUUID } from "node:crypto";
 import type { CapturedEvent } from "~/lib/protocol/event.ts";
 import { BoundedQueue } from "./bounded-queue.ts";
-import { buildHttpEvent, buildTcpEvent, type EventContext, type HostMetadata, ProcessCache, type ProcessInfo, readProcessInfo } from "./event.ts";
+import {
+  buildHttpEvent,
+  buildTcpEvent,
+  type EventContext,
+  type HostMetadata,
+  ProcessCache,
+  type ProcessInfo,
+  readProcessInfo,
+} from "./event.ts";
 import type { Exchange } from "./parse/exchange.ts";
 import type { RedactMode } from "./redact.ts";
 import type { ConnectionInfo, ConnectionObserver, ConnectionTap } from "./relay/observer.ts";
@@ -58,7 +66,8 @@ export function createTracer(options: TracerOptions): Tracer {
   function build(item: FinishedWork): void {
     let event: CapturedEvent;
     try {
-      event = item.kind === "http" ? buildHttpEvent(item.ex, item.conn, item.proc, ctx) : buildTcpEvent(item.sum, item.conn, item.proc, ctx);
+      event =
+        item.kind === "http" ? buildHttpEvent(item.ex, item.conn, item.proc, ctx) : buildTcpEvent(item.sum, item.conn, item.proc, ctx);
     } catch {
       buildFailures++;
       return;

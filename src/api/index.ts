@@ -1,16 +1,16 @@
 import { Elysia } from "elysia";
 import type { Runtime } from "~/runtime.ts";
 import { authRoutes } from "./auth/index.ts";
-import { clientLimitsPlugin } from "./plugins/client-limits.ts";
-import { eventRoutes } from "./telemetry/index.ts";
 import { installRoutes } from "./install/index.ts";
 import { liveRoutes } from "./live/index.ts";
 import { orgRoutes } from "./orgs/index.ts";
+import { bodyLimitPlugin } from "./plugins/body-limit.ts";
+import { clientLimitsPlugin } from "./plugins/client-limits.ts";
 import { publishRoutes } from "./publish/index.ts";
+import { eventRoutes } from "./telemetry/index.ts";
 import { tokenRoutes } from "./tokens/index.ts";
 import { tunnelRoutes } from "./tunnel/index.ts";
 import { userRoutes } from "./users/index.ts";
-import { bodyLimitPlugin } from "./plugins/body-limit.ts";
 
 /** Every /api/* endpoint. Each area is a thin controller under src/api/<area>/. */
 export function apiRoutes({ ctx, config, clientLimits: limits, workers, tunnels }: Runtime) {

@@ -39,7 +39,13 @@ export async function main(args: string[]): Promise<number> {
   });
   let proxy;
   try {
-    proxy = startReverseProxy({ listenHost: listen.host, listenPort: listen.port, targetHost: to.host, targetPort: to.port, observer: session.tracer });
+    proxy = startReverseProxy({
+      listenHost: listen.host,
+      listenPort: listen.port,
+      targetHost: to.host,
+      targetPort: to.port,
+      observer: session.tracer,
+    });
   } catch (err) {
     say(`cannot listen on ${listen.host}:${listen.port}: ${errorMessage(err)}`);
     return 1;

@@ -1,10 +1,10 @@
-import { harPageSize, harPages, harSizeColumns, harStream, storedBodyBytes } from "~/lib/har.ts";
 import { TunnelClient, TunnelConnectError, TunnelQueryError } from "~/agent/query-client.ts";
 import { parseAgentConfig } from "~/lib/env.ts";
 import { errorMessage } from "~/lib/errors.ts";
-import { formatDuration } from "~/lib/format.ts";
 import { parseFilter } from "~/lib/filter/parse.ts";
 import { parseFlags } from "~/lib/flags.ts";
+import { formatDuration } from "~/lib/format.ts";
+import { harPageSize, harPages, harSizeColumns, harStream, storedBodyBytes } from "~/lib/har.ts";
 import { specColumns, type TracedEvent } from "~/lib/protocol/event.ts";
 import { maxRowLimit, type RowColumn } from "~/lib/protocol/query.ts";
 import { buildInfo } from "~/lib/version.ts";

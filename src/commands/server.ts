@@ -1,11 +1,11 @@
 import { join } from "node:path";
 import { openDatabase } from "#db/client.ts";
+import { SERVER_BODY_LIMIT } from "~/api/plugins/body-limit.ts";
 import { ConfigError, parseConfig } from "~/lib/env.ts";
 import { log } from "~/lib/logger.ts";
 import { ensurePrivateDir, isServerDataFile, narrowTree, usePrivateUmask } from "~/lib/private-dir.ts";
 import { createRuntime } from "~/runtime.ts";
 import { createApp } from "~/server.ts";
-import { SERVER_BODY_LIMIT } from "~/api/plugins/body-limit.ts";
 import { openEventStore } from "~/store/open.ts";
 
 /** memoryLogMs: how often the memory line is logged (bench/soak asks for every 30 s). */

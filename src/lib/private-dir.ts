@@ -45,5 +45,11 @@ export function narrowTree(dir: string, isOurs: (name: string) => boolean): numb
 
 /** What the server keeps in DATA_DIR: PGlite, the DuckDB store (and its WAL and spill folder), secrets, state. */
 export function isServerDataFile(name: string): boolean {
-  return name === "pglite" || name === "session-secret" || name === "worker-orgs.json" || name.startsWith("events.duckdb") || name.startsWith("duckdb-");
+  return (
+    name === "pglite" ||
+    name === "session-secret" ||
+    name === "worker-orgs.json" ||
+    name.startsWith("events.duckdb") ||
+    name.startsWith("duckdb-")
+  );
 }

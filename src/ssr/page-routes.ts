@@ -2,10 +2,10 @@ import { Elysia } from "elysia";
 import { AppError } from "~/lib/errors.ts";
 import { log } from "~/lib/logger.ts";
 import type { Runtime } from "~/runtime.ts";
+import type { PageShell } from "~/ui/shell.tsx";
 import { type AssetSource, contentTypeOf, defaultAssetSource } from "./assets.ts";
 import { createPageRenderer } from "./render.tsx";
 import { createServerEnv } from "./server-env.ts";
-import type { PageShell } from "~/ui/shell.tsx";
 
 export type PageRouteOptions = {
   /** Where built client assets come from: build/client by default; the single binary passes its embedded files. */

@@ -169,10 +169,10 @@ class ClickHouseEngine implements Engine {
   }
 
   async listTables(): Promise<string[]> {
-    const rows = await this.select(
-      "SELECT name FROM system.tables WHERE database = currentDatabase() AND name LIKE 'events\\\\_%'",
-      { timeoutMs: 10_000, queryId: "" },
-    );
+    const rows = await this.select("SELECT name FROM system.tables WHERE database = currentDatabase() AND name LIKE 'events\\\\_%'", {
+      timeoutMs: 10_000,
+      queryId: "",
+    });
     return rows.map((r) => String(r.name));
   }
 

@@ -230,10 +230,7 @@ function insertSql(table: string): string {
 const defaultSeparator = "\x1f";
 
 /** Per column: the chunks' values joined, and the separator DuckDB splits them by. */
-function encode(
-  rows: readonly EventRows[],
-  separatorOf: (values: string[][]) => string,
-): Array<[text: string, separator: string]> {
+function encode(rows: readonly EventRows[], separatorOf: (values: string[][]) => string): Array<[text: string, separator: string]> {
   return eventColumns.map((_, i) => {
     const values = rows.map((r) => r.columns[i] as Array<number | string>);
     if (!isTextColumn(i)) return [joinAll(values, ","), ","];
@@ -246,7 +243,9 @@ function encode(
 }
 
 function joinAll(chunks: ReadonlyArray<ReadonlyArray<number | string>>, separator: string): string {
-  return chunks.length === 1 ? (chunks[0] as Array<number | string>).join(separator) : chunks.map((values) => values.join(separator)).join(separator);
+  return chunks.length === 1
+    ? (chunks[0] as Array<number | string>).join(separator)
+    : chunks.map((values) => values.join(separator)).join(separator);
 }
 
 async function run(stmt: DuckDBPreparedStatement, encoded: ReadonlyArray<[string, string]>): Promise<void> {
@@ -310,7 +309,9 @@ export async function openDuckDbStore(options: DuckDbStoreOptions): Promise<SqlE
     return conn;
   };
   const setup = await instance.connect();
-  await setup.run(`ATTACH ${duckdbDialect.literal(options.path)} AS ${eventsDatabase} (ROW_GROUP_SIZE ${options.rowGroupSize ?? duckdbRowGroupSize})`);
+  await setup.run(
+    `ATTACH ${duckdbDialect.literal(options.path)} AS ${eventsDatabase} (ROW_GROUP_SIZE ${options.rowGroupSize ?? duckdbRowGroupSize})`,
+  );
   setup.closeSync();
   const writer = await connect();
   const readers: DuckDBConnection[] = [];

@@ -18,16 +18,7 @@ import {
 import { bucketGrid } from "~/lib/time/buckets.ts";
 import { NamespaceGate } from "./guard.ts";
 import { checkRange, compileWhere, toMicros } from "./sql/compile.ts";
-import {
-  columnKind,
-  type EventRows,
-  eventColumns,
-  fromStored,
-  namespaceIdOfTable,
-  rowToEvent,
-  tableName,
-  toEventRows,
-} from "./table.ts";
+import { columnKind, type EventRows, eventColumns, fromStored, namespaceIdOfTable, rowToEvent, tableName, toEventRows } from "./table.ts";
 import { defaultStoreLimits, type Engine, type EventStore, type StoreLimits } from "./types.ts";
 
 const fullSelect = eventColumns.map(([name]) => name).join(", ");
@@ -36,7 +27,12 @@ const fullSelect = eventColumns.map(([name]) => name).join(", ");
 const windowSlices = 512;
 
 /** Per-slice counts of one filtered scan: the histogram's buckets and the page's total + window come from it. */
-type SliceCounts = { startMicros: number; stepMicros: number; perBucket: number; slices: { s: number; n: number; e5: number; e4: number }[] };
+type SliceCounts = {
+  startMicros: number;
+  stepMicros: number;
+  perBucket: number;
+  slices: { s: number; n: number; e5: number; e4: number }[];
+};
 
 function toRow(raw: Record<string, unknown>, columns: readonly RowColumn[]): ResultRow {
   const row: Record<string, unknown> = {};
@@ -192,13 +188,7 @@ export class SqlEventStore implements EventStore {
    * the same range and filter: the second caller joins the scan already in flight instead of repeating it
    * (only while it runs, so no result is ever older than the request).
    */
-  private sliceCounts(
-    namespaceId: string,
-    queryId: string,
-    table: string,
-    where: string,
-    range: TimestampFilter,
-  ): Promise<SliceCounts> {
+  private sliceCounts(namespaceId: string, queryId: string, table: string, where: string, range: TimestampFilter): Promise<SliceCounts> {
     const grid = bucketGrid(range.lowerMs, range.upperMs);
     let perBucket = 1;
     while (perBucket < 64 && grid.count * perBucket < windowSlices) perBucket *= 2;
@@ -291,11 +281,7 @@ export class SqlEventStore implements EventStore {
     const d = this.engine.dialect;
     const id = d.literal(eventId);
     return this.gate.run(namespaceId, async () => {
-      const found = await this.select(
-        namespaceId,
-        queryId,
-        `SELECT ${fullSelect} FROM ${table} WHERE event_id = ${id} LIMIT 1`,
-      );
+      const found = await this.select(namespaceId, queryId, `SELECT ${fullSelect} FROM ${table} WHERE event_id = ${id} LIMIT 1`);
       if (!found[0]) return null;
       const children = await this.select(
         namespaceId,
@@ -332,9 +318,7 @@ export class SqlEventStore implements EventStore {
     const table = tableName(namespaceId);
     if (!(await this.hasTable(namespaceId))) return 0;
     const d = this.engine.dialect;
-    const where = range
-      ? ` WHERE time >= ${d.literal(toMicros(range.lowerMs))} AND time < ${d.literal(toMicros(range.upperMs))}`
-      : "";
+    const where = range ? ` WHERE time >= ${d.literal(toMicros(range.lowerMs))} AND time < ${d.literal(toMicros(range.upperMs))}` : "";
     const rows = await this.select(namespaceId, "baseline", `SELECT count(*) AS n FROM ${table}${where}`);
     return Number(rows[0]?.n ?? 0);
   }

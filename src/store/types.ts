@@ -1,13 +1,6 @@
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import type { EventDetail, HistogramQuery, HistogramResult, RowsQuery, RowsResult, TimestampFilter } from "~/lib/protocol/query.ts";
 import type { EventRows } from "./table.ts";
-import type {
-  EventDetail,
-  HistogramQuery,
-  HistogramResult,
-  RowsQuery,
-  RowsResult,
-  TimestampFilter,
-} from "~/lib/protocol/query.ts";
 
 /**
  * The event store: one table per namespace, DuckDB embedded or ClickHouse. Namespace ids are validated

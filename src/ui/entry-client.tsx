@@ -1,4 +1,4 @@
-import { startTransition, StrictMode } from "react";
+import { StrictMode, startTransition } from "react";
 import { hydrateRoot } from "react-dom/client";
 import { createBrowserRouter } from "react-router";
 import { RouterProvider } from "react-router/dom";
@@ -19,7 +19,8 @@ startTransition(() => {
       </ShellProvider>
     </StrictMode>,
     {
-      onUncaughtError: (error, info) => void reportEvent("UncaughtAppBoundaryError", { ...errorTags(error), component_stack: info.componentStack }),
+      onUncaughtError: (error, info) =>
+        void reportEvent("UncaughtAppBoundaryError", { ...errorTags(error), component_stack: info.componentStack }),
     },
   );
 });

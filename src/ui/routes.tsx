@@ -1,9 +1,9 @@
-import { Outlet, redirect, type RouteObject } from "react-router";
+import { Outlet, type RouteObject, redirect } from "react-router";
 import { Document } from "~/ui/document.tsx";
-import { DashboardLayout, dashboardLoader } from "~/ui/pages/dashboard/dashboard-layout.tsx";
-import { BillingScreen } from "~/ui/pages/dashboard/billing-screen.tsx";
 import { MinifiedResultsPage } from "~/ui/explorer/minified-page.tsx";
 import { RequestsRoute } from "~/ui/explorer/requests-route.tsx";
+import { BillingScreen } from "~/ui/pages/dashboard/billing-screen.tsx";
+import { DashboardLayout, dashboardLoader } from "~/ui/pages/dashboard/dashboard-layout.tsx";
 import { DashboardIndex, LiveScreen } from "~/ui/pages/dashboard/live-screen.tsx";
 import { TokensScreen } from "~/ui/pages/dashboard/tokens-screen.tsx";
 import { UsersScreen } from "~/ui/pages/dashboard/users-screen.tsx";

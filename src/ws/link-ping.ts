@@ -20,7 +20,11 @@ export function linkPingSocket({ ctx }: { ctx: ServiceContext }) {
       open(ws) {
         const wait = ws.data.link.expiresAt.getTime() - ctx.now().getTime();
         const raw = ws.raw;
-        if (wait < 2 ** 31) timers.set(raw, setTimeout(() => raw.close(4410, "link expired"), Math.max(0, wait)));
+        if (wait < 2 ** 31)
+          timers.set(
+            raw,
+            setTimeout(() => raw.close(4410, "link expired"), Math.max(0, wait)),
+          );
       },
       message(ws, message) {
         if (message === "ping") ws.raw.sendText("pong");

@@ -1,13 +1,13 @@
 import type { ServerWebSocket } from "bun";
 import { Elysia, t } from "elysia";
+import type { GrantedSockets } from "~/engines/access/granted-sockets.ts";
+import type { Ingest } from "~/engines/ingest/ingest.ts";
+import type { EventTarget } from "~/engines/ingest/sinks.ts";
 import { AppError } from "~/lib/errors.ts";
 import { log } from "~/lib/logger.ts";
 import { EVENT_BATCH_FORMAT } from "~/lib/protocol/event-batch.ts";
 import { type PublishServerMessage, publishLimits, publishPath } from "~/lib/protocol/publish.ts";
-import type { GrantedSockets } from "~/engines/access/granted-sockets.ts";
 import type { ServiceContext } from "~/services/context.ts";
-import type { Ingest } from "~/engines/ingest/ingest.ts";
-import type { EventTarget } from "~/engines/ingest/sinks.ts";
 import { markPublisherSeen } from "~/services/publish/mark-publisher-seen.ts";
 import { type PublishTicketClaims, redeemPublishTicket } from "~/services/publish/publish-ticket.ts";
 import { type RawFrame, takeRawFrames } from "./raw-frames.ts";

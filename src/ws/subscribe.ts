@@ -1,12 +1,12 @@
-import { Elysia, t } from "elysia";
 import type { ServerWebSocket } from "bun";
+import { Elysia, t } from "elysia";
+import type { GrantedSockets } from "~/engines/access/granted-sockets.ts";
+import type { ChannelRef, LiveHub, Subscriber } from "~/engines/live/hub.ts";
 import { AppError } from "~/lib/errors.ts";
 import { liveSubscribePath, parseLiveClientMessage } from "~/lib/protocol/live.ts";
-import type { GrantedSockets } from "~/engines/access/granted-sockets.ts";
 import type { Grant } from "~/services/access/grants.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { getLink } from "~/services/links/get-link.ts";
-import type { ChannelRef, LiveHub, Subscriber } from "~/engines/live/hub.ts";
 import { redeemSubscriberTicket } from "~/services/live/subscriber-ticket.ts";
 import { takeRawFrames } from "./raw-frames.ts";
 

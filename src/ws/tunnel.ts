@@ -1,16 +1,16 @@
 import type { ServerWebSocket } from "bun";
 import { Elysia, t } from "elysia";
+import type { GrantedSockets } from "~/engines/access/granted-sockets.ts";
+import type { Ingest } from "~/engines/ingest/ingest.ts";
+import type { OpenTunnels } from "~/engines/workers/open-tunnels.ts";
+import type { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
 import { AppError } from "~/lib/errors.ts";
 import { log } from "~/lib/logger.ts";
 import { publishLimits } from "~/lib/protocol/publish.ts";
-import { decodeRequest, encodeResult, errorResult, type TunnelRequest, TunnelProtocolError, tunnelPath } from "~/lib/protocol/tunnel.ts";
-import type { GrantedSockets } from "~/engines/access/granted-sockets.ts";
+import { decodeRequest, encodeResult, errorResult, TunnelProtocolError, type TunnelRequest, tunnelPath } from "~/lib/protocol/tunnel.ts";
 import type { ServiceContext } from "~/services/context.ts";
-import type { Ingest } from "~/engines/ingest/ingest.ts";
-import type { OpenTunnels } from "~/engines/workers/open-tunnels.ts";
-import { redeemTunnelTicket, type TunnelClaims } from "~/services/tunnel/tunnel-ticket.ts";
-import type { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
 import { insertEvents } from "~/services/tunnel/insert-events.ts";
+import { redeemTunnelTicket, type TunnelClaims } from "~/services/tunnel/tunnel-ticket.ts";
 import { type RawFrame, takeRawFrames } from "./raw-frames.ts";
 
 /** Requests one tunnel may have running at once; more are answered with a tunnel error. */

@@ -1,11 +1,11 @@
 import type { ServerWebSocket } from "bun";
 import { Elysia } from "elysia";
 import { principalFromUpgrade } from "~/api/plugins/auth.ts";
+import type { GrantedSockets } from "~/engines/access/granted-sockets.ts";
+import type { RemoteWorker, WorkerRegistry } from "~/engines/workers/worker-registry.ts";
 import { AppError } from "~/lib/errors.ts";
 import { workerPath } from "~/lib/protocol/tunnel.ts";
-import type { GrantedSockets } from "~/engines/access/granted-sockets.ts";
 import type { ServiceContext } from "~/services/context.ts";
-import type { RemoteWorker, WorkerRegistry } from "~/engines/workers/worker-registry.ts";
 
 /**
  * /api/WorkerConnect: a self-hosted worker (`tapscope worker --token <org worker token>`) connects out to

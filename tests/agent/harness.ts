@@ -1,8 +1,8 @@
-import type { Subprocess } from "bun";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import type { Subprocess } from "bun";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 
 /** Real programs under `tapscope run` (bun src/main.ts), with their output and the events they produced. */

@@ -4,7 +4,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { freePort, hasCommand, rawExchange, type Running, ROOT, scratchDir, start, waitForPort } from "./harness.ts";
+import { freePort, hasCommand, ROOT, type Running, rawExchange, scratchDir, start, waitForPort } from "./harness.ts";
 
 /** Real servers under `tapscope run`: each serves as usual and every request it served is an event. */
 const fixtures = join(ROOT, "tests/agent/fixtures");
@@ -58,9 +58,7 @@ describe("inbound: real servers traced", () => {
       expect(await res.text()).toBe("hello from node");
     }
     // Pipelining: three requests written at once on one connection, answered in order.
-    const pipelined = ["/hello?p=1", "/hello?p=2", "/hello?p=3"]
-      .map((p) => `GET ${p} HTTP/1.1\r\nHost: x\r\n\r\n`)
-      .join("");
+    const pipelined = ["/hello?p=1", "/hello?p=2", "/hello?p=3"].map((p) => `GET ${p} HTTP/1.1\r\nHost: x\r\n\r\n`).join("");
     const answer = (await rawExchange(port, pipelined, 700)).toString();
     expect(answer.match(/HTTP\/1\.1 200 OK/g)?.length).toBe(3);
     // libuv accepts natively (no address asked); node's later getpeername/getsockname are answered for real.
@@ -170,7 +168,9 @@ describe("inbound: real servers traced", () => {
       expect(javac.status, javac.stderr).toBe(0);
     }
     const port = await freePort();
-    const argv = hasCommand("javac") ? ["java", "-cp", classes, "JavaServer", String(port)] : ["java", join(fixtures, "JavaServer.java"), String(port)];
+    const argv = hasCommand("javac")
+      ? ["java", "-cp", classes, "JavaServer", String(port)]
+      : ["java", join(fixtures, "JavaServer.java"), String(port)];
     const r = track(start(argv));
     await r.waitForOutput("listening", 30_000);
     const res = await fetch(`http://127.0.0.1:${port}/hello`);
@@ -321,7 +321,8 @@ describe("inbound: listeners come and go", () => {
     const r = start(["python3", "-c", script]);
     await r.waitForOutput("ready");
     const bodies = new Set<string>();
-    for (let i = 0; i < 20; i++) bodies.add(await (await fetch(`http://127.0.0.1:${port}/r${i}`, { headers: { connection: "close" } })).text());
+    for (let i = 0; i < 20; i++)
+      bodies.add(await (await fetch(`http://127.0.0.1:${port}/r${i}`, { headers: { connection: "close" } })).text());
     expect(await r.exited).toBe(0);
     expect([...bodies].every((b) => b === "0" || b === "1")).toBe(true);
     expect(r.stderr().match(/intercepted 127\.0\.0\.1:\d+/g)?.length).toBe(2);

@@ -12,7 +12,8 @@ beforeAll(() => {
   const fetchHandler = async (req: Request) => {
     const url = new URL(req.url);
     seen.push(`${req.method} ${url.pathname}${url.search}`);
-    if (url.pathname === "/echo") return new Response(await req.arrayBuffer(), { headers: { "x-len": String(req.headers.get("content-length")) } });
+    if (url.pathname === "/echo")
+      return new Response(await req.arrayBuffer(), { headers: { "x-len": String(req.headers.get("content-length")) } });
     return new Response(`out ${url.search}`, { headers: { "content-type": "text/plain" } });
   };
   server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: fetchHandler });

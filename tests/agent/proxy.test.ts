@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import type { Server } from "bun";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { TracedEvent } from "~/lib/protocol/event.ts";
+import type { Server } from "bun";
 import { parseHostPort } from "~/agent/relay/reverse-proxy.ts";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { BUN, freePort, MAIN, scratchDir, waitForPort, waitUntil } from "./harness.ts";
 
 /** `tapscope proxy`: the fallback reverse proxy captures the same events as `tapscope run`. */
@@ -29,7 +29,18 @@ test("tapscope proxy relays requests and records them as events", async () => {
   const port = await freePort();
   const eventsFile = join(scratch.dir, "proxy.jsonl");
   const proc = Bun.spawn(
-    [BUN, MAIN, "proxy", "--no-publish", "--events-file", eventsFile, "--listen", `127.0.0.1:${port}`, "--to", `127.0.0.1:${upstream.port}`],
+    [
+      BUN,
+      MAIN,
+      "proxy",
+      "--no-publish",
+      "--events-file",
+      eventsFile,
+      "--listen",
+      `127.0.0.1:${port}`,
+      "--to",
+      `127.0.0.1:${upstream.port}`,
+    ],
     { stdout: "pipe", stderr: "pipe" },
   );
   try {
@@ -38,7 +49,10 @@ test("tapscope proxy relays requests and records them as events", async () => {
     expect(await res.text()).toBe("upstream saw /via/proxy");
     const events = await waitUntil(() => {
       if (!existsSync(eventsFile)) return null;
-      const list = readFileSync(eventsFile, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as TracedEvent);
+      const list = readFileSync(eventsFile, "utf8")
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as TracedEvent);
       return list.length > 0 ? list : null;
     });
     expect(events[0]!.http_req_method).toBe("GET");

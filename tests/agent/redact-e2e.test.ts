@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { join } from "node:path";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { startServer, type TestServer } from "./publish/server.ts";
 import { BUN, MAIN, ROOT } from "./harness.ts";
+import { startServer, type TestServer } from "./publish/server.ts";
 
 /**
  * Secrets a real program sends and is started with, through `tapscope run` to a real server: none of the values
@@ -12,7 +12,11 @@ let server: TestServer;
 let target: ReturnType<typeof Bun.serve>;
 beforeAll(async () => {
   server = await startServer();
-  target = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response('{"ok":true}', { headers: { "content-type": "application/json" } }) });
+  target = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: () => new Response('{"ok":true}', { headers: { "content-type": "application/json" } }),
+  });
 }, 30_000);
 afterAll(async () => {
   await target?.stop(true);

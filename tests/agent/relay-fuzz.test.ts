@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { TCPSocketListener } from "bun";
 import { connect, type Socket } from "node:net";
-import { type TracedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
+import type { TCPSocketListener } from "bun";
 import { hostMetadata } from "~/agent/event.ts";
-import { startReverseProxy, type ReverseProxy } from "~/agent/relay/reverse-proxy.ts";
+import { type ReverseProxy, startReverseProxy } from "~/agent/relay/reverse-proxy.ts";
 import { createTracer } from "~/agent/tracer.ts";
 import { parseHostEnvironment } from "~/lib/env.ts";
+import { type TracedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
 
 /**
  * The relay with the real tracer as its observer: random and mutated HTTP byte streams arrive
@@ -70,7 +70,13 @@ beforeAll(() => {
     },
   });
   proxy = startReverseProxy({ listenHost: "127.0.0.1", listenPort: 0, targetHost: "127.0.0.1", targetPort: echo.port, observer: tracer });
-  resetProxy = startReverseProxy({ listenHost: "127.0.0.1", listenPort: 0, targetHost: "127.0.0.1", targetPort: resetter.port, observer: tracer });
+  resetProxy = startReverseProxy({
+    listenHost: "127.0.0.1",
+    listenPort: 0,
+    targetHost: "127.0.0.1",
+    targetPort: resetter.port,
+    observer: tracer,
+  });
 });
 afterAll(() => {
   proxy.stop();
@@ -185,7 +191,13 @@ describe("relay fuzz", () => {
         },
       },
     } as Bun.TCPSocketListenOptions<{ got: string }>) as unknown as TCPSocketListener<{ got: string }>;
-    const p = startReverseProxy({ listenHost: "127.0.0.1", listenPort: 0, targetHost: "127.0.0.1", targetPort: afterFin.port, observer: tracer });
+    const p = startReverseProxy({
+      listenHost: "127.0.0.1",
+      listenPort: 0,
+      targetHost: "127.0.0.1",
+      targetPort: afterFin.port,
+      observer: tracer,
+    });
     const direct = await roundTrip(afterFin.port, new TextEncoder().encode("request then FIN"), seeded(3));
     const relayed = await roundTrip(p.port, new TextEncoder().encode("request then FIN"), seeded(3));
     p.stop();

@@ -108,7 +108,15 @@ for (const backend of backends) {
     });
 
     test("open-redirect attempts in next are replaced by /dashboard", async () => {
-      for (const next of ["//evil.com", "/\\evil.com", "https://evil.com/", "/%0a/evil.com", "/\t/evil.com", "javascript:alert(1)", "evil.com"]) {
+      for (const next of [
+        "//evil.com",
+        "/\\evil.com",
+        "https://evil.com/",
+        "/%0a/evil.com",
+        "/\t/evil.com",
+        "javascript:alert(1)",
+        "evil.com",
+      ]) {
         const res = await t.request(linkPath(await mailedLink(`redir-${crypto.randomUUID().slice(0, 6)}@example.com`, next)));
         expect(res.status).toBe(302);
         const location = res.headers.get("location")!;
@@ -130,7 +138,9 @@ for (const backend of backends) {
       expect(callback.status).toBe(302);
       expect(callback.headers.get("location")).toBe("/dashboard");
       const dotted = await mailedLink(`attacker-${crypto.randomUUID().slice(0, 6)}@example.com`);
-      expect((await t.request(`${linkPath(dotted)}&next=${encodeURIComponent("/.//evil.test")}`)).headers.get("location")).toBe("/dashboard");
+      expect((await t.request(`${linkPath(dotted)}&next=${encodeURIComponent("/.//evil.test")}`)).headers.get("location")).toBe(
+        "/dashboard",
+      );
 
       const stored = await mailedLink(`dots-${crypto.randomUUID().slice(0, 6)}@example.com`, "/.//evil.test");
       const res = await t.request(linkPath(stored));
@@ -169,7 +179,8 @@ for (const backend of backends) {
 
     test("one client asking for links to many addresses gets 429 with Retry-After after 5 a minute; other clients still sign in", async () => {
       const statuses: number[] = [];
-      for (let i = 0; i < 6; i++) statuses.push((await t.call("/api/EmailLogin", { email: `spray-${i}@example.com` }, { peer: "203.0.113.77" })).status);
+      for (let i = 0; i < 6; i++)
+        statuses.push((await t.call("/api/EmailLogin", { email: `spray-${i}@example.com` }, { peer: "203.0.113.77" })).status);
       expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
       const limited = await t.call("/api/EmailLogin", { email: "spray-x@example.com" }, { peer: "203.0.113.77" });
       expect(limited.status).toBe(429);

@@ -25,7 +25,8 @@ for (const backend of backends) {
 
     test("a bearer token works from anywhere and names its scope", async () => {
       const admin = await t.onboardedUser();
-      const { token, tokenId } = (await t.call("/api/GenerateNamespaceToken", { namespaceId: admin.namespaceId }, { cookie: admin.cookie })).body;
+      const { token, tokenId } = (await t.call("/api/GenerateNamespaceToken", { namespaceId: admin.namespaceId }, { cookie: admin.cookie }))
+        .body;
       const p = await principalFromUpgrade({ ctx: t.ctx, request: upgrade({ authorization: `Bearer ${token}` }) });
       expect(p).toEqual({ kind: "namespaceToken", tokenId, namespaceId: admin.namespaceId, orgId: admin.orgId });
       // An invalid bearer never falls back to the cookie.

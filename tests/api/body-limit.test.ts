@@ -50,11 +50,21 @@ describe("JSON API body limit (issue 14 item 6)", () => {
         duplex: "half",
       }),
     );
-    return { status: res.status, body: (await res.json().catch(() => null)) as { error?: string } | null, traceId: res.headers.get("x-trace-id") };
+    return {
+      status: res.status,
+      body: (await res.json().catch(() => null)) as { error?: string } | null,
+      traceId: res.headers.get("x-trace-id"),
+    };
   }
 
   test("a body of any type is read only up to the limit (the API's text, form and binary parsers never see it whole)", async () => {
-    for (const type of ["text/plain", "application/x-www-form-urlencoded", "application/octet-stream", "multipart/form-data; boundary=x", "application/json"]) {
+    for (const type of [
+      "text/plain",
+      "application/x-www-form-urlencoded",
+      "application/octet-stream",
+      "multipart/form-data; boundary=x",
+      "application/json",
+    ]) {
       const { body, counter, chunkBytes } = endless();
       const res = await post("/api/LogEvent", { "content-type": type }, body);
       expect([type, res.status, res.body?.error]).toEqual([type, 413, `Request body is larger than ${JSON_BODY_LIMIT} bytes.`]);
@@ -77,7 +87,11 @@ describe("JSON API body limit (issue 14 item 6)", () => {
       const streamed = await post(path, { "content-type": "application/json", ...headers }, body);
       expect([path, streamed.status, streamed.body?.error]).toEqual([path, 413, `Request body is larger than ${JSON_BODY_LIMIT} bytes.`]);
       expect(counter.pulled).toBeLessThanOrEqual(JSON_BODY_LIMIT + 2 * chunkBytes);
-      const declared = await post(path, { "content-type": "application/json", ...headers }, JSON.stringify({ pad: "x".repeat(JSON_BODY_LIMIT) }));
+      const declared = await post(
+        path,
+        { "content-type": "application/json", ...headers },
+        JSON.stringify({ pad: "x".repeat(JSON_BODY_LIMIT) }),
+      );
       expect([path, declared.status]).toEqual([path, 413]);
     }
     // Just under the limit is an ordinary request.

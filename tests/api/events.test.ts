@@ -38,7 +38,10 @@ for (const backend of backends) {
 
     test("a signed-in LogEvent records the user", async () => {
       const u = await t.user();
-      const res = await post("/api/LogEvent", "kind=QueryEvaluated;duration_ms=12", { cookie: u.cookie, "content-type": "application/json" });
+      const res = await post("/api/LogEvent", "kind=QueryEvaluated;duration_ms=12", {
+        cookie: u.cookie,
+        "content-type": "application/json",
+      });
       expect(res.status).toBe(200);
       const row = await latest();
       expect(row).toMatchObject({ source: "LogEvent", kind: "QueryEvaluated", tags: { duration_ms: "12" }, userId: u.userId });
@@ -100,7 +103,11 @@ for (const backend of backends) {
       t.clock.advance(60_000);
       const statuses: number[] = [];
       for (let i = 0; i < 320; i++) {
-        const res = await t.request("/api/Event", { method: "POST", headers: { "x-tags": "kind=Flood" } }, { peer: `198.18.${i >> 8}.${i & 255}` });
+        const res = await t.request(
+          "/api/Event",
+          { method: "POST", headers: { "x-tags": "kind=Flood" } },
+          { peer: `198.18.${i >> 8}.${i & 255}` },
+        );
         statuses.push(res.status);
       }
       expect(statuses.slice(0, 300).every((s) => s === 200)).toBe(true);

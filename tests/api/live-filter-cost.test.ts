@@ -78,7 +78,11 @@ describe("a costly live filter never holds the server", () => {
     const { pub, send, viewer } = await anonymousLink(abPaths(1000, 400, 3));
     const slowest = await slowestHealthDuring(async () => {
       await Bun.sleep(30);
-      viewer.send({ type: "setConfig", revision: 1, filters: ['request.url matches "[ab]*a[ab]{12}z" || request.url matches "[ab]*b[ab]{12}z"'] });
+      viewer.send({
+        type: "setConfig",
+        revision: 1,
+        filters: ['request.url matches "[ab]*a[ab]{12}z" || request.url matches "[ab]*b[ab]{12}z"'],
+      });
       await viewer.until(() => viewer.of("setFilterError").length === 1, "setFilterError", 10_000);
     });
     expect(slowest).toBeLessThan(100);
@@ -105,7 +109,12 @@ describe("a costly live filter never holds the server", () => {
       await Bun.sleep(30);
     });
     expect(slowest).toBeLessThan(100);
-    expect(viewer.of("setFilterError")[0]).toMatchObject({ revision: 1, index: 0, position: 0, message: expect.stringContaining("too costly") });
+    expect(viewer.of("setFilterError")[0]).toMatchObject({
+      revision: 1,
+      index: 0,
+      position: 0,
+      message: expect.stringContaining("too costly"),
+    });
     expect(viewer.of("config-applied")).toEqual([]);
 
     // The viewer keeps watching under its previous config (none): a new event still arrives.

@@ -61,7 +61,9 @@ for (const backend of backends) {
       const token = await t.call("/api/GenerateNamespaceToken", { namespaceId: owner.namespaceId }, { cookie: owner.cookie });
       expect(token.status).toBe(200);
       const join = async (u: typeof owner) =>
-        LiveClient.open(local((await t.call("/api/JoinSubscriber", { namespaceId: u.namespaceId }, { cookie: u.cookie })).body.websocketUrl));
+        LiveClient.open(
+          local((await t.call("/api/JoinSubscriber", { namespaceId: u.namespaceId }, { cookie: u.cookie })).body.websocketUrl),
+        );
       const mine = await join(owner);
       const theirs = await join(other);
       mine.send({ type: "setConfig", revision: 1, filters: ['request.url startsWith "/keep"'] });
@@ -83,7 +85,9 @@ for (const backend of backends) {
         seen = await t.call("/api/HasSeenPublisher", { orgId: owner.orgId }, { cookie: owner.cookie });
       }
       expect(seen.body).toEqual({ hasSeenPublisher: true });
-      expect((await t.call("/api/HasSeenPublisher", { orgId: other.orgId }, { cookie: other.cookie })).body).toEqual({ hasSeenPublisher: false });
+      expect((await t.call("/api/HasSeenPublisher", { orgId: other.orgId }, { cookie: other.cookie })).body).toEqual({
+        hasSeenPublisher: false,
+      });
       pub.client.close();
       mine.close();
       theirs.close();

@@ -65,7 +65,11 @@ for (const backend of backends) {
         expect((await t.call("/api/JoinSubscriber", { namespaceId: owner.namespaceId })).status).toBe(401);
         expect((await t.call("/api/JoinSubscriber", { namespaceId: owner.namespaceId }, { cookie: stranger.cookie })).status).toBe(404);
         expect((await t.call("/api/JoinSubscriber", { namespaceId: "not-a-uuid" }, { cookie: stranger.cookie })).status).toBe(404);
-        const cross = await t.call("/api/JoinSubscriber", { namespaceId: owner.namespaceId }, { cookie: owner.cookie, origin: "https://evil.example" });
+        const cross = await t.call(
+          "/api/JoinSubscriber",
+          { namespaceId: owner.namespaceId },
+          { cookie: owner.cookie, origin: "https://evil.example" },
+        );
         expect(cross.status).toBe(403);
       });
 
@@ -166,8 +170,14 @@ for (const backend of backends) {
         const dropped = slow.of("dropped").reduce((n, m) => n + m.count, 0);
         const received = slow.of("events").reduce((n, m) => n + m.events.length, 0);
         expect(dropped).toBeGreaterThan(0);
-        await fast.until(() => slow.of("events").reduce((n, m) => n + m.events.length, 0) + dropped >= total, "slow reader settles", 10_000);
-        expect(slow.of("events").reduce((n, m) => n + m.events.length, 0) + slow.of("dropped").reduce((n, m) => n + m.count, 0)).toBe(total);
+        await fast.until(
+          () => slow.of("events").reduce((n, m) => n + m.events.length, 0) + dropped >= total,
+          "slow reader settles",
+          10_000,
+        );
+        expect(slow.of("events").reduce((n, m) => n + m.events.length, 0) + slow.of("dropped").reduce((n, m) => n + m.count, 0)).toBe(
+          total,
+        );
         expect(received).toBeLessThan(total);
         slow.destroy();
         fast.close();

@@ -16,7 +16,9 @@ for (const backend of backends) {
       expect(res.body.namespaceId).toMatch(/^[0-9a-f-]{36}$/);
       const list = await t.call("/api/ListNamespaces", { orgId: admin.orgId }, { cookie: admin.cookie });
       expect(list.body.namespaces).toContainEqual({ namespaceId: res.body.namespaceId, name: "staging" });
-      expect((await t.call("/api/GenerateNamespaceToken", { namespaceId: res.body.namespaceId }, { cookie: admin.cookie })).status).toBe(200);
+      expect((await t.call("/api/GenerateNamespaceToken", { namespaceId: res.body.namespaceId }, { cookie: admin.cookie })).status).toBe(
+        200,
+      );
     });
 
     test("duplicate and invalid names are refused", async () => {

@@ -78,7 +78,10 @@ describe("POST /api/JoinPublisher", () => {
     expect((await join({ linkId: "short-id" })).status).toBe(400);
     expect((await join({ linkId: "../../etc/passwd" })).status).toBe(400);
 
-    await server.db.update(links).set({ expiresAt: new Date(Date.now() - 1000) }).where(eq(links.id, chosen));
+    await server.db
+      .update(links)
+      .set({ expiresAt: new Date(Date.now() - 1000) })
+      .where(eq(links.id, chosen));
     const expired = await join({ linkId: chosen });
     expect(expired.status).toBe(404);
     expect(expired.body.error).toContain("expired");
@@ -95,7 +98,11 @@ describe("POST /api/JoinPublisher", () => {
     const local = await startServer({ ANONYMOUS_LINKS_PER_HOUR: "10" });
     try {
       const joinLocal = (body: unknown = {}, headers: Record<string, string> = {}) =>
-        fetch(`${local.endpoint}/api/JoinPublisher`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+        fetch(`${local.endpoint}/api/JoinPublisher`, {
+          method: "POST",
+          headers: { "content-type": "application/json", ...headers },
+          body: JSON.stringify(body),
+        });
       const statuses: number[] = [];
       let first = "";
       for (let i = 0; i < 10; i++) {

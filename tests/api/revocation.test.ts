@@ -106,13 +106,17 @@ for (const backend of backends) {
 
       expect((await call("/api/DeleteOrgToken", { tokenId: gen.body.tokenId }, { cookie: owner.cookie })).status).toBe(200);
       await Promise.all([closedWithinASecond(worker, "worker closed"), closedWithinASecond(select, "org token tunnel closed")]);
-      expect((await call("/api/CreateTunnel", { namespaceId: owner.namespaceId, role: "SELECT" }, { bearer: gen.body.token })).status).toBe(401);
+      expect((await call("/api/CreateTunnel", { namespaceId: owner.namespaceId, role: "SELECT" }, { bearer: gen.body.token })).status).toBe(
+        401,
+      );
       await expect(open(`${t.config.publicUrl}/api/WorkerConnect`, { authorization: `Bearer ${gen.body.token}` })).rejects.toThrow();
     });
 
     test("signing out closes the session's live socket and tunnel; another session's stay open", async () => {
       const owner = await t.onboardedUser();
-      const live = await open((await call("/api/JoinSubscriber", { namespaceId: owner.namespaceId }, { cookie: owner.cookie })).body.websocketUrl);
+      const live = await open(
+        (await call("/api/JoinSubscriber", { namespaceId: owner.namespaceId }, { cookie: owner.cookie })).body.websocketUrl,
+      );
       await live.until(() => live.of("history").length === 1, "live history");
       const select = await tunnel("SELECT", { cookie: owner.cookie }, owner.namespaceId);
       const insert = await tunnel("INSERT", { cookie: owner.cookie }, owner.namespaceId);
@@ -130,7 +134,9 @@ for (const backend of backends) {
         closedWithinASecond(insert, "INSERT tunnel closed"),
       ]);
       expect((await call("/api/JoinSubscriber", { namespaceId: owner.namespaceId }, { cookie: owner.cookie })).status).toBe(401);
-      expect((await call("/api/CreateTunnel", { namespaceId: owner.namespaceId, role: "SELECT" }, { cookie: owner.cookie })).status).toBe(401);
+      expect((await call("/api/CreateTunnel", { namespaceId: owner.namespaceId, role: "SELECT" }, { cookie: owner.cookie })).status).toBe(
+        401,
+      );
       await Bun.sleep(700);
       expect(otherLive.closeCode).toBeNull();
       otherLive.close();
@@ -139,8 +145,12 @@ for (const backend of backends) {
     test("a member removed from a namespace stops watching it", async () => {
       const owner = await t.onboardedUser();
       const member = await t.user();
-      expect((await call("/api/AddUser", { namespaceId: owner.namespaceId, email: member.email }, { cookie: owner.cookie })).status).toBe(200);
-      const live = await open((await call("/api/JoinSubscriber", { namespaceId: owner.namespaceId }, { cookie: member.cookie })).body.websocketUrl);
+      expect((await call("/api/AddUser", { namespaceId: owner.namespaceId, email: member.email }, { cookie: owner.cookie })).status).toBe(
+        200,
+      );
+      const live = await open(
+        (await call("/api/JoinSubscriber", { namespaceId: owner.namespaceId }, { cookie: member.cookie })).body.websocketUrl,
+      );
       await live.until(() => live.of("history").length === 1, "live history");
       const select = await tunnel("SELECT", { cookie: member.cookie }, owner.namespaceId);
       await Bun.sleep(100); // past the check made as the sockets opened: the periodic one must find it
@@ -155,7 +165,9 @@ for (const backend of backends) {
     // Last: it moves the clock past every session made so far.
     test("a session that expires while its live socket is open ends the socket", async () => {
       const owner = await t.onboardedUser();
-      const live = await open((await call("/api/JoinSubscriber", { namespaceId: owner.namespaceId }, { cookie: owner.cookie })).body.websocketUrl);
+      const live = await open(
+        (await call("/api/JoinSubscriber", { namespaceId: owner.namespaceId }, { cookie: owner.cookie })).body.websocketUrl,
+      );
       await live.until(() => live.of("history").length === 1, "live history");
       await Bun.sleep(100);
       t.clock.advance(SESSION_TTL_MS + 1000);

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { TunnelClient } from "~/agent/query-client.ts";
 import { createPublisher } from "~/agent/publish.ts";
+import { TunnelClient } from "~/agent/query-client.ts";
 import { sampleEvent } from "../agent/publish/server.ts";
 import { type ServerProcess, seedNamespaceToken, spawnServer } from "../support/server-process.ts";
 
@@ -96,7 +96,9 @@ describe("time ranges are bounded where they enter", () => {
       const rows = await Promise.race([
         client.send({
           kind: "rows",
-          query: { filter: { clauses: [], global: { lowerMs: now - 3_600_000, upperMs: now }, focus: { lowerMs: now - 60_000, upperMs: 1e300 } } },
+          query: {
+            filter: { clauses: [], global: { lowerMs: now - 3_600_000, upperMs: now }, focus: { lowerMs: now - 60_000, upperMs: 1e300 } },
+          },
         }),
         Bun.sleep(5000).then(() => null),
       ]);

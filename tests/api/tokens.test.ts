@@ -19,7 +19,9 @@ for (const backend of backends) {
     async function teamWithMember() {
       const admin = await t.onboardedUser();
       const member = await t.user();
-      expect((await t.call("/api/AddUser", { namespaceId: admin.namespaceId, email: member.email }, { cookie: admin.cookie })).status).toBe(200);
+      expect((await t.call("/api/AddUser", { namespaceId: admin.namespaceId, email: member.email }, { cookie: admin.cookie })).status).toBe(
+        200,
+      );
       return { admin, member };
     }
 
@@ -59,7 +61,10 @@ for (const backend of backends) {
       const [orgRow] = await t.db.select().from(orgTokens).where(eq(orgTokens.id, org.body.tokenId));
       expect(nsRow!.tokenHash).toBe(sha256Hex(ns.body.token));
       expect(orgRow!.tokenHash).toBe(sha256Hex(org.body.token));
-      for (const [row, token] of [[nsRow, ns.body.token], [orgRow, org.body.token]] as const) {
+      for (const [row, token] of [
+        [nsRow, ns.body.token],
+        [orgRow, org.body.token],
+      ] as const) {
         const stored = JSON.stringify(row);
         expect(stored).not.toContain(token);
         expect(stored).not.toContain(token.slice(4, 20));
@@ -69,7 +74,8 @@ for (const backend of backends) {
     test("a namespace token authenticates Bearer calls for its namespace only, and stops at once when deleted", async () => {
       const admin = await t.onboardedUser();
       const second = await t.call("/api/CreateNamespace", { orgId: admin.orgId, name: "second" }, { cookie: admin.cookie });
-      const { token, tokenId } = (await t.call("/api/GenerateNamespaceToken", { namespaceId: admin.namespaceId }, { cookie: admin.cookie })).body;
+      const { token, tokenId } = (await t.call("/api/GenerateNamespaceToken", { namespaceId: admin.namespaceId }, { cookie: admin.cookie }))
+        .body;
 
       const seen = await t.call("/api/ListNamespaces", { orgId: admin.orgId }, { bearer: token, origin: null });
       expect(seen.status).toBe(200);
@@ -77,7 +83,9 @@ for (const backend of backends) {
       expect(seen.body.namespaces).not.toContainEqual(expect.objectContaining({ namespaceId: second.body.namespaceId }));
 
       // Tokens are not sessions: the management calls stay user-only.
-      expect((await t.call("/api/GenerateNamespaceToken", { namespaceId: admin.namespaceId }, { bearer: token, origin: null })).status).toBe(401);
+      expect(
+        (await t.call("/api/GenerateNamespaceToken", { namespaceId: admin.namespaceId }, { bearer: token, origin: null })).status,
+      ).toBe(401);
       expect((await t.request("/api/GetSelf", { headers: { authorization: `Bearer ${token}` } })).status).toBe(401);
 
       expect((await t.call("/api/DeleteNamespaceToken", { tokenId }, { cookie: admin.cookie })).status).toBe(200);
@@ -99,7 +107,12 @@ for (const backend of backends) {
 
       const list = await t.call("/api/ListOrgTokens", { orgId: admin.orgId }, { cookie: admin.cookie });
       expect(list.body.tokens).toEqual([
-        { tokenId: gen.body.tokenId, createTime: expect.any(String), name: `tso_...${gen.body.token.slice(-6)}`, creatorEmail: admin.email },
+        {
+          tokenId: gen.body.tokenId,
+          createTime: expect.any(String),
+          name: `tso_...${gen.body.token.slice(-6)}`,
+          creatorEmail: admin.email,
+        },
       ]);
       expect((await t.call("/api/DeleteOrgToken", { tokenId: gen.body.tokenId }, { cookie: admin.cookie })).status).toBe(200);
       expect((await t.call("/api/ListNamespaces", { orgId: admin.orgId }, { bearer: gen.body.token, origin: null })).status).toBe(401);
@@ -122,11 +135,17 @@ for (const backend of backends) {
       const nsToken = (await t.call("/api/GenerateNamespaceToken", { namespaceId: admin.namespaceId }, { cookie: admin.cookie })).body;
       const orgToken = (await t.call("/api/GenerateOrgToken", { orgId: admin.orgId }, { cookie: admin.cookie })).body;
 
-      expect((await t.call("/api/ListNamespaceTokens", { namespaceId: admin.namespaceId }, { cookie: member.cookie })).body.tokens).toHaveLength(1);
+      expect(
+        (await t.call("/api/ListNamespaceTokens", { namespaceId: admin.namespaceId }, { cookie: member.cookie })).body.tokens,
+      ).toHaveLength(1);
       expect((await t.call("/api/ListOrgTokens", { orgId: admin.orgId }, { cookie: member.cookie })).body.tokens).toHaveLength(1);
 
       const cases: Array<[string, object, string]> = [
-        ["/api/GenerateNamespaceToken", { namespaceId: admin.namespaceId }, "You do not have permissions to generate a token in this namespace."],
+        [
+          "/api/GenerateNamespaceToken",
+          { namespaceId: admin.namespaceId },
+          "You do not have permissions to generate a token in this namespace.",
+        ],
         ["/api/DeleteNamespaceToken", { tokenId: nsToken.tokenId }, "You do not have permissions to delete a token in this namespace."],
         ["/api/GenerateOrgToken", { orgId: admin.orgId }, "You do not have permissions to generate a token in this org."],
         ["/api/DeleteOrgToken", { tokenId: orgToken.tokenId }, "You do not have permissions to delete a token in this org."],
@@ -137,7 +156,9 @@ for (const backend of backends) {
         expect(res.body).toEqual({ error });
       }
       // Nothing was deleted.
-      expect((await t.call("/api/ListNamespaceTokens", { namespaceId: admin.namespaceId }, { cookie: admin.cookie })).body.tokens).toHaveLength(1);
+      expect(
+        (await t.call("/api/ListNamespaceTokens", { namespaceId: admin.namespaceId }, { cookie: admin.cookie })).body.tokens,
+      ).toHaveLength(1);
     });
 
     test("another org's namespace, org and tokens look exactly like ones that do not exist", async () => {

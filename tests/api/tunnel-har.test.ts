@@ -142,7 +142,9 @@ describe("HAR download of a large result set", () => {
   beforeAll(async () => {
     s = await startTunnelServer();
     owner = await s.onboardedUser();
-    const events = Array.from({ length: count }, (_, i) => makeEvent({ time: (T0 + i) * 1000, http_req_path: `/big/${i}`, http_resp_body: body }));
+    const events = Array.from({ length: count }, (_, i) =>
+      makeEvent({ time: (T0 + i) * 1000, http_req_path: `/big/${i}`, http_resp_body: body }),
+    );
     await s.ingest(owner.namespaceId, events);
   }, 60_000);
   afterAll(async () => {

@@ -15,7 +15,11 @@ for (const backend of backends) {
       const admin = await t.onboardedUser();
       const bob = await t.user();
       t.clock.advance(60_000);
-      const add = await t.call("/api/AddUser", { namespaceId: admin.namespaceId, email: bob.email.toUpperCase() }, { cookie: admin.cookie });
+      const add = await t.call(
+        "/api/AddUser",
+        { namespaceId: admin.namespaceId, email: bob.email.toUpperCase() },
+        { cookie: admin.cookie },
+      );
       expect(add.status).toBe(200);
       expect(add.body).toEqual({ isPending: false });
 
@@ -27,7 +31,9 @@ for (const backend of backends) {
       ]);
 
       // Bob now sees the org and the namespace, and may read its users.
-      expect((await t.call("/api/ListOrgs", {}, { cookie: bob.cookie })).body.orgs).toEqual([{ orgId: admin.orgId, lastSeenWorkerTime: null }]);
+      expect((await t.call("/api/ListOrgs", {}, { cookie: bob.cookie })).body.orgs).toEqual([
+        { orgId: admin.orgId, lastSeenWorkerTime: null },
+      ]);
       const ns = await t.call("/api/ListNamespaces", { orgId: admin.orgId }, { cookie: bob.cookie });
       expect(ns.body.namespaces.map((n: { namespaceId: string }) => n.namespaceId)).toEqual([admin.namespaceId]);
       expect((await t.call("/api/ListUsers", { namespaceId: admin.namespaceId }, { cookie: bob.cookie })).status).toBe(200);
@@ -43,13 +49,27 @@ for (const backend of backends) {
       const add = await t.call("/api/AddUser", { namespaceId: admin.namespaceId, email }, { cookie: admin.cookie });
       expect(add.body).toEqual({ isPending: true });
       const pending = await t.call("/api/ListUsers", { namespaceId: admin.namespaceId }, { cookie: admin.cookie });
-      expect(pending.body.users.find((u: { email: string }) => u.email === email)).toEqual({ userId: null, email, joinTime: expect.any(String), hasWrite: false, isPending: true });
+      expect(pending.body.users.find((u: { email: string }) => u.email === email)).toEqual({
+        userId: null,
+        email,
+        joinTime: expect.any(String),
+        hasWrite: false,
+        isPending: true,
+      });
 
       const invited = await t.user(email); // signs in (same path as the sign-in routes)
-      expect((await t.call("/api/ListOrgs", {}, { cookie: invited.cookie })).body.orgs).toEqual([{ orgId: admin.orgId, lastSeenWorkerTime: null }]);
+      expect((await t.call("/api/ListOrgs", {}, { cookie: invited.cookie })).body.orgs).toEqual([
+        { orgId: admin.orgId, lastSeenWorkerTime: null },
+      ]);
       const users = (await t.call("/api/ListUsers", { namespaceId: admin.namespaceId }, { cookie: admin.cookie })).body.users;
       expect(users).toHaveLength(2);
-      expect(users.find((u: { email: string }) => u.email === email)).toEqual({ userId: invited.userId, email, joinTime: expect.any(String), hasWrite: false, isPending: false });
+      expect(users.find((u: { email: string }) => u.email === email)).toEqual({
+        userId: invited.userId,
+        email,
+        joinTime: expect.any(String),
+        hasWrite: false,
+        isPending: false,
+      });
       const [row] = await t.db.select().from(invitations).where(eq(invitations.email, email));
       expect(row!.acceptedAt).not.toBeNull();
       // An invited member is not an org admin: no namespace creation.

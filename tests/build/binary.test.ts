@@ -14,7 +14,8 @@ const root = resolve(import.meta.dir, "../..");
 const dist = join(root, "dist");
 const hostArch = process.arch === "arm64" ? "arm64" : "x64";
 const BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-const VERSION_LINE = /^tapscope (\d+\.\d+\.\d+\S*) \(commit ([0-9a-f]{12}(?:-dirty)?), (linux-(?:x64|arm64)), built \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\)$/;
+const VERSION_LINE =
+  /^tapscope (\d+\.\d+\.\d+\S*) \(commit ([0-9a-f]{12}(?:-dirty)?), (linux-(?:x64|arm64)), built \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\)$/;
 
 type Running = { url: string; proc: Bun.Subprocess<"ignore", "pipe", "pipe">; log: () => string; dataDir: string };
 
@@ -85,7 +86,10 @@ async function signInRoundTrip(server: Running, email: string) {
   expect(link).toStartWith(`${server.url}/api/EmailLoginCallback?token=`);
   const callback = await fetch(link as string, { redirect: "manual" });
   expect(callback.status).toBeGreaterThanOrEqual(300);
-  const cookie = callback.headers.getSetCookie().map((c) => c.split(";")[0]).join("; ");
+  const cookie = callback.headers
+    .getSetCookie()
+    .map((c) => c.split(";")[0])
+    .join("; ");
   const self = await fetch(`${server.url}/api/GetSelf`, { headers: { cookie } });
   expect(self.status).toBe(200);
   expect(await self.json()).toMatchObject({ email, isLoggedIn: true });
@@ -270,7 +274,10 @@ describe.skipIf(skip)("compiled binary", () => {
 
           let status = 0;
           for (let i = 0; i < 100 && status !== 200; i++) {
-            status = await fetch(`http://127.0.0.1:${port}/?from=binary-test`).then((r) => r.status, () => 0);
+            status = await fetch(`http://127.0.0.1:${port}/?from=binary-test`).then(
+              (r) => r.status,
+              () => 0,
+            );
             if (status !== 200) await Bun.sleep(100);
           }
           expect(status).toBe(200);
@@ -291,10 +298,11 @@ describe.skipIf(skip)("compiled binary", () => {
     test("tapscope proxy from the binary forwards and publishes what it forwards", async () => {
       const upstream = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("from upstream") });
       const port = freePort();
-      const proc = Bun.spawn(
-        [join(dist, "tapscope"), "proxy", "--listen", `127.0.0.1:${port}`, "--to", `127.0.0.1:${upstream.port}`],
-        { env: { PATH: BASE_PATH, HOME: tempDir("proxy-home"), TAPSCOPE_ENDPOINT: server.url }, stdout: "ignore", stderr: "pipe" },
-      );
+      const proc = Bun.spawn([join(dist, "tapscope"), "proxy", "--listen", `127.0.0.1:${port}`, "--to", `127.0.0.1:${upstream.port}`], {
+        env: { PATH: BASE_PATH, HOME: tempDir("proxy-home"), TAPSCOPE_ENDPOINT: server.url },
+        stdout: "ignore",
+        stderr: "pipe",
+      });
       const stderr = collect(proc.stderr);
       let socket: WebSocket | undefined;
       try {
@@ -314,7 +322,10 @@ describe.skipIf(skip)("compiled binary", () => {
         ws.send(JSON.stringify({ type: "setConfig", revision: 1, filters: [] }));
         let body = "";
         for (let i = 0; i < 100 && body !== "from upstream"; i++) {
-          body = await fetch(`http://127.0.0.1:${port}/via-proxy`).then((r) => r.text(), () => "");
+          body = await fetch(`http://127.0.0.1:${port}/via-proxy`).then(
+            (r) => r.text(),
+            () => "",
+          );
           if (body !== "from upstream") await Bun.sleep(100);
         }
         expect(body).toBe("from upstream");
@@ -358,7 +369,19 @@ describe.skipIf(skip)("compiled binary", () => {
     const out = tempDir("probe");
     bulky.push(out);
     const build = Bun.spawnSync(
-      ["npm", "run", "build", "--", "--target", hostArch, "--skip-client", "--entry", join(import.meta.dir, "binary-probe.ts"), "--outdir", out],
+      [
+        "npm",
+        "run",
+        "build",
+        "--",
+        "--target",
+        hostArch,
+        "--skip-client",
+        "--entry",
+        join(import.meta.dir, "binary-probe.ts"),
+        "--outdir",
+        out,
+      ],
       { cwd: root, stdout: "pipe", stderr: "pipe" },
     );
     expect(build.exitCode).toBe(0);

@@ -1,7 +1,14 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { clientAssetPath, embeddedMigrationsFolder, embeddedPgliteAssets, isCompiledBinary, loadDuckDbNative, pruneStaleCaches } from "~/lib/embedded.ts";
+import {
+  clientAssetPath,
+  embeddedMigrationsFolder,
+  embeddedPgliteAssets,
+  isCompiledBinary,
+  loadDuckDbNative,
+  pruneStaleCaches,
+} from "~/lib/embedded.ts";
 import { tempDir } from "./support.ts";
 
 describe("embedded assets from source", () => {

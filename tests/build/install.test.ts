@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chmodSync, chownSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createHash } from "node:crypto";
+import { chmodSync, chownSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fakeBinary, isRoot, restrictedPath, sh, startServer, tempDir } from "./support.ts";
 
@@ -91,7 +91,11 @@ describe("curl | sh", () => {
     // The server is not the default endpoint, so the user is told to point the CLI at it.
     expect(ran.stdout).toContain(`export TAPSCOPE_ENDPOINT=${server.url}`);
     // No leftovers from the download.
-    expect(Bun.spawnSync(["ls", "-A", join(homeDir, ".local/bin")]).stdout.toString().trim()).toBe("tapscope");
+    expect(
+      Bun.spawnSync(["ls", "-A", join(homeDir, ".local/bin")])
+        .stdout.toString()
+        .trim(),
+    ).toBe("tapscope");
   });
 
   test("with ~/.local/bin on PATH the next command is plain `tapscope run -- ...`; reinstalling replaces it", async () => {
@@ -156,7 +160,10 @@ describe("curl | sh", () => {
     const homeDir = home();
     const fakeUname = (answer: string) => {
       const dir = tempDir("uname");
-      writeFileSync(join(dir, "uname"), `#!/bin/sh\ncase "$1" in -s) echo ${answer.split(" ")[0]} ;; -m) echo ${answer.split(" ")[1]} ;; *) echo 6.1.0 ;; esac\n`);
+      writeFileSync(
+        join(dir, "uname"),
+        `#!/bin/sh\ncase "$1" in -s) echo ${answer.split(" ")[0]} ;; -m) echo ${answer.split(" ")[1]} ;; *) echo 6.1.0 ;; esac\n`,
+      );
       chmodSync(join(dir, "uname"), 0o755);
       return `${dir}:${BASE_PATH}`;
     };
@@ -176,7 +183,11 @@ describe("curl | sh", () => {
     const ran = await installAsUser(homeDir, {}, broken.url);
     expect(ran.code).not.toBe(0);
     expect(ran.stderr).toContain("the downloaded binary does not run on this machine: cannot execute binary file");
-    expect(Bun.spawnSync(["ls", "-A", join(homeDir, ".local/bin")]).stdout.toString().trim()).toBe("");
+    expect(
+      Bun.spawnSync(["ls", "-A", join(homeDir, ".local/bin")])
+        .stdout.toString()
+        .trim(),
+    ).toBe("");
   });
 
   test("a binary that does not match the published SHA-256 is neither run nor installed", async () => {
@@ -202,12 +213,18 @@ describe("curl | sh", () => {
     try {
       const ran = await installAsUser(homeDir, {}, mirrorUrl);
       expect(ran.code).not.toBe(0);
-      const want = createHash("sha256").update(readFileSync(join(downloads, `tapscope-linux-${hostArch}`))).digest("hex");
+      const want = createHash("sha256")
+        .update(readFileSync(join(downloads, `tapscope-linux-${hostArch}`)))
+        .digest("hex");
       const got = createHash("sha256").update(tampered).digest("hex");
       expect(ran.stderr).toContain(`checksum mismatch for ${mirrorUrl}/download/tapscope-linux-${hostArch}: expected ${want}, got ${got}`);
       expect(ran.stdout).not.toContain("Installed");
       expect(existsSync(marker)).toBe(false);
-      expect(Bun.spawnSync(["ls", "-A", join(homeDir, ".local/bin")]).stdout.toString().trim()).toBe("");
+      expect(
+        Bun.spawnSync(["ls", "-A", join(homeDir, ".local/bin")])
+          .stdout.toString()
+          .trim(),
+      ).toBe("");
     } finally {
       await mirror.stop(true);
     }
@@ -236,7 +253,9 @@ describe("GET /download/:file", () => {
     for (const arch of ["x64", "arm64"]) {
       const res = await fetch(`${server.url}/download/tapscope-linux-${arch}.sha256`);
       expect(res.status).toBe(200);
-      const want = createHash("sha256").update(readFileSync(join(downloads, `tapscope-linux-${arch}`))).digest("hex");
+      const want = createHash("sha256")
+        .update(readFileSync(join(downloads, `tapscope-linux-${arch}`)))
+        .digest("hex");
       expect(await res.text()).toBe(`${want}  tapscope-linux-${arch}\n`);
     }
     const missing = await fetch(`${empty.url}/download/tapscope-linux-x64.sha256`);
@@ -273,7 +292,14 @@ describe("GET /download/:file", () => {
   }, 30_000);
 
   test("unknown names and path tricks are 404, never a file read", async () => {
-    for (const name of ["tapscope-darwin-arm64", "..%2F..%2Fetc%2Fpasswd", "tapscope-linux-x64.map", "%2Fetc%2Fpasswd", ".sha256", "%2Fetc%2Fpasswd.sha256"]) {
+    for (const name of [
+      "tapscope-darwin-arm64",
+      "..%2F..%2Fetc%2Fpasswd",
+      "tapscope-linux-x64.map",
+      "%2Fetc%2Fpasswd",
+      ".sha256",
+      "%2Fetc%2Fpasswd.sha256",
+    ]) {
       const res = await fetch(`${server.url}/download/${name}`);
       expect(res.status).toBe(404);
       const body = (await res.json()) as { error: string };

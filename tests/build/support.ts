@@ -57,11 +57,7 @@ export async function sh(script: string, options: { env: Record<string, string>;
     ? [setpriv ?? "setpriv", `--reuid=${options.asUser}`, `--regid=${options.asUser}`, "--clear-groups", "sh", "-c", script]
     : ["sh", "-c", script];
   const proc = Bun.spawn(cmd, { env: options.env, cwd: options.cwd, stdout: "pipe", stderr: "pipe" });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { code, stdout, stderr };
 }
 

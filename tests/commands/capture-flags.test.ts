@@ -21,10 +21,31 @@ describe("tapscope run flags (shared with tapscope proxy)", () => {
         command: ["curl", "-s", "x"],
       },
     });
-    const r = parseRunArgs(["--log", "--no-publish", "--service=api", "--payload-limit", "0", "--redact", "hash", "--events-file", "e.jsonl", "--", "node", "app.js"]);
+    const r = parseRunArgs([
+      "--log",
+      "--no-publish",
+      "--service=api",
+      "--payload-limit",
+      "0",
+      "--redact",
+      "hash",
+      "--events-file",
+      "e.jsonl",
+      "--",
+      "node",
+      "app.js",
+    ]);
     expect(r).toEqual({
       ok: true,
-      options: { log: true, service: "api", payloadLimit: 0, redact: "hash", eventsFile: "e.jsonl", publish: false, command: ["node", "app.js"] },
+      options: {
+        log: true,
+        service: "api",
+        payloadLimit: 0,
+        redact: "hash",
+        eventsFile: "e.jsonl",
+        publish: false,
+        command: ["node", "app.js"],
+      },
     });
   });
 

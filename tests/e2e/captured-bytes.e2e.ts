@@ -73,7 +73,8 @@ describe("captured bytes never run as the dashboard", () => {
             else if (value.startsWith("blob:")) {
               const type = (await (await fetch(value)).blob()).type;
               if (!raster.test(type)) found.push(`${value} (${type})`);
-            } else if (value.startsWith("data:") && value !== "data:," && !raster.test(value.slice(5).split(/[;,]/)[0] ?? "")) found.push(value.slice(0, 40));
+            } else if (value.startsWith("data:") && value !== "data:," && !raster.test(value.slice(5).split(/[;,]/)[0] ?? ""))
+              found.push(value.slice(0, 40));
           }
         }
         return found;

@@ -19,9 +19,26 @@ test("the manifest names content-hashed files", () => {
 });
 
 test("no server-only module reaches the client bundle", () => {
-  const js = manifest.files.filter((f) => f.endsWith(".js")).map((f) => readFileSync(join(clientDir, f), "utf8")).join("\n");
+  const js = manifest.files
+    .filter((f) => f.endsWith(".js"))
+    .map((f) => readFileSync(join(clientDir, f), "utf8"))
+    .join("\n");
   expect(js.length).toBeGreaterThan(10_000);
-  for (const needle of ["drizzle", "postgres", "pglite", "@electric-sql", "duckdb", "clickhouse", "nodemailer", "sessionSecret", "SESSION_SECRET", "node:fs", "node:crypto", "elysia", "renderToReadableStream"]) {
+  for (const needle of [
+    "drizzle",
+    "postgres",
+    "pglite",
+    "@electric-sql",
+    "duckdb",
+    "clickhouse",
+    "nodemailer",
+    "sessionSecret",
+    "SESSION_SECRET",
+    "node:fs",
+    "node:crypto",
+    "elysia",
+    "renderToReadableStream",
+  ]) {
     expect(`${needle}: ${js.includes(needle)}`).toBe(`${needle}: false`);
   }
   expect(js.includes("__staticRouterHydrationData") && js.includes("Get started")).toBe(true);

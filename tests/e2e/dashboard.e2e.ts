@@ -79,7 +79,10 @@ describe("sign-in and the dashboard, in Chromium against the real server", () =>
     await screenshot(page, "04-namespace-menu");
     await page.getByRole("menuitem", { name: "+ Create namespace" }).click();
     await page.waitForURL(/\/dashboard\/staging\/live$/);
-    await page.getByRole("button", { name: "Switch namespace" }).filter({ hasText: /^staging$/ }).waitFor();
+    await page
+      .getByRole("button", { name: "Switch namespace" })
+      .filter({ hasText: /^staging$/ })
+      .waitFor();
 
     // An empty name aborts.
     page.once("dialog", (dialog) => void dialog.accept(""));
@@ -208,22 +211,29 @@ describe("sign-in and the dashboard, in Chromium against the real server", () =>
     for (let i = 0; i < 100 && alerts.length === 0; i++) await Bun.sleep(50);
     page.off("dialog", onDialog);
     expect(alerts).toHaveLength(1);
-    expect(alerts[0]).toMatch(/^Could not create the namespace: Invalid namespace name: use 1 to 63 letters[^\n]*\.\n\nDetails: status 400, trace id \S+$/);
+    expect(alerts[0]).toMatch(
+      /^Could not create the namespace: Invalid namespace name: use 1 to 63 letters[^\n]*\.\n\nDetails: status 400, trace id \S+$/,
+    );
     expect(alerts[0]).not.toContain("unexpected status code");
   });
 
   test("a failure while starting the app shows the app-wide error screen and reports it", async () => {
     // The network answers ListOrgs with a 500 for this one page load; everything else is the real server.
     await page.route("**/api/ListOrgs", (route) =>
-      route.fulfill({ status: 500, contentType: "application/json", headers: { "x-trace-id": "trace-e2e" }, body: JSON.stringify({ error: "database unavailable" }) }),
+      route.fulfill({
+        status: 500,
+        contentType: "application/json",
+        headers: { "x-trace-id": "trace-e2e" },
+        body: JSON.stringify({ error: "database unavailable" }),
+      }),
     );
     const report = page.waitForRequest((req) => req.url().endsWith("/api/Event") && req.method() === "POST");
     await page.goto(`${server.baseUrl}/dashboard`);
     await page.getByText("Tapscope ran into a problem.", { exact: false }).waitFor();
-    expect(await page.locator("main").textContent()).toContain(
-      "If not, reach out to help@example.test and include the following details",
+    expect(await page.locator("main").textContent()).toContain("If not, reach out to help@example.test and include the following details");
+    expect(await page.locator("pre").textContent()).toContain(
+      "ApiError: got unexpected status code 500 (trace id trace-e2e): database unavailable",
     );
-    expect(await page.locator("pre").textContent()).toContain("ApiError: got unexpected status code 500 (trace id trace-e2e): database unavailable");
     const request = await report;
     const tags = Object.fromEntries((request.headers()["x-tags"] ?? "").split(";").map((pair) => pair.split("=").map(decodeURIComponent)));
     expect(tags.kind).toBe("UncaughtAppBoundaryError");
@@ -276,7 +286,21 @@ describe("sign-in and the dashboard, in Chromium against the real server", () =>
     expect(response?.status()).toBe(404);
     await page.getByText("Unexpected Application Error!").waitFor();
     await screenshot(page, "10-not-found");
-    for (const path of ["/", "/pricing", "/docs", "/docs/golang", "/changelog", "/discord", "/customers/acme", "/blog", "/blog/http2-preface", "/blog/grpc-debugging", "/link/abc123", "/iframer", "/minified/"]) {
+    for (const path of [
+      "/",
+      "/pricing",
+      "/docs",
+      "/docs/golang",
+      "/changelog",
+      "/discord",
+      "/customers/acme",
+      "/blog",
+      "/blog/http2-preface",
+      "/blog/grpc-debugging",
+      "/link/abc123",
+      "/iframer",
+      "/minified/",
+    ]) {
       const res = await page.goto(`${server.baseUrl}${path}`);
       expect(`${path} ${res?.status()}`).toBe(`${path} 200`);
     }

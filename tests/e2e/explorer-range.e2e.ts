@@ -1,7 +1,15 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Page } from "playwright-core";
 import { startSmtpServer } from "../support/smtp.ts";
-import { launchBrowser, type RunningBrowser, type RunningServer, screenshot, signInByEmail, startServer, watchPageErrors } from "./harness.ts";
+import {
+  launchBrowser,
+  type RunningBrowser,
+  type RunningServer,
+  screenshot,
+  signInByEmail,
+  startServer,
+  watchPageErrors,
+} from "./harness.ts";
 
 // Issue 14: the histogram draws exactly the chosen range (the 1h preset ends at now, in 30 s buckets), and the
 // brush, its handles and "Zoom to focus" stay inside it.

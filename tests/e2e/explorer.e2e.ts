@@ -3,7 +3,16 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { startSmtpServer } from "../support/smtp.ts";
-import { launchBrowser, root, type RunningBrowser, type RunningServer, screenshot, signInByEmail, startServer, watchPageErrors } from "./harness.ts";
+import {
+  launchBrowser,
+  type RunningBrowser,
+  type RunningServer,
+  root,
+  screenshot,
+  signInByEmail,
+  startServer,
+  watchPageErrors,
+} from "./harness.ts";
 import { type RunningProgram, startProgram, startUpstream } from "./live-harness.ts";
 
 // The requests explorer in Chromium over the real query tunnel: a namespace filled through the real ingest

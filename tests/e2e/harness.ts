@@ -40,7 +40,14 @@ export async function startServer(env: Record<string, string> = {}): Promise<Run
   const baseUrl = `http://127.0.0.1:${port}`;
   const proc = Bun.spawn([bun, join(root, "src/main.ts"), "server"], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", PORT: String(port), PUBLIC_URL: baseUrl, DATA_DIR: dataDir, ...env },
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "/tmp",
+      PORT: String(port),
+      PUBLIC_URL: baseUrl,
+      DATA_DIR: dataDir,
+      ...env,
+    },
     stdout: "pipe",
     stderr: "pipe",
   });

@@ -47,7 +47,7 @@ describe("shared link viewer", () => {
     expect(await iframe.getAttribute("sandbox")).toBe("allow-modals allow-popups allow-scripts allow-same-origin allow-downloads");
     expect(await iframe.getAttribute("allow")).toBe("clipboard-write");
     expect(await iframe.getAttribute("src")).toMatch(/^\/iframer\?commit=[^&#]+#url=/);
-    await liveFrame(page).locator.locator('[data-testid=connection][data-state=open]').waitFor();
+    await liveFrame(page).locator.locator("[data-testid=connection][data-state=open]").waitFor();
 
     await page.getByRole("button", { name: "Copy link" }).click();
     await page.getByRole("button", { name: "Copied" }).waitFor();
@@ -66,7 +66,11 @@ describe("shared link viewer", () => {
     await call("/pixel.png");
     await call("/html");
     await call("/fail");
-    await call("/echo", { method: "POST", headers: { "content-type": "application/json", "x-replay": "it's \"quoted\"" }, body: JSON.stringify({ name: "O'Brien", n: 1 }) });
+    await call("/echo", {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-replay": 'it\'s "quoted"' },
+      body: JSON.stringify({ name: "O'Brien", n: 1 }),
+    });
     await rowFor("/echo").waitFor();
     expect(await rows().count()).toBe(7);
     expect(await rows().first().textContent()).toContain("/echo");
@@ -117,7 +121,11 @@ describe("shared link viewer", () => {
     await rowFor("/html").click();
     await detail.getByLabel("Response body").waitFor();
     expect(await detail.getByLabel("Response body").textContent()).toContain("<script>window.__pwned=1</script>");
-    expect(await liveFrame(page).frame().evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+    expect(
+      await liveFrame(page)
+        .frame()
+        .evaluate(() => (window as unknown as { __pwned?: number }).__pwned),
+    ).toBeUndefined();
     expect(await detail.locator("script").count()).toBe(0);
 
     await rowFor("/pixel.png").click();
@@ -134,7 +142,13 @@ describe("shared link viewer", () => {
     await detail.getByRole("button", { name: "Copied!" }).waitFor();
     const command = await page.evaluate(() => navigator.clipboard.readText());
     expect(command).toContain("-X 'POST'");
-    const direct = await (await call("/echo", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "O'Brien", n: 1 }) })).text();
+    const direct = await (
+      await call("/echo", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ name: "O'Brien", n: 1 }),
+      })
+    ).text();
     const replayed = await sh(`${command} --silent --show-error`);
     expect(replayed).toBe(direct);
     expect(replayed).toBe('{"name":"O\'Brien","n":1}');
@@ -162,7 +176,12 @@ describe("shared link viewer", () => {
     const late = await browser.context.newPage();
     await late.goto(program.linkUrl!);
     await late.frameLocator("iframe").locator("[role=row][data-event-id]").filter({ hasText: "/hello?q=first" }).waitFor();
-    expect(await late.frameLocator("iframe").getByText(/2 watching/).count()).toBe(1);
+    expect(
+      await late
+        .frameLocator("iframe")
+        .getByText(/2 watching/)
+        .count(),
+    ).toBe(1);
     await late.close();
     expect(pageErrors).toEqual([]);
   });
@@ -173,7 +192,9 @@ describe("shared link viewer", () => {
     await expiredPage.clock.install({ time: Date.now() + 2 * 86_400_000 });
     await expiredPage.goto(program.linkUrl!);
     await expiredPage.getByTestId("expired-panel").waitFor();
-    expect(await expiredPage.getByTestId("expired-panel").textContent()).toBe("This link has expired.Run the wrapper command again to get a new one.");
+    expect(await expiredPage.getByTestId("expired-panel").textContent()).toBe(
+      "This link has expired.Run the wrapper command again to get a new one.",
+    );
     expect(await expiredPage.locator("iframe").count()).toBe(0);
     expect(await expiredPage.getByTestId("countdown").count()).toBe(0);
     await screenshot(expiredPage, "live-07-link-expired");

@@ -19,18 +19,53 @@ function event(i: number): TracedEvent {
     time: 1_763_700_000_000_000 + i * 1000,
     event_id: `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`,
     parent_event_id: isOut ? `00000000-0000-4000-8000-${String(i - 1).padStart(12, "0")}` : "",
-    service: "bench", hostname: "h", gcp_project: "", kubernetes_namespace: "", gke_cluster_location: "", gke_cluster_name: "", gke_node_name: "",
-    process_id: 1, process_executable_name: "node", process_executable_size: 0, process_command_line: "node server.js", process_user: "app",
-    protocol: "http", tls_server_name: isOut ? "api.example.com" : "", http_version: "1.1", http_is_outgoing: isOut,
-    http_client_addr: "127.0.0.1:1", http_server_addr: "127.0.0.1:8080", http_duration: 500 + ((i * 7919) % 250_000),
-    http_req_method: i % 4 === 0 ? "POST" : "GET", http_req_path: `/api/items/${i}?page=${i % 17}`,
-    http_req_body_size_bytes_wire: 0, http_req_transfer_encoding: "", http_req_content_type: "", http_req_content_encoding: "",
-    http_req_content_length: -1, http_req_host: isOut ? "api.example.com" : "localhost:8080", http_req_x_forwarded_for: "",
-    http_req_headers: [["Host", "localhost:8080"]], http_req_body: "", http_req_body_truncated: false,
-    http_resp_status_code: i % 13 === 0 ? 500 : 200, http_resp_body_size_bytes_wire: 2 + (i % 5000), http_resp_transfer_encoding: "",
-    http_resp_content_type: "application/json", http_resp_content_encoding: "", http_resp_content_length: 2,
-    http_resp_headers: [["Content-Type", "application/json"]], http_resp_body: "e30=", http_resp_body_truncated: false,
-    timing_connect: isOut ? 300 : -1, timing_send: 100, timing_wait: 400, timing_receive: 50, bytes_sent: 10, bytes_received: 10, tags: {},
+    service: "bench",
+    hostname: "h",
+    gcp_project: "",
+    kubernetes_namespace: "",
+    gke_cluster_location: "",
+    gke_cluster_name: "",
+    gke_node_name: "",
+    process_id: 1,
+    process_executable_name: "node",
+    process_executable_size: 0,
+    process_command_line: "node server.js",
+    process_user: "app",
+    protocol: "http",
+    tls_server_name: isOut ? "api.example.com" : "",
+    http_version: "1.1",
+    http_is_outgoing: isOut,
+    http_client_addr: "127.0.0.1:1",
+    http_server_addr: "127.0.0.1:8080",
+    http_duration: 500 + ((i * 7919) % 250_000),
+    http_req_method: i % 4 === 0 ? "POST" : "GET",
+    http_req_path: `/api/items/${i}?page=${i % 17}`,
+    http_req_body_size_bytes_wire: 0,
+    http_req_transfer_encoding: "",
+    http_req_content_type: "",
+    http_req_content_encoding: "",
+    http_req_content_length: -1,
+    http_req_host: isOut ? "api.example.com" : "localhost:8080",
+    http_req_x_forwarded_for: "",
+    http_req_headers: [["Host", "localhost:8080"]],
+    http_req_body: "",
+    http_req_body_truncated: false,
+    http_resp_status_code: i % 13 === 0 ? 500 : 200,
+    http_resp_body_size_bytes_wire: 2 + (i % 5000),
+    http_resp_transfer_encoding: "",
+    http_resp_content_type: "application/json",
+    http_resp_content_encoding: "",
+    http_resp_content_length: 2,
+    http_resp_headers: [["Content-Type", "application/json"]],
+    http_resp_body: "e30=",
+    http_resp_body_truncated: false,
+    timing_connect: isOut ? 300 : -1,
+    timing_send: 100,
+    timing_wait: 400,
+    timing_receive: 50,
+    bytes_sent: 10,
+    bytes_received: 10,
+    tags: {},
   };
 }
 
@@ -89,13 +124,14 @@ test("100,000 events: a window of rows in the DOM, smooth scrolling, live follow
       close() {}
     }
     (window as unknown as { WebSocket: unknown }).WebSocket = new Proxy(NativeWebSocket, {
-      construct: (target, args: [string]) => (String(args[0]).includes("/api/LiveSubscribe") ? new BenchSocket(args[0]) : new target(...args)),
+      construct: (target, args: [string]) =>
+        String(args[0]).includes("/api/LiveSubscribe") ? new BenchSocket(args[0]) : new target(...args),
     });
     (window as unknown as { WebSocket: { OPEN: number } }).WebSocket.OPEN;
   });
   const socketUrl = `${server.baseUrl.replace("http", "ws")}/api/LiveSubscribe?link_id=benchbench0001`;
   await page.goto(`${server.baseUrl}/iframer?commit=dev#url=${encodeURIComponent(socketUrl)}`);
-  await page.locator('[data-testid=connection][data-state=open]').waitFor();
+  await page.locator("[data-testid=connection][data-state=open]").waitFor();
 
   // What the stand-in socket itself costs (making and serialising the events), to tell it apart below.
   const standInMs = await page.evaluate((n) => {
@@ -146,7 +182,11 @@ test("100,000 events: a window of rows in the DOM, smooth scrolling, live follow
   await page.getByRole("button", { name: /Paused · 1 new/ }).waitFor();
   expect(await page.locator("[role=row][data-event-id]").first().getAttribute("data-event-id")).toBe(firstVisible);
   await page.getByRole("button", { name: /Follow/ }).click();
-  await page.locator("[role=row][data-event-id]").first().filter({ hasText: `/api/items/${TOTAL}?` }).waitFor();
+  await page
+    .locator("[role=row][data-event-id]")
+    .first()
+    .filter({ hasText: `/api/items/${TOTAL}?` })
+    .waitFor();
 
   // Live follow at 5,000 events/s for 2 s (batches of 500 every 100 ms): rows keep arriving on top.
   const liveFrames = page.evaluate(async () => {
@@ -170,7 +210,11 @@ test("100,000 events: a window of rows in the DOM, smooth scrolling, live follow
     await Bun.sleep(Math.max(0, liveStart + (s + 1) * 100 - Date.now()));
   }
   const lastId = TOTAL + 20 * 500;
-  await page.locator("[role=row][data-event-id]").first().filter({ hasText: `/api/items/${lastId}?` }).waitFor();
+  await page
+    .locator("[role=row][data-event-id]")
+    .first()
+    .filter({ hasText: `/api/items/${lastId}?` })
+    .waitFor();
   const followLagMs = Date.now() - liveStart - 2000;
   const liveSorted = (await liveFrames).sort((a, b) => a - b);
   const liveP50 = liveSorted[Math.floor(liveSorted.length * 0.5)]!;

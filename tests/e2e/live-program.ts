@@ -74,9 +74,13 @@ function baseEvent(parts: Partial<TracedEvent>): TracedEvent {
 async function handle(req: Request, eventId: string): Promise<Response> {
   const url = new URL(req.url);
   if (url.pathname === "/hello") return Response.json({ hello: "world", q: url.searchParams.get("q") });
-  if (url.pathname === "/echo") return new Response(await req.text(), { headers: { "content-type": req.headers.get("content-type") ?? "text/plain", "x-echo": "1" } });
+  if (url.pathname === "/echo")
+    return new Response(await req.text(), { headers: { "content-type": req.headers.get("content-type") ?? "text/plain", "x-echo": "1" } });
   if (url.pathname === "/pixel.png") return new Response(png, { headers: { "content-type": "image/png" } });
-  if (url.pathname === "/html") return new Response('<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">', { headers: { "content-type": "text/html" } });
+  if (url.pathname === "/html")
+    return new Response('<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">', {
+      headers: { "content-type": "text/html" },
+    });
   if (url.pathname === "/fail") return Response.json({ error: "boom" }, { status: 500 });
   if (url.pathname === "/checkout") {
     const started = performance.now();

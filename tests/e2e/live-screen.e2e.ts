@@ -1,7 +1,15 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Page } from "playwright-core";
 import { startSmtpServer } from "../support/smtp.ts";
-import { launchBrowser, type RunningBrowser, type RunningServer, screenshot, signInByEmail, startServer, watchPageErrors } from "./harness.ts";
+import {
+  launchBrowser,
+  type RunningBrowser,
+  type RunningServer,
+  screenshot,
+  signInByEmail,
+  startServer,
+  watchPageErrors,
+} from "./harness.ts";
 import { liveFrame, type RunningProgram, startProgram, startUpstream } from "./live-harness.ts";
 
 // The signed-in Live screen in Chromium: onboarding with a real token, a program under `tapscope run` with
@@ -42,13 +50,17 @@ describe("Live screen", () => {
   test("a new user lands on the Live screen with the onboarding overlay", async () => {
     livePath = await signInByEmail(page, server.baseUrl, smtp, email);
     await page.getByRole("heading", { name: "Connect your backend" }).waitFor();
-    for (const stack of ["Python", "Node.js", "Next.js", "Go", "Other"]) expect(await page.getByRole("button", { name: stack, exact: true }).count()).toBe(1);
+    for (const stack of ["Python", "Node.js", "Next.js", "Go", "Other"])
+      expect(await page.getByRole("button", { name: stack, exact: true }).count()).toBe(1);
     await screenshot(page, "live-10-onboarding-step1");
   }, 30_000);
 
   test("step 2 shows real commands with a fresh token; Finish waits for a connection", async () => {
     await page.getByRole("button", { name: "Node.js", exact: true }).click();
-    await page.getByTestId("command-1").filter({ hasText: /^export TAPSCOPE_TOKEN=\S{20,}$/ }).waitFor();
+    await page
+      .getByTestId("command-1")
+      .filter({ hasText: /^export TAPSCOPE_TOKEN=\S{20,}$/ })
+      .waitFor();
     expect(await page.getByTestId("command-0").textContent()).toBe(`curl -fsSL ${server.baseUrl}/install.sh | sh`);
     expect(await page.getByTestId("command-2").textContent()).toBe("tapscope run -- node server.js");
     expect(await page.getByRole("status").filter({ hasText: "Waiting for connections…" }).count()).toBe(1);
@@ -67,7 +79,7 @@ describe("Live screen", () => {
   }, 30_000);
 
   test("requests of the namespace appear live within a second", async () => {
-    await liveFrame(page).locator.locator('[data-testid=connection][data-state=open]').waitFor();
+    await liveFrame(page).locator.locator("[data-testid=connection][data-state=open]").waitFor();
     const started = Date.now();
     await call("/hello?q=live");
     await rows().filter({ hasText: "/hello?q=live" }).waitFor({ timeout: 1000 });

@@ -1,9 +1,17 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Frame, Page } from "playwright-core";
 import { createPublisher, type Publisher } from "~/agent/publish.ts";
-import { startSmtpServer } from "../support/smtp.ts";
 import { tracedEvent } from "../support/event-factory.ts";
-import { launchBrowser, type RunningBrowser, type RunningServer, screenshot, signInByEmail, startServer, watchPageErrors } from "./harness.ts";
+import { startSmtpServer } from "../support/smtp.ts";
+import {
+  launchBrowser,
+  type RunningBrowser,
+  type RunningServer,
+  screenshot,
+  signInByEmail,
+  startServer,
+  watchPageErrors,
+} from "./harness.ts";
 import { liveFrame } from "./live-harness.ts";
 
 // The data screens on a 390 px phone (and at 1440 px for comparison): the Live screen, a shared link, the
@@ -67,10 +75,14 @@ async function lineCount(target: Page | Frame, selector: string): Promise<number
   return target.evaluate((sel) => {
     const el = document.querySelector(sel) as HTMLElement | null;
     if (!el) throw new Error(`no ${sel}`);
-    const rowTops = new Set(Array.from(el.querySelectorAll("button, input, span, a")).map((c) => Math.round((c as HTMLElement).getBoundingClientRect().top / 8)));
+    const rowTops = new Set(
+      Array.from(el.querySelectorAll("button, input, span, a")).map((c) => Math.round((c as HTMLElement).getBoundingClientRect().top / 8)),
+    );
     const rect = el.getBoundingClientRect();
     // Rows of controls: distinct tops, rounded to 8 px, of the controls that start a row.
-    const rows = Array.from(rowTops).sort((a, b) => a - b).filter((t, i, all) => i === 0 || t - (all[i - 1] ?? 0) >= 3);
+    const rows = Array.from(rowTops)
+      .sort((a, b) => a - b)
+      .filter((t, i, all) => i === 0 || t - (all[i - 1] ?? 0) >= 3);
     return rect.height > 0 ? rows.length : 0;
   }, selector);
 }
@@ -84,7 +96,8 @@ async function offScreen(target: Page | Frame): Promise<string[]> {
       const r = el.getBoundingClientRect();
       if (r.width === 0 || r.height === 0) continue;
       if (getComputedStyle(el).visibility === "hidden") continue;
-      if (r.right > width + 1 || r.left < -1) out.push(`${el.tagName} "${(el.textContent ?? "").trim().slice(0, 30)}" ${Math.round(r.left)}..${Math.round(r.right)} > ${width}`);
+      if (r.right > width + 1 || r.left < -1)
+        out.push(`${el.tagName} "${(el.textContent ?? "").trim().slice(0, 30)}" ${Math.round(r.left)}..${Math.round(r.right)} > ${width}`);
     }
     return out;
   });
@@ -179,7 +192,9 @@ describe("data screens on a 390 px phone", () => {
     dashboardPath = (await signInByEmail(page, server.baseUrl, smtp, email)).replace(/\/live$/, "");
     const token = await page.evaluate(async () => {
       const post = async (name: string, body: unknown) =>
-        (await fetch(`/api/${name}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })).json();
+        (
+          await fetch(`/api/${name}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+        ).json();
       const { orgs } = await post("ListOrgs", {});
       const { namespaces } = await post("ListNamespaces", { orgId: orgs[0].orgId });
       return (await post("GenerateNamespaceToken", { namespaceId: namespaces[0].namespaceId })).token as string;
@@ -188,7 +203,11 @@ describe("data screens on a 390 px phone", () => {
     await namespaced.join();
     for (const event of sampleEvents(30)) namespaced.send(event);
     const skip = page.getByRole("button", { name: "I'll do this later" });
-    await page.getByRole("dialog").or(page.getByRole("heading", { name: "Live", exact: true })).first().waitFor();
+    await page
+      .getByRole("dialog")
+      .or(page.getByRole("heading", { name: "Live", exact: true }))
+      .first()
+      .waitFor();
     if (await skip.count()) await skip.click();
     const frame = liveFrame(page);
     await frame.locator.locator("[role=row][data-event-id]").first().waitFor();

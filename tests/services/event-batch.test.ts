@@ -1,12 +1,12 @@
-import { describe, expect, test } from "bun:test";
 import { heapStats } from "bun:jsc";
+import { describe, expect, test } from "bun:test";
+import { Ingest } from "~/engines/ingest/ingest.ts";
+import { EventSinks, type EventTarget } from "~/engines/ingest/sinks.ts";
 import type { CapturedEvent, TracedEvent } from "~/lib/protocol/event.ts";
 import { encodeEventBatch } from "~/lib/protocol/event-batch.ts";
 import { type PublishServerMessage, publishLimits, TRUNCATION_MARKER } from "~/lib/protocol/publish.ts";
-import { Ingest } from "~/engines/ingest/ingest.ts";
-import { EventSinks, type EventTarget } from "~/engines/ingest/sinks.ts";
-import { tracedEvent } from "../support/event-factory.ts";
 import { generateEvents } from "../store/generate.ts";
+import { tracedEvent } from "../support/event-factory.ts";
 import { rng } from "../support/rng.ts";
 
 const target: EventTarget = { namespaceId: "00000000-0000-0000-0000-000000000001", linkId: null };
@@ -91,7 +91,14 @@ describe("binary event batches through Ingest.handle", () => {
 
   test("an empty batch is acknowledged with zero counts", () => {
     const { ingest, delivered } = ingestWithSink();
-    expect(ingest.handle(target, encodeEventBatch(5, []))).toEqual({ type: "ack", seq: 5, accepted: 0, refused: 0, rateLimited: 0, truncated: 0 });
+    expect(ingest.handle(target, encodeEventBatch(5, []))).toEqual({
+      type: "ack",
+      seq: 5,
+      accepted: 0,
+      refused: 0,
+      rateLimited: 0,
+      truncated: 0,
+    });
     expect(delivered).toEqual([]);
   });
 
@@ -144,7 +151,13 @@ describe("binary event batches through Ingest.handle", () => {
     ];
     // Unicode beyond Latin-1: astral characters and lone surrogates (JSON carries them as \\ud800 escapes).
     const beyondLatin1: CapturedEvent[] = [
-      { ...base(), service: "sérvice 😀", http_req_path: "/a\ud800b", http_req_headers: [["x-emoji", "🎉\udfff"]], tags: { "ключ": "\ud83d" } },
+      {
+        ...base(),
+        service: "sérvice 😀",
+        http_req_path: "/a\ud800b",
+        http_req_headers: [["x-emoji", "🎉\udfff"]],
+        tags: { ключ: "\ud83d" },
+      },
       { ...base(), http_req_path: `/${"€".repeat(9000)}` },
     ];
     const { jsonReplies, binaryReplies, jsonEvents, binaryEvents } = throughBoth([events, beyondLatin1, ...bodies]);
@@ -203,9 +216,18 @@ describe("binary event batches through Ingest.handle", () => {
     const replies = [
       ingest.handle(target, frame.subarray(0, frame.length >> 1)),
       ingest.handle(target, new Uint8Array([0x89, 0x54, 0x53, 0x42, 2, 0, 0, 0, 0, 0, 0, 0])),
-      ingest.handle(target, rewriteHeader(frame, (h) => (h.columns.find((c) => c[0] === "service")![1] = "f64"))),
-      ingest.handle(target, rewriteHeader(frame, (h) => (h.count = 1001))),
-      ingest.handle(target, rewriteHeader(frame, (h) => (h.strings[0] = (h.strings[0] as number) + 40))),
+      ingest.handle(
+        target,
+        rewriteHeader(frame, (h) => (h.columns.find((c) => c[0] === "service")![1] = "f64")),
+      ),
+      ingest.handle(
+        target,
+        rewriteHeader(frame, (h) => (h.count = 1001)),
+      ),
+      ingest.handle(
+        target,
+        rewriteHeader(frame, (h) => (h.strings[0] = (h.strings[0] as number) + 40)),
+      ),
     ];
     expect(replies.map((r) => [r.type, (r as { code?: string }).code])).toEqual([
       ["error", "malformed"],

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import type { LiveServerMessage } from "~/lib/protocol/live.ts";
-import { estimateJsonLength } from "~/lib/protocol/event.ts";
 import { LiveHub, type LiveHubOptions, type SubscriberTransport } from "~/engines/live/hub.ts";
+import { estimateJsonLength } from "~/lib/protocol/event.ts";
+import type { LiveServerMessage } from "~/lib/protocol/live.ts";
 import { rng } from "../support/rng.ts";
 import { makeEvent } from "./live-fixtures.ts";
 
@@ -84,7 +84,10 @@ describe("LiveHub", () => {
       { type: "setFilterError", revision: 2, index: 1, position: 9, message: expect.stringContaining("duration") },
     ]);
     expect(s.of("config-applied").map((m) => m.revision)).toEqual([1]);
-    hub.accept({ namespaceId: "a", linkId: null }, [makeEvent({ http_req_method: "GET", http_req_path: "/g" }), makeEvent({ http_req_method: "PUT" })]);
+    hub.accept({ namespaceId: "a", linkId: null }, [
+      makeEvent({ http_req_method: "GET", http_req_path: "/g" }),
+      makeEvent({ http_req_method: "PUT" }),
+    ]);
     hub.flushAll();
     expect(s.paths()).toEqual(["/g"]);
   });
@@ -182,7 +185,8 @@ describe("LiveHub", () => {
   test("viewers with the same filters share batches only when they were sent the same events", () => {
     const hub = hubWith({ maxBufferedBytes: 10 });
     const [a, b, c] = [new TestSocket(), new TestSocket(), new TestSocket()];
-    for (const s of [a, b, c]) hub.subscribe(ns("n"), s, noExpiry).setConfig({ type: "setConfig", revision: 1, filters: ['request.method == "GET"'] });
+    for (const s of [a, b, c])
+      hub.subscribe(ns("n"), s, noExpiry).setConfig({ type: "setConfig", revision: 1, filters: ['request.method == "GET"'] });
     b.isStalled = true;
     b.buffered = 100;
     hub.accept({ namespaceId: "n", linkId: null }, [makeEvent({ http_req_path: "/1" }), makeEvent({ http_req_method: "POST" })]);
@@ -291,9 +295,18 @@ describe("LiveHub", () => {
   test("history is bounded by bytes too, and idle channels give theirs up first", () => {
     const hub = hubWith({ historyBytes: 50_000, totalHistoryBytes: 120_000 });
     const big = (p: string) => makeEvent({ http_req_path: p, http_resp_body: "x".repeat(10_000) });
-    hub.accept({ namespaceId: null, linkId: "old" }, Array.from({ length: 10 }, (_, i) => big(`/old${i}`)));
-    hub.accept({ namespaceId: null, linkId: "mid" }, Array.from({ length: 10 }, (_, i) => big(`/mid${i}`)));
-    hub.accept({ namespaceId: null, linkId: "new" }, Array.from({ length: 10 }, (_, i) => big(`/new${i}`)));
+    hub.accept(
+      { namespaceId: null, linkId: "old" },
+      Array.from({ length: 10 }, (_, i) => big(`/old${i}`)),
+    );
+    hub.accept(
+      { namespaceId: null, linkId: "mid" },
+      Array.from({ length: 10 }, (_, i) => big(`/mid${i}`)),
+    );
+    hub.accept(
+      { namespaceId: null, linkId: "new" },
+      Array.from({ length: 10 }, (_, i) => big(`/new${i}`)),
+    );
     const history = (id: string) => {
       const s = new TestSocket();
       hub.subscribe(link(id), s, noExpiry);
@@ -343,7 +356,10 @@ describe("filter cost", () => {
   test("issue 14's reproduction: 64 OR-ed DFA-hostile clauses over 10 retained 4,200-character URLs are refused in milliseconds", () => {
     const hub = hubWith();
     const r = rng(14);
-    hub.accept({ namespaceId: null, linkId: "L" }, Array.from({ length: 10 }, () => makeEvent({ http_req_path: abPath(4200, r) })));
+    hub.accept(
+      { namespaceId: null, linkId: "L" },
+      Array.from({ length: 10 }, () => makeEvent({ http_req_path: abPath(4200, r) })),
+    );
     const s = new TestSocket();
     const sub = hub.subscribe(link("L"), s, noExpiry);
     sub.setConfig({ type: "setConfig", revision: 1, filters: ['request.method == "GET"'] });
@@ -354,7 +370,10 @@ describe("filter cost", () => {
       { type: "setFilterError", revision: 2, index: 0, position: 0, message: expect.stringContaining("too costly") },
     ]);
     // The previous config stays in force.
-    hub.accept({ namespaceId: null, linkId: "L" }, [makeEvent({ http_req_method: "GET", http_req_path: "/g" }), makeEvent({ http_req_method: "PUT" })]);
+    hub.accept({ namespaceId: null, linkId: "L" }, [
+      makeEvent({ http_req_method: "GET", http_req_path: "/g" }),
+      makeEvent({ http_req_method: "PUT" }),
+    ]);
     hub.flushAll();
     expect(s.paths()).toEqual(["/g"]);
   });
@@ -362,7 +381,10 @@ describe("filter cost", () => {
   test("a config affordable per event but costly over the history is checked in slices, the loop keeps turning, and it is refused", async () => {
     const hub = hubWith({ filterStepsPerEvent: 1_000_000, filterHistorySteps: 2_000_000, filterSliceSteps: 50_000 });
     const r = rng(15);
-    hub.accept({ namespaceId: null, linkId: "L" }, Array.from({ length: 1000 }, () => makeEvent({ http_req_path: abPath(400, r) })));
+    hub.accept(
+      { namespaceId: null, linkId: "L" },
+      Array.from({ length: 1000 }, () => makeEvent({ http_req_path: abPath(400, r) })),
+    );
     const s = new TestSocket();
     const sub = hub.subscribe(link("L"), s, noExpiry);
     const lag = await loopLagDuring(async () => {
@@ -404,7 +426,10 @@ describe("filter cost", () => {
   test("a newer config abandons one still being checked; a viewer leaving ends its walk", async () => {
     const hub = hubWith({ filterStepsPerEvent: 1_000_000, filterSliceSteps: 20_000 });
     const r = rng(17);
-    hub.accept({ namespaceId: null, linkId: "L" }, Array.from({ length: 100 }, () => makeEvent({ http_req_path: abPath(400, r) })));
+    hub.accept(
+      { namespaceId: null, linkId: "L" },
+      Array.from({ length: 100 }, () => makeEvent({ http_req_path: abPath(400, r) })),
+    );
     const s = new TestSocket();
     const sub = hub.subscribe(link("L"), s, noExpiry);
     sub.setConfig({ type: "setConfig", revision: 1, filters: [hostile(12)] });
@@ -492,7 +517,9 @@ describe("filter cost", () => {
 describe("history without viewers", () => {
   test("events nobody watches are kept as they came and serialized only when a late viewer asks: the same JSON", () => {
     const hub = hubWith({});
-    const events = Array.from({ length: 20 }, (_, i) => makeEvent({ http_req_path: `/quiet/${i}`, tags: { n: String(i), quote: 'a"b\\' } }));
+    const events = Array.from({ length: 20 }, (_, i) =>
+      makeEvent({ http_req_path: `/quiet/${i}`, tags: { n: String(i), quote: 'a"b\\' } }),
+    );
     hub.accept({ namespaceId: null, linkId: "Q" }, events);
     const s = new TestSocket();
     hub.subscribe(link("Q"), s, noExpiry);

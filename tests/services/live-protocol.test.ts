@@ -14,8 +14,16 @@ describe("live protocol", () => {
   });
 
   test("parseLiveClientMessage accepts a well-formed setConfig only", () => {
-    expect(parseLiveClientMessage({ type: "setConfig", revision: 2, filters: ["a"] })).toEqual({ type: "setConfig", revision: 2, filters: ["a"] });
-    expect(parseLiveClientMessage('{"type":"setConfig","revision":0,"filters":[]}')).toEqual({ type: "setConfig", revision: 0, filters: [] });
+    expect(parseLiveClientMessage({ type: "setConfig", revision: 2, filters: ["a"] })).toEqual({
+      type: "setConfig",
+      revision: 2,
+      filters: ["a"],
+    });
+    expect(parseLiveClientMessage('{"type":"setConfig","revision":0,"filters":[]}')).toEqual({
+      type: "setConfig",
+      revision: 0,
+      filters: [],
+    });
     const bad: unknown[] = [
       "ping",
       "{",

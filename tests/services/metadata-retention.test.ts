@@ -35,13 +35,15 @@ for (const backend of backends) {
         expiresAt: at(createdMs + 15 * minute),
         usedAt: usedMs === undefined ? null : at(usedMs),
       });
-      await t.db.insert(loginLinks).values([
-        login("expired@example.com", -2 * 60 * minute),
-        login("used@example.com", -90 * minute, -85 * minute),
-        login("just-used@example.com", -10 * minute, -5 * minute),
-        login("just-expired@example.com", -20 * minute),
-        login("live@example.com", -1 * minute),
-      ]);
+      await t.db
+        .insert(loginLinks)
+        .values([
+          login("expired@example.com", -2 * 60 * minute),
+          login("used@example.com", -90 * minute, -85 * minute),
+          login("just-used@example.com", -10 * minute, -5 * minute),
+          login("just-expired@example.com", -20 * minute),
+          login("live@example.com", -1 * minute),
+        ]);
       await t.db.insert(links).values([
         { id: "expired-long-ago-link-0123456789", createdAt: at(-9 * day), expiresAt: at(-8 * day) },
         { id: "expired-yesterday-link-012345678", createdAt: at(-2 * day), expiresAt: at(-1 * day) },

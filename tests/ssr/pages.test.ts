@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { startTestApp, type TestApp } from "../support/app.ts";
 import { mapAssetSource } from "~/ssr/assets.ts";
 import { pageRoutes } from "~/ssr/page-routes.ts";
+import { startTestApp, type TestApp } from "../support/app.ts";
 
 // Server render and routing of the pages, through createApp on PGlite (no browser: see tests/e2e for that).
 let t: TestApp;
@@ -106,7 +106,7 @@ describe("login page", () => {
   test("a foreign next is dropped", async () => {
     const html = String((await page("/login?next=%2F%2Fevil.example%2Fx")).body);
     expect(html).toContain('href="/api/GithubRedirect"');
-    expect(html).not.toContain("evil.example/x\"");
+    expect(html).not.toContain('evil.example/x"');
   });
 
   test("?error= text is never shown: unknown codes get a generic message, known codes our own words", async () => {
@@ -117,7 +117,7 @@ describe("login page", () => {
     expect(html).toContain("Sign-in failed. Try again.");
     const known = String((await page("/login?error=link_invalid")).body);
     expect(known).toContain("This sign-in link is invalid, used or expired.");
-    expect(known).not.toContain("link_invalid\"");
+    expect(known).not.toContain('link_invalid"');
     expect(String((await page("/login?error=__proto__")).body)).toContain("Sign-in failed. Try again.");
   });
 });
@@ -152,7 +152,13 @@ describe("assets", () => {
 
   test("browsers that accept gzip get the precompressed copy", async () => {
     const gz = new Blob([Bun.gzipSync(new TextEncoder().encode("console.log(1)"))]);
-    const source = mapAssetSource(new Map([["e.js", js], ["e.js.gz", gz]]), null);
+    const source = mapAssetSource(
+      new Map([
+        ["e.js", js],
+        ["e.js.gz", gz],
+      ]),
+      null,
+    );
     const routes = pageRoutes({ config: t.config, ctx: t.ctx }, { assets: source });
     const zipped = await routes.handle(new Request("http://x/assets/e.js", { headers: { "accept-encoding": "gzip, deflate, br" } }));
     expect(zipped.headers.get("content-encoding")).toBe("gzip");

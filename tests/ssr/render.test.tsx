@@ -58,7 +58,11 @@ describe("server render", () => {
   });
 
   test("pages carry a CSP whose nonce is on every script React writes, and nothing runs inline without it", async () => {
-    const res = await render({ request: new Request("http://x.test/slow"), env, shell: { ...defaultShell, assets: { css: [], js: "/assets/e.js" } } });
+    const res = await render({
+      request: new Request("http://x.test/slow"),
+      env,
+      shell: { ...defaultShell, assets: { css: [], js: "/assets/e.js" } },
+    });
     const csp = res.headers.get("content-security-policy") ?? "";
     const nonce = /'nonce-([^']+)'/.exec(csp)?.[1];
     expect(nonce).toBeDefined();

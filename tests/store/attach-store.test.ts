@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { randomUUID } from "node:crypto";
 import type { Database } from "#db/client.ts";
-import { parseConfig } from "~/lib/env.ts";
-import { setLogSink } from "~/lib/logger.ts";
 import { EventSinks } from "~/engines/ingest/sinks.ts";
 import { attachStore } from "~/engines/store/attach-store.ts";
+import { parseConfig } from "~/lib/env.ts";
+import { setLogSink } from "~/lib/logger.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
 import type { EventStore } from "~/store/types.ts";
 import { createTestPglite } from "../support/pglite.ts";

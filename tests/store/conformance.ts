@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomUUID } from "node:crypto";
 import { AppError } from "~/lib/errors.ts";
+import type { FilterExpr } from "~/lib/filter/ast.ts";
 import { compileFilter } from "~/lib/filter/evaluate.ts";
 import { parseFilter } from "~/lib/filter/parse.ts";
-import type { FilterExpr } from "~/lib/filter/ast.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { Clause, QueryBase, RowsQuery } from "~/lib/protocol/query.ts";
 import type { EventStore } from "~/store/types.ts";
@@ -101,8 +101,7 @@ export function runConformance(target: ConformanceTarget): void {
       expect(result.meta).toContain("http_resp_status_code");
       const first = expected[0]!;
       const row = result.data[0]!;
-      for (const column of result.meta)
-        expect(row[column as keyof typeof row] as unknown).toEqual(first[column as keyof TracedEvent]);
+      for (const column of result.meta) expect(row[column as keyof typeof row] as unknown).toEqual(first[column as keyof TracedEvent]);
     });
 
     test("rows can be narrowed to chosen columns; unknown columns are refused", async () => {
@@ -250,13 +249,7 @@ export function runConformance(target: ConformanceTarget): void {
       ["url matches", cmp("request.url", "matches", "^/api/orders/[0-9]{3}$")],
       ["duration >", cmp("duration", ">", 250_000)],
       ["duration <=", cmp("duration", "<=", 1_000)],
-      [
-        "and/or",
-        or(
-          and(cmp("response.status", ">=", 500), cmp("request.url", "contains", "/api/")),
-          cmp("duration", ">", 1_000_000),
-        ),
-      ],
+      ["and/or", or(and(cmp("response.status", ">=", 500), cmp("request.url", "contains", "/api/")), cmp("duration", ">", 1_000_000))],
     ];
     for (const [name, expr] of expressionCases) {
       test(`filter expression: ${name}`, async () => {
@@ -359,9 +352,7 @@ export function runConformance(target: ConformanceTarget): void {
       const detail = await store.getEvent(ns, parent.event_id);
       expect(detail).not.toBeNull();
       expect(detail!.event).toEqual(parent);
-      expect(detail!.children).toEqual(
-        [...children].sort((a, b) => a.time - b.time || (a.event_id < b.event_id ? -1 : 1)),
-      );
+      expect(detail!.children).toEqual([...children].sort((a, b) => a.time - b.time || (a.event_id < b.event_id ? -1 : 1)));
       expect(await store.getEvent(ns, randomUUID())).toBeNull();
       await expectBadRequest(store.getEvent(ns, "x' OR 1=1 --"));
     });
@@ -577,10 +568,7 @@ export function runConformance(target: ConformanceTarget): void {
         let s = "";
         const n = Math.floor(rand() * 20);
         for (let j = 0; j < n; j++) {
-          s +=
-            rand() < 0.6
-              ? pieces[Math.floor(rand() * pieces.length)]
-              : String.fromCodePoint(Math.floor(rand() * 0x2ffff) % 0xd800);
+          s += rand() < 0.6 ? pieces[Math.floor(rand() * pieces.length)] : String.fromCodePoint(Math.floor(rand() * 0x2ffff) % 0xd800);
         }
         values.push(s);
       }
@@ -649,8 +637,7 @@ export function runConformance(target: ConformanceTarget): void {
       for (let i = 0; i < 40; i++) {
         const bytes = new Uint8Array(Math.floor(rand() * 64));
         for (let j = 0; j < bytes.length; j++)
-          bytes[j] =
-            rand() < 0.3 ? [0, 39, 92, 10, 0xff, 0xc3, 0x80][Math.floor(rand() * 7)]! : Math.floor(rand() * 256);
+          bytes[j] = rand() < 0.3 ? [0, 39, 92, 10, 0xff, 0xc3, 0x80][Math.floor(rand() * 7)]! : Math.floor(rand() * 256);
         expect((await target.literalHex(bytes)).toLowerCase()).toBe(Buffer.from(bytes).toString("hex"));
       }
     });

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { randomUUID } from "node:crypto";
+import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
@@ -54,7 +54,10 @@ describe("DuckDB database file", () => {
     expect(kept.length).toBeGreaterThan(1_000);
     expect(kept.length).toBeLessThan(8_000);
     expect(await store.countAll(ns)).toBe(kept.length);
-    const ids = await store.getEvents(ns, kept.slice(0, 50).map((e) => e.event_id));
+    const ids = await store.getEvents(
+      ns,
+      kept.slice(0, 50).map((e) => e.event_id),
+    );
     expect(ids.length).toBe(50);
     await store.close();
   }, 60_000);

@@ -3,8 +3,8 @@ import { randomUUID } from "node:crypto";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { openClickHouseStore } from "~/store/clickhouse.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
-import { eventColumns, eventsOfRows, sliceRows, toEventRows } from "~/store/table.ts";
 import type { SqlEventStore } from "~/store/sql-store.ts";
+import { eventColumns, eventsOfRows, sliceRows, toEventRows } from "~/store/table.ts";
 import { clickhouseUrl } from "../support/clickhouse.ts";
 import { generateEvents } from "./generate.ts";
 
@@ -40,9 +40,7 @@ const awkward = [
 ];
 
 /** The event id stays a UUID: the events are looked up by it. */
-const stringColumns = eventColumns
-  .filter(([name, kind]) => kind === "string" && name !== "event_id")
-  .map(([name]) => name);
+const stringColumns = eventColumns.filter(([name, kind]) => kind === "string" && name !== "event_id").map(([name]) => name);
 
 function withText(e: TracedEvent, i: number): TracedEvent {
   const out: Record<string, unknown> = { ...e };
@@ -98,7 +96,9 @@ describe.each(engines)("%s insert encoding", (_name, open) => {
     // Cut as the sink cuts a batch: a whole chunk, then the head of the next.
     await store.insertRows(ns, [sliceRows(rows, 0, 10), sliceRows(rows, 10, 15), sliceRows(rows, 15, 20), toEventRows([])]);
     for (const e of [...plain, ...awkwardEvents]) expect((await store.getEvent(ns, e.event_id))?.event).toEqual(e);
-    expect((await store.queryRows(ns, { filter: { clauses: [], global: { lowerMs: 0, upperMs: 4_000_000_000_000 } } })).actualNumberOfRows).toBe(20);
+    expect(
+      (await store.queryRows(ns, { filter: { clauses: [], global: { lowerMs: 0, upperMs: 4_000_000_000_000 } } })).actualNumberOfRows,
+    ).toBe(20);
     await store.dropNamespace(ns);
   });
 
@@ -106,7 +106,9 @@ describe.each(engines)("%s insert encoding", (_name, open) => {
     const ns = randomUUID();
     const e = base[0] as TracedEvent;
     await store.insert(ns, [e, e, e]);
-    expect((await store.queryRows(ns, { filter: { clauses: [], global: { lowerMs: 0, upperMs: e.time / 1000 + 1 } } })).actualNumberOfRows).toBe(3);
+    expect(
+      (await store.queryRows(ns, { filter: { clauses: [], global: { lowerMs: 0, upperMs: e.time / 1000 + 1 } } })).actualNumberOfRows,
+    ).toBe(3);
     await store.dropNamespace(ns);
   });
 

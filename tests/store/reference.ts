@@ -7,8 +7,7 @@ import { bucketGrid } from "~/lib/time/buckets.ts";
 
 function likeToRegex(pattern: string): RegExp {
   let out = "^";
-  for (const c of pattern)
-    out += c === "%" ? "[\\s\\S]*" : c === "_" ? "[\\s\\S]" : c.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  for (const c of pattern) out += c === "%" ? "[\\s\\S]*" : c === "_" ? "[\\s\\S]" : c.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
   return new RegExp(`${out}$`, "u");
 }
 
@@ -102,9 +101,7 @@ export function matching(events: readonly TracedEvent[], query: QueryBase, range
 }
 
 export function newestFirst(events: TracedEvent[]): TracedEvent[] {
-  return [...events].sort(
-    (a, b) => b.time - a.time || (a.event_id < b.event_id ? 1 : a.event_id > b.event_id ? -1 : 0),
-  );
+  return [...events].sort((a, b) => b.time - a.time || (a.event_id < b.event_id ? 1 : a.event_id > b.event_id ? -1 : 0));
 }
 
 export function referenceHistogram(events: readonly TracedEvent[], query: QueryBase) {

@@ -3,12 +3,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Database, openDatabase } from "#db/client.ts";
 import { type Config, parseConfig } from "~/lib/env.ts";
+import { setLogLevel, setLogSink } from "~/lib/logger.ts";
+import { createRuntime } from "~/runtime.ts";
+import { createApp } from "~/server.ts";
 import { createSession } from "~/services/auth/create-session.ts";
 import { SESSION_COOKIE } from "~/services/auth/session-token.ts";
 import { signIn } from "~/services/auth/sign-in.ts";
-import { createRuntime } from "~/runtime.ts";
-import { createApp } from "~/server.ts";
-import { setLogLevel, setLogSink } from "~/lib/logger.ts";
 import { createTestPglite } from "./pglite.ts";
 import { createTestDatabase, dropTestDatabase } from "./postgres.ts";
 

@@ -51,8 +51,7 @@ async function start(): Promise<string> {
   if (external) return external;
   const bin = binary();
   dir = mkdtempSync(join(tmpdir(), "tapscope-ch-"));
-  for (const sub of ["data", "tmp", "user_files", "format_schemas", "log"])
-    mkdirSync(join(dir, sub), { recursive: true });
+  for (const sub of ["data", "tmp", "user_files", "format_schemas", "log"]) mkdirSync(join(dir, sub), { recursive: true });
   const [http, tcp, interserver] = [await freePort(), await freePort(), await freePort()];
   const config = readFileSync(join(packagedConfig, "config.xml"), "utf8")
     .replace(/<log>[^<]*<\/log>/, `<log>${dir}/log/server.log</log>`)
@@ -60,10 +59,7 @@ async function start(): Promise<string> {
     .replace(/<level>[^<]*<\/level>/, "<level>warning</level>")
     .replace(/<http_port>\d+<\/http_port>/, `<http_port>${http}</http_port>`)
     .replace(/<tcp_port>\d+<\/tcp_port>/, `<tcp_port>${tcp}</tcp_port>`)
-    .replace(
-      /<interserver_http_port>\d+<\/interserver_http_port>/,
-      `<interserver_http_port>${interserver}</interserver_http_port>`,
-    )
+    .replace(/<interserver_http_port>\d+<\/interserver_http_port>/, `<interserver_http_port>${interserver}</interserver_http_port>`)
     .replace(/<https_port>\d+<\/https_port>/, "")
     .replace(/<tcp_port_secure>\d+<\/tcp_port_secure>/, "")
     .replace(/<mysql_port>\d+<\/mysql_port>/, "")
@@ -71,10 +67,7 @@ async function start(): Promise<string> {
     .replace(/<path>\/var\/lib\/clickhouse\/<\/path>/, `<path>${dir}/data/</path>`)
     .replace(/<tmp_path>[^<]*<\/tmp_path>/, `<tmp_path>${dir}/tmp/</tmp_path>`)
     .replace(/<user_files_path>[^<]*<\/user_files_path>/, `<user_files_path>${dir}/user_files/</user_files_path>`)
-    .replace(
-      /<format_schema_path>[^<]*<\/format_schema_path>/,
-      `<format_schema_path>${dir}/format_schemas/</format_schema_path>`,
-    );
+    .replace(/<format_schema_path>[^<]*<\/format_schema_path>/, `<format_schema_path>${dir}/format_schemas/</format_schema_path>`);
   writeFileSync(join(dir, "config.xml"), config);
   writeFileSync(join(dir, "users.xml"), readFileSync(join(packagedConfig, "users.xml")));
   // A watchdog shell owns the server and kills it (and removes its files) once this process is gone:

@@ -51,7 +51,5 @@ export async function startSmtpServer() {
 
 /** Undoes quoted-printable soft breaks and escapes so links in the body can be read back. */
 function decodeBody(raw: string): string {
-  return raw
-    .replace(/=\r?\n/g, "")
-    .replace(/=([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+  return raw.replace(/=\r?\n/g, "").replace(/=([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
 }

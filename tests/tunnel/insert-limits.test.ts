@@ -18,7 +18,9 @@ describe("INSERT tunnels are held to the limits of publishing (issue 14 item 6)"
   const filter: QueryFilter = { clauses: [], global: { lowerMs: now - 3_600_000, upperMs: now + 60_000 } };
   const event = (path: string): TracedEvent => makeEvent({ time: now * 1000, http_req_path: path });
   const stored = async (prefix: string) =>
-    (await s.store!.queryRows(owner.namespaceId, { filter, limit: 10_000 })).data.filter((row) => String(row.http_req_path).startsWith(prefix));
+    (await s.store!.queryRows(owner.namespaceId, { filter, limit: 10_000 })).data.filter((row) =>
+      String(row.http_req_path).startsWith(prefix),
+    );
 
   beforeAll(async () => {
     s = await startTunnelServer({ env: { INGEST_RATE_LIMIT: String(RATE) } });
@@ -29,7 +31,12 @@ describe("INSERT tunnels are held to the limits of publishing (issue 14 item 6)"
   });
 
   const open = () =>
-    TunnelClient.open({ endpoint: s.base, headers: { cookie: owner.cookie, origin: s.base }, namespaceId: owner.namespaceId, role: "INSERT" });
+    TunnelClient.open({
+      endpoint: s.base,
+      headers: { cookie: owner.cookie, origin: s.base },
+      namespaceId: owner.namespaceId,
+      role: "INSERT",
+    });
 
   test("a message over the per-message event cap is refused whole; nothing of it is stored", async () => {
     const ins = await open();

@@ -4,11 +4,11 @@ import { join } from "node:path";
 import { parseConfig } from "~/lib/env.ts";
 import { setLogSink } from "~/lib/logger.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { SESSION_COOKIE } from "~/services/auth/session-token.ts";
-import { createSession } from "~/services/auth/create-session.ts";
-import { signIn } from "~/services/auth/sign-in.ts";
 import { createRuntime } from "~/runtime.ts";
 import { createApp } from "~/server.ts";
+import { createSession } from "~/services/auth/create-session.ts";
+import { SESSION_COOKIE } from "~/services/auth/session-token.ts";
+import { signIn } from "~/services/auth/sign-in.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
 import type { StoreLimits } from "~/store/types.ts";
 import { createTestPglite } from "../support/pglite.ts";
@@ -19,7 +19,9 @@ if (!process.env.TEST_LOG) setLogSink(() => {});
  * A real server composed as `tapscope server` composes it (worker registry in front of a DuckDB store in a
  * temp DATA_DIR, store sink on ingest), on PGlite, listening on a free port with PUBLIC_URL pointing at it.
  */
-export async function startTunnelServer(options: { limits?: Partial<StoreLimits>; withStore?: boolean; env?: Record<string, string> } = {}) {
+export async function startTunnelServer(
+  options: { limits?: Partial<StoreLimits>; withStore?: boolean; env?: Record<string, string> } = {},
+) {
   const database = await createTestPglite();
   const dataDir = mkdtempSync(join(tmpdir(), "tapscope-tunnel-"));
   const config = parseConfig({

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { useReducer, useState } from "react";
 import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
+import { useReducer, useState } from "react";
 import { type ChipState, chipReducer, commitBlocker, initialChipState } from "~/ui/filters/chip-state.ts";
 import { FilterInput } from "~/ui/filters/filter-input.tsx";
 import {

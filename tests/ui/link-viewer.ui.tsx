@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { act, cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { act, cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import { WebSocketServer } from "ws";
 import { EXPIRED_TOOLTIP } from "~/ui/link/countdown.tsx";
 import { formatCountdown, parseLinkExpiry } from "~/ui/link/link-expiry.ts";
@@ -90,8 +90,11 @@ describe("LinkViewer against a real server", () => {
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    (window as unknown as { happyDOM: { setURL: (u: string) => void; settings: Record<string, unknown> } }).happyDOM.setURL(`${origin}/link/x`);
-    (window as unknown as { happyDOM: { settings: { disableIframePageLoading: boolean } } }).happyDOM.settings.disableIframePageLoading = true;
+    (window as unknown as { happyDOM: { setURL: (u: string) => void; settings: Record<string, unknown> } }).happyDOM.setURL(
+      `${origin}/link/x`,
+    );
+    (window as unknown as { happyDOM: { settings: { disableIframePageLoading: boolean } } }).happyDOM.settings.disableIframePageLoading =
+      true;
   });
   afterAll(() => {
     wss.close();

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { act, cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
-import { APPLY_TIMEOUT_TEXT, FilteredLiveFrame, iframerSrc } from "~/ui/live/filtered-live-frame.tsx";
 import { loadSuggestions } from "~/ui/filters/suggestions.ts";
+import { APPLY_TIMEOUT_TEXT, FilteredLiveFrame, iframerSrc } from "~/ui/live/filtered-live-frame.tsx";
 
 afterEach(cleanup);
 const settings = (window as unknown as { happyDOM: { settings: Record<string, boolean> } }).happyDOM.settings;

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { OnboardingOverlay } from "~/ui/onboarding/onboarding-overlay.tsx";
 import { setupCommands } from "~/ui/onboarding/stacks.ts";
 
@@ -61,7 +61,8 @@ describe("onboarding overlay", () => {
     let closed = 0;
     render(<OnboardingOverlay orgId="org-1" namespaceId="ns-1" publicUrl={origin} onClose={() => closed++} />);
     expect(screen.queryByRole("heading", { name: "Connect your backend" })).not.toBeNull();
-    for (const label of ["Python", "Node.js", "Next.js", "Go", "Other"]) expect(screen.queryByRole("button", { name: label })).not.toBeNull();
+    for (const label of ["Python", "Node.js", "Next.js", "Go", "Other"])
+      expect(screen.queryByRole("button", { name: label })).not.toBeNull();
     expect(screen.queryByRole("button", { name: "I'll do this later" })).not.toBeNull();
 
     fireEvent.click(screen.getByRole("button", { name: "Node.js" }));

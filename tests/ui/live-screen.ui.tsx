@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import { LiveScreenView } from "~/ui/live/live-screen.tsx";
 
 afterEach(cleanup);

@@ -52,7 +52,7 @@ describe("shellQuote", () => {
 
 describe("Copy as cURL, run for real", () => {
   test("replays method, path with query, headers in order and a JSON body", async () => {
-    const body = JSON.stringify({ name: "O'Brien", note: "$(whoami) `id` \"q\"", n: 1 });
+    const body = JSON.stringify({ name: "O'Brien", note: '$(whoami) `id` "q"', n: 1 });
     const event = makeEvent({
       http_req_method: "POST",
       http_req_path: "/orders?id=7&x=a%20b",
@@ -127,7 +127,13 @@ describe("Copy as cURL, run for real", () => {
   });
 
   test("header names that are not HTTP tokens are dropped instead of reaching curl's option parser", () => {
-    const event = makeEvent({ http_req_headers: [["@/etc/passwd", "x"], ["Good", "y"], ["Bad\nName", "z"]] });
+    const event = makeEvent({
+      http_req_headers: [
+        ["@/etc/passwd", "x"],
+        ["Good", "y"],
+        ["Bad\nName", "z"],
+      ],
+    });
     const { command } = toCurl(event);
     expect(command).not.toContain("passwd");
     expect(command).toContain("-H 'Good: y'");

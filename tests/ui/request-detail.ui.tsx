@@ -34,7 +34,9 @@ describe("timing waterfall", () => {
 
 describe("bodies", () => {
   test("JSON is pretty-printed", () => {
-    render(<RequestDetail event={makeEvent({ http_resp_body: b64('{"a":1,"b":[true,null]}'), http_resp_content_type: "application/json" })} />);
+    render(
+      <RequestDetail event={makeEvent({ http_resp_body: b64('{"a":1,"b":[true,null]}'), http_resp_content_type: "application/json" })} />,
+    );
     const body = screen.getByLabelText("Response body");
     expect(body.getAttribute("data-body-kind")).toBe("json");
     expect(body.querySelector("pre")?.textContent).toBe('{\n  "a": 1,\n  "b": [\n    true,\n    null\n  ]\n}');
@@ -60,10 +62,7 @@ describe("bodies", () => {
   });
 
   test("an image body is shown from a blob URL with its content type", async () => {
-    const png = Buffer.from(
-      "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==",
-      "base64",
-    );
+    const png = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "base64");
     const created: Blob[] = [];
     const original = URL.createObjectURL;
     URL.createObjectURL = (blob: Blob) => {

@@ -33,8 +33,12 @@ describe("API errors as users read them", () => {
 
   test("a refused name reads as the server's sentence; the trace id is only on the details line", async () => {
     const alerts: string[] = [];
-    alertError("Could not create the namespace", await failed(400, "invalid namespace name: use 1 to 63 letters"), (text) => alerts.push(text));
-    expect(alerts).toEqual(["Could not create the namespace: Invalid namespace name: use 1 to 63 letters.\n\nDetails: status 400, trace id tr-42"]);
+    alertError("Could not create the namespace", await failed(400, "invalid namespace name: use 1 to 63 letters"), (text) =>
+      alerts.push(text),
+    );
+    expect(alerts).toEqual([
+      "Could not create the namespace: Invalid namespace name: use 1 to 63 letters.\n\nDetails: status 400, trace id tr-42",
+    ]);
   });
 
   test("statuses get our own words, never 'got unexpected status code'", async () => {
@@ -42,15 +46,22 @@ describe("API errors as users read them", () => {
       message: "This link does not exist.",
       details: "Details: status 404, trace id tr-42",
     });
-    expect(describeError(await failed(500, "db exploded at /var/lib/x")).message).toBe("Something went wrong on the server. Try again in a moment.");
+    expect(describeError(await failed(500, "db exploded at /var/lib/x")).message).toBe(
+      "Something went wrong on the server. Try again in a moment.",
+    );
     expect(describeError(await failed(403, "forbidden: not an admin")).message).toBe("You don't have permission to do this.");
-    expect(describeError(new TypeError("Failed to fetch"))).toEqual({ message: "Could not reach the server. Check your connection and try again.", details: null });
+    expect(describeError(new TypeError("Failed to fetch"))).toEqual({
+      message: "Could not reach the server. Check your connection and try again.",
+      details: null,
+    });
   });
 
   test("the notice shows the message and a small details line", async () => {
     render(<ErrorNotice error={describeError(await failed(503))} lead="Could not open the live view:" />);
     const alert = screen.getByRole("alert");
-    expect(alert.firstElementChild?.textContent).toBe("Could not open the live view: The service is unavailable right now. Try again in a moment.");
+    expect(alert.firstElementChild?.textContent).toBe(
+      "Could not open the live view: The service is unavailable right now. Try again in a moment.",
+    );
     expect(screen.getByTestId("error-details").textContent).toBe("Details: status 503, trace id tr-42");
   });
 });
@@ -93,7 +104,12 @@ describe("namespace switcher", () => {
     render(
       <div>
         <p>outside</p>
-        <NamespaceSwitcher namespaces={namespaces} current={namespaces[0]!} onSelect={(ns) => selected.push(ns.name)} onCreate={() => creates++} />
+        <NamespaceSwitcher
+          namespaces={namespaces}
+          current={namespaces[0]!}
+          onSelect={(ns) => selected.push(ns.name)}
+          onCreate={() => creates++}
+        />
       </div>,
     );
     const toggle = screen.getByRole("button", { name: "Switch namespace" });

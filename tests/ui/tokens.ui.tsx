@@ -65,7 +65,12 @@ function fakeCalls(initial: Token[]) {
       if (state.failWith) throw state.failWith;
       state.generated++;
       const token = `tsk_${"x".repeat(37)}NEW${state.generated}xx`;
-      state.tokens.push({ tokenId: `g${state.generated}`, name: `tsk_...${token.slice(-6)}`, createTime: new Date().toISOString(), creatorEmail: "me@example.test" });
+      state.tokens.push({
+        tokenId: `g${state.generated}`,
+        name: `tsk_...${token.slice(-6)}`,
+        createTime: new Date().toISOString(),
+        creatorEmail: "me@example.test",
+      });
       return token;
     },
     remove: async (tokenId) => {
@@ -83,7 +88,10 @@ describe("token section", () => {
   test("create shows the token once with a warning; copy confirms for 3 seconds", async () => {
     const { calls } = fakeCalls([]);
     const copied: string[] = [];
-    Object.defineProperty(navigator, "clipboard", { value: { writeText: async (text: string) => void copied.push(text) }, configurable: true });
+    Object.defineProperty(navigator, "clipboard", {
+      value: { writeText: async (text: string) => void copied.push(text) },
+      configurable: true,
+    });
     render(<TokenSection title="Namespace tokens" scope="namespace" calls={calls} />);
     await screen.findByText(/No tokens yet/);
     await act(async () => fireEvent.click(screen.getByRole("button", { name: "Create" })));

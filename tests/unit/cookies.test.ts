@@ -3,7 +3,7 @@ import { parseCookies } from "~/lib/cookies.ts";
 
 describe("parseCookies", () => {
   test("name=value pairs, trimmed, %-decoded, quotes dropped", () => {
-    expect(parseCookies("a=1; b = two%20words ;c=\"quoted\"")).toEqual({ a: "1", b: "two words", c: "quoted" });
+    expect(parseCookies('a=1; b = two%20words ;c="quoted"')).toEqual({ a: "1", b: "two words", c: "quoted" });
   });
 
   test("no header, an empty one, or pairs without a name or '=' give nothing", () => {

@@ -2,8 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { boundedPredicate, compileFilterChips, filterMeter, filterStepsPerEvent, maxMatchedUrlLength } from "~/lib/filter/evaluate.ts";
 import { filterLimits, parseFilterChips } from "~/lib/filter/parse.ts";
 import { compileRegex } from "~/lib/filter/regex.ts";
-import { rng } from "../support/rng.ts";
 import { makeEvent } from "../services/live-fixtures.ts";
+import { rng } from "../support/rng.ts";
 
 /** A random a/b path: what makes `[ab]*a[ab]{99}z`'s DFA (2^100 states) rebuild a state on nearly every character. */
 function abPath(length: number, seed = 1): string {
@@ -50,7 +50,10 @@ describe("the matcher's step meter", () => {
       let pattern = r() < 0.2 ? "^" : "";
       const n = 1 + Math.floor(r() * 5);
       for (let i = 0; i < n; i++) {
-        const atom = r() < 0.2 ? `(${atoms[Math.floor(r() * atoms.length)]}|${atoms[Math.floor(r() * atoms.length)]})` : atoms[Math.floor(r() * atoms.length)]!;
+        const atom =
+          r() < 0.2
+            ? `(${atoms[Math.floor(r() * atoms.length)]}|${atoms[Math.floor(r() * atoms.length)]})`
+            : atoms[Math.floor(r() * atoms.length)]!;
         pattern += atom + quantifiers[Math.floor(r() * quantifiers.length)];
       }
       if (r() < 0.2) pattern += "$";

@@ -23,7 +23,8 @@ function randomPattern(r: () => number, depth = 0): string {
   let out = "";
   const n = 1 + Math.floor(r() * 4);
   for (let i = 0; i < n; i++) {
-    let atom = depth < 2 && r() < 0.25 ? `(${randomPattern(r, depth + 1)}${r() < 0.4 ? `|${randomPattern(r, depth + 1)}` : ""})` : pick(r, atoms);
+    let atom =
+      depth < 2 && r() < 0.25 ? `(${randomPattern(r, depth + 1)}${r() < 0.4 ? `|${randomPattern(r, depth + 1)}` : ""})` : pick(r, atoms);
     const q = r();
     if (q < 0.15) atom += "*";
     else if (q < 0.3) atom += "+";
@@ -61,7 +62,35 @@ describe("fuzz", () => {
 
   test("random text never throws out of the parser; error positions stay inside the text", () => {
     const r = rng(7);
-    const pieces = ["request.method", "response.status", "request.url", "duration", "==", "!=", "<", ">=", "&&", "||", "(", ")", '"GET"', "'/a'", "500", "1.5s", "matches", "contains", '"(a+)+$"', '"[z-a]"', "\\", '"', " ", "☃", "\u0000", "=", "!"];
+    const pieces = [
+      "request.method",
+      "response.status",
+      "request.url",
+      "duration",
+      "==",
+      "!=",
+      "<",
+      ">=",
+      "&&",
+      "||",
+      "(",
+      ")",
+      '"GET"',
+      "'/a'",
+      "500",
+      "1.5s",
+      "matches",
+      "contains",
+      '"(a+)+$"',
+      '"[z-a]"',
+      "\\",
+      '"',
+      " ",
+      "☃",
+      "\u0000",
+      "=",
+      "!",
+    ];
     for (let k = 0; k < 20_000; k++) {
       let src = "";
       const n = Math.floor(r() * 10);

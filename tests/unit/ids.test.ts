@@ -9,7 +9,14 @@ describe("isUuid", () => {
   });
 
   test("anything else, including non-strings and UUIDs with extra text around them", () => {
-    for (const value of ["", "0f8fad5b-d9cb-469f-a165-70867728950", "0f8fad5bd9cb469fa16570867728950e", " 0f8fad5b-d9cb-469f-a165-70867728950e", "0f8fad5b-d9cb-469f-a165-70867728950e\n", "g f8fad5b-d9cb-469f-a165-70867728950e"]) {
+    for (const value of [
+      "",
+      "0f8fad5b-d9cb-469f-a165-70867728950",
+      "0f8fad5bd9cb469fa16570867728950e",
+      " 0f8fad5b-d9cb-469f-a165-70867728950e",
+      "0f8fad5b-d9cb-469f-a165-70867728950e\n",
+      "g f8fad5b-d9cb-469f-a165-70867728950e",
+    ]) {
       expect(isUuid(value)).toBe(false);
     }
     for (const value of [null, undefined, 42, {}, ["0f8fad5b-d9cb-469f-a165-70867728950e"]]) expect(isUuid(value)).toBe(false);

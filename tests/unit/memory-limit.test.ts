@@ -15,7 +15,9 @@ test("MEMORY_LIMIT: 1 GiB or a quarter of RAM by default, sizes with units, a cl
     expect(parseConfig({ ...base, DATA_DIR: dataDir, MEMORY_LIMIT: "2GiB" }).memoryLimitBytes).toBe(2 * 1024 ** 3);
     expect(parseConfig({ ...base, DATA_DIR: dataDir, MEMORY_LIMIT: "512MiB" }).memoryLimitBytes).toBe(512 * 1024 ** 2);
     expect(() => parseConfig({ ...base, DATA_DIR: dataDir, MEMORY_LIMIT: "lots" })).toThrow(ConfigError);
-    expect(() => parseConfig({ ...base, DATA_DIR: dataDir, MEMORY_LIMIT: "1MiB" })).toThrow("MEMORY_LIMIT must be a size of at least 128MiB");
+    expect(() => parseConfig({ ...base, DATA_DIR: dataDir, MEMORY_LIMIT: "1MiB" })).toThrow(
+      "MEMORY_LIMIT must be a size of at least 128MiB",
+    );
     const threads = parseConfig({ ...base, DATA_DIR: dataDir }).duckdbThreads;
     expect(threads).toBeGreaterThanOrEqual(1);
     expect(threads).toBeLessThanOrEqual(4);

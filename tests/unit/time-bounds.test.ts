@@ -142,7 +142,13 @@ describe("axis ticks answer at once for any span", () => {
 
 describe("the explorer's URL state falls back to the default range", () => {
   const wire = (global: unknown, focus: unknown = null) =>
-    btoa(JSON.stringify({ clauses: [{ type: "Number", column: "http_resp_status_code", op: "GreaterThanOrEquals", value: 500 }], global, focus }));
+    btoa(
+      JSON.stringify({
+        clauses: [{ type: "Number", column: "http_resp_status_code", op: "GreaterThanOrEquals", value: 500 }],
+        global,
+        focus,
+      }),
+    );
   test("a huge, early, future or fractional global range gives the last hour; the clauses stay", () => {
     for (const global of [
       { lowerMs: 0, upperMs: 1e300 },

@@ -278,7 +278,10 @@ export class Http1Parser {
       this.state = State.Head;
       return i;
     }
-    if (this.kind === "response" && (framing === "bodiless" || (head.status >= 100 && head.status < 200) || head.status === 204 || head.status === 304)) {
+    if (
+      this.kind === "response" &&
+      (framing === "bodiless" || (head.status >= 100 && head.status < 200) || head.status === 204 || head.status === 304)
+    ) {
       this.finish(at, null);
       return i;
     }
@@ -389,7 +392,6 @@ function hexValue(b: number): number {
   if (b >= 65 && b <= 70) return b - 55;
   return -1;
 }
-
 
 /**
  * The offset just past the blank line ending a head ("\n\n" or "\n\r\n"), searching [from, end);
@@ -588,7 +590,17 @@ function fillHeaders(head: Http1Head, text: string, from: number): Http1Head | s
  * The framing-relevant header a name is, or "". The names we care about all differ in length, so one
  * length check and a case-insensitive compare replace lower-casing every name.
  */
-const framingNames = ["host", "expect", "upgrade", "connection", "content-type", "content-length", "x-forwarded-for", "content-encoding", "transfer-encoding"];
+const framingNames = [
+  "host",
+  "expect",
+  "upgrade",
+  "connection",
+  "content-type",
+  "content-length",
+  "x-forwarded-for",
+  "content-encoding",
+  "transfer-encoding",
+];
 const byLength: string[] = [];
 for (const n of framingNames) byLength[n.length] = n;
 

@@ -1,9 +1,9 @@
+import { errorMessage } from "~/lib/errors.ts";
 import { BodySample } from "./body.ts";
 import type { Exchange } from "./exchange.ts";
 import { HpackDecoder } from "./hpack.ts";
 import type { Http1Head } from "./http1.ts";
 import type { Http1SessionHooks } from "./http1-session.ts";
-import { errorMessage } from "~/lib/errors.ts";
 
 /**
  * HTTP/2 with prior knowledge (h2c, as gRPC uses it): frames of both directions, header blocks
@@ -68,7 +68,7 @@ class FrameReader {
         this.length = (h[0]! << 16) | (h[1]! << 8) | h[2]!;
         this.type = h[3]!;
         this.flags = h[4]!;
-        this.streamId = ((h[5]! & 0x7f) * 2 ** 24) + ((h[6]! << 16) | (h[7]! << 8) | h[8]!);
+        this.streamId = (h[5]! & 0x7f) * 2 ** 24 + ((h[6]! << 16) | (h[7]! << 8) | h[8]!);
         this.read = 0;
         this.padLength = this.type === Type.Data && this.flags & PADDED ? -2 : -1;
         if (this.type !== Type.Data) {

@@ -13,7 +13,11 @@ export class JoinError extends Error {
 }
 
 /** POST /api/JoinPublisher: a fresh WebSocket ticket for a namespace token or a shared link. */
-export async function joinPublisher(endpoint: string, token: string | undefined, linkId: string | undefined): Promise<{ info: JoinInfo; websocketUrl: string }> {
+export async function joinPublisher(
+  endpoint: string,
+  token: string | undefined,
+  linkId: string | undefined,
+): Promise<{ info: JoinInfo; websocketUrl: string }> {
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (token) headers.authorization = `Bearer ${token}`;
   const res = await fetch(`${endpoint}/api/JoinPublisher`, {

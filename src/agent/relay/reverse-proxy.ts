@@ -1,6 +1,6 @@
 import type { Socket, TCPSocketListener } from "bun";
-import { type ConnectionObserver, nowMicros } from "./observer.ts";
 import { legOptions } from "./leg-options.ts";
+import { type ConnectionObserver, nowMicros } from "./observer.ts";
 import { type LegData, Pipe } from "./pipe.ts";
 import { formatSockAddr, fromHostPort } from "./sockaddr.ts";
 

@@ -22,7 +22,10 @@ const OFF_ARCH = 4;
 const argLow = (i: number) => 16 + i * 8;
 const argHigh = (i: number) => 16 + i * 8 + 4;
 
-type Insn = { code: number; jt: number; jf: number; k: number } | { label: string } | { jumpTo: string; code: number; k: number; whenTrue: boolean };
+type Insn =
+  | { code: number; jt: number; jf: number; k: number }
+  | { label: string }
+  | { jumpTo: string; code: number; k: number; whenTrue: boolean };
 
 export function buildFilter(handshakeFilenamePtr: number): Uint8Array {
   const prog: Insn[] = [];

@@ -1,6 +1,7 @@
 /// <reference lib="webworker" />
 import { writeSync } from "node:fs";
 import { parentPort, workerData } from "node:worker_threads";
+import { errorDetail } from "../../lib/errors.ts";
 import {
   AF_INET,
   AF_INET6,
@@ -21,7 +22,6 @@ import {
   SOL_SOCKET,
 } from "./ffi.ts";
 import type { WorkerInit, WorkerMessage } from "./messages.ts";
-import { errorDetail } from "../../lib/errors.ts";
 import { isValid, type Notif, receive, replyContinue, replyError } from "./notif.ts";
 
 /**
@@ -103,7 +103,10 @@ function handle(n: Notif): void {
       if (!hasReportedIoUring) {
         hasReportedIoUring = true;
         try {
-          writeSync(2, "tapscope: refused io_uring (its network operations would bypass interception); the program falls back to ordinary syscalls\n");
+          writeSync(
+            2,
+            "tapscope: refused io_uring (its network operations would bypass interception); the program falls back to ordinary syscalls\n",
+          );
         } catch {}
       }
       replyError(listener, n.id, E.ENOSYS);

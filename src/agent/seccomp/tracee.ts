@@ -87,9 +87,7 @@ export function runTracee(argv: string[], env: Record<string, string | undefined
   libc.signal(13, 0);
   libc.sigprocmask(2, new BigUint64Array(16), null);
 
-  const listener = Number(
-    libc.syscall(NR.seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, ptr(fprog), 0, 0, 0),
-  );
+  const listener = Number(libc.syscall(NR.seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, ptr(fprog), 0, 0, 0));
   if (listener < 0) {
     const err = errno();
     process.stderr.write(`tapscope: seccomp user notification is not available here (errno ${err}). ${seccompHint(err)}\n`);

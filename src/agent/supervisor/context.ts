@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import type { TCPSocketListener } from "bun";
-import type { LegData, Pipe } from "../relay/pipe.ts";
 import type { ConnectionObserver } from "../relay/observer.ts";
+import type { LegData, Pipe } from "../relay/pipe.ts";
 import type { SockAddr } from "../relay/sockaddr.ts";
 import type { AcceptMsg } from "../seccomp/messages.ts";
 

@@ -28,7 +28,6 @@ import { AF_INET, AF_INET6, bindTo, connectTo, localAddr, newSocket, socketInode
 import { type Context, processOf, type Takeover } from "./context.ts";
 import { listeningInodes } from "./listening.ts";
 
-
 const LOOPBACK4: SockAddr = { family: 4, ip: "127.0.0.1", port: 0 };
 const LOOPBACK6: SockAddr = { family: 6, ip: "::1", port: 0 };
 

@@ -1,7 +1,8 @@
-import { Worker } from "node:worker_threads";
-import type { ConnectionObserver } from "../relay/observer.ts";
 import { dirname } from "node:path";
 import { pathToFileURL } from "node:url";
+import { Worker } from "node:worker_threads";
+import { errorDetail } from "~/lib/errors.ts";
+import type { ConnectionObserver } from "../relay/observer.ts";
 import { isReadable, libc } from "../seccomp/ffi.ts";
 import type { NotifMessage, WorkerInit, WorkerMessage } from "../seccomp/messages.ts";
 import { receive, replyContinue } from "../seccomp/notif.ts";
@@ -9,7 +10,6 @@ import type { Context } from "./context.ts";
 import { handleAccept, handleBind, handleListen, sweepTakeovers } from "./inbound.ts";
 import { handleName } from "./names.ts";
 import { handleConnect, type OutboundRelay, startOutboundRelay } from "./outbound.ts";
-import { errorDetail } from "~/lib/errors.ts";
 
 /**
  * The Worker's module. In the compiled binary it is an extra entrypoint of the build (scripts/build.ts),

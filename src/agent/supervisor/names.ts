@@ -4,7 +4,6 @@ import { replyContinue, replyValue } from "../seccomp/notif.ts";
 import { isLoopback, localAddr, peerAddr, socketInode, writeAddrResult } from "../seccomp/sockets.ts";
 import { type Context, processOf } from "./context.ts";
 
-
 /**
  * getsockname/getpeername as the program would see them without tracing: its listener reports the
  * address it asked for (with the real port), an accepted connection its real client and the address the

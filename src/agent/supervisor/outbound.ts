@@ -1,5 +1,5 @@
-import type { Socket, TCPSocketListener } from "bun";
 import { constants } from "node:os";
+import type { Socket, TCPSocketListener } from "bun";
 import { legOptions } from "../relay/leg-options.ts";
 import { nowMicros } from "../relay/observer.ts";
 import { type LegData, Pipe } from "../relay/pipe.ts";
@@ -23,9 +23,8 @@ import {
 import type { ConnectMsg } from "../seccomp/messages.ts";
 import { isValid, replyContinue, replyError, replyValue } from "../seccomp/notif.ts";
 import { AF_INET, AF_INET6, connectTo, isLoopback, localAddr, socketInode } from "../seccomp/sockets.ts";
-import { retire } from "./inbound.ts";
 import { type Context, processOf } from "./context.ts";
-
+import { retire } from "./inbound.ts";
 
 /**
  * How long a non-blocking connect() is held while the real dial runs. Within it the program gets the
@@ -78,7 +77,8 @@ export function handleConnect(ctx: Context, relay: OutboundRelay, m: ConnectMsg)
   const pending = inode ? pendingDials.get(inode) : undefined;
   if (pending) {
     libc.close(m.fd);
-    if (isValid(ctx.listener, pending.id)) replyError(ctx.listener, m.id, E.EALREADY); // a second thread, as the kernel says
+    if (isValid(ctx.listener, pending.id))
+      replyError(ctx.listener, m.id, E.EALREADY); // a second thread, as the kernel says
     else pending.adopt(m); // the same connect, restarted after a signal
     return;
   }
@@ -110,12 +110,22 @@ export function handleConnect(ctx: Context, relay: OutboundRelay, m: ConnectMsg)
   // and it polls the socket (as CPython and Go do after EINTR), it finds a connecting or connected socket,
   // as it would without tracing.
   const pipe: Pipe = new Pipe(
-    { id: ctx.nextConnectionId(), direction: "outbound", clientAddr: "", serverAddr: formatSockAddr(shownPeer), pid, startedAt, connectedAt: 0 },
+    {
+      id: ctx.nextConnectionId(),
+      direction: "outbound",
+      clientAddr: "",
+      serverAddr: formatSockAddr(shownPeer),
+      pid,
+      startedAt,
+      connectedAt: 0,
+    },
     ctx.observer,
     () => setTimeout(() => ctx.outbound.get(programPort)?.pipe === pipe && ctx.outbound.delete(programPort), 5000).unref(),
   );
   const relayAddr: SockAddr =
-    dialFamily === AF_INET6 && relay.v6 ? { family: 6, ip: "::1", port: relay.v6.port } : { family: 4, ip: "127.0.0.1", port: relay.v4.port };
+    dialFamily === AF_INET6 && relay.v6
+      ? { family: 6, ip: "::1", port: relay.v6.port }
+      : { family: 4, ip: "127.0.0.1", port: relay.v4.port };
   const plugged = connectTo(m.fd, encodeSockAddr(relayAddr, m.domain));
   const programLocal = plugged === 0 || plugged === E.EINPROGRESS ? localAddr(m.fd) : null;
   if (!programLocal) {

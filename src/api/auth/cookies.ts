@@ -28,7 +28,15 @@ export function setSessionCookie(jar: Jar, config: Config, token: string, expire
 }
 
 export function clearSessionCookie(jar: Jar, config: Config): void {
-  jar[SESSION_COOKIE]?.set({ value: "", httpOnly: true, sameSite: "lax", secure: isSecure(config), path: "/", maxAge: 0, expires: new Date(0) });
+  jar[SESSION_COOKIE]?.set({
+    value: "",
+    httpOnly: true,
+    sameSite: "lax",
+    secure: isSecure(config),
+    path: "/",
+    maxAge: 0,
+    expires: new Date(0),
+  });
 }
 
 export function setOAuthCookies(jar: Jar, config: Config, values: { state: string; verifier: string; next: string }): void {

@@ -1,10 +1,12 @@
 import { type Cookie, Elysia } from "elysia";
-import { parseCookies } from "~/lib/cookies.ts";
-import { AppError } from "~/lib/errors.ts";
-import { EmailCallbackQuery, NextQuery, OAuthCallbackQuery, Self } from "~/lib/protocol/api/auth.ts";
-import { log } from "~/lib/logger.ts";
 import { callSchemas } from "~/api/call-schemas.ts";
 import { authPlugin } from "~/api/plugins/auth.ts";
+import { parseCookies } from "~/lib/cookies.ts";
+import { AppError } from "~/lib/errors.ts";
+import { safeEqual } from "~/lib/ids.ts";
+import { log } from "~/lib/logger.ts";
+import type { LoginErrorCode } from "~/lib/login-errors.ts";
+import { EmailCallbackQuery, NextQuery, OAuthCallbackQuery, Self } from "~/lib/protocol/api/auth.ts";
 import { consumeLoginLink } from "~/services/auth/consume-login-link.ts";
 import { createSession } from "~/services/auth/create-session.ts";
 import { beginOAuth, finishOAuth, NO_VERIFIED_EMAIL, type OAuthProviderName } from "~/services/auth/oauth.ts";
@@ -13,8 +15,6 @@ import { revokeSession } from "~/services/auth/revoke-session.ts";
 import { DEFAULT_NEXT, safeNext } from "~/services/auth/safe-next.ts";
 import { signIn } from "~/services/auth/sign-in.ts";
 import type { ServiceContext } from "~/services/context.ts";
-import { safeEqual } from "~/lib/ids.ts";
-import type { LoginErrorCode } from "~/lib/login-errors.ts";
 import { clearOAuthCookies, clearSessionCookie, OAUTH_COOKIES, setOAuthCookies, setSessionCookie } from "./cookies.ts";
 
 type Set = { status?: number | string; headers: Record<string, string | number> };
@@ -72,7 +72,12 @@ export function authRoutes(ctx: ServiceContext) {
           } catch (err) {
             if (!(err instanceof AppError) || err.status >= 500) throw err;
             log.info("oauth sign-in refused", { provider, reason: err.message });
-            const code = err.code === "NOT_FOUND" ? "provider_unavailable" : err.message === NO_VERIFIED_EMAIL ? "no_verified_email" : "provider_failed";
+            const code =
+              err.code === "NOT_FOUND"
+                ? "provider_unavailable"
+                : err.message === NO_VERIFIED_EMAIL
+                  ? "no_verified_email"
+                  : "provider_failed";
             return loginError(set, code, next);
           }
           return redirect(set, next);

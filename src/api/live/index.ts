@@ -15,7 +15,11 @@ export function liveRoutes(ctx: ServiceContext) {
       ({ body, principal }) => joinSubscriber({ ctx, principal, namespaceId: body.namespaceId }),
       callSchemas("JoinSubscriber"),
     )
-    .post("/api/HasSeenPublisher", ({ body, principal }) => hasSeenPublisher({ ctx, principal, orgId: body.orgId }), callSchemas("HasSeenPublisher"))
+    .post(
+      "/api/HasSeenPublisher",
+      ({ body, principal }) => hasSeenPublisher({ ctx, principal, orgId: body.orgId }),
+      callSchemas("HasSeenPublisher"),
+    )
     .post(
       "/api/GetLink",
       async ({ body, set }) => {

@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
-import type { Config } from "~/lib/env.ts";
 import { parseCookies } from "~/lib/cookies.ts";
+import type { Config } from "~/lib/env.ts";
 import { AppError } from "~/lib/errors.ts";
 import { authenticate } from "~/services/auth/authenticate.ts";
 import type { Principal, UserPrincipal } from "~/services/auth/principal.ts";
@@ -13,25 +13,27 @@ import type { ServiceContext } from "~/services/context.ts";
  * Use it in each controller: `new Elysia().use(authPlugin(ctx)).post(...)`.
  */
 export function authPlugin(ctx: ServiceContext) {
-  return new Elysia()
-    .decorate("ctx", ctx)
-    // Before body validation, so a cross-site form post is refused as such (403) rather than as a bad body.
-    .onTransform({ as: "scoped" }, ({ request }) => {
-      if (isSafeMethod(request.method) || request.headers.has("authorization")) return;
-      if (sessionCookieFromRequest(request)) assertNotCrossSite(request, ctx.config);
-    })
-    .resolve({ as: "scoped" }, async ({ request, set }) => {
-      // Answers depend on who asks (and carry secrets such as new tokens): never cache them.
-      set.headers["cache-control"] = "no-store";
-      const principal = await principalFromRequest({ ctx, request });
-      return {
-        principal,
-        requireUser: (): UserPrincipal => {
-          if (principal?.kind !== "user") throw new AppError("UNAUTHORIZED", "not signed in");
-          return principal;
-        },
-      };
-    });
+  return (
+    new Elysia()
+      .decorate("ctx", ctx)
+      // Before body validation, so a cross-site form post is refused as such (403) rather than as a bad body.
+      .onTransform({ as: "scoped" }, ({ request }) => {
+        if (isSafeMethod(request.method) || request.headers.has("authorization")) return;
+        if (sessionCookieFromRequest(request)) assertNotCrossSite(request, ctx.config);
+      })
+      .resolve({ as: "scoped" }, async ({ request, set }) => {
+        // Answers depend on who asks (and carry secrets such as new tokens): never cache them.
+        set.headers["cache-control"] = "no-store";
+        const principal = await principalFromRequest({ ctx, request });
+        return {
+          principal,
+          requireUser: (): UserPrincipal => {
+            if (principal?.kind !== "user") throw new AppError("UNAUTHORIZED", "not signed in");
+            return principal;
+          },
+        };
+      })
+  );
 }
 
 /** The caller of a Request: `Authorization: Bearer` first, else the session cookie. For HTTP and WebSocket upgrades. */
@@ -47,13 +49,7 @@ export function principalFromRequest({ ctx, request }: { ctx: ServiceContext; re
  * For WebSocket upgrades: like principalFromRequest, but a cookie session only counts when the Origin is ours
  * (browsers always send Origin on WebSocket handshakes; this stops cross-site WebSocket hijacking).
  */
-export async function principalFromUpgrade({
-  ctx,
-  request,
-}: {
-  ctx: ServiceContext;
-  request: Request;
-}): Promise<Principal | null> {
+export async function principalFromUpgrade({ ctx, request }: { ctx: ServiceContext; request: Request }): Promise<Principal | null> {
   const principal = await principalFromRequest({ ctx, request });
   if (principal?.kind === "user" && !isAllowedOrigin(request, ctx.config)) return null;
   return principal;

@@ -6,7 +6,8 @@ import { parseTagsHeader, TAGS_HEADER } from "./tags.ts";
 
 /** /api/Event and /api/LogEvent: an empty body, the kind and details in the x-tags header (see tags.ts). */
 export function eventRoutes(ctx: ServiceContext) {
-  const handler = (source: "Event" | "LogEvent") =>
+  const handler =
+    (source: "Event" | "LogEvent") =>
     async ({ request, principal }: { request: Request; principal: { kind: string; userId?: string } | null }) => {
       const tags = parseTagsHeader(request.headers.get(TAGS_HEADER));
       // Anonymous pages report too (e.g. the login form); the user is attached only when the session is real.

@@ -1,15 +1,15 @@
 import { Elysia } from "elysia";
 import { callSchemas } from "~/api/call-schemas.ts";
 import { authPlugin } from "~/api/plugins/auth.ts";
+import type { OpenTunnels } from "~/engines/workers/open-tunnels.ts";
+import type { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
 import { AppError } from "~/lib/errors.ts";
 import { DownloadHarQuery, DownloadHarRequest } from "~/lib/protocol/api/tunnel.ts";
 import type { QueryFilter } from "~/lib/protocol/query.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { createTunnel, principalKey } from "~/services/tunnel/create-tunnel.ts";
 import { exportHar } from "~/services/tunnel/export-har.ts";
-import type { OpenTunnels } from "~/engines/workers/open-tunnels.ts";
 import { listOpenTunnels } from "~/services/tunnel/list-open-tunnels.ts";
-import type { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
 
 /** The HAR as it is written (export-har streams it a page of events at a time). */
 function attachment(har: ReadableStream<Uint8Array>, filename: string): Response {

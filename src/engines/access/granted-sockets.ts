@@ -1,6 +1,6 @@
+import { errorMessage } from "~/lib/errors.ts";
 import { log } from "~/lib/logger.ts";
 import { type Grant, grantKey, type SocketRevoker } from "~/services/access/grants.ts";
-import { errorMessage } from "~/lib/errors.ts";
 
 /** What the registry needs of an open socket. */
 export type ClosableSocket = { close(code: number, reason: string): void };

@@ -1,10 +1,10 @@
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { RateLimiter, rateLimitFor } from "~/lib/rate-limit.ts";
 import { isEventBatchFrame } from "~/lib/protocol/event-batch.ts";
 import { type PublishErrorCode, type PublishServerMessage, publishLimits } from "~/lib/protocol/publish.ts";
-import type { EventSink, EventTarget, Offered } from "./sinks.ts";
+import { RateLimiter, rateLimitFor } from "~/lib/rate-limit.ts";
 import { validateEvent } from "~/services/ingest/validate-event.ts";
 import { type BatchValidation, validateEventBatch } from "~/services/ingest/validate-event-batch.ts";
+import type { EventSink, EventTarget, Offered } from "./sinks.ts";
 
 export type IngestCounts = {
   accepted: number;
@@ -85,7 +85,13 @@ export class Ingest {
     }
     if (message.type === "ping") return { reply: { type: "pong", seq: message.seq }, stored: null };
 
-    const { seq, events: accepted, refused, truncated, errors } = message.type === "batch" ? message.result : validateAll(message.seq, message.events);
+    const {
+      seq,
+      events: accepted,
+      refused,
+      truncated,
+      errors,
+    } = message.type === "batch" ? message.result : validateAll(message.seq, message.events);
     const granted = this.limiter.take(key, accepted.length, this.now());
     const rateLimited = accepted.length - granted;
     if (rateLimited > 0) accepted.length = granted;
@@ -123,7 +129,8 @@ export class Ingest {
     | { code: PublishErrorCode; seq: number | null; message: string } {
     let value = data;
     // One size check for every frame a socket delivers, binary or text, before anything parses it.
-    const size = data instanceof Uint8Array || data instanceof ArrayBuffer ? data.byteLength : typeof data === "string" ? Buffer.byteLength(data) : 0;
+    const size =
+      data instanceof Uint8Array || data instanceof ArrayBuffer ? data.byteLength : typeof data === "string" ? Buffer.byteLength(data) : 0;
     if (size > publishLimits.maxMessageBytes) {
       return { code: "too_large", seq: null, message: `message of ${size} bytes exceeds ${publishLimits.maxMessageBytes}` };
     }

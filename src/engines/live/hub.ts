@@ -1,8 +1,8 @@
+import type { EventSink, EventTarget } from "~/engines/ingest/sinks.ts";
 import { compileFilterChips, type EventPredicate, type FilterMeter, filterMeter, filterStepsPerEvent } from "~/lib/filter/evaluate.ts";
 import { estimateJsonLength, type TracedEvent } from "~/lib/protocol/event.ts";
 import type { LiveClientMessage, LiveServerMessage } from "~/lib/protocol/live.ts";
 import { TokenBucket } from "~/lib/rate-limit.ts";
-import type { EventSink, EventTarget } from "~/engines/ingest/sinks.ts";
 import { EventHistory, type HistoryEntry } from "./history.ts";
 
 /**

@@ -3,8 +3,8 @@ import type { Db } from "#db/client.ts";
 import { namespaces, orgs } from "#db/schema/index.ts";
 import type { Config } from "~/lib/env.ts";
 import { log } from "~/lib/logger.ts";
-import type { EventStore } from "~/store/types.ts";
 import { pruneMetadata } from "~/services/store/prune-metadata.ts";
+import type { EventStore } from "~/store/types.ts";
 
 /** Days of events kept per plan. */
 export const planRetentionDays: Record<string, number> = { free: 3, team: 7, scale: 30 };
@@ -13,28 +13,17 @@ export const planRetentionDays: Record<string, number> = { free: 3, team: 7, sca
  * A namespace's retention: its org's plan when plans apply (PLAN_RETENTION), otherwise the server's own
  * RETENTION_DAYS (a self-hosted server keeps what its operator configured).
  */
-export function retentionDaysFor(
-  plan: string | null | undefined,
-  config: Pick<Config, "retentionDays" | "planRetention">,
-): number {
+export function retentionDaysFor(plan: string | null | undefined, config: Pick<Config, "retentionDays" | "planRetention">): number {
   if (!config.planRetention) return config.retentionDays;
   return planRetentionDays[plan ?? "free"] ?? planRetentionDays.free ?? 3;
 }
 
 /** Applies retention to every namespace table the store holds. */
-export async function applyRetention(deps: {
-  db: Db;
-  config: Config;
-  store: EventStore;
-  now: () => Date;
-}): Promise<number> {
+export async function applyRetention(deps: { db: Db; config: Config; store: EventStore; now: () => Date }): Promise<number> {
   const stored = await deps.store.listNamespaces();
   if (stored.length === 0) return 0;
   const plans = new Map<string, string>();
-  const rows = await deps.db
-    .select({ id: namespaces.id, plan: orgs.plan })
-    .from(namespaces)
-    .innerJoin(orgs, eq(namespaces.orgId, orgs.id));
+  const rows = await deps.db.select({ id: namespaces.id, plan: orgs.plan }).from(namespaces).innerJoin(orgs, eq(namespaces.orgId, orgs.id));
   for (const r of rows) plans.set(r.id, r.plan);
   const nowMs = deps.now().getTime();
   let applied = 0;

@@ -1,9 +1,9 @@
 import type { EventSink, EventTarget, Offered } from "~/engines/ingest/sinks.ts";
-import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { log } from "~/lib/logger.ts";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { type RateLimit, RateLimiter, rateLimitFor } from "~/lib/rate-limit.ts";
 import { type EventRows, sliceRows, toEventRows } from "~/store/table.ts";
 import type { EventStore } from "~/store/types.ts";
-import { type RateLimit, RateLimiter, rateLimitFor } from "~/lib/rate-limit.ts";
 
 export type DropReason = "rate_limited" | "overloaded" | "store_error";
 
@@ -97,10 +97,13 @@ export class StoreSink implements EventSink {
     this.maxBatchChars = options.maxBatchChars ?? 128 * 1024 * 1024;
     this.now = options.now ?? Date.now;
     // Ticks at half the interval, so a partial batch waits between one and one and a half intervals.
-    this.timer = setInterval(() => {
-      for (const ns of this.pending.keys()) void this.flushNamespace(ns, false);
-      this.limiter.sweep();
-    }, Math.max(1, this.flushIntervalMs / 2));
+    this.timer = setInterval(
+      () => {
+        for (const ns of this.pending.keys()) void this.flushNamespace(ns, false);
+        this.limiter.sweep();
+      },
+      Math.max(1, this.flushIntervalMs / 2),
+    );
     this.timer.unref?.();
   }
 
@@ -185,7 +188,11 @@ export class StoreSink implements EventSink {
       const chunk = p.chunks[0] as Chunk;
       const { sizes } = chunk.rows;
       let take = 0;
-      while (take < sizes.length && count + take < this.batchSize && (count + take === 0 || chars + (sizes[take] as number) <= this.maxBatchChars)) {
+      while (
+        take < sizes.length &&
+        count + take < this.batchSize &&
+        (count + take === 0 || chars + (sizes[take] as number) <= this.maxBatchChars)
+      ) {
         chars += sizes[take] as number;
         take++;
       }

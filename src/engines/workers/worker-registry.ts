@@ -9,17 +9,17 @@ import {
   decodeResult,
   decodeResultData,
   encodeRequest,
+  encodeResult,
   errorResult,
   relabelResult,
   type TunnelRequest,
   type TunnelResult,
   type TunnelRole,
-  encodeResult,
 } from "~/lib/protocol/tunnel.ts";
-import { type EventRows, eventsOfRows } from "~/store/table.ts";
-import type { EventStore } from "~/store/types.ts";
 import { executeRequest, isAllowedFor } from "~/services/tunnel/execute-request.ts";
 import { markWorkerSeen } from "~/services/tunnel/mark-worker-seen.ts";
+import { type EventRows, eventsOfRows } from "~/store/table.ts";
+import type { EventStore } from "~/store/types.ts";
 
 /** What the registry needs of a worker's socket. */
 export type WorkerSocket = {

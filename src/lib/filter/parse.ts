@@ -35,7 +35,7 @@ const stringOps: readonly StringOp[] = ["startsWith", "endsWith", "contains", "m
 const fieldList = "request.method, response.status, request.url or duration";
 
 /** Microseconds per unit; a bare duration is in milliseconds. */
-const durationUnits: Record<string, number> = { us: 1, "µs": 1, ms: 1000, s: 1_000_000 };
+const durationUnits: Record<string, number> = { us: 1, µs: 1, ms: 1000, s: 1_000_000 };
 
 function describe(tok: Token): string {
   if (tok.k === "end") return "the end of the filter";
@@ -282,10 +282,7 @@ export function parseFilter(source: string): ParseResult {
   return result.ok ? { ok: true, expr: result.expr } : { ok: false, error: result.error };
 }
 
-function parseCounting(
-  source: string,
-  maxRegexStates: number = filterLimits.maxRegexStates,
-): ParseResult & { regexStates: number } {
+function parseCounting(source: string, maxRegexStates: number = filterLimits.maxRegexStates): ParseResult & { regexStates: number } {
   if (source.length > filterLimits.maxLength) {
     return {
       ok: false,
@@ -329,7 +326,11 @@ export function parseFilterChipList(chips: readonly string[]): ChipListParseResu
     if (!result.ok) return { ok: false, error: { ...result.error, index }, regexStates };
     clauses += countClauses(result.expr);
     if (clauses > filterLimits.maxClauses) {
-      return { ok: false, error: { message: `more than ${filterLimits.maxClauses} conditions in all filters`, position: 0, index }, regexStates };
+      return {
+        ok: false,
+        error: { message: `more than ${filterLimits.maxClauses} conditions in all filters`, position: 0, index },
+        regexStates,
+      };
     }
     exprs.push(result.expr);
   }

@@ -307,7 +307,7 @@ class RegexParser {
 
 // ---- Thompson NFA ----
 
-const enum Op {
+enum Op {
   Char,
   Class,
   Any,
@@ -359,7 +359,13 @@ class NfaBuilder {
       case "empty": {
         const s = this.add(Op.Split);
         // A split whose both arms lead to the same place: an epsilon move.
-        return { start: s, outs: [[s, 0], [s, 1]] };
+        return {
+          start: s,
+          outs: [
+            [s, 0],
+            [s, 1],
+          ],
+        };
       }
       case "cat": {
         let frag = this.build(node.items[0]!);
@@ -517,13 +523,7 @@ export class SafeRegex {
     for (const s of from.nfa) {
       const st = this.states[s]!;
       const ok =
-        st.op === Op.Char
-          ? st.c === c
-          : st.op === Op.Any
-            ? c !== 10
-            : st.op === Op.Class
-              ? inRanges(st.ranges!, c) !== st.negated
-              : false;
+        st.op === Op.Char ? st.c === c : st.op === Op.Any ? c !== 10 : st.op === Op.Class ? inRanges(st.ranges!, c) !== st.negated : false;
       if (ok) seeds.push(st.out);
     }
     // Unanchored search: a match may also start at the next position.

@@ -40,7 +40,9 @@ export const bodyColumns = ["http_req_body", "http_resp_body"] as const;
 type BodyField = (typeof bodyColumns)[number];
 
 /** The batch's sections by field kind (eventFields): its names travel in the header, so the order is free. */
-export const stringColumns = fieldsOfKind("string").filter((name): name is Exclude<typeof name, BodyField> => name !== "http_req_body" && name !== "http_resp_body");
+export const stringColumns = fieldsOfKind("string").filter(
+  (name): name is Exclude<typeof name, BodyField> => name !== "http_req_body" && name !== "http_resp_body",
+);
 export const numberColumns = fieldsOfKind("int");
 export const boolColumns = fieldsOfKind("flag");
 export const pairColumns = fieldsOfKind("json");
@@ -287,7 +289,11 @@ export type EventBatchLimits = {
  * the columns can be used without further bounds checks. Never throws; allocation is bounded by the frame.
  */
 export function readEventBatch(input: Uint8Array, { maxEvents, maxExpandedChars }: EventBatchLimits): EventBatch | EventBatchError {
-  const malformed = (message: string, seq: number | null = null): EventBatchError => ({ error: "malformed", seq, message: `event batch: ${message}` });
+  const malformed = (message: string, seq: number | null = null): EventBatchError => ({
+    error: "malformed",
+    seq,
+    message: `event batch: ${message}`,
+  });
   if (!isEventBatchFrame(input) || input.length < PREFIX_BYTES) return malformed("too short");
   if (input[4] !== EVENT_BATCH_VERSION) return malformed(`version ${input[4]} is not supported (this server reads ${EVENT_BATCH_VERSION})`);
   // Typed views need 8-byte alignment; a socket's buffer may sit anywhere in its pool.
@@ -301,7 +307,12 @@ export function readEventBatch(input: Uint8Array, { maxEvents, maxExpandedChars 
   } catch {
     return malformed("header is not JSON");
   }
-  const h = (typeof header === "object" && header !== null ? header : {}) as { seq?: unknown; count?: unknown; strings?: unknown; columns?: unknown };
+  const h = (typeof header === "object" && header !== null ? header : {}) as {
+    seq?: unknown;
+    count?: unknown;
+    strings?: unknown;
+    columns?: unknown;
+  };
   const seq = isCount(h.seq, Number.MAX_SAFE_INTEGER) ? h.seq : null;
   if (seq === null) return malformed("seq must be a non-negative integer");
   if (!isCount(h.count, Number.MAX_SAFE_INTEGER)) return malformed("count must be a non-negative integer", seq);
@@ -324,12 +335,22 @@ export function readEventBatch(input: Uint8Array, { maxEvents, maxExpandedChars 
   const lengthsAt = take(4 * stringCount);
   const dataAt = take(stringBytes);
   if (lengthsAt < 0 || dataAt < 0) return malformed("string table exceeds the frame", seq);
-  const strings = readStrings(new Uint32Array(bytes.buffer, bytes.byteOffset + lengthsAt, stringCount), bytes.subarray(dataAt, dataAt + stringBytes), encoding);
+  const strings = readStrings(
+    new Uint32Array(bytes.buffer, bytes.byteOffset + lengthsAt, stringCount),
+    bytes.subarray(dataAt, dataAt + stringBytes),
+    encoding,
+  );
   if (!strings) return malformed("string lengths do not match the string data", seq);
 
   const columns = new Map<string, BatchColumn>();
   for (const entry of h.columns as unknown[]) {
-    if (!Array.isArray(entry) || entry.length !== 3 || typeof entry[0] !== "string" || typeof entry[1] !== "string" || !isCount(entry[2], limit)) {
+    if (
+      !Array.isArray(entry) ||
+      entry.length !== 3 ||
+      typeof entry[0] !== "string" ||
+      typeof entry[1] !== "string" ||
+      !isCount(entry[2], limit)
+    ) {
       return malformed("a column must be [name, kind, byteLength]", seq);
     }
     const [name, kind, size] = entry as [string, string, number];
@@ -370,7 +391,14 @@ function readStrings(lengths: Uint32Array, data: Uint8Array, encoding: StringEnc
   return at === units ? strings : null;
 }
 
-function readColumn(bytes: Uint8Array, kind: string, at: number, size: number, n: number, stringCount: number): BatchColumn | string | null {
+function readColumn(
+  bytes: Uint8Array,
+  kind: string,
+  at: number,
+  size: number,
+  n: number,
+  stringCount: number,
+): BatchColumn | string | null {
   const base = bytes.byteOffset + at;
   const { buffer } = bytes;
   switch (kind) {
@@ -408,7 +436,13 @@ function readColumn(bytes: Uint8Array, kind: string, at: number, size: number, n
       } as const;
       for (let i = 0; i < n; i++) {
         const form = column.forms[i];
-        if (form === BODY_BYTES ? column.a[i]! + column.b[i]! > column.data.length : form === BODY_BASE64 ? column.a[i]! >= stringCount : form !== BODY_EMPTY) {
+        if (
+          form === BODY_BYTES
+            ? column.a[i]! + column.b[i]! > column.data.length
+            : form === BODY_BASE64
+              ? column.a[i]! >= stringCount
+              : form !== BODY_EMPTY
+        ) {
           return "body out of range";
         }
       }

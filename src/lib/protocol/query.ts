@@ -1,5 +1,5 @@
 import type { FilterExpr } from "~/lib/filter/ast.ts";
-import { type TracedEvent, specColumns } from "~/lib/protocol/event.ts";
+import { specColumns, type TracedEvent } from "~/lib/protocol/event.ts";
 
 /**
  * Queries against a namespace's events: what the dashboard, `tapscope query` and the tunnel send.
@@ -7,14 +7,7 @@ import { type TracedEvent, specColumns } from "~/lib/protocol/event.ts";
  * Times are milliseconds since the Unix epoch (fractions allowed down to the microsecond).
  */
 
-export const numberOps = [
-  "Equals",
-  "GreaterThan",
-  "GreaterThanOrEquals",
-  "LesserThan",
-  "LesserThanOrEquals",
-  "NotEquals",
-] as const;
+export const numberOps = ["Equals", "GreaterThan", "GreaterThanOrEquals", "LesserThan", "LesserThanOrEquals", "NotEquals"] as const;
 export type NumberOp = (typeof numberOps)[number];
 
 export const stringOps = ["Equals", "DoesNotEqual", "Like", "NotLike"] as const;

@@ -104,7 +104,11 @@ function frame(kind: number, header: unknown, payload: Uint8Array): Uint8Array {
   return out;
 }
 
-function unframe(bytes: Uint8Array, kind: number, maxHeaderBytes = Number.POSITIVE_INFINITY): { header: Record<string, unknown>; payload: Uint8Array } {
+function unframe(
+  bytes: Uint8Array,
+  kind: number,
+  maxHeaderBytes = Number.POSITIVE_INFINITY,
+): { header: Record<string, unknown>; payload: Uint8Array } {
   if (bytes.length < PREFIX || bytes[0] !== MAGIC0 || bytes[1] !== MAGIC1) {
     throw new TunnelProtocolError("not a tunnel message");
   }
@@ -302,4 +306,3 @@ export function errorResult(
     data: new Uint8Array(0),
   };
 }
-

@@ -76,10 +76,7 @@ export function bucketIndex(grid: BucketGrid, t: number): number {
 /** Shifting the global range moves it by a quarter of the buckets: 30. */
 export const shiftBuckets = 30;
 
-export function shiftRange(
-  range: { startMs: number; endMs: number },
-  direction: -1 | 1,
-): { startMs: number; endMs: number } {
+export function shiftRange(range: { startMs: number; endMs: number }, direction: -1 | 1): { startMs: number; endMs: number } {
   const step = chooseBucketMs(range.startMs, range.endMs) * shiftBuckets * direction;
   return { startMs: range.startMs + step, endMs: range.endMs + step };
 }

@@ -40,10 +40,7 @@ export async function requireNamespaceAccess({
         hasWrite: namespaceMembers.hasWrite,
       })
       .from(namespaces)
-      .innerJoin(
-        namespaceMembers,
-        and(eq(namespaceMembers.namespaceId, namespaces.id), eq(namespaceMembers.userId, principal.userId)),
-      )
+      .innerJoin(namespaceMembers, and(eq(namespaceMembers.namespaceId, namespaces.id), eq(namespaceMembers.userId, principal.userId)))
       .where(eq(namespaces.id, namespaceId))
       .limit(1);
     if (!row) throw notFound;

@@ -31,14 +31,7 @@ async function authenticateSession(ctx: ServiceContext, cookie: string): Promise
     .select({ userId: users.id, email: users.email })
     .from(sessions)
     .innerJoin(users, eq(users.id, sessions.userId))
-    .where(
-      and(
-        eq(sessions.id, claims.sid),
-        eq(sessions.userId, claims.sub),
-        isNull(sessions.revokedAt),
-        gt(sessions.expiresAt, ctx.now()),
-      ),
-    )
+    .where(and(eq(sessions.id, claims.sid), eq(sessions.userId, claims.sub), isNull(sessions.revokedAt), gt(sessions.expiresAt, ctx.now())))
     .limit(1);
   if (!row) return null;
   return { kind: "user", userId: row.userId, email: row.email, sessionId: claims.sid };

@@ -12,10 +12,7 @@ export async function createSession({
 }): Promise<{ sessionId: string; token: string; expiresAt: Date }> {
   const now = ctx.now();
   const expiresAt = new Date(now.getTime() + SESSION_TTL_MS);
-  const [row] = await ctx.db
-    .insert(sessions)
-    .values({ userId, createdAt: now, expiresAt })
-    .returning({ id: sessions.id });
+  const [row] = await ctx.db.insert(sessions).values({ userId, createdAt: now, expiresAt }).returning({ id: sessions.id });
   if (!row) throw new Error("session insert returned nothing");
   const token = await signSessionToken(ctx.config.sessionSecret, { sid: row.id, sub: userId }, expiresAt);
   return { sessionId: row.id, token, expiresAt };

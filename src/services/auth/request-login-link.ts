@@ -16,15 +16,7 @@ const MAX_LINKS_PER_WINDOW = 5;
  * Sends a single-use sign-in link (15 minutes). Only the SHA-256 of its secret is stored. Without SMTP the
  * link goes to the server log as one line containing "magic link", so the embedded default can sign in.
  */
-export async function requestLoginLink({
-  ctx,
-  email,
-  next,
-}: {
-  ctx: ServiceContext;
-  email: string;
-  next?: string;
-}): Promise<void> {
+export async function requestLoginLink({ ctx, email, next }: { ctx: ServiceContext; email: string; next?: string }): Promise<void> {
   const address = normalizeEmail(email);
   const now = ctx.now();
   const [recent] = await ctx.db

@@ -1,3 +1,6 @@
+import { base64 } from "~/lib/bytes.ts";
+import { isUuid } from "~/lib/ids.ts";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
 import {
   type BatchColumn,
   BODY_FORM,
@@ -9,11 +12,8 @@ import {
   readEventBatch,
   stringColumns,
 } from "~/lib/protocol/event-batch.ts";
-import { base64 } from "~/lib/bytes.ts";
-import { isUuid } from "~/lib/ids.ts";
-import type { TracedEvent } from "~/lib/protocol/event.ts";
-import type { Result } from "~/lib/result.ts";
 import { publishLimits as L } from "~/lib/protocol/publish.ts";
+import type { Result } from "~/lib/result.ts";
 import { BASE64, cut, fields, type Kind, keepHeader, keepTag, MAX_MICROS } from "./validate-event.ts";
 
 /**
@@ -257,7 +257,11 @@ function body(column: BodyColumn | undefined, i: number, strings: string[]): Bod
   return emptyBody;
 }
 
-function headers(column: Extract<BatchColumn, { kind: "pairs" }> | undefined, i: number, strings: string[]): { headers: Array<[string, string]>; truncated: number } {
+function headers(
+  column: Extract<BatchColumn, { kind: "pairs" }> | undefined,
+  i: number,
+  strings: string[],
+): { headers: Array<[string, string]>; truncated: number } {
   if (!column) return { headers: [], truncated: 0 };
   const at = 2 * column.starts[i]!;
   const count = column.counts[i]!;
@@ -269,7 +273,11 @@ function headers(column: Extract<BatchColumn, { kind: "pairs" }> | undefined, i:
   return { headers: out, truncated };
 }
 
-function tagsOf(column: Extract<BatchColumn, { kind: "pairs" }> | undefined, i: number, strings: string[]): { tags: Record<string, string>; truncated: number } {
+function tagsOf(
+  column: Extract<BatchColumn, { kind: "pairs" }> | undefined,
+  i: number,
+  strings: string[],
+): { tags: Record<string, string>; truncated: number } {
   if (!column) return { tags: {}, truncated: 0 };
   const at = 2 * column.starts[i]!;
   const count = column.counts[i]!;

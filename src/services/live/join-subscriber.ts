@@ -2,10 +2,10 @@ import { AppError } from "~/lib/errors.ts";
 import type { JoinSubscriberResponse } from "~/lib/protocol/api/live.ts";
 import { liveSubscribePath } from "~/lib/protocol/live.ts";
 import { websocketUrl } from "~/lib/websocket-url.ts";
-import type { Principal } from "~/services/auth/principal.ts";
-import type { ServiceContext } from "~/services/context.ts";
 import { grantsOf } from "~/services/access/grants.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
+import type { Principal } from "~/services/auth/principal.ts";
+import type { ServiceContext } from "~/services/context.ts";
 import { issueSubscriberTicket } from "./subscriber-ticket.ts";
 
 /** A signed-in member of the namespace gets a live socket URL carrying a one-minute, single-use ticket. */

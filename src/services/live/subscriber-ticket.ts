@@ -10,7 +10,13 @@ export const TICKET_TTL_MS = 60_000;
 export type TicketClaims = { userId: string; namespaceId: string; grants: Grant[] };
 
 export function issueSubscriberTicket(secret: string, claims: TicketClaims, now: Date): string {
-  return issueTicket(secret, "live subscriber", { u: claims.userId, n: claims.namespaceId, g: claims.grants.map(grantKey) }, TICKET_TTL_MS, now);
+  return issueTicket(
+    secret,
+    "live subscriber",
+    { u: claims.userId, n: claims.namespaceId, g: claims.grants.map(grantKey) },
+    TICKET_TTL_MS,
+    now,
+  );
 }
 
 /** The claims of a valid, unexpired, unspent ticket (spending it), else null. */

@@ -21,10 +21,7 @@ export async function listNamespaces({
     return ctx.db
       .select(columns)
       .from(namespaces)
-      .innerJoin(
-        namespaceMembers,
-        and(eq(namespaceMembers.namespaceId, namespaces.id), eq(namespaceMembers.userId, principal.userId)),
-      )
+      .innerJoin(namespaceMembers, and(eq(namespaceMembers.namespaceId, namespaces.id), eq(namespaceMembers.userId, principal.userId)))
       .where(eq(namespaces.orgId, orgId))
       .orderBy(asc(namespaces.createdAt), asc(namespaces.name));
   }

@@ -20,7 +20,11 @@ export async function onboardNewUser({
 }): Promise<OnboardNewUserResponse> {
   const name = () => validNamespaceName(namespaceName?.trim() ? namespaceName : namespaceNameFromEmail(principal.email));
   // A bad name is refused up front for a new user; an onboarded user gets their org back whatever the name.
-  const [member] = await ctx.db.select({ orgId: memberships.orgId }).from(memberships).where(eq(memberships.userId, principal.userId)).limit(1);
+  const [member] = await ctx.db
+    .select({ orgId: memberships.orgId })
+    .from(memberships)
+    .where(eq(memberships.userId, principal.userId))
+    .limit(1);
   if (!member) name();
   return ctx.db.transaction(async (tx) => {
     // Serialises concurrent onboarding of the same user.
@@ -35,10 +39,7 @@ export async function onboardNewUser({
       const [first] = await tx
         .select({ namespaceId: namespaces.id, name: namespaces.name })
         .from(namespaces)
-        .innerJoin(
-          namespaceMembers,
-          and(eq(namespaceMembers.namespaceId, namespaces.id), eq(namespaceMembers.userId, principal.userId)),
-        )
+        .innerJoin(namespaceMembers, and(eq(namespaceMembers.namespaceId, namespaces.id), eq(namespaceMembers.userId, principal.userId)))
         .where(eq(namespaces.orgId, existing.orgId))
         .orderBy(asc(namespaces.createdAt))
         .limit(1);

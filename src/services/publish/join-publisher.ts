@@ -1,9 +1,9 @@
 import { eq } from "drizzle-orm";
 import { links } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
-import { websocketUrl } from "~/lib/websocket-url.ts";
 import type { JoinPublisherResponse } from "~/lib/protocol/api/publish.ts";
 import { publishPath } from "~/lib/protocol/publish.ts";
+import { websocketUrl } from "~/lib/websocket-url.ts";
 import { grantsOf } from "~/services/access/grants.ts";
 import type { Principal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";

@@ -1,5 +1,5 @@
-import { type Grant, grantKey, parseGrantKeys } from "~/services/access/grants.ts";
 import type { EventTarget } from "~/engines/ingest/sinks.ts";
+import { type Grant, grantKey, parseGrantKeys } from "~/services/access/grants.ts";
 import { issueTicket, redeemTicket } from "~/services/tickets/signed-ticket.ts";
 
 /**

@@ -23,7 +23,8 @@ export async function recordEvent({
   userId?: string;
 }): Promise<void> {
   const { kind, ...rest } = tags;
-  if (!kind || !KIND.test(kind)) throw new AppError("BAD_REQUEST", "invalid request: tags: a kind tag (letters, digits, _ . : -) is required");
+  if (!kind || !KIND.test(kind))
+    throw new AppError("BAD_REQUEST", "invalid request: tags: a kind tag (letters, digits, _ . : -) is required");
   const entries = Object.entries(rest);
   if (entries.length > MAX_TAGS) throw new AppError("BAD_REQUEST", `invalid request: tags: at most ${MAX_TAGS} tags`);
   const clean: Record<string, string> = {};

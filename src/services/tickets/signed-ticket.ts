@@ -15,16 +15,10 @@ function sign(secret: string, purpose: TicketPurpose, payload: string): string {
   return createHmac("sha256", key).update(payload).digest("base64url");
 }
 
-export function issueTicket(
-  secret: string,
-  purpose: TicketPurpose,
-  claims: Record<string, unknown>,
-  ttlMs: number,
-  now: Date,
-): string {
-  const payload = Buffer.from(
-    JSON.stringify({ ...claims, e: now.getTime() + ttlMs, r: randomBytes(16).toString("base64url") }),
-  ).toString("base64url");
+export function issueTicket(secret: string, purpose: TicketPurpose, claims: Record<string, unknown>, ttlMs: number, now: Date): string {
+  const payload = Buffer.from(JSON.stringify({ ...claims, e: now.getTime() + ttlMs, r: randomBytes(16).toString("base64url") })).toString(
+    "base64url",
+  );
   return `${payload}.${sign(secret, purpose, payload)}`;
 }
 
@@ -39,12 +33,7 @@ function sweep(nowMs: number): void {
  * The claims of a genuine, unexpired, unspent ticket of this purpose (spending it), else null. The caller
  * checks the claims' shape before using them.
  */
-export function redeemTicket(
-  secret: string,
-  purpose: TicketPurpose,
-  ticket: string,
-  now: Date,
-): Record<string, unknown> | null {
+export function redeemTicket(secret: string, purpose: TicketPurpose, ticket: string, now: Date): Record<string, unknown> | null {
   if (ticket.length > MAX_TICKET_LENGTH) return null;
   const dot = ticket.indexOf(".");
   if (dot < 0) return null;

@@ -47,9 +47,6 @@ export async function listOrgTokens({
   return rows.map((r) => summary("org", r));
 }
 
-function summary(
-  kind: "namespace" | "org",
-  r: { id: string; createdAt: Date; suffix: string; email: string | null },
-): Token {
+function summary(kind: "namespace" | "org", r: { id: string; createdAt: Date; suffix: string; email: string | null }): Token {
   return { tokenId: r.id, createTime: r.createdAt.toISOString(), name: displayName(kind, r.suffix), creatorEmail: r.email };
 }

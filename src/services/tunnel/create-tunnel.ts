@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
+import type { OpenTunnels } from "~/engines/workers/open-tunnels.ts";
 import { AppError } from "~/lib/errors.ts";
-import { websocketUrl } from "~/lib/websocket-url.ts";
 import type { CreateTunnelResponse, TunnelRole } from "~/lib/protocol/api/tunnel.ts";
 import { tunnelPath } from "~/lib/protocol/tunnel.ts";
+import { websocketUrl } from "~/lib/websocket-url.ts";
 import { grantsOf } from "~/services/access/grants.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
-import type { OpenTunnels } from "~/engines/workers/open-tunnels.ts";
 import type { Principal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { issueTunnelTicket, TUNNEL_TICKET_TTL_MS } from "./tunnel-ticket.ts";

@@ -1,9 +1,9 @@
 import { AppError } from "~/lib/errors.ts";
+import type { FilterExpr } from "~/lib/filter/ast.ts";
 import { parseFilter } from "~/lib/filter/parse.ts";
 import { isUuid } from "~/lib/ids.ts";
 import { log } from "~/lib/logger.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import type { FilterExpr } from "~/lib/filter/ast.ts";
 import type { QueryBase, QueryFilter, RowsQuery } from "~/lib/protocol/query.ts";
 import {
   encodeResultData,
@@ -19,7 +19,6 @@ import type { EventStore } from "~/store/types.ts";
 
 /** A query's problem the client caused (bad filter, bad range): reported as a database error. */
 class QueryInputError extends Error {}
-
 
 function expressionsOf(filterText: unknown): FilterExpr[] | undefined {
   if (filterText === undefined || filterText === null || filterText === "") return undefined;

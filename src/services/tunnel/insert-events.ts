@@ -1,5 +1,5 @@
-import { encodeResultData, errorResult, type TunnelRequest, type TunnelResult } from "~/lib/protocol/tunnel.ts";
 import type { Ingest } from "~/engines/ingest/ingest.ts";
+import { encodeResultData, errorResult, type TunnelRequest, type TunnelResult } from "~/lib/protocol/tunnel.ts";
 
 /**
  * An INSERT tunnel's events enter as published events do: through ingest, so the per-message cap, validation and

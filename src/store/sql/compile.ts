@@ -1,6 +1,6 @@
 import { AppError } from "~/lib/errors.ts";
-import { compileRegex, RegexSyntaxError } from "~/lib/filter/regex.ts";
 import type { CompareOp, FilterExpr, StringOp as FilterStringOp } from "~/lib/filter/ast.ts";
+import { compileRegex, RegexSyntaxError } from "~/lib/filter/regex.ts";
 import {
   type Clause,
   type NumberOp,

@@ -10,7 +10,7 @@ function numberLiteral(value: number): string {
 }
 
 // Control characters, quote and backslash: built from a string so the pattern holds no raw control chars.
-const needsEscape = new RegExp("[\\u0000-\\u001f\\u007f'\\\\]", "g");
+const needsEscape = /[\u0000-\u001f\u007f'\\]/g;
 
 const hex = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
 

@@ -2,7 +2,17 @@ import type { ReactNode } from "react";
 import type { ErrorText } from "~/ui/lib/api.ts";
 
 /** A failure shown in place: the human message (after an optional lead), then the details line in small print. */
-export function ErrorNotice({ error, lead, className = "", children }: { error: ErrorText; lead?: string; className?: string; children?: ReactNode }) {
+export function ErrorNotice({
+  error,
+  lead,
+  className = "",
+  children,
+}: {
+  error: ErrorText;
+  lead?: string;
+  className?: string;
+  children?: ReactNode;
+}) {
   return (
     <div role="alert" className={`rounded-lg border border-red-500/30 bg-red-500/10 p-4 text-sm text-red-300 ${className}`}>
       <p>

@@ -104,7 +104,12 @@ export function ClauseEditor({
           setValue("");
         }}
       >
-        <select aria-label="Column" className={`${field} min-w-0 max-sm:flex-[1_1_40%]`} value={column} onChange={(e) => setColumn(e.target.value)}>
+        <select
+          aria-label="Column"
+          className={`${field} min-w-0 max-sm:flex-[1_1_40%]`}
+          value={column}
+          onChange={(e) => setColumn(e.target.value)}
+        >
           <option value="time">time</option>
           <optgroup label="Number">
             {numberColumns.map((c) => (
@@ -117,7 +122,12 @@ export function ClauseEditor({
             ))}
           </optgroup>
         </select>
-        <select aria-label="Operator" className={`${field} min-w-0 max-sm:flex-[1_1_40%]`} value={validOp} onChange={(e) => setOp(e.target.value)}>
+        <select
+          aria-label="Operator"
+          className={`${field} min-w-0 max-sm:flex-[1_1_40%]`}
+          value={validOp}
+          onChange={(e) => setOp(e.target.value)}
+        >
           {ops.map((o) => (
             <option key={o} value={o}>
               {opLabel[o]} ({o})

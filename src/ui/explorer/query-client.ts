@@ -1,10 +1,10 @@
+import { errorMessage } from "~/lib/errors.ts";
 import type { CreateTunnelResponse } from "~/lib/protocol/api/tunnel.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { type HistogramBucket, listColumns, type QueryFilter, type ResultRow } from "~/lib/protocol/query.ts";
 import { decodeResult, decodeResultData, encodeRequest, type TunnelResultData, type TunnelWant } from "~/lib/protocol/tunnel.ts";
 import { api } from "~/ui/lib/api.ts";
 import { reportEvent } from "~/ui/lib/events.ts";
-import { errorMessage } from "~/lib/errors.ts";
 
 /** Spec section 4: not started, pending, open, failed or cancelled. */
 export type ConnectionState = "idle" | "pending" | "open" | "failed" | "cancelled";

@@ -1,8 +1,8 @@
 import { observeElementRect, useVirtualizer } from "@tanstack/react-virtual";
 import { useMemo, useRef } from "react";
+import { formatBytes, formatDuration } from "~/lib/format.ts";
 import type { ResultRow } from "~/lib/protocol/query.ts";
 import type { TimeZoneMode } from "~/lib/time/ticks.ts";
-import { formatBytes, formatDuration } from "~/lib/format.ts";
 import { statusClass } from "~/ui/live/format.ts";
 
 export const ROW_HEIGHT = 28;
@@ -92,7 +92,12 @@ export function ResultsList({
             const active = sort.key === c.key;
             const ariaSort = active ? (sort.dir === "asc" ? "ascending" : "descending") : "none";
             return (
-              <span role="columnheader" aria-sort={ariaSort} key={c.key} className={`${c.right ? "text-right" : ""} ${c.isWideOnly ? WIDE_ONLY : ""}`}>
+              <span
+                role="columnheader"
+                aria-sort={ariaSort}
+                key={c.key}
+                className={`${c.right ? "text-right" : ""} ${c.isWideOnly ? WIDE_ONLY : ""}`}
+              >
                 <button
                   type="button"
                   className={`uppercase hover:text-zinc-100 ${active ? "text-zinc-100" : ""}`}

@@ -1,6 +1,6 @@
 import { useEffect, useState } from "react";
-import { isAbortError } from "~/ui/lib/api.ts";
 import { errorMessage } from "~/lib/errors.ts";
+import { isAbortError } from "~/ui/lib/api.ts";
 
 export type QueryState<T> =
   | { status: "loading"; data: T | null }

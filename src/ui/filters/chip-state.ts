@@ -92,7 +92,15 @@ export function chipReducer(state: ChipState, action: ChipAction): ChipState {
       if (text === state.chips[editing.index] || isDuplicate(state.chips, text, editing.index)) {
         return { ...state, editing: null };
       }
-      if (text === "") return { ...send(state, state.chips.filter((_, i) => i !== editing.index), null), editing: null };
+      if (text === "")
+        return {
+          ...send(
+            state,
+            state.chips.filter((_, i) => i !== editing.index),
+            null,
+          ),
+          editing: null,
+        };
       const chips = state.chips.map((chip, i) => (i === editing.index ? text : chip));
       return { ...send(state, chips, text), editing: null };
     }

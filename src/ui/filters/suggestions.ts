@@ -83,9 +83,7 @@ export function recordUse(
   const updated: FilterSuggestion = existing
     ? { ...existing, text: trimmed, useCount: existing.useCount + 1, lastUsed: now }
     : { text: trimmed, kinds: kindsOf(trimmed), useCount: 1, lastUsed: now, builtIn: false };
-  const next = [updated, ...list.filter((s) => s !== existing)]
-    .sort((a, b) => b.lastUsed - a.lastUsed)
-    .slice(0, MAX_KEPT);
+  const next = [updated, ...list.filter((s) => s !== existing)].sort((a, b) => b.lastUsed - a.lastUsed).slice(0, MAX_KEPT);
   save(namespaceId, next, storage);
   return next;
 }
@@ -101,12 +99,7 @@ export function forgetSuggestion(namespaceId: string, text: string, storage: Sto
  * What to show under the input for the current text: used suggestions first (most used, then most
  * recent), then built-ins; matching is a case-insensitive substring; chips already present are left out.
  */
-export function pickSuggestions(
-  stored: FilterSuggestion[],
-  query: string,
-  exclude: string[] = [],
-  limit = MAX_SHOWN,
-): FilterSuggestion[] {
+export function pickSuggestions(stored: FilterSuggestion[], query: string, exclude: string[] = [], limit = MAX_SHOWN): FilterSuggestion[] {
   const q = query.trim().toLowerCase();
   const excluded = new Set(exclude.map((e) => e.trim().toLowerCase()));
   const seen = new Set<string>();

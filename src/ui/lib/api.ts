@@ -22,7 +22,11 @@ export class ApiError extends Error {
 export type ApiOptions = { signal?: AbortSignal; method?: "GET" | "POST"; baseUrl?: string };
 
 /** A JSON call, typed by its schemas in lib/protocol/api (types only: no schema code reaches the bundle). */
-export async function api<Name extends ApiCallName>(name: Name, body: ApiRequest<Name>, options: ApiOptions = {}): Promise<ApiResponse<Name>> {
+export async function api<Name extends ApiCallName>(
+  name: Name,
+  body: ApiRequest<Name>,
+  options: ApiOptions = {},
+): Promise<ApiResponse<Name>> {
   const method = options.method ?? "POST";
   const response = await fetch(`${options.baseUrl ?? ""}/api/${name}`, {
     method,

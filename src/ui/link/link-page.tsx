@@ -1,7 +1,7 @@
 import { useEffect, useState } from "react";
+import { ErrorNotice } from "~/ui/components/error-notice.tsx";
 import { LogoMark } from "~/ui/components/logo.tsx";
 import { Spinner } from "~/ui/components/spinner.tsx";
-import { ErrorNotice } from "~/ui/components/error-notice.tsx";
 import { api, describeError, type ErrorText, isAbortError } from "~/ui/lib/api.ts";
 import { FilteredLiveFrame, iframerSrc } from "../live/filtered-live-frame.tsx";
 import { Countdown } from "./countdown.tsx";

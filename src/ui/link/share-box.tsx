@@ -18,7 +18,11 @@ export function ShareBox({ url }: { url: string }) {
       >
         {isCopied ? (
           <svg className="size-4 text-emerald-400" viewBox="0 0 20 20" fill="currentColor" aria-hidden="true" data-icon="check">
-            <path fillRule="evenodd" d="M16.7 5.3a1 1 0 0 1 0 1.4l-8 8a1 1 0 0 1-1.4 0l-4-4a1 1 0 1 1 1.4-1.4L8 12.6l7.3-7.3a1 1 0 0 1 1.4 0z" clipRule="evenodd" />
+            <path
+              fillRule="evenodd"
+              d="M16.7 5.3a1 1 0 0 1 0 1.4l-8 8a1 1 0 0 1-1.4 0l-4-4a1 1 0 1 1 1.4-1.4L8 12.6l7.3-7.3a1 1 0 0 1 1.4 0z"
+              clipRule="evenodd"
+            />
           </svg>
         ) : (
           <svg className="size-4" viewBox="0 0 20 20" fill="currentColor" aria-hidden="true" data-icon="copy">

@@ -1,7 +1,7 @@
 import { observeElementRect, useVirtualizer } from "@tanstack/react-virtual";
 import { memo, type RefObject, useRef } from "react";
-import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { formatBytes, formatClock, formatDuration } from "~/lib/format.ts";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { displayUrl, statusClass } from "./format.ts";
 
 export const ROW_HEIGHT = 28;

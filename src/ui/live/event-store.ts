@@ -97,7 +97,11 @@ export class EventStore {
       this.byId.delete(event.event_id);
       this.childrenOf.delete(event.event_id);
       const siblings = event.parent_event_id ? this.childrenOf.get(event.parent_event_id) : undefined;
-      if (siblings) this.childrenOf.set(event.parent_event_id, siblings.filter((e) => e !== event));
+      if (siblings)
+        this.childrenOf.set(
+          event.parent_event_id,
+          siblings.filter((e) => e !== event),
+        );
     }
     this.shown = this.shown.filter((e) => this.byId.has(e.event_id));
   }

@@ -43,7 +43,15 @@ function FrameMessage({ text }: { text: string }) {
   return <div className="flex h-dvh items-center justify-center bg-zinc-950 text-sm text-zinc-400">{text}</div>;
 }
 
-export function LiveFrame({ socketUrl, namespaceId, openEventId }: { socketUrl: string; namespaceId: string | null; openEventId: string | null }) {
+export function LiveFrame({
+  socketUrl,
+  namespaceId,
+  openEventId,
+}: {
+  socketUrl: string;
+  namespaceId: string | null;
+  openEventId: string | null;
+}) {
   const { store, version, socketState, stats } = useLiveFrameState({ socketUrl, namespaceId });
   const [selectedId, setSelectedId] = useState<string | null>(openEventId);
   const [pause, setPause] = useState<{ reason: "user" | "scroll"; frozen: TracedEvent[]; baseAdded: number } | null>(null);
@@ -101,13 +109,18 @@ export function LiveFrame({ socketUrl, namespaceId, openEventId }: { socketUrl: 
     const next = shown[e.key === "ArrowDown" ? at - 1 : at + 1];
     if (!next) return;
     setSelectedId(next.event_id);
-    requestAnimationFrame(() => document.querySelector(`[data-event-id="${CSS.escape(next.event_id)}"]`)?.scrollIntoView({ block: "nearest" }));
+    requestAnimationFrame(() =>
+      document.querySelector(`[data-event-id="${CSS.escape(next.event_id)}"]`)?.scrollIntoView({ block: "nearest" }),
+    );
   };
 
   return (
     // biome-ignore lint/a11y/noStaticElementInteractions: keyboard navigation of the list as a whole
     <div className="flex h-dvh flex-col bg-zinc-950 text-zinc-100" onKeyDown={onKeyDown} tabIndex={-1}>
-      <div data-testid="frame-toolbar" className="flex flex-wrap items-center gap-x-3 gap-y-1 border-b border-zinc-800 px-3 py-1.5 text-xs text-zinc-400">
+      <div
+        data-testid="frame-toolbar"
+        className="flex flex-wrap items-center gap-x-3 gap-y-1 border-b border-zinc-800 px-3 py-1.5 text-xs text-zinc-400"
+      >
         <ConnectionBadge state={socketState} />
         <span data-testid="event-count">
           {store.shown.length.toLocaleString("en-US")} {store.shown.length === 1 ? "request" : "requests"}
@@ -123,7 +136,11 @@ export function LiveFrame({ socketUrl, namespaceId, openEventId }: { socketUrl: 
         ) : null}
         <span className="flex-1" />
         {pause ? (
-          <button type="button" onClick={follow} className="rounded-md bg-sky-500/15 px-2 py-0.5 font-medium text-sky-300 hover:bg-sky-500/25">
+          <button
+            type="button"
+            onClick={follow}
+            className="rounded-md bg-sky-500/15 px-2 py-0.5 font-medium text-sky-300 hover:bg-sky-500/25"
+          >
             Paused{newSincePause > 0 ? ` · ${newSincePause.toLocaleString("en-US")} new` : ""} — Follow
           </button>
         ) : (

@@ -10,15 +10,7 @@ type Join = { status: "joining" } | { status: "joined"; websocketUrl: string } |
  * The Live screen (/dashboard/{ns}/live): filters plus the live frame fed by JoinSubscriber, and the
  * onboarding overlay while the org has not seen a publisher yet.
  */
-export function LiveScreenView({
-  namespaceId,
-  orgId,
-  commitHash,
-}: {
-  namespaceId: string;
-  orgId: string;
-  commitHash: string;
-}) {
+export function LiveScreenView({ namespaceId, orgId, commitHash }: { namespaceId: string; orgId: string; commitHash: string }) {
   const [join, setJoin] = useState<Join>({ status: "joining" });
   const [attempt, setAttempt] = useState(0);
   const [isOnboarding, setOnboarding] = useState(false);
@@ -53,7 +45,11 @@ export function LiveScreenView({
     <div className="relative flex min-h-0 flex-1 flex-col">
       {join.status === "failed" ? (
         <ErrorNotice error={join.error} lead="Could not open the live view:">
-          <button type="button" onClick={() => setAttempt((n) => n + 1)} className="ml-3 rounded-md border border-red-400/40 px-2 py-0.5 text-red-200 hover:bg-red-500/20">
+          <button
+            type="button"
+            onClick={() => setAttempt((n) => n + 1)}
+            className="ml-3 rounded-md border border-red-400/40 px-2 py-0.5 text-red-200 hover:bg-red-500/20"
+          >
             Retry
           </button>
         </ErrorNotice>

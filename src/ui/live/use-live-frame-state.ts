@@ -71,7 +71,13 @@ export function useLiveFrameState({ socketUrl, namespaceId }: { socketUrl: strin
         }
         case "setFilterError":
           if (pending.current?.revision === message.revision) pending.current = null;
-          postToParent({ type: "setFilterError", revision: message.revision, message: message.message, position: message.position, index: message.index });
+          postToParent({
+            type: "setFilterError",
+            revision: message.revision,
+            message: message.message,
+            position: message.position,
+            index: message.index,
+          });
           return;
         case "history":
           if (Array.isArray(message.events)) store.mergeHistory(message.events);
@@ -116,7 +122,8 @@ export function useLiveFrameState({ socketUrl, namespaceId }: { socketUrl: strin
         onState: setSocketState,
         onOpen: () => {
           const asked = pending.current ?? config.current;
-          if (asked.filters.length > 0 || asked.revision > 0) socket.send({ type: "setConfig", revision: asked.revision, filters: asked.filters });
+          if (asked.filters.length > 0 || asked.revision > 0)
+            socket.send({ type: "setConfig", revision: asked.revision, filters: asked.filters });
         },
       },
     );

@@ -64,7 +64,9 @@ export function OnboardingOverlay({
       .then((answer) => setToken(answer.token))
       .catch((err) => {
         if (isAbortError(err)) return;
-        setTokenError(err instanceof ApiError && err.status === 403 ? TOKEN_FORBIDDEN : `Could not create a token: ${describeError(err).message}`);
+        setTokenError(
+          err instanceof ApiError && err.status === 403 ? TOKEN_FORBIDDEN : `Could not create a token: ${describeError(err).message}`,
+        );
       });
     return () => controller.abort();
   }, [needsToken, namespaceId]);
@@ -73,7 +75,12 @@ export function OnboardingOverlay({
 
   return (
     <div className="absolute inset-0 z-30 flex items-center justify-center bg-zinc-950/80 p-4 backdrop-blur-sm">
-      <div role="dialog" aria-modal="true" aria-labelledby="onboarding-title" className="w-full max-w-xl rounded-xl border border-zinc-800 bg-zinc-900 p-6 shadow-2xl">
+      <div
+        role="dialog"
+        aria-modal="true"
+        aria-labelledby="onboarding-title"
+        className="w-full max-w-xl rounded-xl border border-zinc-800 bg-zinc-900 p-6 shadow-2xl"
+      >
         {stack === null ? (
           <>
             <h2 id="onboarding-title" className="text-lg font-semibold text-zinc-100">
@@ -138,7 +145,9 @@ export function OnboardingOverlay({
               ))}
             </ol>
             {tokenError ? <p className="mt-2 text-xs text-red-400">{tokenError}</p> : null}
-            {token ? <p className="mt-2 text-xs text-zinc-500">This token is shown once; it is also listed (masked) on the Tokens screen.</p> : null}
+            {token ? (
+              <p className="mt-2 text-xs text-zinc-500">This token is shown once; it is also listed (masked) on the Tokens screen.</p>
+            ) : null}
             <div className="mt-5 flex items-center justify-between">
               <p role="status" className={`flex items-center gap-2 text-sm ${isConnected ? "text-emerald-400" : "text-zinc-400"}`}>
                 <span className={`size-2 rounded-full ${isConnected ? "bg-emerald-400" : "animate-pulse bg-amber-400"}`} />

@@ -22,7 +22,12 @@ export function BodyView({
   label: string;
 }) {
   const view = useMemo(() => classifyBody(base64, contentType), [base64, contentType]);
-  const sampleSize = view.kind === "empty" ? 0 : view.kind === "json" || view.kind === "text" ? new TextEncoder().encode(view.text).length : view.bytes.length;
+  const sampleSize =
+    view.kind === "empty"
+      ? 0
+      : view.kind === "json" || view.kind === "text"
+        ? new TextEncoder().encode(view.text).length
+        : view.bytes.length;
 
   return (
     <div aria-label={label} data-body-kind={view.kind}>
@@ -79,7 +84,9 @@ function HexBody({ bytes }: { bytes: Uint8Array }) {
           <span className="text-zinc-400">{row.ascii}</span>
         </div>
       ))}
-      {bytes.length > MAX_HEX_ROWS * 16 ? <div className="text-zinc-500">… {formatBytes(bytes.length - MAX_HEX_ROWS * 16)} more</div> : null}
+      {bytes.length > MAX_HEX_ROWS * 16 ? (
+        <div className="text-zinc-500">… {formatBytes(bytes.length - MAX_HEX_ROWS * 16)} more</div>
+      ) : null}
     </div>
   );
 }

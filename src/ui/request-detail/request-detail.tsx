@@ -1,6 +1,6 @@
 import { type ReactNode, useMemo } from "react";
-import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { formatBytes, formatDuration } from "~/lib/format.ts";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { formatDateTime, fullUrl, statusClass } from "../live/format.ts";
 import { BodyView } from "./body-view.tsx";
 import { toCurl } from "./curl.ts";
@@ -43,9 +43,7 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
                 </span>
               ) : null}
               <span className="font-semibold">{event.http_req_method || event.protocol.toUpperCase()}</span>
-              <span className={`font-semibold ${statusClass(event.http_resp_status_code)}`}>
-                {event.http_resp_status_code || "—"}
-              </span>
+              <span className={`font-semibold ${statusClass(event.http_resp_status_code)}`}>{event.http_resp_status_code || "—"}</span>
               <span className="text-zinc-400">{formatDuration(event.http_duration)}</span>
             </div>
             <p className="mt-1 font-mono text-xs break-all text-zinc-300" data-testid="detail-url">
@@ -57,15 +55,18 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
             </p>
           </div>
           {onClose ? (
-            <button type="button" aria-label="Close detail" onClick={onClose} className="rounded p-1 text-zinc-400 hover:bg-zinc-800 hover:text-zinc-100">
+            <button
+              type="button"
+              aria-label="Close detail"
+              onClick={onClose}
+              className="rounded p-1 text-zinc-400 hover:bg-zinc-800 hover:text-zinc-100"
+            >
               ✕
             </button>
           ) : null}
         </div>
         <div className="mt-2 flex flex-wrap gap-1.5">
-          {curl ? (
-            <ActionButton onClick={() => copy("curl", curl.command)}>{label("curl", "Copy as cURL")}</ActionButton>
-          ) : null}
+          {curl ? <ActionButton onClick={() => copy("curl", curl.command)}>{label("curl", "Copy as cURL")}</ActionButton> : null}
           {onSaveHar ? <ActionButton onClick={() => onSaveHar(event)}>Save as HAR</ActionButton> : null}
           {onSaveAllHar ? <ActionButton onClick={onSaveAllHar}>Save all shown as HAR</ActionButton> : null}
           {link ? <ActionButton onClick={() => copy("link", link)}>{label("link", "Copy link")}</ActionButton> : null}
@@ -226,10 +227,7 @@ function EventLine({
         <span className="block truncate text-zinc-300">{fullUrl(event)}</span>
         {offsetUs !== undefined ? (
           <span className="relative mt-0.5 block h-1 rounded bg-zinc-800">
-            <span
-              className="absolute inset-y-0 rounded bg-sky-500"
-              style={{ left: `${left}%`, width: `max(2px, ${width}%)` }}
-            />
+            <span className="absolute inset-y-0 rounded bg-sky-500" style={{ left: `${left}%`, width: `max(2px, ${width}%)` }} />
           </span>
         ) : null}
       </span>

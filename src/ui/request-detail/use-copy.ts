@@ -1,7 +1,11 @@
 import { useCallback, useEffect, useRef, useState } from "react";
 
 /** Copies text and reports "copied" for `ms` (2 s for links and commands). */
-export function useCopy(ms = 2000): { copiedKey: string | null; failedKey: string | null; copy: (key: string, text: string) => Promise<void> } {
+export function useCopy(ms = 2000): {
+  copiedKey: string | null;
+  failedKey: string | null;
+  copy: (key: string, text: string) => Promise<void>;
+} {
   const [copiedKey, setCopied] = useState<string | null>(null);
   const [failedKey, setFailed] = useState<string | null>(null);
   const timer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);

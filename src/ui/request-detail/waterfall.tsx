@@ -1,5 +1,5 @@
-import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { formatDuration } from "~/lib/format.ts";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { timingSteps } from "./timing.ts";
 
 const colours: Record<string, string> = {

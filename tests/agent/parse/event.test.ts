@@ -2,9 +2,9 @@ import { describe, expect, test } from "bun:test";
 import { hostname } from "node:os";
 import { basename } from "node:path";
 import { hostMetadata, readProcessInfo } from "~/agent/event.ts";
+import { sniff, tlsServerName } from "~/agent/parse/sniff.ts";
 import { isSensitiveHeader, isSensitiveParam, maskSecret, redactQuery, redactTarget } from "~/agent/redact.ts";
 import { parseHostEnvironment } from "~/lib/env.ts";
-import { sniff, tlsServerName } from "~/agent/parse/sniff.ts";
 import { body, c, s, trace } from "./helpers.ts";
 
 describe("process and host metadata", () => {
@@ -24,7 +24,14 @@ describe("process and host metadata", () => {
 
   test("Kubernetes and GCP from the environment when present", () => {
     const none = hostMetadata(parseHostEnvironment({}));
-    expect(none).toEqual({ hostname: hostname(), gcp_project: "", kubernetes_namespace: "", gke_cluster_location: "", gke_cluster_name: "", gke_node_name: "" });
+    expect(none).toEqual({
+      hostname: hostname(),
+      gcp_project: "",
+      kubernetes_namespace: "",
+      gke_cluster_location: "",
+      gke_cluster_name: "",
+      gke_node_name: "",
+    });
     const gke = hostMetadata(
       parseHostEnvironment({
         KUBERNETES_SERVICE_HOST: "10.0.0.1",
@@ -35,13 +42,29 @@ describe("process and host metadata", () => {
         NODE_NAME: "gke-node-1",
       }),
     );
-    expect(gke).toMatchObject({ kubernetes_namespace: "shop", gcp_project: "acme-prod", gke_cluster_name: "main", gke_cluster_location: "europe-west1", gke_node_name: "gke-node-1" });
+    expect(gke).toMatchObject({
+      kubernetes_namespace: "shop",
+      gcp_project: "acme-prod",
+      gke_cluster_name: "main",
+      gke_cluster_location: "europe-west1",
+      gke_node_name: "gke-node-1",
+    });
   });
 });
 
 describe("redaction rules", () => {
   test("headers: the listed ones and credential-looking names, not ordinary ones", () => {
-    for (const h of ["Authorization", "proxy-authorization", "Cookie", "Set-Cookie", "X-Api-Key", "X-Auth-Token", "X-Amz-Security-Token", "X-Github-Token", "X-Client-Secret"]) {
+    for (const h of [
+      "Authorization",
+      "proxy-authorization",
+      "Cookie",
+      "Set-Cookie",
+      "X-Api-Key",
+      "X-Auth-Token",
+      "X-Amz-Security-Token",
+      "X-Github-Token",
+      "X-Client-Secret",
+    ]) {
       expect([h, isSensitiveHeader(h)]).toEqual([h, true]);
     }
     for (const h of ["Content-Type", "User-Agent", "Accept", "WWW-Authenticate", "Sec-WebSocket-Key", "X-Request-Id"]) {
@@ -50,7 +73,20 @@ describe("redaction rules", () => {
   });
 
   test("query parameters: token-like names, value replaced, the rest byte for byte", () => {
-    for (const p of ["token", "access_token", "api_key", "apiKey", "key", "secret", "password", "sig", "signature", "code", "X-Amz-Signature", "client_secret"]) {
+    for (const p of [
+      "token",
+      "access_token",
+      "api_key",
+      "apiKey",
+      "key",
+      "secret",
+      "password",
+      "sig",
+      "signature",
+      "code",
+      "X-Amz-Signature",
+      "client_secret",
+    ]) {
       expect([p, isSensitiveParam(p)]).toEqual([p, true]);
     }
     expect(isSensitiveParam("page")).toBe(false);
@@ -91,18 +127,28 @@ describe("sniffing", () => {
 
 describe("HTTP/1 edge cases", () => {
   test("103 Early Hints before the final response", () => {
-    const [e] = trace([c("GET / HTTP/1.1\r\nHost: h\r\n\r\n"), s("HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")]).events;
+    const [e] = trace([
+      c("GET / HTTP/1.1\r\nHost: h\r\n\r\n"),
+      s("HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"),
+    ]).events;
     expect([e!.http_resp_status_code, e!.tags.interim_statuses, body(e!, "resp")]).toEqual([200, "103", "ok"]);
   });
 
   test("an unsolicited 408 on an idle keep-alive connection is not an error", () => {
-    const { events, tracer } = trace([c("GET / HTTP/1.1\r\nHost: h\r\n\r\n"), s("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"), s("HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n")]);
+    const { events, tracer } = trace([
+      c("GET / HTTP/1.1\r\nHost: h\r\n\r\n"),
+      s("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
+      s("HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n"),
+    ]);
     expect(events.map((e) => [e.protocol, e.http_resp_status_code])).toEqual([["http", 200]]);
     expect(tracer.stats().parserGaveUp).toBe(0);
   });
 
   test("differing Content-Length values make the connection passthrough (request smuggling shape)", () => {
-    const { events } = trace([c("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nContent-Length: 5\r\n\r\nabcde"), s("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")]);
+    const { events } = trace([
+      c("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nContent-Length: 5\r\n\r\nabcde"),
+      s("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"),
+    ]);
     expect(events.map((e) => e.protocol)).toEqual(["tcp"]);
     expect(events[0]!.tags.passthrough).toContain("content-length");
   });

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { createTracer } from "~/agent/tracer.ts";
 import { type TracedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
-import { bytes, connection, fakeProcess, host } from "./helpers.ts";
 import { rng } from "../../support/rng.ts";
+import { bytes, connection, fakeProcess, host } from "./helpers.ts";
 
 const samples = [
   "GET / HTTP/1.1\r\nHost: h\r\n\r\n",
@@ -44,7 +44,12 @@ describe("fuzz: random and mutated streams", () => {
     for (let seed = 1; seed <= 3000; seed++) {
       const rnd = rng(seed);
       const events: TracedEvent[] = [];
-      const tracer = createTracer({ onEvent: (e) => events.push(toTracedEvent(e)), host, processInfo: fakeProcess, payloadLimit: 1 + Math.floor(rnd() * 64) });
+      const tracer = createTracer({
+        onEvent: (e) => events.push(toTracedEvent(e)),
+        host,
+        processInfo: fakeProcess,
+        payloadLimit: 1 + Math.floor(rnd() * 64),
+      });
       const tap = tracer.onOpen(connection(seed, rnd() < 0.5 ? "inbound" : "outbound"))!;
       let fromClient = 0;
       let fromServer = 0;

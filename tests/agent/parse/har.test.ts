@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { gzipSync } from "node:zlib";
-import { toHarEntry, toHarLog } from "~/lib/har.ts";
 import { formatLogLine } from "~/agent/log-line.ts";
+import { toHarEntry, toHarLog } from "~/lib/har.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { c, s, trace } from "./helpers.ts";
 
@@ -61,15 +61,24 @@ function sampleEvents(): TracedEvent[] {
   const packed = gzipSync(json);
   return trace(
     [
-      c("POST /api/items?page=2&q=a%20b HTTP/1.1\r\nHost: api.test\r\nCookie: a=1; b=2\r\nContent-Type: application/json\r\nContent-Length: 9\r\n\r\n{\"x\": 1}\n"),
+      c(
+        'POST /api/items?page=2&q=a%20b HTTP/1.1\r\nHost: api.test\r\nCookie: a=1; b=2\r\nContent-Type: application/json\r\nContent-Length: 9\r\n\r\n{"x": 1}\n',
+      ),
       s(
         Buffer.concat([
-          Buffer.from(`HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nSet-Cookie: sid=abc; Path=/; HttpOnly; Secure\r\nContent-Length: ${packed.length}\r\n\r\n`),
+          Buffer.from(
+            `HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nSet-Cookie: sid=abc; Path=/; HttpOnly; Secure\r\nContent-Length: ${packed.length}\r\n\r\n`,
+          ),
           packed,
         ]),
       ),
       c("GET /img HTTP/1.1\r\nHost: api.test\r\n\r\n"),
-      s(Buffer.concat([Buffer.from("HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Length: 6\r\n\r\n"), Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1])])),
+      s(
+        Buffer.concat([
+          Buffer.from("HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Length: 6\r\n\r\n"),
+          Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1]),
+        ]),
+      ),
     ],
     { direction: "outbound" },
   ).events;
@@ -130,7 +139,8 @@ describe("--log lines", () => {
     const [post] = sampleEvents();
     const line = formatLogLine(post!);
     expect(line).toMatch(/^\d\d:\d\d:\d\d\.\d{3} →201 POST api\.test\/api\/items\?page=2&q=a%20b\s+1\.0ms$/);
-    const inbound = trace([c("GET /health?full=1 HTTP/1.1\r\nHost: h\r\n\r\n"), s("HTTP/1.1 503 Unavailable\r\nContent-Length: 0\r\n\r\n")]).events[0]!;
+    const inbound = trace([c("GET /health?full=1 HTTP/1.1\r\nHost: h\r\n\r\n"), s("HTTP/1.1 503 Unavailable\r\nContent-Length: 0\r\n\r\n")])
+      .events[0]!;
     expect(formatLogLine(inbound)).toMatch(/^\d\d:\d\d:\d\d\.\d{3} {2}503 GET {2}\/health\?full=1\s+1\.0ms$/);
   });
 

@@ -81,7 +81,9 @@ describe("HTTP/1 requests and responses", () => {
   test("chunked bodies with extensions and trailers, both ways", () => {
     const [e] = traceAll([
       c("POST /up HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nWiki\r\n5;ext=1\r\npedia\r\n0\r\nX-Checksum: abc\r\n\r\n"),
-      s("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: grpc-status\r\n\r\nA\r\n0123456789\r\n3\r\nabc\r\n0\r\ngrpc-status: 0\r\n\r\n"),
+      s(
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: grpc-status\r\n\r\nA\r\n0123456789\r\n3\r\nabc\r\n0\r\ngrpc-status: 0\r\n\r\n",
+      ),
     ]);
     expect(body(e!, "req")).toBe("Wikipedia");
     expect(e!.http_req_body_size_bytes_wire).toBe(9);
@@ -136,7 +138,11 @@ describe("HTTP/1 requests and responses", () => {
   });
 
   test("a close-delimited response ends when the server closes", () => {
-    const events = traceAll([c("GET /old HTTP/1.0\r\n\r\n"), s("HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil the end"), serverEnd]);
+    const events = traceAll([
+      c("GET /old HTTP/1.0\r\n\r\n"),
+      s("HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil the end"),
+      serverEnd,
+    ]);
     expect(events).toHaveLength(1);
     expect(events[0]!.http_version).toBe("1.0");
     expect(body(events[0]!, "resp")).toBe("until the end");
@@ -152,8 +158,12 @@ describe("HTTP/1 requests and responses", () => {
   test("a WebSocket upgrade is one event with status 101, then the connection passes through", () => {
     const frames = new Uint8Array([0x81, 0x85, 1, 2, 3, 4, 0x69, 0x67, 0x6f, 0x68, 0x6e, 0x0d, 0x0a, 0x0d, 0x0a]);
     const events = traceAll([
-      c("GET /ws HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"),
-      s("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n"),
+      c(
+        "GET /ws HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+      ),
+      s(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n",
+      ),
       c(frames),
       s(new Uint8Array([0x81, 0x02, 0x68, 0x69])),
       c("GET /not-http HTTP/1.1\r\n\r\n"),
@@ -165,7 +175,9 @@ describe("HTTP/1 requests and responses", () => {
 
   test("a refused upgrade keeps the connection HTTP/1, including what the client sent meanwhile", () => {
     const events = traceAll([
-      c("GET / HTTP/1.1\r\nHost: h\r\nUpgrade: h2c\r\nConnection: Upgrade, HTTP2-Settings\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\nGET /second HTTP/1.1\r\nHost: h\r\n\r\n"),
+      c(
+        "GET / HTTP/1.1\r\nHost: h\r\nUpgrade: h2c\r\nConnection: Upgrade, HTTP2-Settings\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\nGET /second HTTP/1.1\r\nHost: h\r\n\r\n",
+      ),
       s(`${ok("first")}${ok("second")}`),
     ]);
     expect(events.map((e) => [e.http_req_path, body(e, "resp")])).toEqual([
@@ -255,10 +267,15 @@ describe("bodies", () => {
   test("a truncated or corrupt compressed body is kept as sent", () => {
     const packed = gzipSync(Buffer.alloc(200_000, 7).map((_, i) => (i * 7919) % 251));
     const head = `HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: ${packed.length}\r\n\r\n`;
-    const { events } = trace([c("GET / HTTP/1.1\r\nHost: h\r\n\r\n"), s(Buffer.concat([Buffer.from(head), packed]))], { payloadLimit: 1000 });
+    const { events } = trace([c("GET / HTTP/1.1\r\nHost: h\r\n\r\n"), s(Buffer.concat([Buffer.from(head), packed]))], {
+      payloadLimit: 1000,
+    });
     expect(events[0]!.tags.resp_body_decoded).toBeUndefined();
     expect(Buffer.from(events[0]!.http_resp_body, "base64").subarray(0, 2)).toEqual(Buffer.from([0x1f, 0x8b]));
-    const bad = trace([c("GET / HTTP/1.1\r\nHost: h\r\n\r\n"), s("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\nnope")]);
+    const bad = trace([
+      c("GET / HTTP/1.1\r\nHost: h\r\n\r\n"),
+      s("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\nnope"),
+    ]);
     expect(body(bad.events[0]!, "resp")).toBe("nope");
   });
 });
@@ -266,7 +283,12 @@ describe("bodies", () => {
 describe("timings", () => {
   test("inbound: request receive, processing, response send; duration from first to last byte", () => {
     const { events } = trace(
-      [c("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\n\r\n"), c("body"), s("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n"), s("done")],
+      [
+        c("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\n\r\n"),
+        c("body"),
+        s("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n"),
+        s("done"),
+      ],
       { step: 1000 },
     );
     const e = events[0]!;
@@ -326,7 +348,12 @@ describe("sniffing: what is not HTTP/1 is still recorded", () => {
   });
 
   test("a parser error mid-connection: earlier exchanges kept, the rest recorded as passthrough", () => {
-    const { events } = trace([c("GET /ok HTTP/1.1\r\nHost: h\r\n\r\n"), s(ok("fine")), c("GET /bad HTTP/1.1\r\nHost: h\r\nContent-Length: x\r\n\r\n"), s(ok("?"))]);
+    const { events } = trace([
+      c("GET /ok HTTP/1.1\r\nHost: h\r\n\r\n"),
+      s(ok("fine")),
+      c("GET /bad HTTP/1.1\r\nHost: h\r\nContent-Length: x\r\n\r\n"),
+      s(ok("?")),
+    ]);
     expect(events.map((e) => [e.protocol, e.http_req_path, e.http_resp_status_code])).toEqual([
       ["http", "/ok", 200],
       ["tcp", "", 0],
@@ -340,7 +367,15 @@ function clientHello(name: string): Uint8Array {
   const n = Buffer.from(name);
   const sni = Buffer.concat([Buffer.from([0, 0]), u16(n.length + 5), u16(n.length + 3), Buffer.from([0]), u16(n.length), n]);
   const exts = Buffer.concat([u16(sni.length), sni]);
-  const hello = Buffer.concat([Buffer.from([3, 3]), Buffer.alloc(32, 1), Buffer.from([0]), u16(2), Buffer.from([0x13, 0x01]), Buffer.from([1, 0]), exts]);
+  const hello = Buffer.concat([
+    Buffer.from([3, 3]),
+    Buffer.alloc(32, 1),
+    Buffer.from([0]),
+    u16(2),
+    Buffer.from([0x13, 0x01]),
+    Buffer.from([1, 0]),
+    exts,
+  ]);
   const hs = Buffer.concat([Buffer.from([1, 0]), u16(hello.length), hello]);
   return Buffer.concat([Buffer.from([0x16, 3, 1]), u16(hs.length), hs]);
 }

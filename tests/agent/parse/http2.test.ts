@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { TCPSocketListener } from "bun";
 import { connect, constants, createServer, type Http2Server, type ServerHttp2Stream } from "node:http2";
 import type { AddressInfo } from "node:net";
 import { gzipSync } from "node:zlib";
+import type { TCPSocketListener } from "bun";
 import type { ConnectionTap } from "~/agent/relay/observer.ts";
 import { nowMicros } from "~/agent/relay/observer.ts";
 import { createTracer } from "~/agent/tracer.ts";
 import { type TracedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
-import { body, chunkings, fakeProcess, host, type Segment, summary, trace } from "./helpers.ts";
 import { rng } from "../../support/rng.ts";
+import { body, chunkings, fakeProcess, host, type Segment, summary, trace } from "./helpers.ts";
 
 /**
  * HTTP/2 with prior knowledge (h2c, what gRPC speaks inside clusters): Node's http2 server and client
@@ -74,7 +74,15 @@ beforeAll(async () => {
             },
           },
         });
-        leg.tap = tracer.onOpen({ id: 1, direction: "outbound", clientAddr: "127.0.0.1:1", serverAddr: `127.0.0.1:${upstreamPort}`, pid: 7, startedAt, connectedAt: nowMicros() });
+        leg.tap = tracer.onOpen({
+          id: 1,
+          direction: "outbound",
+          clientAddr: "127.0.0.1:1",
+          serverAddr: `127.0.0.1:${upstreamPort}`,
+          pid: 7,
+          startedAt,
+          connectedAt: nowMicros(),
+        });
         for (const chunk of leg.pending) {
           leg.peer.write(chunk);
           recorded.push({ fromClient: true, data: chunk });
@@ -160,7 +168,12 @@ describe("HTTP/2 (h2c) through a relay", () => {
     const rpc = byPath.get("/grpc.Echo/Say")!;
     expect(rpc.http_resp_headers).toContainEqual(["trailer:grpc-status", "0"]);
     expect(Buffer.from(rpc.http_resp_body, "base64")).toEqual(grpcMessage);
-    expect(rpc.tags).toMatchObject({ grpc_status: "0", grpc_message: "OK", req_grpc: '{1: "hello", 2: 150, 3: {1: "x"}}', resp_grpc: '{1: "hello", 2: 150, 3: {1: "x"}}' });
+    expect(rpc.tags).toMatchObject({
+      grpc_status: "0",
+      grpc_message: "OK",
+      req_grpc: '{1: "hello", 2: 150, 3: {1: "x"}}',
+      resp_grpc: '{1: "hello", 2: 150, 3: {1: "x"}}',
+    });
     expect(body(byPath.get("/gzip")!, "resp")).toBe("compressed hello");
     const slow = byPath.get("/slow")!;
     expect(slow.tags.incomplete).toContain("stream reset by the client");
@@ -191,7 +204,11 @@ describe("HTTP/2 (h2c) through a relay", () => {
         for (let i = 0; i < edits; i++) data[Math.floor(rnd() * data.length)] = Math.floor(rnd() * 256);
         return { fromClient: seg.fromClient, data };
       });
-      const { tracer: t, clientBytes, serverBytes } = trace(segments, { direction: "outbound", chunker: (n) => [Math.ceil(n / 2), Math.floor(n / 2)].filter((k) => k > 0) });
+      const {
+        tracer: t,
+        clientBytes,
+        serverBytes,
+      } = trace(segments, { direction: "outbound", chunker: (n) => [Math.ceil(n / 2), Math.floor(n / 2)].filter((k) => k > 0) });
       const st = t.stats();
       expect(st.tapErrors).toBe(0);
       expect([st.bytesFromClients, st.bytesFromServers]).toEqual([clientBytes, serverBytes]);
@@ -200,12 +217,20 @@ describe("HTTP/2 (h2c) through a relay", () => {
 
   test("h2c reached through an HTTP/1 Upgrade: the 101, then the response on stream 1, under every chunking", () => {
     const frame = (type: number, flags: number, stream: number, payload: Uint8Array) =>
-      Buffer.concat([Buffer.from([payload.length >> 16, (payload.length >> 8) & 255, payload.length & 255, type, flags, 0, 0, 0, stream]), payload]);
+      Buffer.concat([
+        Buffer.from([payload.length >> 16, (payload.length >> 8) & 255, payload.length & 255, type, flags, 0, 0, 0, stream]),
+        payload,
+      ]);
     const text = (s: string) => new TextEncoder().encode(s);
     // :status 200 (static index 8), content-type (index 31, literal without indexing) "text/plain".
     const block = Buffer.concat([Buffer.from([0x88, 0x0f, 0x10, 10]), text("text/plain")]);
     const conversation: Segment[] = [
-      { fromClient: true, data: text("GET /h2c?x=1 HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n") },
+      {
+        fromClient: true,
+        data: text(
+          "GET /h2c?x=1 HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n",
+        ),
+      },
       {
         fromClient: false,
         data: Buffer.concat([

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { TCPSocketListener } from "bun";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { gzipSync } from "node:zlib";
+import type { TCPSocketListener } from "bun";
 import type { ConnectionTap } from "~/agent/relay/observer.ts";
 import { nowMicros } from "~/agent/relay/observer.ts";
 import { createTracer } from "~/agent/tracer.ts";
@@ -124,12 +124,20 @@ describe("real traffic through a relay", () => {
     const base = `http://127.0.0.1:${relay.port}`;
     expect(await (await fetch(`${base}/chunked`)).text()).toBe("part one, part two");
     expect(await (await fetch(`${base}/gzip`)).json()).toEqual({ hello: "world" });
-    const posted = await fetch(`${base}/post?api_key=k123&x=1`, { method: "POST", body: "x".repeat(1000), headers: { authorization: "Bearer tok" } });
+    const posted = await fetch(`${base}/post?api_key=k123&x=1`, {
+      method: "POST",
+      body: "x".repeat(1000),
+      headers: { authorization: "Bearer tok" },
+    });
     expect(await posted.text()).toBe("echo 1000");
     const got = await settle(3);
     const byPath = new Map(got.map((e) => [e.http_req_path.split("?")[0], e]));
     const chunked = byPath.get("/chunked")!;
-    expect([chunked.http_resp_status_code, chunked.http_resp_transfer_encoding, body(chunked, "resp")]).toEqual([200, "chunked", "part one, part two"]);
+    expect([chunked.http_resp_status_code, chunked.http_resp_transfer_encoding, body(chunked, "resp")]).toEqual([
+      200,
+      "chunked",
+      "part one, part two",
+    ]);
     // The server sends the last part 5 ms after the first: processing plus sending covers it.
     expect(chunked.timing_wait + chunked.timing_receive).toBeGreaterThanOrEqual(4000);
     expect(chunked.http_duration).toBeGreaterThanOrEqual(chunked.timing_send + chunked.timing_wait + chunked.timing_receive - 2);
@@ -148,7 +156,9 @@ describe("real traffic through a relay", () => {
   });
 
   test("curl: a 3 MiB response is counted exactly and sampled to the limit", async () => {
-    expect(await run(["curl", "-s", "-o", "/dev/null", "-w", "%{size_download}", `http://127.0.0.1:${relay.port}/big`])).toBe(String(3 * 1024 * 1024));
+    expect(await run(["curl", "-s", "-o", "/dev/null", "-w", "%{size_download}", `http://127.0.0.1:${relay.port}/big`])).toBe(
+      String(3 * 1024 * 1024),
+    );
     const [e] = await settle(1);
     expect(e!.http_resp_body_size_bytes_wire).toBe(3 * 1024 * 1024);
     expect(e!.http_resp_body_truncated).toBe(true);

@@ -173,7 +173,10 @@ describe("headers whose value is a URL", () => {
   test("an OAuth redirect's code is redacted in Location; other headers are untouched (same array)", () => {
     const headers: Array<[string, string]> = [["Location", "https://app.example/cb?code=abc&state=s"]];
     expect(redactHeaders(headers, "redact")).toEqual([["Location", "https://app.example/cb?code=%5Bredacted%5D&state=s"]]);
-    const plain: Array<[string, string]> = [["Content-Length", "5"], ["Keep-Alive", "timeout=5"]];
+    const plain: Array<[string, string]> = [
+      ["Content-Length", "5"],
+      ["Keep-Alive", "timeout=5"],
+    ];
     expect(redactHeaders(plain, "redact")).toBe(plain);
     expect(redactHeaders([["Authentication", "Bearer abc"]], "redact")).toEqual([["Authentication", "Bearer [redacted]"]]);
   });

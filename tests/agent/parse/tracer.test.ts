@@ -98,9 +98,19 @@ describe("redaction in events", () => {
     const { events, tracer } = setup("redact");
     const tap = tracer.onOpen(connection(1, "outbound"))!;
     const reqBody = '{"username": "ann", "password": "SECRET7", "code": "NOT_FOUND", "nested": {"apiKey":"SECRET8"}}';
-    tap.onData(true, bytes(`POST /oauth/token HTTP/1.1\r\nHost: idp\r\nContent-Type: application/json\r\nContent-Length: ${reqBody.length}\r\n\r\n${reqBody}`), 1);
+    tap.onData(
+      true,
+      bytes(
+        `POST /oauth/token HTTP/1.1\r\nHost: idp\r\nContent-Type: application/json\r\nContent-Length: ${reqBody.length}\r\n\r\n${reqBody}`,
+      ),
+      1,
+    );
     const respBody = '{"access_token":"SECRET9","token_type":"Bearer","expires_in":3600,"note":"say \\"password\\": \\"x\\""}';
-    tap.onData(false, bytes(`HTTP/1.1 200 OK\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${respBody.length}\r\n\r\n${respBody}`), 2);
+    tap.onData(
+      false,
+      bytes(`HTTP/1.1 200 OK\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${respBody.length}\r\n\r\n${respBody}`),
+      2,
+    );
     tap.onClose(3);
     tracer.flush();
     const e = events[0]!;

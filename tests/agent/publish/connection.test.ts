@@ -141,7 +141,11 @@ describe("PublisherConnection, alone", () => {
     const server = standIn();
     let allowed = true;
     const log: Log = [];
-    const connection = new PublisherConnection({ endpoint: server.endpoint }, new Backoff(10, 50), handlers(log, () => allowed));
+    const connection = new PublisherConnection(
+      { endpoint: server.endpoint },
+      new Backoff(10, 50),
+      handlers(log, () => allowed),
+    );
     cleanups.push(() => connection.close(), server.stop);
     await connection.join();
     await until(() => connection.readySocket !== null);

@@ -13,7 +13,9 @@ async function storedCount(dataDir: string, namespaceId: string): Promise<number
   const conn = await instance.connect();
   try {
     await conn.run(`ATTACH '${join(dataDir, "events.duckdb")}' AS ev`);
-    const tables = await conn.runAndReadAll(`SELECT count(*)::INTEGER FROM duckdb_tables() WHERE database_name = 'ev' AND table_name = '${tableName(namespaceId)}'`);
+    const tables = await conn.runAndReadAll(
+      `SELECT count(*)::INTEGER FROM duckdb_tables() WHERE database_name = 'ev' AND table_name = '${tableName(namespaceId)}'`,
+    );
     if (Number(tables.getRows()[0]?.[0]) === 0) return 0;
     const reader = await conn.runAndReadAll(`SELECT count(*)::INTEGER FROM ev.${tableName(namespaceId)}`);
     return Number(reader.getRows()[0]?.[0]);

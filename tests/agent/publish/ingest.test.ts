@@ -1,10 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { Ingest } from "~/engines/ingest/ingest.ts";
 import { EventSinks, type EventTarget } from "~/engines/ingest/sinks.ts";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { validateEvent } from "~/services/ingest/validate-event.ts";
-import { sampleEvent } from "./server.ts";
 import { rng } from "../../support/rng.ts";
+import { sampleEvent } from "./server.ts";
 
 function randomValue(rnd: () => number, depth = 0): unknown {
   const r = rnd();

@@ -86,7 +86,8 @@ describe("publisher against the real server", () => {
     const publisher = createPublisher({ endpoint: server.endpoint });
     const info = await publisher.join();
     const body = new TextEncoder().encode('{"name":"zoë"}');
-    for (let i = 0; i < 3; i++) publisher.send({ ...sampleEvent({ http_req_path: `/b/${i}` }), http_req_body: body, http_resp_body: new Uint8Array([0, 1, 2, 255]) });
+    for (let i = 0; i < 3; i++)
+      publisher.send({ ...sampleEvent({ http_req_path: `/b/${i}` }), http_req_body: body, http_resp_body: new Uint8Array([0, 1, 2, 255]) });
     expect(await publisher.close(3000)).toMatchObject({ sent: 3, dropped: 0 });
     const mine = server.received.filter((r) => r.target.linkId === info.linkId).flatMap((r) => r.events);
     expect(mine.map((e) => [e.http_req_path, e.http_req_body, e.http_resp_body])).toEqual(
@@ -135,7 +136,7 @@ describe("publisher against the real server", () => {
     const { ws, next, isClosed } = await rawSocket();
     ws.send("this is not json");
     expect(await next(2)).toMatchObject({ type: "error", code: "malformed" });
-    ws.send(new TextEncoder().encode("{\"type\":\"events\",\"seq\":1,\"events\":[{]}"));
+    ws.send(new TextEncoder().encode('{"type":"events","seq":1,"events":[{]}'));
     expect(await next(3)).toMatchObject({ type: "error", code: "malformed" });
     ws.send(new Uint8Array(5 * 1024 * 1024).fill(32));
     expect(await next(4)).toMatchObject({ type: "error", code: "too_large" });
@@ -180,7 +181,11 @@ describe("publisher against the real server", () => {
     expect(textReply).toEqual(binaryReply);
     expect(server.events().some((e) => e.http_req_path === "/oversized-text-frame")).toBe(false);
     // Multi-byte text is counted in bytes, as it came over the wire.
-    const wide = JSON.stringify({ type: "events", seq: 2, events: [sampleEvent({ http_req_path: `/${"é".repeat(publishLimits.maxMessageBytes / 2)}` })] });
+    const wide = JSON.stringify({
+      type: "events",
+      seq: 2,
+      events: [sampleEvent({ http_req_path: `/${"é".repeat(publishLimits.maxMessageBytes / 2)}` })],
+    });
     ws.send(wide);
     expect(await next(4)).toMatchObject({ type: "error", code: "too_large" });
     ws.send(JSON.stringify({ type: "ping", seq: 3 }));
@@ -212,10 +217,17 @@ describe("publisher against the real server", () => {
 
   test("a socket without a valid ticket is refused; a ticket works once", async () => {
     const res = await fetch(`${server.endpoint}/api/PublishEvents?ticket=forged.ticket`, {
-      headers: { upgrade: "websocket", connection: "Upgrade", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==", "sec-websocket-version": "13" },
+      headers: {
+        upgrade: "websocket",
+        connection: "Upgrade",
+        "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
+        "sec-websocket-version": "13",
+      },
     });
     expect(res.status).toBe(401);
-    const joined = (await (await fetch(`${server.endpoint}/api/JoinPublisher`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })).json()) as {
+    const joined = (await (
+      await fetch(`${server.endpoint}/api/JoinPublisher`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })
+    ).json()) as {
       websocketUrl: string;
     };
     const first = new WebSocket(joined.websocketUrl);
@@ -263,7 +275,12 @@ describe("when the server is away or slow, the program is never slowed", () => {
   test("the server goes away mid-run: the publisher reconnects when it is back", async () => {
     const other = await startServer();
     const notices: NoticeKind[] = [];
-    const publisher = createPublisher({ endpoint: other.endpoint, reconnectMinMs: 50, reconnectMaxMs: 200, onNotice: (kind) => notices.push(kind) });
+    const publisher = createPublisher({
+      endpoint: other.endpoint,
+      reconnectMinMs: 50,
+      reconnectMaxMs: 200,
+      onNotice: (kind) => notices.push(kind),
+    });
     const info = await publisher.join();
     publisher.send(sampleEvent());
     await until(() => publisher.stats().sent === 1);
@@ -328,9 +345,14 @@ describe("when the server is away or slow, the program is never slowed", () => {
           ws.send(JSON.stringify({ type: "ready", namespaceId: null, linkId: null, maxMessageBytes: 4 << 20, maxEventsPerMessage: 1000 }));
         },
         message(ws, data) {
-          const message = JSON.parse(typeof data === "string" ? data : new TextDecoder().decode(data)) as { seq: number; events: unknown[] };
+          const message = JSON.parse(typeof data === "string" ? data : new TextDecoder().decode(data)) as {
+            seq: number;
+            events: unknown[];
+          };
           messages.push(message);
-          ws.send(JSON.stringify({ type: "ack", seq: message.seq, accepted: message.events.length, refused: 0, rateLimited: 0, truncated: 0 }));
+          ws.send(
+            JSON.stringify({ type: "ack", seq: message.seq, accepted: message.events.length, refused: 0, rateLimited: 0, truncated: 0 }),
+          );
         },
       },
     });

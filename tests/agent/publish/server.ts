@@ -1,17 +1,17 @@
+import { randomUUID } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { randomUUID } from "node:crypto";
 import { openDatabase } from "#db/client.ts";
-import { namespaces, namespaceTokens, orgTokens, orgs } from "#db/schema/index.ts";
+import { namespaces, namespaceTokens, orgs, orgTokens } from "#db/schema/index.ts";
+import type { EventTarget } from "~/engines/ingest/sinks.ts";
 import { parseConfig } from "~/lib/env.ts";
 import { setLogSink } from "~/lib/logger.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { tracedEvent } from "../../support/event-factory.ts";
 import { createRuntime } from "~/runtime.ts";
 import { createApp } from "~/server.ts";
 import { newToken } from "~/services/auth/token-format.ts";
-import type { EventTarget } from "~/engines/ingest/sinks.ts";
+import { tracedEvent } from "../../support/event-factory.ts";
 
 /** A real server (createApp on a fresh PGlite) listening on a free loopback port, with a sink that records. */
 export async function startServer(env: Record<string, string> = {}) {
@@ -36,7 +36,10 @@ export async function startServer(env: Record<string, string> = {}) {
 
   async function namespaceWithToken() {
     const [org] = await database.db.insert(orgs).values({ name: "acme" }).returning();
-    const [ns] = await database.db.insert(namespaces).values({ orgId: org!.id, name: `ns-${randomUUID().slice(0, 8)}` }).returning();
+    const [ns] = await database.db
+      .insert(namespaces)
+      .values({ orgId: org!.id, name: `ns-${randomUUID().slice(0, 8)}` })
+      .returning();
     const { token, hash, suffix } = newToken("namespace");
     await database.db.insert(namespaceTokens).values({ namespaceId: ns!.id, tokenHash: hash, suffix });
     return { orgId: org!.id, namespaceId: ns!.id, token };

@@ -1,6 +1,13 @@
 import type { Static, TSchema } from "@sinclair/typebox";
 import { EmailLoginRequest, EmailLoginResponse } from "./auth.ts";
-import { GetLinkRequest, GetLinkResponse, HasSeenPublisherRequest, HasSeenPublisherResponse, JoinSubscriberRequest, JoinSubscriberResponse } from "./live.ts";
+import {
+  GetLinkRequest,
+  GetLinkResponse,
+  HasSeenPublisherRequest,
+  HasSeenPublisherResponse,
+  JoinSubscriberRequest,
+  JoinSubscriberResponse,
+} from "./live.ts";
 import {
   CreateNamespaceRequest,
   CreateNamespaceResponse,

@@ -1,17 +1,30 @@
-import { usePublicConfig } from "~/ui/shell.tsx";
 import { Screen } from "~/ui/pages/dashboard/screen.tsx";
+import { usePublicConfig } from "~/ui/shell.tsx";
 
 type Plan = { name: string; price: string; period?: string; features: string[] };
 
 // Spec section 9. Payments are not wired to a card provider in a self-hosted install: upgrades go through support.
 const plans: Plan[] = [
   { name: "Free", price: "$0", period: "per month", features: ["Unlimited requests", "1 user", "3 containers", "3 days retention"] },
-  { name: "Team", price: "$25", period: "per month", features: ["Unlimited requests", "3 users", "10 containers", "7 days retention", "Centralized billing"] },
+  {
+    name: "Team",
+    price: "$25",
+    period: "per month",
+    features: ["Unlimited requests", "3 users", "10 containers", "7 days retention", "Centralized billing"],
+  },
   {
     name: "Scale",
     price: "$599",
     period: "per month",
-    features: ["Unlimited requests", "20 users", "100 containers", "30 days retention", "SOC2 and HIPAA", "SAML and OIDC", "Private chat channel"],
+    features: [
+      "Unlimited requests",
+      "20 users",
+      "100 containers",
+      "30 days retention",
+      "SOC2 and HIPAA",
+      "SAML and OIDC",
+      "Private chat channel",
+    ],
   },
   { name: "Enterprise", price: "Custom", features: ["Unlimited everything", "On-premise support", "Uptime SLAs"] },
 ];
@@ -26,7 +39,9 @@ export function BillingScreen() {
             <div className="flex items-center justify-between">
               <h2 className="text-sm font-medium text-zinc-100">{plan.name}</h2>
               {plan.name === "Free" ? (
-                <span className="rounded bg-emerald-500/15 px-1.5 py-0.5 text-[10px] font-semibold tracking-wide text-emerald-400">ACTIVE</span>
+                <span className="rounded bg-emerald-500/15 px-1.5 py-0.5 text-[10px] font-semibold tracking-wide text-emerald-400">
+                  ACTIVE
+                </span>
               ) : null}
             </div>
             <p className="mt-3 text-2xl font-semibold text-zinc-100">

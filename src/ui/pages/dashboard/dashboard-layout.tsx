@@ -42,7 +42,9 @@ export function DashboardLayout() {
   return (
     <DashboardContext.Provider value={state}>
       <div className="flex h-dvh overflow-hidden">
-        {isDrawerOpen ? <div className="fixed inset-0 z-30 bg-black/60 md:hidden" onClick={() => setIsDrawerOpen(false)} aria-hidden="true" /> : null}
+        {isDrawerOpen ? (
+          <div className="fixed inset-0 z-30 bg-black/60 md:hidden" onClick={() => setIsDrawerOpen(false)} aria-hidden="true" />
+        ) : null}
         {isNavHidden && !isDrawerOpen ? null : (
           <div className={`${isDrawerOpen ? "fixed inset-y-0 left-0 z-40 flex shadow-2xl" : "hidden"} md:static md:flex md:shadow-none`}>
             <SideNav onHide={hide} />

@@ -28,7 +28,10 @@ export function useDashboard(): DashboardState {
 /** The first namespace's name for a new user: the e-mail's local part, made URL-friendly. */
 export function namespaceNameFromEmail(email: string): string {
   const local = email.split("@")[0] ?? "";
-  const cleaned = local.toLowerCase().replace(/[^a-z0-9-]+/g, "-").replace(/^-+|-+$/g, "");
+  const cleaned = local
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, "-")
+    .replace(/^-+|-+$/g, "");
   return cleaned || "default";
 }
 

@@ -57,7 +57,10 @@ export function NamespaceSwitcher({
         </svg>
       </button>
       {isOpen ? (
-        <div role="menu" className="absolute inset-x-0 top-10 z-30 overflow-hidden rounded-md border border-zinc-800 bg-zinc-900 py-1 shadow-xl">
+        <div
+          role="menu"
+          className="absolute inset-x-0 top-10 z-30 overflow-hidden rounded-md border border-zinc-800 bg-zinc-900 py-1 shadow-xl"
+        >
           <div className="max-h-64 overflow-y-auto">
             {namespaces.map((ns) => (
               <button

@@ -34,7 +34,10 @@ export function NewTokenDialog({ token, onClose }: { token: string; onClose: () 
     >
       <p className="text-amber-300/90">Copy this token now. For your security it cannot be viewed again after you close this dialog.</p>
       <div className="mt-3 flex items-stretch gap-2">
-        <code data-testid="new-token" className="min-w-0 flex-1 rounded-md border border-zinc-800 bg-zinc-950 px-3 py-2 font-mono text-xs break-all text-zinc-100 select-all">
+        <code
+          data-testid="new-token"
+          className="min-w-0 flex-1 rounded-md border border-zinc-800 bg-zinc-950 px-3 py-2 font-mono text-xs break-all text-zinc-100 select-all"
+        >
           {token}
         </code>
         <Button variant="secondary" onClick={() => void copy()} aria-label={isCopied ? "Copied" : "Copy token"}>

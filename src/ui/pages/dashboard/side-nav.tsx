@@ -18,7 +18,12 @@ export function SideNav({ onHide }: { onHide: () => void }) {
         <a href="/" className="flex items-center gap-2 font-semibold tracking-tight text-zinc-100">
           <LogoMark className="size-5" /> Tapscope
         </a>
-        <button type="button" onClick={onHide} aria-label="Hide navigation" className="rounded p-1 text-zinc-500 hover:bg-zinc-900 hover:text-zinc-200">
+        <button
+          type="button"
+          onClick={onHide}
+          aria-label="Hide navigation"
+          className="rounded p-1 text-zinc-500 hover:bg-zinc-900 hover:text-zinc-200"
+        >
           <PanelIcon />
         </button>
       </div>

@@ -24,14 +24,20 @@ export function deleteConfirmText(name: string): string {
   return `Are you sure you want to delete token ${name}? This action cannot be undone.`;
 }
 
-type Dialog =
-  | { kind: "created"; token: string }
-  | { kind: "confirm-delete"; token: Token }
-  | { kind: "forbidden"; text: string }
-  | null;
+type Dialog = { kind: "created"; token: string } | { kind: "confirm-delete"; token: Token } | { kind: "forbidden"; text: string } | null;
 
 /** One list of tokens with create, show-once, and delete with confirmation. */
-export function TokenSection({ title, scope, calls, now: fixedNow }: { title: string; scope: TokenScope; calls: TokenCalls; now?: number }) {
+export function TokenSection({
+  title,
+  scope,
+  calls,
+  now: fixedNow,
+}: {
+  title: string;
+  scope: TokenScope;
+  calls: TokenCalls;
+  now?: number;
+}) {
   const [tokens, setTokens] = useState<Token[] | null>(null);
   const [dialog, setDialog] = useState<Dialog>(null);
   const [isBusy, setIsBusy] = useState(false);

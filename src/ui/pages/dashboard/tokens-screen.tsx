@@ -41,7 +41,8 @@ export function TokensScreen() {
       description={
         <>
           Tracer tokens let <code className="font-mono text-zinc-300">tapscope run</code> send requests to{" "}
-          <span className="text-zinc-200">{namespace.name}</span>. Export one as <code className="font-mono text-zinc-300">TAPSCOPE_TOKEN</code>.
+          <span className="text-zinc-200">{namespace.name}</span>. Export one as{" "}
+          <code className="font-mono text-zinc-300">TAPSCOPE_TOKEN</code>.
         </>
       }
     >

@@ -55,7 +55,14 @@ function UsersOfNamespace({ namespaceId, namespaceName }: { namespaceId: string;
   const admins = users?.filter((user) => user.hasWrite) ?? [];
   const members = users?.filter((user) => !user.hasWrite) ?? [];
   return (
-    <Screen title="Users" description={<>People who can see requests in <span className="text-zinc-200">{namespaceName}</span>.</>}>
+    <Screen
+      title="Users"
+      description={
+        <>
+          People who can see requests in <span className="text-zinc-200">{namespaceName}</span>.
+        </>
+      }
+    >
       <form onSubmit={invite} className="flex max-w-lg gap-2">
         <input
           type="email"
@@ -113,7 +120,11 @@ function UserTable({ title, users }: { title: string; users: NamespaceUser[] }) 
                 <tr key={user.userId ?? `invite:${user.email}`}>
                   <td className="px-4 py-2.5 text-zinc-200">
                     {user.email}
-                    {user.isPending ? <span className="ml-2 rounded bg-zinc-800 px-1.5 py-0.5 text-[10px] font-medium text-zinc-400 uppercase">Invited</span> : null}
+                    {user.isPending ? (
+                      <span className="ml-2 rounded bg-zinc-800 px-1.5 py-0.5 text-[10px] font-medium text-zinc-400 uppercase">
+                        Invited
+                      </span>
+                    ) : null}
                   </td>
                   <td className="px-4 py-2.5 whitespace-nowrap text-zinc-400">{formatDate(user.joinTime)}</td>
                 </tr>

@@ -34,7 +34,15 @@ export function AppErrorScreen({ error }: { error: unknown }) {
 
 function SadFace() {
   return (
-    <svg viewBox="0 0 48 48" className="size-14 text-zinc-500" fill="none" stroke="currentColor" strokeWidth="2.5" strokeLinecap="round" aria-hidden="true">
+    <svg
+      viewBox="0 0 48 48"
+      className="size-14 text-zinc-500"
+      fill="none"
+      stroke="currentColor"
+      strokeWidth="2.5"
+      strokeLinecap="round"
+      aria-hidden="true"
+    >
       <circle cx="24" cy="24" r="21" />
       <path d="M17 19v1M31 19v1" />
       <path d="M15.5 34c2.2-3.2 5.2-4.8 8.5-4.8s6.3 1.6 8.5 4.8" />

@@ -5,7 +5,15 @@ import { AppErrorScreen } from "~/ui/pages/error/app-error-screen.tsx";
 /** Router errors (404 and friends) show the router fallback; anything thrown while rendering the app screen. */
 export function RootErrorBoundary() {
   const error = useRouteError();
-  return <Document>{isRouteErrorResponse(error) ? <RouterFallback status={error.status} statusText={error.statusText} /> : <AppErrorScreen error={error} />}</Document>;
+  return (
+    <Document>
+      {isRouteErrorResponse(error) ? (
+        <RouterFallback status={error.status} statusText={error.statusText} />
+      ) : (
+        <AppErrorScreen error={error} />
+      )}
+    </Document>
+  );
 }
 
 function RouterFallback({ status, statusText }: { status: number; statusText: string }) {

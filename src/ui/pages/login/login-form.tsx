@@ -1,10 +1,10 @@
 import { type FormEvent, useState } from "react";
+import { toError } from "~/lib/errors.ts";
 import type { EmailLoginResponse } from "~/lib/protocol/api/auth.ts";
 import { Button } from "~/ui/components/button.tsx";
 import { Spinner } from "~/ui/components/spinner.tsx";
 import { alertError, api } from "~/ui/lib/api.ts";
 import { errorTags, reportEvent } from "~/ui/lib/events.ts";
-import { toError } from "~/lib/errors.ts";
 
 export type SubmitEmail = (email: string, next: string | null) => Promise<EmailLoginResponse>;
 
@@ -71,12 +71,8 @@ export function LoginForm({
       {hasGoogle || hasGithub ? (
         <>
           <div className="space-y-2">
-            {hasGoogle ? (
-              <ProviderLink href={`/api/GoogleRedirect${query}`} label="Continue with Google" icon={<GoogleIcon />} />
-            ) : null}
-            {hasGithub ? (
-              <ProviderLink href={`/api/GithubRedirect${query}`} label="Continue with Github" icon={<GithubIcon />} />
-            ) : null}
+            {hasGoogle ? <ProviderLink href={`/api/GoogleRedirect${query}`} label="Continue with Google" icon={<GoogleIcon />} /> : null}
+            {hasGithub ? <ProviderLink href={`/api/GithubRedirect${query}`} label="Continue with Github" icon={<GithubIcon />} /> : null}
           </div>
           <div className="flex items-center gap-3 text-xs text-zinc-500">
             <span className="h-px flex-1 bg-zinc-800" />
@@ -122,7 +118,10 @@ function ProviderLink({ href, label, icon }: { href: string; label: string; icon
 function GoogleIcon() {
   return (
     <svg viewBox="0 0 24 24" className="size-4" aria-hidden="true">
-      <path fill="#EA4335" d="M12 10.2v3.9h5.5c-.2 1.3-1.6 3.8-5.5 3.8-3.3 0-6-2.7-6-6.1s2.7-6.1 6-6.1c1.9 0 3.1.8 3.8 1.5l2.6-2.5C16.8 3.2 14.6 2.2 12 2.2 6.6 2.2 2.2 6.6 2.2 12s4.4 9.8 9.8 9.8c5.7 0 9.4-4 9.4-9.6 0-.6-.1-1.1-.2-1.6H12z" />
+      <path
+        fill="#EA4335"
+        d="M12 10.2v3.9h5.5c-.2 1.3-1.6 3.8-5.5 3.8-3.3 0-6-2.7-6-6.1s2.7-6.1 6-6.1c1.9 0 3.1.8 3.8 1.5l2.6-2.5C16.8 3.2 14.6 2.2 12 2.2 6.6 2.2 2.2 6.6 2.2 12s4.4 9.8 9.8 9.8c5.7 0 9.4-4 9.4-9.6 0-.6-.1-1.1-.2-1.6H12z"
+      />
     </svg>
   );
 }

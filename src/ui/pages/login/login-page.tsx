@@ -52,10 +52,16 @@ export function LoginPage() {
         </figure>
         <div className="space-y-4" aria-hidden="true">
           {marqueeRows.map((row, index) => (
-            <div key={row[0]} className="flex overflow-hidden [mask-image:linear-gradient(to_right,transparent,black_15%,black_85%,transparent)]">
+            <div
+              key={row[0]}
+              className="flex overflow-hidden [mask-image:linear-gradient(to_right,transparent,black_15%,black_85%,transparent)]"
+            >
               <div className={`flex shrink-0 gap-3 pr-3 ${index % 2 ? "animate-marquee-reverse" : "animate-marquee"}`}>
                 {[...row, ...row].map((name, i) => (
-                  <span key={`${name}-${i}`} className="rounded-full border border-zinc-800 bg-zinc-900 px-3 py-1 font-mono text-xs whitespace-nowrap text-zinc-400">
+                  <span
+                    key={`${name}-${i}`}
+                    className="rounded-full border border-zinc-800 bg-zinc-900 px-3 py-1 font-mono text-xs whitespace-nowrap text-zinc-400"
+                  >
                     {name}
                   </span>
                 ))}

@@ -8,8 +8,8 @@ export function LandingPage() {
   return (
     <PlaceholderPage title="Zero Code Network Tracer" heading="Inspect element for your infra">
       <p>
-        Run any server under <code className="font-mono text-zinc-200">tapscope run -- &lt;command&gt;</code> and watch every HTTP request it
-        serves and makes, live, with no code changes.
+        Run any server under <code className="font-mono text-zinc-200">tapscope run -- &lt;command&gt;</code> and watch every HTTP request
+        it serves and makes, live, with no code changes.
       </p>
       <div className="mt-8 flex gap-3">
         <Link to="/login" className="rounded-md bg-zinc-100 px-4 py-2 text-sm font-medium text-zinc-900 hover:bg-white">
@@ -54,7 +54,12 @@ export function DiscordPage() {
 
 export function CustomersPage() {
   const { customer } = useParams();
-  return <PlaceholderPage title={customer ? `Customer: ${customer}` : "Customers"} heading={customer ? `Case study: ${customer}` : "Customers"} />;
+  return (
+    <PlaceholderPage
+      title={customer ? `Customer: ${customer}` : "Customers"}
+      heading={customer ? `Case study: ${customer}` : "Customers"}
+    />
+  );
 }
 
 export function BlogIndexPage() {

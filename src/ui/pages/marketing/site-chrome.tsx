@@ -17,7 +17,11 @@ export function SiteHeader() {
         <Logo />
         <nav className="flex flex-1 gap-1 overflow-x-auto text-sm">
           {navLinks.map((link) => (
-            <Link key={link.to} to={link.to} className="rounded-full px-3 py-1 whitespace-nowrap text-zinc-400 hover:bg-zinc-900 hover:text-zinc-100">
+            <Link
+              key={link.to}
+              to={link.to}
+              className="rounded-full px-3 py-1 whitespace-nowrap text-zinc-400 hover:bg-zinc-900 hover:text-zinc-100"
+            >
               {link.label}
             </Link>
           ))}
@@ -35,8 +39,22 @@ export function SiteFooter() {
   return (
     <footer className="border-t border-zinc-900">
       <div className="mx-auto grid max-w-6xl grid-cols-2 gap-8 px-4 py-10 text-sm sm:grid-cols-4">
-        <FooterColumn title="Product" links={[["/login", "Login"], ["/pricing", "Pricing"], ["/docs", "Docs"], ["/changelog", "Changelog"]]} />
-        <FooterColumn title="Company" links={[["/blog", "Blog"], ["/customers", "Customers"]]} />
+        <FooterColumn
+          title="Product"
+          links={[
+            ["/login", "Login"],
+            ["/pricing", "Pricing"],
+            ["/docs", "Docs"],
+            ["/changelog", "Changelog"],
+          ]}
+        />
+        <FooterColumn
+          title="Company"
+          links={[
+            ["/blog", "Blog"],
+            ["/customers", "Customers"],
+          ]}
+        />
         <FooterColumn title="Help" links={[["/discord", "Discord"]]} />
         <p className="col-span-2 text-zinc-500 sm:col-span-1">© {new Date().getUTCFullYear()} Tapscope</p>
       </div>
