@@ -37,7 +37,7 @@ export async function main(args: string[]): Promise<number> {
     host: parseHostEnvironment(),
     service: capture.options.service ?? agent.service ?? `proxy-${to.port}`,
   });
-  let proxy;
+  let proxy: ReturnType<typeof startReverseProxy>;
   try {
     proxy = startReverseProxy({
       listenHost: listen.host,

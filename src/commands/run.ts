@@ -72,7 +72,7 @@ export async function main(args: string[]): Promise<number> {
   });
   // Loaded only where it can work: it binds libc through bun:ffi.
   const { InterceptionUnavailable, launch } = await import("~/agent/launch.ts");
-  let launched;
+  let launched: Awaited<ReturnType<typeof launch>>;
   try {
     launched = await launch({ argv: command, env: process.env, observer: session.tracer, say });
   } catch (err) {

@@ -1,9 +1,9 @@
 import { join } from "node:path";
 import { openDatabase } from "#db/client.ts";
 import { SERVER_BODY_LIMIT } from "~/api/plugins/body-limit.ts";
-import { ConfigError, parseConfig } from "~/lib/env.ts";
+import { type Config, ConfigError, parseConfig } from "~/lib/env.ts";
 import { log } from "~/lib/logger.ts";
-import { ensurePrivateDir, isServerDataFile, narrowTree, usePrivateUmask } from "~/lib/private-dir.ts";
+import { ensurePrivateDir, isServerDataFile, narrowTree, setPrivateUmask } from "~/lib/private-dir.ts";
 import { createRuntime } from "~/runtime.ts";
 import { createApp } from "~/server.ts";
 import { openEventStore } from "~/store/open.ts";
@@ -11,8 +11,8 @@ import { openEventStore } from "~/store/open.ts";
 /** memoryLogMs: how often the memory line is logged (bench/soak asks for every 30 s). */
 export async function main(_args: string[], options: { memoryLogMs?: number } = {}): Promise<number> {
   // Before anything is created: the secret (parseConfig), PGlite, DuckDB.
-  usePrivateUmask();
-  let config;
+  setPrivateUmask();
+  let config: Config;
   try {
     config = parseConfig();
   } catch (err) {

@@ -3,7 +3,7 @@ import { startWorkerClient } from "~/agent/worker-client.ts";
 import { parseAgentConfig } from "~/lib/env.ts";
 import { errorMessage } from "~/lib/errors.ts";
 import { parseFlags } from "~/lib/flags.ts";
-import { ensurePrivateDir, usePrivateUmask } from "~/lib/private-dir.ts";
+import { ensurePrivateDir, setPrivateUmask } from "~/lib/private-dir.ts";
 import type { EventStore } from "~/store/types.ts";
 
 const usage = `usage: tapscope worker --server URL --token ORG_WORKER_TOKEN [--clickhouse URL] [--data-dir DIR] [--retention-days N]
@@ -48,7 +48,7 @@ export async function main(args: string[]): Promise<number> {
   }
   if (!Number.isInteger(retentionDays) || retentionDays < 1) return fail("--retention-days needs a whole number of days");
 
-  usePrivateUmask();
+  setPrivateUmask();
   let store: EventStore;
   if (clickhouse) {
     const { openClickHouseStore } = await import("~/store/clickhouse.ts");

@@ -5,7 +5,7 @@ import { join } from "node:path";
  * Captured traffic and the metadata database are for the server's user alone: files created from here on get
  * 0600 and folders 0700, whatever umask the process was started with (PGlite asks for 0666, DuckDB for 0644).
  */
-export function usePrivateUmask(): void {
+export function setPrivateUmask(): void {
   process.umask(0o077);
 }
 

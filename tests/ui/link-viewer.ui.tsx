@@ -118,7 +118,14 @@ describe("LinkViewer against a real server", () => {
     const linkUrl = `${origin}/link/livelink0001?expiry=${encodeURIComponent(expiry.toISOString())}`;
     links.set("livelink0001", linkUrl);
     let clipboard = "";
-    Object.defineProperty(navigator, "clipboard", { configurable: true, value: { writeText: async (t: string) => void (clipboard = t) } });
+    Object.defineProperty(navigator, "clipboard", {
+      configurable: true,
+      value: {
+        writeText: async (t: string) => {
+          clipboard = t;
+        },
+      },
+    });
 
     render(<LinkViewer linkId="livelink0001" commitHash="abc123" />);
     const frame = (await waitFor(() => {

@@ -189,7 +189,11 @@ describe("outbound calls", () => {
     let clipboard = "";
     Object.defineProperty(navigator, "clipboard", {
       configurable: true,
-      value: { writeText: async (text: string) => void (clipboard = text) },
+      value: {
+        writeText: async (text: string) => {
+          clipboard = text;
+        },
+      },
     });
     const saved: string[] = [];
     const event = makeEvent({ http_req_method: "DELETE", http_req_path: "/items/9" });

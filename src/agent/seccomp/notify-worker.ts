@@ -93,11 +93,17 @@ function passOn(n: Notif): void {
 }
 
 function handle(n: Notif): void {
-  if (Atomics.load(flags, 0) === 1) return passOn(n);
+  if (Atomics.load(flags, 0) === 1) {
+    passOn(n);
+    return;
+  }
   switch (n.nr) {
     case NR.execve:
       post({ kind: "started", pid: n.pid });
-      return passOn(n);
+      {
+        passOn(n);
+        return;
+      }
     case NR.io_uring_setup:
       // Said from here, at once: the program may exit before the main thread reads a message.
       if (!hasReportedIoUring) {
@@ -117,16 +123,26 @@ function handle(n: Notif): void {
       const head = readMemory(n.pid, n.args[1]!, 2);
       const family = head ? head[0]! | (head[1]! << 8) : 0;
       const len = family === AF_INET ? 16 : family === AF_INET6 ? 28 : 0;
-      if (!len || n.args[2]! < len) return passOn(n);
+      if (!len || n.args[2]! < len) {
+        passOn(n);
+        return;
+      }
       const addr = readMemory(n.pid, n.args[1]!, len);
-      if (!addr) return passOn(n);
+      if (!addr) {
+        passOn(n);
+        return;
+      }
       const fd = takeFd(n.pid, n.args[0]!);
-      if (fd < 0) return passOn(n);
+      if (fd < 0) {
+        passOn(n);
+        return;
+      }
       const domain = tcpDomain(fd);
       if (!domain || !isValid(listener, n.id)) {
         libc.close(fd);
         if (domain) return;
-        return passOn(n);
+        passOn(n);
+        return;
       }
       post({ kind: n.nr === NR.connect ? "connect" : "bind", id: n.id, pid: n.pid, fd, addr, domain });
       return;
@@ -137,11 +153,15 @@ function handle(n: Notif): void {
     case NR.accept:
     case NR.accept4: {
       const fd = takeFd(n.pid, n.args[0]!);
-      if (fd < 0) return passOn(n);
+      if (fd < 0) {
+        passOn(n);
+        return;
+      }
       const domain = tcpDomain(fd);
       if (!domain) {
         libc.close(fd);
-        return passOn(n);
+        passOn(n);
+        return;
       }
       if (n.nr === NR.listen) post({ kind: "listen", id: n.id, pid: n.pid, fd, backlog: n.args[1]! | 0, domain });
       else if (n.nr === NR.accept || n.nr === NR.accept4) {
@@ -153,8 +173,10 @@ function handle(n: Notif): void {
       }
       return;
     }
-    default:
-      return passOn(n);
+    default: {
+      passOn(n);
+      return;
+    }
   }
 }
 

@@ -49,7 +49,10 @@ export class GrantedSockets implements SocketRevoker {
     for (const g of grants) {
       const key = grantKey(g);
       let set = this.byKey.get(key);
-      if (!set) this.byKey.set(key, (set = new Set()));
+      if (!set) {
+        set = new Set();
+        this.byKey.set(key, set);
+      }
       set.add(entry);
     }
     this.fresh.push(entry);

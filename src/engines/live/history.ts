@@ -48,7 +48,8 @@ export class EventHistory<T> {
 
   /** The entry's JSON, made on first use and kept. */
   json(entry: HistoryEntry<T>): string {
-    return (entry.json ??= this.serialize(entry.item));
+    entry.json ??= this.serialize(entry.item);
+    return entry.json;
   }
 
   /** `json` when already made; otherwise `estimatedBytes` counts toward the byte bound until it is. */

@@ -236,7 +236,11 @@ export class LiveHub implements EventSink {
             continue;
           }
           if (!isMatch) continue;
-          const json = (jsons[i] ??= JSON.stringify(event));
+          let json = jsons[i];
+          if (json === undefined) {
+            json = JSON.stringify(event);
+            jsons[i] = json;
+          }
           for (const sub of group.members) this.enqueue(sub, json);
         }
         const json = jsons[i];

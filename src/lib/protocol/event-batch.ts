@@ -249,6 +249,7 @@ function assemble(seq: number, count: number, table: StringTable, sections: Sect
  * alive for as long as any event of the batch is held (measured: 300 kept events held 185 MB).
  */
 type StringEncoding = "latin1" | "utf16";
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the range of latin1 is the point of the test
 const NOT_LATIN1 = /[^\u0000-\u00ff]/;
 
 /** True when these bytes are a binary event batch (of any version), not a JSON message. */

@@ -9,7 +9,8 @@ function numberLiteral(value: number): string {
   return value < 0 ? `(${String(value)})` : String(value);
 }
 
-// Control characters, quote and backslash: built from a string so the pattern holds no raw control chars.
+// Control characters, quote and backslash.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: SQL literals escape control characters
 const needsEscape = /[\u0000-\u001f\u007f'\\]/g;
 
 const hex = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));

@@ -80,6 +80,7 @@ export function ClauseEditor({
     <div className="flex flex-wrap items-center gap-2">
       {clauses.map((c, i) => (
         <span
+          // biome-ignore lint/suspicious/noArrayIndexKey: clauses may repeat; their position is what tells them apart
           key={`${clauseText(c)}-${i}`}
           className="inline-flex items-center rounded-md border border-violet-500/40 bg-violet-500/10 font-mono text-xs text-violet-100"
         >

@@ -105,7 +105,7 @@ export function RangeControls({
       <button type="button" className={btn} disabled={!focus} onClick={() => onChange({ global, focus: null })}>
         Clear focus
       </button>
-      <div role="group" aria-label="Time zone" className="ml-auto flex overflow-hidden rounded-md border border-zinc-700 text-xs">
+      <fieldset aria-label="Time zone" className="ml-auto flex overflow-hidden rounded-md border border-zinc-700 text-xs">
         {(["UTC", "Local"] as const).map((z) => (
           <button
             key={z}
@@ -117,7 +117,7 @@ export function RangeControls({
             {z}
           </button>
         ))}
-      </div>
+      </fieldset>
     </div>
   );
 }

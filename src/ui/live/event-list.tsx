@@ -134,7 +134,7 @@ const Row = memo(function Row({
       </span>
       <span role="cell" className="flex min-w-0 items-center gap-1.5 text-zinc-200">
         {event.http_is_outgoing ? (
-          <span className="shrink-0 text-sky-400" title="Outbound call made by the program" aria-label="outbound">
+          <span role="img" className="shrink-0 text-sky-400" title="Outbound call made by the program" aria-label="outbound">
             ↗
           </span>
         ) : null}

@@ -30,7 +30,7 @@ export function BodyView({
         : view.bytes.length;
 
   return (
-    <div aria-label={label} data-body-kind={view.kind}>
+    <section aria-label={label} data-body-kind={view.kind}>
       {isTruncated ? (
         <p className="mb-1 text-xs text-amber-400" data-testid="truncated">
           Truncated: showing the first {formatBytes(view.kind === "empty" ? 0 : sampleSize)} of {formatBytes(wireSize)} on the wire
@@ -54,7 +54,7 @@ export function BodyView({
           </pre>
         </>
       )}
-    </div>
+    </section>
   );
 }
 

@@ -30,6 +30,7 @@ export function DashboardLayout() {
 
   // Read after hydration so the server and first client render agree.
   useEffect(() => setIsNavHidden(readLocal(storageKeys.navHidden) === "true"), []);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the drawer closes whenever the page changes
   useEffect(() => setIsDrawerOpen(false), [pathname]);
 
   const setHidden = (hidden: boolean) => {

@@ -59,6 +59,7 @@ export function LoginPage() {
               <div className={`flex shrink-0 gap-3 pr-3 ${index % 2 ? "animate-marquee-reverse" : "animate-marquee"}`}>
                 {[...row, ...row].map((name, i) => (
                   <span
+                    // biome-ignore lint/suspicious/noArrayIndexKey: the row is drawn twice for the seamless loop
                     key={`${name}-${i}`}
                     className="rounded-full border border-zinc-800 bg-zinc-900 px-3 py-1 font-mono text-xs whitespace-nowrap text-zinc-400"
                   >

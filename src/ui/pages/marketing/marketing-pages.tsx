@@ -79,7 +79,7 @@ export function BlogIndexPage() {
           <span className="text-zinc-500">May 30, 2025</span>
         </li>
       </ul>
-      <p className="mt-6 font-mono text-zinc-600">// EOF</p>
+      <p className="mt-6 font-mono text-zinc-600">{"// EOF"}</p>
     </PlaceholderPage>
   );
 }
