@@ -2,7 +2,7 @@ import { readFileSync, readlinkSync, statSync } from "node:fs";
 import { hostname } from "node:os";
 import { basename } from "node:path";
 import type { HostEnvironment } from "~/lib/env.ts";
-import type { CapturedEvent } from "~/lib/protocol/event.ts";
+import type { CapturedEvent, TracedEvent } from "~/lib/protocol/event.ts";
 import { type BodySample, decodeBody } from "./parse/body.ts";
 import type { Exchange } from "./parse/exchange.ts";
 import { describeGrpcBody, isGrpc } from "./parse/grpc.ts";
@@ -19,14 +19,10 @@ import {
 import type { ConnectionInfo } from "./relay/observer.ts";
 
 /** Facts about the machine the program runs on: the same for every event of a run. */
-export type HostMetadata = {
-  hostname: string;
-  gcp_project: string;
-  kubernetes_namespace: string;
-  gke_cluster_location: string;
-  gke_cluster_name: string;
-  gke_node_name: string;
-};
+export type HostMetadata = Pick<
+  TracedEvent,
+  "hostname" | "gcp_project" | "kubernetes_namespace" | "gke_cluster_location" | "gke_cluster_name" | "gke_node_name"
+>;
 
 export type ProcessInfo = {
   pid: number;
