@@ -2,7 +2,7 @@ import { eq } from "drizzle-orm";
 import { namespaceTokens, orgTokens } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
 import { isUuid } from "~/lib/ids.ts";
-import { tokenForbidden } from "~/lib/protocol/api/tokens.ts";
+import { tokenForbiddenText } from "~/lib/protocol/token-messages.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
 import { requireOrgAccess } from "~/services/access/require-org-access.ts";
 import type { UserPrincipal } from "~/services/auth/principal.ts";
@@ -36,7 +36,7 @@ export async function deleteNamespaceToken({
       principal,
       namespaceId: row.namespaceId,
       write: true,
-      forbiddenMessage: tokenForbidden.deleteNamespace,
+      forbiddenMessage: tokenForbiddenText("delete", "namespace"),
     });
   } catch (err) {
     // A token of a namespace the caller cannot see is as unknown as a token that does not exist.
@@ -61,7 +61,7 @@ export async function deleteOrgToken({
   const [row] = await ctx.db.select({ orgId: orgTokens.orgId }).from(orgTokens).where(eq(orgTokens.id, tokenId)).limit(1);
   if (!row) throw tokenNotFound();
   try {
-    await requireOrgAccess({ ctx, principal, orgId: row.orgId, write: true, forbiddenMessage: tokenForbidden.deleteOrg });
+    await requireOrgAccess({ ctx, principal, orgId: row.orgId, write: true, forbiddenMessage: tokenForbiddenText("delete", "org") });
   } catch (err) {
     if (err instanceof AppError && err.code === "NOT_FOUND") throw tokenNotFound();
     throw err;

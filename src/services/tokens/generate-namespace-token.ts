@@ -1,5 +1,6 @@
 import { namespaceTokens } from "#db/schema/index.ts";
-import { type GenerateTokenResponse, tokenForbidden } from "~/lib/protocol/api/tokens.ts";
+import type { GenerateTokenResponse } from "~/lib/protocol/api/tokens.ts";
+import { tokenForbiddenText } from "~/lib/protocol/token-messages.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
 import type { UserPrincipal } from "~/services/auth/principal.ts";
 import { newToken } from "~/services/auth/token-format.ts";
@@ -15,7 +16,7 @@ export async function generateNamespaceToken({
   principal: UserPrincipal;
   namespaceId: string;
 }): Promise<GenerateTokenResponse> {
-  await requireNamespaceAccess({ ctx, principal, namespaceId, write: true, forbiddenMessage: tokenForbidden.generateNamespace });
+  await requireNamespaceAccess({ ctx, principal, namespaceId, write: true, forbiddenMessage: tokenForbiddenText("generate", "namespace") });
   const { token, hash, suffix } = newToken("namespace");
   const [row] = await ctx.db
     .insert(namespaceTokens)

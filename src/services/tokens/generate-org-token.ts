@@ -1,5 +1,6 @@
 import { orgTokens } from "#db/schema/index.ts";
-import { type GenerateTokenResponse, tokenForbidden } from "~/lib/protocol/api/tokens.ts";
+import type { GenerateTokenResponse } from "~/lib/protocol/api/tokens.ts";
+import { tokenForbiddenText } from "~/lib/protocol/token-messages.ts";
 import { requireOrgAccess } from "~/services/access/require-org-access.ts";
 import type { UserPrincipal } from "~/services/auth/principal.ts";
 import { newToken } from "~/services/auth/token-format.ts";
@@ -15,7 +16,7 @@ export async function generateOrgToken({
   principal: UserPrincipal;
   orgId: string;
 }): Promise<GenerateTokenResponse> {
-  await requireOrgAccess({ ctx, principal, orgId, write: true, forbiddenMessage: tokenForbidden.generateOrg });
+  await requireOrgAccess({ ctx, principal, orgId, write: true, forbiddenMessage: tokenForbiddenText("generate", "org") });
   const { token, hash, suffix } = newToken("org");
   const [row] = await ctx.db
     .insert(orgTokens)

@@ -1,10 +1,10 @@
 import { useEffect, useState } from "react";
+import { tokenForbiddenText } from "~/lib/protocol/token-messages.ts";
 import { ApiError, api, describeError, isAbortError } from "~/ui/lib/api.ts";
 import { useCopy } from "../request-detail/use-copy.ts";
 import { type Stack, setupCommands, stacks } from "./stacks.ts";
 
 export const PUBLISHER_POLL_MS = 1000;
-const TOKEN_FORBIDDEN = "You do not have permissions to generate a token in this namespace.";
 
 /** Polls HasSeenPublisher every second until it says yes; then stops. */
 export function usePublisherSeen(orgId: string, isActive = true): boolean {
@@ -65,7 +65,9 @@ export function OnboardingOverlay({
       .catch((err) => {
         if (isAbortError(err)) return;
         setTokenError(
-          err instanceof ApiError && err.status === 403 ? TOKEN_FORBIDDEN : `Could not create a token: ${describeError(err).message}`,
+          err instanceof ApiError && err.status === 403
+            ? tokenForbiddenText("generate", "namespace")
+            : `Could not create a token: ${describeError(err).message}`,
         );
       });
     return () => controller.abort();

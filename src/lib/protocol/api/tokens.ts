@@ -32,11 +32,3 @@ export type GenerateTokenResponse = Static<typeof GenerateTokenResponse>;
 /** Newest first. */
 export const ListTokensResponse = Type.Object({ tokens: Type.Array(Token) });
 export type ListTokensResponse = Static<typeof ListTokensResponse>;
-
-/** The 403 texts shown by the Tokens screen's modal. */
-export const tokenForbidden = {
-  generateNamespace: "You do not have permissions to generate a token in this namespace.",
-  deleteNamespace: "You do not have permissions to delete a token in this namespace.",
-  generateOrg: "You do not have permissions to generate a token in this org.",
-  deleteOrg: "You do not have permissions to delete a token in this org.",
-} as const;

@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useState } from "react";
 import type { Token } from "~/lib/protocol/api/tokens.ts";
+import { type TokenScope, tokenForbiddenText } from "~/lib/protocol/token-messages.ts";
 import { Button } from "~/ui/components/button.tsx";
 import { Modal } from "~/ui/components/modal.tsx";
 import { Spinner } from "~/ui/components/spinner.tsx";
@@ -8,17 +9,13 @@ import { formatAge, isNewToken, maskToken } from "~/ui/lib/format.ts";
 import { NewTokenDialog } from "~/ui/pages/dashboard/new-token-dialog.tsx";
 import { SectionTitle } from "~/ui/pages/dashboard/screen.tsx";
 
-export type TokenScope = "namespace" | "org";
+export type { TokenScope };
 
 export type TokenCalls = {
   list: (signal?: AbortSignal) => Promise<Token[]>;
   generate: () => Promise<string>;
   remove: (tokenId: string) => Promise<void>;
 };
-
-export function forbiddenText(action: "delete" | "generate", scope: TokenScope): string {
-  return `You do not have permissions to ${action} a token in this ${scope}.`;
-}
 
 export function deleteConfirmText(name: string): string {
   return `Are you sure you want to delete token ${name}? This action cannot be undone.`;
@@ -87,7 +84,7 @@ export function TokenSection({
   function handleFailure(err: unknown, action: "delete" | "generate") {
     if (isAbortError(err)) return;
     if (err instanceof ApiError && err.status === 403) {
-      setDialog({ kind: "forbidden", text: forbiddenText(action, scope) });
+      setDialog({ kind: "forbidden", text: tokenForbiddenText(action, scope) });
       return;
     }
     alertError(action === "delete" ? "Could not delete the token" : "Could not generate a token", err);
