@@ -2,6 +2,8 @@ import { Outlet, type RouteObject, redirect } from "react-router";
 import { Document } from "~/ui/document.tsx";
 import { MinifiedResultsPage } from "~/ui/explorer/minified-page.tsx";
 import { RequestsRoute } from "~/ui/explorer/requests-route.tsx";
+import { LinkViewerPage } from "~/ui/link/link-viewer-page.tsx";
+import { IframerPage } from "~/ui/live/iframer-page.tsx";
 import { BillingScreen } from "~/ui/pages/dashboard/billing-screen.tsx";
 import { DashboardLayout, dashboardLoader } from "~/ui/pages/dashboard/dashboard-layout.tsx";
 import { DashboardIndex, LiveScreen } from "~/ui/pages/dashboard/live-screen.tsx";
@@ -39,7 +41,7 @@ export const routes: RouteObject[] = [
       { path: "blog/http2-preface", Component: marketing.Http2PrefacePost },
       { path: "blog/grpc-debugging", Component: marketing.GrpcDebuggingPost },
       { path: "link", loader: () => redirect("/") },
-      { path: "link/*", loader: linkLoader, Component: marketing.LinkViewerPage },
+      { path: "link/*", loader: linkLoader, Component: LinkViewerPage },
       { path: "login", loader: loginLoader, Component: LoginPage },
       {
         id: "dashboard",
@@ -58,7 +60,7 @@ export const routes: RouteObject[] = [
           { path: ":namespaceName/users", Component: UsersScreen },
         ],
       },
-      { path: "iframer", Component: marketing.IframerPage },
+      { path: "iframer", Component: IframerPage },
       { path: "minified", Component: MinifiedResultsPage },
     ],
   },

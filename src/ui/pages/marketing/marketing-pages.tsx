@@ -1,8 +1,5 @@
 import { Link, useParams } from "react-router";
-import { LinkViewer, linkIdFromPath } from "~/ui/link/link-page.tsx";
-import { LiveFrameApp } from "~/ui/live/frame-app.tsx";
 import { PlaceholderPage } from "~/ui/pages/marketing/site-chrome.tsx";
-import { usePublicConfig } from "~/ui/shell.tsx";
 
 export function LandingPage() {
   return (
@@ -90,24 +87,4 @@ export function Http2PrefacePost() {
 
 export function GrpcDebuggingPost() {
   return <PlaceholderPage title="gRPC debugging sucks so we fixed it" heading="gRPC debugging sucks so we fixed it" />;
-}
-
-export function LinkViewerPage() {
-  const params = useParams();
-  const { commitHash } = usePublicConfig();
-  return (
-    <>
-      <title>Shared link | Tapscope</title>
-      <LinkViewer linkId={linkIdFromPath(params["*"] ?? "") ?? ""} commitHash={commitHash} />
-    </>
-  );
-}
-
-export function IframerPage() {
-  return (
-    <>
-      <title>Live | Tapscope</title>
-      <LiveFrameApp />
-    </>
-  );
 }
