@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createPublisher } from "~/agent/publish.ts";
 import { sampleEvent } from "../agent/publish/server.ts";
-import { pollHealth, type ServerProcess, seedNamespaceToken, spawnServer } from "../support/server-process.ts";
+import { pollHealth, responsiveness, type ServerProcess, seedNamespaceToken, spawnServer } from "../support/server-process.ts";
 
 /**
  * Issue 14 item 7: three concurrent DownloadHar calls of 100 events with 1 MiB bodies once took the server from
@@ -89,9 +89,13 @@ test("three concurrent HAR exports of 100 requests with 1 MiB bodies keep the se
   const growthMb = (peak - before) / 1e6;
   expect(growthMb).toBeLessThan(300);
   expect(latencies.length).toBeGreaterThan(10);
+  // The entries are written on a Worker (har-writer.ts): what is left on the event loop is the store's read of a
+  // page, its tunnel reply and a short full collection per 16 MiB of bodies. The old code, which also decoded each
+  // reply and wrote each entry there, kept the typical answer waiting 50-100 ms and the slowest 100-1500 ms; now
+  // the typical one takes a few ms, and a loaded machine still gets 19 in 20 within 100 ms and none held for long.
+  const { slowShare, worstMs } = responsiveness(latencies);
+  expect(slowShare).toBeLessThanOrEqual(0.05);
+  expect(worstMs).toBeLessThan(250);
   latencies.sort((a, b) => a - b);
-  // Most answers within 100 ms, none held for long. The slow ones wait out a page's JSON or a full collection (the
-  // price of the bounded memory above): 100-300 ms on a loaded 2-core machine.
-  expect(latencies[Math.floor(latencies.length / 2)]!).toBeLessThan(100);
-  expect(latencies[latencies.length - 1]!).toBeLessThan(1000);
+  expect(latencies[Math.floor(latencies.length / 2)]!).toBeLessThan(30);
 }, 120_000);
