@@ -1,5 +1,5 @@
-import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { errorMessage } from "~/lib/errors.ts";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
 
 /**
  * TracedEvent -> HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/). No Node-only APIs, so the
@@ -303,17 +303,22 @@ export function storedBodyBytes(row: Record<string, unknown>): number {
   return bytes;
 }
 
+/** Which ids a page holds and the body bytes their rows say they have. */
+export type HarPageIds = { ids: string[]; bytes: number };
+
 /**
- * The events of `ids` (oldest first), a page at a time from `fetchPage`, each page in the order of `ids`: what a
- * streamed HAR reads, so an export holds one page of events, never the whole set. A page ends at pageSize events
- * or when the sizes (from `sizeOf`, known before fetching) reach pageBytes, so large bodies come a few at a time;
- * fetchPage is told the page's size.
+ * `ids` (oldest first) cut into pages of what a streamed HAR reads at a time, so an export holds one page of
+ * events, never the whole set. A page ends at pageSize events or when the sizes (from `sizeOf`, known before
+ * fetching) reach pageBytes, so large bodies come a few at a time.
  */
-export async function* harPages(
+export function* harPageIds(
   ids: readonly string[],
-  fetchPage: (ids: string[], bytes: number) => Promise<readonly TracedEvent[]>,
-  { pageSize = harPageSize, pageBytes = harPageBytes, sizeOf }: { pageSize?: number; pageBytes?: number; sizeOf?: (index: number) => number } = {},
-): AsyncGenerator<readonly TracedEvent[]> {
+  {
+    pageSize = harPageSize,
+    pageBytes = harPageBytes,
+    sizeOf,
+  }: { pageSize?: number; pageBytes?: number; sizeOf?: (index: number) => number } = {},
+): Generator<HarPageIds> {
   for (let i = 0; i < ids.length; ) {
     let end = i + 1;
     let bytes = sizeOf?.(i) ?? 0;
@@ -323,13 +328,44 @@ export async function* harPages(
       bytes += next;
       end++;
     }
-    const page = ids.slice(i, end);
+    yield { ids: ids.slice(i, end), bytes };
     i = end;
-    const order = new Map(page.map((id, n) => [id, n]));
-    const events = await fetchPage(page, bytes);
-    yield [...events].sort((a, b) => (order.get(a.event_id) ?? 0) - (order.get(b.event_id) ?? 0));
   }
 }
+
+/** A fetched page's events in the order of its ids. */
+export function inPageOrder(events: readonly TracedEvent[], ids: readonly string[]): TracedEvent[] {
+  const order = new Map(ids.map((id, n) => [id, n]));
+  return [...events].sort((a, b) => (order.get(a.event_id) ?? 0) - (order.get(b.event_id) ?? 0));
+}
+
+/** The entries a page adds to a streamed HAR, in the order they are written: its HTTP events by time. */
+export function inWriteOrder(events: readonly TracedEvent[]): TracedEvent[] {
+  return events.filter((e) => e.protocol === "http").sort((a, b) => a.time - b.time);
+}
+
+/**
+ * An entry as a streamed HAR writes it: a comma, then its JSON (the stream leaves the comma out before the first).
+ * Kept as bytes, it can be made where the conversion's time and garbage do not hold up the server (a Worker).
+ */
+export function harEntryText(e: TracedEvent, encoder: TextEncoder = new TextEncoder()): Uint8Array {
+  return encoder.encode(`,${JSON.stringify(toHarEntry(e))}`);
+}
+
+/**
+ * The events of `ids` (oldest first), a page at a time from `fetchPage` (harPageIds), each page in the order of
+ * `ids`; fetchPage is told the page's size.
+ */
+export async function* harPages(
+  ids: readonly string[],
+  fetchPage: (ids: string[], bytes: number) => Promise<readonly TracedEvent[]>,
+  options: { pageSize?: number; pageBytes?: number; sizeOf?: (index: number) => number } = {},
+): AsyncGenerator<readonly TracedEvent[]> {
+  for (const page of harPageIds(ids, options)) yield inPageOrder(await fetchPage(page.ids, page.bytes), page.ids);
+}
+
+/** Entries already turned into text (harEntryText), in the order they are written. */
+export type HarEntryTexts = { readonly texts: readonly Uint8Array[] };
 
 export type HarStreamOptions = {
   version?: string;
@@ -343,20 +379,26 @@ export type HarStreamOptions = {
 
 /**
  * A HAR log written as it is read: the pages are pulled one at a time as the reader takes the text, so memory
- * holds one page of events and its JSON. Past maxBytes the log ends early (still valid JSON) with a `comment`
- * saying it was truncated, how many requests it holds and why: refusing up front would need every body's size
- * before the first byte, and a truncated download still shows the oldest requests.
+ * holds one page of events and its JSON. A page is events, or their entries already as text (HarEntryTexts).
+ * Past maxBytes the log ends early (still valid JSON) with a `comment` saying it was truncated, how many requests
+ * it holds and why: refusing up front would need every body's size before the first byte, and a truncated
+ * download still shows the oldest requests.
  */
-export function harStream(pages: AsyncIterator<readonly TracedEvent[]> | Iterator<readonly TracedEvent[]>, options: HarStreamOptions = {}): ReadableStream<Uint8Array> {
+export function harStream(
+  pages: AsyncIterator<readonly TracedEvent[] | HarEntryTexts> | Iterator<readonly TracedEvent[] | HarEntryTexts>,
+  options: HarStreamOptions = {},
+): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   const maxBytes = options.maxBytes ?? Number.POSITIVE_INFINITY;
-  const head = encoder.encode(`{"log":{"version":"1.2","creator":${JSON.stringify({ name: "tapscope", version: options.version ?? "0.1.0" })},"pages":[],"entries":[`);
+  const head = encoder.encode(
+    `{"log":{"version":"1.2","creator":${JSON.stringify({ name: "tapscope", version: options.version ?? "0.1.0" })},"pages":[],"entries":[`,
+  );
   // Room kept for the end: `]`, the comment and `}}`.
   const tailRoom = 1024;
   let written = head.length;
   let entries = 0;
   let isDone = false;
-  let pending: TracedEvent[] = [];
+  let pending: Array<TracedEvent | Uint8Array> = [];
   return new ReadableStream<Uint8Array>(
     {
       start(controller) {
@@ -364,8 +406,10 @@ export function harStream(pages: AsyncIterator<readonly TracedEvent[]> | Iterato
       },
       async pull(controller) {
         if (isDone) return;
-        if (pending.length === 0) {
-          let next: IteratorResult<readonly TracedEvent[]>;
+        // A pull must enqueue something: Bun's response body waits for no further pull after one that does not (the
+        // download stalls until the idle timeout), so pages without HTTP entries are skipped here.
+        while (pending.length === 0) {
+          let next: IteratorResult<readonly TracedEvent[] | HarEntryTexts>;
           try {
             next = await pages.next();
           } catch (err) {
@@ -382,12 +426,12 @@ export function harStream(pages: AsyncIterator<readonly TracedEvent[]> | Iterato
             controller.close();
             return;
           }
-          pending = next.value.filter((e) => e.protocol === "http").sort((a, b) => a.time - b.time);
-          if (pending.length === 0) return;
+          pending = "texts" in next.value ? [...next.value.texts] : inWriteOrder(next.value);
         }
         // One entry a pull: a page of large bodies is turned into text between other work, not in one turn.
-        const entry = toHarEntry(pending.shift()!);
-        const bytes = encoder.encode(`${entries > 0 ? "," : ""}${JSON.stringify(entry)}`);
+        const item = pending.shift()!;
+        const text = item instanceof Uint8Array ? item : harEntryText(item, encoder);
+        const bytes = entries > 0 ? text : text.subarray(1);
         if (written + bytes.length + tailRoom > maxBytes) {
           isDone = true;
           pending = [];

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createPublisher } from "~/agent/publish.ts";
 import { sampleEvent } from "../agent/publish/server.ts";
-import { pollHealth, type ServerProcess, seedNamespaceToken, spawnServer } from "../support/server-process.ts";
+import { pollHealth, responsiveness, type ServerProcess, seedNamespaceToken, spawnServer } from "../support/server-process.ts";
 
 /**
  * Issue 14 item 7: three concurrent DownloadHar calls of 100 events with 1 MiB bodies once took the server from
@@ -27,7 +27,13 @@ beforeAll(async () => {
   // In rounds a store sink within its memory share takes whole (an ack means stored).
   for (let i = 0; i < EVENTS; i++) {
     // Random bytes: nothing along the way can make them smaller than they are.
-    publisher.send(sampleEvent({ time: nowUs - (EVENTS - i) * 1000, http_resp_body: randomBytes(BODY_BYTES) as unknown as string, http_resp_body_size_bytes_wire: BODY_BYTES }));
+    publisher.send(
+      sampleEvent({
+        time: nowUs - (EVENTS - i) * 1000,
+        http_resp_body: randomBytes(BODY_BYTES) as unknown as string,
+        http_resp_body_size_bytes_wire: BODY_BYTES,
+      }),
+    );
     if (i % 25 === 24) {
       publisher.flush();
       const deadline = Date.now() + 60_000;
@@ -48,7 +54,10 @@ async function downloadAndCount(): Promise<{ status: number; bytes: number; text
   const res = await fetch(`${server.endpoint}/api/DownloadHar`, {
     method: "POST",
     headers: { authorization: `Bearer ${seeded.token}`, "content-type": "application/json" },
-    body: JSON.stringify({ namespaceId: seeded.namespaceId, filter: { clauses: [], global: { lowerMs: now - 3_600_000, upperMs: now + 60_000 }, focus: null } }),
+    body: JSON.stringify({
+      namespaceId: seeded.namespaceId,
+      filter: { clauses: [], global: { lowerMs: now - 3_600_000, upperMs: now + 60_000 }, focus: null },
+    }),
   });
   // Read as a client does, keeping only the first and last chunks (decoding all of it would load this process,
   // which also times /api/health) to check it is one whole JSON document.
@@ -89,9 +98,13 @@ test("three concurrent HAR exports of 100 requests with 1 MiB bodies keep the se
   const growthMb = (peak - before) / 1e6;
   expect(growthMb).toBeLessThan(300);
   expect(latencies.length).toBeGreaterThan(10);
+  // The entries are written on a Worker (har-writer.ts): what is left on the event loop is the store's read of a
+  // page, its tunnel reply and a short full collection per 16 MiB of bodies. The old code, which also decoded each
+  // reply and wrote each entry there, kept the typical answer waiting 50-100 ms and the slowest 100-1500 ms; now
+  // the typical one takes a few ms, and a loaded machine still gets 19 in 20 within 100 ms and none held for long.
+  const { slowShare, worstMs } = responsiveness(latencies);
+  expect(slowShare).toBeLessThanOrEqual(0.05);
+  expect(worstMs).toBeLessThan(250);
   latencies.sort((a, b) => a - b);
-  // Most answers within 100 ms, none held for long. The slow ones wait out a page's JSON or a full collection (the
-  // price of the bounded memory above): 100-300 ms on a loaded 2-core machine.
-  expect(latencies[Math.floor(latencies.length / 2)]!).toBeLessThan(100);
-  expect(latencies[latencies.length - 1]!).toBeLessThan(1000);
+  expect(latencies[Math.floor(latencies.length / 2)]!).toBeLessThan(30);
 }, 120_000);
