@@ -1,6 +1,8 @@
+import { X509Certificate } from "node:crypto";
 import { isIP } from "node:net";
 import * as asn1js from "asn1js";
 import * as pkijs from "pkijs";
+import { errorMessage } from "~/lib/errors.ts";
 
 /** PEM certificate chain (leaf first) and PKCS#8 private key: the shape of Bun's `tls: { cert, key }`. */
 export type TlsCredentials = { cert: string; key: string };
@@ -32,6 +34,7 @@ const BACKDATE_MS = HOUR_MS;
 const LEAF_LIFETIME_MS = 2 * DAY_MS;
 const RENEW_BEFORE_MS = HOUR_MS;
 const DEFAULT_CACHE_SIZE = 10_000;
+const EMPTY_NAME = Uint8Array.of(0x30, 0x00).buffer;
 
 const OID = {
   commonName: "2.5.4.3",
@@ -107,7 +110,8 @@ export async function createAuthority(options: AuthorityOptions = {}): Promise<C
     leaf.issuer = caName;
     // Clients match on the SAN; a common name longer than X.520's 64 characters is left out.
     const hasSubject = target.text.length <= 64;
-    if (hasSubject) leaf.subject = name(target.text);
+    // pkijs writes an empty name as one empty RDN, which BoringSSL rejects; DER wants an empty SEQUENCE.
+    leaf.subject = hasSubject ? name(target.text) : new pkijs.RelativeDistinguishedNames({ valueBeforeDecode: EMPTY_NAME });
     leaf.notBefore.value = new Date(Math.max(now - BACKDATE_MS, caNotBefore.getTime()));
     leaf.notAfter.value = new Date(Math.min(now + LEAF_LIFETIME_MS, caNotAfter.getTime()));
     const san = new pkijs.GeneralNames({
@@ -167,8 +171,12 @@ export async function trustStoreP12(pems: string[], password: string): Promise<U
   const ders = pems.flatMap(pemBlocks);
   if (ders.length === 0) throw new Error("trustStoreP12: no certificates in the PEM input");
   const safeBags = ders.map((der, index) => {
-    // Parsing rejects anything that is not a certificate before it reaches a JVM.
-    pkijs.Certificate.fromBER(der);
+    // Parsing (natively: a system bundle holds some 150 certificates) rejects anything that is not one.
+    try {
+      new X509Certificate(new Uint8Array(der));
+    } catch (err) {
+      throw new Error(`trustStoreP12: certificate ${index + 1} of the PEM input is not a valid X.509 certificate (${errorMessage(err)})`);
+    }
     return new pkijs.SafeBag({
       bagId: OID.certBag,
       bagValue: new pkijs.CertBag({ certId: OID.x509Certificate, certValue: new asn1js.OctetString({ valueHex: der }) }),
