@@ -4,6 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import https from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import tls from "node:tls";
 import type { Server } from "bun";
 import { type CertificateAuthority, createAuthority, type TlsCredentials, trustStoreP12 } from "~/agent/tls/authority.ts";
 
@@ -175,6 +176,36 @@ describe("real TLS clients", () => {
     await expect(nodeGet(server.port ?? 0, "other.example.test", authority.caPem())).rejects.toThrow(/altnames|Hostname/i);
     const stranger = await createAuthority();
     await expect(nodeGet(server.port ?? 0, NAME, stranger.caPem())).rejects.toThrow();
+  });
+
+  test("a Bun.listen TLS socket (what a relay terminates with) serves the leaf to node:tls", async () => {
+    const listener = Bun.listen({
+      hostname: "127.0.0.1",
+      port: 0,
+      tls: leaf,
+      socket: {
+        data(socket, data) {
+          socket.end(`echo ${data.toString()}`);
+        },
+      },
+    });
+    try {
+      const reply = await new Promise<string>((resolve, reject) => {
+        const socket = tls.connect({ host: "127.0.0.1", port: listener.port, servername: NAME, ca: authority.caPem() }, () => {
+          socket.write("ping");
+        });
+        let text = "";
+        socket.setEncoding("utf8");
+        socket.on("data", (chunk: string) => {
+          text += chunk;
+        });
+        socket.on("end", () => resolve(text));
+        socket.on("error", reject);
+      });
+      expect(reply).toBe("echo ping");
+    } finally {
+      listener.stop(true);
+    }
   });
 
   test("an IP leaf serves https://127.0.0.1", async () => {
