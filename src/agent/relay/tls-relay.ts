@@ -543,10 +543,8 @@ export class TlsRelay implements LegOwner {
   private fail(reason: FailureReason, detail: string): void {
     if (this.state === "done" || this.state === "passthrough") return;
     this.onOutcome?.({ kind: "failed", serverName: this.serverName, reason, detail });
-    this.client?.end();
-    this.up?.terminate();
-    this.term?.destroy();
     this.finish(`${reason}: ${detail}`);
+    this.term?.destroy();
   }
 
   private finish(error?: string): void {
