@@ -5,11 +5,16 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { connect as tlsConnect } from "node:tls";
 import type { Socket, TCPSocketListener } from "bun";
+import type { Exchange } from "~/agent/parse/exchange.ts";
 import { legOptions } from "~/agent/relay/leg-options.ts";
-import type { ConnectionInfo, ConnectionObserver } from "~/agent/relay/observer.ts";
+import type { ConnectionInfo, ConnectionObserver, ConnectionTap } from "~/agent/relay/observer.ts";
 import type { LegData } from "~/agent/relay/pipe.ts";
 import { type Peer, type TlsOutcome, TlsRelay, type TlsRelayConfig, TlsRelayContext } from "~/agent/relay/tls-relay.ts";
+import { ParentTracker } from "~/agent/tracer/parent-tracker.ts";
+import { emptyTracerStats } from "~/agent/tracer/stats.ts";
+import { type FinishedWork, TracedConnection, type TracedConnectionDeps } from "~/agent/tracer/traced-connection.ts";
 import { scratchDir } from "./harness.ts";
+import { fakeProcess } from "./parse/helpers.ts";
 import { makeCa, makeLeaf, type Pem } from "./tls-pki.ts";
 
 const NAME = "upstream.test";
@@ -45,7 +50,7 @@ afterAll(() => {
 });
 
 /** A relay listener whose every connection is a TlsRelay to `peer`; taps and outcomes are recorded. */
-function startRelay(peer: Peer, config: Partial<TlsRelayConfig> = {}) {
+function startRelay(peer: Peer, config: Partial<TlsRelayConfig> = {}, alsoTo?: (info: ConnectionInfo) => ConnectionTap) {
   const seen: Seen[] = [];
   const outcomes: TlsOutcome[] = [];
   const names: string[] = [];
@@ -61,13 +66,19 @@ function startRelay(peer: Peer, config: Partial<TlsRelayConfig> = {}) {
     onOpen(info) {
       const s: Seen = { info, fromClient: Buffer.alloc(0), fromServer: Buffer.alloc(0), order: [], closed: false };
       seen.push(s);
+      const also = alsoTo?.(info);
       return {
-        onData(fromClient, chunk) {
+        onData(fromClient, chunk, at) {
+          also?.onData(fromClient, chunk, at);
           s.order.push(fromClient);
           if (fromClient) s.fromClient = Buffer.concat([s.fromClient, chunk]);
           else s.fromServer = Buffer.concat([s.fromServer, chunk]);
         },
-        onClose() {
+        onEnd(fromClient, at) {
+          also?.onEnd?.(fromClient, at);
+        },
+        onClose(at, error) {
+          also?.onClose(at, error);
           s.closed = true;
         },
       };
@@ -193,7 +204,20 @@ describe("TLS relay", () => {
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     closers.push(() => server.close());
-    const relay = startRelay({ hostname: "127.0.0.1", port: (server.address() as AddressInfo).port });
+    const work: FinishedWork[] = [];
+    let eventId = 0;
+    const deps: TracedConnectionDeps = {
+      payloadLimit: 1024,
+      recordEmptyConnections: false,
+      stats: emptyTracerStats(),
+      parents: new ParentTracker<Exchange>(),
+      enqueue: (w) => work.push(w),
+      newEventId: () => `e${++eventId}`,
+    };
+    const relay = startRelay({ hostname: "127.0.0.1", port: (server.address() as AddressInfo).port }, {}, (info) => {
+      deps.stats.openConnections++;
+      return new TracedConnection(info, fakeProcess(0), deps);
+    });
     const session = h2connect(`https://127.0.0.1:${relay.port}`, { ca: [runCa.cert], servername: NAME });
     const call = (method: string, body?: string) =>
       new Promise<string>((resolve, reject) => {
@@ -219,7 +243,67 @@ describe("TLS relay", () => {
     expect(conn.order[0]).toBe(true);
     expect(conn.fromServer.includes(Buffer.from("h2 POST ping"))).toBe(true);
     expect(relay.outcomes[0]).toMatchObject({ kind: "decrypted", alpn: "h2" });
+    // The tracer's own h2 parser reads the plaintext unchanged: one exchange per stream.
+    const exchanges = work.flatMap((w) => (w.kind === "http" ? [w.ex] : []));
+    expect(exchanges.map((ex) => `${ex.httpVersion} ${ex.request.method} ${ex.request.target} ${ex.response?.status}`).sort()).toEqual([
+      "2 GET /rpc 200",
+      "2 POST /rpc 200",
+    ]);
+    expect(work.filter((w) => w.kind === "tcp")).toHaveLength(0);
   });
+
+  test("10 MiB each way through one connection: backpressure on both legs, bytes intact", async () => {
+    const size = 10 * 1024 * 1024;
+    const blob = new Uint8Array(size);
+    for (let i = 0; i < size; i++) blob[i] = (i * 7 + (i >> 12)) & 0xff;
+    const digest = new Bun.CryptoHasher("sha256").update(blob).digest("hex");
+    const server = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      tls: { cert: upLeaf.cert, key: upLeaf.key },
+      async fetch(req) {
+        if (req.method === "POST") {
+          const got = new Uint8Array(await req.arrayBuffer());
+          return new Response(`${got.length} ${new Bun.CryptoHasher("sha256").update(got).digest("hex")}`);
+        }
+        return new Response(blob);
+      },
+    });
+    closers.push(() => server.stop(true));
+    const relay = startRelay({ hostname: "127.0.0.1", port: server.port ?? 0 });
+    const download = await new Promise<Buffer>((resolve, reject) => {
+      const req = request(
+        { host: "127.0.0.1", port: relay.port, servername: NAME, path: "/big", ca: [runCa.cert], agent: false },
+        (res) => {
+          const parts: Buffer[] = [];
+          res.on("data", (c: Buffer) => parts.push(c));
+          res.on("end", () => resolve(Buffer.concat(parts)));
+        },
+      );
+      req.on("error", reject);
+      req.end();
+    });
+    expect(download.length).toBe(size);
+    expect(new Bun.CryptoHasher("sha256").update(download).digest("hex")).toBe(digest);
+    const upload = await new Promise<string>((resolve, reject) => {
+      const req = request(
+        { host: "127.0.0.1", port: relay.port, servername: NAME, method: "POST", path: "/up", ca: [runCa.cert], agent: false },
+        (res) => {
+          let text = "";
+          res.on("data", (c: Buffer) => {
+            text += c.toString();
+          });
+          res.on("end", () => resolve(text));
+        },
+      );
+      req.on("error", reject);
+      req.end(Buffer.from(blob));
+    });
+    expect(upload).toBe(`${size} ${digest}`);
+    await until(() => relay.seen.length === 2 && relay.seen.every((s) => s.closed));
+    expect(relay.seen[0]!.fromServer.length).toBeGreaterThan(size);
+    expect(relay.seen[1]!.fromClient.length).toBeGreaterThan(size);
+  }, 30_000);
 
   for (const [label, leaf] of [
     ["expired", () => expiredLeaf],
