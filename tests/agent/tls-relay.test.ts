@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { constants } from "node:crypto";
 import { createSecureServer, connect as h2connect, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import { request } from "node:https";
 import type { AddressInfo } from "node:net";
@@ -376,6 +377,60 @@ describe("TLS relay", () => {
       ]);
     },
   );
+
+  test("an SNI-less client to an IP peer: verified against the IP, minted for the IP", async () => {
+    const upPort = startHttpsServer(upLeaf);
+    const relay = startRelay({ hostname: "127.0.0.1", port: upPort });
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = tlsConnect({ host: "127.0.0.1", port: relay.port, ca: [runCa.cert] }, () => {
+        socket.write("GET /ip HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+      });
+      let text = "";
+      socket.on("data", (c: Buffer) => {
+        text += c.toString();
+      });
+      socket.on("end", () => resolve(text));
+      socket.on("error", reject);
+    });
+    expect(answer).toEndWith("GET /ip ");
+    expect(relay.outcomes[0]).toMatchObject({ kind: "decrypted", serverName: "127.0.0.1" });
+    expect(relay.names).toEqual(["127.0.0.1"]);
+  });
+
+  test("mutual TLS over TLS 1.2 (the refusal comes inside the handshake) is passed through as well", async () => {
+    const server = Bun.listen({
+      hostname: "127.0.0.1",
+      port: 0,
+      tls: {
+        cert: upLeaf.cert,
+        key: upLeaf.key,
+        requestCert: true,
+        rejectUnauthorized: true,
+        ca: upCa.cert,
+        secureOptions: constants.SSL_OP_NO_TLSv1_3,
+      },
+      socket: {
+        data(socket, chunk) {
+          socket.write(chunk);
+        },
+      },
+    });
+    closers.push(() => server.stop(true));
+    const relay = startRelay({ hostname: "127.0.0.1", port: server.port });
+    const echoed = await new Promise<string>((resolve, reject) => {
+      const socket = tlsConnect(
+        { host: "127.0.0.1", port: relay.port, servername: NAME, ca: [upCa.cert], cert: clientLeaf.cert, key: clientLeaf.key },
+        () => socket.write("hello"),
+      );
+      socket.on("data", (c: Buffer) => {
+        resolve(c.toString());
+        socket.destroy();
+      });
+      socket.on("error", reject);
+    });
+    expect(echoed).toBe("hello");
+    expect(relay.outcomes[0]).toMatchObject({ kind: "passthrough", serverName: NAME, reason: "mutual TLS" });
+  });
 
   test("a peer that never answers the handshake: passed through after the timeout, nothing hangs", async () => {
     const silent = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });

@@ -252,10 +252,7 @@ export class TlsRelay implements LegOwner {
   onUpHandshake(socket: Socket<TlsRelay>, success: boolean, error: Error | null): void {
     if (this.state !== "upstream") return;
     if (!success || error) {
-      const code = error && "code" in error ? String(error.code) : "";
-      const isCertificate = code.startsWith("CERT_") || code.includes("CERT") || code.includes("SELF_SIGNED");
-      const reason = isCertificate || socket.authorized === false ? "upstream certificate not trusted" : "upstream handshake failed";
-      this.passThrough(reason, error ? `${code}: ${error.message}` : "handshake failed");
+      this.passThrough(classifyUpstreamFailure(socket, error), error ? errorText(error) : "handshake failed");
       return;
     }
     this.handshakeDoneAt = nowMicros();
@@ -313,8 +310,8 @@ export class TlsRelay implements LegOwner {
   onUpError(error: unknown): void {
     const text = errorText(error);
     if (this.state === "upstream" || this.state === "grace") {
-      const isMutual = /CERTIFICATE_REQUIRED|HANDSHAKE_FAILURE|BAD_CERTIFICATE/i.test(text) && this.state === "grace";
-      if (isMutual || /CERTIFICATE_REQUIRED/i.test(text)) this.passThrough("mutual TLS", text);
+      const isMutual = /CERTIFICATE_REQUIRED/.test(text) || (this.state === "grace" && CLIENT_CERT_ALERT.test(text));
+      if (isMutual) this.passThrough("mutual TLS", text);
       else this.passThrough("upstream handshake failed", text);
       return;
     }
@@ -597,6 +594,29 @@ const upHandlers = {
     socket.data.onUpError(error);
   },
 };
+
+/** Verification errors carry OpenSSL's verify code (CERT_HAS_EXPIRED, UNABLE_TO_GET_ISSUER_CERT, ...) or Node's name check's. */
+const VERIFY_CODE = /^(CERT_|UNABLE_TO_|SELF_SIGNED|DEPTH_ZERO|ERR_TLS_CERT_ALTNAME|HOSTNAME_MISMATCH|INVALID_CA|PATH_LENGTH)/;
+/** Alerts a server sends when it wanted a client certificate and got none. */
+const CLIENT_CERT_ALERT = /CERTIFICATE_REQUIRED|HANDSHAKE_FAILURE|BAD_CERTIFICATE/;
+
+function classifyUpstreamFailure(socket: Socket<TlsRelay>, error: Error | null): PassthroughReason {
+  const code = error && "code" in error ? String(error.code) : "";
+  if (VERIFY_CODE.test(code)) return "upstream certificate not trusted";
+  const message = error?.message ?? "";
+  if (/CERTIFICATE_REQUIRED/.test(message)) return "mutual TLS";
+  // In TLS 1.2 the refusal ends the handshake; it follows the peer's certificate, unlike a failed negotiation.
+  if (CLIENT_CERT_ALERT.test(message) && hasPeerCertificate(socket)) return "mutual TLS";
+  return "upstream handshake failed";
+}
+
+function hasPeerCertificate(socket: Socket<TlsRelay>): boolean {
+  try {
+    return Object.keys(socket.getPeerCertificate() ?? {}).length > 0;
+  } catch {
+    return false;
+  }
+}
 
 function errorText(error: unknown): string {
   if (error instanceof Error) {
