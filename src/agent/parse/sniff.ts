@@ -104,3 +104,104 @@ export function tlsServerName(buf: Uint8Array, length: number): string {
   }
   return "";
 }
+
+export type ClientHello = {
+  /** SNI host name; "" when the client sent none. */
+  serverName: string;
+  /** The ALPN protocols offered, in the client's order. */
+  alpn: string[];
+  /** The ALPN extension's protocol list as on the wire (length-prefixed names), for offering the same list on. */
+  alpnWire: Uint8Array | null;
+  /** Bytes of `buf` the ClientHello's records take. */
+  length: number;
+};
+
+/** A ClientHello split over more records than this much is not worth waiting for. */
+const MAX_HELLO_BYTES = 64 * 1024;
+
+/**
+ * The ClientHello at the start of `buf` (it may span several records): "more" while it is incomplete, null when
+ * the bytes are not a ClientHello. Reads only within bounds.
+ */
+export function parseClientHello(buf: Uint8Array, length: number): ClientHello | "more" | null {
+  // Gather the handshake message from as many records as it takes.
+  let message: Uint8Array | null = null;
+  let have = 0;
+  let need = -1;
+  let p = 0;
+  while (need < 0 || have < need) {
+    if (p + 5 > length) return length >= MAX_HELLO_BYTES ? null : "more";
+    if (buf[p] !== 0x16 || buf[p + 1] !== 0x03) return null;
+    const recordLen = (buf[p + 3]! << 8) | buf[p + 4]!;
+    if (recordLen === 0) return null;
+    if (p + 5 + recordLen > length) return length >= MAX_HELLO_BYTES ? null : "more";
+    const payload = buf.subarray(p + 5, p + 5 + recordLen);
+    p += 5 + recordLen;
+    if (need < 0) {
+      if (payload.length < 4 || payload[0] !== 0x01) return null;
+      need = 4 + ((payload[1]! << 16) | (payload[2]! << 8) | payload[3]!);
+      if (need > MAX_HELLO_BYTES) return null;
+      if (payload.length >= need) {
+        message = payload;
+        have = payload.length;
+        break;
+      }
+      message = new Uint8Array(need);
+    }
+    const take = Math.min(payload.length, need - have);
+    message!.set(payload.subarray(0, take), have);
+    have += take;
+  }
+  const hello = readHelloBody(message!, need);
+  return hello ? { ...hello, length: p } : null;
+}
+
+function readHelloBody(m: Uint8Array, end: number): Omit<ClientHello, "length"> | null {
+  let p = 4 + 2 + 32; // header, version, random
+  if (p >= end) return null;
+  p += 1 + m[p]!; // session id
+  if (p + 2 > end) return null;
+  p += 2 + ((m[p]! << 8) | m[p + 1]!); // cipher suites
+  if (p >= end) return null;
+  p += 1 + m[p]!; // compression methods
+  const result: Omit<ClientHello, "length"> = { serverName: "", alpn: [], alpnWire: null };
+  if (p + 2 > end) return p === end ? result : null;
+  const extEnd = p + 2 + ((m[p]! << 8) | m[p + 1]!);
+  if (extEnd > end) return null;
+  p += 2;
+  while (p + 4 <= extEnd) {
+    const type = (m[p]! << 8) | m[p + 1]!;
+    const len = (m[p + 2]! << 8) | m[p + 3]!;
+    p += 4;
+    if (p + len > extEnd) return null;
+    if (type === 0) result.serverName = readServerName(m, p, p + len);
+    else if (type === 16 && len >= 2) {
+      const listEnd = Math.min(p + len, p + 2 + ((m[p]! << 8) | m[p + 1]!));
+      result.alpnWire = m.slice(p + 2, listEnd);
+      let q = p + 2;
+      while (q < listEnd) {
+        const n = m[q]!;
+        if (n === 0 || q + 1 + n > listEnd) return null;
+        result.alpn.push(String.fromCharCode(...m.subarray(q + 1, q + 1 + n)));
+        q += 1 + n;
+      }
+    }
+    p += len;
+  }
+  return result;
+}
+
+function readServerName(m: Uint8Array, p: number, end: number): string {
+  // server_name list: list length (2), name type (1), name length (2), name
+  if (p + 5 > end || m[p + 2] !== 0) return "";
+  const nameLen = (m[p + 3]! << 8) | m[p + 4]!;
+  const start = p + 5;
+  if (start + nameLen > end || nameLen > 255) return "";
+  let name = "";
+  for (let i = start; i < start + nameLen; i++) {
+    const c = m[i]!;
+    if (c < 0x21 || c > 0x7e) return "";
+    name += String.fromCharCode(c);
+  }
+  return name;
+}

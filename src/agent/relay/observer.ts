@@ -20,6 +20,17 @@ export type ConnectionInfo = {
   startedAt: number;
   /** When the connection to the far side was established. */
   connectedAt: number;
+  /** Set when the relay decrypted the connection: the taps then see plaintext. */
+  tls?: TlsInfo;
+};
+
+export type TlsInfo = {
+  serverName: string;
+  /** The protocol the peer chose by ALPN ("h2", "http/1.1"), "" when none. */
+  alpn: string;
+  /** When the TLS handshake with the peer began and ended (after its certificate was verified). */
+  handshakeStartedAt: number;
+  handshakeDoneAt: number;
 };
 
 export type ConnectionTap = {

@@ -8,7 +8,9 @@ import { type ConnectionInfo, type ConnectionObserver, type ConnectionTap, nowMi
  * FIN (half-close) and a reset as a reset, so each end sees what it would see without the relay.
  */
 export type Side = "client" | "server";
-export type LegData = { pipe: Pipe; side: Side } | undefined;
+/** What a relay socket's events go to: a Pipe, or another relay (the TLS relay) taking the same calls. */
+export type LegOwner = Pick<Pipe, "onData" | "onDrain" | "onEnd" | "onSocketClosed">;
+export type LegData = { pipe: LegOwner; side: Side } | undefined;
 type Queued = { bytes: Uint8Array; isTapped: boolean };
 
 const HIGH_WATER = 1 << 20;

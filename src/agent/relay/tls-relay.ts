@@ -1,0 +1,627 @@
+import { Duplex } from "node:stream";
+import { createSecureContext, type SecureContext, TLSSocket } from "node:tls";
+import type { Socket } from "bun";
+import { type ClientHello, parseClientHello } from "../parse/sniff.ts";
+import { legOptions } from "./leg-options.ts";
+import { type ConnectionInfo, type ConnectionObserver, type ConnectionTap, nowMicros } from "./observer.ts";
+import { type LegData, type LegOwner, Pipe, type Side } from "./pipe.ts";
+
+/**
+ * The TLS leg of the relay. The program's ClientHello is read (not answered) first; the relay opens TLS to the
+ * real peer with the same server name and ALPN list and verifies the peer's certificate against `ca`. Only then is
+ * the program's TLS terminated, with a certificate for that name from `certFor` and the protocol the peer chose,
+ * and plaintext flows both ways through the observer's tap. Whatever the relay cannot decrypt honestly (a peer
+ * certificate that fails verification, a peer asking for a client certificate, a handshake that fails) is passed
+ * through untouched on a fresh connection: the original ClientHello goes to the peer and the program sees what it
+ * would see untraced.
+ *
+ * The program's side runs on node:tls (`TLSSocket` with `isServer` over a Duplex fed from the accepted socket),
+ * since Bun's own TLS cannot take over a socket whose first bytes were already read; the peer's side is Bun's
+ * native TLS client.
+ */
+
+export type TlsRelayConfig = {
+  /** PEM roots the peer's certificate is verified against (what the program itself would trust). */
+  ca: string[];
+  /** The certificate (PEM chain) and key presented to the program for a server name (or an IP address). */
+  certFor(serverName: string): { cert: string; key: string };
+  /** Each handshake step (ClientHello, the peer's handshake, the program's handshake) gives up after this long. */
+  handshakeTimeoutMs?: number;
+};
+
+export type PassthroughReason =
+  | "no client hello"
+  | "upstream certificate not trusted"
+  | "mutual TLS"
+  | "upstream handshake failed"
+  | "upstream handshake timed out";
+
+export type FailureReason = "client rejected the certificate" | "client handshake timed out";
+
+export type TlsOutcome =
+  | { kind: "decrypted"; serverName: string; alpn: string; handshakeMicros: number }
+  | { kind: "passthrough"; serverName: string; reason: PassthroughReason; detail: string }
+  /** The program's handshake with us failed: the connection is lost; pass this host through from now on. */
+  | { kind: "failed"; serverName: string; reason: FailureReason; detail: string };
+
+export type Peer = { hostname: string; port: number };
+
+const DEFAULT_TIMEOUT_MS = 10_000;
+const HIGH_WATER = 1 << 20;
+/**
+ * In TLS 1.3 a peer that requires a client certificate says so only after the client's Finished, so the relay
+ * waits about one more round trip (the handshake's own duration bounds it) before answering the program, the first
+ * time it meets a peer.
+ */
+const MTLS_GRACE_MIN_MS = 1;
+const MTLS_GRACE_MAX_MS = 250;
+/** Server bytes held back from the tap until the client's first bytes were shown (the h2 server speaks first). */
+const HELD_TAP_MAX_BYTES = 256 * 1024;
+
+/** Long-lived, once per run: certificate contexts per server name and the peers known not to ask for client certificates. */
+export class TlsRelayContext {
+  readonly ca: string[];
+  readonly handshakeTimeoutMs: number;
+  private readonly contexts = new Map<string, SecureContext>();
+  private readonly provenPeers = new Set<string>();
+
+  constructor(private readonly config: TlsRelayConfig) {
+    this.ca = config.ca;
+    this.handshakeTimeoutMs = config.handshakeTimeoutMs ?? DEFAULT_TIMEOUT_MS;
+  }
+
+  secureContextFor(serverName: string): SecureContext {
+    let context = this.contexts.get(serverName);
+    if (!context) {
+      const { cert, key } = this.config.certFor(serverName);
+      context = createSecureContext({ cert, key });
+      this.contexts.set(serverName, context);
+    }
+    return context;
+  }
+
+  isProven(key: string): boolean {
+    return this.provenPeers.has(key);
+  }
+
+  prove(key: string): void {
+    this.provenPeers.add(key);
+  }
+}
+
+type State = "hello" | "upstream" | "grace" | "client-handshake" | "open" | "passthrough" | "done";
+
+/**
+ * One program connection whose first bytes are TLS. The accepted socket's events arrive through `legHandlers`
+ * (this object is its `pipe`); on passthrough it is handed to a plain `Pipe`.
+ */
+export class TlsRelay implements LegOwner {
+  private state: State = "hello";
+  private client: Socket<LegData> | null = null;
+  private hello = new Uint8Array(0);
+  private helloLen = 0;
+  private parsed: ClientHello | null = null;
+  private serverName = "";
+  private isClientEnded = false;
+  private up: Socket<TlsRelay> | null = null;
+  private upOpenedAt = 0;
+  private handshakeStartedAt = 0;
+  private handshakeDoneAt = 0;
+  private alpn = "";
+  /** Plaintext from the peer before the program's TLS is up. */
+  private upEarly: Uint8Array[] = [];
+  private upQueue: Uint8Array[] = [];
+  private upQueued = 0;
+  private isUpEndPending = false;
+  private wire: Duplex | null = null;
+  /** Ciphertext for the program that its socket did not take yet, with the stream's callback. */
+  private wirePending: { bytes: Uint8Array; done: (error?: Error | null) => void } | null = null;
+  private term: TLSSocket | null = null;
+  private tap: ConnectionTap | null = null;
+  private heldTap: Array<{ chunk: Uint8Array; at: number }> | null = [];
+  private heldTapBytes = 0;
+  private timer: Timer | null = null;
+
+  constructor(
+    private readonly ctx: TlsRelayContext,
+    readonly info: ConnectionInfo,
+    private readonly observer: ConnectionObserver | null,
+    private readonly peer: Peer,
+    private readonly onOutcome?: (outcome: TlsOutcome) => void,
+  ) {}
+
+  /** Takes over the program's accepted socket; `firstBytes` are bytes already read from it. */
+  attachClient(socket: Socket<LegData>, firstBytes?: Uint8Array): void {
+    this.client = socket;
+    socket.data = { pipe: this, side: "client" };
+    socket.setNoDelay(true);
+    this.arm("no client hello");
+    if (firstBytes && firstBytes.length > 0) this.onData("client", firstBytes);
+  }
+
+  onData(_from: Side, chunk: Uint8Array): void {
+    if (this.state === "open" || this.state === "client-handshake") {
+      if (this.wire && !this.wire.push(chunk)) this.client?.pause();
+      return;
+    }
+    if (this.state === "done" || this.state === "passthrough") return;
+    this.keepHello(chunk);
+    if (this.state !== "hello") return;
+    const hello = parseClientHello(this.hello, this.helloLen);
+    if (hello === "more") return;
+    if (hello === null) {
+      this.passThrough("no client hello", "the first bytes are not a TLS ClientHello");
+      return;
+    }
+    this.parsed = hello;
+    this.serverName = hello.serverName || this.peer.hostname;
+    this.dialUpstream(hello);
+  }
+
+  onDrain(_side: Side): void {
+    const pending = this.wirePending;
+    if (!pending || !this.client) return;
+    const written = this.client.write(pending.bytes);
+    if (written < pending.bytes.length) {
+      pending.bytes = pending.bytes.subarray(Math.max(0, written));
+      return;
+    }
+    this.wirePending = null;
+    pending.done();
+  }
+
+  onEnd(_side: Side): void {
+    this.isClientEnded = true;
+    if (this.wire) {
+      this.wire.push(null);
+      // node:tls reports nothing for an end during the handshake; once the bytes before it were read, it is a refusal.
+      if (this.state === "client-handshake") {
+        setTimeout(() => {
+          if (this.state === "client-handshake") this.fail("client rejected the certificate", "the program closed during the handshake");
+        }, 10);
+      }
+    } else if (this.state === "hello") this.passThrough("no client hello", "the program closed before its ClientHello");
+  }
+
+  onSocketClosed(_side: Side, error?: unknown): void {
+    if (this.state === "done" || this.state === "passthrough") return;
+    this.client = null;
+    if (this.state === "client-handshake") {
+      this.fail("client rejected the certificate", error ? errorText(error) : "the program closed during the handshake");
+      return;
+    }
+    this.finish(error ? errorText(error) : undefined);
+  }
+
+  private keepHello(chunk: Uint8Array): void {
+    if (this.helloLen + chunk.length > this.hello.length) {
+      const grown = new Uint8Array(Math.max(this.hello.length * 2, this.helloLen + chunk.length, 2048));
+      grown.set(this.hello.subarray(0, this.helloLen));
+      this.hello = grown;
+    }
+    this.hello.set(chunk, this.helloLen);
+    this.helloLen += chunk.length;
+  }
+
+  private arm(reason: PassthroughReason | FailureReason): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      const detail = `no progress in ${this.ctx.handshakeTimeoutMs} ms`;
+      if (reason === "client handshake timed out" || reason === "client rejected the certificate") this.fail(reason, detail);
+      else this.passThrough(reason, detail);
+    }, this.ctx.handshakeTimeoutMs);
+  }
+
+  private disarm(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  private peerKey(): string {
+    return `${this.peer.hostname}:${this.peer.port}/${this.serverName}`;
+  }
+
+  private dialUpstream(hello: ClientHello): void {
+    this.state = "upstream";
+    this.arm("upstream handshake timed out");
+    this.handshakeStartedAt = nowMicros();
+    Bun.connect<TlsRelay>({
+      hostname: this.peer.hostname,
+      port: this.peer.port,
+      allowHalfOpen: true,
+      data: this,
+      tls: {
+        serverName: this.serverName,
+        ca: this.ctx.ca,
+        // Verified here, by the handshake handler, so that a failure can become a passthrough.
+        rejectUnauthorized: false,
+        ...(hello.alpnWire ? { ALPNProtocols: hello.alpnWire } : {}),
+      },
+      socket: upHandlers,
+    }).catch((error: unknown) => this.onUpError(error));
+  }
+
+  /** Upstream TCP is connected (the TLS handshake goes on). */
+  onUpOpen(socket: Socket<TlsRelay>): void {
+    this.up = socket;
+    this.upOpenedAt = nowMicros();
+    socket.setNoDelay(true);
+  }
+
+  onUpHandshake(socket: Socket<TlsRelay>, success: boolean, error: Error | null): void {
+    if (this.state !== "upstream") return;
+    if (!success || error) {
+      this.passThrough(classifyUpstreamFailure(socket, error), error ? errorText(error) : "handshake failed");
+      return;
+    }
+    this.handshakeDoneAt = nowMicros();
+    this.alpn = typeof socket.alpnProtocol === "string" ? socket.alpnProtocol : "";
+    if (socket.getTLSVersion() !== "TLSv1.3" || this.ctx.isProven(this.peerKey())) {
+      this.answerClient();
+      return;
+    }
+    this.state = "grace";
+    const tookMs = (this.handshakeDoneAt - (this.upOpenedAt || this.handshakeStartedAt)) / 1000;
+    const graceMs = Math.min(MTLS_GRACE_MAX_MS, Math.max(MTLS_GRACE_MIN_MS, tookMs));
+    setTimeout(() => {
+      if (this.state === "grace") this.answerClient();
+    }, graceMs);
+  }
+
+  onUpData(chunk: Uint8Array): void {
+    if (this.state === "open" || this.state === "client-handshake") {
+      this.toClient(chunk);
+      return;
+    }
+    if (this.state === "grace" || this.state === "upstream") this.upEarly.push(chunk);
+  }
+
+  onUpDrain(): void {
+    const up = this.up;
+    if (!up) return;
+    while (this.upQueue.length > 0) {
+      const bytes = this.upQueue[0]!;
+      const written = up.write(bytes);
+      if (written < bytes.length) {
+        this.upQueue[0] = bytes.subarray(Math.max(0, written));
+        this.upQueued -= Math.max(0, written);
+        return;
+      }
+      this.upQueue.shift();
+      this.upQueued -= bytes.length;
+    }
+    this.term?.resume();
+    if (this.isUpEndPending) {
+      this.isUpEndPending = false;
+      up.shutdown();
+    }
+  }
+
+  onUpEnd(): void {
+    if (this.state === "open") {
+      this.tapEnd(false);
+      this.term?.end();
+    } else if (this.state !== "done" && this.state !== "passthrough") {
+      this.onUpError(new Error("the peer closed during the handshake"));
+    }
+  }
+
+  onUpError(error: unknown): void {
+    const text = errorText(error);
+    if (this.state === "upstream" || this.state === "grace") {
+      const isMutual = /CERTIFICATE_REQUIRED/.test(text) || (this.state === "grace" && CLIENT_CERT_ALERT.test(text));
+      if (isMutual) this.passThrough("mutual TLS", text);
+      else this.passThrough("upstream handshake failed", text);
+      return;
+    }
+    if (this.state === "client-handshake") {
+      // The peer went away while the program was still handshaking with us: tell the program the same way.
+      this.client?.terminate();
+      this.finish(text);
+      return;
+    }
+    if (this.state === "open") {
+      this.client?.terminate();
+      this.term?.destroy();
+      this.finish(text);
+    }
+  }
+
+  onUpClose(error?: unknown): void {
+    this.up = null;
+    if (this.state === "done" || this.state === "passthrough") return;
+    if (error || this.state !== "open") {
+      this.onUpError(error ?? new Error("the peer closed during the handshake"));
+      return;
+    }
+    // A clean close after FIN: the program's side follows once its TLS has said goodbye.
+    this.term?.end();
+  }
+
+  /** The peer is verified: terminate the program's TLS with our certificate and the peer's protocol. */
+  private answerClient(): void {
+    this.state = "client-handshake";
+    this.arm("client handshake timed out");
+    let context: SecureContext;
+    try {
+      context = this.ctx.secureContextFor(this.serverName);
+    } catch (error) {
+      this.passThrough("upstream handshake failed", `no certificate for ${this.serverName}: ${errorText(error)}`);
+      return;
+    }
+    const wire = new Duplex({
+      read: () => this.client?.resume(),
+      write: (chunk: Uint8Array, _encoding, done) => this.writeWire(chunk, done),
+      final: (done) => {
+        this.client?.shutdown();
+        done();
+      },
+    });
+    this.wire = wire;
+    const term = new TLSSocket(wire, {
+      isServer: true,
+      secureContext: context,
+      ...(this.alpn ? { ALPNProtocols: [this.alpn] } : {}),
+    });
+    this.term = term;
+    term.on("secure", () => this.onClientSecure());
+    term.on("data", (chunk: Uint8Array) => this.fromClient(chunk));
+    term.on("end", () => this.onClientPlainEnd());
+    term.on("error", (error: Error) => this.onTermError(error));
+    term.on("close", () => {
+      if (this.state === "client-handshake") this.fail("client rejected the certificate", "the program closed during the handshake");
+      else if (this.state === "open") this.finish();
+    });
+    wire.push(this.hello.subarray(0, this.helloLen));
+    if (this.isClientEnded) wire.push(null);
+  }
+
+  private writeWire(chunk: Uint8Array, done: (error?: Error | null) => void): void {
+    const client = this.client;
+    if (!client) {
+      done(new Error("the program's socket is closed"));
+      return;
+    }
+    const written = client.write(chunk);
+    if (written < chunk.length) this.wirePending = { bytes: chunk.subarray(Math.max(0, written)), done };
+    else done();
+  }
+
+  private onClientSecure(): void {
+    if (this.state !== "client-handshake") return;
+    this.disarm();
+    this.state = "open";
+    this.ctx.prove(this.peerKey());
+    const tls = {
+      serverName: this.serverName,
+      alpn: this.alpn,
+      handshakeStartedAt: this.handshakeStartedAt,
+      handshakeDoneAt: this.handshakeDoneAt,
+    };
+    this.info.tls = tls;
+    this.info.connectedAt ||= this.upOpenedAt;
+    this.onOutcome?.({
+      kind: "decrypted",
+      serverName: this.serverName,
+      alpn: this.alpn,
+      handshakeMicros: this.handshakeDoneAt - this.handshakeStartedAt,
+    });
+    if (this.observer) {
+      try {
+        this.tap = this.observer.onOpen(this.info);
+      } catch {
+        this.tap = null;
+      }
+    }
+    for (const chunk of this.upEarly.splice(0)) this.toClient(chunk);
+  }
+
+  private onTermError(error: Error): void {
+    if (this.state === "client-handshake") {
+      this.fail("client rejected the certificate", errorText(error));
+      return;
+    }
+    if (this.state === "open") {
+      this.client?.terminate();
+      this.up?.terminate();
+      this.finish(errorText(error));
+    }
+  }
+
+  /** Plaintext from the program: to the peer first, then to the tap. */
+  private fromClient(chunk: Uint8Array): void {
+    const up = this.up;
+    if (!up) return;
+    if (this.upQueue.length === 0) {
+      const written = up.write(chunk);
+      if (written < chunk.length) this.queueUp(chunk.subarray(Math.max(0, written)));
+    } else {
+      this.queueUp(chunk);
+    }
+    this.tapData(true, chunk);
+  }
+
+  private queueUp(bytes: Uint8Array): void {
+    this.upQueue.push(bytes);
+    this.upQueued += bytes.length;
+    if (this.upQueued > HIGH_WATER) this.term?.pause();
+  }
+
+  private toClient(chunk: Uint8Array): void {
+    const term = this.term;
+    if (!term) return;
+    if (!term.write(chunk)) {
+      this.up?.pause();
+      term.once("drain", () => this.up?.resume());
+    }
+    this.tapData(false, chunk);
+  }
+
+  private onClientPlainEnd(): void {
+    if (this.state !== "open") return;
+    this.tapEnd(true);
+    if (!this.up) return;
+    if (this.upQueue.length > 0) this.isUpEndPending = true;
+    else this.up.shutdown();
+  }
+
+  private tapData(fromClient: boolean, chunk: Uint8Array): void {
+    const tap = this.tap;
+    if (!tap) return;
+    const at = nowMicros();
+    const held = this.heldTap;
+    if (held) {
+      // Show the program's first bytes first, as a sniffer expects (an h2 server sends SETTINGS unasked).
+      if (!fromClient) {
+        held.push({ chunk, at });
+        this.heldTapBytes += chunk.length;
+        if (this.heldTapBytes <= HELD_TAP_MAX_BYTES) return;
+      }
+      this.heldTap = null;
+      if (fromClient) this.callTap(true, chunk, at);
+      for (const item of held) this.callTap(false, item.chunk, item.at);
+      return;
+    }
+    this.callTap(fromClient, chunk, at);
+  }
+
+  private callTap(fromClient: boolean, chunk: Uint8Array, at: number): void {
+    try {
+      this.tap?.onData(fromClient, chunk, at);
+    } catch {
+      this.detachTap();
+    }
+  }
+
+  private tapEnd(fromClient: boolean): void {
+    if (this.heldTap && this.heldTap.length > 0) {
+      const held = this.heldTap;
+      this.heldTap = null;
+      for (const item of held) this.callTap(false, item.chunk, item.at);
+    }
+    try {
+      this.tap?.onEnd?.(fromClient, nowMicros());
+    } catch {
+      this.detachTap();
+    }
+  }
+
+  private detachTap(): void {
+    const tap = this.tap;
+    this.tap = null;
+    try {
+      tap?.onClose(nowMicros(), "tap detached: it failed");
+    } catch {}
+  }
+
+  /** Hands the program's socket to a plain pipe to a fresh connection to the peer, replaying its bytes. */
+  private passThrough(reason: PassthroughReason, detail: string): void {
+    if (this.state === "done" || this.state === "passthrough") return;
+    this.disarm();
+    this.state = "passthrough";
+    this.up?.terminate();
+    this.up = null;
+    this.onOutcome?.({ kind: "passthrough", serverName: this.serverName || this.parsed?.serverName || "", reason, detail });
+    const client = this.client;
+    if (!client) return;
+    const pipe = new Pipe(this.info, this.observer);
+    pipe.attach("client", client);
+    if (this.helloLen > 0) pipe.onData("client", this.hello.slice(0, this.helloLen));
+    if (this.isClientEnded) pipe.onEnd("client");
+    Bun.connect<LegData>(
+      legOptions(this.peer, {
+        open: (socket: Socket<LegData>) => pipe.attach("server", socket),
+        connectError: () => pipe.fail("connect failed"),
+      }),
+    ).catch(() => pipe.fail("connect failed"));
+  }
+
+  private fail(reason: FailureReason, detail: string): void {
+    if (this.state === "done" || this.state === "passthrough") return;
+    this.onOutcome?.({ kind: "failed", serverName: this.serverName, reason, detail });
+    this.finish(`${reason}: ${detail}`);
+    this.term?.destroy();
+  }
+
+  private finish(error?: string): void {
+    if (this.state === "done" || this.state === "passthrough") return;
+    const wasOpen = this.state === "open";
+    this.state = "done";
+    this.disarm();
+    if (!wasOpen) {
+      this.client?.terminate();
+      this.up?.terminate();
+    } else {
+      this.client?.end();
+      this.up?.end();
+    }
+    const tap = this.tap;
+    this.tap = null;
+    if (this.heldTap && this.heldTap.length > 0 && tap) {
+      for (const item of this.heldTap) tap.onData(false, item.chunk, item.at);
+    }
+    this.heldTap = null;
+    try {
+      tap?.onClose(nowMicros(), error);
+    } catch {}
+  }
+}
+
+const upHandlers = {
+  open(socket: Socket<TlsRelay>) {
+    socket.data.onUpOpen(socket);
+  },
+  handshake(socket: Socket<TlsRelay>, success: boolean, error: Error | null) {
+    socket.data.onUpHandshake(socket, success, error);
+  },
+  data(socket: Socket<TlsRelay>, chunk: Uint8Array) {
+    socket.data.onUpData(chunk);
+  },
+  drain(socket: Socket<TlsRelay>) {
+    socket.data.onUpDrain();
+  },
+  end(socket: Socket<TlsRelay>) {
+    socket.data.onUpEnd();
+  },
+  close(socket: Socket<TlsRelay>, error?: Error) {
+    socket.data.onUpClose(error);
+  },
+  error(socket: Socket<TlsRelay>, error: Error) {
+    socket.data.onUpError(error);
+  },
+  connectError(socket: Socket<TlsRelay>, error: Error) {
+    socket.data.onUpError(error);
+  },
+};
+
+/** Verification errors carry OpenSSL's verify code (CERT_HAS_EXPIRED, UNABLE_TO_GET_ISSUER_CERT, ...) or Node's name check's. */
+const VERIFY_CODE = /^(CERT_|UNABLE_TO_|SELF_SIGNED|DEPTH_ZERO|ERR_TLS_CERT_ALTNAME|HOSTNAME_MISMATCH|INVALID_CA|PATH_LENGTH)/;
+/** Alerts a server sends when it wanted a client certificate and got none. */
+const CLIENT_CERT_ALERT = /CERTIFICATE_REQUIRED|HANDSHAKE_FAILURE|BAD_CERTIFICATE/;
+
+function classifyUpstreamFailure(socket: Socket<TlsRelay>, error: Error | null): PassthroughReason {
+  const code = error && "code" in error ? String(error.code) : "";
+  if (VERIFY_CODE.test(code)) return "upstream certificate not trusted";
+  const message = error?.message ?? "";
+  if (/CERTIFICATE_REQUIRED/.test(message)) return "mutual TLS";
+  // In TLS 1.2 the refusal ends the handshake; it follows the peer's certificate, unlike a failed negotiation.
+  if (CLIENT_CERT_ALERT.test(message) && hasPeerCertificate(socket)) return "mutual TLS";
+  return "upstream handshake failed";
+}
+
+function hasPeerCertificate(socket: Socket<TlsRelay>): boolean {
+  try {
+    return Object.keys(socket.getPeerCertificate() ?? {}).length > 0;
+  } catch {
+    return false;
+  }
+}
+
+function errorText(error: unknown): string {
+  if (error instanceof Error) {
+    const code = "code" in error ? String(error.code) : "";
+    return code && !error.message.includes(code) ? `${code}: ${error.message}` : error.message;
+  }
+  return String(error);
+}
