@@ -124,7 +124,8 @@ describe("TracedConnection, alone", () => {
     tap.onClose(40);
     expect(deps.stats.parserGaveUp).toBe(1);
     const tcp = work.find((w) => w.kind === "tcp");
-    expect(tcp?.kind === "tcp" && tcp.sum.tags.passthrough).toBeTruthy();
+    expect(tcp?.kind).toBe("tcp");
+    expect(tcp?.kind === "tcp" ? tcp.sum.tags.passthrough : undefined).toBe("response: bad status code");
     expect(deps.stats.bytesFromServers).toBe("HTTP/1.1 banana\r\n\r\n".length + "more bytes".length);
   });
 
