@@ -171,6 +171,7 @@ function baseEvent(conn: ConnectionInfo, proc: ProcessInfo, ctx: EventContext): 
     http_resp_body: "",
     http_resp_body_truncated: false,
     timing_connect: -1,
+    timing_tls: -1,
     timing_send: -1,
     timing_wait: -1,
     timing_receive: -1,

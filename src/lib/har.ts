@@ -1,4 +1,5 @@
 import { errorMessage } from "~/lib/errors.ts";
+import { eventUrl } from "~/lib/event-url.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 
 /**
@@ -195,16 +196,11 @@ function ipOf(addr: string): string {
   return colon === -1 ? addr : addr.slice(0, colon);
 }
 
-export function eventUrl(e: TracedEvent): string {
-  const scheme = e.tls_server_name ? "https" : "http";
-  const host = e.http_req_host || e.tls_server_name || e.http_server_addr;
-  const path = e.http_req_path.startsWith("/") ? e.http_req_path : `/${e.http_req_path}`;
-  return `${scheme}://${host}${path}`;
-}
-
 export function toHarEntry(e: TracedEvent): HarEntry {
   const httpVersion = e.http_version ? `HTTP/${e.http_version}` : "";
-  const connect = ms(e.timing_connect);
+  // HAR 1.2: `ssl` is also included in `connect` (for HAR 1.1 readers): connect is the TCP connect plus the handshake.
+  const ssl = ms(e.timing_tls);
+  const connect = ssl >= 0 ? ms(Math.max(0, e.timing_connect) + e.timing_tls) : ms(e.timing_connect);
   const send = nonNegative(e.timing_send);
   const wait = nonNegative(e.timing_wait);
   const receive = nonNegative(e.timing_receive);
@@ -245,7 +241,7 @@ export function toHarEntry(e: TracedEvent): HarEntry {
       bodySize: e.http_resp_status_code === 0 ? -1 : e.http_resp_body_size_bytes_wire,
     },
     cache: {},
-    timings: { blocked: -1, dns: -1, connect, send, wait, receive, ssl: -1 },
+    timings: { blocked: -1, dns: -1, connect, send, wait, receive, ssl },
     _eventId: e.event_id,
     _parentEventId: e.parent_event_id,
     _isOutgoing: e.http_is_outgoing,

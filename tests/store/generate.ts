@@ -100,6 +100,14 @@ export type GenerateOptions = {
   bodyBytes?: number;
 };
 
+const tlsCases: ReadonlyArray<Record<string, string>> = [
+  { tls: "decrypted", tls_alpn: "h2" },
+  { tls: "decrypted", tls_alpn: "http/1.1" },
+  { tls: "not decrypted", tls_reason: "mutual TLS" },
+  { tls: "not decrypted", tls_reason: "upstream certificate not trusted", tls_detail: "unable to get local issuer certificate" },
+  {},
+];
+
 /** Realistic events spread evenly (with jitter) over [startMicros, endMicros), oldest first. */
 export function generateEvents(options: GenerateOptions): TracedEvent[] {
   const rand = prng(options.seed ?? 1);
@@ -120,6 +128,8 @@ export function generateEvents(options: GenerateOptions): TracedEvent[] {
     const reqBody = method === "GET" ? 0 : Math.floor(rand() * bodyMax);
     const respBody = Math.floor(rand() * bodyMax);
     const dur = duration(rand);
+    // Outbound calls cycle through decrypted, not decrypted and plaintext (by index: the random sequence stays as it was).
+    const tls = isChild ? tlsCases[i % tlsCases.length]! : null;
     const event: TracedEvent = {
       time,
       event_id: uuid(rand),
@@ -168,13 +178,14 @@ export function generateEvents(options: GenerateOptions): TracedEvent[] {
       http_resp_body: respBody ? Buffer.alloc(Math.min(respBody, 256), 98).toString("base64") : "",
       http_resp_body_truncated: respBody > 256,
       timing_connect: isChild ? Math.floor(dur * 0.1) : -1,
+      timing_tls: tls?.tls === "decrypted" ? Math.floor(dur * 0.05) : -1,
       timing_send: Math.floor(dur * 0.05),
       timing_wait: Math.floor(dur * 0.8),
       timing_receive: Math.floor(dur * 0.05),
       bytes_sent: 300 + reqBody,
       bytes_received: 200 + respBody,
       tags: isChild
-        ? { kind: "outbound" }
+        ? { kind: "outbound", ...tls }
         : {
             region: pick(rand, [
               ["eu", 1],

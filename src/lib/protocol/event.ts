@@ -70,6 +70,11 @@ export type TracedEvent = {
    * Inbound: send = request receive, wait = processing until the first response byte, receive = response send.
    */
   timing_connect: number;
+  /**
+   * The upstream TLS handshake of a decrypted connection, between connect and send; like timing_connect, only on
+   * the connection's first exchange.
+   */
+  timing_tls: number;
   timing_send: number;
   timing_wait: number;
   timing_receive: number;
@@ -149,6 +154,7 @@ export const eventFields = [
   ["http_resp_body", "string"],
   ["http_resp_body_truncated", "flag"],
   ["timing_connect", "int"],
+  ["timing_tls", "int"],
   ["timing_send", "int"],
   ["timing_wait", "int"],
   ["timing_receive", "int"],

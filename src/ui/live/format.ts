@@ -1,3 +1,4 @@
+import { eventUrl } from "~/lib/event-url.ts";
 import { formatClock, pad } from "~/lib/format.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 
@@ -19,16 +20,5 @@ export function statusClass(status: number): string {
 export function displayUrl(event: TracedEvent): string {
   if (event.protocol === "tcp") return `${event.http_server_addr} (tcp)`;
   if (!event.http_is_outgoing) return event.http_req_path || "/";
-  return `${requestOrigin(event)}${event.http_req_path || "/"}`;
-}
-
-/** scheme://host of the request, from the Host header (or :authority), else the server address. */
-export function requestOrigin(event: TracedEvent): string {
-  const scheme = event.tls_server_name ? "https" : "http";
-  const host = event.http_req_host || event.tls_server_name || event.http_server_addr || "localhost";
-  return `${scheme}://${host}`;
-}
-
-export function fullUrl(event: TracedEvent): string {
-  return `${requestOrigin(event)}${event.http_req_path || "/"}`;
+  return eventUrl(event);
 }

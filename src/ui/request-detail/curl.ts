@@ -1,5 +1,5 @@
+import { eventUrl } from "~/lib/event-url.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { fullUrl } from "../live/format.ts";
 import { asText, decodeBase64 } from "./body.ts";
 
 /** POSIX shell single-quoting: safe for any text (a quote becomes '\''). */
@@ -35,7 +35,7 @@ export function toCurl(event: TracedEvent): CurlCommand {
   const method = event.http_req_method || "GET";
   const body = decodeBase64(event.http_req_body);
   const hasBody = body.length > 0;
-  const url = fullUrl(event);
+  const url = eventUrl(event);
 
   const first = ["curl"];
   if (method === "HEAD") first.push("--head");

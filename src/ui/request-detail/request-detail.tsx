@@ -1,7 +1,8 @@
 import { type ReactNode, useMemo } from "react";
+import { eventUrl } from "~/lib/event-url.ts";
 import { formatBytes, formatDuration } from "~/lib/format.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { formatDateTime, fullUrl, statusClass } from "../live/format.ts";
+import { formatDateTime, statusClass } from "../live/format.ts";
 import { BodyView } from "./body-view.tsx";
 import { toCurl } from "./curl.ts";
 import { useCopy } from "./use-copy.ts";
@@ -47,7 +48,7 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
               <span className="text-zinc-400">{formatDuration(event.http_duration)}</span>
             </div>
             <p className="mt-1 font-mono text-xs break-all text-zinc-300" data-testid="detail-url">
-              {fullUrl(event)}
+              {eventUrl(event)}
             </p>
             <p className="mt-1 text-xs text-zinc-500">
               {formatDateTime(event.time)} · HTTP/{event.http_version || "?"} · {event.http_client_addr} → {event.http_server_addr}
@@ -224,7 +225,7 @@ function EventLine({
       <span className="font-semibold">{event.http_req_method}</span>
       <span className={statusClass(event.http_resp_status_code)}>{event.http_resp_status_code || "—"}</span>
       <span className="min-w-0">
-        <span className="block truncate text-zinc-300">{fullUrl(event)}</span>
+        <span className="block truncate text-zinc-300">{eventUrl(event)}</span>
         {offsetUs !== undefined ? (
           <span className="relative mt-0.5 block h-1 rounded bg-zinc-800">
             <span className="absolute inset-y-0 rounded bg-sky-500" style={{ left: `${left}%`, width: `max(2px, ${width}%)` }} />

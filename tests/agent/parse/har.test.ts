@@ -3,6 +3,7 @@ import { gzipSync } from "node:zlib";
 import { formatLogLine } from "~/agent/log-line.ts";
 import { toHarEntry, toHarLog } from "~/lib/har.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { tracedEvent } from "../../support/event-factory.ts";
 import { c, s, trace } from "./helpers.ts";
 
 type Leaf = "string" | "number" | "boolean" | "array" | "object";
@@ -91,6 +92,37 @@ describe("HAR 1.2", () => {
     expect(log.log.creator.name).toBe("tapscope");
     expect(log.log.entries).toHaveLength(2);
     for (const entry of log.log.entries) expect(check(entry, entryShape, "entry")).toEqual([]);
+  });
+
+  test("a decrypted exchange: https URL, the TLS handshake as HAR's ssl, included in connect as HAR 1.2 says", () => {
+    const e = tracedEvent({
+      time: 1_700_000_000_000_000,
+      http_is_outgoing: true,
+      http_req_host: "api.example.com",
+      http_req_path: "/v1/charges?limit=3",
+      tls_server_name: "api.example.com",
+      timing_connect: 1_500,
+      timing_tls: 12_345,
+      timing_send: 100,
+      timing_wait: 20_000,
+      timing_receive: 400,
+      tags: { tls: "decrypted", tls_alpn: "h2" },
+    });
+    const entry = toHarEntry(e);
+    expect(entry.request.url).toBe("https://api.example.com/v1/charges?limit=3");
+    expect(entry.timings).toEqual({ blocked: -1, dns: -1, connect: 13.845, send: 0.1, wait: 20, receive: 0.4, ssl: 12.345 });
+    expect(entry.time).toBe(34.345);
+    expect(new Date(entry.startedDateTime).getTime()).toBe(1_700_000_000_000 - 14);
+
+    // A plaintext exchange to a host that has a server name elsewhere stays http; a later exchange on the
+    // connection has no connect or TLS time.
+    const plain = toHarEntry({ ...e, tags: {}, timing_tls: -1, timing_connect: -1 });
+    expect(plain.request.url).toBe("http://api.example.com/v1/charges?limit=3");
+    expect(plain.timings.ssl).toBe(-1);
+    expect(plain.timings.connect).toBe(-1);
+    const reused = toHarEntry({ ...e, timing_tls: -1, timing_connect: -1 });
+    expect(reused.request.url).toBe("https://api.example.com/v1/charges?limit=3");
+    expect([reused.timings.connect, reused.timings.ssl]).toEqual([-1, -1]);
   });
 
   test("request, response, bodies and timings are carried over", () => {

@@ -1,0 +1,25 @@
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+
+/** The fields an event's URL is made of (the explorer's rows may hold only some columns). */
+export type UrlFields = Partial<Pick<TracedEvent, "http_req_host" | "http_req_path" | "tls_server_name" | "http_server_addr" | "tags">>;
+
+/** An exchange read from a TLS connection the relay decrypted (the agent tags it so). */
+export function isDecrypted(event: Pick<UrlFields, "tags">): boolean {
+  return event.tags?.tls === "decrypted";
+}
+
+/**
+ * scheme://host of the request: https only for decrypted exchanges (a server name alone does not make a plaintext
+ * exchange https); the host from the Host header (or :authority), else the server name, else the server address.
+ */
+export function eventOrigin(event: UrlFields): string {
+  const scheme = isDecrypted(event) ? "https" : "http";
+  const host = event.http_req_host || event.tls_server_name || event.http_server_addr || "localhost";
+  return `${scheme}://${host}`;
+}
+
+/** The URL of an event, everywhere one is shown or exported (request detail, cURL, HAR, `tapscope query`). */
+export function eventUrl(event: UrlFields): string {
+  const path = event.http_req_path ?? "";
+  return `${eventOrigin(event)}${path.startsWith("/") ? path : `/${path}`}`;
+}
