@@ -1,8 +1,9 @@
 import { Readable } from "node:stream";
 import { type ClickHouseClient, createClient } from "@clickhouse/client";
+import { errorMessage } from "~/lib/errors.ts";
 import { clickhouseDialect } from "./sql/dialect.ts";
 import { SqlEventStore } from "./sql-store.ts";
-import { type ColumnKind, type EventRows, eventColumns } from "./table.ts";
+import { addedColumnDefault, type ColumnKind, type EventRows, eventColumns, missingColumns } from "./table.ts";
 import type { Engine, StoreLimits } from "./types.ts";
 
 const chType: Record<ColumnKind, string> = {
@@ -12,6 +13,7 @@ const chType: Record<ColumnKind, string> = {
   json: "String",
 };
 const lit = clickhouseDialect.literal;
+const insertColumns = eventColumns.map(([name]) => name) as [string, ...string[]];
 
 /** TTL clauses on MergeTree tables arrived in ClickHouse 19.6; older servers (Debian's 18.16) delete on a schedule. */
 export function supportsTtl(version: string): boolean {
@@ -105,8 +107,28 @@ class ClickHouseEngine implements Engine {
     );
   }
 
+  async upgradeTables(): Promise<void> {
+    const rows = await this.select(
+      "SELECT table, name FROM system.columns WHERE database = currentDatabase() AND table LIKE 'events\\\\_%'",
+      { timeoutMs: 10_000, queryId: "" },
+    );
+    const present = rows.map((r) => ({ table: String(r.table), column: String(r.name) }));
+    for (const { table, column, kind, after } of missingColumns(present)) {
+      // 18.16 has no ADD COLUMN IF NOT EXISTS: a server upgrading the same table at the same moment loses the race harmlessly.
+      const sql = `ALTER TABLE ${table} ADD COLUMN ${column} ${chType[kind]} DEFAULT ${lit(addedColumnDefault(column, kind))} AFTER ${after}`;
+      await this.command(sql).catch((err: unknown) => {
+        if (!/already exists/i.test(errorMessage(err))) throw err;
+      });
+    }
+  }
+
   async insert(table: string, rows: readonly EventRows[]): Promise<void> {
-    await this.client.insert({ table, values: Readable.from([tabSeparated(rows)], { objectMode: false }), format: "TabSeparated" });
+    await this.client.insert({
+      table,
+      values: Readable.from([tabSeparated(rows)], { objectMode: false }),
+      format: "TabSeparated",
+      columns: insertColumns,
+    });
   }
 
   async select(sql: string, options: { timeoutMs: number; queryId: string }): Promise<Record<string, unknown>[]> {
@@ -203,5 +225,7 @@ export async function openClickHouseStore(options: ClickHouseStoreOptions): Prom
     format: "JSONEachRow",
   });
   const [row] = await result.json<{ v: string }>();
-  return new SqlEventStore(new ClickHouseEngine(client, row?.v ?? "0"), options.limits);
+  const engine = new ClickHouseEngine(client, row?.v ?? "0");
+  await engine.upgradeTables();
+  return new SqlEventStore(engine, options.limits);
 }
