@@ -52,9 +52,9 @@ export function missingColumns(
   const byTable = new Map<string, Set<string>>();
   for (const { table, column } of present) {
     if (namespaceIdOfTable(table) === null) continue;
-    let columns = byTable.get(table);
-    if (!columns) byTable.set(table, (columns = new Set()));
+    const columns = byTable.get(table) ?? new Set<string>();
     columns.add(column);
+    byTable.set(table, columns);
   }
   const out: Array<{ table: string; column: EventColumn; kind: ColumnKind; after: EventColumn }> = [];
   for (const [table, columns] of byTable) {
