@@ -11,7 +11,7 @@ import { buildInfo } from "~/lib/version.ts";
 
 const usage = `usage: tapscope query [--since 1h|15m|2d | --from ISO [--to ISO]] [--filter EXPR] [--limit N] [--format table|json|har]
   TAPSCOPE_TOKEN (a namespace token) and TAPSCOPE_ENDPOINT (the server) come from the environment.
-  --filter uses the filter language: response.status >= 500 && request.url contains "/api/"`;
+  --filter uses the filter language: response.status >= 500 && request.url contains "/api/", tls == "not decrypted"`;
 
 const queryFlags = {
   since: { type: "string" },

@@ -272,6 +272,14 @@ export function runConformance(target: ConformanceTarget): void {
       'request.url matches "^/api/(users|orders)/[0-9]+$"',
       "duration < 2ms",
       "duration <= 500us || duration > 2s",
+      'tls == "decrypted"',
+      'tls != "decrypted"',
+      'tls == "not decrypted" && tls.reason == "mutual TLS"',
+      'tls.reason contains "certificate"',
+      'tls.reason != "mutual TLS" && tls == "not decrypted"',
+      'tls.server_name == "api.stripe.com" && tls == "decrypted"',
+      'tls.server_name startsWith "api." && tls.server_name endsWith ".com" && tls.server_name contains "stripe"',
+      'tls == "decrypted" && response.status >= 500',
     ];
     for (const text of filterTexts) {
       test(`parsed filter agrees with the live view's evaluator: ${text}`, async () => {
@@ -284,6 +292,43 @@ export function runConformance(target: ConformanceTarget): void {
         expect(expected.length).toBeGreaterThan(0);
       });
     }
+
+    test("TLS filters read only the event's own tls tags, whatever other tags hold", async () => {
+      const crafted = randomUUID();
+      const base = events.find((e) => e.http_is_outgoing)!;
+      const tagSets: Array<Record<string, string>> = [
+        { tls: "decrypted" },
+        { note: '","tls":"decrypted' },
+        { 'x","tls":"decrypted': "y", tls: "not decrypted", tls_reason: "mutual TLS" },
+        { 'a"tls': "decrypted", tls_reason: 'say "hi"\\ ünïcode' },
+        { tls_reason: "upstream handshake failed", tls: "not decrypted" },
+        {},
+      ];
+      const craftedEvents = tagSets.map((tags, i) => ({ ...base, event_id: randomUUID(), time: base.time + i, tags }));
+      await store.insert(crafted, craftedEvents);
+      try {
+        for (const text of [
+          'tls == "decrypted"',
+          'tls == "not decrypted"',
+          'tls != "decrypted"',
+          'tls.reason == "mutual TLS"',
+          'tls.reason == "say \\"hi\\"\\\\ ünïcode"',
+          'tls.reason contains "handshake"',
+        ]) {
+          const parsed = parseFilter(text);
+          if (!parsed.ok) throw new Error(parsed.error.message);
+          const expected = newestFirst(craftedEvents.filter(compileFilter(parsed.expr)));
+          const result = await store.queryRows(crafted, { filter: { clauses: [], global: all }, expressions: [parsed.expr] });
+          expect([text, result.data.map((r) => r.event_id)]).toEqual([text, expected.map((e) => e.event_id)]);
+          expect(expected.length).toBeGreaterThan(0);
+        }
+        const decrypted = parseFilter('tls == "decrypted"');
+        if (!decrypted.ok) throw new Error(decrypted.error.message);
+        expect(craftedEvents.filter(compileFilter(decrypted.expr)).map((e) => e.tags)).toEqual([{ tls: "decrypted" }]);
+      } finally {
+        await store.dropNamespace(crafted);
+      }
+    });
 
     test("patterns outside the safe regex subset are refused", async () => {
       for (const pattern of ["(a)\\1", "(?=x)", "a{1000}", "["]) {

@@ -76,8 +76,16 @@ export function exprHolds(e: TracedEvent, x: FilterExpr): boolean {
       return compare(e.http_resp_status_code, x.op, Number(x.value));
     case "duration":
       return compare(e.http_duration, x.op, Number(x.value));
+    case "tls":
+    case "tls.reason":
+    case "tls.server_name":
     case "request.url": {
-      const p = e.http_req_path;
+      const p =
+        x.field === "request.url"
+          ? e.http_req_path
+          : x.field === "tls.server_name"
+            ? e.tls_server_name
+            : (e.tags[x.field === "tls" ? "tls" : "tls_reason"] ?? "");
       const v = String(x.value);
       if (x.op === "startsWith") return p.startsWith(v);
       if (x.op === "endsWith") return p.endsWith(v);

@@ -49,6 +49,28 @@ describe("compileFilter over TracedEvent", () => {
     expect(matches('request.url matches "orders\\\\?id=\\\\d"', post500)).toBe(true);
   });
 
+  test("tls, its reason and server name, from the event's tags and tls_server_name", () => {
+    const decrypted = makeEvent({ tls_server_name: "api.stripe.com", tags: { tls: "decrypted", tls_alpn: "h2" } });
+    const pinned = makeEvent({
+      protocol: "tcp",
+      tls_server_name: "pinned.example.com",
+      tags: { tls: "not decrypted", tls_reason: "client rejected the certificate", tls_detail: "alert 42" },
+    });
+    const plain = makeEvent({ tags: {} });
+    expect([decrypted, pinned, plain].map((e) => matches('tls == "decrypted"', e))).toEqual([true, false, false]);
+    expect([decrypted, pinned, plain].map((e) => matches('tls != "decrypted"', e))).toEqual([false, true, true]);
+    expect([decrypted, pinned, plain].map((e) => matches('tls == "not decrypted"', e))).toEqual([false, true, false]);
+    expect(matches('tls.reason == "client rejected the certificate"', pinned)).toBe(true);
+    expect(matches('tls.reason contains "certificate"', pinned)).toBe(true);
+    expect(matches('tls.reason contains "certificate"', decrypted)).toBe(false);
+    expect(matches('tls.reason != "mutual TLS"', plain)).toBe(true);
+    expect(matches('tls.server_name endsWith ".stripe.com"', decrypted)).toBe(true);
+    expect(matches('tls.server_name startsWith "pinned."', pinned)).toBe(true);
+    expect(matches('tls.server_name == "api.stripe.com"', pinned)).toBe(false);
+    // A tag inherited from Object.prototype is no tag.
+    expect(matches('tls.reason == ""', makeEvent({ tags: Object.create({ tls_reason: "mutual TLS" }) }))).toBe(true);
+  });
+
   test("duration with units against microseconds", () => {
     expect(matches("duration > 200ms", post500)).toBe(true);
     expect(matches("duration > 250ms", post500)).toBe(false);

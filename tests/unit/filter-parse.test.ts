@@ -32,6 +32,23 @@ describe("parseFilter: the language of spec section 5", () => {
     expect(ok('request.url startswith "/a"')).toMatchObject({ op: "startsWith" });
   });
 
+  test("tls is decrypted or not decrypted; its reason and server name are strings", () => {
+    expect(ok('tls == "decrypted"')).toEqual({ kind: "compare", field: "tls", op: "==", value: "decrypted", pos: 0 });
+    expect(ok("tls != 'Not Decrypted'")).toMatchObject({ field: "tls", op: "!=", value: "not decrypted" });
+    for (const op of ["==", "!=", "contains"]) {
+      expect(ok(`tls.reason ${op} "mutual TLS"`)).toMatchObject({ field: "tls.reason", op, value: "mutual TLS" });
+    }
+    for (const op of ["==", "!=", "startsWith", "endsWith", "contains"]) {
+      expect(ok(`tls.server_name ${op} "api.example.com"`)).toMatchObject({ field: "tls.server_name", op, value: "api.example.com" });
+    }
+    expect(err('tls == "yes"')).toEqual({ message: 'tls is "decrypted" or "not decrypted", not "yes"', position: 7 });
+    expect(err("tls == decrypted").message).toMatch(/expected "decrypted" or "not decrypted", found "decrypted"/);
+    expect(err('tls contains "crypt"').message).toMatch(/tls cannot use "contains": use ==, !=/);
+    expect(err('tls.reason matches "x"').message).toMatch(/tls.reason cannot use "matches"/);
+    expect(err("tls.server_name == 443").message).toMatch(/expected a quoted string/);
+    expect(err('tls.version == "1.3"').message).toMatch(/unknown field "tls.version": use .*tls, tls.reason or tls.server_name/);
+  });
+
   test("durations normalise to microseconds, bare numbers are milliseconds", () => {
     expect(ok("duration > 250")).toMatchObject({ op: ">", value: 250_000 });
     expect(ok("duration >= 250ms")).toMatchObject({ value: 250_000 });

@@ -27,12 +27,28 @@ export function filterMeter(): FilterMeter {
  */
 export const maxMatchedUrlLength = 4096;
 
+/** A tag's value, "" when the event has none (as the stores read it). */
+function tag(e: TracedEvent, key: string): string {
+  const tags = e.tags;
+  return typeof tags === "object" && tags !== null && Object.hasOwn(tags, key) && typeof tags[key] === "string" ? tags[key] : "";
+}
+
 /** Field accessors over TracedEvent: request.url is the request line's path and query. */
 const read = {
   "request.method": (e: TracedEvent) => e.http_req_method,
   "response.status": (e: TracedEvent) => e.http_resp_status_code,
   "request.url": (e: TracedEvent) => e.http_req_path,
   duration: (e: TracedEvent) => e.http_duration,
+  tls: (e: TracedEvent) => tag(e, "tls"),
+  "tls.reason": (e: TracedEvent) => tag(e, "tls_reason"),
+  "tls.server_name": (e: TracedEvent) => e.tls_server_name,
+} as const;
+
+/** The text fields the string operators apply to. */
+const textOf = {
+  "request.url": read["request.url"],
+  "tls.reason": read["tls.reason"],
+  "tls.server_name": read["tls.server_name"],
 } as const;
 
 function compare(op: string, a: number | string, b: number | string): boolean {
@@ -80,30 +96,31 @@ export function compileFilter(expr: FilterExpr | null, meter?: FilterMeter, inde
     const want = String(value).toUpperCase();
     return op === "==" ? (e) => e.http_req_method.toUpperCase() === want : (e) => e.http_req_method.toUpperCase() !== want;
   }
-  if (field === "request.url" && typeof value === "string") {
-    if (op === "matches") {
-      const re = compileRegex(value);
-      if (!meter) return (e) => re.test(e.http_req_path, maxMatchedUrlLength);
-      return (e) => {
-        if (meter.left < 0) return false;
-        const isMatch = re.test(e.http_req_path, maxMatchedUrlLength, meter);
-        if (meter.left < 0) meter.ranOutAt ??= { index, position: pos };
-        return isMatch;
-      };
-    }
-    const test = stringTest(op, value);
-    if (test) {
-      if (!meter) return (e) => test(e.http_req_path);
-      return (e) => {
-        if (meter.left < 0) return false;
-        meter.left -= 1 + ((e.http_req_path.length * value.length) >>> 12);
-        if (meter.left < 0) {
-          meter.ranOutAt ??= { index, position: pos };
-          return false;
-        }
-        return test(e.http_req_path);
-      };
-    }
+  if (field === "request.url" && op === "matches" && typeof value === "string") {
+    const re = compileRegex(value);
+    if (!meter) return (e) => re.test(e.http_req_path, maxMatchedUrlLength);
+    return (e) => {
+      if (meter.left < 0) return false;
+      const isMatch = re.test(e.http_req_path, maxMatchedUrlLength, meter);
+      if (meter.left < 0) meter.ranOutAt ??= { index, position: pos };
+      return isMatch;
+    };
+  }
+  const test = typeof value === "string" ? stringTest(op, value) : null;
+  if (test && (field === "request.url" || field === "tls.reason" || field === "tls.server_name")) {
+    const text = textOf[field];
+    if (!meter) return (e) => test(text(e));
+    const cost = String(value).length;
+    return (e) => {
+      if (meter.left < 0) return false;
+      const t = text(e);
+      meter.left -= 1 + ((t.length * cost) >>> 12);
+      if (meter.left < 0) {
+        meter.ranOutAt ??= { index, position: pos };
+        return false;
+      }
+      return test(t);
+    };
   }
   const get = read[field];
   return (e) => compare(op, get(e), value);

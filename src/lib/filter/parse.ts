@@ -1,4 +1,4 @@
-import type { CompareOp, FilterExpr, FilterField, FilterParseError, StringOp } from "~/lib/filter/ast.ts";
+import { type CompareOp, type FilterExpr, type FilterField, type FilterParseError, type StringOp, tlsStates } from "~/lib/filter/ast.ts";
 import { compileRegex, RegexSyntaxError } from "~/lib/filter/regex.ts";
 import type { Result } from "~/lib/result.ts";
 
@@ -30,9 +30,17 @@ class FilterSyntaxError extends Error {
   }
 }
 
-const fields: readonly FilterField[] = ["request.method", "response.status", "request.url", "duration"];
+const fields: readonly FilterField[] = [
+  "request.method",
+  "response.status",
+  "request.url",
+  "duration",
+  "tls",
+  "tls.reason",
+  "tls.server_name",
+];
 const stringOps: readonly StringOp[] = ["startsWith", "endsWith", "contains", "matches"];
-const fieldList = "request.method, response.status, request.url or duration";
+const fieldList = "request.method, response.status, request.url, duration, tls, tls.reason or tls.server_name";
 
 /** Microseconds per unit; a bare duration is in milliseconds. */
 const durationUnits: Record<string, number> = { us: 1, µs: 1, ms: 1000, s: 1_000_000 };
@@ -209,6 +217,9 @@ class Parser {
       "response.status": ["==", "!=", "<", ">", "<=", ">="],
       "request.url": ["startsWith", "endsWith", "contains", "matches", "==", "!="],
       duration: ["<", ">", "<=", ">="],
+      tls: ["==", "!="],
+      "tls.reason": ["==", "!=", "contains"],
+      "tls.server_name": ["==", "!=", "startsWith", "endsWith", "contains"],
     };
     const ops = allowed[field];
     const candidate =
@@ -247,6 +258,21 @@ class Parser {
             if (err instanceof RegexSyntaxError) throw new FilterSyntaxError(err.message, this.regexPosition(tok, err.position));
             throw err;
           }
+        }
+        return tok.value;
+      }
+      case "tls": {
+        const states = tlsStates.map((state) => `"${state}"`).join(" or ");
+        if (tok.k !== "string") throw new FilterSyntaxError(`expected ${states}, found ${describe(tok)}`, tok.pos);
+        const state = tlsStates.find((x) => x === tok.value.toLowerCase());
+        if (!state) throw new FilterSyntaxError(`tls is ${states}, not "${tok.value.slice(0, 32)}"`, tok.pos);
+        return state;
+      }
+      case "tls.reason":
+      case "tls.server_name": {
+        if (tok.k !== "string") {
+          const example = field === "tls.reason" ? '"mutual TLS"' : '"api.example.com"';
+          throw new FilterSyntaxError(`expected a quoted string, e.g. ${example}, found ${describe(tok)}`, tok.pos);
         }
         return tok.value;
       }

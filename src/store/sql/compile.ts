@@ -1,5 +1,5 @@
 import { AppError } from "~/lib/errors.ts";
-import type { CompareOp, FilterExpr, StringOp as FilterStringOp } from "~/lib/filter/ast.ts";
+import { type CompareOp, type FilterExpr, type StringOp as FilterStringOp, tlsStates } from "~/lib/filter/ast.ts";
 import { compileRegex, RegexSyntaxError } from "~/lib/filter/regex.ts";
 import {
   type Clause,
@@ -127,6 +127,26 @@ function compileLeaf(d: Dialect, e: Extract<FilterExpr, { kind: "compare" }>): s
       if (e.op === "startsWith") return d.startsWith("http_req_path", lit);
       if (e.op === "endsWith") return d.endsWith("http_req_path", lit);
       return d.contains("http_req_path", lit);
+    }
+    case "tls": {
+      if (e.op !== "==" && e.op !== "!=") bad("tls supports == and !=");
+      const state = tlsStates.find((x) => x === e.value);
+      if (!state) bad(`tls is ${tlsStates.map((x) => `"${x}"`).join(" or ")}`);
+      return `${d.tag("tls")} ${compareSql[e.op]} ${d.literal(state)}`;
+    }
+    case "tls.reason":
+    case "tls.server_name": {
+      const column = e.field === "tls.reason" ? d.tag("tls_reason") : "tls_server_name";
+      if (e.op === "==" || e.op === "!=") return `${column} ${compareSql[e.op]} ${d.literal(checkString(e.value))}`;
+      const lit = d.literal(checkString(e.value));
+      if (e.op === "contains") return d.contains(column, lit);
+      if (e.field === "tls.server_name" && e.op === "startsWith") return d.startsWith(column, lit);
+      if (e.field === "tls.server_name" && e.op === "endsWith") return d.endsWith(column, lit);
+      return bad(
+        e.field === "tls.reason"
+          ? "tls.reason supports ==, != and contains"
+          : "tls.server_name supports ==, !=, startsWith, endsWith, contains",
+      );
     }
     default:
       return bad("unknown filter field");

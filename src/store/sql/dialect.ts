@@ -11,7 +11,23 @@ export type Dialect = {
   matches(column: string, literal: string): string;
   intDiv(a: string, b: string): string;
   countIf(condition: string): string;
+  /** A tag's value from the tags column (JSON text of a flat object of strings); "" when the event has none. */
+  tag(key: string): string;
 };
+
+/** Only a few fixed keys are read (the TLS tags), never one from a client. */
+function plainKey(key: string): string {
+  if (!/^[a-z_]+$/.test(key)) throw new Error(`tag key ${key} is not a plain name`);
+  return key;
+}
+
+/**
+ * In the tags' JSON text (JSON.stringify of a flat object of strings) a key starts right after "{" or ",": inside a
+ * string every quote is escaped, so `,"key":"…"` can only be that key and its value.
+ */
+function tagPattern(key: string): string {
+  return `[{,]"${plainKey(key)}":"(?:[^"\\\\]|\\\\.)*"`;
+}
 
 export const duckdbDialect: Dialect = {
   name: "duckdb",
@@ -22,6 +38,7 @@ export const duckdbDialect: Dialect = {
   matches: (c, l) => `regexp_matches(${c}, ${l})`,
   intDiv: (a, b) => `(${a}) // (${b})`,
   countIf: (cond) => `count(*) FILTER (WHERE ${cond})`,
+  tag: (key) => `coalesce(json_extract_string(tags, ${duckdbLiteral(`$."${plainKey(key)}"`)}), '')`,
 };
 
 export const clickhouseDialect: Dialect = {
@@ -33,4 +50,7 @@ export const clickhouseDialect: Dialect = {
   matches: (c, l) => `match(${c}, ${l})`,
   intDiv: (a, b) => `intDiv(${a}, ${b})`,
   countIf: (cond) => `countIf(${cond})`,
+  // 18.16 has no JSONExtract: the key's own `"key":"value"` is cut out first, so a value or another key that
+  // merely contains the text cannot answer for it, then visitParamExtractString unescapes the value.
+  tag: (key) => `visitParamExtractString(extract(tags, ${clickhouseLiteral(tagPattern(key))}), ${clickhouseLiteral(key)})`,
 };
