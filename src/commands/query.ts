@@ -1,6 +1,7 @@
 import { TunnelClient, TunnelConnectError, TunnelQueryError } from "~/agent/query-client.ts";
 import { parseAgentConfig } from "~/lib/env.ts";
 import { errorMessage } from "~/lib/errors.ts";
+import { displayUrl } from "~/lib/event-url.ts";
 import { parseFilter } from "~/lib/filter/parse.ts";
 import { parseFlags } from "~/lib/flags.ts";
 import { formatDuration } from "~/lib/format.ts";
@@ -44,15 +45,30 @@ export function isoMicros(micros: number): string {
   return new Date(ms).toISOString().replace(/\.\d{3}Z$/, `.${frac}Z`);
 }
 
+/** The URL column of a row as the server sent it (the rows crossed a socket: each field checked for its type). */
+function rowUrl(r: Record<string, unknown>): string {
+  const text = (v: unknown) => (typeof v === "string" ? v : "");
+  const tags = typeof r.tags === "object" && r.tags !== null && !Array.isArray(r.tags) ? (r.tags as Record<string, string>) : {};
+  return displayUrl({
+    protocol: r.protocol === "tcp" ? "tcp" : "http",
+    http_is_outgoing: r.http_is_outgoing === true,
+    http_req_host: text(r.http_req_host),
+    http_req_path: text(r.http_req_path),
+    tls_server_name: text(r.tls_server_name),
+    http_server_addr: text(r.http_server_addr),
+    tags,
+  });
+}
+
 export function formatTable(rows: Record<string, unknown>[]): string {
   const cells = rows.map((r) => [
     new Date(Number(r.time) / 1000).toISOString().replace("T", " ").replace("Z", ""),
     Number(r.http_resp_status_code) ? String(r.http_resp_status_code) : "-",
     String(r.http_req_method || "-"),
-    String(r.http_req_path ?? ""),
+    rowUrl(r),
     formatDuration(Number(r.http_duration)),
   ]);
-  const header = ["TIME", "STATUS", "METHOD", "PATH", "DURATION"];
+  const header = ["TIME", "STATUS", "METHOD", "URL", "DURATION"];
   const all = [header, ...cells];
   const widths = header.map((_, i) => Math.max(...all.map((row) => row[i]!.length)));
   return all.map((row) => row.map((c, i) => (i === row.length - 1 ? c : c.padEnd(widths[i]!))).join("  ")).join("\n") + "\n";
@@ -121,7 +137,15 @@ export async function main(args: string[]): Promise<number> {
         ? ["time", "event_id", ...harSizeColumns]
         : format === "json"
           ? [...specColumns]
-          : ["time", "event_id", "http_req_method", "http_req_path", "http_resp_status_code", "http_duration"];
+          : [
+              "time",
+              "event_id",
+              "http_req_method",
+              "http_req_path",
+              "http_resp_status_code",
+              "http_duration",
+              ...(["protocol", "http_is_outgoing", "http_req_host", "tls_server_name", "http_server_addr", "tags"] as const),
+            ];
     const rows = await client.query(
       {
         kind: "rows",

@@ -1,7 +1,9 @@
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 
 /** The fields an event's URL is made of (the explorer's rows may hold only some columns). */
-export type UrlFields = Partial<Pick<TracedEvent, "http_req_host" | "http_req_path" | "tls_server_name" | "http_server_addr" | "tags">>;
+export type UrlFields = Partial<
+  Pick<TracedEvent, "http_req_host" | "http_req_path" | "tls_server_name" | "http_server_addr" | "tags" | "protocol" | "http_is_outgoing">
+>;
 
 /** An exchange read from a TLS connection the relay decrypted (the agent tags it so). */
 export function isDecrypted(event: Pick<UrlFields, "tags">): boolean {
@@ -22,4 +24,11 @@ export function eventOrigin(event: UrlFields): string {
 export function eventUrl(event: UrlFields): string {
   const path = event.http_req_path ?? "";
   return `${eventOrigin(event)}${path.startsWith("/") ? path : `/${path}`}`;
+}
+
+/** The URL as a user reads it in a list: the full URL of an outbound call, the path of a request the program served. */
+export function displayUrl(event: UrlFields): string {
+  if (event.protocol === "tcp") return `${event.http_server_addr ?? ""} (tcp)`;
+  if (!event.http_is_outgoing) return event.http_req_path || "/";
+  return eventUrl(event);
 }

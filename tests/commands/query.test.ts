@@ -80,7 +80,7 @@ describe("tapscope query (subprocess against a real server)", () => {
     await s?.close();
   });
 
-  test("--format table: aligned time, status, method, path, duration, newest first, filtered", async () => {
+  test("--format table: aligned time, status, method, URL, duration, newest first, filtered", async () => {
     const r = await runQuery(
       ["--since", "1h", "--filter", 'response.status >= 500 && request.url contains "/api/"', "--format", "table"],
       env,
@@ -90,12 +90,52 @@ describe("tapscope query (subprocess against a real server)", () => {
     const t = (ms: number) => new Date(ms).toISOString().replace("T", " ").replace("Z", "");
     expect(r.stdout).toBe(
       [
-        "TIME                     STATUS  METHOD  PATH          DURATION",
+        "TIME                     STATUS  METHOD  URL           DURATION",
         `${t(base + 4000)}  500     DELETE  /api/users/2  2.35s`,
         `${t(base + 2000)}  502     POST    /api/orders   250ms`,
         "",
       ].join("\n"),
     );
+  }, 30_000);
+
+  test("decrypted calls: https URLs in the table and the HAR, selected with the tls filter", async () => {
+    const other = await s.onboardedUser();
+    const otherEnv = { TAPSCOPE_TOKEN: await s.namespaceToken(other), TAPSCOPE_ENDPOINT: s.base };
+    const outbound = { http_is_outgoing: true, http_req_host: "api.stripe.com", http_req_path: "/v1/charges", http_duration: 1000 };
+    await s.ingest(other.namespaceId, [
+      makeEvent({ ...outbound, time: (base + 1000) * 1000, tls_server_name: "api.stripe.com", tags: { tls: "decrypted" } }),
+      makeEvent({ ...outbound, time: (base + 2000) * 1000, http_req_host: "plain.test", tags: {} }),
+      makeEvent({
+        time: (base + 3000) * 1000,
+        protocol: "tcp",
+        http_req_method: "",
+        http_req_path: "",
+        http_resp_status_code: 0,
+        http_server_addr: "10.0.0.9:443",
+        tls_server_name: "pinned.test",
+        tags: { tls: "not decrypted", tls_reason: "client rejected the certificate" },
+      }),
+    ]);
+    const table = await runQuery(["--since", "1h", "--format", "table"], otherEnv);
+    expect(table.code).toBe(0);
+    const urls = table.stdout
+      .trimEnd()
+      .split("\n")
+      .slice(1)
+      .map((line) => line.split(/ {2,}/)[3]);
+    expect(urls).toEqual(["10.0.0.9:443 (tcp)", "http://plain.test/v1/charges", "https://api.stripe.com/v1/charges"]);
+    const decrypted = await runQuery(["--since", "1h", "--filter", 'tls == "decrypted"', "--format", "har"], otherEnv);
+    expect(decrypted.code).toBe(0);
+    expect(JSON.parse(decrypted.stdout).log.entries.map((e: { request: { url: string } }) => e.request.url)).toEqual([
+      "https://api.stripe.com/v1/charges",
+    ]);
+    const refused = await runQuery(["--since", "1h", "--filter", 'tls.reason contains "rejected"', "--format", "json"], otherEnv);
+    expect(
+      refused.stdout
+        .trimEnd()
+        .split("\n")
+        .map((l) => JSON.parse(l).tls_server_name),
+    ).toEqual(["pinned.test"]);
   }, 30_000);
 
   test("--format json: one object per line, spec column names, ISO time with microseconds", async () => {

@@ -111,7 +111,8 @@ export type EventRow = Pick<TracedEvent, RowColumn>;
 export type ResultRow = Partial<EventRow> & Pick<EventRow, "time" | "event_id">;
 
 const [timeColumn, eventIdColumn, ...otherSpecColumns] = specColumns;
-export const rowColumns = [timeColumn, eventIdColumn, "parent_event_id", ...otherSpecColumns] as const satisfies ReadonlyArray<
+/** tags come last: what an event's TLS state is read from (tags.tls, tags.tls_reason). */
+export const rowColumns = [timeColumn, eventIdColumn, "parent_event_id", ...otherSpecColumns, "tags"] as const satisfies ReadonlyArray<
   keyof TracedEvent
 >;
 
@@ -128,6 +129,10 @@ export const listColumns = [
   "http_resp_status_code",
   "http_duration",
   "http_resp_body_size_bytes_wire",
+  "protocol",
+  "tls_server_name",
+  "http_server_addr",
+  "tags",
 ] as const satisfies ReadonlyArray<RowColumn>;
 
 export type ResultBase = {

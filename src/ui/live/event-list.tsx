@@ -1,8 +1,9 @@
 import { observeElementRect, useVirtualizer } from "@tanstack/react-virtual";
 import { memo, type RefObject, useRef } from "react";
+import { displayUrl } from "~/lib/event-url.ts";
 import { formatBytes, formatClock, formatDuration } from "~/lib/format.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { displayUrl, statusClass } from "./format.ts";
+import { statusClass } from "./format.ts";
 
 export const ROW_HEIGHT = 28;
 // By the list's own width (a phone, or beside an open detail): a narrow list keeps status, method and URL;

@@ -1,4 +1,3 @@
-import { eventUrl } from "~/lib/event-url.ts";
 import { formatClock, pad } from "~/lib/format.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 
@@ -14,11 +13,4 @@ export function statusClass(status: number): string {
   if (status >= 400) return "text-amber-400";
   if (status >= 300) return "text-sky-400";
   return "text-emerald-400";
-}
-
-/** The URL as a user reads it: full URL for outbound calls, path for requests the program served. */
-export function displayUrl(event: TracedEvent): string {
-  if (event.protocol === "tcp") return `${event.http_server_addr} (tcp)`;
-  if (!event.http_is_outgoing) return event.http_req_path || "/";
-  return eventUrl(event);
 }
