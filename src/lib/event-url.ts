@@ -28,7 +28,10 @@ export function eventUrl(event: UrlFields): string {
 
 /** The URL as a user reads it in a list: the full URL of an outbound call, the path of a request the program served. */
 export function displayUrl(event: UrlFields): string {
-  if (event.protocol === "tcp") return `${event.http_server_addr ?? ""} (tcp)`;
+  if (event.protocol === "tcp") {
+    const addr = event.http_server_addr ?? "";
+    return event.tls_server_name ? `${event.tls_server_name} (${addr}, tcp)` : `${addr} (tcp)`;
+  }
   if (!event.http_is_outgoing) return event.http_req_path || "/";
   return eventUrl(event);
 }

@@ -123,7 +123,7 @@ describe("tapscope query (subprocess against a real server)", () => {
       .split("\n")
       .slice(1)
       .map((line) => line.split(/ {2,}/)[3]);
-    expect(urls).toEqual(["10.0.0.9:443 (tcp)", "http://plain.test/v1/charges", "https://api.stripe.com/v1/charges"]);
+    expect(urls).toEqual(["pinned.test (10.0.0.9:443, tcp)", "http://plain.test/v1/charges", "https://api.stripe.com/v1/charges"]);
     const decrypted = await runQuery(["--since", "1h", "--filter", 'tls == "decrypted"', "--format", "har"], otherEnv);
     expect(decrypted.code).toBe(0);
     expect(JSON.parse(decrypted.stdout).log.entries.map((e: { request: { url: string } }) => e.request.url)).toEqual([

@@ -105,6 +105,7 @@ describe("live frame against a real socket", () => {
     http_is_outgoing: true,
     http_req_host: "api.stripe.test",
     tls_server_name: "api.stripe.test",
+    tags: { tls: "decrypted" },
     http_req_path: "/v1/charges",
     time: parent.time + 10,
   });

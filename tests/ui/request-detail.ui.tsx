@@ -174,6 +174,7 @@ describe("outbound calls", () => {
       http_is_outgoing: true,
       http_req_host: "payments.example.com",
       tls_server_name: "payments.example.com",
+      tags: { tls: "decrypted" },
       http_req_path: "/charge",
       http_req_method: "POST",
     });

@@ -1,8 +1,10 @@
 import { observeElementRect, useVirtualizer } from "@tanstack/react-virtual";
 import { useMemo, useRef } from "react";
+import { displayUrl, eventOrigin } from "~/lib/event-url.ts";
 import { formatBytes, formatDuration } from "~/lib/format.ts";
 import type { ResultRow } from "~/lib/protocol/query.ts";
 import type { TimeZoneMode } from "~/lib/time/ticks.ts";
+import { TlsMarker } from "~/ui/components/tls-marker.tsx";
 import { statusClass } from "~/ui/live/format.ts";
 
 export const ROW_HEIGHT = 28;
@@ -145,9 +147,16 @@ export function ResultsList({
                 <span role="cell" className={statusClass(row.http_resp_status_code ?? 0)}>
                   {row.http_resp_status_code || "—"}
                 </span>
-                <span role="cell" className="truncate text-zinc-200" title={`${row.http_req_host ?? ""}${row.http_req_path ?? ""}`}>
-                  {row.http_is_outgoing ? <span className="text-zinc-500">{row.http_req_host}</span> : null}
-                  {row.http_req_path || "/"}
+                <span role="cell" className="truncate text-zinc-200" title={displayUrl(row)}>
+                  <TlsMarker event={row} />
+                  {row.protocol === "tcp" ? (
+                    displayUrl(row)
+                  ) : (
+                    <>
+                      {row.http_is_outgoing ? <span className="text-zinc-500">{eventOrigin(row)}</span> : null}
+                      {row.http_req_path || "/"}
+                    </>
+                  )}
                 </span>
                 <span role="cell" className={`text-right text-zinc-400 ${WIDE_ONLY}`}>
                   {formatDuration(row.http_duration ?? Number.NaN)}

@@ -3,6 +3,7 @@ import { memo, type RefObject, useRef } from "react";
 import { displayUrl } from "~/lib/event-url.ts";
 import { formatBytes, formatClock, formatDuration } from "~/lib/format.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { TlsMarker } from "~/ui/components/tls-marker.tsx";
 import { statusClass } from "./format.ts";
 
 export const ROW_HEIGHT = 28;
@@ -139,6 +140,7 @@ const Row = memo(function Row({
             ↗
           </span>
         ) : null}
+        <TlsMarker event={event} />
         <span className="truncate">{displayUrl(event)}</span>
       </span>
       <span role="cell" className={`text-right text-zinc-400 tabular-nums ${WIDE_ONLY}`}>

@@ -2,6 +2,7 @@ import { type ReactNode, useMemo } from "react";
 import { eventUrl } from "~/lib/event-url.ts";
 import { formatBytes, formatDuration } from "~/lib/format.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { TlsMarker } from "../components/tls-marker.tsx";
 import { formatDateTime, statusClass } from "../live/format.ts";
 import { BodyView } from "./body-view.tsx";
 import { toCurl } from "./curl.ts";
@@ -44,6 +45,7 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
                 </span>
               ) : null}
               <span className="font-semibold">{event.http_req_method || event.protocol.toUpperCase()}</span>
+              <TlsMarker event={event} />
               <span className={`font-semibold ${statusClass(event.http_resp_status_code)}`}>{event.http_resp_status_code || "—"}</span>
               <span className="text-zinc-400">{formatDuration(event.http_duration)}</span>
             </div>
@@ -101,6 +103,12 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
                 ))}
               </ul>
             )}
+          </Section>
+        ) : null}
+
+        {event.tags?.tls || event.tls_server_name ? (
+          <Section title="TLS">
+            <TlsFacts event={event} />
           </Section>
         ) : null}
 
@@ -190,15 +198,34 @@ function Facts({ event }: { event: TracedEvent }) {
     ["user", event.process_user],
     ["client", event.http_client_addr],
     ["server", event.http_server_addr],
-    ["TLS server name", event.tls_server_name],
     ["X-Forwarded-For", event.http_req_x_forwarded_for],
     ["request encoding", [event.http_req_content_encoding, event.http_req_transfer_encoding].filter(Boolean).join(", ")],
     ["response encoding", [event.http_resp_content_encoding, event.http_resp_transfer_encoding].filter(Boolean).join(", ")],
     ["Kubernetes", [event.kubernetes_namespace, event.gke_cluster_name, event.gke_node_name].filter(Boolean).join(" / ")],
     ["event id", event.event_id],
-    ...Object.entries(event.tags ?? {}).map(([k, v]) => [`tag ${k}`, String(v)] as [string, string]),
+    ...Object.entries(event.tags ?? {})
+      .filter(([k]) => !tlsTags.has(k))
+      .map(([k, v]) => [`tag ${k}`, String(v)] as [string, string]),
   ];
   return <Headers label="Details" headers={rows.filter(([, value]) => value !== "")} />;
+}
+
+/** The tags the TLS section shows (left out of the details' tag rows). */
+const tlsTags = new Set(["tls", "tls_alpn", "tls_reason", "tls_detail"]);
+
+/** Whether and how the connection's TLS was read: server name, negotiated protocol, decrypted or why not. */
+function TlsFacts({ event }: { event: TracedEvent }) {
+  const tags = event.tags ?? {};
+  const state =
+    tags.tls === "decrypted" ? "decrypted" : tags.tls === "not decrypted" ? `not decrypted: ${tags.tls_reason || "no reason given"}` : "";
+  const rows: Array<[string, string]> = [
+    ["server name", event.tls_server_name],
+    ["protocol (ALPN)", tags.tls_alpn ?? ""],
+    ["capture", state],
+    ["detail", tags.tls_detail ?? ""],
+    ["handshake", event.timing_tls >= 0 ? formatDuration(event.timing_tls) : ""],
+  ];
+  return <Headers label="TLS" headers={rows.filter(([, value]) => value !== "")} />;
 }
 
 function EventLine({
