@@ -108,6 +108,34 @@ const tlsCases: ReadonlyArray<Record<string, string>> = [
   {},
 ];
 
+/** A TLS connection the relay did not decrypt is a tcp event: bytes each way, no HTTP. */
+function passThrough(e: TracedEvent): void {
+  Object.assign(e, {
+    protocol: "tcp",
+    http_version: "",
+    http_req_method: "",
+    http_req_path: "",
+    http_req_host: "",
+    http_req_headers: [],
+    http_req_body: "",
+    http_req_body_truncated: false,
+    http_req_content_type: "",
+    http_req_content_length: -1,
+    http_req_body_size_bytes_wire: 0,
+    http_resp_status_code: 0,
+    http_resp_headers: [],
+    http_resp_body: "",
+    http_resp_body_truncated: false,
+    http_resp_content_type: "",
+    http_resp_content_length: -1,
+    http_resp_transfer_encoding: "",
+    http_resp_body_size_bytes_wire: 0,
+    timing_send: -1,
+    timing_wait: -1,
+    timing_receive: -1,
+  } satisfies Partial<TracedEvent>);
+}
+
 /** Realistic events spread evenly (with jitter) over [startMicros, endMicros), oldest first. */
 export function generateEvents(options: GenerateOptions): TracedEvent[] {
   const rand = prng(options.seed ?? 1);
@@ -193,6 +221,7 @@ export function generateEvents(options: GenerateOptions): TracedEvent[] {
             ] as const),
           },
     };
+    if (tls?.tls === "not decrypted") passThrough(event);
     out.push(event);
     if (!isChild) {
       recentInbound.push(event);

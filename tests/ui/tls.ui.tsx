@@ -76,6 +76,7 @@ describe("request detail of TLS connections", () => {
 
   test("a connection not decrypted: its reason and detail, shown as text only", () => {
     const { container } = render(<RequestDetail event={passedThrough} />);
+    expect(screen.getByTestId("detail-url").textContent).toBe("pinned.example.com (10.0.0.9:443, tcp)");
     const tls = screen.getByRole("table", { name: "TLS" });
     expect(tls.textContent).toContain("pinned.example.com");
     expect(tls.textContent).toContain("not decrypted: client rejected the certificate");

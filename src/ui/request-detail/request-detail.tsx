@@ -1,5 +1,5 @@
 import { type ReactNode, useMemo } from "react";
-import { eventUrl } from "~/lib/event-url.ts";
+import { displayUrl, eventUrl } from "~/lib/event-url.ts";
 import { formatBytes, formatDuration } from "~/lib/format.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { TlsMarker } from "../components/tls-marker.tsx";
@@ -50,7 +50,7 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
               <span className="text-zinc-400">{formatDuration(event.http_duration)}</span>
             </div>
             <p className="mt-1 font-mono text-xs break-all text-zinc-300" data-testid="detail-url">
-              {eventUrl(event)}
+              {event.protocol === "tcp" ? displayUrl(event) : eventUrl(event)}
             </p>
             <p className="mt-1 text-xs text-zinc-500">
               {formatDateTime(event.time)} · HTTP/{event.http_version || "?"} · {event.http_client_addr} → {event.http_server_addr}
@@ -172,7 +172,8 @@ function Section({ title, children }: { title: string; children: ReactNode }) {
   );
 }
 
-function Headers({ label, headers }: { label: string; headers: Array<[string, string]> }) {
+/** `isProse`: values are words (wrapped between them), not tokens (broken anywhere). */
+function Headers({ label, headers, isProse = false }: { label: string; headers: Array<[string, string]>; isProse?: boolean }) {
   if (headers.length === 0) return <p className="text-xs text-zinc-500">No headers</p>;
   return (
     <table aria-label={label} className="w-full table-fixed font-mono text-xs">
@@ -181,7 +182,7 @@ function Headers({ label, headers }: { label: string; headers: Array<[string, st
           // biome-ignore lint/suspicious/noArrayIndexKey: headers repeat; wire order is the identity
           <tr key={i} className="align-top">
             <td className="w-[38%] py-0.5 pr-2 [overflow-wrap:anywhere] text-zinc-400 @lg:w-1/3">{name}</td>
-            <td className="py-0.5 break-all text-zinc-200">{value}</td>
+            <td className={`py-0.5 text-zinc-200 ${isProse ? "[overflow-wrap:anywhere]" : "break-all"}`}>{value}</td>
           </tr>
         ))}
       </tbody>
@@ -225,7 +226,7 @@ function TlsFacts({ event }: { event: TracedEvent }) {
     ["detail", tags.tls_detail ?? ""],
     ["handshake", event.timing_tls >= 0 ? formatDuration(event.timing_tls) : ""],
   ];
-  return <Headers label="TLS" headers={rows.filter(([, value]) => value !== "")} />;
+  return <Headers label="TLS" headers={rows.filter(([, value]) => value !== "")} isProse />;
 }
 
 function EventLine({
@@ -252,7 +253,7 @@ function EventLine({
       <span className="font-semibold">{event.http_req_method}</span>
       <span className={statusClass(event.http_resp_status_code)}>{event.http_resp_status_code || "—"}</span>
       <span className="min-w-0">
-        <span className="block truncate text-zinc-300">{eventUrl(event)}</span>
+        <span className="block truncate text-zinc-300">{event.protocol === "tcp" ? displayUrl(event) : eventUrl(event)}</span>
         {offsetUs !== undefined ? (
           <span className="relative mt-0.5 block h-1 rounded bg-zinc-800">
             <span className="absolute inset-y-0 rounded bg-sky-500" style={{ left: `${left}%`, width: `max(2px, ${width}%)` }} />

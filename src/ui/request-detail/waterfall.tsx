@@ -4,6 +4,7 @@ import { timingSteps } from "./timing.ts";
 
 const colours: Record<string, string> = {
   connect: "bg-violet-500",
+  "TLS handshake": "bg-fuchsia-500",
   send: "bg-sky-500",
   wait: "bg-amber-500",
   receive: "bg-emerald-500",

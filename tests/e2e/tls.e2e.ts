@@ -1,0 +1,148 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import type { Page } from "playwright-core";
+import { startSmtpServer } from "../support/smtp.ts";
+import {
+  launchBrowser,
+  type RunningBrowser,
+  type RunningServer,
+  root,
+  screenshot,
+  signInByEmail,
+  startServer,
+  watchPageErrors,
+} from "./harness.ts";
+
+// TLS in the requests explorer, in Chromium at 1440 and 390 px: generated traffic (published through the real
+// publisher) whose outbound calls are decrypted, not decrypted, or plaintext; filtered with the tls fields.
+
+const bun = join(root, "node_modules/.bin/bun");
+const DESKTOP = { width: 1440, height: 900 };
+const PHONE = { width: 390, height: 844 };
+let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
+let server: RunningServer;
+let browser: RunningBrowser;
+let page: Page;
+let pageErrors: string[];
+let requestsPath = "";
+const endMs = Math.ceil(Date.now() / 60_000) * 60_000;
+
+const rows = () => page.locator("[role=row][data-event-id]");
+const settled = () => page.waitForFunction(() => !document.querySelector("[data-testid=results]")?.textContent?.includes("Loading…"));
+
+async function applyFilter(text: string) {
+  const input = page.getByRole("textbox", { name: "Filter" });
+  await input.fill(text);
+  await input.press("Enter");
+  await page.getByRole("button", { name: text, exact: true }).waitFor();
+  await settled();
+}
+
+beforeAll(async () => {
+  smtp = await startSmtpServer();
+  server = await startServer({ SMTP_URL: smtp.url });
+  browser = await launchBrowser();
+  page = await browser.context.newPage();
+  page.setDefaultTimeout(15_000);
+  pageErrors = watchPageErrors(page);
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+  await smtp?.close();
+});
+
+describe("TLS in the requests explorer", () => {
+  test("generated calls arrive through the publisher", async () => {
+    requestsPath = (await signInByEmail(page, server.baseUrl, smtp, "tls@example.test")).replace(/\/live$/, "/requests");
+    const token = await page.evaluate(async () => {
+      const post = async (name: string, body: unknown) =>
+        (
+          await fetch(`/api/${name}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+        ).json();
+      const { orgs } = await post("ListOrgs", {});
+      const { namespaces } = await post("ListNamespaces", { orgId: orgs[0].orgId });
+      return (await post("GenerateNamespaceToken", { namespaceId: namespaces[0].namespaceId })).token as string;
+    });
+    const child = Bun.spawn(
+      [
+        bun,
+        join(root, "bench/store/publish-child.ts"),
+        server.baseUrl,
+        token,
+        "600",
+        String((endMs - 50 * 60_000) * 1000),
+        String((endMs - 60_000) * 1000),
+        "7",
+      ],
+      { cwd: root, stdout: "pipe", stderr: "pipe" },
+    );
+    expect(await child.exited).toBe(0);
+  }, 60_000);
+
+  test("decrypted calls: a lock and https in the list, the TLS section and handshake step in the detail", async () => {
+    await page.setViewportSize(DESKTOP);
+    await page.goto(`${server.baseUrl}${requestsPath}`);
+    for (const deadline = Date.now() + 15_000; ; ) {
+      await page.getByTestId("result-count").waitFor();
+      await settled();
+      if ((await rows().count()) > 0) break;
+      if (Date.now() > deadline) throw new Error("the explorer shows no rows");
+      await page.waitForTimeout(500);
+      await page.reload();
+    }
+    await applyFilter('tls == "decrypted"');
+    const count = await rows().count();
+    expect(count).toBeGreaterThan(0);
+    expect(await rows().locator('[role=img][aria-label="TLS, decrypted"]').count()).toBe(count);
+    for (const url of await rows().locator("[role=cell]:nth-child(4)").allTextContents())
+      expect(url).toStartWith("https://api.stripe.com/");
+    await screenshot(page, "tls-1440-decrypted-list");
+
+    await rows().first().click();
+    const detail = page.getByRole("region", { name: "Request detail" });
+    await detail.waitFor();
+    expect(await detail.getByTestId("detail-url").textContent()).toStartWith("https://api.stripe.com/");
+    const tls = detail.getByRole("table", { name: "TLS" });
+    expect(await tls.textContent()).toContain("api.stripe.com");
+    expect(await tls.textContent()).toMatch(/protocol \(ALPN\)(h2|http\/1\.1)/);
+    expect(await tls.textContent()).toContain("capturedecrypted");
+    expect(await detail.getByRole("list", { name: "Timing" }).textContent()).toContain("TLS handshake");
+    await screenshot(page, "tls-1440-decrypted-detail");
+
+    await page.setViewportSize(PHONE);
+    await page.waitForTimeout(300);
+    await screenshot(page, "tls-390-decrypted-detail");
+    await detail.getByRole("button", { name: "Close detail" }).click();
+    await screenshot(page, "tls-390-decrypted-list");
+    expect(await rows().first().locator('[role=img][aria-label="TLS, decrypted"]').isVisible()).toBe(true);
+    await page.getByRole("button", { name: 'Remove filter tls == "decrypted"' }).click();
+    expect(pageErrors).toEqual([]);
+  }, 60_000);
+
+  test("calls not decrypted: the marker in the list and the reason in the detail", async () => {
+    await page.setViewportSize(DESKTOP);
+    await applyFilter('tls == "not decrypted" && tls.reason contains "certificate"');
+    const count = await rows().count();
+    expect(count).toBeGreaterThan(0);
+    expect(await rows().getByText("not decrypted", { exact: true }).count()).toBe(count);
+    expect(await rows().locator('[role=img][aria-label="TLS, decrypted"]').count()).toBe(0);
+    for (const url of await rows().locator("[role=cell]:nth-child(4)").allTextContents()) {
+      expect(url).toBe("not decryptedapi.stripe.com (34.1.2.3:443, tcp)");
+    }
+    await screenshot(page, "tls-1440-not-decrypted-list");
+    await rows().first().click();
+    const detail = page.getByRole("region", { name: "Request detail" });
+    await detail.waitFor();
+    expect(await detail.getByTestId("detail-url").textContent()).toBe("api.stripe.com (34.1.2.3:443, tcp)");
+    const tls = await detail.getByRole("table", { name: "TLS" }).textContent();
+    expect(tls).toContain("not decrypted: upstream certificate not trusted");
+    expect(tls).toContain("unable to get local issuer certificate");
+    await screenshot(page, "tls-1440-not-decrypted-detail");
+    await page.setViewportSize(PHONE);
+    await page.waitForTimeout(300);
+    await screenshot(page, "tls-390-not-decrypted-detail");
+    expect(pageErrors).toEqual([]);
+  }, 60_000);
+});
