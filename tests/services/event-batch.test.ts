@@ -65,12 +65,13 @@ describe("binary event batches through Ingest.handle", () => {
       http_resp_content_encoding: "br",
       http_resp_body_truncated: true,
       timing_connect: 5,
+      timing_tls: 12_345,
       http_req_headers: [
         ["Host", "a"],
         ["X-Dup", "1"],
         ["X-Dup", "2"],
       ],
-      tags: { region: "eu", kind: "outbound" },
+      tags: { region: "eu", kind: "outbound", tls: "decrypted", tls_alpn: "h2" },
     });
     const captured: CapturedEvent = { ...event, http_req_body: bytes('{"a":1}'), http_resp_body: new Uint8Array([0, 255, 1, 254]) };
     const { ingest, delivered } = ingestWithSink();
