@@ -69,6 +69,7 @@ export function benchEvent(i: number, publishedAtUs: number): TracedEvent {
     http_resp_body: "eyJpZCI6NDIsIm5hbWUiOiJhbGljZSIsImVtYWlsIjoiYWxpY2VAZXhhbXBsZS5jb20iLCJjcmVhdGVkIjoiMjAyNi0wMS0wMVQwMDowMDowMFoifQ==",
     http_resp_body_truncated: false,
     timing_connect: -1,
+    timing_tls: -1,
     timing_send: 40,
     timing_wait: 900,
     timing_receive: 60,

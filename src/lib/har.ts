@@ -204,7 +204,9 @@ export function eventUrl(e: TracedEvent): string {
 
 export function toHarEntry(e: TracedEvent): HarEntry {
   const httpVersion = e.http_version ? `HTTP/${e.http_version}` : "";
-  const connect = ms(e.timing_connect);
+  // HAR 1.2: `ssl` is part of `connect` (it is not added to the total twice).
+  const ssl = ms(e.timing_tls ?? -1);
+  const connect = e.timing_connect >= 0 ? ms(e.timing_connect) + Math.max(0, ssl) : ssl >= 0 ? ssl : -1;
   const send = nonNegative(e.timing_send);
   const wait = nonNegative(e.timing_wait);
   const receive = nonNegative(e.timing_receive);
@@ -245,7 +247,7 @@ export function toHarEntry(e: TracedEvent): HarEntry {
       bodySize: e.http_resp_status_code === 0 ? -1 : e.http_resp_body_size_bytes_wire,
     },
     cache: {},
-    timings: { blocked: -1, dns: -1, connect, send, wait, receive, ssl: -1 },
+    timings: { blocked: -1, dns: -1, connect, send, wait, receive, ssl },
     _eventId: e.event_id,
     _parentEventId: e.parent_event_id,
     _isOutgoing: e.http_is_outgoing,

@@ -2,7 +2,7 @@ import { Readable } from "node:stream";
 import { type ClickHouseClient, createClient } from "@clickhouse/client";
 import { clickhouseDialect } from "./sql/dialect.ts";
 import { SqlEventStore } from "./sql-store.ts";
-import { type ColumnKind, type EventRows, eventColumns } from "./table.ts";
+import { type ColumnKind, type EventRows, eventColumns, missingColumns } from "./table.ts";
 import type { Engine, StoreLimits } from "./types.ts";
 
 const chType: Record<ColumnKind, string> = {
@@ -103,6 +103,13 @@ class ClickHouseEngine implements Engine {
       `CREATE TABLE IF NOT EXISTS ${table} (${cols.join(", ")}) ENGINE = MergeTree ` +
         "PARTITION BY toDate(ts) ORDER BY time SETTINGS index_granularity = 8192",
     );
+    const existing = await this.select(`SELECT name FROM system.columns WHERE database = currentDatabase() AND table = ${lit(table)}`, {
+      timeoutMs: 10_000,
+      queryId: "",
+    });
+    for (const c of missingColumns(existing.map((r) => String(r.name)))) {
+      await this.command(`ALTER TABLE ${table} ADD COLUMN ${c.name} ${chType[c.kind]} DEFAULT ${c.fill}`);
+    }
   }
 
   async insert(table: string, rows: readonly EventRows[]): Promise<void> {

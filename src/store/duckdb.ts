@@ -3,7 +3,7 @@ import { dirname } from "node:path";
 import { type DuckDBConnection, DuckDBInstance, type DuckDBPreparedStatement } from "@duckdb/node-api";
 import { duckdbDialect } from "./sql/dialect.ts";
 import { SqlEventStore } from "./sql-store.ts";
-import { type ColumnKind, type EventRows, eventColumns, isTextColumn } from "./table.ts";
+import { type ColumnKind, type EventRows, eventColumns, isTextColumn, missingColumns } from "./table.ts";
 import type { Engine, StoreLimits } from "./types.ts";
 
 const duckType: Record<ColumnKind, string> = {
@@ -87,7 +87,16 @@ class DuckDbEngine implements Engine {
 
   async createTable(table: string): Promise<void> {
     const cols = eventColumns.map(([name, kind]) => `${name} ${duckType[kind]} NOT NULL`).join(", ");
-    await this.write(() => this.writer.run(`CREATE TABLE IF NOT EXISTS ${table} (${cols})`));
+    await this.write(async () => {
+      await this.writer.run(`CREATE TABLE IF NOT EXISTS ${table} (${cols})`);
+      const result = await this.writer.runAndReadAll(
+        `SELECT column_name FROM information_schema.columns WHERE table_catalog = '${eventsDatabase}' AND table_schema = 'main' AND table_name = '${table}'`,
+      );
+      const missing = missingColumns(result.getRowObjectsJS().map((r) => String(r.column_name)));
+      for (const c of missing) await this.writer.run(`ALTER TABLE ${table} ADD COLUMN ${c.name} ${duckType[c.kind]} DEFAULT ${c.fill}`);
+      // A kept insert statement names the old columns.
+      if (missing.length > 0) this.forgetInserts(table);
+    });
   }
 
   insert(table: string, rows: readonly EventRows[]): Promise<void> {

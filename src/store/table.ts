@@ -29,6 +29,20 @@ export const eventColumns = eventFields;
 
 export type EventColumn = (typeof eventColumns)[number][0];
 
+/**
+ * Columns added after tables were first made, with the value their old rows get. They are last in eventColumns, so a
+ * table made before them and given them by ALTER TABLE ... ADD COLUMN has the same column order as a new one.
+ */
+export const addedColumns: ReadonlyArray<{ name: EventColumn; kind: ColumnKind; fill: number }> = [
+  { name: "timing_tls", kind: "int", fill: -1 },
+];
+
+/** The added columns a table with these columns lacks. */
+export function missingColumns(existing: Iterable<string>): typeof addedColumns {
+  const have = new Set(existing);
+  return addedColumns.filter((c) => !have.has(c.name));
+}
+
 export const columnKind: Record<string, ColumnKind> = Object.fromEntries(eventColumns);
 
 /** A stored value back to its TracedEvent shape (engines hand back bigints, 0/1, JSON text). */

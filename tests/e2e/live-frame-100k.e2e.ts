@@ -60,6 +60,7 @@ function event(i: number): TracedEvent {
     http_resp_body: "e30=",
     http_resp_body_truncated: false,
     timing_connect: isOut ? 300 : -1,
+    timing_tls: -1,
     timing_send: 100,
     timing_wait: 400,
     timing_receive: 50,

@@ -109,6 +109,7 @@ async function handle(req: Request, eventId: string): Promise<Response> {
         http_resp_body_size_bytes_wire: text.length,
         http_duration: took,
         timing_connect: Math.round(took * 0.1),
+        timing_tls: -1,
         timing_send: Math.round(took * 0.05),
         timing_wait: Math.round(took * 0.8),
         timing_receive: Math.round(took * 0.05),

@@ -168,6 +168,7 @@ export function generateEvents(options: GenerateOptions): TracedEvent[] {
       http_resp_body: respBody ? Buffer.alloc(Math.min(respBody, 256), 98).toString("base64") : "",
       http_resp_body_truncated: respBody > 256,
       timing_connect: isChild ? Math.floor(dur * 0.1) : -1,
+      timing_tls: -1,
       timing_send: Math.floor(dur * 0.05),
       timing_wait: Math.floor(dur * 0.8),
       timing_receive: Math.floor(dur * 0.05),

@@ -51,6 +51,7 @@ export function tracedEvent(overrides: Partial<TracedEvent> = {}): TracedEvent {
     http_resp_body: "e30=",
     http_resp_body_truncated: false,
     timing_connect: -1,
+    timing_tls: -1,
     timing_send: 100,
     timing_wait: 1200,
     timing_receive: 200,

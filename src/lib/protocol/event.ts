@@ -70,6 +70,8 @@ export type TracedEvent = {
    * Inbound: send = request receive, wait = processing until the first response byte, receive = response send.
    */
   timing_connect: number;
+  /** The upstream TLS handshake (outbound, decrypted, first exchange on the connection); -1 otherwise. */
+  timing_tls: number;
   timing_send: number;
   timing_wait: number;
   timing_receive: number;
@@ -155,6 +157,8 @@ export const eventFields = [
   ["bytes_sent", "int"],
   ["bytes_received", "int"],
   ["tags", "json"],
+  // Added after the first layout: kept last so tables made before it get it appended (src/store/upgrade).
+  ["timing_tls", "int"],
 ] as const satisfies ReadonlyArray<readonly [keyof TracedEvent, FieldKind]>;
 
 type FieldOfKind<K extends FieldKind> = Extract<(typeof eventFields)[number], readonly [string, K]>[0];

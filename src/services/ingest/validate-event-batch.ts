@@ -128,6 +128,7 @@ export function validateEventBatch(frame: Uint8Array): BatchValidation | EventBa
       http_resp_content_length: row.int("http_resp_content_length"),
       http_resp_body_truncated: respBody.isCut || row.flag("http_resp_body_truncated"),
       timing_connect: row.int("timing_connect"),
+      timing_tls: row.int("timing_tls"),
       timing_send: row.int("timing_send"),
       timing_wait: row.int("timing_wait"),
       timing_receive: row.int("timing_receive"),

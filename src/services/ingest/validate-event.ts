@@ -62,6 +62,7 @@ export const fields: Record<string, Kind> = {
   http_resp_body: { t: "body", flag: "http_resp_body_truncated" },
   http_resp_body_truncated: { t: "bool" },
   timing_connect: int(-1, MAX_BYTES, -1),
+  timing_tls: int(-1, MAX_BYTES, -1),
   timing_send: int(-1, MAX_BYTES, -1),
   timing_wait: int(-1, MAX_BYTES, -1),
   timing_receive: int(-1, MAX_BYTES, -1),
