@@ -5,6 +5,7 @@ import { E, errno, pidfdGetfd, pidfdOpen } from "./seccomp/ffi.ts";
 import type { NotifMessage } from "./seccomp/messages.ts";
 import { SUPERVISOR_PID_VAR, TRACEE_SETUP_FAILED } from "./seccomp/tracee.ts";
 import { type Supervisor, startSupervisor } from "./supervisor/index.ts";
+import type { TlsInterception } from "./tls/interception.ts";
 
 /**
  * Starts `argv` under interception: re-executes this binary as `__tracee`, takes the seccomp listener
@@ -15,6 +16,8 @@ export type LaunchOptions = {
   argv: string[];
   env: Record<string, string | undefined>;
   observer: ConnectionObserver | null;
+  /** Outbound TLS interception (the program's env must already trust its CA); null or absent: off. */
+  tls?: TlsInterception | null;
   say: (line: string) => void;
   /** How to start this program again (default: selfCommand()). */
   self?: string[];
@@ -116,6 +119,7 @@ export async function launch(options: LaunchOptions): Promise<Launched> {
   const supervisor = startSupervisor({
     listener,
     observer: options.observer,
+    tls: options.tls ?? null,
     say: options.say,
     beforeDispatch: options.beforeDispatch,
     onFatal: (reason) => {
