@@ -84,7 +84,8 @@ export async function main(args: string[]): Promise<number> {
       env: tls ? { ...process.env, ...tls.env } : process.env,
       observer: session.tracer,
       tls: tls?.interception ?? null,
-      // trustBundle: tls?.bundle,
+      trustBundle: tls?.bundle,
+      beforeProgram: tls?.ready,
       say,
     });
   } catch (err) {

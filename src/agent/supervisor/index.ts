@@ -27,6 +27,8 @@ export type SupervisorOptions = {
   observer: ConnectionObserver | null;
   /** Outbound TLS interception, or null to record TLS connections without decrypting them. */
   tls?: TlsInterception | null;
+  /** Opens of the CA bundle paths are answered with this merged bundle (the tracee's filter must trap them). */
+  trustBundle?: { file: string; paths: string[] } | null;
   /** One short line for the user on stderr. */
   say: (line: string) => void;
   /** Interception cannot work here (e.g. no permission for pidfd_getfd): the caller explains and stops. */
@@ -112,7 +114,7 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
   };
 
   const worker = new Worker(notifyWorkerUrl(), {
-    workerData: { listener: options.listener, control } satisfies WorkerInit,
+    workerData: { listener: options.listener, control, trustBundle: options.trustBundle ?? null } satisfies WorkerInit,
   });
   worker.unref();
   // If the notification loop itself is gone, nobody would answer the program's syscalls: answer them

@@ -8,6 +8,8 @@ export type PreparedTls = {
   env: Record<string, string>;
   /** The merged bundle, answered for opens of the well-known bundle paths. */
   bundle: { file: string; paths: string[] };
+  /** Resolves when every file the program is pointed at exists: launch() waits for it before the program runs. */
+  ready: Promise<void>;
   /** Removes the files written for the program (call at exit). */
   cleanup(): void;
 };
@@ -22,11 +24,12 @@ export async function prepareTls(env: Record<string, string | undefined>, say: (
   const trust = programTrust(env);
   for (const note of trust.notes) say(`TLS: ${note}`);
   const offered = await offeredTrust({ env, programPems: trust.pems, caPem: authority.caPem() });
-  for (const note of offered.notes ?? []) say(`TLS: ${note}`);
+  for (const note of offered.notes) say(`TLS: ${note}`);
   return {
     interception: new TlsInterception({ authority, upstreamCa: trust.pems }),
     env: offered.env,
     bundle: { file: offered.bundleFile, paths: [...bundlePaths] },
+    ready: offered.ready,
     cleanup: offered.cleanup,
   };
 }

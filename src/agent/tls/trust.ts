@@ -137,6 +137,11 @@ export type OfferedTrust = {
   /** Variables to add to the program's environment. */
   env: Record<string, string>;
   notes: string[];
+  /**
+   * Resolves when every file is written. The JVM's store (some 60 ms for a system bundle) is built while the launcher
+   * starts; the program must not be let run before this resolves.
+   */
+  ready: Promise<void>;
   cleanup(): void;
 };
 
@@ -182,6 +187,7 @@ export async function offeredTrust(options: OfferOptions): Promise<OfferedTrust>
 
   // Java replaces its cacerts with a trustStore: the store holds the program's roots and the CA.
   const javaOptions = options.env.JAVA_TOOL_OPTIONS ?? "";
+  let ready: Promise<void> = Promise.resolve();
   const buildTrustStore = options.buildTrustStore === undefined ? trustStoreP12 : options.buildTrustStore;
   if (/-Djavax\.net\.ssl\.trustStore=/.test(javaOptions)) {
     notes.push(
@@ -189,7 +195,15 @@ export async function offeredTrust(options: OfferOptions): Promise<OfferedTrust>
     );
   } else if (buildTrustStore) {
     const password = randomBytes(12).toString("hex");
-    const store = write("java-trust.p12", await buildTrustStore([...options.programPems, ...ca], password));
+    const store = join(dir, "java-trust.p12");
+    ready = buildTrustStore([...options.programPems, ...ca], password).then(
+      (bytes) => {
+        write("java-trust.p12", bytes);
+      },
+      (error: unknown) => {
+        notes.push(`the Java trust store could not be built (${error instanceof Error ? error.message : String(error)})`);
+      },
+    );
     const added = `-Djavax.net.ssl.trustStore=${store} -Djavax.net.ssl.trustStoreType=PKCS12 -Djavax.net.ssl.trustStorePassword=${password}`;
     env.JAVA_TOOL_OPTIONS = javaOptions ? `${javaOptions} ${added}` : added;
   }
@@ -198,6 +212,7 @@ export async function offeredTrust(options: OfferOptions): Promise<OfferedTrust>
     bundleFile,
     env,
     notes,
+    ready,
     cleanup: () => rmSync(dir, { recursive: true, force: true }),
   };
 }
