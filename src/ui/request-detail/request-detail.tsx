@@ -53,6 +53,14 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
               {formatDateTime(event.time)} · HTTP/{event.http_version || "?"} · {event.http_client_addr} → {event.http_server_addr}
               {event.process_executable_name ? ` · ${event.process_executable_name} (pid ${event.process_id})` : ""}
             </p>
+            {tlsSummary(event) ? (
+              <p
+                className={`mt-1 text-xs ${event.tags?.tls === "decrypted" ? "text-emerald-400" : "text-amber-400"}`}
+                data-testid="detail-tls"
+              >
+                {tlsSummary(event)}
+              </p>
+            ) : null}
           </div>
           {onClose ? (
             <button
@@ -178,6 +186,20 @@ function Headers({ label, headers }: { label: string; headers: Array<[string, st
       </tbody>
     </table>
   );
+}
+
+/**
+ * How the connection's TLS was seen: "TLS decrypted · h2 · api.example.test", or "TLS not decrypted: mutual TLS
+ * (api.example.test)"; null for plaintext.
+ */
+export function tlsSummary(event: TracedEvent): string | null {
+  const tls = event.tags?.tls;
+  if (tls === "decrypted") return ["🔒 TLS decrypted", event.tags.tls_alpn, event.tls_server_name].filter(Boolean).join(" · ");
+  if (tls === "not decrypted") {
+    const name = event.tls_server_name ? ` (${event.tls_server_name})` : "";
+    return `TLS not decrypted: ${event.tags.tls_reason || "unknown reason"}${name}`;
+  }
+  return null;
 }
 
 /** The exchange's context as key/value rows; empty fields are left out. */
