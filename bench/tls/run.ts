@@ -121,3 +121,10 @@ for (const c of cases) {
     ].join("  "),
   );
 }
+// wrk's latency starts after the connection is made: a new connection's handshake shows in its rate, one at a time.
+for (const c of cases.filter((x) => x.newConnection && x.conns === 1)) {
+  const perConnection = (mode: Mode) => 1e6 / median((samples.get(key(mode, c)) ?? []).map((s) => s.rps));
+  console.log(
+    `new connection (connect + TLS handshakes + request, one at a time): direct ${perConnection("direct").toFixed(0)}µs, traced ${perConnection("traced").toFixed(0)}µs, added ${(perConnection("traced") - perConnection("direct")).toFixed(0)}µs`,
+  );
+}
