@@ -37,6 +37,9 @@ export function parseRunArgs(args: string[]): Result<{ options: RunOptions }> {
   return { ok: true, options: { ...capture.options, command: parsed.command, tls: tls === "on" } };
 }
 
+/** How long, at most, the connections the program left open are waited for after it exits. */
+const EXIT_SETTLE_MS = 500;
+
 /** Forwarded to the program; the terminal already delivers SIGINT/SIGQUIT to its whole process group. */
 function forwardSignals(pid: number): void {
   const fromTerminal = new Set(["SIGINT", "SIGQUIT", "SIGTSTP"]);
@@ -99,6 +102,10 @@ export async function main(args: string[]): Promise<number> {
   forwardSignals(launched.pid);
   const code = await launched.exited;
   tls?.cleanup();
+  // The program's sockets closed as it exited; the relay sees those closes a moment later, and a connection's event
+  // (a TLS connection not decrypted, any non-HTTP one) is made at its close: wait for them, briefly.
+  const settleBy = Date.now() + EXIT_SETTLE_MS;
+  while (session.tracer.stats().openConnections > 0 && Date.now() < settleBy) await Bun.sleep(5);
   await session.finish();
   const summary = tls?.interception.summary();
   if (summary) say(summary);
