@@ -235,6 +235,12 @@ export function buildHttpEvent(ex: Exchange, conn: ConnectionInfo, proc: Process
   } else {
     e.http_duration = Math.max(0, Math.round(ex.requestEndAt - ex.requestStartAt));
   }
+  if (conn.tls) {
+    e.tls_server_name = conn.tls.serverName;
+    e.tags.tls = "decrypted";
+    if (conn.tls.alpn) e.tags.tls_alpn = conn.tls.alpn;
+    if (isOutbound && ex.isFirstOnConnection) e.timing_tls = span(conn.tls.handshakeStartedAt, conn.tls.handshakeDoneAt);
+  }
   if (isGrpc(req.contentType) || (resp && isGrpc(resp.contentType))) addGrpcTags(e.tags, ex);
   if (ex.interimStatuses.length > 0) e.tags.interim_statuses = ex.interimStatuses.join(",");
   if (ex.incompleteReason) e.tags.incomplete = ex.incompleteReason;
@@ -292,6 +298,12 @@ export function buildTcpEvent(sum: ConnectionSummary, conn: ConnectionInfo, proc
     e.timing_connect = Math.round(conn.connectedAt - conn.startedAt);
   }
   e.tags = sum.tags;
+  if (conn.tls) {
+    e.tls_server_name ||= conn.tls.serverName;
+    e.tags.tls = "decrypted";
+    if (conn.tls.alpn) e.tags.tls_alpn = conn.tls.alpn;
+    if (conn.direction === "outbound") e.timing_tls = span(conn.tls.handshakeStartedAt, conn.tls.handshakeDoneAt);
+  }
   return e;
 }
 

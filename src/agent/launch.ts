@@ -3,8 +3,9 @@ import { constants } from "node:os";
 import type { ConnectionObserver } from "./relay/observer.ts";
 import { E, errno, pidfdGetfd, pidfdOpen } from "./seccomp/ffi.ts";
 import type { NotifMessage } from "./seccomp/messages.ts";
-import { SUPERVISOR_PID_VAR, TRACEE_SETUP_FAILED } from "./seccomp/tracee.ts";
+import { SUPERVISOR_PID_VAR, TRACEE_SETUP_FAILED, TRAP_OPENS_VAR } from "./seccomp/tracee.ts";
 import { type Supervisor, startSupervisor } from "./supervisor/index.ts";
+import type { TlsInterception } from "./tls/interception.ts";
 
 /**
  * Starts `argv` under interception: re-executes this binary as `__tracee`, takes the seccomp listener
@@ -15,6 +16,12 @@ export type LaunchOptions = {
   argv: string[];
   env: Record<string, string | undefined>;
   observer: ConnectionObserver | null;
+  /** Outbound TLS interception (the program's env must already trust its CA); null or absent: off. */
+  tls?: TlsInterception | null;
+  /** The run's merged CA bundle, answered for opens of the well-known bundle paths; absent: opens are not trapped. */
+  trustBundle?: { file: string; paths: string[] };
+  /** Awaited after the launcher started and before the program is let run (files the program's env names). */
+  beforeProgram?: Promise<unknown>;
   say: (line: string) => void;
   /** How to start this program again (default: selfCommand()). */
   self?: string[];
@@ -66,7 +73,11 @@ export function signalNumber(name: string | number | null | undefined): number {
 export async function launch(options: LaunchOptions): Promise<Launched> {
   const child = Bun.spawn([...(options.self ?? selfCommand()), "__tracee", "--", ...options.argv], {
     stdio: ["inherit", options.stdout ?? "inherit", "inherit"],
-    env: { ...(options.env as Record<string, string>), [SUPERVISOR_PID_VAR]: String(process.pid) },
+    env: {
+      ...(options.env as Record<string, string>),
+      [SUPERVISOR_PID_VAR]: String(process.pid),
+      ...(options.trustBundle ? { [TRAP_OPENS_VAR]: "1" } : {}),
+    },
   });
   const exited = child.exited.then((code) => {
     const signal = signalNumber(child.signalCode);
@@ -112,10 +123,13 @@ export async function launch(options: LaunchOptions): Promise<Launched> {
     }
     throw new InterceptionUnavailable(`could not take the seccomp listener (errno ${err})`);
   }
+  await options.beforeProgram;
   let isFatal = false;
   const supervisor = startSupervisor({
     listener,
     observer: options.observer,
+    tls: options.tls ?? null,
+    trustBundle: options.trustBundle ?? null,
     say: options.say,
     beforeDispatch: options.beforeDispatch,
     onFatal: (reason) => {

@@ -22,16 +22,19 @@ export function formatLogLine(e: Omit<TracedEvent, "http_req_body" | "http_resp_
   const maxUrl = options.maxUrl ?? 120;
   const arrow = e.http_is_outgoing ? "→" : " ";
   if (e.protocol !== "http") {
-    const what = e.tags.tls ? `tls ${e.tls_server_name || ""}`.trim() : e.http_version === "2" ? "h2" : "tcp";
+    const what = e.tags.tls ? `tls ${printable(e.tls_server_name || "")}`.trim() : e.http_version === "2" ? "h2" : "tcp";
     const peer = e.http_is_outgoing ? e.http_server_addr : e.http_client_addr;
-    return `${formatClock(e.time)} ${arrow}${paint(2, what.padEnd(3), color)} ${printable(peer)} ${formatBytes(e.bytes_sent)} up, ${formatBytes(e.bytes_received)} down  ${formatDuration(e.http_duration)}`;
+    const why = e.tags.tls_reason ? `  (not decrypted: ${printable(e.tags.tls_reason)})` : "";
+    return `${formatClock(e.time)} ${arrow}${paint(2, what.padEnd(3), color)} ${printable(peer)} ${formatBytes(e.bytes_sent)} up, ${formatBytes(e.bytes_received)} down  ${formatDuration(e.http_duration)}${why}`;
   }
   const status = e.http_resp_status_code;
   const statusText = status === 0 ? "---" : String(status);
   const statusColor = status === 0 || status >= 500 ? 31 : status >= 400 ? 33 : status >= 300 ? 36 : 32;
-  let url = e.http_is_outgoing ? `${e.http_req_host}${e.http_req_path}` : e.http_req_path;
+  const isDecrypted = e.tags.tls === "decrypted";
+  let url = e.http_is_outgoing ? `${isDecrypted ? "https://" : ""}${e.http_req_host}${e.http_req_path}` : e.http_req_path;
   url = printable(url);
   if (url.length > maxUrl) url = `${url.slice(0, maxUrl - 1)}…`;
   const method = printable(e.http_req_method).padEnd(4);
-  return `${formatClock(e.time)} ${arrow}${paint(statusColor, statusText, color)} ${method} ${url.padEnd(Math.min(40, maxUrl))} ${formatDuration(e.http_duration).padStart(8)}`;
+  const tls = isDecrypted ? `  (tls, ${e.http_version === "2" ? "h2" : "h1"})` : "";
+  return `${formatClock(e.time)} ${arrow}${paint(statusColor, statusText, color)} ${method} ${url.padEnd(Math.min(40, maxUrl))} ${formatDuration(e.http_duration).padStart(8)}${tls}`;
 }

@@ -1,6 +1,7 @@
 import { basename } from "node:path";
 import { checkPlatform } from "~/agent/platform.ts";
 import { createSession, say } from "~/agent/session.ts";
+import { prepareTls } from "~/agent/tls/prepare.ts";
 import { parseAgentConfig, parseHostEnvironment } from "~/lib/env.ts";
 import { parseFlags } from "~/lib/flags.ts";
 import type { Result } from "~/lib/result.ts";
@@ -10,7 +11,7 @@ import { type CaptureOptions, captureFlags, captureOptions } from "./capture-fla
  * `tapscope run [--log] [--service NAME] [--payload-limit BYTES] [--redact redact|hash|keep] -- <command> [args]`
  * Runs the command exactly as if started directly, with its TCP traffic relayed and traced.
  */
-export type RunOptions = CaptureOptions & { command: string[] };
+export type RunOptions = CaptureOptions & { command: string[]; tls: boolean };
 
 const usage = `usage: tapscope run [options] -- <command> [args...]
   --log                    print one line per request on stderr
@@ -18,9 +19,10 @@ const usage = `usage: tapscope run [options] -- <command> [args...]
   --payload-limit BYTES    body bytes kept per request and response (default 65536)
   --redact MODE            redact (default), hash or keep secret headers and query parameters
   --events-file FILE       also append every event to FILE as JSON lines
-  --no-publish             do not send events to the server (TAPSCOPE_ENDPOINT)`;
+  --no-publish             do not send events to the server (TAPSCOPE_ENDPOINT)
+  --tls on|off             decrypt the program's outbound HTTPS (default on); off records TLS connections only`;
 
-const runFlags = { ...captureFlags, help: { type: "boolean", short: "h" } } as const;
+const runFlags = { ...captureFlags, tls: { type: "string" }, help: { type: "boolean", short: "h" } } as const;
 
 /** The options, or why not: the usage itself for --help or a missing command. */
 export function parseRunArgs(args: string[]): Result<{ options: RunOptions }> {
@@ -29,9 +31,14 @@ export function parseRunArgs(args: string[]): Result<{ options: RunOptions }> {
   if (parsed.flags.help) return { ok: false, error: usage };
   const capture = captureOptions(parsed.flags);
   if (!capture.ok) return capture;
+  const tls = parsed.flags.tls ?? "on";
+  if (tls !== "on" && tls !== "off") return { ok: false, error: "--tls must be on or off" };
   if (parsed.command.length === 0) return { ok: false, error: usage };
-  return { ok: true, options: { ...capture.options, command: parsed.command } };
+  return { ok: true, options: { ...capture.options, command: parsed.command, tls: tls === "on" } };
 }
+
+/** How long, at most, the connections the program left open are waited for after it exits. */
+const EXIT_SETTLE_MS = 500;
 
 /** Forwarded to the program; the terminal already delivers SIGINT/SIGQUIT to its whole process group. */
 function forwardSignals(pid: number): void {
@@ -63,7 +70,7 @@ export async function main(args: string[]): Promise<number> {
     return 1;
   }
   const agent = parseAgentConfig();
-  const { command, ...capture } = result.options;
+  const { command, tls: isTlsOn, ...capture } = result.options;
   const session = createSession({
     ...capture,
     agent,
@@ -72,10 +79,20 @@ export async function main(args: string[]): Promise<number> {
   });
   // Loaded only where it can work: it binds libc through bun:ffi.
   const { InterceptionUnavailable, launch } = await import("~/agent/launch.ts");
+  const tls = isTlsOn ? await prepareTls(process.env, say) : null;
   let launched: Awaited<ReturnType<typeof launch>>;
   try {
-    launched = await launch({ argv: command, env: process.env, observer: session.tracer, say });
+    launched = await launch({
+      argv: command,
+      env: tls ? { ...process.env, ...tls.env } : process.env,
+      observer: session.tracer,
+      tls: tls?.interception ?? null,
+      trustBundle: tls?.bundle,
+      beforeProgram: tls?.ready,
+      say,
+    });
   } catch (err) {
+    tls?.cleanup();
     if (err instanceof InterceptionUnavailable) {
       if (err.message) say(err.message);
       return typeof err.cause === "number" ? err.cause : 1;
@@ -84,6 +101,13 @@ export async function main(args: string[]): Promise<number> {
   }
   forwardSignals(launched.pid);
   const code = await launched.exited;
+  tls?.cleanup();
+  // The program's sockets closed as it exited; the relay sees those closes a moment later, and a connection's event
+  // (a TLS connection not decrypted, any non-HTTP one) is made at its close: wait for them, briefly.
+  const settleBy = Date.now() + EXIT_SETTLE_MS;
+  while (session.tracer.stats().openConnections > 0 && Date.now() < settleBy) await Bun.sleep(5);
   await session.finish();
+  const summary = tls?.interception.summary();
+  if (summary) say(summary);
   return code;
 }

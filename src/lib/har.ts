@@ -199,8 +199,9 @@ function ipOf(addr: string): string {
 export function toHarEntry(e: TracedEvent): HarEntry {
   const httpVersion = e.http_version ? `HTTP/${e.http_version}` : "";
   // HAR 1.2: `ssl` is also included in `connect` (for HAR 1.1 readers): connect is the TCP connect plus the handshake.
-  const ssl = ms(e.timing_tls);
-  const connect = ssl >= 0 ? ms(Math.max(0, e.timing_connect) + e.timing_tls) : ms(e.timing_connect);
+  const tlsMicros = e.timing_tls ?? -1;
+  const ssl = ms(tlsMicros);
+  const connect = ssl >= 0 ? ms(Math.max(0, e.timing_connect) + tlsMicros) : ms(e.timing_connect);
   const send = nonNegative(e.timing_send);
   const wait = nonNegative(e.timing_wait);
   const receive = nonNegative(e.timing_receive);

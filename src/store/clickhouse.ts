@@ -1,9 +1,8 @@
 import { Readable } from "node:stream";
 import { type ClickHouseClient, createClient } from "@clickhouse/client";
-import { errorMessage } from "~/lib/errors.ts";
 import { clickhouseDialect } from "./sql/dialect.ts";
 import { SqlEventStore } from "./sql-store.ts";
-import { addedColumnDefault, type ColumnKind, type EventRows, eventColumns, missingColumns } from "./table.ts";
+import { type ColumnKind, type EventRows, eventColumns, missingColumns } from "./table.ts";
 import type { Engine, StoreLimits } from "./types.ts";
 
 const chType: Record<ColumnKind, string> = {
@@ -13,7 +12,6 @@ const chType: Record<ColumnKind, string> = {
   json: "String",
 };
 const lit = clickhouseDialect.literal;
-const insertColumns = eventColumns.map(([name]) => name) as [string, ...string[]];
 
 /** TTL clauses on MergeTree tables arrived in ClickHouse 19.6; older servers (Debian's 18.16) delete on a schedule. */
 export function supportsTtl(version: string): boolean {
@@ -105,30 +103,17 @@ class ClickHouseEngine implements Engine {
       `CREATE TABLE IF NOT EXISTS ${table} (${cols.join(", ")}) ENGINE = MergeTree ` +
         "PARTITION BY toDate(ts) ORDER BY time SETTINGS index_granularity = 8192",
     );
-  }
-
-  async upgradeTables(): Promise<void> {
-    const rows = await this.select(
-      "SELECT table, name FROM system.columns WHERE database = currentDatabase() AND table LIKE 'events\\\\_%'",
-      { timeoutMs: 10_000, queryId: "" },
-    );
-    const present = rows.map((r) => ({ table: String(r.table), column: String(r.name) }));
-    for (const { table, column, kind, after } of missingColumns(present)) {
-      // 18.16 has no ADD COLUMN IF NOT EXISTS: a server upgrading the same table at the same moment loses the race harmlessly.
-      const sql = `ALTER TABLE ${table} ADD COLUMN ${column} ${chType[kind]} DEFAULT ${lit(addedColumnDefault(column, kind))} AFTER ${after}`;
-      await this.command(sql).catch((err: unknown) => {
-        if (!/already exists/i.test(errorMessage(err))) throw err;
-      });
+    const existing = await this.select(`SELECT name FROM system.columns WHERE database = currentDatabase() AND table = ${lit(table)}`, {
+      timeoutMs: 10_000,
+      queryId: "",
+    });
+    for (const c of missingColumns(existing.map((r) => String(r.name)))) {
+      await this.command(`ALTER TABLE ${table} ADD COLUMN ${c.name} ${chType[c.kind]} DEFAULT ${c.fill}`);
     }
   }
 
   async insert(table: string, rows: readonly EventRows[]): Promise<void> {
-    await this.client.insert({
-      table,
-      values: Readable.from([tabSeparated(rows)], { objectMode: false }),
-      format: "TabSeparated",
-      columns: insertColumns,
-    });
+    await this.client.insert({ table, values: Readable.from([tabSeparated(rows)], { objectMode: false }), format: "TabSeparated" });
   }
 
   async select(sql: string, options: { timeoutMs: number; queryId: string }): Promise<Record<string, unknown>[]> {
@@ -225,7 +210,5 @@ export async function openClickHouseStore(options: ClickHouseStoreOptions): Prom
     format: "JSONEachRow",
   });
   const [row] = await result.json<{ v: string }>();
-  const engine = new ClickHouseEngine(client, row?.v ?? "0");
-  await engine.upgradeTables();
-  return new SqlEventStore(engine, options.limits);
+  return new SqlEventStore(new ClickHouseEngine(client, row?.v ?? "0"), options.limits);
 }

@@ -3,7 +3,7 @@ import { dirname } from "node:path";
 import { type DuckDBConnection, DuckDBInstance, type DuckDBPreparedStatement } from "@duckdb/node-api";
 import { duckdbDialect } from "./sql/dialect.ts";
 import { SqlEventStore } from "./sql-store.ts";
-import { addedColumnDefault, type ColumnKind, type EventRows, eventColumns, isTextColumn, missingColumns } from "./table.ts";
+import { type ColumnKind, type EventRows, eventColumns, isTextColumn, missingColumns } from "./table.ts";
 import type { Engine, StoreLimits } from "./types.ts";
 
 const duckType: Record<ColumnKind, string> = {
@@ -87,21 +87,16 @@ class DuckDbEngine implements Engine {
 
   async createTable(table: string): Promise<void> {
     const cols = eventColumns.map(([name, kind]) => `${name} ${duckType[kind]} NOT NULL`).join(", ");
-    await this.write(() => this.writer.run(`CREATE TABLE IF NOT EXISTS ${table} (${cols})`));
-  }
-
-  async upgradeTables(): Promise<void> {
-    const result = await this.writer.runAndReadAll(
-      `SELECT table_name, column_name FROM information_schema.columns WHERE table_catalog = '${eventsDatabase}' AND table_schema = 'main' AND table_name LIKE 'events\\_%' ESCAPE '\\'`,
-    );
-    const present = result.getRowObjectsJS().map((r) => ({ table: String(r.table_name), column: String(r.column_name) }));
-    for (const { table, column, kind } of missingColumns(present)) {
-      // DuckDB appends added columns (no AFTER): inserts name their columns.
-      const fallback = duckdbDialect.literal(addedColumnDefault(column, kind));
-      await this.write(() =>
-        this.writer.run(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${column} ${duckType[kind]} DEFAULT ${fallback}`),
+    await this.write(async () => {
+      await this.writer.run(`CREATE TABLE IF NOT EXISTS ${table} (${cols})`);
+      const result = await this.writer.runAndReadAll(
+        `SELECT column_name FROM information_schema.columns WHERE table_catalog = '${eventsDatabase}' AND table_schema = 'main' AND table_name = '${table}'`,
       );
-    }
+      const missing = missingColumns(result.getRowObjectsJS().map((r) => String(r.column_name)));
+      for (const c of missing) await this.writer.run(`ALTER TABLE ${table} ADD COLUMN ${c.name} ${duckType[c.kind]} DEFAULT ${c.fill}`);
+      // A kept insert statement names the old columns.
+      if (missing.length > 0) this.forgetInserts(table);
+    });
   }
 
   insert(table: string, rows: readonly EventRows[]): Promise<void> {
@@ -237,7 +232,7 @@ function insertSql(table: string): string {
     const split = `string_split($${2 * i + 1}::VARCHAR, $${2 * i + 2}::VARCHAR)`;
     return `unnest(${isTextColumn(i) ? split : `${split}::${duckType[kind]}[]`}) AS ${name}`;
   });
-  return `INSERT INTO ${table} (${eventColumns.map(([name]) => name).join(", ")}) SELECT ${values.join(", ")}`;
+  return `INSERT INTO ${table} SELECT ${values.join(", ")}`;
 }
 
 /** Unit separator: absent from JSON text (JSON.stringify escapes control characters) and almost always from other text. */
@@ -332,7 +327,5 @@ export async function openDuckDbStore(options: DuckDbStoreOptions): Promise<SqlE
   for (let i = 0; i < (options.readers ?? 4); i++) readers.push(await connect());
   const inserters: DuckDBConnection[] = [];
   for (let i = 0; i < insertConnections; i++) inserters.push(await connect());
-  const engine = new DuckDbEngine(instance, writer, readers, inserters);
-  await engine.upgradeTables();
-  return new SqlEventStore(engine, options.limits);
+  return new SqlEventStore(new DuckDbEngine(instance, writer, readers, inserters), options.limits);
 }

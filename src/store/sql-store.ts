@@ -129,8 +129,11 @@ export class SqlEventStore implements EventStore {
     const table = tableName(namespaceId);
     if (this.known.has(table)) return true;
     const tables = await this.engine.listTables();
-    for (const t of tables) this.known.add(t);
-    return this.known.has(table);
+    if (!tables.includes(table)) return false;
+    // A table made by an older version gets the columns added since before it is read.
+    await this.engine.createTable(table);
+    this.known.add(table);
+    return true;
   }
 
   async queryRows(namespaceId: string, query: RowsQuery): Promise<RowsResult> {

@@ -29,42 +29,21 @@ export const eventColumns = eventFields;
 
 export type EventColumn = (typeof eventColumns)[number][0];
 
+/**
+ * Columns added after tables were first made, with the value their old rows get. They are last in eventColumns, so a
+ * table made before them and given them by ALTER TABLE ... ADD COLUMN has the same column order as a new one.
+ */
+export const addedColumns: ReadonlyArray<{ name: EventColumn; kind: ColumnKind; fill: number }> = [
+  { name: "timing_tls", kind: "int", fill: -1 },
+];
+
+/** The added columns a table with these columns lacks. */
+export function missingColumns(existing: Iterable<string>): typeof addedColumns {
+  const have = new Set(existing);
+  return addedColumns.filter((c) => !have.has(c.name));
+}
+
 export const columnKind: Record<string, ColumnKind> = Object.fromEntries(eventColumns);
-
-/**
- * What a column added to an existing table holds for the rows written before it: the field's neutral value
- * (a timing that does not apply is -1).
- */
-export function addedColumnDefault(name: EventColumn, kind: ColumnKind): number | string {
-  if (kind === "int") return name.startsWith("timing_") ? -1 : 0;
-  if (kind === "flag") return 0;
-  if (kind === "json") return name === "tags" ? "{}" : "[]";
-  return "";
-}
-
-/**
- * The columns each table lacks (tables written by an older version), with the column each follows, from the
- * engine's (table, column) listing; tables that are not ours are left alone.
- */
-export function missingColumns(
-  present: ReadonlyArray<{ table: string; column: string }>,
-): Array<{ table: string; column: EventColumn; kind: ColumnKind; after: EventColumn }> {
-  const byTable = new Map<string, Set<string>>();
-  for (const { table, column } of present) {
-    if (namespaceIdOfTable(table) === null) continue;
-    const columns = byTable.get(table) ?? new Set<string>();
-    columns.add(column);
-    byTable.set(table, columns);
-  }
-  const out: Array<{ table: string; column: EventColumn; kind: ColumnKind; after: EventColumn }> = [];
-  for (const [table, columns] of byTable) {
-    eventColumns.forEach(([name, kind], i) => {
-      if (i > 0 && !columns.has(name))
-        out.push({ table, column: name, kind, after: (eventColumns[i - 1] as (typeof eventColumns)[number])[0] });
-    });
-  }
-  return out;
-}
 
 /** A stored value back to its TracedEvent shape (engines hand back bigints, 0/1, JSON text). */
 export function fromStored(kind: ColumnKind, value: unknown): unknown {

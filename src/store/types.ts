@@ -60,8 +60,6 @@ export type Engine = {
   readonly dialect: import("./sql/dialect.ts").Dialect;
   readonly insertBatchSize: number;
   createTable(table: string): Promise<void>;
-  /** Adds the columns that tables written by an older version lack (at open, before anything else). */
-  upgradeTables(): Promise<void>;
   /** One insert of these chunks' rows, in order (SqlEventStore passes only chunks that hold rows). */
   insert(table: string, rows: readonly EventRows[]): Promise<void>;
   /** Runs a generated SELECT; rows as objects keyed by column alias. */

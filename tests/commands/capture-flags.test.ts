@@ -19,6 +19,7 @@ describe("tapscope run flags (shared with tapscope proxy)", () => {
         eventsFile: undefined,
         publish: true,
         command: ["curl", "-s", "x"],
+        tls: true,
       },
     });
     const r = parseRunArgs([
@@ -45,6 +46,7 @@ describe("tapscope run flags (shared with tapscope proxy)", () => {
         eventsFile: "e.jsonl",
         publish: false,
         command: ["node", "app.js"],
+        tls: true,
       },
     });
   });

@@ -1,7 +1,11 @@
+import { expect, test } from "bun:test";
+import { randomUUID } from "node:crypto";
 import { openClickHouseStore } from "~/store/clickhouse.ts";
 import { clickhouseLiteral } from "~/store/sql/escape.ts";
+import { tableName } from "~/store/table.ts";
 import { clickhouseUrl } from "../support/clickhouse.ts";
 import { runConformance } from "./conformance.ts";
+import { generateEvents } from "./generate.ts";
 
 runConformance({
   name: "ClickHouse",
@@ -14,3 +18,24 @@ runConformance({
     return (await res.text()).trim();
   },
 });
+
+test("ClickHouse: a table made before the TLS handshake column gets it when a server opens it; old rows read -1", async () => {
+  const url = await clickhouseUrl();
+  const ns = randomUUID();
+  const end = 1_760_000_000_000_000;
+  const old = generateEvents({ count: 5, startMicros: end - 3_600_000_000, endMicros: end, seed: 9 });
+  const first = await openClickHouseStore({ url });
+  await first.insert(ns, old);
+  await first.close();
+  const dropped = await fetch(url, { method: "POST", body: `ALTER TABLE ${tableName(ns)} DROP COLUMN timing_tls` });
+  expect(dropped.status).toBe(200);
+  const second = await openClickHouseStore({ url });
+  const [before] = await second.getEvents(ns, [old[0]!.event_id]);
+  expect(before!.timing_tls).toBe(-1);
+  const fresh = { ...generateEvents({ count: 1, startMicros: end - 1000, endMicros: end, seed: 10 })[0]!, timing_tls: 777 };
+  await second.insert(ns, [fresh]);
+  const [after] = await second.getEvents(ns, [fresh.event_id]);
+  expect(after!.timing_tls).toBe(777);
+  await second.dropNamespace(ns);
+  await second.close();
+}, 60_000);

@@ -81,4 +81,28 @@ describe("DuckDB database file", () => {
     expect(await reopened.countAll(ns)).toBe(517);
     await reopened.close();
   }, 60_000);
+
+  test("a table made before the TLS handshake column gets it on open: old rows read -1, new rows keep theirs", async () => {
+    const ns = randomUUID();
+    const first = await openDuckDbStore({ path });
+    const old = events(20, 5);
+    await first.insert(ns, old);
+    await first.close();
+
+    const raw = await DuckDBInstance.create(path);
+    const conn = await raw.connect();
+    await conn.run(`ALTER TABLE ${tableName(ns)} DROP COLUMN timing_tls`);
+    conn.closeSync();
+    raw.closeSync();
+
+    const reopened = await openDuckDbStore({ path });
+    const [before] = await reopened.getEvents(ns, [old[0]!.event_id]);
+    expect(before!.timing_tls).toBe(-1);
+    const fresh = { ...events(1, 6)[0]!, timing_tls: 1234 };
+    await reopened.insert(ns, [fresh]);
+    const [after] = await reopened.getEvents(ns, [fresh.event_id]);
+    expect(after!.timing_tls).toBe(1234);
+    expect(await reopened.countAll(ns)).toBe(21);
+    await reopened.close();
+  }, 60_000);
 });

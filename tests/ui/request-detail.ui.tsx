@@ -32,6 +32,44 @@ describe("timing waterfall", () => {
   });
 });
 
+describe("TLS", () => {
+  test("a decrypted call: https URL, the TLS line, and a TLS handshake step between connect and send", () => {
+    const event = makeEvent({
+      http_is_outgoing: true,
+      tls_server_name: "api.example.test",
+      http_req_host: "api.example.test",
+      http_req_path: "/v1/charges",
+      tags: { tls: "decrypted", tls_alpn: "h2" },
+      timing_connect: 400,
+      timing_tls: 2500,
+      timing_send: 10,
+      timing_wait: 900,
+      timing_receive: 20,
+    });
+    expect(timingSteps(event).map((s) => [s.label, s.start])).toEqual([
+      ["connect", 0],
+      ["TLS handshake", 400],
+      ["send", 2900],
+      ["wait", 2910],
+      ["receive", 3810],
+    ]);
+    render(<RequestDetail event={event} />);
+    expect(screen.getByTestId("detail-url").textContent).toBe("https://api.example.test/v1/charges");
+    expect(screen.getByTestId("detail-tls").textContent).toBe("🔒 TLS decrypted · h2 · api.example.test");
+  });
+
+  test("a connection not decrypted says why", () => {
+    const event = makeEvent({
+      protocol: "tcp",
+      http_is_outgoing: true,
+      tls_server_name: "mtls.example.test",
+      tags: { tls: "not decrypted", tls_reason: "mutual TLS" },
+    });
+    render(<RequestDetail event={event} />);
+    expect(screen.getByTestId("detail-tls").textContent).toBe("TLS not decrypted: mutual TLS (mtls.example.test)");
+  });
+});
+
 describe("bodies", () => {
   test("JSON is pretty-printed", () => {
     render(

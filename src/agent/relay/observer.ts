@@ -22,6 +22,9 @@ export type ConnectionInfo = {
   connectedAt: number;
   /** Set when the relay decrypted the connection: the taps then see plaintext. */
   tls?: TlsInfo;
+  /** A TLS connection the relay did not decrypt: why ("mutual TLS", ...), and the error behind it when there is one. */
+  tlsReason?: string;
+  tlsDetail?: string;
 };
 
 export type TlsInfo = {

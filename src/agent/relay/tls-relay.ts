@@ -24,7 +24,7 @@ export type TlsRelayConfig = {
   /** PEM roots the peer's certificate is verified against (what the program itself would trust). */
   ca: string[];
   /** The certificate (PEM chain) and key presented to the program for a server name (or an IP address). */
-  certFor(serverName: string): { cert: string; key: string };
+  certFor(serverName: string): { cert: string; key: string } | Promise<{ cert: string; key: string }>;
   /** Each handshake step (ClientHello, the peer's handshake, the program's handshake) gives up after this long. */
   handshakeTimeoutMs?: number;
 };
@@ -36,7 +36,12 @@ export type PassthroughReason =
   | "upstream handshake failed"
   | "upstream handshake timed out";
 
-export type FailureReason = "client rejected the certificate" | "client handshake timed out";
+/**
+ * "client rejected the certificate": the program's TLS said so (an alert or a TLS error), so its host is passed through
+ * from then on; "client closed during the handshake": it went away without saying why (a cancelled call, an exit),
+ * which says nothing about the certificate.
+ */
+export type FailureReason = "client rejected the certificate" | "client closed during the handshake" | "client handshake timed out";
 
 export type TlsOutcome =
   | { kind: "decrypted"; serverName: string; alpn: string; handshakeMicros: number }
@@ -62,7 +67,7 @@ const HELD_TAP_MAX_BYTES = 256 * 1024;
 export class TlsRelayContext {
   readonly ca: string[];
   readonly handshakeTimeoutMs: number;
-  private readonly contexts = new Map<string, SecureContext>();
+  private readonly contexts = new WeakMap<object, SecureContext>();
   private readonly provenPeers = new Set<string>();
 
   constructor(private readonly config: TlsRelayConfig) {
@@ -70,12 +75,13 @@ export class TlsRelayContext {
     this.handshakeTimeoutMs = config.handshakeTimeoutMs ?? DEFAULT_TIMEOUT_MS;
   }
 
-  secureContextFor(serverName: string): SecureContext {
-    let context = this.contexts.get(serverName);
+  /** One context per credentials object: the authority hands out the same one per name until it renews the leaf. */
+  async secureContextFor(serverName: string): Promise<SecureContext> {
+    const credentials = await this.config.certFor(serverName);
+    let context = this.contexts.get(credentials);
     if (!context) {
-      const { cert, key } = this.config.certFor(serverName);
-      context = createSecureContext({ cert, key });
-      this.contexts.set(serverName, context);
+      context = createSecureContext({ cert: credentials.cert, key: credentials.key });
+      this.contexts.set(credentials, context);
     }
     return context;
   }
@@ -121,6 +127,11 @@ export class TlsRelay implements LegOwner {
   private heldTap: Array<{ chunk: Uint8Array; at: number }> | null = [];
   private heldTapBytes = 0;
   private timer: Timer | null = null;
+  /** Bytes the program sent after its ClientHello while its handshake with us was going on. */
+  private answeredBytes = 0;
+  /** The program's connection to the peer, dialed when it called connect(): the TLS to the peer runs over it. */
+  private dialed: Socket<LegData> | null = null;
+  private context: Promise<SecureContext> | null = null;
 
   constructor(
     private readonly ctx: TlsRelayContext,
@@ -128,11 +139,18 @@ export class TlsRelay implements LegOwner {
     private readonly observer: ConnectionObserver | null,
     private readonly peer: Peer,
     private readonly onOutcome?: (outcome: TlsOutcome) => void,
+    /** Called once when the connection is over, whichever way it went (decrypted, passed through, failed). */
+    private readonly onFinish?: () => void,
   ) {}
 
-  /** Takes over the program's accepted socket; `firstBytes` are bytes already read from it. */
-  attachClient(socket: Socket<LegData>, firstBytes?: Uint8Array): void {
+  /**
+   * Takes over the program's accepted socket; `firstBytes` are bytes already read from it. `dialed`, when given, is a
+   * plain TCP connection to the peer made for this program socket; the TLS to the peer is started on it instead of a
+   * new connection.
+   */
+  attachClient(socket: Socket<LegData>, firstBytes?: Uint8Array, dialed?: Socket<LegData>): void {
     this.client = socket;
+    this.dialed = dialed ?? null;
     socket.data = { pipe: this, side: "client" };
     socket.setNoDelay(true);
     this.arm("no client hello");
@@ -140,6 +158,7 @@ export class TlsRelay implements LegOwner {
   }
 
   onData(_from: Side, chunk: Uint8Array): void {
+    if (this.state === "client-handshake") this.answeredBytes += chunk.length;
     if (this.state === "open" || this.state === "client-handshake") {
       if (this.wire && !this.wire.push(chunk)) this.client?.pause();
       return;
@@ -177,7 +196,7 @@ export class TlsRelay implements LegOwner {
       // node:tls reports nothing for an end during the handshake; once the bytes before it were read, it is a refusal.
       if (this.state === "client-handshake") {
         setTimeout(() => {
-          if (this.state === "client-handshake") this.fail("client rejected the certificate", "the program closed during the handshake");
+          if (this.state === "client-handshake") this.closedInHandshake();
         }, 10);
       }
     } else if (this.state === "hello") this.passThrough("no client hello", "the program closed before its ClientHello");
@@ -187,7 +206,7 @@ export class TlsRelay implements LegOwner {
     if (this.state === "done" || this.state === "passthrough") return;
     this.client = null;
     if (this.state === "client-handshake") {
-      this.fail("client rejected the certificate", error ? errorText(error) : "the program closed during the handshake");
+      this.closedInHandshake(error ? errorText(error) : undefined);
       return;
     }
     this.finish(error ? errorText(error) : undefined);
@@ -203,12 +222,12 @@ export class TlsRelay implements LegOwner {
     this.helloLen += chunk.length;
   }
 
-  private arm(reason: PassthroughReason | FailureReason): void {
+  private arm(reason: PassthroughReason | "client handshake timed out"): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = null;
       const detail = `no progress in ${this.ctx.handshakeTimeoutMs} ms`;
-      if (reason === "client handshake timed out" || reason === "client rejected the certificate") this.fail(reason, detail);
+      if (reason === "client handshake timed out") this.fail(reason, detail);
       else this.passThrough(reason, detail);
     }, this.ctx.handshakeTimeoutMs);
   }
@@ -226,18 +245,38 @@ export class TlsRelay implements LegOwner {
     this.state = "upstream";
     this.arm("upstream handshake timed out");
     this.handshakeStartedAt = nowMicros();
+    // Minted while the peer's handshake runs; awaited only when the program is answered.
+    this.context = this.ctx.secureContextFor(this.serverName);
+    this.context.catch(() => {});
+    const tls = {
+      // Without SNI from the program, the peer's address is the name its certificate is checked against.
+      serverName: this.serverName,
+      ca: this.ctx.ca,
+      // Verified here, by the handshake handler, so that a failure can become a passthrough.
+      rejectUnauthorized: false,
+      ...(hello.alpnWire ? { ALPNProtocols: hello.alpnWire } : {}),
+    };
+    const dialed = this.dialed;
+    this.dialed = null;
+    if (dialed) {
+      // The plain socket keeps its handlers and would see the ciphertext: detach it from the pipe first.
+      dialed.data = undefined;
+      try {
+        const [raw, up] = dialed.upgradeTLS<TlsRelay>({ data: this, tls, socket: upHandlers });
+        raw.data = undefined as unknown as TlsRelay;
+        this.onUpOpen(up);
+      } catch (error) {
+        dialed.terminate();
+        this.onUpError(error);
+      }
+      return;
+    }
     Bun.connect<TlsRelay>({
       hostname: this.peer.hostname,
       port: this.peer.port,
       allowHalfOpen: true,
       data: this,
-      tls: {
-        serverName: this.serverName,
-        ca: this.ctx.ca,
-        // Verified here, by the handshake handler, so that a failure can become a passthrough.
-        rejectUnauthorized: false,
-        ...(hello.alpnWire ? { ALPNProtocols: hello.alpnWire } : {}),
-      },
+      tls,
       socket: upHandlers,
     }).catch((error: unknown) => this.onUpError(error));
   }
@@ -343,13 +382,19 @@ export class TlsRelay implements LegOwner {
   private answerClient(): void {
     this.state = "client-handshake";
     this.arm("client handshake timed out");
-    let context: SecureContext;
-    try {
-      context = this.ctx.secureContextFor(this.serverName);
-    } catch (error) {
-      this.passThrough("upstream handshake failed", `no certificate for ${this.serverName}: ${errorText(error)}`);
-      return;
-    }
+    const context = this.context ?? this.ctx.secureContextFor(this.serverName);
+    context.then(
+      (secureContext) => {
+        if (this.state === "client-handshake") this.terminateClientTls(secureContext);
+      },
+      (error: unknown) => {
+        if (this.state === "client-handshake")
+          this.passThrough("upstream handshake failed", `no certificate for ${this.serverName}: ${errorText(error)}`);
+      },
+    );
+  }
+
+  private terminateClientTls(context: SecureContext): void {
     const wire = new Duplex({
       read: () => this.client?.resume(),
       write: (chunk: Uint8Array, _encoding, done) => this.writeWire(chunk, done),
@@ -370,7 +415,7 @@ export class TlsRelay implements LegOwner {
     term.on("end", () => this.onClientPlainEnd());
     term.on("error", (error: Error) => this.onTermError(error));
     term.on("close", () => {
-      if (this.state === "client-handshake") this.fail("client rejected the certificate", "the program closed during the handshake");
+      if (this.state === "client-handshake") this.closedInHandshake();
       else if (this.state === "open") this.finish();
     });
     wire.push(this.hello.subarray(0, this.helloLen));
@@ -522,10 +567,15 @@ export class TlsRelay implements LegOwner {
     this.state = "passthrough";
     this.up?.terminate();
     this.up = null;
+    this.info.tlsReason = reason;
+    this.info.tlsDetail = detail;
     this.onOutcome?.({ kind: "passthrough", serverName: this.serverName || this.parsed?.serverName || "", reason, detail });
     const client = this.client;
-    if (!client) return;
-    const pipe = new Pipe(this.info, this.observer);
+    if (!client) {
+      this.onFinish?.();
+      return;
+    }
+    const pipe = new Pipe(this.info, this.observer, this.onFinish);
     pipe.attach("client", client);
     if (this.helloLen > 0) pipe.onData("client", this.hello.slice(0, this.helloLen));
     if (this.isClientEnded) pipe.onEnd("client");
@@ -537,9 +587,31 @@ export class TlsRelay implements LegOwner {
     ).catch(() => pipe.fail("connect failed"));
   }
 
+  /**
+   * The program closed before its handshake with us finished. Having answered our certificate with anything (an
+   * alert: in TLS 1.3 it is encrypted, so its bytes are all there is to see) is a refusal; silence is a close.
+   */
+  private closedInHandshake(error?: string): void {
+    const detail = error ?? "the program closed during the handshake";
+    if (this.answeredBytes > 0) this.fail("client rejected the certificate", detail);
+    else this.fail("client closed during the handshake", detail);
+  }
+
   private fail(reason: FailureReason, detail: string): void {
     if (this.state === "done" || this.state === "passthrough") return;
     this.onOutcome?.({ kind: "failed", serverName: this.serverName, reason, detail });
+    // The program saw its request fail: the connection is recorded, with its ClientHello and why.
+    this.info.tlsReason = reason;
+    this.info.tlsDetail = detail;
+    if (this.observer && !this.tap) {
+      try {
+        this.tap = this.observer.onOpen(this.info);
+        this.heldTap = null;
+        this.tap?.onData(true, this.hello.subarray(0, this.helloLen), nowMicros());
+      } catch {
+        this.tap = null;
+      }
+    }
     this.finish(`${reason}: ${detail}`);
     this.term?.destroy();
   }
@@ -548,6 +620,7 @@ export class TlsRelay implements LegOwner {
     if (this.state === "done" || this.state === "passthrough") return;
     const wasOpen = this.state === "open";
     this.state = "done";
+    this.onFinish?.();
     this.disarm();
     if (!wasOpen) {
       this.client?.terminate();

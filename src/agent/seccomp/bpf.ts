@@ -9,11 +9,16 @@ import { AUDIT_ARCH, NR } from "./ffi.ts";
  *   getpeername is answered by the supervisor);
  * - listen, getsockname, getpeername always (rare, per connection at most);
  * - io_uring_setup, so the supervisor can refuse it and say why (its network operations bypass seccomp);
- * - the one execve at handshakeFilenamePtr, which parks the launcher until the supervisor holds the listener.
+ * - the one execve at handshakeFilenamePtr, which parks the launcher until the supervisor holds the listener;
+ * - with `trapReadOnlyOpens` (TLS interception on), openat/open for reading only: the supervisor answers opens of
+ *   the CA bundle paths with the run's merged bundle. BPF cannot read the path (a pointer), so this is as narrow as
+ *   the filter can be: writes, creates, directories and O_PATH opens never reach the supervisor. openat2 is left
+ *   alone: libc and the runtimes open files with openat, and openat2's flags live in a struct BPF cannot read.
  */
 const BPF_LD_W_ABS = 0x20;
 const BPF_JEQ_K = 0x15;
 const BPF_RET_K = 0x06;
+const BPF_ALU_AND_K = 0x54;
 const RET_ALLOW = 0x7fff0000;
 const RET_USER_NOTIF = 0x7fc00000;
 
@@ -27,7 +32,12 @@ type Insn =
   | { label: string }
   | { jumpTo: string; code: number; k: number; whenTrue: boolean };
 
-export function buildFilter(handshakeFilenamePtr: number): Uint8Array {
+export type FilterOptions = { trapReadOnlyOpens?: boolean };
+
+/** Open flags that make an open not a plain read: O_ACCMODE, O_CREAT, O_TRUNC, O_DIRECTORY, O_PATH, O_TMPFILE. */
+const NOT_A_READ = 0x3 | 0x40 | 0x200 | (AUDIT_ARCH === 0xc00000b7 ? 0x4000 : 0x10000) | 0x200000 | 0x400000;
+
+export function buildFilter(handshakeFilenamePtr: number, options: FilterOptions = {}): Uint8Array {
   const prog: Insn[] = [];
   const ld = (k: number) => prog.push({ code: BPF_LD_W_ABS, jt: 0, jf: 0, k });
   const ret = (k: number) => prog.push({ code: BPF_RET_K, jt: 0, jf: 0, k });
@@ -48,7 +58,25 @@ export function buildFilter(handshakeFilenamePtr: number): Uint8Array {
   jeqTo(NR.getpeername, "notify");
   jeqTo(NR.io_uring_setup, "notify");
   jeqTo(NR.execve, "execve");
+  if (options.trapReadOnlyOpens) {
+    jeqTo(NR.openat, "open_flags_2");
+    if (NR.open >= 0) jeqTo(NR.open, "open_flags_1");
+  }
   ret(RET_ALLOW);
+
+  if (options.trapReadOnlyOpens) {
+    // openat(dirfd, path, flags) and open(path, flags): notify when no flag beyond a plain read is set.
+    for (const [name, flagsArg] of [
+      ["open_flags_2", 2],
+      ["open_flags_1", 1],
+    ] as const) {
+      label(name);
+      ld(argLow(flagsArg));
+      prog.push({ code: BPF_ALU_AND_K, jt: 0, jf: 0, k: NOT_A_READ });
+      jeqTo(0, "notify");
+      ret(RET_ALLOW);
+    }
+  }
 
   label("addrlen");
   ld(argLow(2));

@@ -68,6 +68,9 @@ export const NR = isArm64
       io_uring_setup: 425,
       pidfd_open: 434,
       pidfd_getfd: 438,
+      openat: 56,
+      /** aarch64 has no open(2): -1 never matches a syscall number. */
+      open: -1,
     }
   : {
       socket: 41,
@@ -83,6 +86,8 @@ export const NR = isArm64
       io_uring_setup: 425,
       pidfd_open: 434,
       pidfd_getfd: 438,
+      openat: 257,
+      open: 2,
     };
 
 export const AUDIT_ARCH = isArm64 ? 0xc00000b7 : 0xc000003e;

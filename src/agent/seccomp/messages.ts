@@ -17,6 +17,8 @@ export type WorkerMessage =
 
 export type WorkerInit = {
   listener: number;
+  /** Opens of these absolute paths are answered with `file` (the run's merged CA bundle). */
+  trustBundle: { file: string; paths: string[] } | null;
   /** Int32Array over a SharedArrayBuffer: [0] = 1 switches the Worker to passthrough. */
   control: SharedArrayBuffer;
 };

@@ -1,5 +1,5 @@
 /// <reference lib="webworker" />
-import { writeSync } from "node:fs";
+import { closeSync, openSync, writeSync } from "node:fs";
 import { parentPort, workerData } from "node:worker_threads";
 import { errorDetail } from "../../lib/errors.ts";
 import {
@@ -22,14 +22,19 @@ import {
   SOL_SOCKET,
 } from "./ffi.ts";
 import type { WorkerInit, WorkerMessage } from "./messages.ts";
-import { isValid, type Notif, receive, replyContinue, replyError } from "./notif.ts";
+import { addFdAndReply, isValid, type Notif, receive, replyContinue, replyError } from "./notif.ts";
 
 /**
  * The notification loop: blocks in SECCOMP_IOCTL_NOTIF_RECV on this Worker thread, never on the event
  * loop. It answers what needs no state at once (not a TCP socket: CONTINUE; io_uring_setup: ENOSYS) and
  * hands TCP work to the supervisor with a dup of the caller's socket; it never waits for network I/O.
  */
-const { listener, control } = workerData as WorkerInit;
+const { listener, control, trustBundle } = workerData as WorkerInit;
+const bundlePaths = new Set(trustBundle?.paths ?? []);
+/** The longest path worth reading: no bundle path is longer. */
+const longestPath = Math.max(0, ...[...bundlePaths].map((p) => Buffer.byteLength(p)));
+const O_CLOEXEC = 0o2000000;
+const PAGE = 4096;
 const flags = new Int32Array(control);
 const post = (message: WorkerMessage) => parentPort!.postMessage(message);
 const PIDFD_THREAD = 0o200;
@@ -92,12 +97,51 @@ function passOn(n: Notif): void {
   replyContinue(listener, n.id);
 }
 
+/** The NUL-terminated path at `addr` when it is at most `max` bytes, read without crossing into an unmapped page. */
+function readPath(pid: number, addr: number, max: number): string | null {
+  const room = PAGE - (addr % PAGE);
+  const first = readMemory(pid, addr, Math.min(max + 1, room));
+  if (!first) return null;
+  let bytes = first;
+  if (first.indexOf(0) < 0 && first.length < max + 1) {
+    const rest = readMemory(pid, addr + first.length, max + 1 - first.length);
+    if (!rest) return null;
+    bytes = new Uint8Array([...first, ...rest]);
+  }
+  const end = bytes.indexOf(0);
+  return end < 0 ? null : Buffer.from(bytes.subarray(0, end)).toString("latin1");
+}
+
+/** A read-only open: a CA bundle path gets the merged bundle, installed as the call's result; anything else runs as is. */
+function handleOpen(n: Notif): void {
+  const isOpenat = n.nr === NR.openat;
+  const path = trustBundle ? readPath(n.pid, n.args[isOpenat ? 1 : 0]!, longestPath) : null;
+  if (!trustBundle || !path || !bundlePaths.has(path) || !isValid(listener, n.id)) {
+    passOn(n);
+    return;
+  }
+  let fd: number;
+  try {
+    fd = openSync(trustBundle.file, "r");
+  } catch {
+    passOn(n);
+    return;
+  }
+  const flags = n.args[isOpenat ? 2 : 1]!;
+  if (addFdAndReply(listener, n.id, fd, flags & O_CLOEXEC ? O_CLOEXEC : 0) < 0) passOn(n);
+  closeSync(fd);
+}
+
 function handle(n: Notif): void {
   if (Atomics.load(flags, 0) === 1) {
     passOn(n);
     return;
   }
   switch (n.nr) {
+    case NR.openat:
+    case NR.open:
+      handleOpen(n);
+      return;
     case NR.execve:
       post({ kind: "started", pid: n.pid });
       {

@@ -16,6 +16,8 @@ const PR_SET_NO_NEW_PRIVS = 38;
 const SIGKILL = 9;
 /** The supervisor's pid, set by launch(); like every TAPSCOPE_INTERNAL_ variable it never reaches the program. */
 export const SUPERVISOR_PID_VAR = "TAPSCOPE_INTERNAL_SUPERVISOR_PID";
+/** Set by launch() when the supervisor answers opens of the CA bundle paths (TLS interception on). */
+export const TRAP_OPENS_VAR = "TAPSCOPE_INTERNAL_TRAP_OPENS";
 const SECCOMP_SET_MODE_FILTER = 1;
 const SECCOMP_FILTER_FLAG_NEW_LISTENER = 1 << 3;
 export const TRACEE_SETUP_FAILED = 125;
@@ -61,7 +63,7 @@ export function runTracee(argv: string[], env: Record<string, string | undefined
   const envArray = pointerArray(envStrings);
   const filenamePtr = ptr(filename);
 
-  const filter = buildFilter(filenamePtr);
+  const filter = buildFilter(filenamePtr, { trapReadOnlyOpens: env[TRAP_OPENS_VAR] === "1" });
   const fprog = new BigUint64Array(2);
   fprog[0] = BigInt(filter.length / 8);
   fprog[1] = BigInt(ptr(filter));

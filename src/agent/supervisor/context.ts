@@ -3,7 +3,9 @@ import type { TCPSocketListener } from "bun";
 import type { ConnectionObserver } from "../relay/observer.ts";
 import type { LegData, Pipe } from "../relay/pipe.ts";
 import type { SockAddr } from "../relay/sockaddr.ts";
+import type { TlsGate } from "../relay/tls-gate.ts";
 import type { AcceptMsg } from "../seccomp/messages.ts";
+import type { TlsInterception } from "../tls/interception.ts";
 
 /** A program listening socket the supervisor took over: it owns `requested`, the program listens on `hidden`. */
 export type Takeover = {
@@ -26,11 +28,19 @@ export type Takeover = {
 export type InboundEntry = { peer: SockAddr; local: SockAddr; takeover: Takeover; pipe: Pipe };
 
 /** A program socket the supervisor connected to the relay, by that socket's local port. */
-export type OutboundEntry = { pipe: Pipe; realPeer: SockAddr; realLocal: SockAddr | null };
+export type OutboundEntry = {
+  pipe: Pipe;
+  /** With TLS interception on: holds the connection until its first bytes say whether it is TLS. */
+  gate: TlsGate | null;
+  realPeer: SockAddr;
+  realLocal: SockAddr | null;
+};
 
 export type Context = {
   listener: number;
   observer: ConnectionObserver | null;
+  /** Outbound TLS interception; null when off (`--tls off`). */
+  tls: TlsInterception | null;
   say: (line: string) => void;
   takeovers: Map<string, Takeover>;
   inbound: Map<number, InboundEntry>;

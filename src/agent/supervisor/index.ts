@@ -6,6 +6,7 @@ import type { ConnectionObserver } from "../relay/observer.ts";
 import { isReadable, libc } from "../seccomp/ffi.ts";
 import type { NotifMessage, WorkerInit, WorkerMessage } from "../seccomp/messages.ts";
 import { receive, replyContinue } from "../seccomp/notif.ts";
+import type { TlsInterception } from "../tls/interception.ts";
 import type { Context } from "./context.ts";
 import { handleAccept, handleBind, handleListen, sweepTakeovers } from "./inbound.ts";
 import { handleName } from "./names.ts";
@@ -24,6 +25,10 @@ export type SupervisorOptions = {
   /** Our copy of the seccomp listener fd (taken with pidfd_getfd). */
   listener: number;
   observer: ConnectionObserver | null;
+  /** Outbound TLS interception, or null to record TLS connections without decrypting them. */
+  tls?: TlsInterception | null;
+  /** Opens of the CA bundle paths are answered with this merged bundle (the tracee's filter must trap them). */
+  trustBundle?: { file: string; paths: string[] } | null;
   /** One short line for the user on stderr. */
   say: (line: string) => void;
   /** Interception cannot work here (e.g. no permission for pidfd_getfd): the caller explains and stops. */
@@ -49,6 +54,7 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
   const ctx: Context = {
     listener: options.listener,
     observer: options.observer,
+    tls: options.tls ?? null,
     say: options.say,
     takeovers: new Map(),
     inbound: new Map(),
@@ -108,7 +114,7 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
   };
 
   const worker = new Worker(notifyWorkerUrl(), {
-    workerData: { listener: options.listener, control } satisfies WorkerInit,
+    workerData: { listener: options.listener, control, trustBundle: options.trustBundle ?? null } satisfies WorkerInit,
   });
   worker.unref();
   // If the notification loop itself is gone, nobody would answer the program's syscalls: answer them

@@ -4,6 +4,7 @@ import { legOptions } from "../relay/leg-options.ts";
 import { nowMicros } from "../relay/observer.ts";
 import { type LegData, Pipe } from "../relay/pipe.ts";
 import { decodeSockAddr, encodeSockAddr, formatSockAddr, fromHostPort, type SockAddr, unmapV4 } from "../relay/sockaddr.ts";
+import { TlsGate } from "../relay/tls-gate.ts";
 import {
   E,
   errno,
@@ -47,7 +48,8 @@ export function startOutboundRelay(ctx: Context): OutboundRelay {
             socket.terminate();
             return;
           }
-          entry.pipe.attach("client", socket);
+          if (entry.gate) entry.gate.attachClient(socket);
+          else entry.pipe.attach("client", socket);
         },
       },
     );
@@ -109,6 +111,7 @@ export function handleConnect(ctx: Context, relay: OutboundRelay, m: ConnectMsg)
   // The program's socket is connected to the relay first, before any answer: if its thread is interrupted
   // and it polls the socket (as CPython and Go do after EINTR), it finds a connecting or connected socket,
   // as it would without tracing.
+  const forget = () => setTimeout(() => ctx.outbound.get(programPort)?.pipe === pipe && ctx.outbound.delete(programPort), 5000).unref();
   const pipe: Pipe = new Pipe(
     {
       id: ctx.nextConnectionId(),
@@ -120,7 +123,7 @@ export function handleConnect(ctx: Context, relay: OutboundRelay, m: ConnectMsg)
       connectedAt: 0,
     },
     ctx.observer,
-    () => setTimeout(() => ctx.outbound.get(programPort)?.pipe === pipe && ctx.outbound.delete(programPort), 5000).unref(),
+    forget,
   );
   const relayAddr: SockAddr =
     dialFamily === AF_INET6 && relay.v6
@@ -134,7 +137,8 @@ export function handleConnect(ctx: Context, relay: OutboundRelay, m: ConnectMsg)
     return;
   }
   const programPort = programLocal.port;
-  ctx.outbound.set(programPort, { pipe, realPeer: shownPeer, realLocal: null });
+  const gate = ctx.tls ? new TlsGate(pipe, ctx.tls, ctx.observer, { hostname: dialAddr.ip, port: dialAddr.port }, forget) : null;
+  ctx.outbound.set(programPort, { pipe, gate, realPeer: shownPeer, realLocal: null });
   ctx.stats.outbound++;
 
   let state: "holding" | "in-progress" | "done" = "holding";
@@ -158,7 +162,9 @@ export function handleConnect(ctx: Context, relay: OutboundRelay, m: ConnectMsg)
       settle();
       replyValue(ctx.listener, notifId, 0);
     }
-    pipe.attach("server", socket, wantsNoDelay || isLoopback(dialAddr));
+    const noDelay = wantsNoDelay || isLoopback(dialAddr);
+    if (gate) gate.attachServer(socket, noDelay);
+    else pipe.attach("server", socket, noDelay);
   };
   const onFailed = (error: unknown) => {
     if (state === "holding") {
@@ -167,11 +173,13 @@ export function handleConnect(ctx: Context, relay: OutboundRelay, m: ConnectMsg)
       settle();
       if (ctx.outbound.get(programPort)?.pipe === pipe) ctx.outbound.delete(programPort);
       replyError(ctx.listener, notifId, errnoOf(error));
-      pipe.fail("connect failed");
+      (gate ?? pipe).fail("connect failed");
       return;
     }
     state = "done";
-    pipe.fail(`connect: ${formatSockAddr(shownPeer)}: ${String((error as { code?: string })?.code ?? error)}`);
+    const reason = `connect: ${formatSockAddr(shownPeer)}: ${String((error as { code?: string })?.code ?? error)}`;
+    if (gate) gate.fail(reason);
+    else pipe.fail(reason);
   };
 
   const holdNonBlocking = () => {

@@ -165,7 +165,7 @@ export class TracedConnection implements ConnectionTap {
       return;
     }
     if (kind === "tls") {
-      this.tags.tls = "true";
+      this.markNotDecrypted();
       const recordEnd = 5 + ((buf[3]! << 8) | buf[4]!);
       if (len < recordEnd && recordEnd <= MAX_HELLO_RECORD) {
         // The ClientHello continues in the next reads: gather it for the server name.
@@ -182,6 +182,15 @@ export class TracedConnection implements ConnectionTap {
     this.mode = "opaque";
     this.sniffBuf = null;
     this.sniffLen = 0;
+  }
+
+  /** TLS the relay did not decrypt (else the tap would see plaintext): say why. */
+  private markNotDecrypted(): void {
+    const conn = this.conn;
+    this.tags.tls = "not decrypted";
+    this.tags.tls_reason =
+      conn.tlsReason ?? (conn.direction === "inbound" ? "inbound TLS (the program terminates it)" : "interception off");
+    if (conn.tlsDetail) this.tags.tls_detail = conn.tlsDetail.slice(0, 500);
   }
 
   private helloData(fromClient: boolean, chunk: Uint8Array): void {

@@ -70,10 +70,7 @@ export type TracedEvent = {
    * Inbound: send = request receive, wait = processing until the first response byte, receive = response send.
    */
   timing_connect: number;
-  /**
-   * The upstream TLS handshake of a decrypted connection, between connect and send; like timing_connect, only on
-   * the connection's first exchange.
-   */
+  /** The upstream TLS handshake (outbound, decrypted, first exchange on the connection); -1 otherwise. */
   timing_tls: number;
   timing_send: number;
   timing_wait: number;
@@ -154,13 +151,14 @@ export const eventFields = [
   ["http_resp_body", "string"],
   ["http_resp_body_truncated", "flag"],
   ["timing_connect", "int"],
-  ["timing_tls", "int"],
   ["timing_send", "int"],
   ["timing_wait", "int"],
   ["timing_receive", "int"],
   ["bytes_sent", "int"],
   ["bytes_received", "int"],
   ["tags", "json"],
+  // Added after the first layout: kept last so tables made before it get it appended (src/store/upgrade).
+  ["timing_tls", "int"],
 ] as const satisfies ReadonlyArray<readonly [keyof TracedEvent, FieldKind]>;
 
 type FieldOfKind<K extends FieldKind> = Extract<(typeof eventFields)[number], readonly [string, K]>[0];

@@ -2,7 +2,6 @@ import { type ReactNode, useMemo } from "react";
 import { displayUrl, eventUrl } from "~/lib/event-url.ts";
 import { formatBytes, formatDuration } from "~/lib/format.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { TlsMarker } from "../components/tls-marker.tsx";
 import { formatDateTime, statusClass } from "../live/format.ts";
 import { BodyView } from "./body-view.tsx";
 import { toCurl } from "./curl.ts";
@@ -45,7 +44,6 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
                 </span>
               ) : null}
               <span className="font-semibold">{event.http_req_method || event.protocol.toUpperCase()}</span>
-              <TlsMarker event={event} />
               <span className={`font-semibold ${statusClass(event.http_resp_status_code)}`}>{event.http_resp_status_code || "—"}</span>
               <span className="text-zinc-400">{formatDuration(event.http_duration)}</span>
             </div>
@@ -56,6 +54,14 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
               {formatDateTime(event.time)} · HTTP/{event.http_version || "?"} · {event.http_client_addr} → {event.http_server_addr}
               {event.process_executable_name ? ` · ${event.process_executable_name} (pid ${event.process_id})` : ""}
             </p>
+            {tlsSummary(event) ? (
+              <p
+                className={`mt-1 text-xs ${event.tags?.tls === "decrypted" ? "text-emerald-400" : "text-amber-400"}`}
+                data-testid="detail-tls"
+              >
+                {tlsSummary(event)}
+              </p>
+            ) : null}
           </div>
           {onClose ? (
             <button
@@ -188,6 +194,20 @@ function Headers({ label, headers, isProse = false }: { label: string; headers: 
       </tbody>
     </table>
   );
+}
+
+/**
+ * How the connection's TLS was seen: "TLS decrypted · h2 · api.example.test", or "TLS not decrypted: mutual TLS
+ * (api.example.test)"; null for plaintext.
+ */
+export function tlsSummary(event: TracedEvent): string | null {
+  const tls = event.tags?.tls;
+  if (tls === "decrypted") return ["🔒 TLS decrypted", event.tags.tls_alpn, event.tls_server_name].filter(Boolean).join(" · ");
+  if (tls === "not decrypted") {
+    const name = event.tls_server_name ? ` (${event.tls_server_name})` : "";
+    return `TLS not decrypted: ${event.tags.tls_reason || "unknown reason"}${name}`;
+  }
+  return null;
 }
 
 /** The exchange's context as key/value rows; empty fields are left out. */

@@ -10,14 +10,14 @@ export type TimingStep = {
 
 /**
  * The latency breakdown of one exchange as consecutive steps (-1 timings do not apply and are left out).
- * Outbound: connect, TLS handshake (decrypted connections), send, wait, receive. Inbound: request receive, processing, response send.
+ * Outbound: connect, TLS handshake (decrypted HTTPS), send, wait, receive. Inbound: request receive, processing, response send.
  * The slowest step is flagged as the culprit.
  */
 export function timingSteps(event: TracedEvent): TimingStep[] {
   const parts: Array<[string, number]> = event.http_is_outgoing
     ? [
         ["connect", event.timing_connect],
-        ["TLS handshake", event.timing_tls],
+        ["TLS handshake", event.timing_tls ?? -1],
         ["send", event.timing_send],
         ["wait", event.timing_wait],
         ["receive", event.timing_receive],

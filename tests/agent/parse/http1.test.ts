@@ -316,11 +316,11 @@ describe("sniffing: what is not HTTP/1 is still recorded", () => {
     expect(events[0]!.tags.passthrough).toContain("CONTINUATION");
   });
 
-  test("TLS is recorded as tcp with the tls flag and the server name", () => {
+  test("TLS the relay did not decrypt is recorded as tcp, not decrypted with the reason, and the server name", () => {
     const hello = clientHello("api.example.com");
     const { events } = trace([c(hello), s(new Uint8Array([0x16, 3, 3, 0, 2, 2, 0]))], { direction: "outbound" });
-    expect(events.map((e) => [e.protocol, e.tags.tls, e.tls_server_name, e.bytes_sent, e.bytes_received])).toEqual([
-      ["tcp", "true", "api.example.com", hello.length, 7],
+    expect(events.map((e) => [e.protocol, e.tags.tls, e.tags.tls_reason, e.tls_server_name, e.bytes_sent, e.bytes_received])).toEqual([
+      ["tcp", "not decrypted", "interception off", "api.example.com", hello.length, 7],
     ]);
     expect(events[0]!.timing_connect).toBe(250);
   });
@@ -333,7 +333,7 @@ describe("sniffing: what is not HTTP/1 is still recorded", () => {
     }
     // The server answering before the hello is complete ends the wait.
     const cut = trace([c(hello.subarray(0, 20)), s("x")], { direction: "outbound" }).events[0]!;
-    expect([cut.tags.tls, cut.tls_server_name]).toEqual(["true", ""]);
+    expect([cut.tags.tls, cut.tls_server_name]).toEqual(["not decrypted", ""]);
   });
 
   test("a server that speaks first (a database, SMTP) is passthrough", () => {

@@ -112,7 +112,18 @@ describe("TracedConnection, alone", () => {
     tap.onData(false, new Uint8Array([0x16, 0x03, 0x03]), 20);
     tap.onClose(30);
     expect(work).toHaveLength(1);
-    expect(work[0]!.kind === "tcp" && work[0]!.sum.tags.tls).toBe("true");
+    expect(work[0]!.kind === "tcp" && work[0]!.sum.tags).toMatchObject({ tls: "not decrypted", tls_reason: "interception off" });
+  });
+
+  test("inbound TLS is the program's own: recorded as not decrypted with that reason", () => {
+    const { work, open } = setup();
+    const tap = open(1, "inbound");
+    tap.onData(true, new Uint8Array([0x16, 0x03, 0x01, 0x00, 0x05, 1, 0, 0, 1, 0]), 10);
+    tap.onClose(30);
+    expect(work[0]!.kind === "tcp" && work[0]!.sum.tags).toMatchObject({
+      tls: "not decrypted",
+      tls_reason: "inbound TLS (the program terminates it)",
+    });
   });
 
   test("a parser failure counts in the stats it was given and leaves the connection passthrough", () => {

@@ -1,0 +1,163 @@
+import type { Socket } from "bun";
+import { parseClientHello } from "../parse/sniff.ts";
+import type { TlsInterception } from "../tls/interception.ts";
+import type { ConnectionObserver } from "./observer.ts";
+import type { LegData, LegOwner, Pipe, Side } from "./pipe.ts";
+import type { Peer } from "./tls-relay.ts";
+
+/**
+ * The first bytes of an outbound connection decide where it goes. The program's socket is held (read, nothing
+ * forwarded) until its first bytes are known: a TLS ClientHello goes to the TLS relay, over the connection already
+ * dialed for the program's connect(); anything else, a server that speaks first, or a host whose program refused our
+ * certificate before, goes to the plain pipe with every byte replayed in order. Holding costs nothing a client
+ * would notice: a client that speaks first waits for the server anyway.
+ */
+/** How long a partial ClientHello is waited for before the bytes are let through as they are. */
+const HELLO_WAIT_MS = 2000;
+
+export class TlsGate implements LegOwner {
+  private state: "sniff" | "plain" | "tls" | "done" = "sniff";
+  private client: Socket<LegData> | null = null;
+  private server: Socket<LegData> | null = null;
+  private serverNoDelay = true;
+  private held = new Uint8Array(0);
+  private heldLen = 0;
+  private serverEarly: Uint8Array[] = [];
+  private ends: Side[] = [];
+  private closes: Array<{ side: Side; error?: unknown }> = [];
+  private hello: Uint8Array | null = null;
+  private timer: Timer | null = null;
+
+  constructor(
+    private readonly pipe: Pipe,
+    private readonly interception: TlsInterception,
+    private readonly observer: ConnectionObserver | null,
+    private readonly peer: Peer,
+    /** Called once the connection is over when the TLS relay carried it (the pipe reports its own end). */
+    private readonly onRelayFinish?: () => void,
+  ) {}
+
+  attachClient(socket: Socket<LegData>): void {
+    if (this.state === "plain") {
+      this.pipe.attach("client", socket);
+      return;
+    }
+    this.client = socket;
+    socket.data = { pipe: this, side: "client" };
+    socket.setNoDelay(true);
+  }
+
+  /** The dial for the program's connect() succeeded. */
+  attachServer(socket: Socket<LegData>, noDelay: boolean): void {
+    if (this.state === "plain") {
+      this.pipe.attach("server", socket, noDelay);
+      return;
+    }
+    this.server = socket;
+    this.serverNoDelay = noDelay;
+    socket.data = { pipe: this, side: "server" };
+    if (this.state === "tls") this.startTls();
+  }
+
+  /** The dial failed after the program was told EINPROGRESS: reset the program's side. */
+  fail(reason: string): void {
+    if (this.state === "plain") {
+      this.pipe.fail(reason);
+      return;
+    }
+    this.state = "done";
+    this.client?.terminate();
+    this.pipe.fail(reason);
+  }
+
+  onData(from: Side, chunk: Uint8Array): void {
+    if (this.state !== "sniff") return;
+    if (from === "server") {
+      // A server that speaks first: not a TLS client.
+      this.serverEarly.push(chunk);
+      this.goPlain();
+      return;
+    }
+    this.keep(chunk);
+    // Not a TLS record from its first bytes (0x16 0x03): plain at once, however short the read.
+    if (this.held[0] !== 0x16 || (this.heldLen > 1 && this.held[1] !== 0x03)) {
+      this.goPlain();
+      return;
+    }
+    const hello = parseClientHello(this.held, this.heldLen);
+    if (hello === "more") {
+      // Bytes that look like the start of a record but never complete one are not held for long.
+      this.timer ??= setTimeout(() => this.goPlain(), HELLO_WAIT_MS);
+      return;
+    }
+    if (this.timer) clearTimeout(this.timer);
+    if (hello === null) {
+      this.goPlain();
+      return;
+    }
+    const name = hello.serverName || this.peer.hostname;
+    if (this.interception.isPassedThrough(name)) {
+      this.interception.notePassedThrough(this.pipe.info, name);
+      this.goPlain();
+      return;
+    }
+    this.state = "tls";
+    this.hello = this.held.slice(0, this.heldLen);
+    if (this.server) this.startTls();
+  }
+
+  onDrain(_side: Side): void {}
+
+  onEnd(side: Side): void {
+    if (this.state !== "sniff") return;
+    this.ends.push(side);
+    this.goPlain();
+  }
+
+  onSocketClosed(side: Side, error?: unknown): void {
+    if (this.state === "tls" && side === "client") {
+      // The program went away before the peer's dial finished: nothing to relay.
+      this.state = "done";
+      this.server?.terminate();
+      this.pipe.fail(error ? String(error) : "closed");
+      return;
+    }
+    if (this.state !== "sniff") return;
+    this.closes.push({ side, error });
+    this.goPlain();
+  }
+
+  private keep(chunk: Uint8Array): void {
+    if (this.heldLen + chunk.length > this.held.length) {
+      const grown = new Uint8Array(Math.max(this.held.length * 2, this.heldLen + chunk.length, 2048));
+      grown.set(this.held.subarray(0, this.heldLen));
+      this.held = grown;
+    }
+    this.held.set(chunk, this.heldLen);
+    this.heldLen += chunk.length;
+  }
+
+  private startTls(): void {
+    const client = this.client;
+    const server = this.server;
+    if (!client || !server || !this.hello) return;
+    this.state = "done";
+    const relay = this.interception.relayFor(this.pipe.info, this.observer, this.peer, this.onRelayFinish);
+    relay.attachClient(client, this.hello, server);
+  }
+
+  /** Everything goes to the plain pipe, in the order it came. */
+  private goPlain(): void {
+    if (this.state !== "sniff") return;
+    this.state = "plain";
+    if (this.timer) clearTimeout(this.timer);
+    const pipe = this.pipe;
+    if (this.client) pipe.attach("client", this.client);
+    if (this.server) pipe.attach("server", this.server, this.serverNoDelay);
+    for (const chunk of this.serverEarly) pipe.onData("server", chunk);
+    if (this.heldLen > 0) pipe.onData("client", this.held.slice(0, this.heldLen));
+    this.held = new Uint8Array(0);
+    for (const side of this.ends) pipe.onEnd(side);
+    for (const { side, error } of this.closes) pipe.onSocketClosed(side, error);
+  }
+}

@@ -1,0 +1,89 @@
+import type { ConnectionInfo, ConnectionObserver } from "../relay/observer.ts";
+import { type Peer, type TlsOutcome, TlsRelay, TlsRelayContext } from "../relay/tls-relay.ts";
+import type { CertificateAuthority } from "./authority.ts";
+
+/** Why a host's later connections are not decrypted: its program refused our certificate once. */
+export const HOST_PASSED_THROUGH = "host passed through after the client rejected the certificate";
+
+export type TlsInterceptionOptions = {
+  authority: CertificateAuthority;
+  /** PEM roots upstream certificates are verified against: what the program itself would trust. */
+  upstreamCa: string[];
+  handshakeTimeoutMs?: number;
+};
+
+/**
+ * Outbound TLS interception for one run: the relay context (the CA's leaves, the roots), the hosts whose program
+ * rejected our certificate (passed through from then on), and the tally the run's summary line is made of.
+ */
+export class TlsInterception {
+  private readonly relayContext: TlsRelayContext;
+  private readonly passedHosts = new Set<string>();
+  private decrypted = 0;
+  /** Connections not decrypted, by reason, with the hosts (bounded) they were to. */
+  private readonly notDecrypted = new Map<string, { count: number; hosts: Set<string> }>();
+
+  constructor(options: TlsInterceptionOptions) {
+    this.relayContext = new TlsRelayContext({
+      ca: options.upstreamCa,
+      certFor: (name) => options.authority.leafFor(name),
+      handshakeTimeoutMs: options.handshakeTimeoutMs,
+    });
+  }
+
+  /** Whether a ClientHello for this name (or peer address) goes to the plain pipe: the program refused us before. */
+  isPassedThrough(serverName: string): boolean {
+    return this.passedHosts.has(serverName);
+  }
+
+  /** A relay for one program connection whose first bytes are a ClientHello. */
+  relayFor(info: ConnectionInfo, observer: ConnectionObserver | null, peer: Peer, onFinish?: () => void): TlsRelay {
+    return new TlsRelay(this.relayContext, info, observer, peer, (outcome) => this.record(outcome), onFinish);
+  }
+
+  /** A connection to a passed-through host: recorded as not decrypted, with the reason. */
+  notePassedThrough(info: ConnectionInfo, serverName: string): void {
+    info.tlsReason = HOST_PASSED_THROUGH;
+    this.count(HOST_PASSED_THROUGH, serverName);
+  }
+
+  private record(outcome: TlsOutcome): void {
+    if (outcome.kind === "decrypted") {
+      this.decrypted++;
+      return;
+    }
+    if (outcome.kind === "failed" && outcome.reason === "client rejected the certificate" && outcome.serverName) {
+      this.passedHosts.add(outcome.serverName);
+    }
+    this.count(outcome.reason, outcome.serverName);
+  }
+
+  private count(reason: string, host: string): void {
+    let entry = this.notDecrypted.get(reason);
+    if (!entry) {
+      entry = { count: 0, hosts: new Set() };
+      this.notDecrypted.set(reason, entry);
+    }
+    entry.count++;
+    if (host && entry.hosts.size < 20) entry.hosts.add(host);
+  }
+
+  /**
+   * The run's summary, or null when no TLS connection was seen:
+   * "TLS: 41 connections decrypted, 2 not decrypted (1 client rejected the certificate: pinned.example.test; ...)".
+   */
+  summary(): string | null {
+    let missed = 0;
+    for (const entry of this.notDecrypted.values()) missed += entry.count;
+    if (this.decrypted === 0 && missed === 0) return null;
+    const plural = (n: number) => `${n} connection${n === 1 ? "" : "s"}`;
+    let line = `TLS: ${plural(this.decrypted)} decrypted`;
+    if (missed > 0) {
+      const reasons = [...this.notDecrypted.entries()]
+        .sort((a, b) => b[1].count - a[1].count)
+        .map(([reason, { count, hosts }]) => `${count} ${reason}${hosts.size > 0 ? `: ${[...hosts].join(", ")}` : ""}`);
+      line += `, ${missed} not decrypted (${reasons.join("; ")})`;
+    }
+    return line;
+  }
+}

@@ -1,0 +1,131 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { offeredTrust, pemCertificates, programTrust } from "~/agent/tls/trust.ts";
+import { scratchDir, start } from "../harness.ts";
+import { makeCa } from "../tls-pki.ts";
+
+/** What the traced program trusts, and the merged trust it is offered (env, files, and opens of the bundle paths). */
+let scratch: ReturnType<typeof scratchDir>;
+let system: string;
+let userCa: string;
+let runCa: string;
+let systemPems: string[];
+
+beforeAll(() => {
+  scratch = scratchDir("tapscope-trust-");
+  const a = makeCa(scratch.dir, "sys-a").cert;
+  const b = makeCa(scratch.dir, "sys-b").cert;
+  system = join(scratch.dir, "system.pem");
+  writeFileSync(system, `# a comment\n${a}\n${b}`);
+  systemPems = pemCertificates(`${a}${b}`);
+  userCa = join(scratch.dir, "user.pem");
+  writeFileSync(userCa, makeCa(scratch.dir, "user").cert);
+  runCa = makeCa(scratch.dir, "run").cert;
+});
+afterAll(() => scratch.cleanup());
+
+describe("programTrust", () => {
+  test("the first system bundle that exists, plus every CA file the environment names, deduplicated", () => {
+    const trust = programTrust({ REQUESTS_CA_BUNDLE: userCa, SSL_CERT_FILE: system }, ["/nonexistent/a.pem", system]);
+    expect(trust.systemBundle).toBe(system);
+    expect(trust.pems).toEqual([...systemPems, ...pemCertificates(readFileSync(userCa, "utf8"))]);
+    expect(trust.notes).toEqual([]);
+  });
+
+  test("no system bundle, an unreadable variable and a file of garbage: said in notes, nothing thrown", () => {
+    const garbage = join(scratch.dir, "garbage.pem");
+    writeFileSync(garbage, "-----BEGIN CERTIFICATE-----\n!!!\n-----END CERTIFICATE-----\n");
+    const trust = programTrust({ SSL_CERT_FILE: "/nonexistent/ca.pem", CURL_CA_BUNDLE: garbage, NODE_EXTRA_CA_CERTS: scratch.dir }, []);
+    expect(trust.pems).toEqual([]);
+    expect(trust.notes).toEqual([
+      expect.stringContaining("no system CA bundle found"),
+      "SSL_CERT_FILE=/nonexistent/ca.pem could not be read (ENOENT); it is left out",
+      `CURL_CA_BUNDLE=${garbage} holds no PEM certificate; it is left out`,
+      `NODE_EXTRA_CA_CERTS=${scratch.dir} could not be read (not a regular file); it is left out`,
+    ]);
+  });
+});
+
+describe("offeredTrust", () => {
+  test("a private directory with the merged bundle, Node's extra file kept and merged, Java's store, removed by cleanup", async () => {
+    const stores: string[][] = [];
+    const offered = await offeredTrust({
+      env: { NODE_EXTRA_CA_CERTS: userCa, PIP_CERT: "/etc/ssl/certs/ca-certificates.crt", JAVA_TOOL_OPTIONS: "-Xmx1g" },
+      programPems: systemPems,
+      caPem: runCa,
+      buildTrustStore: async (pems) => {
+        stores.push(pems);
+        return new Uint8Array([1, 2, 3]);
+      },
+    });
+    await offered.ready;
+    expect(statSync(offered.dir).mode & 0o777).toBe(0o700);
+    const run = pemCertificates(runCa);
+    expect(pemCertificates(readFileSync(offered.bundleFile, "utf8"))).toEqual([...systemPems, ...run]);
+    for (const name of [
+      "SSL_CERT_FILE",
+      "REQUESTS_CA_BUNDLE",
+      "CURL_CA_BUNDLE",
+      "AWS_CA_BUNDLE",
+      "GIT_SSL_CAINFO",
+      "DENO_CERT",
+      "PIP_CERT",
+    ]) {
+      expect(offered.env[name]).toBe(offered.bundleFile);
+    }
+    const nodeExtra = offered.env.NODE_EXTRA_CA_CERTS!;
+    expect(pemCertificates(readFileSync(nodeExtra, "utf8"))).toEqual([...pemCertificates(readFileSync(userCa, "utf8")), ...run]);
+    expect(stores).toEqual([[...systemPems, ...run]]);
+    expect(offered.env.JAVA_TOOL_OPTIONS).toMatch(
+      /^-Xmx1g -Djavax\.net\.ssl\.trustStore=\S+java-trust\.p12 -Djavax\.net\.ssl\.trustStoreType=PKCS12 -Djavax\.net\.ssl\.trustStorePassword=[0-9a-f]{24}$/,
+    );
+    for (const file of [offered.bundleFile, nodeExtra, join(offered.dir, "java-trust.p12")]) {
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+    }
+    offered.cleanup();
+    expect(existsSync(offered.dir)).toBe(false);
+  });
+
+  test("a trust store the user already gave Java is left alone, with a note", async () => {
+    const offered = await offeredTrust({
+      env: { JAVA_TOOL_OPTIONS: "-Djavax.net.ssl.trustStore=/opt/mine.jks" },
+      programPems: systemPems,
+      caPem: runCa,
+      buildTrustStore: null,
+    });
+    expect(offered.env.JAVA_TOOL_OPTIONS).toBeUndefined();
+    expect(offered.notes).toEqual([expect.stringContaining("already names a trust store")]);
+    offered.cleanup();
+  });
+});
+
+describe("the bundle paths, opened by a traced program", () => {
+  const count = "import ssl; print(len(ssl.create_default_context().get_ca_certs()))";
+  const bundle = "/etc/ssl/certs/ca-certificates.crt";
+
+  test("a program with no environment at all (env -i) still gets the merged bundle when it opens the system path", async () => {
+    if (!existsSync(bundle)) throw new Error(`${bundle} is missing: install ca-certificates`);
+    const systemCount = pemCertificates(readFileSync(bundle, "latin1")).length;
+    const traced = start(["env", "-i", "/usr/bin/python3", "-c", count]);
+    expect(await traced.exited).toBe(0);
+    expect(Number(traced.stdout().trim())).toBe(systemCount + 1);
+    const untraced = start(["env", "-i", "/usr/bin/python3", "-c", count], { traced: false });
+    expect(await untraced.exited).toBe(0);
+    expect(Number(untraced.stdout().trim())).toBe(systemCount);
+  });
+
+  test("other files, writes and --tls off are untouched", async () => {
+    const out = join(scratch.dir, "written.txt");
+    const script = `cat /etc/hostname > ${out} && cat ${out} && grep -c BEGIN ${bundle}`;
+    const on = start(["sh", "-c", script]);
+    const off = start(["sh", "-c", script], { runArgs: ["--tls", "off"] });
+    const direct = start(["sh", "-c", script], { traced: false });
+    expect(await on.exited).toBe(0);
+    expect(await off.exited).toBe(0);
+    expect(await direct.exited).toBe(0);
+    const [hostname, certs] = direct.stdout().trim().split("\n");
+    expect(on.stdout()).toBe(`${hostname}\n${Number(certs) + 1}\n`);
+    expect(off.stdout()).toBe(direct.stdout());
+  });
+});
