@@ -55,7 +55,7 @@ describe("TLS", () => {
     ]);
     render(<RequestDetail event={event} />);
     expect(screen.getByTestId("detail-url").textContent).toBe("https://api.example.test/v1/charges");
-    expect(screen.getByTestId("detail-tls").textContent).toBe("🔒 TLS decrypted · h2 · api.example.test");
+    expect(screen.getByTestId("detail-tls").textContent).toBe("TLS decrypted · h2 · api.example.test");
   });
 
   test("a connection not decrypted says why", () => {

@@ -1,7 +1,8 @@
 import { type ReactNode, useMemo } from "react";
-import { displayUrl, eventUrl } from "~/lib/event-url.ts";
+import { displayUrl, eventUrl, isDecrypted } from "~/lib/event-url.ts";
 import { formatBytes, formatDuration } from "~/lib/format.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { LockIcon } from "../components/tls-marker.tsx";
 import { formatDateTime, statusClass } from "../live/format.ts";
 import { BodyView } from "./body-view.tsx";
 import { toCurl } from "./curl.ts";
@@ -59,6 +60,7 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
                 className={`mt-1 text-xs ${event.tags?.tls === "decrypted" ? "text-emerald-400" : "text-amber-400"}`}
                 data-testid="detail-tls"
               >
+                {isDecrypted(event) ? <LockIcon className="mr-1 inline size-3 align-[-1px]" /> : null}
                 {tlsSummary(event)}
               </p>
             ) : null}
@@ -202,7 +204,7 @@ function Headers({ label, headers, isProse = false }: { label: string; headers: 
  */
 export function tlsSummary(event: TracedEvent): string | null {
   const tls = event.tags?.tls;
-  if (tls === "decrypted") return ["🔒 TLS decrypted", event.tags.tls_alpn, event.tls_server_name].filter(Boolean).join(" · ");
+  if (tls === "decrypted") return ["TLS decrypted", event.tags.tls_alpn, event.tls_server_name].filter(Boolean).join(" · ");
   if (tls === "not decrypted") {
     const name = event.tls_server_name ? ` (${event.tls_server_name})` : "";
     return `TLS not decrypted: ${event.tags.tls_reason || "unknown reason"}${name}`;
