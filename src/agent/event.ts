@@ -254,13 +254,22 @@ function headerOf(headers: Array<[string, string]> | null | undefined, name: str
   return "";
 }
 
+/** grpc-message is percent-encoded on the wire (gRPC over HTTP/2 spec); shown as the text the server wrote. */
+function grpcMessageText(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
+
 /** gRPC status (trailers, or headers of a trailers-only answer) and the messages decoded without a schema. */
 function addGrpcTags(tags: Record<string, string>, ex: Exchange): void {
   const resp = ex.response;
   const status = headerOf(ex.responseTrailers, "grpc-status") || headerOf(resp?.headers, "grpc-status");
   if (status) tags.grpc_status = status;
   const message = headerOf(ex.responseTrailers, "grpc-message") || headerOf(resp?.headers, "grpc-message");
-  if (message) tags.grpc_message = message.slice(0, 500);
+  if (message) tags.grpc_message = grpcMessageText(message).slice(0, 500);
   if (ex.requestBody && ex.requestBody.length > 0) {
     const text = describeGrpcBody(ex.requestBody.bytes(), headerOf(ex.request.headers, "grpc-encoding"));
     if (text) tags.req_grpc = text;

@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import type { Server, TCPSocketListener } from "bun";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { scratchDir, start } from "./harness.ts";
+import { ROOT, scratchDir, start } from "./harness.ts";
 import { makeCa, makeLeaf, type Pem } from "./tls-pki.ts";
 
 /**
@@ -13,6 +13,7 @@ import { makeCa, makeLeaf, type Pem } from "./tls-pki.ts";
  * program trusts the way a user sets it up (CURL_CA_BUNDLE), compared with the same command untraced.
  */
 const NAME = "api.example.test";
+const GRPC = join(ROOT, "tests/agent/fixtures/tls-clients/grpc.cjs");
 let scratch: ReturnType<typeof scratchDir>;
 let ca: Pem;
 let caFile: string;
@@ -23,6 +24,10 @@ let h2Port = 0;
 let h1Port = 0;
 let expiredPort = 0;
 let banner: TCPSocketListener<undefined>;
+let mtls: Server<undefined>;
+let client: Pem;
+let grpcServer: ReturnType<typeof Bun.spawn> | undefined;
+let grpcPort = 0;
 
 beforeAll(async () => {
   scratch = scratchDir("tapscope-https-run-");
@@ -50,6 +55,21 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => h2.listen(0, "127.0.0.1", resolve));
   h2Port = (h2.address() as AddressInfo).port;
+  client = makeLeaf(scratch.dir, "ca", "client", ["DNS:client.test"]);
+  mtls = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    tls: { cert: leaf.cert, key: leaf.key, requestCert: true, rejectUnauthorized: true, ca: ca.cert },
+    fetch: echo,
+  });
+  grpcServer = Bun.spawn(["node", GRPC, "server", join(scratch.dir, "leaf.crt"), join(scratch.dir, "leaf.key")], {
+    stdin: "pipe",
+    stdout: "pipe",
+    stderr: "inherit",
+  });
+  const reader = (grpcServer.stdout as ReadableStream<Uint8Array>).getReader();
+  grpcPort = Number(new TextDecoder().decode((await reader.read()).value).trim());
+  reader.releaseLock();
   banner = Bun.listen({
     hostname: "127.0.0.1",
     port: 0,
@@ -70,6 +90,8 @@ afterAll(() => {
   expired?.stop(true);
   h2?.close();
   banner?.stop(true);
+  mtls?.stop(true);
+  grpcServer?.kill();
   scratch?.cleanup();
 });
 
@@ -195,4 +217,46 @@ describe("tapscope run: outbound HTTPS is decrypted", () => {
     const [e] = await traced.waitForEvents(1, outbound);
     expect([e!.protocol, e!.bytes_sent, e!.bytes_received]).toEqual(["tcp", 9, 34]);
   });
+
+  test("gRPC over TLS (@grpc/grpc-js, trusting its CA by GRPC_DEFAULT_SSL_ROOTS_FILE_PATH): service, method, status and messages", async () => {
+    const env = { GRPC_DEFAULT_SSL_ROOTS_FILE_PATH: caFile };
+    const { direct, traced, code } = await both(["node", GRPC, "client", String(grpcPort)], env);
+    expect(direct.code).toBe(0);
+    expect(direct.out).toBe("echo hello from grpc\nerror 5 no such greeting\n");
+    expect(code).toBe(0);
+    expect(traced.stdout()).toBe(direct.out);
+    const events = await traced.waitForEvents(2, outbound);
+    const calls = [...events].sort((a, b) => a.time - b.time);
+    expect(calls.map((e) => [e.http_version, e.tags.tls, e.tags.tls_alpn, e.tls_server_name, e.http_req_path, e.tags.grpc_status])).toEqual(
+      [
+        ["2", "decrypted", "h2", "localhost", "/echo.v1.Echo/Say", "0"],
+        ["2", "decrypted", "h2", "localhost", "/echo.v1.Echo/Say", "5"],
+      ],
+    );
+    expect([calls[0]!.tags.req_grpc, calls[0]!.tags.resp_grpc]).toEqual(['{1: "hello from grpc"}', '{1: "echo hello from grpc", 2: 42}']);
+    expect([calls[1]!.tags.req_grpc, calls[1]!.tags.grpc_message]).toEqual(['{1: "fail"}', "no such greeting"]);
+    expect(traced.stderr()).toContain("TLS: 1 connection decrypted\n");
+  }, 60_000);
+
+  test("mutual TLS: passed through with its reason; the program's own client certificate still works, a call without one fails as untraced", async () => {
+    const url = `https://${NAME}:${mtls.port}/mtls`;
+    const withCert = [
+      ...resolveTo(mtls.port ?? 0),
+      "--cert",
+      join(scratch.dir, "client.crt"),
+      "--key",
+      join(scratch.dir, "client.key"),
+      url,
+    ];
+    const { direct, traced, code } = await both(["curl", "-sS", ...withCert], trusting());
+    expect([direct.code, direct.out]).toEqual([0, "GET /mtls 0 \n"]);
+    expect(code).toBe(0);
+    expect(traced.stdout()).toBe(direct.out);
+    const [e] = await traced.waitForEvents(1, outbound);
+    expect([e!.tls_server_name, e!.tags.tls, e!.tags.tls_reason]).toEqual([NAME, "not decrypted", "mutual TLS"]);
+    expect(traced.stderr()).toContain(`1 mutual TLS: ${NAME}`);
+    const without = await both(["curl", "-sS", ...resolveTo(mtls.port ?? 0), url], trusting());
+    expect(without.direct.code).not.toBe(0);
+    expect(without.code).toBe(without.direct.code);
+  }, 60_000);
 });
