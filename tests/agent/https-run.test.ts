@@ -25,7 +25,6 @@ let h1Port = 0;
 let expiredPort = 0;
 let banner: TCPSocketListener<undefined>;
 let mtls: Server<undefined>;
-let client: Pem;
 let grpcServer: ReturnType<typeof Bun.spawn> | undefined;
 let grpcPort = 0;
 
@@ -55,7 +54,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => h2.listen(0, "127.0.0.1", resolve));
   h2Port = (h2.address() as AddressInfo).port;
-  client = makeLeaf(scratch.dir, "ca", "client", ["DNS:client.test"]);
+  makeLeaf(scratch.dir, "ca", "client", ["DNS:client.test"]);
   mtls = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
