@@ -6,7 +6,8 @@
  * connection per request (`Connection: close`: the TLS handshake, with the upstream handshake and the leaf for the
  * host already made, is in every request). Prints throughput traced/direct and the added p50/p99.
  *
- * Options: --rounds N (default 3), --duration S (default 4), --tapscope "<command>" (default: bun src/main.ts).
+ * Options: --rounds N (default 3), --duration S (default 4), --tapscope "<command>" (default: bun src/main.ts),
+ * --only TEXT (the cases whose name contains it, e.g. --only new).
  */
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -27,13 +28,14 @@ if (spawnSync("wrk", ["--version"]).error) {
 }
 
 type Case = { name: string; size: number; conns: number; newConnection: boolean };
-const cases: Case[] = [
+const allCases: Case[] = [
   { name: "keep-alive 1 B", size: 1, conns: 1, newConnection: false },
   { name: "keep-alive 1 B", size: 1, conns: 16, newConnection: false },
   { name: "keep-alive 64 KiB", size: 65536, conns: 1, newConnection: false },
   { name: "keep-alive 64 KiB", size: 65536, conns: 16, newConnection: false },
   { name: "new connection 1 B", size: 1, conns: 1, newConnection: true },
 ];
+const cases = allCases.filter((c) => c.name.includes(option("only", "")));
 type Mode = "direct" | "traced";
 type Sample = { rps: number; p50: number; p99: number };
 const samples = new Map<string, Sample[]>();

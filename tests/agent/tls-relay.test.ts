@@ -165,6 +165,33 @@ async function until(check: () => boolean, ms = 3000): Promise<void> {
 }
 
 describe("TLS relay", () => {
+  test("a second connection to a peer resumes the upstream session (no second full handshake), still decrypted", async () => {
+    // The peer says whether it resumed: Bun's TLS server knows it per connection.
+    const peer = Bun.listen({
+      hostname: "127.0.0.1",
+      port: 0,
+      tls: { cert: upLeaf.cert, key: upLeaf.key },
+      socket: {
+        data(socket) {
+          const body = `resumed ${socket.isSessionReused()}`;
+          socket.write(`HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
+          socket.end();
+        },
+      },
+    });
+    closers.push(() => peer.stop(true));
+    const relay = startRelay({ hostname: "127.0.0.1", port: peer.port });
+    const answers: Answer[] = [];
+    for (let i = 0; i < 3; i++) answers.push(await httpsCall(relay.port, "GET", `/${i}`));
+    expect(answers).toEqual([
+      { status: 200, body: "resumed false" },
+      { status: 200, body: "resumed true" },
+      { status: 200, body: "resumed true" },
+    ]);
+    await until(() => relay.outcomes.length === 3);
+    expect(relay.outcomes.map((o) => o.kind)).toEqual(["decrypted", "decrypted", "decrypted"]);
+  });
+
   test("decrypts HTTP/1.1 GET and POST with bodies over one keep-alive connection", async () => {
     const upPort = startHttpsServer(upLeaf);
     const relay = startRelay({ hostname: "127.0.0.1", port: upPort });

@@ -63,12 +63,21 @@ const MTLS_GRACE_MAX_MS = 250;
 /** Server bytes held back from the tap until the client's first bytes were shown (the h2 server speaks first). */
 const HELD_TAP_MAX_BYTES = 256 * 1024;
 
-/** Long-lived, once per run: certificate contexts per server name and the peers known not to ask for client certificates. */
+/** Upstream sessions kept for resumption (one per peer and server name, the newest). */
+const MAX_SESSIONS = 1024;
+
+/**
+ * Long-lived, once per run: certificate contexts per server name, the peers known not to ask for client
+ * certificates, one verifying context for every upstream handshake (building one from the CA list costs about
+ * 200 µs a connection) and the peers' latest sessions, offered for resumption on the next connection to them.
+ */
 export class TlsRelayContext {
   readonly ca: string[];
   readonly handshakeTimeoutMs: number;
   private readonly contexts = new WeakMap<object, SecureContext>();
   private readonly provenPeers = new Set<string>();
+  private readonly sessions = new Map<string, Uint8Array>();
+  private upstream: unknown;
 
   constructor(private readonly config: TlsRelayConfig) {
     this.ca = config.ca;
@@ -84,6 +93,37 @@ export class TlsRelayContext {
       this.contexts.set(credentials, context);
     }
     return context;
+  }
+
+  /**
+   * The options of every upstream TLS leg: a verifying context made once from `ca` when this Bun takes one (the
+   * native context node:tls holds); otherwise the CA list itself, verified the same way.
+   */
+  upstreamTls(): { secureContext: unknown } | { ca: string[] } {
+    if (this.upstream === undefined) {
+      const native = (createSecureContext({ ca: this.ca }) as SecureContext & { context?: unknown }).context;
+      this.upstream = native && typeof native === "object" ? native : null;
+    }
+    return this.upstream ? { secureContext: this.upstream } : { ca: this.ca };
+  }
+
+  /** This Bun refused the shared context: every later leg carries the CA list. */
+  dropUpstreamContext(): void {
+    this.upstream = null;
+  }
+
+  sessionFor(key: string): Uint8Array | undefined {
+    return this.sessions.get(key);
+  }
+
+  keepSession(key: string, session: Uint8Array): void {
+    this.sessions.delete(key);
+    this.sessions.set(key, session);
+    if (this.sessions.size > MAX_SESSIONS) this.sessions.delete(this.sessions.keys().next().value as string);
+  }
+
+  forgetSession(key: string): void {
+    this.sessions.delete(key);
   }
 
   isProven(key: string): boolean {
@@ -132,6 +172,8 @@ export class TlsRelay implements LegOwner {
   /** The program's connection to the peer, dialed when it called connect(): the TLS to the peer runs over it. */
   private dialed: Socket<LegData> | null = null;
   private context: Promise<SecureContext> | null = null;
+  /** The upstream handshake is done and the session to resume with was not kept yet. */
+  private isSessionPending = false;
 
   constructor(
     private readonly ctx: TlsRelayContext,
@@ -248,21 +290,31 @@ export class TlsRelay implements LegOwner {
     // Minted while the peer's handshake runs; awaited only when the program is answered.
     this.context = this.ctx.secureContextFor(this.serverName);
     this.context.catch(() => {});
-    const tls = {
+    const tlsFor = () => ({
       // Without SNI from the program, the peer's address is the name its certificate is checked against.
       serverName: this.serverName,
-      ca: this.ctx.ca,
+      ...this.ctx.upstreamTls(),
       // Verified here, by the handshake handler, so that a failure can become a passthrough.
       rejectUnauthorized: false,
       ...(hello.alpnWire ? { ALPNProtocols: hello.alpnWire } : {}),
-    };
+    });
+    let tls = tlsFor();
     const dialed = this.dialed;
     this.dialed = null;
     if (dialed) {
       // The plain socket keeps its handlers and would see the ciphertext: detach it from the pipe first.
       dialed.data = undefined;
       try {
-        const [raw, up] = dialed.upgradeTLS<TlsRelay>({ data: this, tls, socket: upHandlers });
+        let upgraded: [Socket<TlsRelay>, Socket<TlsRelay>];
+        try {
+          upgraded = dialed.upgradeTLS<TlsRelay>({ data: this, tls, socket: upHandlers });
+        } catch (error) {
+          if (!("secureContext" in tls)) throw error;
+          this.ctx.dropUpstreamContext();
+          tls = tlsFor();
+          upgraded = dialed.upgradeTLS<TlsRelay>({ data: this, tls, socket: upHandlers });
+        }
+        const [raw, up] = upgraded;
         raw.data = undefined as unknown as TlsRelay;
         this.onUpOpen(up);
       } catch (error) {
@@ -281,11 +333,20 @@ export class TlsRelay implements LegOwner {
     }).catch((error: unknown) => this.onUpError(error));
   }
 
-  /** Upstream TCP is connected (the TLS handshake goes on). */
+  /** Upstream TCP is connected (the TLS handshake goes on): the peer's last session is offered before it starts. */
   onUpOpen(socket: Socket<TlsRelay>): void {
+    if (this.up === socket) return;
     this.up = socket;
     this.upOpenedAt = nowMicros();
     socket.setNoDelay(true);
+    const session = this.ctx.sessionFor(this.peerKey());
+    if (session) socket.setSession(session);
+  }
+
+  /** The session to resume the next connection to this peer with (TLS 1.3 tickets come after the handshake). */
+  private keepSession(socket: Socket<TlsRelay>): void {
+    const session = (socket.getSession as () => Uint8Array | undefined)();
+    if (session && session.length > 0) this.ctx.keepSession(this.peerKey(), session);
   }
 
   onUpHandshake(socket: Socket<TlsRelay>, success: boolean, error: Error | null): void {
@@ -296,6 +357,7 @@ export class TlsRelay implements LegOwner {
     }
     this.handshakeDoneAt = nowMicros();
     this.alpn = typeof socket.alpnProtocol === "string" ? socket.alpnProtocol : "";
+    this.isSessionPending = true;
     if (socket.getTLSVersion() !== "TLSv1.3" || this.ctx.isProven(this.peerKey())) {
       this.answerClient();
       return;
@@ -309,6 +371,10 @@ export class TlsRelay implements LegOwner {
   }
 
   onUpData(chunk: Uint8Array): void {
+    if (this.isSessionPending && this.up) {
+      this.isSessionPending = false;
+      this.keepSession(this.up);
+    }
     if (this.state === "open" || this.state === "client-handshake") {
       this.toClient(chunk);
       return;
@@ -567,6 +633,7 @@ export class TlsRelay implements LegOwner {
     this.state = "passthrough";
     this.up?.terminate();
     this.up = null;
+    if (this.serverName) this.ctx.forgetSession(this.peerKey());
     this.info.tlsReason = reason;
     this.info.tlsDetail = detail;
     this.onOutcome?.({ kind: "passthrough", serverName: this.serverName || this.parsed?.serverName || "", reason, detail });
