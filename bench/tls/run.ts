@@ -6,15 +6,21 @@
  * connection per request (`Connection: close`: the TLS handshake, with the upstream handshake and the leaf for the
  * host already made, is in every request). Prints throughput traced/direct and the added p50/p99.
  *
+ * The floor, side by side when HAProxy is installed (Debian: apt-get install haproxy): wrk through HAProxy doing what
+ * the relay does to a connection, in C on OpenSSL: TLS terminated with a certificate from the run's kind of CA,
+ * TLS to the server verified against the server's CA, server sessions reused (its default), one thread. HAProxy
+ * is not intercepting anything (wrk dials it directly), so it is a lower bound on what a relay of this design
+ * costs, not a rival tracer.
+ *
  * Options: --rounds N (default 3), --duration S (default 4), --tapscope "<command>" (default: bun src/main.ts),
  * --only TEXT (the cases whose name contains it, e.g. --only new).
  */
-import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { makeCa, makeLeaf } from "../../tests/agent/tls-pki.ts";
-import { median, optionOf } from "../capture/measure.ts";
+import { median, optionOf, waitForPort } from "../capture/measure.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const option = optionOf(process.argv.slice(2));
@@ -36,7 +42,7 @@ const allCases: Case[] = [
   { name: "new connection 1 B", size: 1, conns: 1, newConnection: true },
 ];
 const cases = allCases.filter((c) => c.name.includes(option("only", "")));
-type Mode = "direct" | "traced";
+type Mode = "direct" | "traced" | "haproxy";
 type Sample = { rps: number; p50: number; p99: number };
 const samples = new Map<string, Sample[]>();
 const key = (mode: Mode, c: Case) => `${mode}/${c.name}/${c.conns}`;
@@ -45,6 +51,7 @@ const dir = mkdtempSync(join(tmpdir(), "tapscope-bench-tls-"));
 makeCa(dir, "ca");
 const leaf = makeLeaf(dir, "ca", "server", ["DNS:localhost", "IP:127.0.0.1"]);
 const caFile = join(dir, "ca.crt");
+const relayLeaf = makeLeaf(dir, "ca", "relay", ["DNS:localhost", "IP:127.0.0.1"]);
 const server = spawn(process.execPath, [join(import.meta.dir, "server.ts")], { stdio: ["pipe", "pipe", "inherit"] });
 server.stdin.write(`${JSON.stringify(leaf)}\n`);
 const port = await new Promise<number>((done) => {
@@ -62,16 +69,50 @@ function micros(text: string): number {
   return m[2] === "us" ? value : m[2] === "ms" ? value * 1000 : value * 1_000_000;
 }
 
-function wrkArgs(c: Case, seconds: number): string[] {
+let haproxy: ChildProcess | null = null;
+const haproxyPort = await startHaproxy();
+const modes: Mode[] = haproxyPort ? ["direct", "traced", "haproxy"] : ["direct", "traced"];
+
+/** The C floor (see the header), listening on a port of its own; 0 when HAProxy is not installed. */
+async function startHaproxy(): Promise<number> {
+  if (spawnSync("haproxy", ["-v"]).error) {
+    console.error("haproxy is not installed: the C floor is left out (Debian: apt-get install haproxy)");
+    return 0;
+  }
+  writeFileSync(join(dir, "relay.pem"), relayLeaf.cert + relayLeaf.key);
+  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const floorPort = probe.port;
+  probe.stop(true);
+  const config = [
+    "global",
+    "  nbthread 1",
+    "defaults",
+    "  mode tcp",
+    "  timeout connect 5s",
+    "  timeout client 60s",
+    "  timeout server 60s",
+    "frontend relay",
+    `  bind 127.0.0.1:${floorPort} ssl crt ${join(dir, "relay.pem")}`,
+    "  default_backend peer",
+    "backend peer",
+    `  server peer 127.0.0.1:${port} ssl verify required ca-file ${caFile} sni str(localhost)`,
+  ].join("\n");
+  writeFileSync(join(dir, "haproxy.cfg"), `${config}\n`);
+  haproxy = spawn("haproxy", ["-db", "-f", join(dir, "haproxy.cfg")], { stdio: "ignore" });
+  await waitForPort(floorPort);
+  return floorPort;
+}
+
+function wrkArgs(c: Case, seconds: number, to: number): string[] {
   const args = [`-t${Math.min(2, c.conns)}`, `-c${c.conns}`, `-d${seconds}s`, "--latency"];
   if (c.newConnection) args.push("-H", "Connection: close");
-  return [...args, `https://127.0.0.1:${port}/${c.size}`];
+  return [...args, `https://127.0.0.1:${to}/${c.size}`];
 }
 
 function run(mode: Mode, c: Case): Sample {
-  const wrk = ["wrk", ...wrkArgs(c, duration)];
+  const wrk = ["wrk", ...wrkArgs(c, duration, mode === "haproxy" ? haproxyPort : port)];
   // The program trusts the server's CA the way a user says so; the run verifies the server against it.
-  const command = mode === "direct" ? wrk : [...tapscope, "run", "--no-publish", "--", ...wrk];
+  const command = mode === "traced" ? [...tapscope, "run", "--no-publish", "--", ...wrk] : wrk;
   const res = spawnSync(command[0]!, command.slice(1), { encoding: "utf8", env: { ...process.env, SSL_CERT_FILE: caFile } });
   const out = res.stdout;
   const rps = Number(/Requests\/sec:\s*([\d.]+)/.exec(out)?.[1]);
@@ -83,8 +124,7 @@ try {
   for (let round = 1; round <= rounds; round++) {
     process.stderr.write(`round ${round}/${rounds}\n`);
     for (const c of cases) {
-      const modes: Mode[] = round % 2 ? ["direct", "traced"] : ["traced", "direct"];
-      for (const mode of modes) {
+      for (const mode of round % 2 ? modes : [...modes].reverse()) {
         const sample = run(mode, c);
         const list = samples.get(key(mode, c)) ?? [];
         list.push(sample);
@@ -97,16 +137,22 @@ try {
   }
 } finally {
   server.kill("SIGTERM");
+  (haproxy as ChildProcess | null)?.kill("SIGTERM");
   rmSync(dir, { recursive: true, force: true });
 }
 
 console.log(
   `\nHTTPS capture overhead: median of ${rounds} alternated runs of ${duration}s each (wrk over TLS, ${navigator.hardwareConcurrency} CPUs)`,
 );
-console.log("case                 conns  direct req/s  traced req/s  traced/direct  added p50   added p99");
+const floor = modes.includes("haproxy");
+console.log(
+  `case                 conns  direct req/s  traced req/s  traced/direct  added p50   added p99${floor ? "  haproxy/direct  haproxy added p50" : ""}`,
+);
 for (const c of cases) {
   const med = (mode: Mode, pick: (s: Sample) => number) => median((samples.get(key(mode, c)) ?? []).map(pick));
   const signed = (v: number) => `${v >= 0 ? "+" : ""}${v.toFixed(0)}µs`;
+  const ratio = (mode: Mode) => (med(mode, (s) => s.rps) / med("direct", (s) => s.rps)).toFixed(2);
+  const added = (mode: Mode, pick: (s: Sample) => number) => signed(med(mode, pick) - med("direct", pick));
   console.log(
     [
       c.name.padEnd(19),
@@ -117,16 +163,18 @@ for (const c of cases) {
       med("traced", (s) => s.rps)
         .toFixed(0)
         .padStart(12),
-      (med("traced", (s) => s.rps) / med("direct", (s) => s.rps)).toFixed(2).padStart(13),
-      signed(med("traced", (s) => s.p50) - med("direct", (s) => s.p50)).padStart(10),
-      signed(med("traced", (s) => s.p99) - med("direct", (s) => s.p99)).padStart(10),
+      ratio("traced").padStart(13),
+      added("traced", (s) => s.p50).padStart(10),
+      added("traced", (s) => s.p99).padStart(10),
+      ...(floor ? [ratio("haproxy").padStart(14), added("haproxy", (s) => s.p50).padStart(17)] : []),
     ].join("  "),
   );
 }
 // wrk's latency starts after the connection is made: a new connection's handshake shows in its rate, one at a time.
 for (const c of cases.filter((x) => x.newConnection && x.conns === 1)) {
   const perConnection = (mode: Mode) => 1e6 / median((samples.get(key(mode, c)) ?? []).map((s) => s.rps));
+  const addedBy = (mode: Mode) => (perConnection(mode) - perConnection("direct")).toFixed(0);
   console.log(
-    `new connection (connect + TLS handshakes + request, one at a time): direct ${perConnection("direct").toFixed(0)}µs, traced ${perConnection("traced").toFixed(0)}µs, added ${(perConnection("traced") - perConnection("direct")).toFixed(0)}µs`,
+    `new connection (connect + TLS handshakes + request, one at a time): direct ${perConnection("direct").toFixed(0)}µs, traced ${perConnection("traced").toFixed(0)}µs, added ${addedBy("traced")}µs${floor ? `; through haproxy ${perConnection("haproxy").toFixed(0)}µs, added ${addedBy("haproxy")}µs` : ""}`,
   );
 }

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { connect as tlsConnect } from "node:tls";
 import type { Socket, TCPSocketListener } from "bun";
 import type { Exchange } from "~/agent/parse/exchange.ts";
+import { parseClientHello } from "~/agent/parse/sniff.ts";
 import { legOptions } from "~/agent/relay/leg-options.ts";
 import type { ConnectionInfo, ConnectionObserver, ConnectionTap } from "~/agent/relay/observer.ts";
 import type { LegData } from "~/agent/relay/pipe.ts";
@@ -165,6 +166,28 @@ async function until(check: () => boolean, ms = 3000): Promise<void> {
 }
 
 describe("TLS relay", () => {
+  test("the peer is offered the key-exchange groups the program offered, no more", async () => {
+    let upstreamHello: Uint8Array | null = null;
+    const peer = Bun.listen({
+      hostname: "127.0.0.1",
+      port: 0,
+      socket: {
+        data(socket, chunk) {
+          upstreamHello ??= new Uint8Array(chunk);
+          socket.terminate();
+        },
+      },
+    });
+    closers.push(() => peer.stop(true));
+    const relay = startRelay({ hostname: "127.0.0.1", port: peer.port });
+    const program = tlsConnect({ host: "127.0.0.1", port: relay.port, servername: NAME, ecdhCurve: "P-256", ca: [runCa.cert] });
+    program.on("error", () => {});
+    await until(() => upstreamHello !== null);
+    program.destroy();
+    const hello = parseClientHello(upstreamHello!, upstreamHello!.length);
+    expect(hello).toMatchObject({ serverName: NAME, groups: [0x0017] });
+  });
+
   test("a second connection to a peer resumes the upstream session (no second full handshake), still decrypted", async () => {
     // The peer says whether it resumed: Bun's TLS server knows it per connection.
     const peer = Bun.listen({

@@ -112,6 +112,8 @@ export type ClientHello = {
   alpn: string[];
   /** The ALPN extension's protocol list as on the wire (length-prefixed names), for offering the same list on. */
   alpnWire: Uint8Array | null;
+  /** The key-exchange groups offered (supported_groups), code points in the client's order. */
+  groups: number[];
   /** Bytes of `buf` the ClientHello's records take. */
   length: number;
 };
@@ -164,7 +166,7 @@ function readHelloBody(m: Uint8Array, end: number): Omit<ClientHello, "length"> 
   p += 2 + ((m[p]! << 8) | m[p + 1]!); // cipher suites
   if (p >= end) return null;
   p += 1 + m[p]!; // compression methods
-  const result: Omit<ClientHello, "length"> = { serverName: "", alpn: [], alpnWire: null };
+  const result: Omit<ClientHello, "length"> = { serverName: "", alpn: [], alpnWire: null, groups: [] };
   if (p + 2 > end) return p === end ? result : null;
   const extEnd = p + 2 + ((m[p]! << 8) | m[p + 1]!);
   if (extEnd > end) return null;
@@ -175,7 +177,10 @@ function readHelloBody(m: Uint8Array, end: number): Omit<ClientHello, "length"> 
     p += 4;
     if (p + len > extEnd) return null;
     if (type === 0) result.serverName = readServerName(m, p, p + len);
-    else if (type === 16 && len >= 2) {
+    else if (type === 10 && len >= 2) {
+      const listEnd = Math.min(p + len, p + 2 + ((m[p]! << 8) | m[p + 1]!));
+      for (let q = p + 2; q + 1 < listEnd && result.groups.length < 64; q += 2) result.groups.push((m[q]! << 8) | m[q + 1]!);
+    } else if (type === 16 && len >= 2) {
       const listEnd = Math.min(p + len, p + 2 + ((m[p]! << 8) | m[p + 1]!));
       result.alpnWire = m.slice(p + 2, listEnd);
       let q = p + 2;

@@ -63,6 +63,26 @@ const MTLS_GRACE_MAX_MS = 250;
 /** Server bytes held back from the tap until the client's first bytes were shown (the h2 server speaks first). */
 const HELD_TAP_MAX_BYTES = 256 * 1024;
 
+/** node:tls's native context for Bun's TLS options; a group list this BoringSSL refuses is left to its default. */
+function nativeContext(ca: string[], curves: string): unknown {
+  let context: SecureContext;
+  try {
+    context = createSecureContext({ ca, ...(curves ? { ecdhCurve: curves } : {}) });
+  } catch {
+    context = createSecureContext({ ca });
+  }
+  return (context as SecureContext & { context?: unknown }).context;
+}
+
+/** TLS supported_groups code points (IANA) by the names BoringSSL takes. */
+const GROUP_NAMES = new Map<number, string>([
+  [0x001d, "X25519"],
+  [0x0017, "P-256"],
+  [0x0018, "P-384"],
+  [0x0019, "P-521"],
+  [0x11ec, "X25519MLKEM768"],
+]);
+
 /** Upstream sessions kept for resumption (one per peer and server name, the newest). */
 const MAX_SESSIONS = 1024;
 
@@ -77,7 +97,8 @@ export class TlsRelayContext {
   private readonly contexts = new WeakMap<object, SecureContext>();
   private readonly provenPeers = new Set<string>();
   private readonly sessions = new Map<string, Uint8Array>();
-  private upstream: unknown;
+  /** Upstream contexts by offered groups; null once this Bun refused one. */
+  private upstream: Map<string, unknown> | null = new Map();
 
   constructor(private readonly config: TlsRelayConfig) {
     this.ca = config.ca;
@@ -96,15 +117,27 @@ export class TlsRelayContext {
   }
 
   /**
-   * The options of every upstream TLS leg: a verifying context made once from `ca` when this Bun takes one (the
-   * native context node:tls holds); otherwise the CA list itself, verified the same way.
+   * The options of an upstream TLS leg: a verifying context made once per offered group list from `ca` when this
+   * Bun takes one (the native context node:tls holds); otherwise the CA list itself, verified the same way. The
+   * peer is offered the key-exchange groups the program offered (those BoringSSL knows), so the relay's
+   * handshake is as strong as the program's and no heavier (a post-quantum share the program did not send costs
+   * the relay and the peer some 60 µs a handshake).
    */
-  upstreamTls(): { secureContext: unknown } | { ca: string[] } {
-    if (this.upstream === undefined) {
-      const native = (createSecureContext({ ca: this.ca }) as SecureContext & { context?: unknown }).context;
-      this.upstream = native && typeof native === "object" ? native : null;
+  upstreamTls(groups: number[]): { secureContext: unknown } | { ca: string[]; ecdhCurve?: string } {
+    const curves = groups
+      .map((g) => GROUP_NAMES.get(g))
+      .filter((n): n is string => n !== undefined)
+      .join(":");
+    if (this.upstream !== null) {
+      let native = this.upstream.get(curves);
+      if (native === undefined) {
+        native = nativeContext(this.ca, curves);
+        if (!native || typeof native !== "object") this.upstream = null;
+        else if (this.upstream.size < 64) this.upstream.set(curves, native);
+      }
+      if (this.upstream && native) return { secureContext: native };
     }
-    return this.upstream ? { secureContext: this.upstream } : { ca: this.ca };
+    return { ca: this.ca, ...(curves ? { ecdhCurve: curves } : {}) };
   }
 
   /** This Bun refused the shared context: every later leg carries the CA list. */
@@ -293,7 +326,7 @@ export class TlsRelay implements LegOwner {
     const tlsFor = () => ({
       // Without SNI from the program, the peer's address is the name its certificate is checked against.
       serverName: this.serverName,
-      ...this.ctx.upstreamTls(),
+      ...this.ctx.upstreamTls(hello.groups),
       // Verified here, by the handshake handler, so that a failure can become a passthrough.
       rejectUnauthorized: false,
       ...(hello.alpnWire ? { ALPNProtocols: hello.alpnWire } : {}),

@@ -3,7 +3,7 @@ import { connect } from "node:tls";
 import { parseClientHello } from "~/agent/parse/sniff.ts";
 
 /** The first bytes a real TLS client sends. */
-async function captureHello(options: { servername?: string; ALPNProtocols?: string[] }): Promise<Uint8Array> {
+async function captureHello(options: { servername?: string; ALPNProtocols?: string[]; ecdhCurve?: string }): Promise<Uint8Array> {
   let resolve: (bytes: Uint8Array) => void = () => {};
   const got = new Promise<Uint8Array>((r) => {
     resolve = r;
@@ -32,8 +32,14 @@ test("reads SNI and the offered ALPN list, in order, with its wire form", async 
     serverName: "api.example.test",
     alpn: ["h2", "http/1.1"],
     alpnWire: new Uint8Array([2, 0x68, 0x32, 8, ...new TextEncoder().encode("http/1.1")]),
+    groups: expect.any(Array),
     length: bytes.length,
   });
+});
+
+test("reads the offered key-exchange groups in order (IANA code points)", async () => {
+  const bytes = await captureHello({ servername: "groups.test", ecdhCurve: "P-256:X25519" });
+  expect(parseClientHello(bytes, bytes.length)).toMatchObject({ groups: [0x0017, 0x001d] });
 });
 
 test("no SNI and no ALPN", async () => {
