@@ -206,4 +206,13 @@ describe("FilterInput", () => {
     });
     expect(state.chips).toEqual(["response.status >= 500"]);
   });
+
+  test("typing 'tls' offers the built-in filter for connections that were not decrypted", () => {
+    render(<Harness onState={() => {}} />);
+    const input = screen.getByRole("textbox", { name: "Filter" });
+    fireEvent.focus(input);
+    fireEvent.change(input, { target: { value: "tls" } });
+    const list = screen.getByRole("list", { name: "Suggestions" });
+    expect(list.textContent).toContain('tls == "not decrypted"');
+  });
 });

@@ -27,6 +27,7 @@ export const builtInSuggestions: FilterSuggestion[] = [
   'request.url startsWith "/"',
   'request.method == "GET"',
   "response.status == 404",
+  'tls == "not decrypted"',
 ].map((text) => ({ text, kinds: kindsOf(text), useCount: 0, lastUsed: 0, builtIn: true }));
 
 export function kindsOf(text: string): SuggestionKind[] {
