@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, fstatSync, mkdtempSync, openSync, readSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, constants, fstatSync, mkdtempSync, openSync, readdirSync, readSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { trustStoreP12 } from "./authority.ts";
@@ -49,6 +49,8 @@ const BUNDLE_VARIABLES = [
 
 const MAX_FILE_BYTES = 16 * 1024 * 1024;
 const MAX_CERTIFICATES = 10_000;
+/** Files read from SSL_CERT_DIR (hashed names and *.pem / *.crt); a directory with more is read up to this. */
+const MAX_DIRECTORY_FILES = 2000;
 const PEM_BLOCK = /-----BEGIN CERTIFICATE-----\r?\n([A-Za-z0-9+/=\r\n]+?)-----END CERTIFICATE-----/g;
 
 export type ProgramTrust = { pems: string[]; notes: string[]; systemBundle: string | null };
@@ -58,7 +60,8 @@ type Env = Record<string, string | undefined>;
 function readBounded(path: string): { text: string } | { error: string } {
   let fd: number;
   try {
-    fd = openSync(path, "r");
+    // Non-blocking: opening a FIFO for reading would otherwise wait for a writer.
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (error) {
     return { error: (error as NodeJS.ErrnoException).code ?? String(error) };
   }
@@ -126,6 +129,22 @@ export function programTrust(env: Env, paths: readonly string[] = bundlePaths): 
     const list = pemCertificates(read.text);
     if (list.length === 0) notes.push(`${name}=${path} holds no PEM certificate; it is left out`);
     add(list);
+  }
+  // OpenSSL-based programs also trust the certificates of every directory SSL_CERT_DIR names (colon-separated).
+  for (const dir of (env.SSL_CERT_DIR ?? "").split(":").filter(Boolean)) {
+    let names: string[];
+    try {
+      names = readdirSync(dir).filter((n) => /^[0-9a-f]{8}\.\d+$/.test(n) || /\.(pem|crt)$/.test(n));
+    } catch (error) {
+      notes.push(`SSL_CERT_DIR=${dir} could not be listed (${(error as NodeJS.ErrnoException).code ?? String(error)}); it is left out`);
+      continue;
+    }
+    if (names.length > MAX_DIRECTORY_FILES)
+      notes.push(`SSL_CERT_DIR=${dir}: only the first ${MAX_DIRECTORY_FILES} of ${names.length} files are read`);
+    for (const name of names.sort().slice(0, MAX_DIRECTORY_FILES)) {
+      const read = readBounded(join(dir, name));
+      if (!("error" in read)) add(pemCertificates(read.text));
+    }
   }
   return { pems, notes, systemBundle };
 }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { offeredTrust, pemCertificates, programTrust } from "~/agent/tls/trust.ts";
 import { scratchDir, start } from "../harness.ts";
@@ -44,6 +44,30 @@ describe("programTrust", () => {
       `CURL_CA_BUNDLE=${garbage} holds no PEM certificate; it is left out`,
       `NODE_EXTRA_CA_CERTS=${scratch.dir} could not be read (not a regular file); it is left out`,
     ]);
+  });
+});
+
+describe("programTrust: SSL_CERT_DIR and files that could hold the run", () => {
+  test("the certificates of every SSL_CERT_DIR directory (hashed names, .pem, .crt) are trusted too; an unlistable one is noted", () => {
+    const dir = join(scratch.dir, "certdir");
+    mkdirSync(dir);
+    const a = makeCa(scratch.dir, "dir-a").cert;
+    const b = makeCa(scratch.dir, "dir-b").cert;
+    writeFileSync(join(dir, "0a1b2c3d.0"), a);
+    writeFileSync(join(dir, "extra.crt"), b);
+    writeFileSync(join(dir, "README"), makeCa(scratch.dir, "dir-ignored").cert);
+    const trust = programTrust({ SSL_CERT_DIR: `${dir}:/nonexistent/dir` }, []);
+    expect(trust.pems).toEqual([...pemCertificates(a), ...pemCertificates(b)]);
+    expect(trust.notes).toContain("SSL_CERT_DIR=/nonexistent/dir could not be listed (ENOENT); it is left out");
+  });
+
+  test("a variable naming a FIFO is noted, not waited on", () => {
+    const fifo = join(scratch.dir, "ca.fifo");
+    expect(Bun.spawnSync(["mkfifo", fifo]).exitCode).toBe(0);
+    const started = performance.now();
+    const trust = programTrust({ SSL_CERT_FILE: fifo }, []);
+    expect(performance.now() - started).toBeLessThan(2000);
+    expect(trust.notes).toContain(`SSL_CERT_FILE=${fifo} could not be read (not a regular file); it is left out`);
   });
 });
 
