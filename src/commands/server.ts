@@ -8,8 +8,23 @@ import { createRuntime } from "~/runtime.ts";
 import { createApp } from "~/server.ts";
 import { openEventStore } from "~/store/open.ts";
 
+const usage = `usage: tapscope server
+  Runs the Tapscope server (dashboard, API, event store) on PORT. Configured by environment variables only:
+  PORT, PUBLIC_URL, DATA_DIR, DATABASE_URL (PostgreSQL; default PGlite in DATA_DIR), CLICKHOUSE_URL (default
+  DuckDB in DATA_DIR), SESSION_SECRET, SMTP_URL, MAIL_FROM, GOOGLE_CLIENT_ID/SECRET, GITHUB_CLIENT_ID/SECRET,
+  SUPPORT_EMAIL, INGEST_RATE_LIMIT, RETENTION_DAYS, PLAN_RETENTION, DOWNLOAD_DIR, MEMORY_LIMIT, DUCKDB_THREADS,
+  TRUST_PROXY, ANONYMOUS_LINKS_PER_HOUR (see the self-hosting docs for each).`;
+
 /** memoryLogMs: how often the memory line is logged (bench/soak asks for every 30 s). */
-export async function main(_args: string[], options: { memoryLogMs?: number } = {}): Promise<number> {
+export async function main(args: string[], options: { memoryLogMs?: number } = {}): Promise<number> {
+  if (args.includes("--help") || args.includes("-h")) {
+    process.stdout.write(`${usage}\n`);
+    return 0;
+  }
+  if (args.length > 0) {
+    process.stderr.write(`tapscope server: unknown argument "${args[0]}" (configuration is by environment variables)\n${usage}\n`);
+    return 2;
+  }
   // Before anything is created: the secret (parseConfig), PGlite, DuckDB.
   setPrivateUmask();
   let config: Config;
