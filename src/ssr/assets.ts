@@ -1,9 +1,11 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join, normalize, resolve, sep } from "node:path";
+import type { DocsManifest } from "~/lib/docs.ts";
 import { embedded, sourceRoot } from "~/lib/embedded.ts";
+import type { ContentManifest } from "~/lib/site-content.ts";
 
 /** What scripts/build-client.ts writes next to the assets. */
-export type ClientManifest = { entry: string; css: string[]; files: string[] };
+export type ClientManifest = { entry: string; css: string[]; files: string[]; docs?: DocsManifest; content?: ContentManifest };
 
 /**
  * Where built client assets come from: the only lookup the server does, so a directory (from source)

@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import { AppError } from "~/lib/errors.ts";
 import { log } from "~/lib/logger.ts";
+import { emptySite } from "~/lib/site-content.ts";
 import type { Runtime } from "~/runtime.ts";
 import type { PageShell } from "~/ui/shell.tsx";
 import { type AssetSource, contentTypeOf, defaultAssetSource } from "./assets.ts";
@@ -15,7 +16,7 @@ export type PageRouteOptions = {
 /** Static assets (hashed, cached immutable) and the server-rendered React pages. */
 export function pageRoutes({ ctx, config }: Pick<Runtime, "ctx" | "config">, options: PageRouteOptions = {}) {
   const assets = options.assets ?? defaultAssetSource();
-  const env = createServerEnv(ctx);
+  const env = createServerEnv(ctx, assets);
   const renderPage = createPageRenderer();
   let hasWarned = false;
 
@@ -27,11 +28,21 @@ export function pageRoutes({ ctx, config }: Pick<Runtime, "ctx" | "config">, opt
     }
     return {
       assets: { css: manifest?.css ?? [], js: manifest?.entry ?? null },
+      docs: {
+        index: manifest?.docs ? `${ASSET_PREFIX}${manifest.docs.index}` : null,
+        pages: Object.fromEntries(Object.entries(manifest?.docs?.pages ?? {}).map(([slug, name]) => [slug, `${ASSET_PREFIX}${name}`])),
+      },
+      site: manifest?.content?.site ?? emptySite,
+      content: {
+        customers: manifest?.content ? `${ASSET_PREFIX}${manifest.content.customers}` : null,
+        changelog: manifest?.content ? `${ASSET_PREFIX}${manifest.content.changelog}` : null,
+      },
       config: {
         hasGoogle: Boolean(config.google),
         hasGithub: Boolean(config.github),
         supportEmail: config.supportEmail,
         commitHash: config.commitHash,
+        publicUrl: config.publicUrl,
       },
     };
   }

@@ -9,8 +9,11 @@ import { DashboardLayout, dashboardLoader } from "~/ui/pages/dashboard/dashboard
 import { DashboardIndex, LiveScreen } from "~/ui/pages/dashboard/live-screen.tsx";
 import { TokensScreen } from "~/ui/pages/dashboard/tokens-screen.tsx";
 import { UsersScreen } from "~/ui/pages/dashboard/users-screen.tsx";
+import { DocsPage, docsLoader } from "~/ui/pages/docs/docs-page.tsx";
 import { RootErrorBoundary } from "~/ui/pages/error/root-error-boundary.tsx";
 import { LoginPage, loginLoader } from "~/ui/pages/login/login-page.tsx";
+import { ChangelogPage, changelogLoader, DiscordPage, discordLoader } from "~/ui/pages/marketing/changelog-page.tsx";
+import { CustomersPage, customersLoader } from "~/ui/pages/marketing/customers-page.tsx";
 import * as marketing from "~/ui/pages/marketing/marketing-pages.tsx";
 
 function Root() {
@@ -31,12 +34,12 @@ export const routes: RouteObject[] = [
     children: [
       { index: true, Component: marketing.LandingPage },
       { path: "pricing", Component: marketing.PricingPage },
-      { path: "docs", Component: marketing.DocsPage },
-      { path: "docs/:page", Component: marketing.DocsPage },
-      { path: "changelog", Component: marketing.ChangelogPage },
-      { path: "discord", Component: marketing.DiscordPage },
-      { path: "customers", Component: marketing.CustomersPage },
-      { path: "customers/:customer", Component: marketing.CustomersPage },
+      { path: "docs", loader: docsLoader, Component: DocsPage },
+      { path: "docs/:page", loader: docsLoader, Component: DocsPage },
+      { path: "changelog", loader: changelogLoader, Component: ChangelogPage },
+      { path: "discord", loader: discordLoader, Component: DiscordPage },
+      { path: "customers", loader: customersLoader, Component: CustomersPage },
+      { path: "customers/:customer", loader: customersLoader, Component: CustomersPage },
       { path: "blog", Component: marketing.BlogIndexPage },
       { path: "blog/http2-preface", Component: marketing.Http2PrefacePost },
       { path: "blog/grpc-debugging", Component: marketing.GrpcDebuggingPost },

@@ -23,7 +23,7 @@ describe("routes of the spec's route table", () => {
     "/changelog",
     "/discord",
     "/customers",
-    "/customers/acme",
+    "/customers/example-payments",
     "/blog",
     "/blog/http2-preface",
     "/blog/grpc-debugging",
@@ -41,7 +41,7 @@ describe("routes of the spec's route table", () => {
   });
 
   test("unknown routes are 404 with the router fallback text", async () => {
-    for (const path of ["/nope", "/dashboardx", "/blog/unknown-post/x"]) {
+    for (const path of ["/nope", "/dashboardx", "/blog/unknown-post/x", "/customers/acme", "/docs/no-such-page"]) {
       const res = await page(path);
       expect(res.status).toBe(404);
       expect(String(res.body)).toContain("Unexpected Application Error!");

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { Outlet } from "react-router";
 import { setLogSink } from "~/lib/logger.ts";
+import { emptySite } from "~/lib/site-content.ts";
 import { createPageRenderer } from "~/ssr/render.tsx";
 import { Document } from "~/ui/document.tsx";
 import { RootErrorBoundary } from "~/ui/pages/error/root-error-boundary.tsx";
@@ -27,7 +28,12 @@ const render = createPageRenderer([
     ],
   },
 ]);
-const env = { getSelf: async () => null };
+const env = {
+  getSelf: async () => null,
+  getDocs: async () => ({ index: [], page: null }),
+  getContent: async () => [] as never,
+  getSite: () => emptySite,
+};
 
 describe("server render", () => {
   test("a component that throws while rendering gives the app-wide error screen with status 500, without server internals", async () => {

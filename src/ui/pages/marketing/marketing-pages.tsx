@@ -1,4 +1,4 @@
-import { Link, useParams } from "react-router";
+import { Link } from "react-router";
 import { PlaceholderPage } from "~/ui/pages/marketing/site-chrome.tsx";
 
 export function LandingPage() {
@@ -25,37 +25,6 @@ export function PricingPage() {
     <PlaceholderPage title="Pricing" heading="Pricing">
       <p>Predictable flat pricing with a free tier. No credit card required.</p>
     </PlaceholderPage>
-  );
-}
-
-export function DocsPage() {
-  const { page } = useParams();
-  return (
-    <PlaceholderPage title="Docs" heading={page ? `Docs: ${page}` : "Documentation"}>
-      <p>Install the CLI, then run your server with tapscope run -- &lt;command&gt;.</p>
-    </PlaceholderPage>
-  );
-}
-
-export function ChangelogPage() {
-  return <PlaceholderPage title="Changelog" heading="Changelog" />;
-}
-
-export function DiscordPage() {
-  return (
-    <PlaceholderPage title="Discord" heading="Community">
-      <p>Join the community chat to ask questions and share feedback.</p>
-    </PlaceholderPage>
-  );
-}
-
-export function CustomersPage() {
-  const { customer } = useParams();
-  return (
-    <PlaceholderPage
-      title={customer ? `Customer: ${customer}` : "Customers"}
-      heading={customer ? `Case study: ${customer}` : "Customers"}
-    />
   );
 }
 

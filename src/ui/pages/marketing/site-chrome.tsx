@@ -1,6 +1,7 @@
 import type { ReactNode } from "react";
 import { Link } from "react-router";
 import { Logo } from "~/ui/components/logo.tsx";
+import { useSite } from "~/ui/shell.tsx";
 
 const navLinks = [
   { to: "/pricing", label: "Pricing" },
@@ -26,12 +27,31 @@ export function SiteHeader() {
             </Link>
           ))}
         </nav>
-        <span className="hidden font-mono text-xs text-zinc-500 sm:inline">★ 2.6K</span>
+        <StarCount />
         <Link to="/login" className="rounded-md bg-zinc-100 px-3 py-1.5 text-sm font-medium text-zinc-900 hover:bg-white">
           Start
         </Link>
       </div>
     </header>
+  );
+}
+
+/** The code host's star count from content/site.json, linked to the repository; nothing when it is not set. */
+function StarCount() {
+  const { starCount, repoUrl } = useSite();
+  if (!starCount) return null;
+  const label = <span className="font-mono text-xs">★ {starCount}</span>;
+  return repoUrl ? (
+    <a
+      href={repoUrl}
+      rel="noopener noreferrer"
+      className="hidden text-zinc-300 hover:text-zinc-100 sm:inline"
+      aria-label={`${starCount} stars on the code host`}
+    >
+      {label}
+    </a>
+  ) : (
+    <span className="hidden text-zinc-300 sm:inline">{label}</span>
   );
 }
 
@@ -56,7 +76,7 @@ export function SiteFooter() {
           ]}
         />
         <FooterColumn title="Help" links={[["/discord", "Discord"]]} />
-        <p className="col-span-2 text-zinc-500 sm:col-span-1">© {new Date().getUTCFullYear()} Tapscope</p>
+        <p className="col-span-2 text-zinc-400 sm:col-span-1">© {new Date().getUTCFullYear()} Tapscope</p>
       </div>
     </footer>
   );
@@ -69,7 +89,7 @@ function FooterColumn({ title, links }: { title: string; links: Array<[string, s
       <ul className="mt-3 space-y-2">
         {links.map(([to, label]) => (
           <li key={to}>
-            <Link to={to} className="text-zinc-500 hover:text-zinc-200">
+            <Link to={to} className="text-zinc-400 hover:text-zinc-200">
               {label}
             </Link>
           </li>
