@@ -12,9 +12,13 @@ import { UsersScreen } from "~/ui/pages/dashboard/users-screen.tsx";
 import { DocsPage, docsLoader } from "~/ui/pages/docs/docs-page.tsx";
 import { RootErrorBoundary } from "~/ui/pages/error/root-error-boundary.tsx";
 import { LoginPage, loginLoader } from "~/ui/pages/login/login-page.tsx";
+import { BlogIndexPage } from "~/ui/pages/marketing/blog/blog-index.tsx";
+import { GrpcDebuggingPost } from "~/ui/pages/marketing/blog/grpc-debugging.tsx";
+import { Http2PrefacePost } from "~/ui/pages/marketing/blog/http2-preface.tsx";
 import { ChangelogPage, changelogLoader, DiscordPage, discordLoader } from "~/ui/pages/marketing/changelog-page.tsx";
 import { CustomersPage, customersLoader } from "~/ui/pages/marketing/customers-page.tsx";
 import * as marketing from "~/ui/pages/marketing/marketing-pages.tsx";
+import { PricingPage } from "~/ui/pages/marketing/pricing-page.tsx";
 
 function Root() {
   return (
@@ -33,16 +37,16 @@ export const routes: RouteObject[] = [
     ErrorBoundary: RootErrorBoundary,
     children: [
       { index: true, Component: marketing.LandingPage },
-      { path: "pricing", Component: marketing.PricingPage },
+      { path: "pricing", Component: PricingPage },
       { path: "docs", loader: docsLoader, Component: DocsPage },
       { path: "docs/:page", loader: docsLoader, Component: DocsPage },
       { path: "changelog", loader: changelogLoader, Component: ChangelogPage },
       { path: "discord", loader: discordLoader, Component: DiscordPage },
       { path: "customers", loader: customersLoader, Component: CustomersPage },
       { path: "customers/:customer", loader: customersLoader, Component: CustomersPage },
-      { path: "blog", Component: marketing.BlogIndexPage },
-      { path: "blog/http2-preface", Component: marketing.Http2PrefacePost },
-      { path: "blog/grpc-debugging", Component: marketing.GrpcDebuggingPost },
+      { path: "blog", Component: BlogIndexPage },
+      { path: "blog/http2-preface", Component: Http2PrefacePost },
+      { path: "blog/grpc-debugging", Component: GrpcDebuggingPost },
       { path: "link", loader: () => redirect("/") },
       { path: "link/*", loader: linkLoader, Component: LinkViewerPage },
       { path: "login", loader: loginLoader, Component: LoginPage },

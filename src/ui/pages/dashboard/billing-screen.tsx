@@ -1,34 +1,8 @@
+import { plans } from "~/lib/plans.ts";
 import { Screen } from "~/ui/pages/dashboard/screen.tsx";
 import { usePublicConfig } from "~/ui/shell.tsx";
 
-type Plan = { name: string; price: string; period?: string; features: string[] };
-
-// Spec section 9. Payments are not wired to a card provider in a self-hosted install: upgrades go through support.
-const plans: Plan[] = [
-  { name: "Free", price: "$0", period: "per month", features: ["Unlimited requests", "1 user", "3 containers", "3 days retention"] },
-  {
-    name: "Team",
-    price: "$25",
-    period: "per month",
-    features: ["Unlimited requests", "3 users", "10 containers", "7 days retention", "Centralized billing"],
-  },
-  {
-    name: "Scale",
-    price: "$599",
-    period: "per month",
-    features: [
-      "Unlimited requests",
-      "20 users",
-      "100 containers",
-      "30 days retention",
-      "SOC2 and HIPAA",
-      "SAML and OIDC",
-      "Private chat channel",
-    ],
-  },
-  { name: "Enterprise", price: "Custom", features: ["Unlimited everything", "On-premise support", "Uptime SLAs"] },
-];
-
+// Payments are not wired to a card provider in a self-hosted install: upgrades go through support.
 export function BillingScreen() {
   const { supportEmail } = usePublicConfig();
   return (
