@@ -17,7 +17,7 @@ import { GrpcDebuggingPost } from "~/ui/pages/marketing/blog/grpc-debugging.tsx"
 import { Http2PrefacePost } from "~/ui/pages/marketing/blog/http2-preface.tsx";
 import { ChangelogPage, changelogLoader, DiscordPage, discordLoader } from "~/ui/pages/marketing/changelog-page.tsx";
 import { CustomersPage, customersLoader } from "~/ui/pages/marketing/customers-page.tsx";
-import * as marketing from "~/ui/pages/marketing/marketing-pages.tsx";
+import { LandingPage, landingLoader } from "~/ui/pages/marketing/landing/landing-page.tsx";
 import { PricingPage } from "~/ui/pages/marketing/pricing-page.tsx";
 
 function Root() {
@@ -36,7 +36,7 @@ export const routes: RouteObject[] = [
     Component: Root,
     ErrorBoundary: RootErrorBoundary,
     children: [
-      { index: true, Component: marketing.LandingPage },
+      { index: true, loader: landingLoader, Component: LandingPage },
       { path: "pricing", Component: PricingPage },
       { path: "docs", loader: docsLoader, Component: DocsPage },
       { path: "docs/:page", loader: docsLoader, Component: DocsPage },

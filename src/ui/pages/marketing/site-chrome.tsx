@@ -1,7 +1,10 @@
 import type { ReactNode } from "react";
 import { Link } from "react-router";
 import { Logo } from "~/ui/components/logo.tsx";
+import { reportEvent } from "~/ui/lib/events.ts";
 import { useSite } from "~/ui/shell.tsx";
+
+const currentPath = () => (typeof location === "undefined" ? "" : location.pathname);
 
 const navLinks = [
   { to: "/pricing", label: "Pricing" },
@@ -16,7 +19,11 @@ export function SiteHeader() {
     <header className="sticky top-0 z-40 border-b border-zinc-900 bg-zinc-950/80 backdrop-blur">
       <div className="mx-auto flex h-14 max-w-6xl items-center gap-6 px-4">
         <Logo />
-        <nav className="flex flex-1 gap-1 overflow-x-auto text-sm">
+        {/* Small screens: a strip that scrolls sideways, faded at its end to say there is more. */}
+        <nav
+          aria-label="Site"
+          className="flex min-w-0 flex-1 gap-1 overflow-x-auto text-sm [mask-image:linear-gradient(to_right,black_80%,transparent)] [scrollbar-width:none] sm:[mask-image:none]"
+        >
           {navLinks.map((link) => (
             <Link
               key={link.to}
@@ -28,7 +35,11 @@ export function SiteHeader() {
           ))}
         </nav>
         <StarCount />
-        <Link to="/login" className="rounded-md bg-zinc-100 px-3 py-1.5 text-sm font-medium text-zinc-900 hover:bg-white">
+        <Link
+          to="/login"
+          onClick={() => void reportEvent("clickLogin_navLink_header", { location: currentPath() })}
+          className="shrink-0 rounded-md bg-zinc-100 px-3 py-1.5 text-sm font-medium text-zinc-900 hover:bg-white"
+        >
           Start
         </Link>
       </div>
@@ -89,7 +100,11 @@ function FooterColumn({ title, links }: { title: string; links: Array<[string, s
       <ul className="mt-3 space-y-2">
         {links.map(([to, label]) => (
           <li key={to}>
-            <Link to={to} className="text-zinc-400 hover:text-zinc-200">
+            <Link
+              to={to}
+              onClick={to === "/login" ? () => void reportEvent("clickLogin_navLink_footer", { location: currentPath() }) : undefined}
+              className="text-zinc-400 hover:text-zinc-200"
+            >
               {label}
             </Link>
           </li>
