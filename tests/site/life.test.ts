@@ -18,7 +18,10 @@ test("a blinker oscillates with period 2; a block stays", () => {
 
 test("pre-simulation stops once fewer than 25 % live, and never runs past 120 steps", () => {
   let seed = 7;
-  const random = () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
+  const random = () => {
+    seed = (seed * 16807) % 2147483647;
+    return seed / 2147483647;
+  };
   const life = createLife(40, 30, random, 0.5);
   expect(liveShare(life)).toBeGreaterThan(0.25);
   const steps = presimulate(life);

@@ -6,19 +6,22 @@ export const DEMO = { rows: 300, typeMs: 50, rowMs: 35, fadeMs: 2000, fadeAt: 0.
 const COMMAND = "tapscope run -- node server.js";
 const SHOWN = 11;
 
-type Row = { ms: number; status: number; method: string; path: string };
+type Row = { n: number; ms: number; status: number; method: string; path: string };
 
 /** The rows the mock dashboard streams: generated once from a fixed seed, so server and browser agree. */
 export function demoRows(count = DEMO.rows): Row[] {
   let seed = 42;
-  const next = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
+  const next = () => {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    return seed / 0x7fffffff;
+  };
   const paths = ["/api/orders", "/api/users/:id", "/api/cart", "/healthz", "/api/search?q=shoes", "/api/checkout", "/static/app.js"];
-  return Array.from({ length: count }, () => {
+  return Array.from({ length: count }, (_, n) => {
     const r = next();
     const status = r < 0.04 ? 500 : r < 0.1 ? 404 : r < 0.2 ? 201 : 200;
     const method = status === 201 ? "POST" : next() < 0.15 ? "PUT" : "GET";
     const path = paths[Math.floor(next() * paths.length)]!.replace(":id", String(1000 + Math.floor(next() * 9000)));
-    return { ms: Math.round(2 + next() ** 3 * 400), status, method, path };
+    return { n, ms: Math.round(2 + next() ** 3 * 400), status, method, path };
   });
 }
 
@@ -99,8 +102,8 @@ export function DemoLoop() {
               </tr>
             </thead>
             <tbody>
-              {visible.map((row, i) => (
-                <tr key={shown - i} className="border-t border-zinc-900 text-zinc-300">
+              {visible.map((row) => (
+                <tr key={row.n} className="border-t border-zinc-900 text-zinc-300">
                   <td className="py-1.5">{row.ms}ms</td>
                   <td className={row.status >= 500 ? "text-red-400" : row.status >= 400 ? "text-amber-300" : "text-emerald-300"}>
                     {row.status}
