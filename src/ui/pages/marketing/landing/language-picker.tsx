@@ -53,7 +53,7 @@ export function LanguagePicker() {
                 key={l.id}
                 type="button"
                 aria-pressed={picked === l.id}
-                aria-label={l.name}
+                aria-label={l.mark === l.name ? l.name : `${l.name} (${l.mark})`}
                 onClick={() => setPicked(l.id)}
                 onMouseEnter={() => setHovered(l.name)}
                 onMouseLeave={() => setHovered(null)}
