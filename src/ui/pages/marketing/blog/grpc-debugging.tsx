@@ -39,8 +39,8 @@ export function GrpcDebuggingPost() {
         <h2 id="how">How</h2>
         <p>
           Nothing changes in your service: start it with <code>tapscope run -- ./server</code>. Tapscope reads the HTTP/2 frames as they
-          pass, decodes HPACK, and splits each stream into a request. Watch the <Link to="/docs">1:27 demo walkthrough in the docs</Link>,
-          or start on the <Link to="/pricing">free tier</Link>.
+          pass, decodes HPACK, and splits each stream into a request. <Link to="/docs/quickstart">The quickstart</Link> takes a minute;
+          start on the <Link to="/pricing">free tier</Link>.
         </p>
         <p className="mt-10">
           <Link
