@@ -17,6 +17,8 @@ run() {
   [ "$rc" -eq 0 ] || status=1
   rm -f "$out"
 }
+# The pages' tests read the built assets (the docs and the site's content are rendered into them).
+"$BUN" scripts/build-client.ts || exit 1
 run "$BUN" test
 shopt -s nullglob
 ui=(tests/ui/*.ui.tsx)

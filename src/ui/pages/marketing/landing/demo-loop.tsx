@@ -1,8 +1,11 @@
 import { useEffect, useRef, useState } from "react";
 import { useAnimates } from "./use-visible.ts";
 
-/** Spec section 9: 300 rows, typing 50 ms a character, a row every 35 ms, a 2 s fade starting at 75 % of the rows. */
-export const DEMO = { rows: 300, typeMs: 50, rowMs: 35, fadeMs: 2000, fadeAt: 0.75, initMs: 600, transitionMs: 700 } as const;
+/**
+ * Spec sections 4 and 9: init, the terminal after 100 ms, 50 ms a character, the transition 500 ms after the command is
+ * typed, the browser 450 ms after that, a row every 35 ms of 300, a 2 s fade starting at 75 % of the rows, then init.
+ */
+export const DEMO = { rows: 300, typeMs: 50, rowMs: 35, fadeMs: 2000, fadeAt: 0.75, initMs: 100, typedMs: 500, transitionMs: 450 } as const;
 const COMMAND = "tapscope run -- node server.js";
 const SHOWN = 11;
 
@@ -51,7 +54,7 @@ export function DemoLoop() {
       after(DEMO.initMs, () => {
         setPhase("typing");
         for (let i = 1; i <= COMMAND.length; i++) after(i * DEMO.typeMs, () => setTyped(i));
-        after(COMMAND.length * DEMO.typeMs + 200, () => {
+        after(COMMAND.length * DEMO.typeMs + DEMO.typedMs, () => {
           setPhase("transition");
           after(DEMO.transitionMs, () => {
             setPhase("streaming");

@@ -1,8 +1,12 @@
 import { useEffect, useRef, useState } from "react";
 import { useAnimates } from "./use-visible.ts";
 
-/** Copy as cURL's timeline in seconds (spec): hover the row, open its menu, pick the item, 'Copied', start over. */
+/**
+ * Copy as cURL's timeline in seconds (spec section 4): wait 0.5 s, the cursor moves to the row (its menu opens), the
+ * click on "Copy as cURL" at 2.4 s, 'Copied!' from 2.7 s until 5 s, start over at 5.8 s.
+ */
 const CURL_STEPS = [0.5, 2.4, 2.7, 5, 5.8] as const;
+const MENU_OPENS = 1.4;
 
 function useElapsed(periodSeconds: number, animates: boolean, still: number): number {
   const [elapsed, setElapsed] = useState(still);
@@ -21,10 +25,10 @@ function useElapsed(periodSeconds: number, animates: boolean, still: number): nu
 function CopyAsCurl() {
   const box = useRef<HTMLDivElement>(null);
   const t = useElapsed(CURL_STEPS[4], useAnimates(box), 3);
-  const isHover = t >= CURL_STEPS[0];
-  const isMenu = t >= CURL_STEPS[1] && t < CURL_STEPS[3];
-  const isPicked = t >= CURL_STEPS[2] && t < CURL_STEPS[3];
-  const isCopied = t >= CURL_STEPS[3];
+  const isHover = t >= CURL_STEPS[0] && t < CURL_STEPS[3];
+  const isMenu = t >= MENU_OPENS && t < CURL_STEPS[2];
+  const isPicked = t >= CURL_STEPS[1] && t < CURL_STEPS[2];
+  const isCopied = t >= CURL_STEPS[2] && t < CURL_STEPS[3];
   const requests = [
     ["GET", "/api/orders/1042", "200", "12ms"],
     ["POST", "/api/checkout", "502", "1.2s"],
@@ -50,7 +54,7 @@ function CopyAsCurl() {
       <div
         className={`mt-2 truncate rounded bg-zinc-900 px-2 py-1 text-zinc-300 transition-opacity ${isCopied ? "opacity-100" : "opacity-0"}`}
       >
-        {"✓ Copied: curl -X POST https://shop.example/api/checkout -H 'content-type: application/json' --data '{\"cart\":…}'"}
+        {"✓ Copied! curl -X POST https://shop.example/api/checkout -H 'content-type: application/json' --data '{\"cart\":…}'"}
       </div>
     </div>
   );

@@ -142,9 +142,9 @@ export function LandingPage() {
                 "/docs/quickstart",
               ],
               ["Always open source", "MIT licensed. Run the whole product on your own machine with one binary.", "/docs/self-hosting"],
-            ].map(([title, text, to]) => (
+            ].map(([title, text, to = "/"]) => (
               <li key={title}>
-                <Link to={to!} className="block h-full rounded-xl border border-zinc-800 p-5 hover:border-zinc-600">
+                <Link to={to} className="block h-full rounded-xl border border-zinc-800 p-5 hover:border-zinc-600">
                   <h3 className="font-medium text-zinc-100">{title}</h3>
                   <p className="mt-2 text-sm text-zinc-400">{text}</p>
                 </Link>
