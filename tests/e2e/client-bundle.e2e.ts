@@ -15,7 +15,7 @@ beforeAll(async () => {
 test("the manifest names content-hashed files", () => {
   expect(manifest.entry).toMatch(/^\/assets\/entry-client-[a-z0-9]{6,}\.js$/);
   expect(manifest.css[0]).toMatch(/^\/assets\/app-[0-9a-f]{10}\.css$/);
-  for (const file of manifest.files) expect(file).toMatch(/-[A-Za-z0-9]{6,}\.(js|css)$/);
+  for (const file of manifest.files) expect(file).toMatch(/-[A-Za-z0-9]{6,}\.(js|css|json)$/);
 });
 
 test("no server-only module reaches the client bundle", () => {

@@ -281,7 +281,7 @@ describe("sign-in and the dashboard, in Chromium against the real server", () =>
     await page.getByRole("heading", { name: "Tokens", exact: true }).waitFor();
   });
 
-  test("unknown routes answer 404 with the router fallback; placeholder pages answer 200", async () => {
+  test("unknown routes answer 404 with the router fallback; every public page answers 200", async () => {
     const response = await page.goto(`${server.baseUrl}/no/such/page`);
     expect(response?.status()).toBe(404);
     await page.getByText("Unexpected Application Error!").waitFor();
@@ -293,7 +293,7 @@ describe("sign-in and the dashboard, in Chromium against the real server", () =>
       "/docs/golang",
       "/changelog",
       "/discord",
-      "/customers/acme",
+      "/customers/example-payments",
       "/blog",
       "/blog/http2-preface",
       "/blog/grpc-debugging",
