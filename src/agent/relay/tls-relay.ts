@@ -55,11 +55,13 @@ const DEFAULT_TIMEOUT_MS = 10_000;
 const HIGH_WATER = 1 << 20;
 /**
  * In TLS 1.3 a peer that requires a client certificate says so only after the client's Finished, so the relay
- * waits about one more round trip (the handshake's own duration bounds it) before answering the program, the first
- * time it meets a peer.
+ * waits before answering the program, the first time it meets a peer: three times the handshake's own duration, at
+ * least 30 ms (on a loaded machine the alert came after one handshake's time, and the program's first call failed),
+ * at most 250 ms. Once per peer per run.
  */
-const MTLS_GRACE_MIN_MS = 1;
+const MTLS_GRACE_MIN_MS = 30;
 const MTLS_GRACE_MAX_MS = 250;
+const MTLS_GRACE_HANDSHAKES = 3;
 /** Server bytes held back from the tap until the client's first bytes were shown (the h2 server speaks first). */
 const HELD_TAP_MAX_BYTES = 256 * 1024;
 
@@ -397,7 +399,7 @@ export class TlsRelay implements LegOwner {
     }
     this.state = "grace";
     const tookMs = (this.handshakeDoneAt - (this.upOpenedAt || this.handshakeStartedAt)) / 1000;
-    const graceMs = Math.min(MTLS_GRACE_MAX_MS, Math.max(MTLS_GRACE_MIN_MS, tookMs));
+    const graceMs = Math.min(MTLS_GRACE_MAX_MS, Math.max(MTLS_GRACE_MIN_MS, MTLS_GRACE_HANDSHAKES * tookMs));
     setTimeout(() => {
       if (this.state === "grace") this.answerClient();
     }, graceMs);
