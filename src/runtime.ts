@@ -11,6 +11,7 @@ import { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
 import { type Config, memoryShares } from "~/lib/env.ts";
 import { createMailer, type Mailer } from "~/lib/mailer.ts";
 import { findRevokedGrants } from "~/services/access/grants.ts";
+import { createStripe } from "~/services/billing/stripe-client.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import type { EventStore } from "~/store/types.ts";
 
@@ -64,7 +65,8 @@ export function createRuntime(input: RuntimeInput): Runtime {
   const now = input.now ?? (() => new Date());
   const mailer = input.mailer ?? createMailer(config);
   const sockets = new GrantedSockets({ findRevoked: (grants) => findRevokedGrants({ ctx, grants }) });
-  const ctx: ServiceContext = { db, config, now, mailer, sockets };
+  const stripe = config.billing ? createStripe(config.billing) : undefined;
+  const ctx: ServiceContext = { db, config, now, mailer, sockets, stripe };
 
   const sinks = new EventSinks();
   const hub = new LiveHub({ totalHistoryBytes: memoryShares(config.memoryLimitBytes).liveHistoryBytes });

@@ -1,3 +1,4 @@
+export * from "./billing.ts";
 export * from "./event-log.ts";
 export * from "./links.ts";
 export * from "./namespaces.ts";

@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import type { Runtime } from "~/runtime.ts";
 import { authRoutes } from "./auth/index.ts";
+import { billingRoutes } from "./billing/index.ts";
 import { installRoutes } from "./install/index.ts";
 import { liveRoutes } from "./live/index.ts";
 import { orgRoutes } from "./orgs/index.ts";
@@ -19,6 +20,7 @@ export function apiRoutes({ ctx, config, clientLimits: limits, workers, tunnels 
     .use(bodyLimitPlugin)
     .get("/api/health", () => ({ ok: true }))
     .use(authRoutes(ctx))
+    .use(billingRoutes(ctx))
     .use(eventRoutes(ctx))
     .use(installRoutes(config))
     .use(liveRoutes(ctx))

@@ -18,6 +18,8 @@ export type Config = {
   smtpUrl: string | undefined;
   mailFrom: string;
   google: OAuthProviderConfig | undefined;
+  /** Paid plans through Stripe; undefined (the self-hosted default): billing is off and no plan limit applies. */
+  billing: BillingConfig | undefined;
   github: OAuthProviderConfig | undefined;
   supportEmail: string;
   clickhouseUrl: string | undefined;
@@ -79,6 +81,15 @@ export function memoryShares(limitBytes: number): {
   };
 }
 
+export type BillingConfig = {
+  secretKey: string;
+  webhookSecret: string;
+  /** Stripe price ids of the card-paid tiers. */
+  prices: { "team-20250212": string; "scale-20250212": string };
+  /** Stripe's API; overridable so tests can point the client at a local server that plays Stripe. */
+  apiUrl: string;
+};
+
 export type OAuthProviderConfig = {
   clientId: string;
   clientSecret: string;
@@ -114,6 +125,24 @@ function url(env: Env, name: string, fallback?: string): string | undefined {
     throw new ConfigError(`${name} must be a URL, got "${raw}"`);
   }
   return raw;
+}
+
+const BILLING_VARIABLES = ["STRIPE_SECRET_KEY", "STRIPE_WEBHOOK_SECRET", "STRIPE_PRICE_TEAM", "STRIPE_PRICE_SCALE"] as const;
+
+/** All four Stripe variables, or none (billing off). */
+function billing(env: Env): BillingConfig | undefined {
+  const set = BILLING_VARIABLES.filter((name) => env[name]);
+  if (set.length === 0) return undefined;
+  if (set.length < BILLING_VARIABLES.length) {
+    const missing = BILLING_VARIABLES.filter((name) => !env[name]);
+    throw new ConfigError(`billing needs ${BILLING_VARIABLES.join(", ")} together; missing ${missing.join(", ")}`);
+  }
+  return {
+    secretKey: env.STRIPE_SECRET_KEY!,
+    webhookSecret: env.STRIPE_WEBHOOK_SECRET!,
+    prices: { "team-20250212": env.STRIPE_PRICE_TEAM!, "scale-20250212": env.STRIPE_PRICE_SCALE! },
+    apiUrl: url(env, "STRIPE_API_URL", "https://api.stripe.com")!,
+  };
 }
 
 function provider(
@@ -173,6 +202,7 @@ export function parseConfig(env: Env = process.env): Config {
       userInfoUrl: "https://api.github.com/user",
       emailsUrl: "https://api.github.com/user/emails",
     }),
+    billing: billing(env),
     supportEmail: env.SUPPORT_EMAIL || "support@tapscope.dev",
     clickhouseUrl: url(env, "CLICKHOUSE_URL"),
     ingestRateLimit: int(env, "INGEST_RATE_LIMIT", 0, 0, 10_000_000),

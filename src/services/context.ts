@@ -1,3 +1,4 @@
+import type Stripe from "stripe";
 import type { Db } from "#db/client.ts";
 import type { Config } from "~/lib/env.ts";
 import type { Mailer } from "~/lib/mailer.ts";
@@ -12,4 +13,6 @@ export type ServiceContext = {
   mailer?: Mailer;
   /** The app's open sockets: revoking a credential closes those it authorised (absent outside an app). */
   sockets?: SocketRevoker;
+  /** The Stripe client, when billing is configured (STRIPE_*). */
+  stripe?: Stripe;
 };

@@ -35,4 +35,24 @@ describe("parseConfig", () => {
     expect(config.github?.clientId).toBe("id");
     expect(config.google).toBeUndefined();
   });
+
+  test("billing is off without Stripe variables, on with all four, refused with the missing names in between", () => {
+    const base = { SESSION_SECRET: "x".repeat(32) };
+    expect(parseConfig(base).billing).toBeUndefined();
+    const stripe = {
+      STRIPE_SECRET_KEY: "sk_live_x",
+      STRIPE_WEBHOOK_SECRET: "whsec_x",
+      STRIPE_PRICE_TEAM: "price_a",
+      STRIPE_PRICE_SCALE: "price_b",
+    };
+    expect(parseConfig({ ...base, ...stripe }).billing).toEqual({
+      secretKey: "sk_live_x",
+      webhookSecret: "whsec_x",
+      prices: { "team-20250212": "price_a", "scale-20250212": "price_b" },
+      apiUrl: "https://api.stripe.com",
+    });
+    expect(() => parseConfig({ ...base, STRIPE_SECRET_KEY: "sk", STRIPE_PRICE_TEAM: "p" })).toThrow(
+      "billing needs STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET, STRIPE_PRICE_TEAM, STRIPE_PRICE_SCALE together; missing STRIPE_WEBHOOK_SECRET, STRIPE_PRICE_SCALE",
+    );
+  });
 });

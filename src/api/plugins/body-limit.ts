@@ -34,6 +34,9 @@ async function readCapped(body: ReadableStream<Uint8Array>): Promise<Buffer> {
 
 const decoder = new TextDecoder();
 
+/** Bodies verified over their exact bytes (Stripe signs the raw payload): handed over as text, never re-parsed. */
+const RAW_TEXT_PATHS = new Set(["/api/StripeWebhook"]);
+
 /**
  * Content-Length is checked up front; every body, whatever type it claims, is read only up to the limit (Elysia's
  * own parsers would read a text, form or binary body whole before validation refused it). The API speaks JSON:
@@ -51,6 +54,7 @@ export const bodyLimitPlugin = new Elysia({ name: "body-limit" })
     const bytes = await readCapped(request.body);
     if (bytes.length === 0) return {};
     const text = decoder.decode(bytes);
+    if (RAW_TEXT_PATHS.has(new URL(request.url).pathname)) return text;
     if (typeof contentType !== "string" || !contentType.startsWith("application/json")) return text;
     try {
       return JSON.parse(text);

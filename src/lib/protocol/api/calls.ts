@@ -1,6 +1,14 @@
 import type { Static, TSchema } from "@sinclair/typebox";
 import { EmailLoginRequest, EmailLoginResponse } from "./auth.ts";
 import {
+  CancelSubscriptionRequest,
+  CancelSubscriptionResponse,
+  GetBillingStatusRequest,
+  GetBillingStatusResponse,
+  GetSubscriptionRequest,
+  GetSubscriptionResponse,
+} from "./billing.ts";
+import {
   GetLinkRequest,
   GetLinkResponse,
   HasSeenPublisherRequest,
@@ -47,6 +55,9 @@ export const apiCalls = {
   HasSeenPublisher: { body: HasSeenPublisherRequest, response: HasSeenPublisherResponse },
   GenerateNamespaceToken: { body: NamespaceTokensRequest, response: GenerateTokenResponse },
   GenerateOrgToken: { body: OrgTokensRequest, response: GenerateTokenResponse },
+  GetBillingStatus: { body: GetBillingStatusRequest, response: GetBillingStatusResponse },
+  GetSubscription: { body: GetSubscriptionRequest, response: GetSubscriptionResponse },
+  CancelSubscription: { body: CancelSubscriptionRequest, response: CancelSubscriptionResponse },
   ListNamespaceTokens: { body: NamespaceTokensRequest, response: ListTokensResponse },
   ListOrgTokens: { body: OrgTokensRequest, response: ListTokensResponse },
   DeleteNamespaceToken: { body: DeleteTokenRequest, response: DeleteTokenResponse },
