@@ -4,6 +4,7 @@ import { GrantedSockets } from "~/engines/access/granted-sockets.ts";
 import { Ingest } from "~/engines/ingest/ingest.ts";
 import { EventSinks } from "~/engines/ingest/sinks.ts";
 import { ClientLimits } from "~/engines/limits/client-limits.ts";
+import { OrgPublishers } from "~/engines/limits/org-publishers.ts";
 import { LiveHub } from "~/engines/live/hub.ts";
 import { type AttachedStore, attachStore } from "~/engines/store/attach-store.ts";
 import { OpenTunnels } from "~/engines/workers/open-tunnels.ts";
@@ -53,6 +54,8 @@ export type Runtime = {
   tunnels: OpenTunnels;
   /** Per-client budgets of the unauthenticated endpoints. */
   clientLimits: ClientLimits;
+  /** Publishers connected now, per org (the plans' containers limit). */
+  orgPublishers: OrgPublishers;
   store: EventStore | undefined;
   /** The store sink (batches into the store through worker routing) and the retention job; null without a store. */
   attached: AttachedStore | null;
@@ -89,6 +92,7 @@ export function createRuntime(input: RuntimeInput): Runtime {
     workers,
     tunnels: new OpenTunnels(),
     clientLimits: new ClientLimits({ config, now, peerAddress: input.peerAddress }),
+    orgPublishers: new OrgPublishers(),
     store,
     attached,
     close: async () => {

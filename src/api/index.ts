@@ -14,7 +14,7 @@ import { tunnelRoutes } from "./tunnel/index.ts";
 import { userRoutes } from "./users/index.ts";
 
 /** Every /api/* endpoint. Each area is a thin controller under src/api/<area>/. */
-export function apiRoutes({ ctx, config, clientLimits: limits, workers, tunnels }: Runtime) {
+export function apiRoutes({ ctx, config, clientLimits: limits, orgPublishers, workers, tunnels }: Runtime) {
   return new Elysia({ name: "api" })
     .use(clientLimitsPlugin(limits))
     .use(bodyLimitPlugin)
@@ -25,7 +25,7 @@ export function apiRoutes({ ctx, config, clientLimits: limits, workers, tunnels 
     .use(installRoutes(config))
     .use(liveRoutes(ctx))
     .use(orgRoutes(ctx))
-    .use(publishRoutes(ctx, limits))
+    .use(publishRoutes(ctx, limits, orgPublishers))
     .use(tokenRoutes(ctx))
     .use(tunnelRoutes({ ctx, workers, tunnels }))
     .use(userRoutes(ctx));

@@ -3,6 +3,7 @@ import { Elysia, t } from "elysia";
 import type { GrantedSockets } from "~/engines/access/granted-sockets.ts";
 import type { Ingest } from "~/engines/ingest/ingest.ts";
 import type { EventTarget } from "~/engines/ingest/sinks.ts";
+import type { OrgPublishers } from "~/engines/limits/org-publishers.ts";
 import { AppError } from "~/lib/errors.ts";
 import { log } from "~/lib/logger.ts";
 import { EVENT_BATCH_FORMAT } from "~/lib/protocol/event-batch.ts";
@@ -28,11 +29,14 @@ export function publishSocket({
   ingest,
   presence,
   sockets,
+  orgPublishers,
 }: {
   ctx: ServiceContext;
   ingest: Ingest;
   presence?: PublisherPresence;
   sockets: GrantedSockets;
+  /** Counts each org's connected publishers (the containers limit). */
+  orgPublishers?: OrgPublishers;
 }) {
   const targets = new WeakMap<object, { target: EventTarget; claims: PublishTicketClaims; unregister: () => void }>();
 
@@ -83,6 +87,7 @@ export function publishSocket({
           formats: [EVENT_BATCH_FORMAT],
         });
         presence?.publisherConnected(target);
+        if (claims.orgId) orgPublishers?.connected(claims.orgId);
         if (claims.orgId) {
           markPublisherSeen({ ctx, orgId: claims.orgId }).catch((err) => log.warn("could not mark publisher seen", { err }));
         }
@@ -95,6 +100,7 @@ export function publishSocket({
         targets.delete(raw);
         entry.unregister();
         presence?.publisherDisconnected(entry.target);
+        if (entry.claims.orgId) orgPublishers?.disconnected(entry.claims.orgId);
       },
     });
 }

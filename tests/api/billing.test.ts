@@ -164,4 +164,53 @@ describe("billing", () => {
     await stripe.send("customer.subscription.updated", { ...sub, status: "past_due" }, { created: Math.floor(Date.now() / 1000) - 100 });
     expect(await status()).toBe("active");
   });
+
+  test("limits: Free allows one user; Team three (a fourth refused with what to do); a trial has none", async () => {
+    const u = await t.onboardedUser();
+    const add = (email: string) => t.call("/api/AddUser", { namespaceId: u.namespaceId, email }, { cookie: u.cookie });
+    const refused = await add("second@example.com");
+    expect(refused.status).toBe(403);
+    expect(refused.body.error).toBe(
+      "The Free plan allows 1 user per organization and this one has 1. Upgrade on the billing screen (/dashboard/billing), or remove a user first.",
+    );
+    expect((await add(u.email)).status).toBe(200); // already counted: free
+    const sub = await stripe.complete(sessionIdOf((await checkout(u.cookie, u.orgId, "team-20250212")).headers.get("location") ?? ""));
+    // In the trial: no limits.
+    for (const n of [2, 3, 4, 5]) expect((await add(`trial-${n}@example.com`)).status).toBe(200);
+    const other = await t.onboardedUser();
+    const team = await stripe.complete(
+      sessionIdOf((await checkout(other.cookie, other.orgId, "team-20250212")).headers.get("location") ?? ""),
+    );
+    await stripe.send(
+      "customer.subscription.updated",
+      { ...team, status: "active", trial_end: null },
+      { created: Math.floor(Date.now() / 1000) + 5 },
+    );
+    const addOther = (email: string) => t.call("/api/AddUser", { namespaceId: other.namespaceId, email }, { cookie: other.cookie });
+    expect((await addOther("b@example.com")).status).toBe(200);
+    expect((await addOther("c@example.com")).status).toBe(200);
+    const fourth = await addOther("d@example.com");
+    expect([fourth.status, fourth.body.error]).toEqual([
+      403,
+      "The Team plan allows 3 users per organization and this one has 3. Upgrade on the billing screen (/dashboard/billing), or remove a user first.",
+    ]);
+    expect((await addOther("c@example.com")).status).toBe(200); // an invited address again changes nothing
+    expect(sub.status).toBe("trialing");
+  });
+
+  test("limits: a publisher beyond the plan's containers is refused with the reason; below it, it joins", async () => {
+    const { joinPublisher } = await import("~/services/publish/join-publisher.ts");
+    const u = await t.onboardedUser();
+    const principal = { kind: "namespaceToken" as const, tokenId: "t", namespaceId: u.namespaceId, orgId: u.orgId };
+    const join = (running: number) => joinPublisher({ ctx: t.ctx, principal, runningPublishers: () => running });
+    expect((await join(2)).namespaceId).toBe(u.namespaceId);
+    await expect(join(3)).rejects.toThrow(
+      "The Free plan allows 3 containers (tapscope runs publishing at once) per organization and 3 are running. Upgrade on the billing screen (/dashboard/billing), or stop one.",
+    );
+    const offUser = await off.onboardedUser();
+    const offPrincipal = { ...principal, namespaceId: offUser.namespaceId, orgId: offUser.orgId };
+    expect((await joinPublisher({ ctx: off.ctx, principal: offPrincipal, runningPublishers: () => 500 })).namespaceId).toBe(
+      offUser.namespaceId,
+    );
+  });
 });

@@ -2,12 +2,13 @@ import { Elysia } from "elysia";
 import { callSchemas } from "~/api/call-schemas.ts";
 import { authPlugin } from "~/api/plugins/auth.ts";
 import type { ClientLimits } from "~/engines/limits/client-limits.ts";
+import type { OrgPublishers } from "~/engines/limits/org-publishers.ts";
 import { AppError } from "~/lib/errors.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { joinPublisher } from "~/services/publish/join-publisher.ts";
 
 /** JoinPublisher: the capture CLI asks where to send its events (Authorization: Bearer <namespace token>, or none). */
-export function publishRoutes(ctx: ServiceContext, limits: ClientLimits) {
+export function publishRoutes(ctx: ServiceContext, limits: ClientLimits, orgPublishers: OrgPublishers) {
   return new Elysia().use(authPlugin(ctx)).post(
     "/api/JoinPublisher",
     async ({ body, principal, request, set, server }) => {
@@ -24,7 +25,13 @@ export function publishRoutes(ctx: ServiceContext, limits: ClientLimits) {
           "too many new shared links from this address; set TAPSCOPE_TOKEN to publish into a namespace (or raise ANONYMOUS_LINKS_PER_HOUR on the server)",
         );
       set.headers["cache-control"] = "no-store";
-      return joinPublisher({ ctx, principal: publisher, linkId: body.linkId, admitNewLink });
+      return joinPublisher({
+        ctx,
+        principal: publisher,
+        linkId: body.linkId,
+        admitNewLink,
+        runningPublishers: (orgId) => orgPublishers.count(orgId),
+      });
     },
     callSchemas("JoinPublisher"),
   );

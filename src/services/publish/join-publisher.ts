@@ -6,6 +6,7 @@ import { publishPath } from "~/lib/protocol/publish.ts";
 import { websocketUrl } from "~/lib/websocket-url.ts";
 import { grantsOf } from "~/services/access/grants.ts";
 import type { Principal } from "~/services/auth/principal.ts";
+import { assertContainerLimit } from "~/services/billing/limits.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { createLink, linkPageUrl } from "~/services/links/create-link.ts";
 import { isLinkId } from "~/services/links/get-link.ts";
@@ -26,17 +27,21 @@ export async function joinPublisher({
   principal,
   linkId,
   admitNewLink,
+  runningPublishers,
 }: {
   ctx: ServiceContext;
   principal: Principal | null;
   linkId?: string;
   admitNewLink?: () => void;
+  /** Publishers of an org connected now (the containers limit); none counted when absent. */
+  runningPublishers?: (orgId: string) => number;
 }): Promise<JoinPublisherResponse> {
   if (principal?.kind === "orgToken") {
     throw new AppError("FORBIDDEN", "organization tokens are for workers; publish with a namespace token (tsk_...)");
   }
   const namespaceId = principal?.kind === "namespaceToken" ? principal.namespaceId : null;
   const orgId = principal?.kind === "namespaceToken" ? principal.orgId : null;
+  if (orgId && runningPublishers) await assertContainerLimit(ctx, orgId, runningPublishers(orgId));
 
   let link: { linkId: string; expiresAt: Date; linkUrl: string } | null = null;
   if (linkId !== undefined) {

@@ -5,6 +5,7 @@ import type { AddUserResponse } from "~/lib/protocol/api/users.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
 import type { UserPrincipal } from "~/services/auth/principal.ts";
 import { normalizeEmail } from "~/services/auth/sign-in.ts";
+import { assertUserLimit } from "~/services/billing/limits.ts";
 import type { ServiceContext } from "~/services/context.ts";
 
 export const ADD_USER_FORBIDDEN = "You do not have permissions to invite users to this namespace.";
@@ -26,6 +27,7 @@ export async function addUser({
 }): Promise<AddUserResponse> {
   const access = await requireNamespaceAccess({ ctx, principal, namespaceId, write: true, forbiddenMessage: ADD_USER_FORBIDDEN });
   const address = normalizeEmail(email);
+  await assertUserLimit(ctx, access.orgId, address);
   const now = ctx.now();
   const isPending = await ctx.db.transaction(async (tx) => {
     const [user] = await tx.select({ id: users.id }).from(users).where(eq(users.email, address)).limit(1);
