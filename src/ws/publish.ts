@@ -53,7 +53,8 @@ export function publishSocket({
     }
     let received: ReturnType<Ingest["receive"]>;
     try {
-      received = ingest.receive(entry.target, frame);
+      const { orgId, orgRateLimit } = entry.claims;
+      received = ingest.receive(entry.target, frame, orgId && orgRateLimit ? { orgId, ratePerSecond: orgRateLimit } : undefined);
     } catch (err) {
       log.error("publish message failed", { err });
       received = { reply: { type: "error", seq: null, code: "malformed", message: "message could not be processed" }, stored: null };

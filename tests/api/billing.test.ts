@@ -85,6 +85,11 @@ describe("billing", () => {
       amountCents: 2500,
       currency: "usd",
     });
+    // The org's plan (what the retention job reads) follows the subscription.
+    const { orgs } = await import("#db/schema/index.ts");
+    const { eq } = await import("drizzle-orm");
+    const planOf = async (orgId: string) => (await t.db.select({ plan: orgs.plan }).from(orgs).where(eq(orgs.id, orgId)))[0]?.plan;
+    expect(await planOf(u.orgId)).toBe("team");
     // In the trial the plan applies with no limits.
     expect((await t.call("/api/GetBillingStatus", { orgId: u.orgId }, { cookie: u.cookie })).body).toMatchObject({
       plan: "team",
@@ -201,9 +206,15 @@ describe("billing", () => {
   test("limits: a publisher beyond the plan's containers is refused with the reason; below it, it joins", async () => {
     const { joinPublisher } = await import("~/services/publish/join-publisher.ts");
     const u = await t.onboardedUser();
-    const principal = { kind: "namespaceToken" as const, tokenId: "t", namespaceId: u.namespaceId, orgId: u.orgId };
+    const principal = { kind: "namespaceToken" as const, tokenId: crypto.randomUUID(), namespaceId: u.namespaceId, orgId: u.orgId };
     const join = (running: number) => joinPublisher({ ctx: t.ctx, principal, runningPublishers: () => running });
-    expect((await join(2)).namespaceId).toBe(u.namespaceId);
+    const joined = await join(2);
+    expect(joined.namespaceId).toBe(u.namespaceId);
+    // The plan's rate limit travels in the publish ticket (100 events/s for the org); billing off, none.
+    const { redeemPublishTicket } = await import("~/services/publish/publish-ticket.ts");
+    const claimsOf = (app: TestApp, url: string) =>
+      redeemPublishTicket(app.config.sessionSecret, new URL(url).searchParams.get("ticket") ?? "", app.clock.now());
+    expect(claimsOf(t, joined.websocketUrl)?.orgRateLimit).toBe(100);
     await expect(join(3)).rejects.toThrow(
       "The Free plan allows 3 containers (tapscope runs publishing at once) per organization and 3 are running. Upgrade on the billing screen (/dashboard/billing), or stop one.",
     );

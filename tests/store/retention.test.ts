@@ -32,6 +32,16 @@ test("plan retention: Free 3, Team 7, Scale 30 days; self-hosted keeps RETENTION
   const selfHosted = parseConfig({ ...env, RETENTION_DAYS: "45" });
   expect(retentionDaysFor("free", selfHosted)).toBe(45);
   expect(parseConfig(env).retentionDays).toBe(30);
+  // With billing on, plans apply without PLAN_RETENTION; Enterprise keeps the server's own.
+  const billing = parseConfig({
+    ...env,
+    RETENTION_DAYS: "90",
+    STRIPE_SECRET_KEY: "sk",
+    STRIPE_WEBHOOK_SECRET: "whsec",
+    STRIPE_PRICE_TEAM: "p1",
+    STRIPE_PRICE_SCALE: "p2",
+  });
+  expect(["free", "team", "scale", "enterprise"].map((plan) => retentionDaysFor(plan, billing))).toEqual([3, 7, 30, 90]);
 });
 
 test("the retention job applies each namespace's plan to its table", async () => {

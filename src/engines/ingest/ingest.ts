@@ -30,6 +30,8 @@ const decoder = new TextDecoder();
  */
 export class Ingest {
   private readonly limiter: RateLimiter;
+  /** The plans' per-org limits (billing on), one limiter per rate, keyed by org. */
+  private readonly orgLimiters = new Map<number, RateLimiter>();
   private readonly counts = new Map<string, IngestCounts>();
   readonly totals: IngestCounts = zero();
 
@@ -42,6 +44,15 @@ export class Ingest {
   }
 
   private readonly now: () => number;
+
+  private orgLimiter(ratePerSecond: number): RateLimiter {
+    let limiter = this.orgLimiters.get(ratePerSecond);
+    if (!limiter) {
+      limiter = new RateLimiter(rateLimitFor(ratePerSecond), { now: this.now });
+      this.orgLimiters.set(ratePerSecond, limiter);
+    }
+    return limiter;
+  }
 
   countsFor(target: EventTarget): IngestCounts {
     return { ...(this.counts.get(targetKey(target)) ?? zero()) };
@@ -60,8 +71,12 @@ export class Ingest {
    * counts events whose message was never answered as dropped, so answering after the store's write keeps its
    * count true through a crash (ADR 0012). Events the store then failed to write are added to storeDropped.
    */
-  receive(target: EventTarget, data: unknown): { reply: PublishServerMessage; stored: Promise<PublishServerMessage> | null } {
-    const { reply, stored } = this.take(target, data);
+  receive(
+    target: EventTarget,
+    data: unknown,
+    orgLimit?: { orgId: string; ratePerSecond: number },
+  ): { reply: PublishServerMessage; stored: Promise<PublishServerMessage> | null } {
+    const { reply, stored } = this.take(target, data, orgLimit);
     if (!stored || reply.type !== "ack") return { reply, stored: null };
     return {
       reply,
@@ -69,7 +84,11 @@ export class Ingest {
     };
   }
 
-  private take(target: EventTarget, data: unknown): { reply: PublishServerMessage; stored: Offered["stored"] } {
+  private take(
+    target: EventTarget,
+    data: unknown,
+    orgLimit?: { orgId: string; ratePerSecond: number },
+  ): { reply: PublishServerMessage; stored: Offered["stored"] } {
     const key = targetKey(target);
     let counts = this.counts.get(key);
     if (!counts) {
@@ -92,7 +111,8 @@ export class Ingest {
       truncated,
       errors,
     } = message.type === "batch" ? message.result : validateAll(message.seq, message.events);
-    const granted = this.limiter.take(key, accepted.length, this.now());
+    let granted = this.limiter.take(key, accepted.length, this.now());
+    if (orgLimit && granted > 0) granted = this.orgLimiter(orgLimit.ratePerSecond).take(orgLimit.orgId, granted, this.now());
     const rateLimited = accepted.length - granted;
     if (rateLimited > 0) accepted.length = granted;
     let storeDropped = 0;

@@ -10,11 +10,16 @@ import type { EventStore } from "~/store/types.ts";
 export const planRetentionDays: Record<string, number> = { free: 3, team: 7, scale: 30 };
 
 /**
- * A namespace's retention: its org's plan when plans apply (PLAN_RETENTION), otherwise the server's own
- * RETENTION_DAYS (a self-hosted server keeps what its operator configured).
+ * A namespace's retention: its org's plan when plans apply (billing on, or PLAN_RETENTION), otherwise the server's
+ * own RETENTION_DAYS (a self-hosted server keeps what its operator configured). With billing, the org's plan is what
+ * Stripe's webhooks last said (orgs.plan); Enterprise keeps the server's RETENTION_DAYS.
  */
-export function retentionDaysFor(plan: string | null | undefined, config: Pick<Config, "retentionDays" | "planRetention">): number {
-  if (!config.planRetention) return config.retentionDays;
+export function retentionDaysFor(
+  plan: string | null | undefined,
+  config: Pick<Config, "retentionDays" | "planRetention" | "billing">,
+): number {
+  if (!config.planRetention && !config.billing) return config.retentionDays;
+  if (plan === "enterprise") return config.retentionDays;
   return planRetentionDays[plan ?? "free"] ?? planRetentionDays.free ?? 3;
 }
 

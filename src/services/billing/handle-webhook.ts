@@ -1,9 +1,10 @@
-import { eq } from "drizzle-orm";
+import { and, desc, eq, inArray } from "drizzle-orm";
 import type Stripe from "stripe";
-import { stripeEvents, subscriptions } from "#db/schema/index.ts";
+import { orgs, stripeEvents, subscriptions } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
 import { log } from "~/lib/logger.ts";
 import type { ServiceContext } from "~/services/context.ts";
+import { LIVE_STATUSES, planOfTier } from "./subscription.ts";
 
 /** How old a signed delivery may be (Stripe's default tolerance): older ones are refused as replays. */
 const SIGNATURE_TOLERANCE_S = 300;
@@ -74,6 +75,17 @@ export async function handleStripeWebhook({
     if (!existing) await tx.insert(subscriptions).values(values);
     else if (event.created >= existing.eventCreated)
       await tx.update(subscriptions).set(values).where(eq(subscriptions.stripeSubscriptionId, subscription.id));
+    // The org's plan as the retention job reads it: its live subscription's, else Free.
+    const [live] = await tx
+      .select({ tier: subscriptions.tier })
+      .from(subscriptions)
+      .where(and(eq(subscriptions.orgId, orgId), inArray(subscriptions.status, [...LIVE_STATUSES])))
+      .orderBy(desc(subscriptions.createdAt))
+      .limit(1);
+    await tx
+      .update(orgs)
+      .set({ plan: (live && planOfTier(live.tier)?.id) || "free" })
+      .where(eq(orgs.id, orgId));
     return { received: true as const };
   });
 }

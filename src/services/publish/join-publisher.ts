@@ -1,12 +1,13 @@
 import { eq } from "drizzle-orm";
 import { links } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
+import { PLAN_RATE_LIMIT_PER_SECOND } from "~/lib/plans.ts";
 import type { JoinPublisherResponse } from "~/lib/protocol/api/publish.ts";
 import { publishPath } from "~/lib/protocol/publish.ts";
 import { websocketUrl } from "~/lib/websocket-url.ts";
 import { grantsOf } from "~/services/access/grants.ts";
 import type { Principal } from "~/services/auth/principal.ts";
-import { assertContainerLimit } from "~/services/billing/limits.ts";
+import { assertContainerLimit, limitingPlan } from "~/services/billing/limits.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { createLink, linkPageUrl } from "~/services/links/create-link.ts";
 import { isLinkId } from "~/services/links/get-link.ts";
@@ -42,6 +43,7 @@ export async function joinPublisher({
   const namespaceId = principal?.kind === "namespaceToken" ? principal.namespaceId : null;
   const orgId = principal?.kind === "namespaceToken" ? principal.orgId : null;
   if (orgId && runningPublishers) await assertContainerLimit(ctx, orgId, runningPublishers(orgId));
+  const orgRateLimit = orgId && (await limitingPlan(ctx, orgId)) ? PLAN_RATE_LIMIT_PER_SECOND : undefined;
 
   let link: { linkId: string; expiresAt: Date; linkUrl: string } | null = null;
   if (linkId !== undefined) {
@@ -73,6 +75,7 @@ export async function joinPublisher({
       orgId,
       linkExpiresAt: link ? link.expiresAt.getTime() : null,
       grants: principal ? grantsOf(principal) : [],
+      ...(orgRateLimit ? { orgRateLimit } : {}),
     },
     ctx.now(),
   );

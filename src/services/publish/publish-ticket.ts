@@ -8,11 +8,18 @@ import { issueTicket, redeemTicket } from "~/services/tickets/signed-ticket.ts";
  */
 export const PUBLISH_TICKET_TTL_MS = 60_000;
 
-export type PublishTicketClaims = EventTarget & { orgId: string | null; linkExpiresAt: number | null; grants: Grant[] };
+export type PublishTicketClaims = EventTarget & {
+  orgId: string | null;
+  linkExpiresAt: number | null;
+  grants: Grant[];
+  /** The org's plan rate limit in events per second (billing on, no trial); absent: none. */
+  orgRateLimit?: number;
+};
 
 export function issuePublishTicket(secret: string, claims: PublishTicketClaims, now: Date): string {
-  const { namespaceId: n, linkId: l, orgId: o, linkExpiresAt: x } = claims;
-  return issueTicket(secret, "publish", { n, l, o, x, g: claims.grants.map(grantKey) }, PUBLISH_TICKET_TTL_MS, now);
+  // (`e` and `r` are the ticket's own: expiry and nonce.)
+  const { namespaceId: n, linkId: l, orgId: o, linkExpiresAt: x, orgRateLimit: q } = claims;
+  return issueTicket(secret, "publish", { n, l, o, x, q: q ?? null, g: claims.grants.map(grantKey) }, PUBLISH_TICKET_TTL_MS, now);
 }
 
 const nullableString = (v: unknown): v is string | null => v === null || typeof v === "string";
@@ -22,7 +29,15 @@ export function redeemPublishTicket(secret: string, ticket: string, now: Date): 
   const c = redeemTicket(secret, "publish", ticket, now);
   if (!c || !nullableString(c.n) || !nullableString(c.l) || !nullableString(c.o)) return null;
   if (c.x !== null && typeof c.x !== "number") return null;
+  if (c.q !== undefined && c.q !== null && typeof c.q !== "number") return null;
   const grants = parseGrantKeys(c.g);
   if (!grants) return null;
-  return { namespaceId: c.n, linkId: c.l, orgId: c.o, linkExpiresAt: c.x, grants };
+  return {
+    namespaceId: c.n,
+    linkId: c.l,
+    orgId: c.o,
+    linkExpiresAt: c.x,
+    grants,
+    ...(typeof c.q === "number" ? { orgRateLimit: c.q } : {}),
+  };
 }

@@ -37,6 +37,31 @@ describe("ingest validation", () => {
     expect("surprise" in result.event).toBe(false);
   });
 
+  test("a plan's per-org rate limit: the org's namespaces share one bucket (100/s, bursts of 1,000); over it is counted rate-limited", () => {
+    let nowMs = 1_000_000;
+    const sinks = new EventSinks();
+    let delivered = 0;
+    sinks.add({
+      accept: (_t, events) => {
+        delivered += events.length;
+      },
+    });
+    const ingest = new Ingest(sinks, { rateLimit: 0, now: () => nowMs });
+    const other: EventTarget = { namespaceId: "00000000-0000-0000-0000-000000000002", linkId: null };
+    const org = { orgId: "org-1", ratePerSecond: 100 };
+    const batch = (seq: number, n: number) => ({ type: "events", seq, events: Array.from({ length: n }, () => sampleEvent()) });
+    const first = ingest.receive(target, batch(1, 600), org).reply;
+    const second = ingest.receive(other, batch(2, 600), org).reply;
+    expect([first.type === "ack" && first.rateLimited, second.type === "ack" && second.rateLimited]).toEqual([0, 200]);
+    nowMs += 1000; // a second later: 100 more
+    const later = ingest.receive(other, batch(3, 150), org).reply;
+    expect(later.type === "ack" && later.rateLimited).toBe(50);
+    // Without the org limit (billing off, or a trial) nothing is held back.
+    const free = ingest.receive(target, batch(4, 600)).reply;
+    expect(free.type === "ack" && free.rateLimited).toBe(0);
+    expect(delivered).toBe(600 + 400 + 100 + 600);
+  });
+
   test("fuzz: random fields and messages never throw, and only well-typed events reach the sinks", () => {
     const delivered: TracedEvent[] = [];
     const sinks = new EventSinks();
