@@ -128,6 +128,28 @@ describe("billing", () => {
     expect(next.trialDays).toBe(0);
   });
 
+  test("only an org admin may start a checkout: a member (read access) is sent back with the reason", async () => {
+    const admin = await t.onboardedUser();
+    await stripe.complete(sessionIdOf((await checkout(admin.cookie, admin.orgId, "team-20250212")).headers.get("location") ?? ""));
+    const member = await t.user();
+    expect((await t.call("/api/AddUser", { namespaceId: admin.namespaceId, email: member.email }, { cookie: admin.cookie })).status).toBe(
+      200,
+    );
+    const refused = await checkout(member.cookie, admin.orgId, "scale-20250212");
+    expect(decodeURIComponent(refused.headers.get("location") ?? "")).toBe(
+      "/dashboard/billing?error=forbidden: only an org admin can change the plan",
+    );
+    const cancel = await t.call(
+      "/api/CancelSubscription",
+      {
+        stripeSubscriptionId: (await t.call("/api/GetSubscription", { orgId: admin.orgId }, { cookie: admin.cookie })).body
+          .activeSubscription.stripeSubscriptionId,
+      },
+      { cookie: member.cookie },
+    );
+    expect([cancel.status, cancel.body.error]).toEqual([403, "forbidden: only an org admin can cancel the plan"]);
+  });
+
   test("an unknown tier and a signed-out visitor are refused with a clear answer", async () => {
     const u = await t.onboardedUser();
     const unknown = await checkout(u.cookie, u.orgId, "gold-2099");
