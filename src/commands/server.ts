@@ -13,7 +13,8 @@ const usage = `usage: tapscope server
   PORT, PUBLIC_URL, DATA_DIR, DATABASE_URL (PostgreSQL; default PGlite in DATA_DIR), CLICKHOUSE_URL (default
   DuckDB in DATA_DIR), SESSION_SECRET, SMTP_URL, MAIL_FROM, GOOGLE_CLIENT_ID/SECRET, GITHUB_CLIENT_ID/SECRET,
   SUPPORT_EMAIL, INGEST_RATE_LIMIT, RETENTION_DAYS, PLAN_RETENTION, DOWNLOAD_DIR, MEMORY_LIMIT, DUCKDB_THREADS,
-  TRUST_PROXY, ANONYMOUS_LINKS_PER_HOUR (see the self-hosting docs for each).`;
+  TRUST_PROXY, ANONYMOUS_LINKS_PER_HOUR, and STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET, STRIPE_PRICE_TEAM,
+  STRIPE_PRICE_SCALE for billing (see the self-hosting docs for each).`;
 
 /** memoryLogMs: how often the memory line is logged (bench/soak asks for every 30 s). */
 export async function main(args: string[], options: { memoryLogMs?: number } = {}): Promise<number> {
