@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -151,4 +152,30 @@ export async function signInByEmail(
   await page.goto(link.replaceAll("&amp;", "&"));
   await page.waitForURL(/\/dashboard\/[^/]+\/live$/);
   return new URL(page.url()).pathname;
+}
+
+export type PageSuite = { server: RunningServer; browser: RunningBrowser; page: Page; pageErrors: string[] };
+
+/**
+ * The usual browser suite: a real server (with `env()`, read when the suite starts), Chromium and one page whose
+ * uncaught errors are collected, started before the file's tests and stopped after. Read the fields inside tests.
+ */
+export function browserSuite(env: () => Record<string, string> = () => ({})): PageSuite {
+  const suite = {} as PageSuite;
+  beforeAll(async () => {
+    suite.server = await startServer(env());
+    suite.browser = await launchBrowser();
+    suite.page = await suite.browser.context.newPage();
+    suite.pageErrors = watchPageErrors(suite.page);
+  }, 60_000);
+  afterAll(async () => {
+    await suite.browser?.close();
+    await suite.server?.stop();
+  });
+  return suite;
+}
+
+/** Whether the page scrolls sideways (nothing should, at any width). */
+export function hasHorizontalScroll(page: Page): Promise<boolean> {
+  return page.evaluate(() => document.documentElement.scrollWidth > document.documentElement.clientWidth);
 }
