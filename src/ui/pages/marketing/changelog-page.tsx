@@ -1,7 +1,7 @@
 import { type LoaderFunctionArgs, redirect, useLoaderData } from "react-router";
 import type { ChangelogEntry } from "~/lib/site-content.ts";
 import { pageEnv } from "~/ui/env.ts";
-import { PlaceholderPage, SiteFooter, SiteHeader } from "~/ui/pages/marketing/site-chrome.tsx";
+import { PlaceholderPage, SitePage } from "~/ui/pages/marketing/site-chrome.tsx";
 
 /** /changelog: content/changelog.md, newest first as written there. */
 export async function changelogLoader({ request, context }: LoaderFunctionArgs): Promise<ChangelogEntry[]> {
@@ -11,31 +11,26 @@ export async function changelogLoader({ request, context }: LoaderFunctionArgs):
 export function ChangelogPage() {
   const entries = useLoaderData() as ChangelogEntry[];
   return (
-    <div className="flex min-h-dvh flex-col">
-      <title>Changelog | Tapscope</title>
-      <SiteHeader />
-      <main className="mx-auto w-full max-w-3xl flex-1 px-4 py-12 sm:py-16">
-        <h1 className="text-3xl font-semibold tracking-tight text-zinc-100 sm:text-4xl">Changelog</h1>
-        {entries.length === 0 ? <p className="mt-6 text-zinc-400">Nothing released yet.</p> : null}
-        <ol className="mt-10 space-y-12">
-          {entries.map((entry) => (
-            <li key={entry.version} className="grid gap-2 sm:grid-cols-[9rem_minmax(0,1fr)]">
-              <div>
-                <h2 className="font-mono text-lg text-zinc-100">{entry.version}</h2>
-                <p className="text-sm text-zinc-400">{entry.date}</p>
-              </div>
-              <div
-                className="docs-prose"
-                // Rendered at build time from content/changelog.md, raw HTML shown as text.
-                // biome-ignore lint/security/noDangerouslySetInnerHtml: our own build-time markdown, raw HTML escaped
-                dangerouslySetInnerHTML={{ __html: entry.html }}
-              />
-            </li>
-          ))}
-        </ol>
-      </main>
-      <SiteFooter />
-    </div>
+    <SitePage title={"Changelog"} main="max-w-3xl py-12 sm:py-16">
+      <h1 className="text-3xl font-semibold tracking-tight text-zinc-100 sm:text-4xl">Changelog</h1>
+      {entries.length === 0 ? <p className="mt-6 text-zinc-400">Nothing released yet.</p> : null}
+      <ol className="mt-10 space-y-12">
+        {entries.map((entry) => (
+          <li key={entry.version} className="grid gap-2 sm:grid-cols-[9rem_minmax(0,1fr)]">
+            <div>
+              <h2 className="font-mono text-lg text-zinc-100">{entry.version}</h2>
+              <p className="text-sm text-zinc-400">{entry.date}</p>
+            </div>
+            <div
+              className="docs-prose"
+              // Rendered at build time from content/changelog.md, raw HTML shown as text.
+              // biome-ignore lint/security/noDangerouslySetInnerHtml: our own build-time markdown, raw HTML escaped
+              dangerouslySetInnerHTML={{ __html: entry.html }}
+            />
+          </li>
+        ))}
+      </ol>
+    </SitePage>
   );
 }
 

@@ -2,7 +2,7 @@ import { Link, type LoaderFunctionArgs, useLoaderData } from "react-router";
 import type { CustomerStory } from "~/lib/site-content.ts";
 import { pageEnv } from "~/ui/env.ts";
 import { reportEvent } from "~/ui/lib/events.ts";
-import { SiteFooter, SiteHeader } from "~/ui/pages/marketing/site-chrome.tsx";
+import { SitePage } from "~/ui/pages/marketing/site-chrome.tsx";
 
 /** /customers (every story) and /customers/:customer (one); an unknown customer is a 404. */
 export async function customersLoader({ request, params, context }: LoaderFunctionArgs) {
@@ -20,14 +20,9 @@ export function CustomersPage() {
   const { stories, slug } = useLoaderData() as Awaited<ReturnType<typeof customersLoader>>;
   const story = slug ? stories.find((s) => s.slug === slug) : undefined;
   return (
-    <div className="flex min-h-dvh flex-col">
-      <title>{`${story ? story.title : "Customers"} | Tapscope`}</title>
-      <SiteHeader />
-      <main className="mx-auto w-full max-w-6xl flex-1 px-4 py-12 sm:py-16">
-        {story ? <CaseStudy story={story} /> : <StoryList stories={stories} />}
-      </main>
-      <SiteFooter />
-    </div>
+    <SitePage title={story ? story.title : "Customers"} main="max-w-6xl py-12 sm:py-16">
+      {story ? <CaseStudy story={story} /> : <StoryList stories={stories} />}
+    </SitePage>
   );
 }
 

@@ -2,7 +2,7 @@ import { useId, useState } from "react";
 import { Link } from "react-router";
 import { PLAN_RATE_LIMIT_PER_SECOND, type Plan, plans, TRIAL_DAYS } from "~/lib/plans.ts";
 import { reportEvent } from "~/ui/lib/events.ts";
-import { SiteFooter, SiteHeader } from "~/ui/pages/marketing/site-chrome.tsx";
+import { SitePage } from "~/ui/pages/marketing/site-chrome.tsx";
 import { usePublicConfig } from "~/ui/shell.tsx";
 
 type Faq = { question: string; answer: string; mail?: boolean };
@@ -31,34 +31,29 @@ const faqs: Faq[] = [
 export function PricingPage() {
   const { supportEmail } = usePublicConfig();
   return (
-    <div className="flex min-h-dvh flex-col">
-      <title>Pricing | Tapscope</title>
-      <SiteHeader />
-      <main className="mx-auto w-full max-w-6xl flex-1 px-4 py-12 sm:py-20">
-        <div className="max-w-2xl">
-          <h1 className="text-3xl font-semibold tracking-tight text-zinc-100 sm:text-5xl">Predictable pricing</h1>
-          <p className="mt-4 text-lg text-zinc-400">Unlimited requests on every plan. Pay for seats and retention, not for traffic.</p>
-        </div>
-        <ul className="mt-12 grid gap-4 sm:grid-cols-2 lg:grid-cols-4">
-          {plans.map((plan) => (
-            <li key={plan.id}>
-              <PlanCard plan={plan} supportEmail={supportEmail} />
-            </li>
+    <SitePage title={"Pricing"} main="max-w-6xl py-12 sm:py-20">
+      <div className="max-w-2xl">
+        <h1 className="text-3xl font-semibold tracking-tight text-zinc-100 sm:text-5xl">Predictable pricing</h1>
+        <p className="mt-4 text-lg text-zinc-400">Unlimited requests on every plan. Pay for seats and retention, not for traffic.</p>
+      </div>
+      <ul className="mt-12 grid gap-4 sm:grid-cols-2 lg:grid-cols-4">
+        {plans.map((plan) => (
+          <li key={plan.id}>
+            <PlanCard plan={plan} supportEmail={supportEmail} />
+          </li>
+        ))}
+      </ul>
+      <section aria-labelledby="faq" className="mt-20 max-w-3xl">
+        <h2 id="faq" className="text-2xl font-semibold tracking-tight text-zinc-100">
+          Questions
+        </h2>
+        <div className="mt-6 divide-y divide-zinc-800 border-y border-zinc-800">
+          {faqs.map((faq) => (
+            <FaqEntry key={faq.question} faq={faq} supportEmail={supportEmail} />
           ))}
-        </ul>
-        <section aria-labelledby="faq" className="mt-20 max-w-3xl">
-          <h2 id="faq" className="text-2xl font-semibold tracking-tight text-zinc-100">
-            Questions
-          </h2>
-          <div className="mt-6 divide-y divide-zinc-800 border-y border-zinc-800">
-            {faqs.map((faq) => (
-              <FaqEntry key={faq.question} faq={faq} supportEmail={supportEmail} />
-            ))}
-          </div>
-        </section>
-      </main>
-      <SiteFooter />
-    </div>
+        </div>
+      </section>
+    </SitePage>
   );
 }
 

@@ -114,17 +114,24 @@ function FooterColumn({ title, links }: { title: string; links: Array<[string, s
   );
 }
 
-/** A tidy page for routes whose content comes with a later issue. */
-export function PlaceholderPage({ title, heading, children }: { title: string; heading: string; children?: ReactNode }) {
+/** A public page: its title (ending in '| Tapscope'), the header, `main` at the given width, the footer. */
+export function SitePage({ title, main, children }: { title: string; main: string; children: ReactNode }) {
   return (
     <div className="flex min-h-dvh flex-col">
       <title>{`${title} | Tapscope`}</title>
       <SiteHeader />
-      <main className="mx-auto w-full max-w-6xl flex-1 px-4 py-20">
-        <h1 className="text-3xl font-semibold tracking-tight text-zinc-100 sm:text-4xl">{heading}</h1>
-        <div className="mt-4 max-w-2xl text-zinc-400">{children}</div>
-      </main>
+      <main className={`mx-auto w-full flex-1 px-4 ${main}`}>{children}</main>
       <SiteFooter />
     </div>
+  );
+}
+
+/** A page with a heading and a few lines (the community page without a link). */
+export function PlaceholderPage({ title, heading, children }: { title: string; heading: string; children?: ReactNode }) {
+  return (
+    <SitePage title={title} main="max-w-6xl py-20">
+      <h1 className="text-3xl font-semibold tracking-tight text-zinc-100 sm:text-4xl">{heading}</h1>
+      <div className="mt-4 max-w-2xl text-zinc-400">{children}</div>
+    </SitePage>
   );
 }
