@@ -25,7 +25,7 @@ describe("docs", () => {
     await results.first().click();
     await suite.page.waitForURL(/\/docs\/kubernetes$/);
     expect(await suite.page.title()).toEndWith("| Tapscope");
-    expect(await suite.page.locator("article.docs-prose h1").textContent()).toBeTruthy();
+    expect(await suite.page.locator("article.docs-prose h1").textContent()).toBe("Kubernetes");
     expect(suite.pageErrors).toEqual([]);
   });
 
