@@ -45,6 +45,13 @@ describe("landing page", () => {
       `$ curl -fsSL ${suite.server.baseUrl}/install.sh | sh`,
       "$ tapscope run -- php artisan serve",
     ]);
+    // Copy says so for 2 s, then offers itself again.
+    await suite.page.context().grantPermissions(["clipboard-read", "clipboard-write"]);
+    const copyRun = picker.getByRole("button", { name: "Copy: tapscope run -- php artisan serve" });
+    await copyRun.click();
+    await picker.getByRole("button", { name: "Copied" }).waitFor();
+    expect(await suite.page.evaluate(() => navigator.clipboard.readText())).toBe("tapscope run -- php artisan serve");
+    await picker.getByRole("button", { name: "Copy: tapscope run -- php artisan serve" }).waitFor({ timeout: 3000 });
     await suite.page.goto(suite.server.baseUrl);
     expect(await picker.locator("[data-command]").count()).toBe(0);
     await suite.page.mouse.wheel(0, 1600);
