@@ -23,6 +23,13 @@ export type Config = {
   github: OAuthProviderConfig | undefined;
   supportEmail: string;
   clickhouseUrl: string | undefined;
+  /**
+   * CLICKHOUSE_CLUSTER: the cluster (a name from ClickHouse's remote_servers) whose shards hold the events: per-namespace
+   * local tables on every shard, a Distributed table over them, DDL ON CLUSTER (ADR 0021).
+   */
+  clickhouseCluster: string | undefined;
+  /** BROKER_URL (redis://): the broker that joins several server nodes (live fan-out, shared limits); unset: one process. */
+  brokerUrl: string | undefined;
   /** Events per second per namespace (token bucket average); 0 means no limit. */
   ingestRateLimit: number;
   retentionDays: number;
@@ -205,6 +212,8 @@ export function parseConfig(env: Env = process.env): Config {
     billing: billing(env),
     supportEmail: env.SUPPORT_EMAIL || "support@tapscope.dev",
     clickhouseUrl: url(env, "CLICKHOUSE_URL"),
+    clickhouseCluster: clickhouseCluster(env),
+    brokerUrl: brokerUrl(env),
     ingestRateLimit: int(env, "INGEST_RATE_LIMIT", 0, 0, 10_000_000),
     retentionDays: int(env, "RETENTION_DAYS", 30, 1, 3650),
     planRetention: env.PLAN_RETENTION === "1" || env.PLAN_RETENTION === "true",
@@ -216,6 +225,26 @@ export function parseConfig(env: Env = process.env): Config {
     trustProxy: trustProxy(env),
     anonymousLinksPerHour: int(env, "ANONYMOUS_LINKS_PER_HOUR", 100, 0, 1_000_000),
   };
+}
+
+function clickhouseCluster(env: Env): string | undefined {
+  const name = env.CLICKHOUSE_CLUSTER;
+  if (!name) return undefined;
+  if (!env.CLICKHOUSE_URL) throw new ConfigError("CLICKHOUSE_CLUSTER needs CLICKHOUSE_URL (a node of that cluster)");
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(name)) {
+    throw new ConfigError(`CLICKHOUSE_CLUSTER must be a cluster name from ClickHouse's remote_servers (letters, digits, _), got "${name}"`);
+  }
+  return name;
+}
+
+function brokerUrl(env: Env): string | undefined {
+  const raw = url(env, "BROKER_URL");
+  if (!raw) return undefined;
+  const protocol = new URL(raw).protocol;
+  if (protocol !== "redis:" && protocol !== "rediss:") {
+    throw new ConfigError(`BROKER_URL must be a Redis URL (redis://host:6379 or rediss://), got "${protocol}"`);
+  }
+  return raw;
 }
 
 function trustProxy(env: Env): string[] {

@@ -69,6 +69,38 @@ function tabSeparated(chunks: readonly EventRows[]): string {
 }
 
 /**
+ * Where a namespace's rows live. One server: the table itself. A cluster (CLICKHOUSE_CLUSTER): a local MergeTree table
+ * `<table>_local` on every shard (ReplicatedMergeTree where a shard has replicas) and the Distributed table `<table>`
+ * over them, sharded by event id; everything reads and writes through the Distributed table, DDL runs ON CLUSTER
+ * (ClickHouse's distributed DDL queue, which lives in ZooKeeper). ADR 0021.
+ */
+export type ClusterLayout = { name: string; replicated: boolean };
+
+export function localTable(table: string, cluster: ClusterLayout | undefined): string {
+  return cluster ? `${table}_local` : table;
+}
+
+/**
+ * The DDL that makes a namespace's table: one statement on one server, two on a cluster (the shards' local tables,
+ * then the Distributed table over them).
+ */
+export function createTableStatements(table: string, cluster: ClusterLayout | undefined): string[] {
+  const eventCols = eventColumns.map(([name, kind]) => `${name} ${chType[kind]}`);
+  const cols = [...eventCols];
+  cols.splice(1, 0, "ts DateTime MATERIALIZED toDateTime(intDiv(time, 1000000))");
+  const layout = "PARTITION BY toDate(ts) ORDER BY time SETTINGS index_granularity = 8192";
+  if (!cluster) return [`CREATE TABLE IF NOT EXISTS ${table} (${cols.join(", ")}) ENGINE = MergeTree ${layout}`];
+  const local = localTable(table, cluster);
+  const on = `ON CLUSTER ${cluster.name}`;
+  const engine = cluster.replicated ? `ReplicatedMergeTree('/clickhouse/tables/{shard}/tapscope/${local}', '{replica}')` : "MergeTree";
+  return [
+    `CREATE TABLE IF NOT EXISTS ${local} ${on} (${cols.join(", ")}) ENGINE = ${engine} ${layout}`,
+    // The event columns only: 18.16's Distributed table forwards a MATERIALIZED column on insert and the shard refuses it.
+    `CREATE TABLE IF NOT EXISTS ${table} ${on} (${eventCols.join(", ")}) ENGINE = Distributed(${cluster.name}, currentDatabase(), ${local}, sipHash64(event_id))`,
+  ];
+}
+
+/**
  * ClickHouse over HTTP. The DDL and SQL stay within what 18.16 understands and current releases still
  * accept: MergeTree PARTITION BY toDate(DateTime) ORDER BY time; time as Int64 microseconds (no
  * DateTime64); no query parameters (values are escaped literals); settings per query.
@@ -86,34 +118,47 @@ class ClickHouseEngine implements Engine {
   constructor(
     private readonly client: ClickHouseClient,
     readonly version: string,
+    private readonly cluster?: ClusterLayout,
   ) {}
 
   get hasTtl(): boolean {
     return supportsTtl(this.version);
   }
 
+  /** ON CLUSTER waits for every shard; one that is down fails the statement after this, and runs it when it is back. */
   private async command(sql: string): Promise<void> {
-    await retryStale(() => this.client.command({ query: sql }));
+    await retryStale(() =>
+      this.client.command({ query: sql, clickhouse_settings: this.cluster ? { distributed_ddl_task_timeout: "30" } : undefined }),
+    );
+  }
+
+  private get onCluster(): string {
+    return this.cluster ? ` ON CLUSTER ${this.cluster.name}` : "";
   }
 
   async createTable(table: string): Promise<void> {
-    const cols = eventColumns.map(([name, kind]) => `${name} ${chType[kind]}`);
-    cols.splice(1, 0, "ts DateTime MATERIALIZED toDateTime(intDiv(time, 1000000))");
-    await this.command(
-      `CREATE TABLE IF NOT EXISTS ${table} (${cols.join(", ")}) ENGINE = MergeTree ` +
-        "PARTITION BY toDate(ts) ORDER BY time SETTINGS index_granularity = 8192",
-    );
-    const existing = await this.select(`SELECT name FROM system.columns WHERE database = currentDatabase() AND table = ${lit(table)}`, {
-      timeoutMs: 10_000,
-      queryId: "",
-    });
-    for (const c of missingColumns(existing.map((r) => String(r.name)))) {
-      await this.command(`ALTER TABLE ${table} ADD COLUMN ${c.name} ${chType[c.kind]} DEFAULT ${c.fill}`);
+    for (const sql of createTableStatements(table, this.cluster)) await this.command(sql);
+    // Columns added since the table was made (18.16 has no ADD COLUMN IF NOT EXISTS): the shards' tables first.
+    const tables = this.cluster ? [localTable(table, this.cluster), table] : [table];
+    for (const name of tables) {
+      const existing = await this.select(`SELECT name FROM system.columns WHERE database = currentDatabase() AND table = ${lit(name)}`, {
+        timeoutMs: 10_000,
+        queryId: "",
+      });
+      for (const c of missingColumns(existing.map((r) => String(r.name)))) {
+        await this.command(`ALTER TABLE ${name}${this.onCluster} ADD COLUMN ${c.name} ${chType[c.kind]} DEFAULT ${c.fill}`);
+      }
     }
   }
 
   async insert(table: string, rows: readonly EventRows[]): Promise<void> {
-    await this.client.insert({ table, values: Readable.from([tabSeparated(rows)], { objectMode: false }), format: "TabSeparated" });
+    await this.client.insert({
+      table,
+      values: Readable.from([tabSeparated(rows)], { objectMode: false }),
+      format: "TabSeparated",
+      // Through a Distributed table, written to the shards before the insert returns: an ack means stored (ADR 0012).
+      clickhouse_settings: this.cluster ? { insert_distributed_sync: 1 } : undefined,
+    });
   }
 
   async select(sql: string, options: { timeoutMs: number; queryId: string }): Promise<Record<string, unknown>[]> {
@@ -145,12 +190,17 @@ class ClickHouseEngine implements Engine {
   async setTtl(table: string, days: number): Promise<boolean> {
     if (!this.hasTtl) return false;
     if (this.ttlDays.get(table) === days) return true;
-    await this.command(`ALTER TABLE ${table} MODIFY TTL ts + INTERVAL ${lit(Math.floor(days))} DAY`);
+    await this.command(
+      `ALTER TABLE ${localTable(table, this.cluster)}${this.onCluster} MODIFY TTL ts + INTERVAL ${lit(Math.floor(days))} DAY`,
+    );
     this.ttlDays.set(table, days);
     return true;
   }
 
-  async deleteOlderThan(table: string, cutoffMicros: number): Promise<void> {
+  async deleteOlderThan(distributed: string, cutoffMicros: number): Promise<void> {
+    // On a cluster the rows are in the shards' local tables: the partitions this shard has (sharded by id, every shard
+    // has every day's) go ON CLUSTER, and the mutation this shard runs is the one waited for.
+    const table = localTable(distributed, this.cluster);
     // Whole days well before the cutoff go by partition (cheap); the rest by a mutation we wait for.
     const cutoffDay = Math.floor(cutoffMicros / 86_400_000_000) - 1;
     const parts = await this.client.query({
@@ -160,10 +210,10 @@ class ClickHouseEngine implements Engine {
     for (const { partition } of await parts.json<{ partition: string }>()) {
       const day = Date.parse(`${partition.replaceAll("'", "")}T00:00:00Z`) / 86_400_000;
       if (Number.isFinite(day) && day < cutoffDay) {
-        await this.command(`ALTER TABLE ${table} DROP PARTITION ${lit(partition.replaceAll("'", ""))}`);
+        await this.command(`ALTER TABLE ${table}${this.onCluster} DROP PARTITION ${lit(partition.replaceAll("'", ""))}`);
       }
     }
-    await this.command(`ALTER TABLE ${table} DELETE WHERE time < ${lit(cutoffMicros)}`);
+    await this.command(`ALTER TABLE ${table}${this.onCluster} DELETE WHERE time < ${lit(cutoffMicros)}`);
     const deadline = Date.now() + 60_000;
     while (Date.now() < deadline) {
       const pending = await this.select(
@@ -184,7 +234,8 @@ class ClickHouseEngine implements Engine {
   }
 
   async dropTable(table: string): Promise<void> {
-    await this.command(`DROP TABLE IF EXISTS ${table}`);
+    await this.command(`DROP TABLE IF EXISTS ${table}${this.onCluster}`);
+    if (this.cluster) await this.command(`DROP TABLE IF EXISTS ${localTable(table, this.cluster)}${this.onCluster}`);
   }
 
   async close(): Promise<void> {
@@ -194,6 +245,8 @@ class ClickHouseEngine implements Engine {
 
 export type ClickHouseStoreOptions = {
   url: string;
+  /** CLICKHOUSE_CLUSTER: a cluster of this server's remote_servers. */
+  cluster?: string;
   limits?: Partial<StoreLimits>;
 };
 
@@ -210,5 +263,19 @@ export async function openClickHouseStore(options: ClickHouseStoreOptions): Prom
     format: "JSONEachRow",
   });
   const [row] = await result.json<{ v: string }>();
-  return new SqlEventStore(new ClickHouseEngine(client, row?.v ?? "0"), options.limits);
+  const cluster = options.cluster ? await clusterLayout(client, options.cluster) : undefined;
+  return new SqlEventStore(new ClickHouseEngine(client, row?.v ?? "0", cluster), options.limits);
+}
+
+/** The named cluster as this server knows it: refused when it is not in remote_servers; replicated when a shard has replicas. */
+async function clusterLayout(client: ClickHouseClient, name: string): Promise<ClusterLayout> {
+  const result = await client.query({
+    query: `SELECT count() AS hosts, max(replica_num) AS replicas FROM system.clusters WHERE cluster = ${lit(name)}`,
+    format: "JSONEachRow",
+  });
+  const [row] = await result.json<{ hosts: number | string; replicas: number | string }>();
+  if (!row || Number(row.hosts) === 0) {
+    throw new Error(`CLICKHOUSE_CLUSTER: ClickHouse has no cluster "${name}" in its remote_servers`);
+  }
+  return { name, replicated: Number(row.replicas) > 1 };
 }

@@ -2,14 +2,16 @@ import { join } from "node:path";
 import { type Config, memoryShares } from "~/lib/env.ts";
 import type { EventStore, StoreLimits } from "./types.ts";
 
-/** The server's event store, chosen once: ClickHouse when CLICKHOUSE_URL is set, else DuckDB in DATA_DIR. */
+/** The server's event store, chosen once: ClickHouse when CLICKHOUSE_URL is set (sharded over CLICKHOUSE_CLUSTER when named), else DuckDB in DATA_DIR. */
 export async function openEventStore(
-  config: Pick<Config, "clickhouseUrl" | "dataDir"> & Partial<Pick<Config, "memoryLimitBytes" | "duckdbThreads">>,
+  config: Pick<Config, "clickhouseUrl" | "dataDir"> &
+    Partial<Pick<Config, "clickhouseCluster">> &
+    Partial<Pick<Config, "memoryLimitBytes" | "duckdbThreads">>,
   limits?: Partial<StoreLimits>,
 ): Promise<EventStore> {
   if (config.clickhouseUrl) {
     const { openClickHouseStore } = await import("./clickhouse.ts");
-    return openClickHouseStore({ url: config.clickhouseUrl, limits });
+    return openClickHouseStore({ url: config.clickhouseUrl, cluster: config.clickhouseCluster, limits });
   }
   const { openDuckDbStore } = await import("./duckdb.ts");
   return openDuckDbStore({
