@@ -1,6 +1,8 @@
 import { join } from "node:path";
 import type { Db } from "#db/client.ts";
 import { GrantedSockets } from "~/engines/access/granted-sockets.ts";
+import type { Broker } from "~/engines/cluster/broker.ts";
+import { ClusterNode } from "~/engines/cluster/cluster-node.ts";
 import { Ingest } from "~/engines/ingest/ingest.ts";
 import { EventSinks } from "~/engines/ingest/sinks.ts";
 import { ClientLimits } from "~/engines/limits/client-limits.ts";
@@ -26,6 +28,8 @@ export type RuntimeInput = {
   mailer?: Mailer;
   /** A request's socket peer, for per-client limits; default Bun's server.requestIP (app.handle has no socket). */
   peerAddress?: (request: Request) => string | undefined;
+  /** The broker joining this server to the other nodes of a cluster (BROKER_URL); absent: one process. */
+  broker?: Broker;
 };
 
 /**
@@ -59,6 +63,10 @@ export type Runtime = {
   store: EventStore | undefined;
   /** The store sink (batches into the store through worker routing) and the retention job; null without a store. */
   attached: AttachedStore | null;
+  /** With a broker: this node of the cluster (live fan-out, presence and rate limits shared with the other nodes). */
+  cluster: ClusterNode | null;
+  /** Starts what needs the network before the server listens (the cluster's subscriptions). */
+  start: () => Promise<void>;
   /** Writes the events still batched and stops the timers; the store and database are the caller's to close. */
   close: () => Promise<void>;
 };
@@ -78,6 +86,9 @@ export function createRuntime(input: RuntimeInput): Runtime {
   // Remembers which orgs a self-hosted worker serves, so a restarted server does not store theirs locally meanwhile.
   const workers = new WorkerRegistry({ db, local: store, now, statePath: join(config.dataDir, "worker-orgs.json") });
   const attached = store ? attachStore({ config, db, store: workers.route(), sinks, now }) : null;
+  const orgPublishers = new OrgPublishers();
+  const cluster = input.broker ? new ClusterNode({ broker: input.broker, hub, ingest, orgPublishers }) : null;
+  if (cluster) sinks.add(cluster);
 
   return {
     config,
@@ -92,12 +103,18 @@ export function createRuntime(input: RuntimeInput): Runtime {
     workers,
     tunnels: new OpenTunnels(),
     clientLimits: new ClientLimits({ config, now, peerAddress: input.peerAddress }),
-    orgPublishers: new OrgPublishers(),
+    orgPublishers,
     store,
     attached,
+    cluster,
+    start: async () => {
+      await cluster?.start();
+    },
     close: async () => {
+      cluster?.stop();
       await attached?.close();
       mailer?.close();
+      input.broker?.close();
     },
   };
 }

@@ -14,19 +14,22 @@ import { tunnelRoutes } from "./tunnel/index.ts";
 import { userRoutes } from "./users/index.ts";
 
 /** Every /api/* endpoint. Each area is a thin controller under src/api/<area>/. */
-export function apiRoutes({ ctx, config, clientLimits: limits, orgPublishers, workers, tunnels }: Runtime) {
-  return new Elysia({ name: "api" })
-    .use(clientLimitsPlugin(limits))
-    .use(bodyLimitPlugin)
-    .get("/api/health", () => ({ ok: true }))
-    .use(authRoutes(ctx))
-    .use(billingRoutes(ctx))
-    .use(eventRoutes(ctx))
-    .use(installRoutes(config))
-    .use(liveRoutes(ctx))
-    .use(orgRoutes(ctx))
-    .use(publishRoutes(ctx, limits, orgPublishers))
-    .use(tokenRoutes(ctx))
-    .use(tunnelRoutes({ ctx, workers, tunnels }))
-    .use(userRoutes(ctx));
+export function apiRoutes({ ctx, config, clientLimits: limits, orgPublishers, workers, tunnels, cluster }: Runtime) {
+  return (
+    new Elysia({ name: "api" })
+      .use(clientLimitsPlugin(limits))
+      .use(bodyLimitPlugin)
+      // A cluster node also says whether its broker is reachable (live view across nodes); a load balancer may check it.
+      .get("/api/health", () => (cluster ? { ok: true, broker: cluster.brokerConnected ? "connected" : "unreachable" } : { ok: true }))
+      .use(authRoutes(ctx))
+      .use(billingRoutes(ctx))
+      .use(eventRoutes(ctx))
+      .use(installRoutes(config))
+      .use(liveRoutes(ctx))
+      .use(orgRoutes(ctx))
+      .use(publishRoutes(ctx, limits, orgPublishers))
+      .use(tokenRoutes(ctx))
+      .use(tunnelRoutes({ ctx, workers, tunnels }))
+      .use(userRoutes(ctx))
+  );
 }

@@ -1,7 +1,9 @@
 import { join } from "node:path";
 import { openDatabase } from "#db/client.ts";
 import { SERVER_BODY_LIMIT } from "~/api/plugins/body-limit.ts";
+import { type Broker, connectRedisBroker } from "~/engines/cluster/broker.ts";
 import { type Config, ConfigError, parseConfig } from "~/lib/env.ts";
+import { errorMessage } from "~/lib/errors.ts";
 import { log } from "~/lib/logger.ts";
 import { ensurePrivateDir, isServerDataFile, narrowTree, setPrivateUmask } from "~/lib/private-dir.ts";
 import { createRuntime } from "~/runtime.ts";
@@ -13,8 +15,8 @@ const usage = `usage: tapscope server
   PORT, PUBLIC_URL, DATA_DIR, DATABASE_URL (PostgreSQL; default PGlite in DATA_DIR), CLICKHOUSE_URL (default
   DuckDB in DATA_DIR), SESSION_SECRET, SMTP_URL, MAIL_FROM, GOOGLE_CLIENT_ID/SECRET, GITHUB_CLIENT_ID/SECRET,
   SUPPORT_EMAIL, INGEST_RATE_LIMIT, RETENTION_DAYS, PLAN_RETENTION, DOWNLOAD_DIR, MEMORY_LIMIT, DUCKDB_THREADS,
-  TRUST_PROXY, ANONYMOUS_LINKS_PER_HOUR, and STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET, STRIPE_PRICE_TEAM,
-  STRIPE_PRICE_SCALE for billing (see the self-hosting docs for each).`;
+  TRUST_PROXY, ANONYMOUS_LINKS_PER_HOUR, STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET, STRIPE_PRICE_TEAM,
+  STRIPE_PRICE_SCALE for billing, and CLICKHOUSE_CLUSTER, BROKER_URL for several nodes (see the self-hosting docs).`;
 
 /** memoryLogMs: how often the memory line is logged (bench/soak asks for every 30 s). */
 export async function main(args: string[], options: { memoryLogMs?: number } = {}): Promise<number> {
@@ -46,7 +48,17 @@ export async function main(args: string[], options: { memoryLogMs?: number } = {
   const store = await openEventStore(config);
   const narrowed = narrowTree(config.dataDir, isServerDataFile);
   if (narrowed > 0) log.info("made data files private to this user", { dataDir: config.dataDir, files: narrowed });
-  const runtime = createRuntime({ config, db: database.db, store });
+  let broker: Broker | undefined;
+  if (config.brokerUrl) {
+    try {
+      broker = await connectRedisBroker(config.brokerUrl);
+    } catch (err) {
+      process.stderr.write(`tapscope server: BROKER_URL: could not connect (${errorMessage(err)})\n`);
+      return 1;
+    }
+  }
+  const runtime = createRuntime({ config, db: database.db, store, broker });
+  await runtime.start();
   const app = createApp(runtime);
   // listen() (not a bare Bun.serve over app.handle) so the WebSocket routes (live view, publishers, link pings) upgrade.
   app.listen({ port: config.port, maxRequestBodySize: SERVER_BODY_LIMIT });
@@ -56,6 +68,7 @@ export async function main(args: string[], options: { memoryLogMs?: number } = {
     port: server.port,
     database: database.kind,
     eventStore: store.kind,
+    cluster: runtime.cluster ? { node: runtime.cluster.nodeId, clickhouseCluster: config.clickhouseCluster ?? null } : undefined,
     dataDir: config.dataDir,
     memoryLimitBytes: config.memoryLimitBytes,
   });

@@ -120,7 +120,30 @@ export class RateLimiter {
   /** How many of `n` may pass now; the rest are over the limit. */
   take(key: string, n: number, nowMs = this.now()): number {
     if (this.isUnlimited) return n;
-    return this.bucket(key, nowMs).take(n, nowMs);
+    const granted = this.bucket(key, nowMs).take(n, nowMs);
+    if (this.consumed && granted > 0) this.consumed.set(key, (this.consumed.get(key) ?? 0) + granted);
+    return granted;
+  }
+
+  /** What was granted per key since the last drain, once shareConsumption was called (a cluster's other nodes spend it). */
+  private consumed: Map<string, number> | null = null;
+
+  shareConsumption(): void {
+    this.consumed ??= new Map();
+  }
+
+  drainConsumed(): Map<string, number> {
+    const drained = this.consumed ?? new Map<string, number>();
+    if (this.consumed) this.consumed = new Map();
+    return drained;
+  }
+
+  /** Spends what another server node granted under the same key: the shared limit holds across nodes. */
+  spend(key: string, n: number, nowMs = this.now()): void {
+    if (this.isUnlimited || !(n > 0)) return;
+    const bucket = this.bucket(key, nowMs);
+    bucket.available(nowMs);
+    bucket.spend(n);
   }
 
   /** Milliseconds until `key` may pass `n` (0: now), taking nothing. */

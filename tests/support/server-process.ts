@@ -33,10 +33,10 @@ async function freePort(): Promise<number> {
  * crash or grow use this instead of an in-process app, so a frozen server fails the test rather than the runner.
  */
 export async function spawnServer(
-  opts: { dataDir?: string; env?: Record<string, string>; keepDataDir?: boolean; wrap?: string[] } = {},
+  opts: { dataDir?: string; env?: Record<string, string>; keepDataDir?: boolean; wrap?: string[]; port?: number } = {},
 ): Promise<ServerProcess> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), "tapscope-server-"));
-  const port = await freePort();
+  const port = opts.port ?? (await freePort());
   const endpoint = `http://127.0.0.1:${port}`;
   const proc = Bun.spawn([...(opts.wrap ?? []), process.execPath, "src/main.ts", "server"], {
     cwd: root,

@@ -8,6 +8,11 @@ import { log } from "~/lib/logger.ts";
  * failure as JSON `{ error }`. Unknown errors are logged with the trace id and become 500.
  */
 export const errorsPlugin = new Elysia({ name: "errors" })
+  // Without a Host header (HTTP/1.0, some health checkers) Bun hands over a relative URL that every `new URL(request.url)`
+  // downstream would throw on: refused here, first, with a clear 400.
+  .onRequest(({ request }) => {
+    if (!URL.canParse(request.url)) throw new AppError("BAD_REQUEST", "the request has no Host header");
+  })
   .derive({ as: "global" }, ({ set }) => {
     const traceId = randomId(12);
     set.headers[TRACE_ID_HEADER] = traceId;

@@ -29,7 +29,7 @@ const decoder = new TextDecoder();
  * bounded in work per message, so it never holds up the publisher's socket.
  */
 export class Ingest {
-  private readonly limiter: RateLimiter;
+  private readonly namespaceLimiter: RateLimiter;
   /** The plans' per-org limits (billing on), one limiter per rate, keyed by org. */
   private readonly orgLimiters = new Map<number, RateLimiter>();
   private readonly counts = new Map<string, IngestCounts>();
@@ -40,7 +40,7 @@ export class Ingest {
     options: { rateLimit: number; now?: () => number },
   ) {
     this.now = options.now ?? Date.now;
-    this.limiter = new RateLimiter(rateLimitFor(options.rateLimit), { now: this.now });
+    this.namespaceLimiter = new RateLimiter(rateLimitFor(options.rateLimit), { now: this.now });
   }
 
   private readonly now: () => number;
@@ -49,10 +49,35 @@ export class Ingest {
     let limiter = this.orgLimiters.get(ratePerSecond);
     if (!limiter) {
       limiter = new RateLimiter(rateLimitFor(ratePerSecond), { now: this.now });
+      if (this.sharing) limiter.shareConsumption();
       this.orgLimiters.set(ratePerSecond, limiter);
     }
     return limiter;
   }
+
+  /**
+   * The limiters a cluster's nodes share (engines/cluster): by name, "ns" (per namespace or link) and "org:<rate>" (a
+   * plan's per-org limit). `create` makes a plan's limiter another node used first.
+   */
+  limiter(name: string, create = false): RateLimiter | undefined {
+    if (name === "ns") return this.namespaceLimiter;
+    const rate = /^org:(\d+)$/.exec(name)?.[1];
+    if (!rate) return undefined;
+    return create ? this.orgLimiter(Number(rate)) : this.orgLimiters.get(Number(rate));
+  }
+
+  limiterNames(): string[] {
+    return ["ns", ...[...this.orgLimiters.keys()].map((rate) => `org:${rate}`)];
+  }
+
+  /** From now on every limiter records what it grants, for the other nodes (RateLimiter.shareConsumption). */
+  shareLimits(): void {
+    this.sharing = true;
+    this.namespaceLimiter.shareConsumption();
+    for (const l of this.orgLimiters.values()) l.shareConsumption();
+  }
+
+  private sharing = false;
 
   countsFor(target: EventTarget): IngestCounts {
     return { ...(this.counts.get(targetKey(target)) ?? zero()) };
@@ -111,7 +136,7 @@ export class Ingest {
       truncated,
       errors,
     } = message.type === "batch" ? message.result : validateAll(message.seq, message.events);
-    let granted = this.limiter.take(key, accepted.length, this.now());
+    let granted = this.namespaceLimiter.take(key, accepted.length, this.now());
     if (orgLimit && granted > 0) granted = this.orgLimiter(orgLimit.ratePerSecond).take(orgLimit.orgId, granted, this.now());
     const rateLimited = accepted.length - granted;
     if (rateLimited > 0) accepted.length = granted;

@@ -88,6 +88,8 @@ type Channel = {
   /** Subscribers by filters: each distinct filter set is evaluated once per event, however many share it. */
   groups: Map<string, Group>;
   publishers: number;
+  /** Publishers of this channel connected to the cluster's other server nodes (setRemotePublishers). */
+  remotePublishers: number;
   history: EventHistory<TracedEvent>;
   lastWrite: number;
 };
@@ -202,6 +204,7 @@ export class LiveHub implements EventSink {
       channel.publishers++;
       this.announceStats(channel);
     }
+    this.onPublishersChanged?.();
   }
 
   /** For the publisher socket: call exactly once per publisherConnected, when the socket closes. */
@@ -213,6 +216,7 @@ export class LiveHub implements EventSink {
       this.announceStats(channel);
       this.forgetIfUnused(channel);
     }
+    this.onPublishersChanged?.();
   }
 
   /** Validated events of one target: fan out to that namespace's and/or that link's subscribers. Never blocks. */
@@ -309,7 +313,7 @@ export class LiveHub implements EventSink {
 
   stats(ref: ChannelRef): LiveStats {
     const channel = this.channels.get(channelKey(ref));
-    return { numPublishers: channel?.publishers ?? 0, numSubscribers: channel?.subscribers.size ?? 0 };
+    return { numPublishers: (channel?.publishers ?? 0) + (channel?.remotePublishers ?? 0), numSubscribers: channel?.subscribers.size ?? 0 };
   }
 
   /** Ends every subscriber of a link (it expired) after telling them. */
@@ -349,6 +353,7 @@ export class LiveHub implements EventSink {
         subscribers: new Set(),
         groups: new Map(),
         publishers: 0,
+        remotePublishers: 0,
         history: new EventHistory(this.options.historySize, this.options.historyBytes),
         lastWrite: Date.now(),
       };
@@ -381,7 +386,7 @@ export class LiveHub implements EventSink {
   }
 
   private forgetIfUnused(channel: Channel): void {
-    if (channel.subscribers.size === 0 && channel.publishers === 0 && channel.history.length === 0) {
+    if (channel.subscribers.size === 0 && channel.publishers === 0 && channel.remotePublishers === 0 && channel.history.length === 0) {
       this.channels.delete(channel.key);
     }
   }
@@ -683,9 +688,53 @@ export class LiveHub implements EventSink {
   private announceStats(channel: Channel): void {
     const message = JSON.stringify({
       type: "stats",
-      numPublishers: channel.publishers,
+      numPublishers: channel.publishers + channel.remotePublishers,
       numSubscribers: channel.subscribers.size,
+      ...(this.clusterNotice ? { notice: this.clusterNotice } : {}),
     } satisfies LiveServerMessage);
     for (const sub of channel.subscribers) sub.transport.send(message);
+  }
+
+  // ---- the cluster (engines/cluster/cluster-live.ts) ----
+
+  private clusterNotice: string | null = null;
+
+  /**
+   * Publishers connected to other server nodes, by channel key (`ns:<id>`, `link:<id>`): the whole count, replacing
+   * the last one. Viewers of a changed channel are told.
+   */
+  setRemotePublishers(counts: ReadonlyMap<string, number>): void {
+    for (const channel of this.channels.values()) {
+      if (channel.remotePublishers > 0 && !counts.has(channel.key)) {
+        channel.remotePublishers = 0;
+        this.announceStats(channel);
+        this.forgetIfUnused(channel);
+      }
+    }
+    for (const [key, n] of counts) {
+      const existing = this.channels.get(key);
+      if ((existing?.remotePublishers ?? 0) === n) continue;
+      const channel = existing ?? this.channel(key);
+      channel.remotePublishers = n;
+      this.announceStats(channel);
+      this.forgetIfUnused(channel);
+    }
+  }
+
+  /** This node's own publishers by channel key (what a cluster node tells the others). */
+  localPublishers(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const channel of this.channels.values()) if (channel.publishers > 0) counts.set(channel.key, channel.publishers);
+    return counts;
+  }
+
+  /** Called when a publisher connects or disconnects here (a cluster node tells the others at once). */
+  onPublishersChanged: (() => void) | null = null;
+
+  /** What every viewer is told about the live view across nodes (null: all well); re-announced to every channel. */
+  setClusterNotice(notice: string | null): void {
+    if (notice === this.clusterNotice) return;
+    this.clusterNotice = notice;
+    for (const channel of this.channels.values()) if (channel.subscribers.size > 0) this.announceStats(channel);
   }
 }

@@ -28,7 +28,13 @@ export type LiveServerMessage =
   /** New matching events, oldest first, batched. */
   | { type: "events"; events: TracedEvent[] }
   /** Publishers connected to this namespace or link, and viewers watching it; sent on join and on every change. */
-  | { type: "stats"; numPublishers: number; numSubscribers: number }
+  | {
+      type: "stats";
+      numPublishers: number;
+      numSubscribers: number;
+      /** Set while a cluster's live view is degraded (the broker is unreachable): what the viewer misses. */
+      notice?: string;
+    }
   /**
    * `count` events were skipped since the last report (`total` since joining): this subscriber fell behind, or its
    * filters could not afford them (ADR 0013).

@@ -129,6 +129,11 @@ export function LiveFrame({
         <span title="Programs publishing / people watching" className="max-sm:hidden">
           {stats.numPublishers} {stats.numPublishers === 1 ? "program" : "programs"} · {stats.numSubscribers} watching
         </span>
+        {stats.notice ? (
+          <span data-testid="cluster-notice" role="status" className="text-amber-400">
+            {stats.notice}
+          </span>
+        ) : null}
         {stats.dropped > 0 ? (
           <span className="text-amber-400" title="This view fell behind and the server skipped these events for it">
             {stats.dropped.toLocaleString("en-US")} dropped

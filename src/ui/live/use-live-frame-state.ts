@@ -8,7 +8,7 @@ import { EventStore } from "./event-store.ts";
 import { type EventSummary, type FrameMessage, isTrustedMessage, parseSetFilters } from "./frame-messages.ts";
 import { LiveSocket, type SocketState } from "./live-socket.ts";
 
-export type LiveStats = { numPublishers: number; numSubscribers: number; dropped: number };
+export type LiveStats = { numPublishers: number; numSubscribers: number; dropped: number; notice?: string };
 
 /** At most this many onEvent messages per batch, so a burst cannot flood the parent page. */
 const MAX_ON_EVENT_PER_BATCH = 200;
@@ -89,7 +89,7 @@ export function useLiveFrameState({ socketUrl, namespaceId }: { socketUrl: strin
           return;
         }
         case "stats":
-          setStats((s) => ({ ...s, numPublishers: message.numPublishers, numSubscribers: message.numSubscribers }));
+          setStats((s) => ({ ...s, numPublishers: message.numPublishers, numSubscribers: message.numSubscribers, notice: message.notice }));
           return;
         case "dropped":
           setStats((s) => ({ ...s, dropped: message.total }));

@@ -1,0 +1,185 @@
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import type { Ingest } from "~/engines/ingest/ingest.ts";
+import type { EventSink, EventTarget } from "~/engines/ingest/sinks.ts";
+import type { OrgPublishers } from "~/engines/limits/org-publishers.ts";
+import type { LiveHub } from "~/engines/live/hub.ts";
+import { errorMessage } from "~/lib/errors.ts";
+import { log } from "~/lib/logger.ts";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+import type { Broker } from "./broker.ts";
+
+const channels = { live: "tapscope:live", presence: "tapscope:presence", limits: "tapscope:limits" } as const;
+
+/** How often a node tells the others its publishers; a node not heard from for `presenceTtlMs` counts none. */
+const presenceEveryMs = 1_000;
+const presenceTtlMs = 5_000;
+/**
+ * How often a node tells the others what its rate limiters granted. The bound on a shared limit's error: each other
+ * node may grant up to rate × (this interval + the broker's latency) before this node spends it (ADR 0021).
+ */
+export const limitsEveryMs = 200;
+
+export const brokerDownNotice = "Live events from other server nodes are paused: the broker is unreachable";
+
+type LiveMessage = { n: string; ns: string | null; l: string | null; e: TracedEvent[] };
+type PresenceMessage = { n: string; c: Array<[string, number]>; o: Array<[string, number]> };
+type LimitsMessage = { n: string; l: Record<string, Array<[string, number]>> };
+
+/**
+ * One server node of a cluster (BROKER_URL set). Every event this node accepts is published to the others, which hand
+ * it to their live hubs: a viewer on any node sees every node's publishers, and each hub keeps the recent history a
+ * late viewer is sent. Publisher presence (the viewers' count and the plans' containers limit) and what each rate
+ * limiter granted go round the same way, so limits hold per namespace and per org across nodes. The store needs
+ * nothing of this: every node writes to the same ClickHouse cluster.
+ */
+export class ClusterNode implements EventSink {
+  readonly nodeId = `${hostname()}-${randomUUID().slice(0, 8)}`;
+  private readonly remotePresence = new Map<string, { at: number; channels: Map<string, number>; orgs: Map<string, number> }>();
+  private readonly timers: Array<ReturnType<typeof setInterval>> = [];
+  private presenceSoon: ReturnType<typeof setTimeout> | null = null;
+  /** Events received from other nodes and handed to this node's hub. */
+  received = 0;
+
+  constructor(private readonly deps: { broker: Broker; hub: LiveHub; ingest: Ingest; orgPublishers: OrgPublishers; now?: () => number }) {}
+
+  private now(): number {
+    return this.deps.now?.() ?? Date.now();
+  }
+
+  async start(): Promise<void> {
+    const { broker, hub, ingest } = this.deps;
+    ingest.shareLimits();
+    await broker.subscribe(channels.live, (text) => this.onLive(text));
+    await broker.subscribe(channels.presence, (text) => this.onPresence(text));
+    await broker.subscribe(channels.limits, (text) => this.onLimits(text));
+    hub.onPublishersChanged = () => this.announcePresenceSoon();
+    broker.onStatus((connected) => {
+      hub.setClusterNotice(connected ? null : brokerDownNotice);
+      if (connected) this.announcePresence();
+    });
+    this.timers.push(
+      setInterval(() => {
+        this.announcePresence();
+        this.applyPresence();
+      }, presenceEveryMs),
+      setInterval(() => this.shareLimits(), limitsEveryMs),
+    );
+    for (const t of this.timers) t.unref();
+    this.announcePresence();
+  }
+
+  stop(): void {
+    for (const t of this.timers) clearInterval(t);
+    if (this.presenceSoon) clearTimeout(this.presenceSoon);
+    this.deps.hub.onPublishersChanged = null;
+  }
+
+  // ---- events ----
+
+  accept(target: EventTarget, events: readonly TracedEvent[]): void {
+    if (events.length === 0) return;
+    const message: LiveMessage = { n: this.nodeId, ns: target.namespaceId, l: target.linkId, e: events as TracedEvent[] };
+    this.deps.broker.publish(channels.live, JSON.stringify(message));
+  }
+
+  private onLive(text: string): void {
+    let message: LiveMessage;
+    try {
+      message = JSON.parse(text);
+    } catch (err) {
+      log.warn("cluster: bad live message", { err: errorMessage(err) });
+      return;
+    }
+    if (message.n === this.nodeId || !Array.isArray(message.e)) return;
+    this.received += message.e.length;
+    this.deps.hub.accept({ namespaceId: message.ns ?? null, linkId: message.l ?? null }, message.e);
+  }
+
+  // ---- publishers ----
+
+  private announcePresenceSoon(): void {
+    this.presenceSoon ??= setTimeout(() => {
+      this.presenceSoon = null;
+      this.announcePresence();
+    }, 20);
+  }
+
+  private announcePresence(): void {
+    const message: PresenceMessage = {
+      n: this.nodeId,
+      c: [...this.deps.hub.localPublishers()],
+      o: [...this.deps.orgPublishers.local()],
+    };
+    this.deps.broker.publish(channels.presence, JSON.stringify(message));
+  }
+
+  private onPresence(text: string): void {
+    let message: PresenceMessage;
+    try {
+      message = JSON.parse(text);
+    } catch {
+      return;
+    }
+    if (message.n === this.nodeId || !Array.isArray(message.c) || !Array.isArray(message.o)) return;
+    this.remotePresence.set(message.n, { at: this.now(), channels: new Map(message.c), orgs: new Map(message.o) });
+    this.applyPresence();
+  }
+
+  /** The other nodes' publishers, summed over the nodes heard from lately (a killed node's count lapses). */
+  private applyPresence(): void {
+    const now = this.now();
+    const channelCounts = new Map<string, number>();
+    const orgCounts = new Map<string, number>();
+    for (const [node, p] of this.remotePresence) {
+      if (now - p.at > presenceTtlMs) {
+        this.remotePresence.delete(node);
+        continue;
+      }
+      for (const [k, n] of p.channels) channelCounts.set(k, (channelCounts.get(k) ?? 0) + n);
+      for (const [k, n] of p.orgs) orgCounts.set(k, (orgCounts.get(k) ?? 0) + n);
+    }
+    this.deps.hub.setRemotePublishers(channelCounts);
+    this.deps.orgPublishers.setRemote(orgCounts);
+  }
+
+  get brokerConnected(): boolean {
+    return this.deps.broker.isConnected;
+  }
+
+  /** Nodes heard from within the presence TTL, this one included. */
+  get nodes(): number {
+    return this.remotePresence.size + 1;
+  }
+
+  // ---- limits ----
+
+  private shareLimits(): void {
+    const { ingest } = this.deps;
+    const limits: LimitsMessage["l"] = {};
+    let any = false;
+    for (const name of ingest.limiterNames()) {
+      const consumed = ingest.limiter(name)?.drainConsumed();
+      if (!consumed || consumed.size === 0) continue;
+      limits[name] = [...consumed];
+      any = true;
+    }
+    if (any) this.deps.broker.publish(channels.limits, JSON.stringify({ n: this.nodeId, l: limits } satisfies LimitsMessage));
+  }
+
+  private onLimits(text: string): void {
+    let message: LimitsMessage;
+    try {
+      message = JSON.parse(text);
+    } catch {
+      return;
+    }
+    if (message.n === this.nodeId || typeof message.l !== "object" || message.l === null) return;
+    const now = this.now();
+    for (const [name, entries] of Object.entries(message.l)) {
+      const limiter = this.deps.ingest.limiter(name, true);
+      if (!limiter || !Array.isArray(entries)) continue;
+      for (const [key, n] of entries) if (typeof key === "string" && typeof n === "number") limiter.spend(key, n, now);
+    }
+  }
+}

@@ -1,0 +1,170 @@
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { createPublisher } from "~/agent/publish.ts";
+import { TunnelClient } from "~/agent/query-client.ts";
+import { brokerDownNotice } from "~/engines/cluster/cluster-node.ts";
+import type { LiveServerMessage } from "~/lib/protocol/live.ts";
+import { sampleEvent } from "../agent/publish/server.ts";
+import { freePort } from "../support/clickhouse.ts";
+import { type ClickHouseCluster, startClickHouseCluster } from "../support/clickhouse-cluster.ts";
+import { type Service, seedOrg, startHaproxy, startRedis } from "../support/cluster.ts";
+import { createTestDatabase } from "../support/postgres.ts";
+import { type ServerProcess, spawnServer } from "../support/server-process.ts";
+
+// Two `tapscope server` nodes behind haproxy, on one PostgreSQL, a 2-shard ClickHouse cluster (Debian's 18.16 with a
+// ZooKeeper) and Redis as the broker: everything from Debian's packages, started here.
+const sessionSecret = "cluster-test-secret-0123456789abcdef";
+let ch: ClickHouseCluster;
+let redis: Service & { brokerUrl: string };
+let lb: Service;
+const nodes: ServerProcess[] = [];
+let databaseUrl: string;
+let org: Awaited<ReturnType<typeof seedOrg>>;
+let other: Awaited<ReturnType<typeof seedOrg>>;
+
+beforeAll(async () => {
+  [ch, redis, databaseUrl] = await Promise.all([startClickHouseCluster(), startRedis(), createTestDatabase()]);
+  org = await seedOrg(databaseUrl, "acme");
+  other = await seedOrg(databaseUrl, "globex");
+  const ports = [await freePort(), await freePort()];
+  // "first": every new connection goes to node 1 while it is up, so the test knows where publishers land.
+  lb = await startHaproxy(ports, "first");
+  for (const [i, port] of ports.entries()) {
+    nodes.push(
+      await spawnServer({
+        port,
+        env: {
+          DATABASE_URL: databaseUrl,
+          CLICKHOUSE_URL: ch.shards[i]!.url,
+          CLICKHOUSE_CLUSTER: ch.name,
+          BROKER_URL: redis.brokerUrl,
+          SESSION_SECRET: sessionSecret,
+          PUBLIC_URL: lb.url,
+        },
+      }),
+    );
+  }
+  // haproxy's health checks see the nodes up.
+  const up = await until(async () => (await fetch(`${lb.url}/api/health`).catch(() => null))?.status === 200, 20_000);
+  if (!up) throw new Error(`haproxy sees no node up: ${nodes.map((n) => n.log()).join("\n")}`);
+  await Bun.sleep(1000);
+}, 120_000);
+
+afterAll(async () => {
+  for (const n of nodes) await n.kill().catch(() => {});
+  lb?.stop();
+  redis?.stop();
+  ch?.stop();
+});
+
+type Viewer = { events: Set<string>; stats: Array<Extract<LiveServerMessage, { type: "stats" }>>; latencies: number[]; close: () => void };
+
+async function watch(url: string): Promise<Viewer> {
+  const viewer: Viewer = { events: new Set(), stats: [], latencies: [], close: () => socket.close() };
+  const socket = new WebSocket(url);
+  await new Promise<void>((resolve, reject) => {
+    socket.onopen = () => resolve();
+    socket.onerror = () => reject(new Error(`live socket ${url} failed`));
+  });
+  socket.onmessage = (m) => {
+    const message = JSON.parse(String(m.data)) as LiveServerMessage;
+    if (message.type === "stats") viewer.stats.push(message);
+    if (message.type === "events" || message.type === "history") {
+      for (const e of message.events) {
+        if (!viewer.events.has(e.event_id)) viewer.latencies.push(Date.now() - Math.floor(e.time / 1000));
+        viewer.events.add(e.event_id);
+      }
+    }
+  };
+  socket.send(JSON.stringify({ type: "setConfig", revision: 1, filters: [] }));
+  return viewer;
+}
+
+async function until(check: () => boolean | Promise<boolean>, ms = 15_000): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await check()) return true;
+    await Bun.sleep(25);
+  }
+  return check();
+}
+
+async function stored(endpoint: string, token: string): Promise<number> {
+  const client = await TunnelClient.open({ endpoint, token, role: "SELECT", timeoutMs: 10_000 });
+  try {
+    const now = Date.now();
+    const histogram = await client.query({
+      kind: "histogram",
+      query: { filter: { clauses: [], global: { lowerMs: now - 3_600_000, upperMs: now + 60_000 } } },
+    });
+    return histogram.total;
+  } finally {
+    client.close();
+  }
+}
+
+async function shardCounts(namespaceId: string): Promise<number[]> {
+  const table = `events_${namespaceId.replaceAll("-", "")}_local`;
+  return Promise.all(
+    ch.shards.map(async (s) => {
+      const res = await fetch(s.url, { method: "POST", body: `SELECT count() FROM ${table}`, headers: { connection: "close" } });
+      return Number((await res.text()).trim());
+    }),
+  );
+}
+
+const fresh = () => sampleEvent({ time: Date.now() * 1000, event_id: crypto.randomUUID() });
+
+test("published through node 1, seen live on node 2; stored once across both shards; queried and exported through either node", async () => {
+  const viewer = await watch(org.liveUrl(nodes[1]!.endpoint, sessionSecret));
+  const publisher = createPublisher({ endpoint: lb.url, token: org.token });
+  await publisher.join();
+  // Node 2 counts node 1's publisher (presence crosses nodes).
+  expect(await until(() => viewer.stats.at(-1)?.numPublishers === 1)).toBe(true);
+  for (let i = 0; i < 500; i++) publisher.send(fresh());
+  publisher.flush();
+  expect(await until(() => viewer.events.size === 500)).toBe(true);
+  expect(await until(() => publisher.stats().sent === 500)).toBe(true);
+  await publisher.close(2000);
+
+  const perShard = await shardCounts(org.namespaceId);
+  expect(perShard.reduce((a, b) => a + b, 0)).toBe(500);
+  expect(perShard.every((n) => n > 100)).toBe(true);
+  expect(await stored(nodes[0]!.endpoint, org.token)).toBe(500);
+  expect(await stored(nodes[1]!.endpoint, org.token)).toBe(500);
+  const now = Date.now();
+  const har = await fetch(`${nodes[1]!.endpoint}/api/DownloadHar`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${org.token}`, "content-type": "application/json" },
+    body: JSON.stringify({
+      namespaceId: org.namespaceId,
+      filter: { clauses: [], global: { lowerMs: now - 3_600_000, upperMs: now + 60_000 } },
+    }),
+  });
+  expect(har.status).toBe(200);
+  expect((await har.json()).log.entries).toHaveLength(500);
+  viewer.close();
+}, 60_000);
+
+test("namespaces stay apart on the Distributed tables: another org's token sees only its own events, and not the first org's", async () => {
+  const publisher = createPublisher({ endpoint: lb.url, token: other.token });
+  await publisher.join();
+  for (let i = 0; i < 30; i++) publisher.send(fresh());
+  publisher.flush();
+  expect(await until(() => publisher.stats().sent === 30)).toBe(true);
+  await publisher.close(2000);
+  expect(await stored(nodes[1]!.endpoint, other.token)).toBe(30);
+  expect(await stored(nodes[0]!.endpoint, org.token)).toBe(500);
+  const refused = await TunnelClient.open({
+    endpoint: nodes[1]!.endpoint,
+    token: other.token,
+    namespaceId: org.namespaceId,
+    role: "SELECT",
+  }).then(
+    (c) => {
+      c.close();
+      return null;
+    },
+    (err: unknown) => String(err),
+  );
+  expect(refused).not.toBeNull();
+}, 60_000);
