@@ -1,11 +1,12 @@
-import { RedisClient } from "bun";
+import Redis from "ioredis";
 import { errorMessage } from "~/lib/errors.ts";
 import { log } from "~/lib/logger.ts";
 
 /**
- * The message broker that joins a cluster's server nodes: Redis pub/sub (ADR 0021). Publishing never waits and never
- * queues while Redis is away (a live event that cannot be fanned out now is worth nothing later); what could not be
- * sent is counted. The client reconnects by itself; `onStatus` says when the broker goes and comes back.
+ * The message broker that joins a cluster's server nodes: Redis pub/sub through ioredis, which reconnects and takes
+ * its subscriptions again by itself (ADR 0021; Bun's own client noticed a dead server only when it next wrote, and
+ * lost its subscriptions on reconnecting). Publishing never waits and never queues while Redis is away (a live event
+ * that cannot be fanned out now is worth nothing later); what could not be sent is counted.
  */
 export type Broker = {
   publish(channel: string, message: string): void;
@@ -18,55 +19,53 @@ export type Broker = {
 };
 
 export async function connectRedisBroker(url: string): Promise<Broker> {
-  const options = { autoReconnect: true, enableOfflineQueue: false, maxRetries: 4_294_967_295, connectionTimeout: 5_000 };
-  const publisher = new RedisClient(url, options);
-  const subscriber = new RedisClient(url, options);
+  const options = {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    // A dead server is noticed within seconds even on an idle connection.
+    keepAlive: 1_000,
+    connectTimeout: 5_000,
+    retryStrategy: (times: number) => Math.min(100 * times, 1_000),
+    lazyConnect: true,
+  };
+  const publisher = new Redis(url, options);
+  const subscriber = new Redis(url, { ...options, autoResubscribe: true });
   const listeners: Array<(connected: boolean) => void> = [];
-  const subscriptions = new Map<string, (message: string) => void>();
+  const handlers = new Map<string, (message: string) => void>();
   let unsent = 0;
   let connected = false;
-  const setStatus = (next: boolean) => {
+  const setStatus = () => {
+    const next = publisher.status === "ready" && subscriber.status === "ready";
     if (next === connected) return;
     connected = next;
     if (next) log.info("broker connected", { url: redacted(url) });
     else log.warn("broker unreachable: live events from other server nodes are paused", { url: redacted(url) });
     for (const l of listeners) l(next);
   };
-  let wasDown = false;
-  publisher.onconnect = () => setStatus(publisher.connected && subscriber.connected);
-  publisher.onclose = () => setStatus(false);
-  subscriber.onclose = () => {
-    wasDown = true;
-    setStatus(false);
-  };
-  subscriber.onconnect = () => {
-    // A reconnected subscriber starts with no subscriptions: take them again.
-    if (wasDown) {
-      wasDown = false;
-      for (const [channel, handler] of subscriptions) {
-        subscriber
-          .subscribe(channel, (message) => handler(String(message)))
-          .catch((err) => log.warn("broker resubscribe failed", { err: errorMessage(err) }));
-      }
-    }
-    setStatus(publisher.connected && subscriber.connected);
-  };
+  for (const client of [publisher, subscriber]) {
+    client.on("ready", setStatus);
+    client.on("close", setStatus);
+    client.on("end", setStatus);
+    // Reported through status (and the log line it writes); ioredis would otherwise print each retry's error.
+    client.on("error", () => {});
+  }
+  subscriber.on("message", (channel: string, message: string) => handlers.get(channel)?.(message));
   await Promise.all([publisher.connect(), subscriber.connect()]);
-  setStatus(true);
+  setStatus();
   return {
     publish(channel, message) {
-      if (!publisher.connected) {
+      if (publisher.status !== "ready") {
         unsent++;
         return;
       }
-      publisher.publish(channel, message).catch((err) => {
+      publisher.publish(channel, message).catch((err: unknown) => {
         unsent++;
         if (unsent === 1 || unsent % 10_000 === 0) log.warn("broker publish failed", { err: errorMessage(err), unsent });
       });
     },
     async subscribe(channel, handler) {
-      subscriptions.set(channel, handler);
-      await subscriber.subscribe(channel, (message) => handler(String(message)));
+      handlers.set(channel, handler);
+      await subscriber.subscribe(channel);
     },
     get isConnected() {
       return connected;
@@ -78,8 +77,8 @@ export async function connectRedisBroker(url: string): Promise<Broker> {
       listeners.push(listener);
     },
     close() {
-      publisher.close();
-      subscriber.close();
+      publisher.disconnect();
+      subscriber.disconnect();
     },
   };
 }
