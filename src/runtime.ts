@@ -83,12 +83,15 @@ export function createRuntime(input: RuntimeInput): Runtime {
   const hub = new LiveHub({ totalHistoryBytes: memoryShares(config.memoryLimitBytes).liveHistoryBytes });
   sinks.add(hub);
   const ingest = new Ingest(sinks, { rateLimit: config.ingestRateLimit });
-  // Remembers which orgs a self-hosted worker serves, so a restarted server does not store theirs locally meanwhile.
+  // Which orgs a self-hosted worker serves (worker_orgs), so no node stores theirs while it is away.
   const workers = new WorkerRegistry({ db, local: store, now, statePath: join(config.dataDir, "worker-orgs.json") });
   const attached = store ? attachStore({ config, db, store: workers.route(), sinks, now }) : null;
   const orgPublishers = new OrgPublishers();
   const cluster = input.broker ? new ClusterNode({ broker: input.broker, hub, ingest, orgPublishers }) : null;
-  if (cluster) sinks.add(cluster);
+  if (cluster) {
+    sinks.add(cluster);
+    workers.joinCluster(cluster);
+  }
 
   return {
     config,

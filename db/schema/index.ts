@@ -4,3 +4,4 @@ export * from "./links.ts";
 export * from "./namespaces.ts";
 export * from "./orgs.ts";
 export * from "./users.ts";
+export * from "./workers.ts";

@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createPublisher } from "~/agent/publish.ts";
 import { TunnelClient } from "~/agent/query-client.ts";
 import { brokerDownNotice } from "~/engines/cluster/cluster-node.ts";
@@ -20,11 +23,13 @@ const nodes: ServerProcess[] = [];
 let databaseUrl: string;
 let org: Awaited<ReturnType<typeof seedOrg>>;
 let other: Awaited<ReturnType<typeof seedOrg>>;
+let selfHosted: Awaited<ReturnType<typeof seedOrg>>;
 
 beforeAll(async () => {
   [ch, redis, databaseUrl] = await Promise.all([startClickHouseCluster(), startRedis(), createTestDatabase()]);
   org = await seedOrg(databaseUrl, "acme");
   other = await seedOrg(databaseUrl, "globex");
+  selfHosted = await seedOrg(databaseUrl, "initech");
   const ports = [await freePort(), await freePort()];
   // "first": every new connection goes to node 1 while it is up, so the test knows where publishers land.
   lb = await startHaproxy(ports, "first");
@@ -167,6 +172,47 @@ test("namespaces stay apart on the Distributed tables: another org's token sees 
     (err: unknown) => String(err),
   );
   expect(refused).not.toBeNull();
+}, 60_000);
+
+test("a self-hosted worker connected to node 2 is reached from node 1: its org's events and queries go to it, none to ClickHouse", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "tapscope-cluster-worker-"));
+  const worker = Bun.spawn(
+    [process.execPath, "src/main.ts", "worker", "--server", nodes[1]!.endpoint, "--token", selfHosted.orgToken, "--data-dir", dir],
+    {
+      cwd: join(import.meta.dir, "../.."),
+      env: { ...process.env, TAPSCOPE_TOKEN: "" },
+      stdout: "ignore",
+      stderr: "ignore",
+    },
+  );
+  try {
+    expect(await until(() => nodes[1]!.log().includes(`"worker connected","orgId":"${selfHosted.orgId}"`), 20_000)).toBe(true);
+    // Node 1 learns from PostgreSQL that the org has a worker, held by node 2, and sends its inserts there.
+    const publisher = createPublisher({ endpoint: nodes[0]!.endpoint, token: selfHosted.token });
+    await publisher.join();
+    for (let i = 0; i < 20; i++) publisher.send(fresh());
+    publisher.flush();
+    const { sent } = await publisher.close(10_000);
+    expect(sent).toBe(20);
+    expect(await stored(nodes[0]!.endpoint, selfHosted.token)).toBe(sent);
+    expect(await stored(nodes[1]!.endpoint, selfHosted.token)).toBe(sent);
+    expect((await shardCounts(selfHosted.namespaceId).catch(() => [0, 0])).reduce((a, b) => a + (Number.isFinite(b) ? b : 0), 0)).toBe(0);
+  } finally {
+    worker.kill("SIGKILL");
+    await worker.exited;
+    rmSync(dir, { recursive: true, force: true });
+  }
+  // The worker gone, node 1 refuses the org's queries clearly instead of answering from ClickHouse.
+  expect(
+    await until(
+      () =>
+        stored(nodes[0]!.endpoint, selfHosted.token).then(
+          () => false,
+          (err) => /not connected/.test(String(err)),
+        ),
+      10_000,
+    ),
+  ).toBe(true);
 }, 60_000);
 
 test("the broker down: viewers are told live events from other nodes are paused, ingest into the store goes on; back up, live resumes", async () => {

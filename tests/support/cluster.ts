@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase } from "#db/client.ts";
-import { memberships, namespaceMembers, namespaces, namespaceTokens, orgs, sessions, users } from "#db/schema/index.ts";
+import { memberships, namespaceMembers, namespaces, namespaceTokens, orgs, orgTokens, sessions, users } from "#db/schema/index.ts";
 import { grantsOf } from "~/services/access/grants.ts";
 import { newToken } from "~/services/auth/token-format.ts";
 import { issueSubscriberTicket } from "~/services/live/subscriber-ticket.ts";
@@ -138,6 +138,8 @@ export async function seedOrg(databaseUrl: string, name = "cluster") {
       .returning();
     await db.insert(memberships).values({ orgId: org!.id, userId: user!.id });
     await db.insert(namespaceMembers).values({ namespaceId: ns!.id, userId: user!.id, hasWrite: true });
+    const worker = newToken("org");
+    await db.insert(orgTokens).values({ orgId: org!.id, tokenHash: worker.hash, suffix: worker.suffix });
     const [session] = await db
       .insert(sessions)
       .values({ userId: user!.id, expiresAt: new Date(Date.now() + 86_400_000) })
@@ -146,6 +148,8 @@ export async function seedOrg(databaseUrl: string, name = "cluster") {
       orgId: org!.id,
       namespaceId: ns!.id,
       token: minted.token,
+      /** An org token, for `tapscope worker`. */
+      orgToken: worker.token,
       /** A live socket URL for this namespace on the node at `endpoint`, as JoinSubscriber would hand out. */
       liveUrl: (endpoint: string, sessionSecret: string) => {
         const principal = { kind: "user" as const, userId: user!.id, email: user!.email, sessionId: session!.id };

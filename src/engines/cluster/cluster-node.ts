@@ -25,6 +25,12 @@ export const brokerDownNotice = "Live events from other server nodes are paused:
 type LiveMessage = { n: string; ns: string | null; l: string | null; e: TracedEvent[] };
 type PresenceMessage = { n: string; c: Array<[string, number]>; o: Array<[string, number]> };
 type LimitsMessage = { n: string; l: Record<string, Array<[string, number]>> };
+/** A request to one node (its own channel) and the answer back to the asking node's channel. */
+type NodeMessage = { id: string; from: string; kind: string; body?: string; answer?: string; error?: string };
+
+/** How long a request to another node (a worker's query through the node holding its socket) may take. */
+const nodeRequestTimeoutMs = 35_000;
+const nodeChannel = (nodeId: string) => `tapscope:node:${nodeId}`;
 
 /**
  * One server node of a cluster (BROKER_URL set). Every event this node accepts is published to the others, which hand
@@ -40,6 +46,12 @@ export class ClusterNode implements EventSink {
   private presenceSoon: ReturnType<typeof setTimeout> | null = null;
   /** Events received from other nodes and handed to this node's hub. */
   received = 0;
+  private readonly handlers = new Map<string, (body: string) => Promise<string>>();
+  private readonly waiting = new Map<
+    string,
+    { resolve: (answer: string) => void; reject: (err: Error) => void; timer: ReturnType<typeof setTimeout> }
+  >();
+  private seq = 0;
 
   constructor(private readonly deps: { broker: Broker; hub: LiveHub; ingest: Ingest; orgPublishers: OrgPublishers; now?: () => number }) {}
 
@@ -53,6 +65,7 @@ export class ClusterNode implements EventSink {
     await broker.subscribe(channels.live, (text) => this.onLive(text));
     await broker.subscribe(channels.presence, (text) => this.onPresence(text));
     await broker.subscribe(channels.limits, (text) => this.onLimits(text));
+    await broker.subscribe(nodeChannel(this.nodeId), (text) => this.onNodeMessage(text));
     hub.onPublishersChanged = () => this.announcePresenceSoon();
     broker.onStatus((connected) => {
       hub.setClusterNotice(connected ? null : brokerDownNotice);
@@ -71,6 +84,11 @@ export class ClusterNode implements EventSink {
 
   stop(): void {
     for (const t of this.timers) clearInterval(t);
+    for (const w of this.waiting.values()) {
+      clearTimeout(w.timer);
+      w.reject(new Error("the server is shutting down"));
+    }
+    this.waiting.clear();
     if (this.presenceSoon) clearTimeout(this.presenceSoon);
     this.deps.hub.onPublishersChanged = null;
   }
@@ -150,6 +168,60 @@ export class ClusterNode implements EventSink {
   /** Nodes heard from within the presence TTL, this one included. */
   get nodes(): number {
     return this.remotePresence.size + 1;
+  }
+
+  // ---- requests to one node ----
+
+  /** What this node answers for `kind` when another node asks (the worker registry: queries for a worker held here). */
+  handle(kind: string, handler: (body: string) => Promise<string>): void {
+    this.handlers.set(kind, handler);
+  }
+
+  /** Asks node `nodeId` (its `kind` handler); rejects when the broker is away or the node does not answer in time. */
+  request(nodeId: string, kind: string, body: string): Promise<string> {
+    if (!this.deps.broker.isConnected) return Promise.reject(new Error("the broker is unreachable"));
+    const id = `${this.nodeId}:${++this.seq}`;
+    return new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiting.delete(id);
+        reject(new Error("the server node holding it did not answer in time"));
+      }, nodeRequestTimeoutMs);
+      this.waiting.set(id, { resolve, reject, timer });
+      this.deps.broker.publish(nodeChannel(nodeId), JSON.stringify({ id, from: this.nodeId, kind, body } satisfies NodeMessage));
+    });
+  }
+
+  private onNodeMessage(text: string): void {
+    let message: NodeMessage;
+    try {
+      message = JSON.parse(text);
+    } catch {
+      return;
+    }
+    if (typeof message.id !== "string" || typeof message.from !== "string") return;
+    if (message.body === undefined) {
+      const w = this.waiting.get(message.id);
+      if (!w) return;
+      this.waiting.delete(message.id);
+      clearTimeout(w.timer);
+      if (message.error !== undefined) w.reject(new Error(message.error));
+      else w.resolve(message.answer ?? "");
+      return;
+    }
+    const handler = this.handlers.get(message.kind);
+    const reply = (fields: Pick<NodeMessage, "answer" | "error">) =>
+      this.deps.broker.publish(
+        nodeChannel(message.from),
+        JSON.stringify({ id: message.id, from: this.nodeId, kind: message.kind, ...fields }),
+      );
+    if (!handler) {
+      reply({ error: `no handler for ${message.kind}` });
+      return;
+    }
+    handler(message.body).then(
+      (answer) => reply({ answer }),
+      (err) => reply({ error: errorMessage(err) }),
+    );
   }
 
   // ---- limits ----

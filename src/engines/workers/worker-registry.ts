@@ -1,7 +1,8 @@
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { eq } from "drizzle-orm";
+import { existsSync, readFileSync, renameSync } from "node:fs";
+import { and, eq } from "drizzle-orm";
 import type { Db } from "#db/client.ts";
-import { namespaces } from "#db/schema/index.ts";
+import { namespaces, workerOrgs } from "#db/schema/index.ts";
+import type { ClusterNode } from "~/engines/cluster/cluster-node.ts";
 import { AppError, errorMessage } from "~/lib/errors.ts";
 import { log } from "~/lib/logger.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
@@ -100,45 +101,86 @@ export class RemoteWorker {
   }
 }
 
+/** How long an org's worker row is believed before it is read again (a worker moving between nodes is seen by then). */
+const WORKER_ROW_TTL_MS = 1_000;
+
 /**
  * Where each org's events live: the server's own store (the in-process worker, the default) or the org's
  * connected self-hosted worker. Ingest (through route()) and queries (through dispatch()) both ask here,
- * so an org with a worker has no event data on the server.
+ * so an org with a worker has no event data on the server. Which orgs have a worker, and which server node holds its
+ * socket, is in PostgreSQL (worker_orgs): in a cluster, a node without the socket forwards to the node with it.
  */
 export class WorkerRegistry {
   private readonly remote = new Map<string, RemoteWorker>();
-  /**
-   * Orgs that have a self-hosted worker: while it is away their events are refused, never kept here. Kept in
-   * a file (statePath) so a restarted server does not store them locally before the worker reconnects.
-   */
-  private readonly remoteOrgs: Set<string>;
+  /** worker_orgs rows as last read: the node holding the socket (null: away), or null for an org without a worker. */
+  private readonly rows = new Map<string, { row: { nodeId: string | null } | null; at: number }>();
   private readonly orgOfNamespace = new Map<string, string>();
   private readonly seenAt = new Map<string, number>();
+  private cluster: ClusterNode | null = null;
+  private readonly ready: Promise<void>;
 
   constructor(
     private readonly deps: {
       db: Db;
       local: EventStore | undefined;
       now?: () => Date;
-      /** A JSON file listing the orgs with self-hosted workers (DATA_DIR/worker-orgs.json). */
+      /** The list of orgs with workers that servers before worker_orgs kept (DATA_DIR/worker-orgs.json): imported once. */
       statePath?: string;
     },
   ) {
-    this.remoteOrgs = new Set(readOrgList(deps.statePath));
+    this.ready = this.importLegacyList().catch((err) =>
+      log.error("could not import the orgs with self-hosted workers", { err: errorMessage(err) }),
+    );
   }
 
-  private saveRemoteOrgs(): void {
-    if (!this.deps.statePath) return;
-    try {
-      writeFileSync(this.deps.statePath, `${JSON.stringify([...this.remoteOrgs])}\n`, { mode: 0o600 });
-    } catch (err) {
-      log.error("could not save the orgs with self-hosted workers", { err: errorMessage(err) });
-    }
+  private async importLegacyList(): Promise<void> {
+    const path = this.deps.statePath;
+    const orgIds = readOrgList(path);
+    if (orgIds.length > 0)
+      await this.deps.db
+        .insert(workerOrgs)
+        .values(orgIds.map((orgId) => ({ orgId })))
+        .onConflictDoNothing();
+    if (path && existsSync(path)) renameSync(path, `${path}.imported`);
+  }
+
+  /** This node of a cluster: workers held by other nodes are reached through it. */
+  joinCluster(cluster: ClusterNode): void {
+    this.cluster = cluster;
+    cluster.handle("worker", async (body) => {
+      const { orgId, request } = JSON.parse(body) as { orgId: string; request: TunnelRequest };
+      const remote = this.remote.get(orgId);
+      const frame = remote
+        ? await remote.request(request)
+        : encodeResult(errorResult(request.queryId, { tunnelError: "the org's worker is not connected" }));
+      return Buffer.from(frame).toString("base64");
+    });
+  }
+
+  private get nodeId(): string {
+    return this.cluster?.nodeId ?? "local";
+  }
+
+  /** The org's worker row (cached for a second): null when the org has no self-hosted worker. */
+  private async workerRow(orgId: string): Promise<{ nodeId: string | null } | null> {
+    await this.ready;
+    const cached = this.rows.get(orgId);
+    const nowMs = Date.now();
+    if (cached && nowMs - cached.at < WORKER_ROW_TTL_MS) return cached.row;
+    const [row] = await this.deps.db.select({ nodeId: workerOrgs.nodeId }).from(workerOrgs).where(eq(workerOrgs.orgId, orgId)).limit(1);
+    if (this.rows.size > 100_000) this.rows.clear();
+    this.rows.set(orgId, { row: row ?? null, at: nowMs });
+    return row ?? null;
+  }
+
+  private record(orgId: string, write: () => Promise<unknown>, row: { nodeId: string | null } | null): void {
+    this.rows.set(orgId, { row, at: Date.now() });
+    this.ready.then(write).catch((err) => log.error("could not record the org's self-hosted worker", { orgId, err: errorMessage(err) }));
   }
 
   /** The org's events go back to the server's own store (its worker token was deleted). */
   forget(orgId: string): void {
-    if (this.remoteOrgs.delete(orgId)) this.saveRemoteOrgs();
+    this.record(orgId, () => this.deps.db.delete(workerOrgs).where(eq(workerOrgs.orgId, orgId)), null);
   }
 
   private now(): Date {
@@ -169,10 +211,17 @@ export class WorkerRegistry {
     const previous = this.remote.get(orgId);
     const worker = new RemoteWorker(orgId, socket);
     this.remote.set(orgId, worker);
-    if (!this.remoteOrgs.has(orgId)) {
-      this.remoteOrgs.add(orgId);
-      this.saveRemoteOrgs();
-    }
+    const nodeId = this.nodeId;
+    const connectedAt = this.now();
+    this.record(
+      orgId,
+      () =>
+        this.deps.db
+          .insert(workerOrgs)
+          .values({ orgId, nodeId, connectedAt })
+          .onConflictDoUpdate({ target: workerOrgs.orgId, set: { nodeId, connectedAt } }),
+      { nodeId },
+    );
     this.seen(orgId, true);
     if (previous) {
       // One worker per org: the newest connection wins (a restarted worker replaces its stale socket).
@@ -187,7 +236,20 @@ export class WorkerRegistry {
 
   disconnect(worker: RemoteWorker): void {
     worker.closed();
-    if (this.remote.get(worker.orgId) === worker) this.remote.delete(worker.orgId);
+    if (this.remote.get(worker.orgId) === worker) {
+      this.remote.delete(worker.orgId);
+      const nodeId = this.nodeId;
+      // Only this node's claim is cleared: the worker may already have reconnected through another node.
+      this.record(
+        worker.orgId,
+        () =>
+          this.deps.db
+            .update(workerOrgs)
+            .set({ nodeId: null })
+            .where(and(eq(workerOrgs.orgId, worker.orgId), eq(workerOrgs.nodeId, nodeId))),
+        { nodeId: null },
+      );
+    }
     log.info("worker disconnected", { orgId: worker.orgId });
   }
 
@@ -212,7 +274,8 @@ export class WorkerRegistry {
   }): Promise<Uint8Array> {
     const bound: TunnelRequest = { ...request, tags: { namespaceId, orgId } };
     const remote = this.remote.get(orgId);
-    if (remote) {
+    const row = remote ? null : await this.workerRow(orgId);
+    if (remote || row) {
       if (!isAllowedFor(role, request.want.kind)) {
         return encodeResult(
           errorResult(request.queryId, {
@@ -220,14 +283,8 @@ export class WorkerRegistry {
           }),
         );
       }
-      return relabelResult(await remote.request(bound), request.queryId);
-    }
-    if (this.remoteOrgs.has(orgId)) {
-      return encodeResult(
-        errorResult(request.queryId, {
-          tunnelError: "the org's worker is not connected",
-        }),
-      );
+      const frame = remote ? await remote.request(bound) : await this.forward(orgId, row?.nodeId ?? null, bound);
+      return relabelResult(frame, request.queryId);
     }
     if (!this.deps.local)
       return encodeResult(
@@ -256,9 +313,23 @@ export class WorkerRegistry {
     return this.insertTo(namespaceId, { rows });
   }
 
+  /** A request for a worker whose socket another node of the cluster holds: sent there through the broker. */
+  private async forward(orgId: string, nodeId: string | null, request: TunnelRequest): Promise<Uint8Array> {
+    const away = (why: string) => encodeResult(errorResult(request.queryId, { tunnelError: why }));
+    if (!nodeId || nodeId === this.nodeId || !this.cluster) return away("the org's worker is not connected");
+    try {
+      const answer = await this.cluster.request(nodeId, "worker", JSON.stringify({ orgId, request }));
+      return new Uint8Array(Buffer.from(answer, "base64"));
+    } catch (err) {
+      return away(`the org's worker could not be reached: ${errorMessage(err)}`);
+    }
+  }
+
   private async insertTo(namespaceId: string, what: { events: readonly TracedEvent[] } | { rows: readonly EventRows[] }): Promise<void> {
     const orgId = await this.orgOf(namespaceId);
-    const remote = orgId ? this.remote.get(orgId) : undefined;
+    const local = orgId ? this.remote.get(orgId) : undefined;
+    const row = orgId && !local ? await this.workerRow(orgId) : null;
+    const remote = local ?? (orgId && row ? { request: (r: TunnelRequest) => this.forward(orgId, row.nodeId, r) } : undefined);
     if (orgId && remote) {
       // A worker's insert frame carries events as JSON (so the sink's rows become events again). The local store's
       // batch size can be large (DuckDB's is 30,720), so they go in pieces that stay well inside its socket's
@@ -279,7 +350,6 @@ export class WorkerRegistry {
       }
       return;
     }
-    if (orgId && this.remoteOrgs.has(orgId)) throw new AppError("UNAVAILABLE", "the org's worker is not connected");
     if (!this.deps.local) return;
     if (orgId) this.seen(orgId);
     if ("events" in what) await this.deps.local.insert(namespaceId, what.events);
