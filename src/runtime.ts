@@ -77,7 +77,12 @@ export function createRuntime(input: RuntimeInput): Runtime {
   const mailer = input.mailer ?? createMailer(config);
   const sockets = new GrantedSockets({ findRevoked: (grants) => findRevokedGrants({ ctx, grants }) });
   const stripe = config.billing ? createStripe(config.billing) : undefined;
-  const ctx: ServiceContext = { db, config, now, mailer, sockets, stripe };
+  const broker = input.broker;
+  // A socket ticket opens one socket in the whole cluster, whichever node it lands on.
+  const spendTicketEverywhere = broker
+    ? (nonce: string, expiresAtMs: number) => broker.claimOnce(`tapscope:ticket:${nonce}`, expiresAtMs - now().getTime())
+    : undefined;
+  const ctx: ServiceContext = { db, config, now, mailer, sockets, stripe, spendTicketEverywhere };
 
   const sinks = new EventSinks();
   const hub = new LiveHub({ totalHistoryBytes: memoryShares(config.memoryLimitBytes).liveHistoryBytes });

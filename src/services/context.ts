@@ -3,6 +3,7 @@ import type { Db } from "#db/client.ts";
 import type { Config } from "~/lib/env.ts";
 import type { Mailer } from "~/lib/mailer.ts";
 import type { SocketRevoker } from "~/services/access/grants.ts";
+import type { SpendTicketEverywhere } from "~/services/tickets/signed-ticket.ts";
 
 /** What every service verb receives: transport-free dependencies (built once, by createRuntime). */
 export type ServiceContext = {
@@ -15,4 +16,6 @@ export type ServiceContext = {
   sockets?: SocketRevoker;
   /** The Stripe client, when billing is configured (STRIPE_*). */
   stripe?: Stripe;
+  /** In a cluster: spends a socket ticket's nonce on every node, so a ticket opens one socket wherever it lands. */
+  spendTicketEverywhere?: SpendTicketEverywhere;
 };

@@ -11,6 +11,7 @@ import { type PublishServerMessage, publishLimits, publishPath } from "~/lib/pro
 import type { ServiceContext } from "~/services/context.ts";
 import { markPublisherSeen } from "~/services/publish/mark-publisher-seen.ts";
 import { type PublishTicketClaims, redeemPublishTicket } from "~/services/publish/publish-ticket.ts";
+import { isFirstUseEverywhere } from "~/services/tickets/signed-ticket.ts";
 import { type RawFrame, takeRawFrames } from "./raw-frames.ts";
 
 /** Who wants to know that publishers come and go (the live hub's stats). */
@@ -65,9 +66,10 @@ export function publishSocket({
   };
 
   return new Elysia({ name: "ws-publish" })
-    .resolve(({ query, path }) => {
+    .resolve(async ({ query, path }) => {
       if (path !== publishPath) return {};
-      const claims = query.ticket ? redeemPublishTicket(ctx.config.sessionSecret, query.ticket, ctx.now()) : null;
+      let claims = query.ticket ? redeemPublishTicket(ctx.config.sessionSecret, query.ticket, ctx.now()) : null;
+      if (claims && !(await isFirstUseEverywhere(query.ticket ?? "", ctx.spendTicketEverywhere))) claims = null;
       if (!claims) throw new AppError("UNAUTHORIZED", "publish ticket invalid, used or expired: call JoinPublisher again");
       return { publish: claims };
     })

@@ -8,6 +8,7 @@ import type { Grant } from "~/services/access/grants.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { getLink } from "~/services/links/get-link.ts";
 import { redeemSubscriberTicket } from "~/services/live/subscriber-ticket.ts";
+import { isFirstUseEverywhere } from "~/services/tickets/signed-ticket.ts";
 import { takeRawFrames } from "./raw-frames.ts";
 
 type Connection = { sub: Subscriber; expiryTimer: ReturnType<typeof setTimeout> | null; unregister: () => void };
@@ -27,7 +28,8 @@ export function subscribeSocket({ ctx, hub, sockets }: { ctx: ServiceContext; hu
     link_id?: string;
   }): Promise<{ ref: ChannelRef; expiresAt: Date | null; grants: Grant[] }> {
     if (query.ticket) {
-      const claims = redeemSubscriberTicket(ctx.config.sessionSecret, query.ticket, ctx.now());
+      let claims = redeemSubscriberTicket(ctx.config.sessionSecret, query.ticket, ctx.now());
+      if (claims && !(await isFirstUseEverywhere(query.ticket, ctx.spendTicketEverywhere))) claims = null;
       if (!claims) throw new AppError("UNAUTHORIZED", "live ticket invalid, used or expired: call JoinSubscriber again");
       return { ref: { kind: "namespace", namespaceId: claims.namespaceId }, expiresAt: null, grants: claims.grants };
     }

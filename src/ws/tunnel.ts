@@ -9,6 +9,7 @@ import { log } from "~/lib/logger.ts";
 import { publishLimits } from "~/lib/protocol/publish.ts";
 import { decodeRequest, encodeResult, errorResult, TunnelProtocolError, type TunnelRequest, tunnelPath } from "~/lib/protocol/tunnel.ts";
 import type { ServiceContext } from "~/services/context.ts";
+import { isFirstUseEverywhere } from "~/services/tickets/signed-ticket.ts";
 import { insertEvents } from "~/services/tunnel/insert-events.ts";
 import { redeemTunnelTicket, type TunnelClaims } from "~/services/tunnel/tunnel-ticket.ts";
 import { type RawFrame, takeRawFrames } from "./raw-frames.ts";
@@ -103,9 +104,10 @@ export function tunnelSocket({
   }
 
   return new Elysia({ name: "ws-tunnel" })
-    .resolve(({ query, path }) => {
+    .resolve(async ({ query, path }) => {
       if (path !== tunnelPath) return {};
-      const claims = query.ticket ? redeemTunnelTicket(ctx.config.sessionSecret, query.ticket, ctx.now()) : null;
+      let claims = query.ticket ? redeemTunnelTicket(ctx.config.sessionSecret, query.ticket, ctx.now()) : null;
+      if (claims && !(await isFirstUseEverywhere(query.ticket ?? "", ctx.spendTicketEverywhere))) claims = null;
       if (!claims) throw new AppError("UNAUTHORIZED", "tunnel ticket invalid, used or expired: call CreateTunnel again");
       return { tunnel: claims };
     })

@@ -150,6 +150,15 @@ test("published through node 1, seen live on node 2; stored once across both sha
   viewer.close();
 }, 60_000);
 
+test("a live ticket opens one socket in the whole cluster: used on node 1, it is refused on node 2", async () => {
+  const url = org.liveUrl(nodes[0]!.endpoint, sessionSecret);
+  const first = await watch(url);
+  const replay = url.replace(nodes[0]!.endpoint.replace(/^http/, "ws"), nodes[1]!.endpoint.replace(/^http/, "ws"));
+  expect(replay).not.toBe(url);
+  await expect(watch(replay)).rejects.toThrow(/failed/);
+  first.close();
+});
+
 test("namespaces stay apart on the Distributed tables: another org's token sees only its own events, and not the first org's", async () => {
   const publisher = createPublisher({ endpoint: lb.url, token: other.token });
   await publisher.join();

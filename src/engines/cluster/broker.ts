@@ -11,6 +11,11 @@ import { log } from "~/lib/logger.ts";
 export type Broker = {
   publish(channel: string, message: string): void;
   subscribe(channel: string, handler: (message: string) => void): Promise<void>;
+  /**
+   * Sets `key` for `ttlMs` unless it is set: true when this call set it (the first of the cluster to ask). While Redis is
+   * away, true (each node's own check still holds): refusing would stop every publisher reconnecting meanwhile.
+   */
+  claimOnce(key: string, ttlMs: number): Promise<boolean>;
   readonly isConnected: boolean;
   /** Messages that could not be published (the broker was unreachable). */
   readonly unsent: number;
@@ -62,6 +67,15 @@ export async function connectRedisBroker(url: string): Promise<Broker> {
         unsent++;
         if (unsent === 1 || unsent % 10_000 === 0) log.warn("broker publish failed", { err: errorMessage(err), unsent });
       });
+    },
+    async claimOnce(key, ttlMs) {
+      if (publisher.status !== "ready") return true;
+      try {
+        return (await publisher.set(key, "1", "PX", Math.max(1, Math.ceil(ttlMs)), "NX")) === "OK";
+      } catch (err) {
+        log.warn("broker claim failed; this node's own check applies", { err: errorMessage(err) });
+        return true;
+      }
     },
     async subscribe(channel, handler) {
       handlers.set(channel, handler);

@@ -55,3 +55,23 @@ export function redeemTicket(secret: string, purpose: TicketPurpose, ticket: str
   spent.set(r, e);
   return claims as Record<string, unknown>;
 }
+
+/**
+ * A cluster's check that a ticket is spent once across all its nodes (the broker's SET NX): true when this is the first
+ * use. Absent on one server, where the per-process set above is the whole truth.
+ */
+export type SpendTicketEverywhere = (nonce: string, expiresAtMs: number) => Promise<boolean>;
+
+/** After redeemTicket accepted a ticket here: whether no other node of the cluster spent it first. */
+export async function isFirstUseEverywhere(ticket: string, spendEverywhere: SpendTicketEverywhere | undefined): Promise<boolean> {
+  if (!spendEverywhere) return true;
+  try {
+    const { e, r } = JSON.parse(Buffer.from(ticket.slice(0, ticket.indexOf(".")), "base64url").toString("utf8")) as {
+      e: number;
+      r: string;
+    };
+    return await spendEverywhere(r, e);
+  } catch {
+    return false;
+  }
+}
