@@ -168,4 +168,27 @@ describe("store sink", () => {
     expect(await store.listNamespaces()).toEqual([]);
     expect(sink.statsFor("not-a-uuid").dropped.store_error).toBe(10);
   });
+
+  test("a write that fails while the store is away is retried: nothing is lost and the ack waits for the write; past the retry window it is dropped and counted", async () => {
+    const ns = randomUUID();
+    let failures = 2;
+    const flaky: EventStore = Object.create(store);
+    flaky.insertRows = (namespaceId, batch) => {
+      if (failures-- > 0) return Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:9000"));
+      return store.insertRows(namespaceId, batch);
+    };
+    const sink = new StoreSink({ store: flaky, rateLimit: 0, batchSize: 50, flushIntervalMs: 20, retryForMs: 5_000 });
+    const offered = sink.offerDurable({ namespaceId: ns, linkId: null }, events(50));
+    expect(await offered.stored).toBe(0);
+    expect(sink.statsFor(ns)).toMatchObject({ written: 50, dropped: { store_error: 0 } });
+    expect((await store.queryRows(ns, { filter: all })).actualNumberOfRows).toBe(50);
+
+    failures = Number.POSITIVE_INFINITY;
+    const down = new StoreSink({ store: flaky, rateLimit: 0, batchSize: 50, flushIntervalMs: 20, retryForMs: 300 });
+    const lost = down.offerDurable({ namespaceId: ns, linkId: null }, events(50, 2));
+    expect(await lost.stored).toBe(50);
+    expect(down.statsFor(ns).dropped.store_error).toBe(50);
+    await sink.close();
+    await down.close();
+  });
 });

@@ -1,3 +1,4 @@
+import { AppError, errorMessage } from "~/lib/errors.ts";
 import type { EventSink, EventTarget, Offered } from "~/engines/ingest/sinks.ts";
 import { log } from "~/lib/logger.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
@@ -38,6 +39,11 @@ export type StoreSinkOptions = {
   maxBufferedChars?: number;
   /** Batches written at once per namespace. */
   writeConcurrency?: number;
+  /**
+   * How long a batch whose write failed is tried again (with backoff) before its events are dropped and counted: a
+   * ClickHouse shard restarting, a worker reconnecting. A request the store refuses as bad is not retried.
+   */
+  retryForMs?: number;
   /** Told about every drop, so ingest can tell the publisher (and the CLI can say it). */
   onDropped?: (target: EventTarget, count: number, reason: DropReason) => void;
   now?: () => number;
@@ -231,13 +237,24 @@ export class StoreSink implements EventSink {
       for (let batch = this.nextBatch(p, all); batch; batch = this.nextBatch(p, all)) {
         const count = batch.rows.reduce((sum, rows) => sum + rows.count, 0);
         let isWritten = false;
-        try {
-          await this.options.store.insertRows(ns, batch.rows);
-          this.statsOf(ns).written += count;
-          isWritten = true;
-        } catch (err) {
-          log.error("store write failed", { namespaceId: ns, events: count, err });
-          this.drop({ namespaceId: ns, linkId: null }, ns, count, "store_error");
+        const giveUpAt = this.now() + (this.options.retryForMs ?? 15_000);
+        for (let attempt = 1; ; attempt++) {
+          try {
+            await this.options.store.insertRows(ns, batch.rows);
+            this.statsOf(ns).written += count;
+            isWritten = true;
+            if (attempt > 1) log.info("store write succeeded on retry", { namespaceId: ns, events: count, attempt });
+            break;
+          } catch (err) {
+            const wait = Math.min(2_000, 100 * 2 ** (attempt - 1));
+            if (!isRetryable(err) || this.isClosed || this.now() + wait > giveUpAt) {
+              log.error("store write failed", { namespaceId: ns, events: count, attempts: attempt, err });
+              this.drop({ namespaceId: ns, linkId: null }, ns, count, "store_error");
+              break;
+            }
+            if (attempt === 1) log.warn("store write failed; retrying", { namespaceId: ns, events: count, err: errorMessage(err) });
+            await Bun.sleep(wait);
+          }
         }
         for (const { ticket, count: n } of batch.parts) {
           ticket.remaining -= n;
@@ -286,4 +303,9 @@ export class StoreSink implements EventSink {
     this.isClosed = true;
     await this.flush();
   }
+}
+
+/** A write worth trying again: anything but the store refusing the request itself (a 4xx AppError: bad namespace id). */
+function isRetryable(err: unknown): boolean {
+  return !(err instanceof AppError && err.status < 500);
 }
