@@ -61,10 +61,10 @@ afterAll(async () => {
   ch?.stop();
 });
 
-type Viewer = { events: Set<string>; stats: Array<Extract<LiveServerMessage, { type: "stats" }>>; latencies: number[]; close: () => void };
+type Viewer = { received: number; events: Set<string>; stats: Array<Extract<LiveServerMessage, { type: "stats" }>>; latencies: number[]; close: () => void };
 
 async function watch(url: string): Promise<Viewer> {
-  const viewer: Viewer = { events: new Set(), stats: [], latencies: [], close: () => socket.close() };
+  const viewer: Viewer = { received: 0, events: new Set(), stats: [], latencies: [], close: () => socket.close() };
   const socket = new WebSocket(url);
   await new Promise<void>((resolve, reject) => {
     socket.onopen = () => resolve();
@@ -75,6 +75,7 @@ async function watch(url: string): Promise<Viewer> {
     if (message.type === "stats") viewer.stats.push(message);
     if (message.type === "events" || message.type === "history") {
       for (const e of message.events) {
+        viewer.received++;
         if (!viewer.events.has(e.event_id)) viewer.latencies.push(Date.now() - Math.floor(e.time / 1000));
         viewer.events.add(e.event_id);
       }
@@ -181,6 +182,13 @@ test("namespaces stay apart on the Distributed tables: another org's token sees 
     (err: unknown) => String(err),
   );
   expect(refused).not.toBeNull();
+  // Nobody watched globex while it published (node 1 sent nothing to the broker); a first viewer on node 2 is sent
+  // node 1's history of it, each event once.
+  const late = await watch(other.liveUrl(nodes[1]!.endpoint, sessionSecret));
+  expect(await until(() => late.events.size === 30)).toBe(true);
+  await Bun.sleep(300);
+  expect(late.received).toBe(30);
+  late.close();
 }, 60_000);
 
 test("a self-hosted worker connected to node 2 is reached from node 1: its org's events and queries go to it, none to ClickHouse", async () => {

@@ -23,7 +23,8 @@ export const limitsEveryMs = 200;
 export const brokerDownNotice = "Live events from other server nodes are paused: the broker is unreachable";
 
 type LiveMessage = { n: string; ns: string | null; l: string | null; e: TracedEvent[] };
-type PresenceMessage = { n: string; c: Array<[string, number]>; o: Array<[string, number]> };
+/** A node's publishers by channel (c) and by org (o), and the channels it has viewers for (w). */
+type PresenceMessage = { n: string; c: Array<[string, number]>; o: Array<[string, number]>; w?: string[] };
 type LimitsMessage = { n: string; l: Record<string, Array<[string, number]>> };
 /** A request to one node (its own channel) and the answer back to the asking node's channel. */
 type NodeMessage = { id: string; from: string; kind: string; body?: string; answer?: string; error?: string };
@@ -33,9 +34,10 @@ const nodeRequestTimeoutMs = 35_000;
 const nodeChannel = (nodeId: string) => `tapscope:node:${nodeId}`;
 
 /**
- * One server node of a cluster (BROKER_URL set). Every event this node accepts is published to the others, which hand
- * it to their live hubs: a viewer on any node sees every node's publishers, and each hub keeps the recent history a
- * late viewer is sent. Publisher presence (the viewers' count and the plans' containers limit) and what each rate
+ * One server node of a cluster (BROKER_URL set). The events this node accepts for a channel another node has viewers for
+ * are published to the others, which hand them to their live hubs: a viewer on any node sees every node's publishers.
+ * A node whose channel gets its first viewer asks the others for that channel's recent history (and from then on they
+ * publish its events), so a late viewer anywhere is sent what every node kept. Publisher presence (the viewers' count and the plans' containers limit) and what each rate
  * limiter granted go round the same way, so limits hold per namespace and per org across nodes. The store needs
  * nothing of this: every node writes to the same ClickHouse cluster.
  */
@@ -47,6 +49,13 @@ export class ClusterNode implements EventSink {
   /** Events received from other nodes and handed to this node's hub. */
   received = 0;
   private readonly handlers = new Map<string, (body: string) => Promise<string>>();
+  /** Channels other nodes have viewers for: by channel key, the interested nodes and when each last said so. */
+  private readonly interest = new Map<string, Map<string, number>>();
+  /** Per channel with interest: the first history seq published to the broker (what came before is sent on request). */
+  private readonly publishFrom = new Map<string, number>();
+  private watched = new Set<string>();
+  /** Batches not published because no other node watches their channel. */
+  skipped = 0;
   private readonly waiting = new Map<
     string,
     { resolve: (answer: string) => void; reject: (err: Error) => void; timer: ReturnType<typeof setTimeout> }
@@ -67,6 +76,8 @@ export class ClusterNode implements EventSink {
     await broker.subscribe(channels.limits, (text) => this.onLimits(text));
     await broker.subscribe(nodeChannel(this.nodeId), (text) => this.onNodeMessage(text));
     hub.onPublishersChanged = () => this.announcePresenceSoon();
+    hub.onWatchedChanged = () => this.watchedChanged();
+    this.handle("history", async (body) => this.historyFor(body));
     broker.onStatus((connected) => {
       hub.setClusterNotice(connected ? null : brokerDownNotice);
       if (connected) this.announcePresence();
@@ -91,14 +102,73 @@ export class ClusterNode implements EventSink {
     this.waiting.clear();
     if (this.presenceSoon) clearTimeout(this.presenceSoon);
     this.deps.hub.onPublishersChanged = null;
+    this.deps.hub.onWatchedChanged = null;
   }
 
   // ---- events ----
 
+  /**
+   * Published only when another node has viewers for the target's channel: ingest that nobody elsewhere watches costs
+   * the broker nothing (bench/cluster). A node that gets its first viewer asks the others for the history it missed.
+   */
   accept(target: EventTarget, events: readonly TracedEvent[]): void {
     if (events.length === 0) return;
+    const watched =
+      (target.namespaceId !== null && this.interest.has(`ns:${target.namespaceId}`)) ||
+      (target.linkId !== null && this.interest.has(`link:${target.linkId}`));
+    if (!watched) {
+      this.skipped++;
+      return;
+    }
     const message: LiveMessage = { n: this.nodeId, ns: target.namespaceId, l: target.linkId, e: events as TracedEvent[] };
     this.deps.broker.publish(channels.live, JSON.stringify(message));
+  }
+
+  private markInterest(key: string, node: string, at: number): void {
+    let nodes = this.interest.get(key);
+    if (!nodes) {
+      nodes = new Map();
+      this.interest.set(key, nodes);
+      this.publishFrom.set(key, this.deps.hub.historyEnd(key));
+    }
+    nodes.set(node, at);
+  }
+
+  private dropInterest(key: string, node: string): void {
+    const nodes = this.interest.get(key);
+    if (!nodes?.delete(node) || nodes.size > 0) return;
+    this.interest.delete(key);
+    this.publishFrom.delete(key);
+  }
+
+  /** Another node's first viewer of a channel: from now on its events are published, and what came before is the answer. */
+  private async historyFor(body: string): Promise<string> {
+    const { key, node } = JSON.parse(body) as { key: string; node: string };
+    if (typeof key !== "string" || typeof node !== "string") return "[]";
+    this.markInterest(key, node, this.now());
+    return JSON.stringify(this.deps.hub.historyBefore(key, this.publishFrom.get(key) ?? 0));
+  }
+
+  private watchedChanged(): void {
+    this.announcePresenceSoon();
+    const now = new Set(this.deps.hub.watchedChannels());
+    for (const key of now) if (!this.watched.has(key)) this.fetchHistory(key);
+    this.watched = now;
+  }
+
+  private fetchHistory(key: string): void {
+    const sep = key.indexOf(":");
+    const id = key.slice(sep + 1);
+    const target: EventTarget = key.startsWith("ns:") ? { namespaceId: id, linkId: null } : { namespaceId: null, linkId: id };
+    for (const node of this.remotePresence.keys()) {
+      this.request(node, "history", JSON.stringify({ key, node: this.nodeId })).then(
+        (text) => {
+          const events = JSON.parse(text) as TracedEvent[];
+          if (Array.isArray(events) && events.length > 0) this.deps.hub.accept(target, this.deps.hub.notInHistory(key, events));
+        },
+        (err) => log.warn("cluster: could not fetch a channel's history", { node, err: errorMessage(err) }),
+      );
+    }
   }
 
   private onLive(text: string): void {
@@ -128,6 +198,7 @@ export class ClusterNode implements EventSink {
       n: this.nodeId,
       c: [...this.deps.hub.localPublishers()],
       o: [...this.deps.orgPublishers.local()],
+      w: this.deps.hub.watchedChannels(),
     };
     this.deps.broker.publish(channels.presence, JSON.stringify(message));
   }
@@ -140,7 +211,11 @@ export class ClusterNode implements EventSink {
       return;
     }
     if (message.n === this.nodeId || !Array.isArray(message.c) || !Array.isArray(message.o)) return;
-    this.remotePresence.set(message.n, { at: this.now(), channels: new Map(message.c), orgs: new Map(message.o) });
+    const now = this.now();
+    this.remotePresence.set(message.n, { at: now, channels: new Map(message.c), orgs: new Map(message.o) });
+    const watched = new Set(Array.isArray(message.w) ? message.w.filter((k) => typeof k === "string") : []);
+    for (const key of watched) this.markInterest(key, message.n, now);
+    for (const [key, nodes] of [...this.interest]) if (nodes.has(message.n) && !watched.has(key)) this.dropInterest(key, message.n);
     this.applyPresence();
   }
 
@@ -149,6 +224,8 @@ export class ClusterNode implements EventSink {
     const now = this.now();
     const channelCounts = new Map<string, number>();
     const orgCounts = new Map<string, number>();
+    for (const [key, nodes] of [...this.interest])
+      for (const [node, at] of nodes) if (now - at > presenceTtlMs) this.dropInterest(key, node);
     for (const [node, p] of this.remotePresence) {
       if (now - p.at > presenceTtlMs) {
         this.remotePresence.delete(node);

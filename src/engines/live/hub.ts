@@ -274,6 +274,7 @@ export class LiveHub implements EventSink {
     });
     this.announceStats(channel);
     this.sendHistory(sub, channel.history.entries());
+    if (channel.subscribers.size === 1) this.onWatchedChanged?.();
     return sub;
   }
 
@@ -291,6 +292,7 @@ export class LiveHub implements EventSink {
     this.leaveGroup(sub);
     this.announceStats(sub.channel);
     this.forgetIfUnused(sub.channel);
+    if (sub.channel.subscribers.size === 0) this.onWatchedChanged?.();
   }
 
   /**
@@ -726,6 +728,39 @@ export class LiveHub implements EventSink {
     const counts = new Map<string, number>();
     for (const channel of this.channels.values()) if (channel.publishers > 0) counts.set(channel.key, channel.publishers);
     return counts;
+  }
+
+  /** Channel keys with viewers here (a cluster node asks the others for these channels' events). */
+  watchedChannels(): string[] {
+    const keys: string[] = [];
+    for (const channel of this.channels.values()) if (channel.subscribers.size > 0) keys.push(channel.key);
+    return keys;
+  }
+
+  /** Called when a channel gets its first viewer here or loses its last. */
+  onWatchedChanged: (() => void) | null = null;
+
+  /** The seq the channel's next event gets (0 for a channel not kept). */
+  historyEnd(key: string): number {
+    return this.channels.get(key)?.history.endSeq ?? 0;
+  }
+
+  /** The channel's retained events numbered below `beforeSeq`, oldest first. */
+  historyBefore(key: string, beforeSeq: number): TracedEvent[] {
+    const history = this.channels.get(key)?.history;
+    if (!history) return [];
+    return history
+      .entries()
+      .filter((e) => e.seq < beforeSeq)
+      .map((e) => e.item);
+  }
+
+  /** Of these events, those whose event_id the channel's history does not hold yet. */
+  notInHistory(key: string, events: readonly TracedEvent[]): TracedEvent[] {
+    const history = this.channels.get(key)?.history;
+    if (!history || history.length === 0) return [...events];
+    const ids = new Set(history.entries().map((e) => e.item.event_id));
+    return events.filter((e) => !ids.has(e.event_id));
   }
 
   /** Called when a publisher connects or disconnects here (a cluster node tells the others at once). */
