@@ -93,9 +93,11 @@ export function createRuntime(input: RuntimeInput): Runtime {
   const attached = store ? attachStore({ config, db, store: workers.route(), sinks, now }) : null;
   const orgPublishers = new OrgPublishers();
   const cluster = input.broker ? new ClusterNode({ broker: input.broker, hub, ingest, orgPublishers }) : null;
+  const tunnels = new OpenTunnels();
   if (cluster) {
     sinks.add(cluster);
     workers.joinCluster(cluster);
+    tunnels.joinCluster(cluster);
   }
 
   return {
@@ -109,7 +111,7 @@ export function createRuntime(input: RuntimeInput): Runtime {
     hub,
     ingest,
     workers,
-    tunnels: new OpenTunnels(),
+    tunnels,
     clientLimits: new ClientLimits({ config, now, peerAddress: input.peerAddress }),
     orgPublishers,
     store,

@@ -118,7 +118,12 @@ export function tunnelSocket({
         const raw = ws.raw as ServerWebSocket<unknown>;
         const unregister = sockets.register(claims.grants, { close: (code, reason) => raw.close(code, reason) });
         state.set(raw, { claims, inFlight: 0, unregister });
-        tunnels.connected(claims.tunnelId);
+        tunnels.connected(claims.tunnelId, {
+          principalKey: claims.principalKey,
+          namespaceId: claims.namespaceId,
+          role: claims.role,
+          createTimeMs: claims.createTimeMs ?? Date.now(),
+        });
         takeRawFrames(raw, (frame) => receive(raw, frame));
       },
       close(ws) {

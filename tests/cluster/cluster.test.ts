@@ -160,6 +160,27 @@ test("a live ticket opens one socket in the whole cluster: used on node 1, it is
   first.close();
 });
 
+test("a tunnel created on node 1 whose socket lands on node 2 is listed as open by either node", async () => {
+  const api = (endpoint: string, name: string, body: unknown) =>
+    fetch(`${endpoint}/api/${name}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${org.token}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    }).then((r) => r.json());
+  const created = (await api(nodes[0]!.endpoint, "CreateTunnel", { namespaceId: org.namespaceId, role: "SELECT" })) as { tunnel_id: string; endpoint: string };
+  const u = new URL(created.endpoint);
+  const socket = new WebSocket(`${nodes[1]!.endpoint.replace(/^http/, "ws")}${u.pathname}${u.search}`);
+  await new Promise((resolve, reject) => {
+    socket.onopen = resolve;
+    socket.onerror = reject;
+  });
+  for (const node of nodes) {
+    const listed = (await api(node.endpoint, "ListOpenTunnels", {})) as { tunnels: Array<{ tunnel_id: string }> };
+    expect(listed.tunnels.filter((t) => t.tunnel_id === created.tunnel_id)).toHaveLength(1);
+  }
+  socket.close();
+});
+
 test("namespaces stay apart on the Distributed tables: another org's token sees only its own events, and not the first org's", async () => {
   const publisher = createPublisher({ endpoint: lb.url, token: other.token });
   await publisher.join();

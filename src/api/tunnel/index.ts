@@ -41,10 +41,10 @@ export function tunnelRoutes({ ctx, workers, tunnels }: { ctx: ServiceContext; w
     )
     .post(
       "/api/ListOpenTunnels",
-      ({ body, principal }) => {
+      async ({ body, principal }) => {
         if (!principal) throw new AppError("UNAUTHORIZED", "not signed in");
         return {
-          tunnels: listOpenTunnels({
+          tunnels: await listOpenTunnels({
             tunnels,
             principalKey: principalKey(principal),
             createAfterTime: body.create_after_time,

@@ -238,6 +238,11 @@ export class ClusterNode implements EventSink {
     this.deps.orgPublishers.setRemote(orgCounts);
   }
 
+  /** The other nodes heard from lately. */
+  otherNodes(): string[] {
+    return [...this.remotePresence.keys()];
+  }
+
   get brokerConnected(): boolean {
     return this.deps.broker.isConnected;
   }

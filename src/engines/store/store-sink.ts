@@ -1,5 +1,5 @@
-import { AppError, errorMessage } from "~/lib/errors.ts";
 import type { EventSink, EventTarget, Offered } from "~/engines/ingest/sinks.ts";
+import { AppError, errorMessage } from "~/lib/errors.ts";
 import { log } from "~/lib/logger.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { type RateLimit, RateLimiter, rateLimitFor } from "~/lib/rate-limit.ts";

@@ -1,8 +1,8 @@
 import type { OpenTunnels } from "~/engines/workers/open-tunnels.ts";
 import type { OpenTunnelSummary } from "~/lib/protocol/api/tunnel.ts";
 
-/** ListOpenTunnels: the caller's tunnels created after a time, oldest first. */
-export function listOpenTunnels({
+/** ListOpenTunnels: the caller's tunnels created after a time, oldest first, on every node of a cluster. */
+export async function listOpenTunnels({
   tunnels,
   principalKey,
   createAfterTime,
@@ -12,9 +12,9 @@ export function listOpenTunnels({
   principalKey: string;
   createAfterTime: string | number | undefined;
   now: Date;
-}): OpenTunnelSummary[] {
+}): Promise<OpenTunnelSummary[]> {
   const after = createAfterTime === undefined ? 0 : new Date(createAfterTime).getTime();
-  return tunnels.list(principalKey, Number.isFinite(after) ? after : 0, now.getTime()).map((t) => ({
+  return (await tunnels.listEverywhere(principalKey, Number.isFinite(after) ? after : 0, now.getTime())).map((t) => ({
     tunnel_id: t.tunnelId,
     role: t.role,
     namespace_id: t.namespaceId,

@@ -17,6 +17,8 @@ export type TunnelClaims = {
   role: TunnelRole;
   /** What the tunnel stands on: it closes when one is revoked. */
   grants: Grant[];
+  /** When CreateTunnel made it (from the ticket's expiry): for the node its socket lands on, which may be another. */
+  createTimeMs?: number;
 };
 
 export function issueTunnelTicket(secret: string, claims: TunnelClaims, now: Date): string {
@@ -39,5 +41,6 @@ export function redeemTunnelTicket(secret: string, ticket: string, now: Date): T
   ) {
     return null;
   }
-  return { tunnelId, principalKey, namespaceId, orgId, role, grants };
+  const createTimeMs = typeof c.e === "number" ? c.e - TUNNEL_TICKET_TTL_MS : undefined;
+  return { tunnelId, principalKey, namespaceId, orgId, role, grants, createTimeMs };
 }
