@@ -92,7 +92,8 @@ export function createRuntime(input: RuntimeInput): Runtime {
   const workers = new WorkerRegistry({ db, local: store, now, statePath: join(config.dataDir, "worker-orgs.json") });
   const attached = store ? attachStore({ config, db, store: workers.route(), sinks, now }) : null;
   const orgPublishers = new OrgPublishers();
-  const cluster = input.broker ? new ClusterNode({ broker: input.broker, hub, ingest, orgPublishers }) : null;
+  const clientLimits = new ClientLimits({ config, now, peerAddress: input.peerAddress });
+  const cluster = input.broker ? new ClusterNode({ broker: input.broker, hub, ingest, orgPublishers, clientLimits }) : null;
   const tunnels = new OpenTunnels();
   if (cluster) {
     sinks.add(cluster);
@@ -112,7 +113,7 @@ export function createRuntime(input: RuntimeInput): Runtime {
     ingest,
     workers,
     tunnels,
-    clientLimits: new ClientLimits({ config, now, peerAddress: input.peerAddress }),
+    clientLimits,
     orgPublishers,
     store,
     attached,

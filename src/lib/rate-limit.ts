@@ -183,6 +183,32 @@ export class ClientRateLimit {
     if (globalWait > 0) return globalWait;
     this.clients.take(client, 1, nowMs);
     this.global.take(1, nowMs);
+    if (this.isSharing) this.globalConsumed++;
     return 0;
+  }
+
+  private isSharing = false;
+  private globalConsumed = 0;
+
+  /** From now on what is admitted is recorded for a cluster's other nodes (drainConsumed). */
+  shareConsumption(): void {
+    this.isSharing = true;
+    this.clients.shareConsumption();
+  }
+
+  drainConsumed(): { clients: Map<string, number>; global: number } {
+    const global = this.globalConsumed;
+    this.globalConsumed = 0;
+    return { clients: this.clients.drainConsumed(), global };
+  }
+
+  /** What another node admitted: spent here too, so the per-client and global budgets hold across nodes. */
+  spend(clients: Iterable<[string, number]>, global: number): void {
+    const nowMs = this.now();
+    for (const [client, n] of clients) this.clients.spend(client, n, nowMs);
+    if (global > 0) {
+      this.global.available(nowMs);
+      this.global.spend(global);
+    }
   }
 }

@@ -3,6 +3,7 @@ import { connectRedisBroker } from "~/engines/cluster/broker.ts";
 import { ClusterNode, limitsEveryMs } from "~/engines/cluster/cluster-node.ts";
 import { Ingest } from "~/engines/ingest/ingest.ts";
 import { EventSinks } from "~/engines/ingest/sinks.ts";
+import { ClientLimits } from "~/engines/limits/client-limits.ts";
 import { OrgPublishers } from "~/engines/limits/org-publishers.ts";
 import { LiveHub } from "~/engines/live/hub.ts";
 import { sampleEvent } from "../agent/publish/server.ts";
@@ -23,12 +24,14 @@ async function node(rateLimit: number) {
   sinks.add(hub);
   const ingest = new Ingest(sinks, { rateLimit });
   const orgPublishers = new OrgPublishers();
-  const cluster = new ClusterNode({ broker, hub, ingest, orgPublishers });
+  const clientLimits = new ClientLimits({ config: { trustProxy: [], anonymousLinksPerHour: 100 } });
+  const cluster = new ClusterNode({ broker, hub, ingest, orgPublishers, clientLimits });
   sinks.add(cluster);
   await cluster.start();
   return {
     hub,
     ingest,
+    clientLimits,
     orgPublishers,
     stop: () => {
       cluster.stop();
@@ -74,6 +77,20 @@ test("publishers connected to one node count on the other (containers limit, vie
     expect(b.orgPublishers.count("org-1")).toBe(0);
     expect(b.hub.stats({ kind: "namespace", namespaceId: target.namespaceId! }).numPublishers).toBe(0);
   } finally {
+    b.stop();
+  }
+}, 20_000);
+
+test("a client's sign-in budget holds across nodes: five e-mail sign-ins a minute in all, whichever nodes they reach", async () => {
+  const [a, b] = [await node(0), await node(0)];
+  try {
+    for (let i = 0; i < 5; i++) a.clientLimits.admit("emailLogin", "203.0.113.7");
+    await Bun.sleep(limitsEveryMs * 3);
+    expect(() => b.clientLimits.admit("emailLogin", "203.0.113.7")).toThrow("too many requests");
+    // Another address is not affected.
+    expect(() => b.clientLimits.admit("emailLogin", "203.0.113.8")).not.toThrow();
+  } finally {
+    a.stop();
     b.stop();
   }
 }, 20_000);

@@ -2,12 +2,15 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Ingest } from "~/engines/ingest/ingest.ts";
 import type { EventSink, EventTarget } from "~/engines/ingest/sinks.ts";
+import type { ClientLimits } from "~/engines/limits/client-limits.ts";
 import type { OrgPublishers } from "~/engines/limits/org-publishers.ts";
 import type { LiveHub } from "~/engines/live/hub.ts";
 import { errorMessage } from "~/lib/errors.ts";
 import { log } from "~/lib/logger.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { Broker } from "./broker.ts";
+
+type ClientRateLimitLike = { spend(clients: Iterable<[string, number]>, global: number): void };
 
 const channels = { live: "tapscope:live", presence: "tapscope:presence", limits: "tapscope:limits" } as const;
 
@@ -25,7 +28,12 @@ export const brokerDownNotice = "Live events from other server nodes are paused:
 type LiveMessage = { n: string; ns: string | null; l: string | null; e: TracedEvent[] };
 /** A node's publishers by channel (c) and by org (o), and the channels it has viewers for (w). */
 type PresenceMessage = { n: string; c: Array<[string, number]>; o: Array<[string, number]>; w?: string[] };
-type LimitsMessage = { n: string; l: Record<string, Array<[string, number]>> };
+/** What a node's ingest limiters (l) and per-client limiters (c: per kind, by client, and the global count) granted. */
+type LimitsMessage = {
+  n: string;
+  l: Record<string, Array<[string, number]>>;
+  c?: Record<string, { k: Array<[string, number]>; g: number }>;
+};
 /** A request to one node (its own channel) and the answer back to the asking node's channel. */
 type NodeMessage = { id: string; from: string; kind: string; body?: string; answer?: string; error?: string };
 
@@ -62,7 +70,17 @@ export class ClusterNode implements EventSink {
   >();
   private seq = 0;
 
-  constructor(private readonly deps: { broker: Broker; hub: LiveHub; ingest: Ingest; orgPublishers: OrgPublishers; now?: () => number }) {}
+  constructor(
+    private readonly deps: {
+      broker: Broker;
+      hub: LiveHub;
+      ingest: Ingest;
+      orgPublishers: OrgPublishers;
+      /** The unauthenticated endpoints' per-client budgets, shared like ingest's limits (absent: per node). */
+      clientLimits?: ClientLimits;
+      now?: () => number;
+    },
+  ) {}
 
   private now(): number {
     return this.deps.now?.() ?? Date.now();
@@ -71,6 +89,7 @@ export class ClusterNode implements EventSink {
   async start(): Promise<void> {
     const { broker, hub, ingest } = this.deps;
     ingest.shareLimits();
+    for (const limiter of Object.values(this.deps.clientLimits?.all ?? {})) limiter.shareConsumption();
     await broker.subscribe(channels.live, (text) => this.onLive(text));
     await broker.subscribe(channels.presence, (text) => this.onPresence(text));
     await broker.subscribe(channels.limits, (text) => this.onLimits(text));
@@ -318,7 +337,14 @@ export class ClusterNode implements EventSink {
       limits[name] = [...consumed];
       any = true;
     }
-    if (any) this.deps.broker.publish(channels.limits, JSON.stringify({ n: this.nodeId, l: limits } satisfies LimitsMessage));
+    const clients: NonNullable<LimitsMessage["c"]> = {};
+    for (const [kind, limiter] of Object.entries(this.deps.clientLimits?.all ?? {})) {
+      const { clients: byClient, global } = limiter.drainConsumed();
+      if (global === 0 && byClient.size === 0) continue;
+      clients[kind] = { k: [...byClient], g: global };
+      any = true;
+    }
+    if (any) this.deps.broker.publish(channels.limits, JSON.stringify({ n: this.nodeId, l: limits, c: clients } satisfies LimitsMessage));
   }
 
   private onLimits(text: string): void {
@@ -334,6 +360,15 @@ export class ClusterNode implements EventSink {
       const limiter = this.deps.ingest.limiter(name, true);
       if (!limiter || !Array.isArray(entries)) continue;
       for (const [key, n] of entries) if (typeof key === "string" && typeof n === "number") limiter.spend(key, n, now);
+    }
+    const all = this.deps.clientLimits?.all as Record<string, ClientRateLimitLike> | undefined;
+    for (const [kind, consumed] of Object.entries(message.c ?? {})) {
+      const limiter = all?.[kind];
+      if (!limiter || !Array.isArray(consumed?.k)) continue;
+      limiter.spend(
+        consumed.k.filter(([k, n]) => typeof k === "string" && typeof n === "number"),
+        Number(consumed.g) || 0,
+      );
     }
   }
 }

@@ -54,6 +54,11 @@ export class ClientLimits {
     return clientAddress(peer, request.headers.get("x-forwarded-for"), this.trusted);
   }
 
+  /** Each kind's limiter (a cluster node shares what they admit with the other nodes). */
+  get all(): Readonly<Record<ClientLimitKind, ClientRateLimit>> {
+    return this.limits;
+  }
+
   /** Counts one request of `kind` from `address`; over the budget: RATE_LIMITED (429 with Retry-After). */
   admit(kind: ClientLimitKind, address: string, message = "too many requests from this address; try again later"): void {
     const waitMs = this.limits[kind].admit(address);
