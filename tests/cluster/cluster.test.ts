@@ -61,7 +61,13 @@ afterAll(async () => {
   ch?.stop();
 });
 
-type Viewer = { received: number; events: Set<string>; stats: Array<Extract<LiveServerMessage, { type: "stats" }>>; latencies: number[]; close: () => void };
+type Viewer = {
+  received: number;
+  events: Set<string>;
+  stats: Array<Extract<LiveServerMessage, { type: "stats" }>>;
+  latencies: number[];
+  close: () => void;
+};
 
 async function watch(url: string): Promise<Viewer> {
   const viewer: Viewer = { received: 0, events: new Set(), stats: [], latencies: [], close: () => socket.close() };
@@ -167,7 +173,10 @@ test("a tunnel created on node 1 whose socket lands on node 2 is listed as open 
       headers: { authorization: `Bearer ${org.token}`, "content-type": "application/json" },
       body: JSON.stringify(body),
     }).then((r) => r.json());
-  const created = (await api(nodes[0]!.endpoint, "CreateTunnel", { namespaceId: org.namespaceId, role: "SELECT" })) as { tunnel_id: string; endpoint: string };
+  const created = (await api(nodes[0]!.endpoint, "CreateTunnel", { namespaceId: org.namespaceId, role: "SELECT" })) as {
+    tunnel_id: string;
+    endpoint: string;
+  };
   const u = new URL(created.endpoint);
   const socket = new WebSocket(`${nodes[1]!.endpoint.replace(/^http/, "ws")}${u.pathname}${u.search}`);
   await new Promise((resolve, reject) => {
