@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import { openClickHouseStore } from "~/store/clickhouse.ts";
 import { clickhouseLiteral } from "~/store/sql/escape.ts";
 import { tableName } from "~/store/table.ts";
+import type { ClickHouseServer } from "../support/clickhouse.ts";
 import { type ClickHouseCluster, startClickHouseCluster } from "../support/clickhouse-cluster.ts";
 import { runConformance } from "./conformance.ts";
 import { generateEvents } from "./generate.ts";
@@ -86,3 +87,25 @@ test("cluster: CLICKHOUSE_CLUSTER naming a cluster ClickHouse does not have is r
   const c = await theCluster();
   await expect(openClickHouseStore({ url: c.shards[0]!.url, cluster: "no_such_cluster" })).rejects.toThrow(/no cluster "no_such_cluster"/);
 });
+
+test("cluster with a replica pair: the shard's local tables are ReplicatedMergeTree and a row written through one replica is read from the other", async () => {
+  const replicated = await startClickHouseCluster({ shards: 1, replicas: 2, name: "tapscope_replicated" });
+  try {
+    const [a, b] = replicated.shards as [ClickHouseServer, ClickHouseServer];
+    const ns = randomUUID();
+    const end = 1_760_000_000_000_000;
+    const store = await openClickHouseStore({ url: a.url, cluster: replicated.name });
+    await store.insert(ns, generateEvents({ count: 200, startMicros: end - 60_000_000, endMicros: end, seed: 5 }));
+    const local = `${tableName(ns)}_local`;
+    expect(await sql(b.url, `SELECT engine FROM system.tables WHERE name = '${local}'`)).toBe("ReplicatedMergeTree");
+    const deadline = Date.now() + 20_000;
+    while (Number(await sql(b.url, `SELECT count() FROM ${local}`)) < 200 && Date.now() < deadline) await Bun.sleep(100);
+    expect(Number(await sql(b.url, `SELECT count() FROM ${local}`))).toBe(200);
+    // Through the Distributed table each row is counted once, not once per replica.
+    expect(Number(await sql(b.url, `SELECT count() FROM ${tableName(ns)}`))).toBe(200);
+    await store.dropNamespace(ns);
+    await store.close();
+  } finally {
+    replicated.stop();
+  }
+}, 90_000);

@@ -10,6 +10,7 @@ import { type ClickHouseServer, freePort, startClickHouseServer } from "./clickh
  */
 export type ClickHouseCluster = {
   name: string;
+  /** Every server, shard by shard (with replicas: shard 1's replicas first). */
   shards: ClickHouseServer[];
   zookeeperPort: number;
   stop: () => void;
@@ -62,21 +63,34 @@ export async function startZooKeeper(): Promise<{ port: number; stop: () => void
   throw new Error("ZooKeeper did not start (apt-get install zookeeper)");
 }
 
-export async function startClickHouseCluster(options: { shards?: number; name?: string } = {}): Promise<ClickHouseCluster> {
+export async function startClickHouseCluster(
+  options: { shards?: number; replicas?: number; name?: string } = {},
+): Promise<ClickHouseCluster> {
   const name = options.name ?? "tapscope_test";
+  const replicas = options.replicas ?? 1;
   const zk = await startZooKeeper();
-  const ports = await Promise.all(
-    Array.from({ length: options.shards ?? 2 }, async () => ({ http: await freePort(), tcp: await freePort() })),
+  const layout = Array.from({ length: options.shards ?? 2 }, (_, shard) =>
+    Array.from({ length: replicas }, (_, replica) => ({ shard, replica })),
   );
-  const remote = ports.map((p) => `<shard><replica><host>127.0.0.1</host><port>${p.tcp}</port></replica></shard>`).join("");
+  const servers = layout.flat();
+  const ports = await Promise.all(servers.map(async () => ({ http: await freePort(), tcp: await freePort() })));
+  const remote = layout
+    .map(
+      (replicasOf) =>
+        `<shard><internal_replication>${replicas > 1}</internal_replication>${replicasOf
+          .map(({ shard, replica }) => `<replica><host>127.0.0.1</host><port>${ports[shard * replicas + replica]!.tcp}</port></replica>`)
+          .join("")}</shard>`,
+    )
+    .join("");
   const shards = await Promise.all(
-    ports.map((p, i) =>
+    servers.map(({ shard, replica }, i) =>
       startClickHouseServer({
-        ports: p,
+        ports: ports[i],
         extraConfig:
           `<remote_servers><${name}>${remote}</${name}></remote_servers>` +
           `<zookeeper><node><host>127.0.0.1</host><port>${zk.port}</port></node></zookeeper>` +
-          `<macros><shard>${String(i + 1).padStart(2, "0")}</shard><replica>r1</replica></macros>`,
+          `<interserver_http_host>127.0.0.1</interserver_http_host>` +
+          `<macros><shard>${String(shard + 1).padStart(2, "0")}</shard><replica>r${replica + 1}</replica></macros>`,
       }),
     ),
   );
