@@ -90,10 +90,10 @@ export function createRuntime(input: RuntimeInput): Runtime {
   const ingest = new Ingest(sinks, { rateLimit: config.ingestRateLimit });
   // Which orgs a self-hosted worker serves (worker_orgs), so no node stores theirs while it is away.
   const workers = new WorkerRegistry({ db, local: store, now, statePath: join(config.dataDir, "worker-orgs.json") });
-  const attached = store ? attachStore({ config, db, store: workers.route(), sinks, now }) : null;
+  const attached = store ? attachStore({ config, db, store: workers.route(), sinks, now, storeLinks: input.broker !== undefined }) : null;
   const orgPublishers = new OrgPublishers();
   const clientLimits = new ClientLimits({ config, now, peerAddress: input.peerAddress });
-  const cluster = input.broker ? new ClusterNode({ broker: input.broker, hub, ingest, orgPublishers, clientLimits }) : null;
+  const cluster = input.broker ? new ClusterNode({ broker: input.broker, hub, ingest, orgPublishers, clientLimits, store }) : null;
   const tunnels = new OpenTunnels();
   if (cluster) {
     sinks.add(cluster);

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { AppError } from "~/lib/errors.ts";
 import { isUuid } from "~/lib/ids.ts";
 import { eventFields, type FieldKind, type TracedEvent } from "~/lib/protocol/event.ts";
@@ -9,6 +10,16 @@ import { eventFields, type FieldKind, type TracedEvent } from "~/lib/protocol/ev
 export function tableName(namespaceId: string): string {
   if (!isUuid(namespaceId)) throw new AppError("BAD_REQUEST", "invalid namespace id");
   return `events_${namespaceId.replaceAll("-", "").toLowerCase()}`;
+}
+
+/**
+ * The storage id of a shared link's events (kept in a cluster, so a late viewer on any node sees them): a UUID derived
+ * from the link id, so its table is made by tableName like a namespace's. No namespace has it, so no namespace query
+ * reaches it; retention treats it as a table without a namespace (the strictest days).
+ */
+export function linkStoreId(linkId: string): string {
+  const h = createHash("sha256").update(`tapscope link ${linkId}`).digest("hex");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
 const tablePattern = /^events_([0-9a-f]{32})$/;

@@ -21,6 +21,22 @@ let redis: Service & { brokerUrl: string };
 let lb: Service;
 const nodes: ServerProcess[] = [];
 let databaseUrl: string;
+let nodePorts: number[] = [];
+
+/** Node i (0 or 1) on its port, talking to shard i: also how a killed node is started again. */
+function startNode(i: number): Promise<ServerProcess> {
+  return spawnServer({
+    port: nodePorts[i],
+    env: {
+      DATABASE_URL: databaseUrl,
+      CLICKHOUSE_URL: ch.shards[i]!.url,
+      CLICKHOUSE_CLUSTER: ch.name,
+      BROKER_URL: redis.brokerUrl,
+      SESSION_SECRET: sessionSecret,
+      PUBLIC_URL: lb.url,
+    },
+  });
+}
 let org: Awaited<ReturnType<typeof seedOrg>>;
 let other: Awaited<ReturnType<typeof seedOrg>>;
 let selfHosted: Awaited<ReturnType<typeof seedOrg>>;
@@ -33,21 +49,8 @@ beforeAll(async () => {
   const ports = [await freePort(), await freePort()];
   // "first": every new connection goes to node 1 while it is up, so the test knows where publishers land.
   lb = await startHaproxy(ports, "first");
-  for (const [i, port] of ports.entries()) {
-    nodes.push(
-      await spawnServer({
-        port,
-        env: {
-          DATABASE_URL: databaseUrl,
-          CLICKHOUSE_URL: ch.shards[i]!.url,
-          CLICKHOUSE_CLUSTER: ch.name,
-          BROKER_URL: redis.brokerUrl,
-          SESSION_SECRET: sessionSecret,
-          PUBLIC_URL: lb.url,
-        },
-      }),
-    );
-  }
+  nodePorts = ports;
+  for (const i of ports.keys()) nodes.push(await startNode(i));
   // haproxy's health checks see the nodes up.
   const up = await until(async () => (await fetch(`${lb.url}/api/health`).catch(() => null))?.status === 200, 20_000);
   if (!up) throw new Error(`haproxy sees no node up: ${nodes.map((n) => n.log()).join("\n")}`);
@@ -353,3 +356,21 @@ test("kill -9 of node 1 mid-publish: the publisher reconnects through haproxy to
   console.log(`kill -9 mid-publish: ${stats.sent} of ${total} stored, ${stats.dropped} in flight on the dead node (counted)`);
   viewer.close();
 }, 90_000);
+
+test("a shared link's events outlive the node that took them: a late viewer on another node reads them from the store", async () => {
+  // Node 1 died in the test before: start it again on its port.
+  nodes[0] = await startNode(0);
+  const publisher = createPublisher({ endpoint: nodes[1]!.endpoint, service: "anonymous" });
+  const { linkId } = await publisher.join();
+  for (let i = 0; i < 40; i++) publisher.send(fresh());
+  publisher.flush();
+  const { sent } = await publisher.close(10_000);
+  expect(sent).toBe(40);
+  nodes[1]!.proc.kill("SIGKILL");
+  await nodes[1]!.proc.exited;
+  const viewer = await watch(`${nodes[0]!.endpoint.replace(/^http/, "ws")}/api/LiveSubscribe?link_id=${linkId}`);
+  expect(await until(() => viewer.events.size === 40)).toBe(true);
+  await Bun.sleep(300);
+  expect(viewer.received).toBe(40);
+  viewer.close();
+}, 60_000);

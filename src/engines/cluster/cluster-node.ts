@@ -8,6 +8,8 @@ import type { LiveHub } from "~/engines/live/hub.ts";
 import { errorMessage } from "~/lib/errors.ts";
 import { log } from "~/lib/logger.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { linkStoreId } from "~/store/table.ts";
+import type { EventStore } from "~/store/types.ts";
 import type { Broker } from "./broker.ts";
 
 type ClientRateLimitLike = { spend(clients: Iterable<[string, number]>, global: number): void };
@@ -78,6 +80,8 @@ export class ClusterNode implements EventSink {
       orgPublishers: OrgPublishers;
       /** The unauthenticated endpoints' per-client budgets, shared like ingest's limits (absent: per node). */
       clientLimits?: ClientLimits;
+      /** Where shared links' events are kept too (linkStoreId): a link's first viewer here reads them. */
+      store?: EventStore;
       now?: () => number;
     },
   ) {}
@@ -179,6 +183,7 @@ export class ClusterNode implements EventSink {
     const sep = key.indexOf(":");
     const id = key.slice(sep + 1);
     const target: EventTarget = key.startsWith("ns:") ? { namespaceId: id, linkId: null } : { namespaceId: null, linkId: id };
+    if (target.linkId && this.deps.store) void this.linkHistoryFromStore(key, target.linkId);
     for (const node of this.remotePresence.keys()) {
       this.request(node, "history", JSON.stringify({ key, node: this.nodeId })).then(
         (text) => {
@@ -201,6 +206,26 @@ export class ClusterNode implements EventSink {
     if (message.n === this.nodeId || !Array.isArray(message.e)) return;
     this.received += message.e.length;
     this.deps.hub.accept({ namespaceId: message.ns ?? null, linkId: message.l ?? null }, message.e);
+  }
+
+  /** A link's recent events as the store kept them (every node writes them): what a node that died had is not lost. */
+  private async linkHistoryFromStore(key: string, linkId: string): Promise<void> {
+    const store = this.deps.store;
+    if (!store) return;
+    try {
+      const nowMs = this.now();
+      const page = await store.queryRows(linkStoreId(linkId), {
+        filter: { clauses: [], global: { lowerMs: nowMs - 7 * 86_400_000, upperMs: nowMs + 60_000 } },
+        limit: this.deps.hub.options.historySize,
+      });
+      const ids = new Set(page.data.map((r) => r.event_id));
+      if (ids.size === 0) return;
+      const events = (await store.getEvents?.(linkStoreId(linkId), [...ids])) ?? [];
+      events.sort((a, b) => a.time - b.time);
+      this.deps.hub.accept({ namespaceId: null, linkId }, this.deps.hub.notInHistory(key, events));
+    } catch (err) {
+      log.warn("cluster: could not read a link's events from the store", { err: errorMessage(err) });
+    }
   }
 
   // ---- publishers ----

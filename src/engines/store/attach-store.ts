@@ -20,12 +20,15 @@ export function attachStore(deps: {
   sinks: EventSinks;
   now?: () => Date;
   rateLimit?: number;
+  /** Keep shared links' events as well (a cluster's nodes read them for late viewers). */
+  storeLinks?: boolean;
 }): AttachedStore {
   // Drops are counted per namespace; the log gets at most one line per namespace and reason every 10 s.
   const lastLogged = new Map<string, { at: number; pending: number }>();
   const sink = new StoreSink({
     store: deps.store,
     rateLimit: deps.rateLimit ?? 0,
+    storeLinks: deps.storeLinks,
     batchSize: deps.store.insertBatchSize,
     // The buffer that absorbs a slow store is the server's largest: a share of the memory budget.
     maxBufferedChars: memoryShares(deps.config.memoryLimitBytes).storeBufferChars,

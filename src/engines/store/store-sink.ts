@@ -3,7 +3,7 @@ import { AppError, errorMessage } from "~/lib/errors.ts";
 import { log } from "~/lib/logger.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { type RateLimit, RateLimiter, rateLimitFor } from "~/lib/rate-limit.ts";
-import { type EventRows, sliceRows, toEventRows } from "~/store/table.ts";
+import { type EventRows, linkStoreId, sliceRows, toEventRows } from "~/store/table.ts";
 import type { EventStore } from "~/store/types.ts";
 
 export type DropReason = "rate_limited" | "overloaded" | "store_error";
@@ -39,6 +39,8 @@ export type StoreSinkOptions = {
   maxBufferedChars?: number;
   /** Batches written at once per namespace. */
   writeConcurrency?: number;
+  /** Keep shared links' events too, under linkStoreId (a cluster: a late viewer on any node reads them). */
+  storeLinks?: boolean;
   /**
    * How long a batch whose write failed is tried again (with backoff) before its events are dropped and counted: a
    * ClickHouse shard restarting, a worker reconnecting. A request the store refuses as bad is not retried.
@@ -144,7 +146,7 @@ export class StoreSink implements EventSink {
 
   /** offer, and a promise that settles once the kept events are written: to how many of them the store failed to write. */
   offerDurable(target: EventTarget, events: readonly TracedEvent[]): Offered {
-    const ns = target.namespaceId;
+    const ns = target.namespaceId ?? (this.options.storeLinks && target.linkId ? linkStoreId(target.linkId) : null);
     if (!ns || events.length === 0 || this.isClosed) return { dropped: 0, stored: null };
     const granted = this.limiter.take(ns, events.length);
     this.drop(target, ns, events.length - granted, "rate_limited");
