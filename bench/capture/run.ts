@@ -9,10 +9,15 @@
  *          --sizes 1,65536 and --conns 1,16 (what to measure), --baseline <checkout> (also measure that
  *          checkout's `tapscope run`, as mode "base"),
  *          --tapscope "<command>" (default: bun src/main.ts), --json <file> to keep the raw figures.
+ * Also, side by side: **haproxy** (mode tcp, one thread: the floor of a user-space relay, when Debian's haproxy is
+ * installed; its CPU per request is printed like tapscope's) and **published** (`tapscope run` publishing its events
+ * to a local `tapscope server`: what publishing adds to tapscope's own CPU per request, the server's not counted).
  */
 import { spawn, spawnSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { spawnServer } from "../../tests/support/server-process.ts";
 import { cpuNanos, median, optionOf, waitForPort } from "./measure.ts";
 
 const root = resolve(import.meta.dir, "../..");
@@ -33,8 +38,23 @@ if (spawnSync("wrk", ["--version"]).error) {
 
 /** cpu: the tapscope process's CPU time (all threads) per request in µs; 0 for direct. */
 type Sample = { rps: number; p50: number; p99: number; cpu: number };
-/** direct: the server alone; relay: under interception with the relay only (no parsing); traced: `tapscope run`. */
-type Mode = "direct" | "relay" | "traced" | "base";
+/**
+ * direct: the server alone; relay: under interception with the relay only (no parsing); traced: `tapscope run
+ * --no-publish`; published: `tapscope run` publishing to a local server; haproxy: the server behind haproxy mode tcp.
+ */
+type Mode = "direct" | "relay" | "traced" | "published" | "haproxy" | "base";
+const hasHaproxy = !spawnSync("haproxy", ["-v"]).error;
+if (!hasHaproxy) console.error("haproxy is not installed: the C floor is left out (Debian: apt-get install haproxy)");
+// The server the published mode's events go to (embedded default, its own data dir), up for the whole run.
+const eventServer = await spawnServer({ env: { LOG_LEVEL: "warn", ANONYMOUS_LINKS_PER_HOUR: "0" } });
+const allModes: Mode[] = [
+  "direct",
+  "relay",
+  "traced",
+  "published",
+  ...(hasHaproxy ? (["haproxy"] as Mode[]) : []),
+  ...(baseline ? (["base"] as Mode[]) : []),
+];
 const sizes = option("sizes", "1,65536").split(",").map(Number);
 const connections = option("conns", "1,16").split(",").map(Number);
 const samples = new Map<string, Sample[]>();
@@ -56,9 +76,32 @@ function parseWrk(output: string): Sample {
 
 let nextPort = 19_000 + Math.floor(Math.random() * 1000);
 
+function haproxyConfig(port: number, backend: number): string {
+  const dir = mkdtempSync(join(tmpdir(), "bench-capture-haproxy-"));
+  const file = join(dir, "haproxy.cfg");
+  const config = [
+    "global",
+    "  nbthread 1",
+    "defaults",
+    "  mode tcp",
+    "  timeout connect 5s",
+    "  timeout client 60s",
+    "  timeout server 60s",
+    "frontend relay",
+    `  bind 127.0.0.1:${port}`,
+    "  default_backend app",
+    "backend app",
+    `  server app 127.0.0.1:${backend}`,
+  ];
+  writeFileSync(file, `${config.join("\n")}\n`);
+  return file;
+}
+
 async function measure(mode: Mode, size: number): Promise<void> {
   const port = nextPort++;
-  const server = ["node", serverFile, String(port), String(size)];
+  // haproxy listens on `port` and relays to the app on the next port.
+  const appPort = mode === "haproxy" ? nextPort++ : port;
+  const server = ["node", serverFile, String(appPort), String(size)];
   const command =
     mode === "direct"
       ? server
@@ -66,21 +109,32 @@ async function measure(mode: Mode, size: number): Promise<void> {
         ? [process.execPath, join(import.meta.dir, "relay-only.ts"), "--", ...server]
         : mode === "base"
           ? [process.execPath, join(resolve(baseline), "src/main.ts"), "run", "--no-publish", "--", ...server]
-          : [...tapscope, "run", "--no-publish", "--", ...server];
-  const child = spawn(command[0]!, command.slice(1), { stdio: ["ignore", "ignore", "inherit"] });
+          : mode === "published"
+            ? [...tapscope, "run", "--", ...server]
+            : mode === "haproxy"
+              ? server
+              : [...tapscope, "run", "--no-publish", "--", ...server];
+  const child = spawn(command[0]!, command.slice(1), {
+    stdio: ["ignore", "ignore", "inherit"],
+    env: { ...process.env, TAPSCOPE_ENDPOINT: eventServer.endpoint, TAPSCOPE_TOKEN: "" },
+  });
+  const relay = mode === "haproxy" ? spawn("haproxy", ["-db", "-f", haproxyConfig(port, appPort)], { stdio: "ignore" }) : null;
+  // Whose CPU is the relay's: tapscope's process, or haproxy's.
+  const measured = relay ?? child;
   try {
+    await waitForPort(appPort);
     await waitForPort(port);
     // Warm up (JIT, connection setup) before measuring.
     spawnSync("wrk", ["-t1", "-c4", "-d1s", `http://127.0.0.1:${port}/`]);
     for (const conns of connections) {
       const threads = Math.min(2, conns);
-      const cpuBefore = mode === "direct" ? 0 : cpuNanos(child.pid!);
+      const cpuBefore = mode === "direct" ? 0 : cpuNanos(measured.pid!);
       const res = spawnSync("wrk", [`-t${threads}`, `-c${conns}`, `-d${duration}s`, "--latency", `http://127.0.0.1:${port}/`], {
         encoding: "utf8",
       });
       const sample = parseWrk(res.stdout);
       const requests = Number(/(\d+) requests in/.exec(res.stdout)?.[1] ?? 0);
-      if (mode !== "direct" && requests > 0) sample.cpu = (cpuNanos(child.pid!) - cpuBefore) / 1000 / requests;
+      if (mode !== "direct" && requests > 0) sample.cpu = (cpuNanos(measured.pid!) - cpuBefore) / 1000 / requests;
       const list = samples.get(key(mode, size, conns)) ?? [];
       list.push(sample);
       samples.set(key(mode, size, conns), list);
@@ -89,6 +143,7 @@ async function measure(mode: Mode, size: number): Promise<void> {
       );
     }
   } finally {
+    relay?.kill("SIGTERM");
     child.kill("SIGTERM");
     await new Promise((done) => child.once("exit", done));
   }
@@ -98,21 +153,21 @@ for (let round = 1; round <= rounds; round++) {
   process.stderr.write(`round ${round}/${rounds}\n`);
   for (const size of sizes) {
     // Alternate which mode goes first so warm caches and neighbours do not favour one.
-    const modes: Mode[] = baseline ? ["direct", "relay", "traced", "base"] : ["direct", "relay", "traced"];
-    const order = round % 2 ? modes : [...modes].reverse();
+    const order = round % 2 ? allModes : [...allModes].reverse();
     for (const mode of order) await measure(mode, size);
   }
 }
 
 const rows: Record<string, number | string>[] = [];
 console.log(`\ncapture overhead: median of ${rounds} alternated runs of ${duration}s each (wrk, ${navigator.hardwareConcurrency} CPUs)`);
-console.log("relay = intercepted and relayed, no parsing; traced = tapscope run (relay + HTTP parsing + events)\n");
+console.log("relay = intercepted and relayed, no parsing; traced = tapscope run --no-publish (relay + HTTP parsing + events);");
+console.log("published = tapscope run publishing to a local server; haproxy = haproxy mode tcp, one thread (the floor)\n");
 console.log("response  conns  mode    req/s    vs direct  p50      added p50  p99       added p99  tapscope CPU/req");
 const med = (list: Sample[], pick: (s: Sample) => number) => median(list.map(pick));
 for (const size of sizes) {
   for (const conns of connections) {
     const direct = samples.get(key("direct", size, conns)) ?? [];
-    for (const mode of (baseline ? ["direct", "relay", "traced", "base"] : ["direct", "relay", "traced"]) as Mode[]) {
+    for (const mode of allModes) {
       const list = samples.get(key(mode, size, conns)) ?? [];
       const row = {
         response: size === 1 ? "1 B" : "64 KiB",
@@ -145,4 +200,16 @@ for (const size of sizes) {
     }
   }
 }
+console.log("\nratios of CPU per request (tapscope / haproxy; target 1.2) and what publishing adds (published - traced; target 3 µs):");
+for (const size of sizes) {
+  for (const conns of connections) {
+    const cpu = (mode: Mode) =>
+      Number(rows.find((r) => r.mode === mode && r.conns === conns && r.response === (size === 1 ? "1 B" : "64 KiB"))?.cpu);
+    const floor = hasHaproxy ? ` traced/haproxy ${(cpu("traced") / cpu("haproxy")).toFixed(2)},` : "";
+    console.log(
+      `  ${size === 1 ? "1 B" : "64 KiB"} c=${conns}:${floor} publishing adds ${(cpu("published") - cpu("traced")).toFixed(1)} µs/req`,
+    );
+  }
+}
+await eventServer.kill();
 if (jsonOut) writeFileSync(jsonOut, `${JSON.stringify({ rounds, duration, rows, samples: Object.fromEntries(samples) }, null, 2)}\n`);
