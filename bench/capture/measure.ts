@@ -45,3 +45,25 @@ export function median(values: number[]): number {
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
+
+/**
+ * haproxy in mode tcp with one thread, relaying `bind` to `server` (each a haproxy bind / server line's arguments, TLS
+ * options included): the floor of a user-space relay that bench:capture and bench:tls measure against.
+ */
+export function haproxyTcpConfig(bind: string, server: string): string {
+  return [
+    "global",
+    "  nbthread 1",
+    "defaults",
+    "  mode tcp",
+    "  timeout connect 5s",
+    "  timeout client 60s",
+    "  timeout server 60s",
+    "frontend relay",
+    `  bind ${bind}`,
+    "  default_backend app",
+    "backend app",
+    `  server app ${server}`,
+    "",
+  ].join("\n");
+}

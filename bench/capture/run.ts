@@ -18,7 +18,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { spawnServer } from "../../tests/support/server-process.ts";
-import { cpuNanos, median, optionOf, waitForPort } from "./measure.ts";
+import { cpuNanos, haproxyTcpConfig, median, optionOf, waitForPort } from "./measure.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const args = process.argv.slice(2);
@@ -77,23 +77,8 @@ function parseWrk(output: string): Sample {
 let nextPort = 19_000 + Math.floor(Math.random() * 1000);
 
 function haproxyConfig(port: number, backend: number): string {
-  const dir = mkdtempSync(join(tmpdir(), "bench-capture-haproxy-"));
-  const file = join(dir, "haproxy.cfg");
-  const config = [
-    "global",
-    "  nbthread 1",
-    "defaults",
-    "  mode tcp",
-    "  timeout connect 5s",
-    "  timeout client 60s",
-    "  timeout server 60s",
-    "frontend relay",
-    `  bind 127.0.0.1:${port}`,
-    "  default_backend app",
-    "backend app",
-    `  server app 127.0.0.1:${backend}`,
-  ];
-  writeFileSync(file, `${config.join("\n")}\n`);
+  const file = join(mkdtempSync(join(tmpdir(), "bench-capture-haproxy-")), "haproxy.cfg");
+  writeFileSync(file, haproxyTcpConfig(`127.0.0.1:${port}`, `127.0.0.1:${backend}`));
   return file;
 }
 

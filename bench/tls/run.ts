@@ -20,7 +20,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { makeCa, makeLeaf } from "../../tests/agent/tls-pki.ts";
-import { median, optionOf, waitForPort } from "../capture/measure.ts";
+import { haproxyTcpConfig, median, optionOf, waitForPort } from "../capture/measure.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const option = optionOf(process.argv.slice(2));
@@ -83,21 +83,11 @@ async function startHaproxy(): Promise<number> {
   const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
   const floorPort = probe.port;
   probe.stop(true);
-  const config = [
-    "global",
-    "  nbthread 1",
-    "defaults",
-    "  mode tcp",
-    "  timeout connect 5s",
-    "  timeout client 60s",
-    "  timeout server 60s",
-    "frontend relay",
-    `  bind 127.0.0.1:${floorPort} ssl crt ${join(dir, "relay.pem")}`,
-    "  default_backend peer",
-    "backend peer",
-    `  server peer 127.0.0.1:${port} ssl verify required ca-file ${caFile} sni str(localhost)`,
-  ].join("\n");
-  writeFileSync(join(dir, "haproxy.cfg"), `${config}\n`);
+  const config = haproxyTcpConfig(
+    `127.0.0.1:${floorPort} ssl crt ${join(dir, "relay.pem")}`,
+    `127.0.0.1:${port} ssl verify required ca-file ${caFile} sni str(localhost)`,
+  );
+  writeFileSync(join(dir, "haproxy.cfg"), config);
   haproxy = spawn("haproxy", ["-db", "-f", join(dir, "haproxy.cfg")], { stdio: "ignore" });
   await waitForPort(floorPort);
   return floorPort;

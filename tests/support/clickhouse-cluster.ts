@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ClickHouseServer, freePort, startClickHouseServer } from "./clickhouse.ts";
+import { type ClickHouseServer, freePort, killWatched, startClickHouseServer } from "./clickhouse.ts";
 
 /**
  * A ClickHouse cluster for tests, from Debian's packages: one ZooKeeper (the `zookeeper` package's jars, for
@@ -33,8 +33,7 @@ export async function startZooKeeper(): Promise<{ port: number; stop: () => void
   });
   child.unref();
   const stop = () => {
-    Bun.spawnSync(["pkill", "-KILL", "-P", String(child.pid)]);
-    child.kill("SIGKILL");
+    killWatched(child);
     rmSync(dir, { recursive: true, force: true });
   };
   process.once("exit", stop);

@@ -13,6 +13,12 @@ import { type Subprocess, spawn } from "bun";
 const serverBinaries = ["/usr/bin/clickhouse-server", "/usr/sbin/clickhouse-server"];
 const packagedConfig = "/etc/clickhouse-server";
 
+/** Ends a watchdog shell started by the tests and the process it watches (its child). */
+export function killWatched(watchdog: { pid: number; kill: (signal?: number | NodeJS.Signals) => void }): void {
+  Bun.spawnSync(["pkill", "-KILL", "-P", String(watchdog.pid)]);
+  watchdog.kill("SIGKILL");
+}
+
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
@@ -106,13 +112,12 @@ export async function startClickHouseServer(
     if (!child) return;
     // Keep the files: the watchdog removes them only when the test process is gone.
     writeFileSync(join(dir, "stop"), "");
-    Bun.spawnSync(["pkill", "-KILL", "-P", String(child.pid)]);
+    killWatched(child);
     await child.exited;
     child = undefined;
   };
   const stop = () => {
-    if (child) Bun.spawnSync(["pkill", "-KILL", "-P", String(child.pid)]);
-    child?.kill("SIGKILL");
+    if (child) killWatched(child);
     child = undefined;
     rmSync(dir, { recursive: true, force: true });
   };

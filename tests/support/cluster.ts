@@ -6,7 +6,7 @@ import { memberships, namespaceMembers, namespaces, namespaceTokens, orgs, orgTo
 import { grantsOf } from "~/services/access/grants.ts";
 import { newToken } from "~/services/auth/token-format.ts";
 import { issueSubscriberTicket } from "~/services/live/subscriber-ticket.ts";
-import { freePort } from "./clickhouse.ts";
+import { freePort, killWatched } from "./clickhouse.ts";
 
 /** A process the tests own, gone with the test process (a watchdog shell), killable and restartable on the same port. */
 export type Service = { port: number; url: string; kill: () => Promise<void>; restart: () => Promise<void>; stop: () => void };
@@ -44,13 +44,12 @@ async function supervised(
   };
   const kill = async () => {
     if (!child) return;
-    Bun.spawnSync(["pkill", "-KILL", "-P", String(child.pid)]);
+    killWatched(child);
     await child.exited;
     child = undefined;
   };
   const stop = () => {
-    if (child) Bun.spawnSync(["pkill", "-KILL", "-P", String(child.pid)]);
-    child?.kill("SIGKILL");
+    if (child) killWatched(child);
     rmSync(dir, { recursive: true, force: true });
   };
   process.once("exit", stop);

@@ -12,6 +12,16 @@ import { linkStoreId } from "~/store/table.ts";
 import type { EventStore } from "~/store/types.ts";
 import type { Broker } from "./broker.ts";
 
+/** A broker message from another node, or null (and a log line) for one that is not JSON. */
+function parseMessage<T>(text: string): T | null {
+  try {
+    return JSON.parse(text) as T;
+  } catch (err) {
+    log.warn("cluster: a broker message is not JSON", { err: errorMessage(err) });
+    return null;
+  }
+}
+
 type ClientRateLimitLike = { spend(clients: Iterable<[string, number]>, global: number): void };
 
 const channels = { live: "tapscope:live", presence: "tapscope:presence", limits: "tapscope:limits" } as const;
@@ -196,13 +206,8 @@ export class ClusterNode implements EventSink {
   }
 
   private onLive(text: string): void {
-    let message: LiveMessage;
-    try {
-      message = JSON.parse(text);
-    } catch (err) {
-      log.warn("cluster: bad live message", { err: errorMessage(err) });
-      return;
-    }
+    const message = parseMessage<LiveMessage>(text);
+    if (!message) return;
     if (message.n === this.nodeId || !Array.isArray(message.e)) return;
     this.received += message.e.length;
     this.deps.hub.accept({ namespaceId: message.ns ?? null, linkId: message.l ?? null }, message.e);
@@ -248,12 +253,8 @@ export class ClusterNode implements EventSink {
   }
 
   private onPresence(text: string): void {
-    let message: PresenceMessage;
-    try {
-      message = JSON.parse(text);
-    } catch {
-      return;
-    }
+    const message = parseMessage<PresenceMessage>(text);
+    if (!message) return;
     if (message.n === this.nodeId || !Array.isArray(message.c) || !Array.isArray(message.o)) return;
     const now = this.now();
     this.remotePresence.set(message.n, { at: now, channels: new Map(message.c), orgs: new Map(message.o) });
@@ -318,12 +319,8 @@ export class ClusterNode implements EventSink {
   }
 
   private onNodeMessage(text: string): void {
-    let message: NodeMessage;
-    try {
-      message = JSON.parse(text);
-    } catch {
-      return;
-    }
+    const message = parseMessage<NodeMessage>(text);
+    if (!message) return;
     if (typeof message.id !== "string" || typeof message.from !== "string") return;
     if (message.body === undefined) {
       const w = this.waiting.get(message.id);
@@ -373,12 +370,8 @@ export class ClusterNode implements EventSink {
   }
 
   private onLimits(text: string): void {
-    let message: LimitsMessage;
-    try {
-      message = JSON.parse(text);
-    } catch {
-      return;
-    }
+    const message = parseMessage<LimitsMessage>(text);
+    if (!message) return;
     if (message.n === this.nodeId || typeof message.l !== "object" || message.l === null) return;
     const now = this.now();
     for (const [name, entries] of Object.entries(message.l)) {
