@@ -112,7 +112,8 @@ export async function startClickHouseServer(
     if (!child) return;
     // Keep the files: the watchdog removes them only when the test process is gone.
     writeFileSync(join(dir, "stop"), "");
-    killWatched(child);
+    // The server only: its watchdog sees it gone, removes the stop file and exits by itself.
+    Bun.spawnSync(["pkill", "-KILL", "-P", String(child.pid)]);
     await child.exited;
     child = undefined;
   };
