@@ -91,7 +91,13 @@ class StringTable {
   }
 }
 
-type Section = { name: string; kind: ColumnKind; bytes: Uint8Array };
+/**
+ * A column's bytes: `bytes`, then (body columns) each of `bodies` in turn, which the frame copies straight from the
+ * events' samples (one copy of each body, not one into the section and another into the frame).
+ */
+type Section = { name: string; kind: ColumnKind; bytes: Uint8Array; bodies?: Uint8Array[]; bodyBytes?: number };
+
+const sectionLength = (s: Section) => s.bytes.byteLength + (s.bodyBytes ?? 0);
 
 /**
  * One binary frame for these events. Values of a wrong type (outside CapturedEvent's types) are written as
@@ -133,7 +139,7 @@ export function encodeEventBatch(seq: number, events: readonly CapturedEvent[]):
     sections.push({ name, kind: "bool", bytes: column });
   }
   for (const name of pairColumns) sections.push({ name, kind: "pairs", bytes: encodePairs(events, name, table) });
-  for (const name of bodyColumns) sections.push({ name, kind: "body", bytes: encodeBodies(events, name, table) });
+  for (const name of bodyColumns) sections.push({ name, kind: "body", ...encodeBodies(events, name, table) });
 
   return assemble(seq, n, table, sections);
 }
@@ -185,24 +191,24 @@ function encodePairs(events: readonly CapturedEvent[], name: (typeof pairColumns
 
 const text = (value: unknown): string => (typeof value === "string" ? value : "");
 
-function encodeBodies(events: readonly CapturedEvent[], name: (typeof bodyColumns)[number], table: StringTable): Uint8Array {
+function encodeBodies(
+  events: readonly CapturedEvent[],
+  name: (typeof bodyColumns)[number],
+  table: StringTable,
+): { bytes: Uint8Array; bodies: Uint8Array[]; bodyBytes: number } {
   const n = events.length;
   const head = align(n, 4) + 8 * n;
-  let dataBytes = 0;
-  for (const e of events) {
-    const body = e[name];
-    if (body instanceof Uint8Array) dataBytes += body.byteLength;
-  }
-  const out = new Uint8Array(head + dataBytes);
+  const out = new Uint8Array(head);
   const a = new Uint32Array(out.buffer, align(n, 4), n);
   const b = new Uint32Array(out.buffer, align(n, 4) + 4 * n, n);
+  const bodies: Uint8Array[] = [];
   let offset = 0;
   for (let i = 0; i < n; i++) {
     const body = events[i]![name];
     if (body instanceof Uint8Array) {
       if (body.byteLength === 0) continue;
       out[i] = BODY_BYTES;
-      out.set(body, head + offset);
+      bodies.push(body);
       a[i] = offset;
       b[i] = body.byteLength;
       offset += body.byteLength;
@@ -211,7 +217,7 @@ function encodeBodies(events: readonly CapturedEvent[], name: (typeof bodyColumn
       a[i] = table.append(body);
     }
   }
-  return out;
+  return { bytes: out, bodies, bodyBytes: offset };
 }
 
 function assemble(seq: number, count: number, table: StringTable, sections: Section[]): Uint8Array {
@@ -223,21 +229,36 @@ function assemble(seq: number, count: number, table: StringTable, sections: Sect
       seq,
       count,
       strings: [table.count, data.byteLength, encoding],
-      columns: sections.map((s) => [s.name, s.kind, s.bytes.byteLength]),
+      columns: sections.map((s) => [s.name, s.kind, sectionLength(s)]),
     }),
   );
-  const parts = [new Uint8Array(lengths.buffer, 0, 4 * table.count), data, ...sections.map((s) => s.bytes)];
-  let size = align(PREFIX_BYTES + header.byteLength, 8);
-  for (const p of parts) size += align(p.byteLength, 8);
-  const frame = new Uint8Array(size);
+  const parts: Section[] = [
+    { name: "", kind: "str", bytes: new Uint8Array(lengths.buffer, 0, 4 * table.count) },
+    { name: "", kind: "str", bytes: data },
+    ...sections,
+  ];
+  const start = align(PREFIX_BYTES + header.byteLength, 8);
+  let size = start;
+  for (const p of parts) size += align(sectionLength(p), 8);
+  // Not zero-filled (a batch of large bodies is megabytes): every byte is written below, padding included.
+  const frame: Uint8Array = Buffer.allocUnsafe(size);
   frame.set(MAGIC);
+  frame.fill(0, 4, 8);
   frame[4] = EVENT_BATCH_VERSION;
-  new DataView(frame.buffer).setUint32(8, header.byteLength, true);
+  new DataView(frame.buffer, frame.byteOffset, frame.byteLength).setUint32(8, header.byteLength, true);
   frame.set(header, PREFIX_BYTES);
-  let offset = align(PREFIX_BYTES + header.byteLength, 8);
+  frame.fill(0, PREFIX_BYTES + header.byteLength, start);
+  let offset = start;
   for (const p of parts) {
-    frame.set(p, offset);
-    offset += align(p.byteLength, 8);
+    let at = offset;
+    frame.set(p.bytes, at);
+    at += p.bytes.byteLength;
+    for (const body of p.bodies ?? []) {
+      frame.set(body, at);
+      at += body.byteLength;
+    }
+    offset += align(sectionLength(p), 8);
+    frame.fill(0, at, offset);
   }
   return frame;
 }
