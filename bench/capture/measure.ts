@@ -47,13 +47,13 @@ export function median(values: number[]): number {
 }
 
 /**
- * haproxy in mode tcp with one thread, relaying `bind` to `server` (each a haproxy bind / server line's arguments, TLS
+ * haproxy in mode tcp with one thread (or `threads`), relaying `bind` to `server` (each a haproxy bind / server line's arguments, TLS
  * options included): the floor of a user-space relay that bench:capture and bench:tls measure against.
  */
-export function haproxyTcpConfig(bind: string, server: string): string {
+export function haproxyTcpConfig(bind: string, server: string, threads = 1): string {
   return [
     "global",
-    "  nbthread 1",
+    `  nbthread ${threads}`,
     "defaults",
     "  mode tcp",
     "  timeout connect 5s",

@@ -12,6 +12,7 @@
  * Also, side by side: **haproxy** (mode tcp, one thread: the floor of a user-space relay, when Debian's haproxy is
  * installed; its CPU per request is printed like tapscope's) and **published** (`tapscope run` publishing its events
  * to a local `tapscope server`: what publishing adds to tapscope's own CPU per request, the server's not counted).
+ * tapscope runs with one relay thread here (the cost per request); bench/capture/ceiling.ts measures 1 against 2.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -95,10 +96,10 @@ async function measure(mode: Mode, size: number): Promise<void> {
         : mode === "base"
           ? [process.execPath, join(resolve(baseline), "src/main.ts"), "run", "--no-publish", "--", ...server]
           : mode === "published"
-            ? [...tapscope, "run", "--", ...server]
+            ? [...tapscope, "run", "--relay-threads", "1", "--", ...server]
             : mode === "haproxy"
               ? server
-              : [...tapscope, "run", "--no-publish", "--", ...server];
+              : [...tapscope, "run", "--no-publish", "--relay-threads", "1", "--", ...server];
   const child = spawn(command[0]!, command.slice(1), {
     stdio: ["ignore", "ignore", "inherit"],
     env: { ...process.env, TAPSCOPE_ENDPOINT: eventServer.endpoint, TAPSCOPE_TOKEN: "" },

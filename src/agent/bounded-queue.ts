@@ -59,6 +59,11 @@ export class BoundedQueue<T> {
     return item;
   }
 
+  /** The oldest item, left in place; undefined when empty. */
+  peek(): T | undefined {
+    return this.count === 0 ? undefined : this.items[this.head];
+  }
+
   /** The size given with the oldest item; 0 when empty. */
   peekSize(): number {
     return this.count === 0 ? 0 : this.sizes[this.head]!;

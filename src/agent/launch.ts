@@ -1,6 +1,7 @@
 import { readdirSync, readlinkSync } from "node:fs";
 import { constants } from "node:os";
 import type { ConnectionObserver } from "./relay/observer.ts";
+import type { RelayThreads } from "./relay/relay-threads.ts";
 import { E, errno, pidfdGetfd, pidfdOpen } from "./seccomp/ffi.ts";
 import type { NotifMessage } from "./seccomp/messages.ts";
 import { SUPERVISOR_PID_VAR, TRACEE_SETUP_FAILED, TRAP_OPENS_VAR } from "./seccomp/tracee.ts";
@@ -16,6 +17,8 @@ export type LaunchOptions = {
   argv: string[];
   env: Record<string, string | undefined>;
   observer: ConnectionObserver | null;
+  /** Relay threads for inbound connections (`--relay-threads` over 1); absent: the main thread relays them. */
+  threads?: RelayThreads | null;
   /** Outbound TLS interception (the program's env must already trust its CA); null or absent: off. */
   tls?: TlsInterception | null;
   /** The run's merged CA bundle, answered for opens of the well-known bundle paths; absent: opens are not trapped. */
@@ -128,6 +131,7 @@ export async function launch(options: LaunchOptions): Promise<Launched> {
   const supervisor = startSupervisor({
     listener,
     observer: options.observer,
+    threads: options.threads ?? null,
     tls: options.tls ?? null,
     trustBundle: options.trustBundle ?? null,
     say: options.say,

@@ -1,6 +1,7 @@
 import { type CapturedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
-import { EVENT_BATCH_FORMAT, encodeEventBatch } from "~/lib/protocol/event-batch.ts";
+import { EVENT_BATCH_FORMAT, encodeEventBatch, setEventBatchSeq } from "~/lib/protocol/event-batch.ts";
 import type { PublishServerMessage } from "~/lib/protocol/publish.ts";
+import { validateEventBatch } from "~/services/ingest/validate-event-batch.ts";
 import { Backoff } from "./publisher/backoff.ts";
 import { BatchQueue } from "./publisher/batch-queue.ts";
 import { PublisherConnection } from "./publisher/connection.ts";
@@ -61,9 +62,17 @@ export type PublisherStats = {
   reconnects: number;
 };
 
+/** Events another thread already encoded as one binary batch (encodeEventBatch with SEQ_SET_LATER). */
+export type EncodedEvents = { frame: Uint8Array; count: number };
+
+type Queued = CapturedEvent | EncodedEvents;
+const isEncoded = (item: Queued): item is EncodedEvents => "frame" in item && "count" in item;
+
 export type Publisher = {
   join(): Promise<JoinInfo>;
   send(event: CapturedEvent): void;
+  /** Events batched and encoded elsewhere (a relay thread): sent as their own message, as soon as the socket allows. */
+  sendEncoded(events: EncodedEvents): void;
   flush(): void;
   /** Sends what is pending within timeoutMs, then closes; what is left is counted as dropped. */
   close(timeoutMs?: number): Promise<PublisherStats>;
@@ -78,8 +87,12 @@ export function createPublisher(options: PublisherOptions): Publisher {
   const batchIntervalMs = options.batchIntervalMs ?? 50;
   const maxBufferedBytes = options.maxBufferedBytes ?? 8 * 1024 * 1024;
 
-  const queue = new BatchQueue<CapturedEvent>(options.maxQueue ?? 10_000, options.maxQueuedBytes ?? 256 * 1024 * 1024, estimateBytes);
+  const queue = new BatchQueue<Queued>(options.maxQueue ?? 10_000, options.maxQueuedBytes ?? 256 * 1024 * 1024, (item) =>
+    isEncoded(item) ? item.frame.byteLength : estimateBytes(item),
+  );
   const counters = new PublisherCounters();
+  /** Events queued beyond one per queued item (an encoded batch is one item of `count` events). */
+  let encodedExtra = 0;
   const backoff = new Backoff(options.reconnectMinMs ?? 250, options.reconnectMaxMs ?? 10_000);
   let seq = 0;
   let isClosing = false;
@@ -158,7 +171,8 @@ export function createPublisher(options: PublisherOptions): Publisher {
 
   function stop(): void {
     isStopped = true;
-    counters.dropped += queue.clear();
+    counters.dropped += queue.clear() + encodedExtra;
+    encodedExtra = 0;
     if (connection.hasSocket) counters.lostInFlight();
     connection.close();
     if (batchTimer) clearTimeout(batchTimer);
@@ -181,7 +195,17 @@ export function createPublisher(options: PublisherOptions): Publisher {
     }
     const ws = connection.readySocket;
     while (ws && queue.length > 0 && ws.bufferedAmount < maxBufferedBytes) {
-      sendBatch(ws, queue.take(batchMaxEvents, Math.min(batchMaxBytes, maxMessageBytes)));
+      // An encoded batch goes alone; events queued here are batched together.
+      const batch = queue.take(
+        batchMaxEvents,
+        Math.min(batchMaxBytes, maxMessageBytes),
+        (first, item) => !isEncoded(first) && !isEncoded(item),
+      );
+      const first = batch[0]!;
+      if (isEncoded(first)) {
+        encodedExtra -= first.count - 1;
+        sendEncodedBatch(ws, first);
+      } else sendBatch(ws, batch as CapturedEvent[]);
     }
     if (queue.length === 0 && counters.inFlightBatches === 0) wakeDrainWaiters();
   }
@@ -202,6 +226,24 @@ export function createPublisher(options: PublisherOptions): Publisher {
     }
     counters.dispatched(n, events.length);
     socket.send(message);
+  }
+
+  function sendEncodedBatch(socket: WebSocket, { frame, count }: EncodedEvents): void {
+    if (!isBinary) {
+      // An older server reads JSON only: the batch's events, read back.
+      const read = validateEventBatch(frame);
+      if ("error" in read) counters.dropped += count;
+      else sendBatch(socket, read.events);
+      return;
+    }
+    if (frame.byteLength > maxMessageBytes) {
+      counters.dropped += count;
+      return;
+    }
+    const n = ++seq;
+    setEventBatchSeq(frame, n);
+    counters.dispatched(n, count);
+    socket.send(frame);
   }
 
   function scheduleBatch(): void {
@@ -241,6 +283,20 @@ export function createPublisher(options: PublisherOptions): Publisher {
       else scheduleBatch();
     },
 
+    sendEncoded(events) {
+      if (isStopped || isClosing) {
+        counters.dropped += events.count;
+        return;
+      }
+      // The queue counts one refused item; the batch held `count` events.
+      if (!queue.offer(events)) {
+        counters.dropped += events.count - 1;
+        return;
+      }
+      encodedExtra += events.count - 1;
+      pump();
+    },
+
     flush: pump,
 
     async close(timeoutMs = 2000) {
@@ -266,7 +322,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
       rateLimited: counters.rateLimited,
       storeDropped: counters.storeDropped,
       reconnects: connection.reconnects,
-      queued: queue.length,
+      queued: queue.length + encodedExtra,
       inFlight: counters.inFlightEvents(),
       isConnected: connection.readySocket !== null,
     }),

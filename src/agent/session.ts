@@ -7,6 +7,8 @@ import { formatLogLine } from "./log-line.ts";
 import { createPublisher, isRefusal, type JoinInfo } from "./publish.ts";
 import type { RedactMode } from "./redact.ts";
 import { pipeStats } from "./relay/pipe.ts";
+import { RelayThreads } from "./relay/relay-threads.ts";
+import { SharedParentTracker } from "./tracer/shared-parents.ts";
 import { createTracer, type Tracer } from "./tracer.ts";
 
 /**
@@ -25,10 +27,16 @@ export type SessionOptions = {
   eventsFile?: string;
   /** Publish to the server (off only in tests and benchmarks that have none). */
   publish: boolean;
+  /** Threads that relay and parse inbound connections; 1 (or absent): the main thread does. */
+  relayThreads?: number;
 };
 
 export type Session = {
   tracer: Tracer;
+  /** The relay threads when there are several (they post their events here). */
+  threads: RelayThreads | null;
+  /** Connections still being parsed, on every thread. */
+  openConnections(): number;
   /** Flushes the tracer and the publisher (bounded wait) and reports what was dropped. */
   finish(): Promise<void>;
 };
@@ -74,20 +82,39 @@ export function createSession(options: SessionOptions): Session {
       })
     : null;
   const color = Boolean(process.stderr.isTTY);
-  const tracer = createTracer({
+  const onEvent = (event: CapturedEvent) => {
+    publisher?.send(event);
+    if (options.log) {
+      try {
+        writeSync(2, `${formatLogLine(event, { color })}\n`);
+      } catch {}
+    }
+    if (options.eventsFile) appendFileSync(options.eventsFile, `${JSON.stringify(toTracedEvent(event))}\n`);
+  };
+  const tracerConfig = {
     host: hostMetadata(options.host),
     service: options.service,
     redact: options.redact,
     payloadLimit: options.payloadLimit,
-    onEvent(event: CapturedEvent) {
-      publisher?.send(event);
-      if (options.log) {
-        try {
-          writeSync(2, `${formatLogLine(event, { color })}\n`);
-        } catch {}
-      }
-      if (options.eventsFile) appendFileSync(options.eventsFile, `${JSON.stringify(toTracedEvent(event))}\n`);
-    },
+  };
+  const threads =
+    (options.relayThreads ?? 1) > 1
+      ? new RelayThreads(
+          options.relayThreads!,
+          tracerConfig,
+          {
+            // Only publishing: the threads encode the publish frames themselves.
+            delivery: options.log || options.eventsFile ? "objects" : publisher ? "frames" : "none",
+            onEvent,
+            onEncoded: (events) => publisher?.sendEncoded(events),
+          },
+          (err) => say(`a relay thread failed: ${errorMessage(err)}`),
+        )
+      : null;
+  const tracer = createTracer({
+    ...tracerConfig,
+    parents: threads ? new SharedParentTracker(threads.parents) : undefined,
+    onEvent,
   });
   publisher?.join().catch((err: unknown) => {
     const reason = errorMessage(err);
@@ -103,18 +130,24 @@ export function createSession(options: SessionOptions): Session {
 
   return {
     tracer,
+    threads,
+    openConnections: () => tracer.stats().openConnections + (threads?.openConnections() ?? 0),
     async finish() {
+      const fromThreads = threads ? await threads.drain(1000) : { droppedEvents: 0, tapErrors: 0 };
       tracer.flush();
       const stats = tracer.stats();
       const published = publisher ? await publisher.close(2000) : null;
-      const dropped = stats.droppedEvents + (published?.dropped ?? 0);
+      const dropped = stats.droppedEvents + fromThreads.droppedEvents + (published?.dropped ?? 0);
       const parts: string[] = [];
       if (dropped > 0) parts.push(`${dropped} events dropped`);
       if (published && published.refused + published.rateLimited > 0) {
         parts.push(`${published.refused + published.rateLimited} refused or rate-limited by the server`);
       }
-      if (pipeStats.tapErrors > 0) parts.push(`${pipeStats.tapErrors} connections passed through untraced after a parser fault`);
+      const tapErrors = pipeStats.tapErrors + fromThreads.tapErrors;
+      if (tapErrors > 0) parts.push(`${tapErrors} connections passed through untraced after a parser fault`);
       if (parts.length > 0) say(parts.join(", "));
+      if (threads) say(`${threads.count} relay threads served ${threads.served().join(", ")} inbound connections`);
+      await threads?.close();
     },
   };
 }

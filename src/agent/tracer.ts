@@ -32,6 +32,8 @@ export type TracerOptions = {
   processInfo?: (pid: number) => ProcessInfo;
   /** Record inbound connections on which nothing was sent (health checks); off by default. */
   recordEmptyConnections?: boolean;
+  /** Which inbound request each process is serving; shared when several relay threads parse connections. */
+  parents?: TracedConnectionDeps["parents"];
 };
 
 export type Tracer = ConnectionObserver & {
@@ -103,7 +105,7 @@ export function createTracer(options: TracerOptions): Tracer {
     payloadLimit: ctx.payloadLimit,
     recordEmptyConnections: options.recordEmptyConnections === true,
     stats,
-    parents: new ParentTracker<Exchange>(),
+    parents: options.parents ?? new ParentTracker<Exchange>(),
     newEventId: randomUUID,
     enqueue(item) {
       if (!queue.push(item)) return;

@@ -1,5 +1,6 @@
 import { basename } from "node:path";
 import { checkPlatform } from "~/agent/platform.ts";
+import { defaultRelayThreads } from "~/agent/relay/relay-threads.ts";
 import { createSession, say } from "~/agent/session.ts";
 import { prepareTls } from "~/agent/tls/prepare.ts";
 import { parseAgentConfig, parseHostEnvironment } from "~/lib/env.ts";
@@ -11,7 +12,7 @@ import { type CaptureOptions, captureFlags, captureOptions } from "./capture-fla
  * `tapscope run [--log] [--service NAME] [--payload-limit BYTES] [--redact redact|hash|keep] -- <command> [args]`
  * Runs the command exactly as if started directly, with its TCP traffic relayed and traced.
  */
-export type RunOptions = CaptureOptions & { command: string[]; tls: boolean };
+export type RunOptions = CaptureOptions & { command: string[]; tls: boolean; relayThreads: number };
 
 const usage = `usage: tapscope run [options] -- <command> [args...]
   --log                    print one line per request on stderr
@@ -20,12 +21,31 @@ const usage = `usage: tapscope run [options] -- <command> [args...]
   --redact MODE            redact (default), hash or keep secret headers and query parameters
   --events-file FILE       also append every event to FILE as JSON lines
   --no-publish             do not send events to the server (TAPSCOPE_ENDPOINT)
-  --tls on|off             decrypt the program's outbound HTTPS (default on); off records TLS connections only`;
+  --tls on|off             decrypt the program's outbound HTTPS (default on); off records TLS connections only
+  --relay-threads N        threads that relay and parse inbound connections (default: cores minus one, 1 to 4;
+                           TAPSCOPE_RELAY_THREADS); each connection stays on one thread`;
 
-const runFlags = { ...captureFlags, tls: { type: "string" }, help: { type: "boolean", short: "h" } } as const;
+const runFlags = {
+  ...captureFlags,
+  tls: { type: "string" },
+  "relay-threads": { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+/** The most relay threads one may ask for. */
+const MAX_ASKED_RELAY_THREADS = 16;
+
+function relayThreads(asked: string | undefined): Result<{ count: number }> {
+  if (asked === undefined || asked === "") return { ok: true, count: defaultRelayThreads() };
+  const count = Number(asked);
+  if (!Number.isInteger(count) || count < 1 || count > MAX_ASKED_RELAY_THREADS) {
+    return { ok: false, error: `--relay-threads must be a whole number from 1 to ${MAX_ASKED_RELAY_THREADS}, got "${asked}"` };
+  }
+  return { ok: true, count };
+}
 
 /** The options, or why not: the usage itself for --help or a missing command. */
-export function parseRunArgs(args: string[]): Result<{ options: RunOptions }> {
+export function parseRunArgs(args: string[], env: Record<string, string | undefined> = process.env): Result<{ options: RunOptions }> {
   const parsed = parseFlags(args, runFlags, { hasCommand: true });
   if (!parsed.ok) return parsed;
   if (parsed.flags.help) return { ok: false, error: usage };
@@ -34,7 +54,9 @@ export function parseRunArgs(args: string[]): Result<{ options: RunOptions }> {
   const tls = parsed.flags.tls ?? "on";
   if (tls !== "on" && tls !== "off") return { ok: false, error: "--tls must be on or off" };
   if (parsed.command.length === 0) return { ok: false, error: usage };
-  return { ok: true, options: { ...capture.options, command: parsed.command, tls: tls === "on" } };
+  const threads = relayThreads(parsed.flags["relay-threads"] ?? env.TAPSCOPE_RELAY_THREADS);
+  if (!threads.ok) return threads;
+  return { ok: true, options: { ...capture.options, command: parsed.command, tls: tls === "on", relayThreads: threads.count } };
 }
 
 /** How long, at most, the connections the program left open are waited for after it exits. */
@@ -70,12 +92,13 @@ export async function main(args: string[]): Promise<number> {
     return 1;
   }
   const agent = parseAgentConfig();
-  const { command, tls: isTlsOn, ...capture } = result.options;
+  const { command, tls: isTlsOn, relayThreads: threadCount, ...capture } = result.options;
   const session = createSession({
     ...capture,
     agent,
     host: parseHostEnvironment(),
     service: capture.service ?? agent.service ?? basename(command[0]!),
+    relayThreads: threadCount,
   });
   // Loaded only where it can work: it binds libc through bun:ffi.
   const { InterceptionUnavailable, launch } = await import("~/agent/launch.ts");
@@ -86,6 +109,7 @@ export async function main(args: string[]): Promise<number> {
       argv: command,
       env: tls ? { ...process.env, ...tls.env } : process.env,
       observer: session.tracer,
+      threads: session.threads,
       tls: tls?.interception ?? null,
       trustBundle: tls?.bundle,
       beforeProgram: tls?.ready,
@@ -105,7 +129,7 @@ export async function main(args: string[]): Promise<number> {
   // The program's sockets closed as it exited; the relay sees those closes a moment later, and a connection's event
   // (a TLS connection not decrypted, any non-HTTP one) is made at its close: wait for them, briefly.
   const settleBy = Date.now() + EXIT_SETTLE_MS;
-  while (session.tracer.stats().openConnections > 0 && Date.now() < settleBy) await Bun.sleep(5);
+  while (session.openConnections() > 0 && Date.now() < settleBy) await Bun.sleep(5);
   await session.finish();
   const summary = tls?.interception.summary();
   if (summary) say(summary);

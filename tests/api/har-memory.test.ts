@@ -89,8 +89,9 @@ test("three concurrent HAR exports of 100 requests with 1 MiB bodies keep the se
 
   for (const { status, bytes, text } of exports) {
     expect(status).toBe(200);
-    // Every body is in it (base64 grows 1 MiB to 1.33 MiB), and the document is whole.
-    expect(bytes).toBeGreaterThan(EVENTS * BODY_BYTES * 1.3);
+    // Every body is in it (base64 grows 1 MiB to 1.33 MiB), and the document is whole; a short one says why in its comment.
+    if (bytes <= EVENTS * BODY_BYTES * 1.3)
+      throw new Error(`a short HAR of ${bytes} bytes: ${text}\nserver log: ${server.log().slice(-3000)}`);
     expect(text.startsWith('{"log":')).toBe(true);
     expect(text.trimEnd().endsWith("}")).toBe(true);
   }

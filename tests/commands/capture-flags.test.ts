@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { defaultRelayThreads } from "~/agent/relay/relay-threads.ts";
 import { DEFAULT_PAYLOAD_LIMIT } from "~/agent/tracer.ts";
 import { parseRunArgs } from "~/commands/run.ts";
 
@@ -9,7 +10,7 @@ const error = (args: string[]) => {
 
 describe("tapscope run flags (shared with tapscope proxy)", () => {
   test("defaults, and each flag", () => {
-    expect(parseRunArgs(["curl", "-s", "x"])).toEqual({
+    expect(parseRunArgs(["curl", "-s", "x"], {})).toEqual({
       ok: true,
       options: {
         log: false,
@@ -20,6 +21,7 @@ describe("tapscope run flags (shared with tapscope proxy)", () => {
         publish: true,
         command: ["curl", "-s", "x"],
         tls: true,
+        relayThreads: defaultRelayThreads(),
       },
     });
     const r = parseRunArgs([
@@ -32,6 +34,8 @@ describe("tapscope run flags (shared with tapscope proxy)", () => {
       "hash",
       "--events-file",
       "e.jsonl",
+      "--relay-threads",
+      "2",
       "--",
       "node",
       "app.js",
@@ -47,8 +51,23 @@ describe("tapscope run flags (shared with tapscope proxy)", () => {
         publish: false,
         command: ["node", "app.js"],
         tls: true,
+        relayThreads: 2,
       },
     });
+  });
+
+  test("relay threads: cores minus one, from 1 to 4 by default; the flag, then TAPSCOPE_RELAY_THREADS", () => {
+    expect([1, 2, 3, 4, 5, 8, 64].map((cores) => defaultRelayThreads(cores))).toEqual([1, 1, 2, 3, 4, 4, 4]);
+    const threads = (args: string[], env: Record<string, string> = {}) => {
+      const r = parseRunArgs([...args, "--", "true"], env);
+      return r.ok ? r.options.relayThreads : r.error;
+    };
+    expect(threads([], { TAPSCOPE_RELAY_THREADS: "3" })).toBe(3);
+    expect(threads(["--relay-threads", "2"], { TAPSCOPE_RELAY_THREADS: "3" })).toBe(2);
+    for (const bad of ["0", "17", "1.5", "two"]) {
+      expect(threads(["--relay-threads", bad])).toBe(`--relay-threads must be a whole number from 1 to 16, got "${bad}"`);
+    }
+    expect(threads([], { TAPSCOPE_RELAY_THREADS: "-1" })).toBe('--relay-threads must be a whole number from 1 to 16, got "-1"');
   });
 
   test("bad values, with the messages users see", () => {

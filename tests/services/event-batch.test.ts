@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { Ingest } from "~/engines/ingest/ingest.ts";
 import { EventSinks, type EventTarget } from "~/engines/ingest/sinks.ts";
 import type { CapturedEvent, TracedEvent } from "~/lib/protocol/event.ts";
-import { encodeEventBatch } from "~/lib/protocol/event-batch.ts";
+import { encodeEventBatch, SEQ_SET_LATER, setEventBatchSeq } from "~/lib/protocol/event-batch.ts";
 import { type PublishServerMessage, publishLimits, TRUNCATION_MARKER } from "~/lib/protocol/publish.ts";
 import { generateEvents } from "../store/generate.ts";
 import { tracedEvent } from "../support/event-factory.ts";
@@ -88,6 +88,21 @@ describe("binary event batches through Ingest.handle", () => {
     b.ingest.handle(target, encodeEventBatch(1, [{ ...event, http_req_body: bytes("hello"), http_resp_body: new Uint8Array(0) }]));
     expect(a.delivered).toEqual([event]);
     expect(b.delivered).toEqual(a.delivered);
+  });
+
+  test("a frame encoded before its seq is known (a relay thread's) is acknowledged under the seq set when it is sent", () => {
+    const events = [tracedEvent({ http_req_path: "/a" }), tracedEvent({ http_req_path: "/b" })];
+    const frame = encodeEventBatch(SEQ_SET_LATER, events);
+    const { ingest, delivered } = ingestWithSink();
+    for (const seq of [7, 123456789012]) {
+      setEventBatchSeq(frame, seq);
+      expect(ingest.handle(target, frame)).toMatchObject({ type: "ack", seq, accepted: 2 });
+    }
+    expect(delivered.map((e) => e.http_req_path)).toEqual(["/a", "/b", "/a", "/b"]);
+    // Only such a frame has room for it; a negative or fractional seq is refused.
+    expect(() => setEventBatchSeq(encodeEventBatch(3, events), 4)).toThrow("not a frame whose seq is set later");
+    expect(() => setEventBatchSeq(frame, -1)).toThrow();
+    expect(() => setEventBatchSeq(frame, 1.5)).toThrow();
   });
 
   test("an empty batch is acknowledged with zero counts", () => {

@@ -33,13 +33,17 @@ export class BatchQueue<T> {
     return this.queue.push(item, this.sizeOf(item));
   }
 
-  /** The oldest items, up to `maxItems` and `maxBytes` of estimated size; at least one while any wait. */
-  take(maxItems: number, maxBytes: number): T[] {
+  /**
+   * The oldest items, up to `maxItems` and `maxBytes` of estimated size; at least one while any wait. With `together`,
+   * the batch also ends before the first item that does not go with the batch's first.
+   */
+  take(maxItems: number, maxBytes: number, together?: (first: T, item: T) => boolean): T[] {
     const batch: T[] = [];
     let bytes = 0;
     while (this.queue.length > 0 && batch.length < maxItems) {
       const size = this.queue.peekSize();
       if (bytes + size > maxBytes && batch.length > 0) break;
+      if (together && batch.length > 0 && !together(batch[0]!, this.queue.peek()!)) break;
       batch.push(this.queue.shift()!);
       bytes += size;
     }

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import type { TCPSocketListener } from "bun";
 import type { ConnectionObserver } from "../relay/observer.ts";
 import type { LegData, Pipe } from "../relay/pipe.ts";
+import type { RelayThreads } from "../relay/relay-threads.ts";
 import type { SockAddr } from "../relay/sockaddr.ts";
 import type { TlsGate } from "../relay/tls-gate.ts";
 import type { AcceptMsg } from "../seccomp/messages.ts";
@@ -18,6 +19,10 @@ export type Takeover = {
   hidden: SockAddr;
   hiddenEncoded: Uint8Array;
   server: TCPSocketListener<LegData> | null;
+  /** With relay threads: the key they know this listener by (they accept on it instead of `server`). */
+  threadKey: number | null;
+  /** The program asked for SO_REUSEPORT on its socket. */
+  isReusePort: boolean;
   /** Blocking accept() calls waiting for a connection. */
   parked: AcceptMsg[];
   pid: number;
@@ -48,6 +53,10 @@ export type Context = {
   /** Inbound connections not yet shown to the observer (waiting for the program's accept). */
   deferredInbound: Set<Pipe>;
   nextConnectionId: () => number;
+  /** Relay threads accepting inbound connections (`--relay-threads` over 1); null: the main thread does. */
+  threads: RelayThreads | null;
+  /** Takeovers by their threadKey. */
+  threadTakeovers: Map<number, Takeover>;
   stats: { intercepted: number; inbound: number; outbound: number; refusedIoUring: number; lostAccepts: number };
 };
 

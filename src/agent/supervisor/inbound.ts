@@ -1,8 +1,10 @@
 import { readFileSync } from "node:fs";
 import type { Socket } from "bun";
+import { relayInboundConnection } from "../relay/inbound-connection.ts";
 import { legOptions } from "../relay/leg-options.ts";
 import { nowMicros } from "../relay/observer.ts";
-import { type LegData, Pipe } from "../relay/pipe.ts";
+import type { LegData } from "../relay/pipe.ts";
+import type { RelayThreads } from "../relay/relay-threads.ts";
 import { decodeSockAddr, encodeSockAddr, formatSockAddr, fromHostPort, type SockAddr } from "../relay/sockaddr.ts";
 import {
   E,
@@ -45,14 +47,19 @@ function takeOver(ctx: Context, fd: number, domain: number, requestedBytes: Uint
     const value = getIntOpt(fd, SOL_SOCKET, opt);
     if (value > 0) setIntOpt(owned, SOL_SOCKET, opt, value);
   }
+  const isReusePort = getIntOpt(fd, SOL_SOCKET, SO_REUSEPORT) > 0;
   const isV6Only = domain === AF_INET6 && getIntOpt(fd, IPPROTO_IPV6, IPV6_V6ONLY) === 1;
   if (domain === AF_INET6) setIntOpt(owned, IPPROTO_IPV6, IPV6_V6ONLY, isV6Only ? 1 : 0);
-  let err = bindTo(owned, requestedBytes);
-  if (err === E.EADDRINUSE && retireDead(ctx, requested.port)) err = bindTo(owned, requestedBytes);
+  const bindOwned = () => (sharesPortWithThreads(ctx, requested, isReusePort) ? E.EADDRINUSE : bindTo(owned, requestedBytes));
+  let err = bindOwned();
+  if (err === E.EADDRINUSE && retireDead(ctx, requested.port)) err = bindOwned();
   if (err) {
     libc.close(owned);
     return err;
   }
+  // Relay threads each listen on a socket of their own on this address (SO_REUSEPORT, set after the program's own
+  // bind decided as the kernel would): the kernel spreads connections over them.
+  if (ctx.threads) setIntOpt(owned, SOL_SOCKET, SO_REUSEPORT, 1);
   let hiddenErr = bindTo(fd, encodeSockAddr(domain === AF_INET6 ? LOOPBACK6 : LOOPBACK4, domain));
   if (hiddenErr && domain === AF_INET6 && !isV6Only) hiddenErr = bindTo(fd, encodeSockAddr(LOOPBACK4, AF_INET6));
   const hidden = hiddenErr ? null : localAddr(fd);
@@ -69,12 +76,33 @@ function takeOver(ctx: Context, fd: number, domain: number, requestedBytes: Uint
     hidden,
     hiddenEncoded: encodeSockAddr(hidden, domain),
     server: null,
+    threadKey: null,
+    isReusePort,
     parked: [],
     pid: processOf(pid),
     isRetired: false,
   };
   ctx.takeovers.set(takeover.inode, takeover);
   return takeover;
+}
+
+function isWildcard(ip: string): boolean {
+  return ip === "0.0.0.0" || ip === "::";
+}
+
+/**
+ * With relay threads our listening sockets carry SO_REUSEPORT whatever the program asked, so the kernel would let a
+ * second bind of their address through: refuse it as it would have without them (both sockets must ask for
+ * SO_REUSEPORT). A port-0 bind never conflicts.
+ */
+function sharesPortWithThreads(ctx: Context, requested: SockAddr, isReusePort: boolean): boolean {
+  if (!ctx.threads || requested.port === 0) return false;
+  for (const t of ctx.takeovers.values()) {
+    if (t.requested.port !== requested.port) continue;
+    const overlaps = t.requested.ip === requested.ip || isWildcard(t.requested.ip) || isWildcard(requested.ip);
+    if (overlaps && !(isReusePort && t.isReusePort)) return true;
+  }
+  return false;
 }
 
 export function handleBind(ctx: Context, m: BindMsg): void {
@@ -111,12 +139,49 @@ export function handleListen(ctx: Context, m: ListenMsg): void {
     replyError(ctx.listener, m.id, errno());
     return;
   }
-  if (!takeover.server) startOwnedListener(ctx, takeover, m.backlog);
+  if (!takeover.server && takeover.threadKey === null) startOwnedListener(ctx, takeover, m.backlog);
   replyValue(ctx.listener, m.id, 0);
+}
+
+let lastThreadKey = 0;
+
+/** One more listening socket on the takeover's address (SO_REUSEPORT), for a relay thread; -1 if it cannot be made. */
+function reusePortSocket(takeover: Takeover, backlog: number): number {
+  const fd = newSocket(takeover.domain);
+  if (fd < 0) return -1;
+  setIntOpt(fd, SOL_SOCKET, SO_REUSEADDR, getIntOpt(takeover.ownedFd, SOL_SOCKET, SO_REUSEADDR) > 0 ? 1 : 0);
+  setIntOpt(fd, SOL_SOCKET, SO_REUSEPORT, 1);
+  if (takeover.domain === AF_INET6)
+    setIntOpt(fd, IPPROTO_IPV6, IPV6_V6ONLY, getIntOpt(takeover.ownedFd, IPPROTO_IPV6, IPV6_V6ONLY) === 1 ? 1 : 0);
+  if (bindTo(fd, encodeSockAddr(takeover.requested, takeover.domain)) !== 0 || libc.listen(fd, backlog) < 0) {
+    libc.close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/** The relay threads accept on the owned socket and on one more socket each (all SO_REUSEPORT on one address). */
+function startThreadListeners(ctx: Context, threads: RelayThreads, takeover: Takeover, backlog: number): void {
+  const fds = [takeover.ownedFd];
+  for (let i = 1; i < threads.count; i++) {
+    const fd = reusePortSocket(takeover, backlog);
+    if (fd < 0) break;
+    fds.push(fd);
+  }
+  takeover.threadKey = ++lastThreadKey;
+  ctx.threadTakeovers.set(takeover.threadKey, takeover);
+  const { domain, hidden, hiddenEncoded, pid } = takeover;
+  threads.listen(takeover.threadKey, fds, { domain, hidden, hiddenEncoded, pid });
 }
 
 function startOwnedListener(ctx: Context, takeover: Takeover, backlog: number): void {
   if (libc.listen(takeover.ownedFd, Math.max(backlog, 511)) < 0) return;
+  if (ctx.threads) {
+    startThreadListeners(ctx, ctx.threads, takeover, Math.max(backlog, 511));
+    ctx.stats.intercepted++;
+    ctx.say(`intercepted ${formatSockAddr(takeover.requested)}`);
+    return;
+  }
   takeover.server = Bun.listen<LegData>(
     legOptions(
       { fd: takeover.ownedFd },
@@ -131,63 +196,20 @@ function startOwnedListener(ctx: Context, takeover: Takeover, backlog: number): 
   ctx.say(`intercepted ${formatSockAddr(takeover.requested)}`);
 }
 
-/** A client reached an address we own: connect to the program's hidden port from a port we know first. */
+/** A client reached an address we own, on the main thread's listener. */
 function relayInbound(ctx: Context, takeover: Takeover, client: Socket<LegData>): void {
-  const startedAt = nowMicros();
-  const peer = fromHostPort(client.remoteAddress, client.remotePort);
-  const local = fromHostPort(client.localAddress, client.localPort);
-  const pipe = new Pipe(
-    {
-      id: ctx.nextConnectionId(),
-      direction: "inbound",
-      clientAddr: formatSockAddr(peer),
-      serverAddr: formatSockAddr(local),
-      pid: takeover.pid,
-      startedAt,
-      connectedAt: 0,
-    },
-    ctx.observer,
-    // Kept a little after close for a late getpeername; a reused port may already belong to a newer connection.
-    () => setTimeout(() => ctx.inbound.get(relayPort)?.pipe === pipe && ctx.inbound.delete(relayPort), 5000).unref(),
-    { deferTap: true, onRelease: (released) => ctx.deferredInbound.delete(released) },
-  );
-  if (pipe.isDeferred) ctx.deferredInbound.add(pipe);
-  pipe.attach("client", client);
   ctx.stats.inbound++;
-  const fd = newSocket(takeover.domain);
-  let relayPort = -1;
-  const loopback = takeover.hidden.family === 6 && takeover.hidden.ip === "::1" ? LOOPBACK6 : LOOPBACK4;
-  if (fd < 0 || bindTo(fd, encodeSockAddr(loopback, takeover.domain)) !== 0) {
-    if (fd >= 0) libc.close(fd);
-    pipe.fail("relay socket");
-    return;
-  }
-  relayPort = localAddr(fd)?.port ?? -1;
-  ctx.inbound.set(relayPort, { peer, local, takeover, pipe });
-  const err = connectTo(fd, takeover.hiddenEncoded);
-  if (err && err !== E.EINPROGRESS) {
-    libc.close(fd);
-    if (ctx.inbound.get(relayPort)?.pipe === pipe) ctx.inbound.delete(relayPort);
-    pipe.fail("program stopped listening");
-    if (err === E.ECONNREFUSED) retire(ctx, takeover);
-    return;
-  }
-  Bun.connect<LegData>(
-    legOptions(
-      { fd },
-      {
-        open(server: Socket<LegData>) {
-          pipe.attach("server", server);
-          serveParked(ctx, takeover);
-        },
-        connectError() {
-          if (ctx.inbound.get(relayPort)?.pipe === pipe) ctx.inbound.delete(relayPort);
-          pipe.fail("program stopped listening");
-          retire(ctx, takeover);
-        },
-      },
-    ),
-  ).catch(() => pipe.fail("connect"));
+  relayInboundConnection(takeover, client, {
+    observer: ctx.observer,
+    nextConnectionId: ctx.nextConnectionId,
+    register: (relayPort, peer, local, pipe) => ctx.inbound.set(relayPort, { peer, local, takeover, pipe }),
+    unregister: (relayPort, pipe) => {
+      if (ctx.inbound.get(relayPort)?.pipe === pipe) ctx.inbound.delete(relayPort);
+    },
+    deferred: ctx.deferredInbound,
+    onConnected: () => serveParked(ctx, takeover),
+    onRefused: () => retire(ctx, takeover),
+  });
 }
 
 /** Stops owning an address whose program socket is gone, so the program (or another) can bind it again. */
@@ -195,7 +217,11 @@ export function retire(ctx: Context, takeover: Takeover): void {
   if (takeover.isRetired) return;
   takeover.isRetired = true;
   ctx.takeovers.delete(takeover.inode);
-  if (takeover.server) takeover.server.stop(true);
+  if (takeover.threadKey !== null) {
+    // The threads close their sockets, the owned one included, before this returns: the address is free again.
+    ctx.threads?.stop(takeover.threadKey);
+    ctx.threadTakeovers.delete(takeover.threadKey);
+  } else if (takeover.server) takeover.server.stop(true);
   else libc.close(takeover.ownedFd);
   for (const parked of takeover.parked) libc.close(parked.fd);
   takeover.parked = [];
@@ -238,12 +264,13 @@ export function sweepTakeovers(ctx: Context): void {
   // Only listening program sockets are checked here, so the listening table is enough.
   const alive = listeningInodes() ?? liveInodes();
   for (const t of [...ctx.takeovers.values()]) {
-    if (t.server && !alive.has(t.inode)) retire(ctx, t);
+    if ((t.server || t.threadKey !== null) && !alive.has(t.inode)) retire(ctx, t);
     t.parked = t.parked.filter((p) => {
       if (isValid(ctx.listener, p.id)) return true;
       libc.close(p.fd);
       return false;
     });
+    syncParked(ctx, t);
   }
 }
 
@@ -253,7 +280,9 @@ export function handleAccept(ctx: Context, m: AcceptMsg): boolean {
     replyContinue(ctx.listener, m.id);
     return false;
   }
-  return tryAccept(ctx, takeover, m);
+  const isParked = tryAccept(ctx, takeover, m);
+  syncParked(ctx, takeover);
+  return isParked;
 }
 
 /** Returns true when the message's fd is still in use (parked). */
@@ -279,9 +308,7 @@ function tryAccept(ctx: Context, takeover: Takeover, m: AcceptMsg): boolean {
     return false;
   }
   const relayPeer = decodeSockAddr(addrBuf.subarray(0, lenBuf[0]));
-  const entry = relayPeer ? ctx.inbound.get(relayPeer.port) : undefined;
-  entry?.pipe.release(processOf(m.pid));
-  const shown = entry?.peer ?? relayPeer;
+  const shown = relayPeer ? acceptedFrom(ctx, relayPeer, m.pid) : null;
   if (shown) writeAddrResult(m.pid, m.addrPtr, m.lenPtr, encodeSockAddr(shown, takeover.domain));
   const installed = addFdAndReply(ctx.listener, m.id, accepted, (m.flags & SOCK_CLOEXEC) !== 0 ? O_CLOEXEC : 0);
   libc.close(accepted);
@@ -289,7 +316,30 @@ function tryAccept(ctx: Context, takeover: Takeover, m: AcceptMsg): boolean {
   return false;
 }
 
-function serveParked(ctx: Context, takeover: Takeover): void {
+/** The client a connection from the relay stands for (its tap told which process accepted it); the relay's own address when unknown. */
+function acceptedFrom(ctx: Context, relayPeer: SockAddr, pid: number): SockAddr {
+  const entry = ctx.inbound.get(relayPeer.port);
+  if (entry) {
+    entry.pipe.release(processOf(pid));
+    return entry.peer;
+  }
+  const threaded = ctx.threads?.lookup(relayPeer.port);
+  if (!threaded) return relayPeer;
+  ctx.threads!.release(relayPeer.port, threaded.thread, processOf(pid));
+  return threaded.peer;
+}
+
+/** Relay threads say when a connection is up only while accept() calls are parked. */
+export function syncParked(ctx: Context, takeover: Takeover): void {
+  if (takeover.threadKey !== null) ctx.threads?.setParked(takeover.threadKey, takeover.parked.length);
+}
+
+export function serveParked(ctx: Context, takeover: Takeover): void {
+  serveParkedNow(ctx, takeover);
+  syncParked(ctx, takeover);
+}
+
+function serveParkedNow(ctx: Context, takeover: Takeover): void {
   while (takeover.parked.length > 0) {
     const m = takeover.parked[0]!;
     if (!isValid(ctx.listener, m.id)) {

@@ -3,12 +3,13 @@ import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { errorDetail } from "~/lib/errors.ts";
 import type { ConnectionObserver } from "../relay/observer.ts";
+import type { RelayThreads } from "../relay/relay-threads.ts";
 import { isReadable, libc } from "../seccomp/ffi.ts";
 import type { NotifMessage, WorkerInit, WorkerMessage } from "../seccomp/messages.ts";
 import { receive, replyContinue } from "../seccomp/notif.ts";
 import type { TlsInterception } from "../tls/interception.ts";
 import type { Context } from "./context.ts";
-import { handleAccept, handleBind, handleListen, sweepTakeovers } from "./inbound.ts";
+import { handleAccept, handleBind, handleListen, retire, serveParked, sweepTakeovers } from "./inbound.ts";
 import { handleName } from "./names.ts";
 import { handleConnect, type OutboundRelay, startOutboundRelay } from "./outbound.ts";
 
@@ -33,6 +34,8 @@ export type SupervisorOptions = {
   say: (line: string) => void;
   /** Interception cannot work here (e.g. no permission for pidfd_getfd): the caller explains and stops. */
   onFatal: (reason: string, errno: number) => void;
+  /** Relay threads for inbound connections; absent or null: the main thread relays them. */
+  threads?: RelayThreads | null;
   /** Test seam: runs before each TCP notification is handled; a throw here is a supervisor fault. */
   beforeDispatch?: (m: NotifMessage) => void;
 };
@@ -60,7 +63,9 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
     inbound: new Map(),
     outbound: new Map(),
     deferredInbound: new Set(),
-    nextConnectionId: () => ++connectionId,
+    nextConnectionId: options.threads ? () => options.threads!.nextConnectionId() : () => ++connectionId,
+    threads: options.threads ?? null,
+    threadTakeovers: new Map(),
     stats: { intercepted: 0, inbound: 0, outbound: 0, refusedIoUring: 0, lostAccepts: 0 },
   };
   const control = new SharedArrayBuffer(4);
@@ -85,6 +90,19 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
         `  Please report it with this: ${detail.split("\n").slice(0, 6).join("\n  ")}`,
     );
   };
+
+  if (ctx.threads) {
+    ctx.threads.handlers = {
+      connected: (key) => {
+        const takeover = ctx.threadTakeovers.get(key);
+        if (takeover) serveParked(ctx, takeover);
+      },
+      refused: (key) => {
+        const takeover = ctx.threadTakeovers.get(key);
+        if (takeover) retire(ctx, takeover);
+      },
+    };
+  }
 
   try {
     relay = startOutboundRelay(ctx);
@@ -174,6 +192,7 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
       relay?.v4.stop(true);
       relay?.v6?.stop(true);
       for (const t of ctx.takeovers.values()) t.server?.stop(true);
+      await ctx.threads?.close();
       await worker.terminate().catch(() => {});
     },
   };

@@ -29,6 +29,11 @@ function resolve(ctx: Context, m: NameMsg): SockAddr | null {
     inbound.pipe.release(processOf(m.pid));
     return m.kind === "getpeername" ? inbound.peer : inbound.local;
   }
+  const threaded = ctx.threads?.lookup(peer.port);
+  if (threaded) {
+    ctx.threads!.release(peer.port, threaded.thread, processOf(m.pid));
+    return m.kind === "getpeername" ? threaded.peer : threaded.local;
+  }
   const local = localAddr(m.fd);
   const outbound = local ? ctx.outbound.get(local.port) : undefined;
   if (!outbound) return null;

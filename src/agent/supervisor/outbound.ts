@@ -75,6 +75,7 @@ export function handleConnect(ctx: Context, relay: OutboundRelay, m: ConnectMsg)
   // Requests this process received but has not been seen accepting (a native accept) are in flight now:
   // show them to the tracer first, so this call can name its parent request.
   for (const pipe of ctx.deferredInbound) if (pipe.info.pid === pid) pipe.release(pid);
+  ctx.threads?.releaseProcess(pid);
   const inode = socketInode(m.fd);
   const pending = inode ? pendingDials.get(inode) : undefined;
   if (pending) {
@@ -86,7 +87,7 @@ export function handleConnect(ctx: Context, relay: OutboundRelay, m: ConnectMsg)
   }
   // A socket the program bound before connecting (a chosen source address) is a client, not a listener.
   const bound = ctx.takeovers.get(inode);
-  if (bound && !bound.server) retire(ctx, bound);
+  if (bound && !bound.server && bound.threadKey === null) retire(ctx, bound);
   const dest = decodeSockAddr(m.addr);
   if (!dest || dest.port === 0 || tcpState(m.fd) !== TCP_CLOSE) {
     replyContinue(ctx.listener, m.id); // the kernel answers: EISCONN, EALREADY, EINVAL, ...

@@ -20,7 +20,7 @@ export type TracedConnectionDeps = {
   recordEmptyConnections: boolean;
   /** The tracer's counters: this connection adds its bytes, parser failures and tap errors. */
   stats: TracerStats;
-  parents: ParentTracker<Exchange>;
+  parents: Pick<ParentTracker<Exchange>, "current" | "start" | "finish">;
   /** Takes finished work off the data path; must not throw. */
   enqueue(work: FinishedWork): void;
   newEventId(): string;

@@ -220,17 +220,34 @@ function encodeBodies(
   return { bytes: out, bodies, bodyBytes: offset };
 }
 
+/**
+ * `seq` for a frame whose sequence number is set later (setEventBatchSeq), by whoever sends it: the header then
+ * holds the number right-aligned in a fixed width, padded with the spaces JSON allows before a value.
+ */
+export const SEQ_SET_LATER = -1;
+const SEQ_AT = PREFIX_BYTES + '{"seq":'.length;
+const SEQ_WIDTH = 16;
+
+/** Sets the sequence number of a frame encoded with SEQ_SET_LATER (it may be set again before each send). */
+export function setEventBatchSeq(frame: Uint8Array, seq: number): void {
+  const digits = String(seq);
+  if (!Number.isSafeInteger(seq) || seq < 0 || frame[SEQ_AT + SEQ_WIDTH] !== 0x2c) throw new Error("not a frame whose seq is set later");
+  for (let i = 0; i < SEQ_WIDTH; i++)
+    frame[SEQ_AT + i] = i < SEQ_WIDTH - digits.length ? 0x20 : digits.charCodeAt(i - (SEQ_WIDTH - digits.length));
+}
+
 function assemble(seq: number, count: number, table: StringTable, sections: Section[]): Uint8Array {
   const encoding: StringEncoding = NOT_LATIN1.test(table.text) ? "utf16" : "latin1";
   const data = Buffer.from(table.text, encoding === "latin1" ? "latin1" : "utf16le");
   const lengths = table.lengths.subarray(0, table.count);
+  const headerText = JSON.stringify({
+    seq: seq === SEQ_SET_LATER ? 0 : seq,
+    count,
+    strings: [table.count, data.byteLength, encoding],
+    columns: sections.map((s) => [s.name, s.kind, sectionLength(s)]),
+  });
   const header = textEncoder.encode(
-    JSON.stringify({
-      seq,
-      count,
-      strings: [table.count, data.byteLength, encoding],
-      columns: sections.map((s) => [s.name, s.kind, sectionLength(s)]),
-    }),
+    seq === SEQ_SET_LATER ? `{"seq":${"0".padStart(SEQ_WIDTH, " ")}${headerText.slice('{"seq":0'.length)}` : headerText,
   );
   const parts: Section[] = [
     { name: "", kind: "str", bytes: new Uint8Array(lengths.buffer, 0, 4 * table.count) },
