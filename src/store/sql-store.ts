@@ -121,6 +121,13 @@ export class SqlEventStore implements EventStore {
       return new AppError("UNAVAILABLE", "query timed out");
     }
     if (/regex|regular expression|re2/i.test(message)) return new AppError("BAD_REQUEST", "invalid regular expression");
+    // DuckDB's "Out of Memory Error", ClickHouse's MEMORY_LIMIT_EXCEEDED: the store's share of memory, not the query's fault.
+    if (/out of memory|MEMORY_LIMIT_EXCEEDED/i.test(message)) {
+      return new AppError(
+        "UNAVAILABLE",
+        "the event store ran out of memory for this query; try again, narrow it, or give the server more (MEMORY_LIMIT)",
+      );
+    }
     return toError(err);
   }
 

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,24 +12,23 @@ import { pollHealth, responsiveness, type ServerProcess, seedNamespaceToken, spa
  * 1.6 GB to 5.1 GB of RSS, because each export held every event and the whole HAR text at once. Exports are
  * streamed now: the server's memory stays near where it was, and it keeps answering meanwhile.
  */
-const EVENTS = 100;
 const BODY_BYTES = 1024 * 1024;
-let server: ServerProcess;
-let seeded: Awaited<ReturnType<typeof seedNamespaceToken>>;
+type Filled = { server: ServerProcess; seeded: Awaited<ReturnType<typeof seedNamespaceToken>>; events: number };
 
-beforeAll(async () => {
+/** A server (MEMORY_LIMIT when given) holding `events` requests with 1 MiB bodies, published and stored. */
+async function filledServer(events: number, memoryLimit?: string): Promise<Filled> {
   const dataDir = mkdtempSync(join(tmpdir(), "tapscope-har-memory-"));
-  seeded = await seedNamespaceToken(dataDir, "har-memory");
-  server = await spawnServer({ dataDir });
+  const seeded = await seedNamespaceToken(dataDir, "har-memory");
+  const server = await spawnServer({ dataDir, env: memoryLimit ? { MEMORY_LIMIT: memoryLimit } : {} });
   const publisher = createPublisher({ endpoint: server.endpoint, token: seeded.token });
   await publisher.join();
   const nowUs = Date.now() * 1000;
   // In rounds a store sink within its memory share takes whole (an ack means stored).
-  for (let i = 0; i < EVENTS; i++) {
+  for (let i = 0; i < events; i++) {
     // Random bytes: nothing along the way can make them smaller than they are.
     publisher.send(
       sampleEvent({
-        time: nowUs - (EVENTS - i) * 1000,
+        time: nowUs - (events - i) * 1000,
         http_resp_body: randomBytes(BODY_BYTES) as unknown as string,
         http_resp_body_size_bytes_wire: BODY_BYTES,
       }),
@@ -41,15 +40,12 @@ beforeAll(async () => {
     }
   }
   const stats = await publisher.close(60_000);
-  expect(stats.sent).toBe(EVENTS);
+  expect(stats.sent).toBe(events);
   expect(stats.storeDropped).toBe(0);
-}, 120_000);
+  return { server, seeded, events };
+}
 
-afterAll(async () => {
-  await server?.kill();
-});
-
-async function downloadAndCount(): Promise<{ status: number; bytes: number; text: string }> {
+async function downloadAndCount({ server, seeded }: Filled): Promise<{ status: number; bytes: number; text: string }> {
   const now = Date.now();
   const res = await fetch(`${server.endpoint}/api/DownloadHar`, {
     method: "POST",
@@ -76,36 +72,66 @@ async function downloadAndCount(): Promise<{ status: number; bytes: number; text
   return { status: res.status, bytes, text: head + tail };
 }
 
-test("three concurrent HAR exports of 100 requests with 1 MiB bodies keep the server's memory bounded and /api/health answering", async () => {
-  const before = server.rssBytes();
-  let peak = before;
-  const sampler = setInterval(() => {
-    peak = Math.max(peak, server.rssBytes());
-  }, 20);
-  const health = pollHealth(server.endpoint, 20);
-  const exports = await Promise.all([downloadAndCount(), downloadAndCount(), downloadAndCount()]);
-  const latencies = await health.stop();
-  clearInterval(sampler);
-
+/** Three concurrent exports, each whole: every body in it (base64 grows 1 MiB to 1.33 MiB) and the JSON closed. */
+async function threeWholeExports(filled: Filled): Promise<void> {
+  const exports = await Promise.all([downloadAndCount(filled), downloadAndCount(filled), downloadAndCount(filled)]);
   for (const { status, bytes, text } of exports) {
     expect(status).toBe(200);
-    // Every body is in it (base64 grows 1 MiB to 1.33 MiB), and the document is whole; a short one says why in its comment.
-    if (bytes <= EVENTS * BODY_BYTES * 1.3)
-      throw new Error(`a short HAR of ${bytes} bytes: ${text}\nserver log: ${server.log().slice(-3000)}`);
+    // A short one says why in its comment.
+    if (bytes <= filled.events * BODY_BYTES * 1.3)
+      throw new Error(`a short HAR of ${bytes} bytes: ${text}\nserver log: ${filled.server.log().slice(-3000)}`);
     expect(text.startsWith('{"log":')).toBe(true);
     expect(text.trimEnd().endsWith("}")).toBe(true);
   }
-  // Three whole exports held at once would be over 3 x 140 MB of text, plus the events behind them.
-  const growthMb = (peak - before) / 1e6;
-  expect(growthMb).toBeLessThan(300);
-  expect(latencies.length).toBeGreaterThan(10);
-  // The entries are written on a Worker (har-writer.ts): what is left on the event loop is the store's read of a
-  // page, its tunnel reply and a short full collection per 16 MiB of bodies. The old code, which also decoded each
-  // reply and wrote each entry there, kept the typical answer waiting 50-100 ms and the slowest 100-1500 ms; now
-  // the typical one takes a few ms, and a loaded machine still gets 19 in 20 within 100 ms and none held for long.
-  const { slowShare, worstMs } = responsiveness(latencies);
-  expect(slowShare).toBeLessThanOrEqual(0.05);
-  expect(worstMs).toBeLessThan(250);
-  latencies.sort((a, b) => a - b);
-  expect(latencies[Math.floor(latencies.length / 2)]!).toBeLessThan(30);
-}, 120_000);
+}
+
+describe("on the default MEMORY_LIMIT", () => {
+  let filled: Filled;
+  beforeAll(async () => {
+    filled = await filledServer(100);
+  }, 120_000);
+  afterAll(() => filled?.server.kill());
+
+  test("three concurrent HAR exports of 100 requests with 1 MiB bodies keep the server's memory bounded and /api/health answering", async () => {
+    const { server } = filled;
+    const before = server.rssBytes();
+    let peak = before;
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, server.rssBytes());
+    }, 20);
+    const health = pollHealth(server.endpoint, 20);
+    await threeWholeExports(filled);
+    const latencies = await health.stop();
+    clearInterval(sampler);
+    // Three whole exports held at once would be over 3 x 140 MB of text, plus the events behind them.
+    const growthMb = (peak - before) / 1e6;
+    expect(growthMb).toBeLessThan(300);
+    expect(latencies.length).toBeGreaterThan(10);
+    // The entries are written on a Worker (har-writer.ts): what is left on the event loop is the store's read of a
+    // page, its tunnel reply and a short full collection per 16 MiB of bodies. The old code, which also decoded each
+    // reply and wrote each entry there, kept the typical answer waiting 50-100 ms and the slowest 100-1500 ms; now
+    // the typical one takes a few ms, and a loaded machine still gets 19 in 20 within 100 ms and none held for long.
+    const { slowShare, worstMs } = responsiveness(latencies);
+    expect(slowShare).toBeLessThanOrEqual(0.05);
+    expect(worstMs).toBeLessThan(250);
+    latencies.sort((a, b) => a - b);
+    expect(latencies[Math.floor(latencies.length / 2)]!).toBeLessThan(30);
+  }, 120_000);
+});
+
+/**
+ * The exports' pages of full events, fetched all at once, ran DuckDB out of its share of memory ("Out of Memory
+ * Error": every export cut short at 0 entries; flaky on the default MEMORY_LIMIT, certain on 512 MiB). They are
+ * fetched one at a time now.
+ */
+describe("on a 512 MiB server", () => {
+  let filled: Filled;
+  beforeAll(async () => {
+    filled = await filledServer(70, "512MiB");
+  }, 120_000);
+  afterAll(() => filled?.server.kill());
+
+  test("three concurrent HAR exports of 70 requests with 1 MiB bodies are whole", async () => {
+    await threeWholeExports(filled);
+  }, 120_000);
+});

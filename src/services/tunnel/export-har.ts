@@ -55,6 +55,19 @@ function collectAfterLargePages(bytes: number): void {
 const pageBytes = 1024 * 1024;
 
 /**
+ * Pages of full events are fetched one at a time across all exports: each holds up to a page of bodies in the
+ * store's memory at once, and three concurrent exports of 1 MiB bodies ran DuckDB out of its memory share ("Out of
+ * Memory Error", the export cut short) on a server with the default MEMORY_LIMIT. One at a time, the exports still
+ * advance together, a page each in turn.
+ */
+let pageTurn: Promise<unknown> = Promise.resolve();
+function inTurn<T>(fetchPage: () => Promise<T>): Promise<T> {
+  const page = pageTurn.then(fetchPage, fetchPage);
+  pageTurn = page.catch(() => {});
+  return page;
+}
+
+/**
  * Full events for the HAR, as its entries' text: the result frame goes to the HAR writer's thread undecoded
  * (writeHarEntries), so the event loop never holds the page's events as objects nor turns them into text.
  */
@@ -117,7 +130,7 @@ export async function exportHar({
   async function* pages(): AsyncGenerator<HarTexts> {
     for (const page of harPageIds(ids, { sizeOf, pageBytes })) {
       collectAfterLargePages(page.bytes);
-      yield await entriesOf(workers, namespaceId, orgId, { kind: "events", eventIds: page.ids, range }, page.ids);
+      yield await inTurn(() => entriesOf(workers, namespaceId, orgId, { kind: "events", eventIds: page.ids, range }, page.ids));
     }
   }
   const filename = `tapscope-${access.name}-${new Date(ctx.now()).toISOString().replace(/[:.]/g, "-")}.har`;
