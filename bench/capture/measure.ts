@@ -47,15 +47,15 @@ export function median(values: number[]): number {
 }
 
 /**
- * haproxy in mode tcp with one thread (or `threads`), relaying `bind` to `server` (each a haproxy bind / server line's arguments, TLS
+ * haproxy in mode tcp (or http) with one thread (or `threads`), relaying `bind` to `server` (each a haproxy bind / server line's arguments, TLS
  * options included): the floor of a user-space relay that bench:capture and bench:tls measure against.
  */
-export function haproxyTcpConfig(bind: string, server: string, threads = 1): string {
+export function haproxyTcpConfig(bind: string, server: string, threads = 1, mode: "tcp" | "http" = "tcp"): string {
   return [
     "global",
     `  nbthread ${threads}`,
     "defaults",
-    "  mode tcp",
+    `  mode ${mode}`,
     "  timeout connect 5s",
     "  timeout client 60s",
     "  timeout server 60s",

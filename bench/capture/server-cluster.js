@@ -14,7 +14,7 @@ if (cluster.isPrimary) {
 } else {
   const body = Buffer.alloc(size, 97);
   http
-    .createServer((req, res) => {
+    .createServer((_req, res) => {
       res.writeHead(200, { "content-type": "text/plain", "content-length": size });
       res.end(body);
     })

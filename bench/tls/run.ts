@@ -20,7 +20,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { makeCa, makeLeaf } from "../../tests/agent/tls-pki.ts";
-import { haproxyTcpConfig, median, optionOf, waitForPort } from "../capture/measure.ts";
+import { cpuNanos, haproxyTcpConfig, median, optionOf, waitForPort } from "../capture/measure.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const option = optionOf(process.argv.slice(2));
@@ -43,7 +43,8 @@ const allCases: Case[] = [
 ];
 const cases = allCases.filter((c) => c.name.includes(option("only", "")));
 type Mode = "direct" | "traced" | "haproxy";
-type Sample = { rps: number; p50: number; p99: number };
+/** cpu: the relay's CPU time per request in µs (tapscope's process, all threads; or haproxy's), 0 for direct. */
+type Sample = { rps: number; p50: number; p99: number; cpu: number };
 const samples = new Map<string, Sample[]>();
 const key = (mode: Mode, c: Case) => `${mode}/${c.name}/${c.conns}`;
 
@@ -83,9 +84,12 @@ async function startHaproxy(): Promise<number> {
   const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
   const floorPort = probe.port;
   probe.stop(true);
+  // Mode http: it parses the requests and responses it relays, as the relay's tracer does.
   const config = haproxyTcpConfig(
     `127.0.0.1:${floorPort} ssl crt ${join(dir, "relay.pem")}`,
     `127.0.0.1:${port} ssl verify required ca-file ${caFile} sni str(localhost)`,
+    1,
+    "http",
   );
   writeFileSync(join(dir, "haproxy.cfg"), config);
   haproxy = spawn("haproxy", ["-db", "-f", join(dir, "haproxy.cfg")], { stdio: "ignore" });
@@ -99,15 +103,45 @@ function wrkArgs(c: Case, seconds: number, to: number): string[] {
   return [...args, `https://127.0.0.1:${to}/${c.size}`];
 }
 
-function run(mode: Mode, c: Case): Sample {
+async function run(mode: Mode, c: Case): Promise<Sample> {
   const wrk = ["wrk", ...wrkArgs(c, duration, mode === "haproxy" ? haproxyPort : port)];
   // The program trusts the server's CA the way a user says so; the run verifies the server against it.
-  const command = mode === "traced" ? [...tapscope, "run", "--no-publish", "--", ...wrk] : wrk;
-  const res = spawnSync(command[0]!, command.slice(1), { encoding: "utf8", env: { ...process.env, SSL_CERT_FILE: caFile } });
-  const out = res.stdout;
+  const command = mode === "traced" ? [...tapscope, "run", "--no-publish", "--relay-threads", "1", "--", ...wrk] : wrk;
+  const child = spawn(command[0]!, command.slice(1), { env: { ...process.env, SSL_CERT_FILE: caFile } });
+  let out = "";
+  let err = "";
+  child.stdout!.on("data", (chunk: Buffer) => {
+    out += chunk.toString();
+  });
+  child.stderr!.on("data", (chunk: Buffer) => {
+    err += chunk.toString();
+  });
+  // The relay's CPU while wrk runs: haproxy's over the run; tapscope's (wrk is its child, with CPU of its own) from
+  // schedstat sampled every 50 ms, from half a second in (start-up left out) to the last sample before it exits.
+  const haproxyBefore = mode === "haproxy" && haproxy ? cpuNanos(haproxy.pid!) : 0;
+  const startedAt = performance.now();
+  type Point = { at: number; cpu: number };
+  const window: { first: Point | null; last: Point | null } = { first: null, last: null };
+  const sampler = setInterval(() => {
+    if (mode !== "traced") return;
+    const at = performance.now();
+    const cpu = cpuNanos(child.pid!);
+    if (cpu === 0) return;
+    if (at - startedAt >= 500) window.first ??= { at, cpu };
+    window.last = { at, cpu };
+  }, 50);
+  await new Promise((done) => child.once("exit", done));
+  clearInterval(sampler);
   const rps = Number(/Requests\/sec:\s*([\d.]+)/.exec(out)?.[1]);
-  if (!rps) throw new Error(`wrk printed no figures (${mode}, ${c.name}):\n${out}\n${res.stderr}`);
-  return { rps, p50: micros(/^\s*50%\s+(\S+)/m.exec(out)?.[1] ?? ""), p99: micros(/^\s*99%\s+(\S+)/m.exec(out)?.[1] ?? "") };
+  if (!rps) throw new Error(`wrk printed no figures (${mode}, ${c.name}):\n${out}\n${err}`);
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
+  let cpu = 0;
+  if (mode === "haproxy" && haproxy && requests > 0) cpu = (cpuNanos(haproxy.pid!) - haproxyBefore) / 1000 / requests;
+  const { first, last } = window;
+  if (mode === "traced" && first && last && last.at > first.at) {
+    cpu = (last.cpu - first.cpu) / 1000 / (rps * ((last.at - first.at) / 1000));
+  }
+  return { rps, p50: micros(/^\s*50%\s+(\S+)/m.exec(out)?.[1] ?? ""), p99: micros(/^\s*99%\s+(\S+)/m.exec(out)?.[1] ?? ""), cpu };
 }
 
 try {
@@ -115,12 +149,12 @@ try {
     process.stderr.write(`round ${round}/${rounds}\n`);
     for (const c of cases) {
       for (const mode of round % 2 ? modes : [...modes].reverse()) {
-        const sample = run(mode, c);
+        const sample = await run(mode, c);
         const list = samples.get(key(mode, c)) ?? [];
         list.push(sample);
         samples.set(key(mode, c), list);
         process.stderr.write(
-          `  ${mode.padEnd(6)} ${c.name.padEnd(19)} c=${String(c.conns).padStart(2)}  ${sample.rps.toFixed(0).padStart(6)} req/s  p50 ${sample.p50}µs  p99 ${sample.p99}µs\n`,
+          `  ${mode.padEnd(6)} ${c.name.padEnd(19)} c=${String(c.conns).padStart(2)}  ${sample.rps.toFixed(0).padStart(6)} req/s  p50 ${sample.p50}µs  p99 ${sample.p99}µs${sample.cpu ? `  relay CPU ${sample.cpu.toFixed(1)}µs/req` : ""}\n`,
         );
       }
     }
@@ -159,6 +193,15 @@ for (const c of cases) {
       ...(floor ? [ratio("haproxy").padStart(14), added("haproxy", (s) => s.p50).padStart(17)] : []),
     ].join("  "),
   );
+}
+if (floor) {
+  console.log("\nrelay CPU per request (tapscope's process, all threads, against haproxy mode http doing both TLS legs; target 1.3):");
+  for (const c of cases) {
+    const cpu = (mode: Mode) => median((samples.get(key(mode, c)) ?? []).map((s) => s.cpu));
+    console.log(
+      `  ${c.name} c=${c.conns}: tapscope ${cpu("traced").toFixed(1)}µs, haproxy ${cpu("haproxy").toFixed(1)}µs, ratio ${(cpu("traced") / cpu("haproxy")).toFixed(2)}`,
+    );
+  }
 }
 // wrk's latency starts after the connection is made: a new connection's handshake shows in its rate, one at a time.
 for (const c of cases.filter((x) => x.newConnection && x.conns === 1)) {

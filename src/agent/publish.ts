@@ -1,7 +1,6 @@
 import { type CapturedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
 import { EVENT_BATCH_FORMAT, encodeEventBatch, setEventBatchSeq } from "~/lib/protocol/event-batch.ts";
 import type { PublishServerMessage } from "~/lib/protocol/publish.ts";
-import { validateEventBatch } from "~/services/ingest/validate-event-batch.ts";
 import { Backoff } from "./publisher/backoff.ts";
 import { BatchQueue } from "./publisher/batch-queue.ts";
 import { PublisherConnection } from "./publisher/connection.ts";
@@ -41,6 +40,8 @@ export type PublisherOptions = {
   onNotice?: (kind: NoticeKind, message: string) => void;
   /** Called after every successful join (the first, and each reconnect). */
   onJoin?: (info: JoinInfo) => void;
+  /** The server reads JSON batches only: batches encoded elsewhere (sendEncoded) cannot be sent, events must come instead. */
+  onEncodedRefused?: () => void;
 };
 
 export type NoticeKind = "rate-limited" | "store-dropped" | "refused" | "disconnected" | "reconnected" | "expired" | "join-failed";
@@ -230,10 +231,9 @@ export function createPublisher(options: PublisherOptions): Publisher {
 
   function sendEncodedBatch(socket: WebSocket, { frame, count }: EncodedEvents): void {
     if (!isBinary) {
-      // An older server reads JSON only: the batch's events, read back.
-      const read = validateEventBatch(frame);
-      if ("error" in read) counters.dropped += count;
-      else sendBatch(socket, read.events);
+      // An older server reads JSON only: these are dropped (counted), and whoever encodes is told to send events instead.
+      counters.dropped += count;
+      options.onEncodedRefused?.();
       return;
     }
     if (frame.byteLength > maxMessageBytes) {

@@ -73,6 +73,8 @@ export function createSession(options: SessionOptions): Session {
         service: options.service,
         onNotice: (_kind, message) => say(message),
         // The first join that works, now or after the server came back: say where the requests go.
+        // A server that reads JSON batches only: the relay threads send events instead of frames from then on.
+        onEncodedRefused: () => threads?.setDelivery("objects"),
         onJoin: (info) => {
           if (hasAnnounced) return;
           hasAnnounced = true;

@@ -49,7 +49,8 @@ export type ToThread =
   | { kind: "stop"; key: number }
   | { kind: "release"; port: number; pid: number }
   | { kind: "releaseProcess"; pid: number }
-  | { kind: "drain"; id: number };
+  | { kind: "drain"; id: number }
+  | { kind: "delivery"; delivery: RelayDelivery };
 
 export type ToMain =
   | { kind: "events"; events: CapturedEvent[] }
@@ -129,6 +130,11 @@ export class RelayThreads {
       worker.on("error", onError);
       return worker;
     });
+  }
+
+  /** From now on the threads deliver their events this way (the server turned out to read JSON batches only). */
+  setDelivery(delivery: RelayDelivery): void {
+    for (let i = 0; i < this.count; i++) this.send(i, { kind: "delivery", delivery });
   }
 
   /** The main thread's connection ids come from the same counter, so ids stay unique within the run. */

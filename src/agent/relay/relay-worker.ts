@@ -17,6 +17,7 @@ import type { RelayThreadInit, ToMain, ToThread } from "./relay-threads.ts";
  * as the main thread would, and posts the finished events to the main thread, which publishes them.
  */
 const init = workerData as RelayThreadInit;
+let delivery = init.delivery;
 const port = parentPort!;
 const table = new InboundTable(init.table);
 const parked = new Int32Array(init.parked);
@@ -89,11 +90,11 @@ const tracer = createTracer({
   ...init.tracer,
   parents: new SharedParentTracker(init.parents),
   onEvent(event) {
-    if (init.delivery === "frames") {
+    if (delivery === "frames") {
       gather(event);
       return;
     }
-    if (init.delivery === "none") return;
+    if (delivery === "none") return;
     pending.push(event);
     if (!isScheduled) {
       isScheduled = true;
@@ -173,6 +174,10 @@ port.on("message", (m: ToThread) => {
       Atomics.notify(counters, init.index);
       return;
     }
+    case "delivery":
+      postFrame();
+      delivery = m.delivery;
+      return;
     case "release":
       byPort.get(m.port)?.pipe.release(m.pid);
       return;

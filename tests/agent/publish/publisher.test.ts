@@ -3,7 +3,7 @@ import { eq } from "drizzle-orm";
 import { orgs } from "#db/schema/index.ts";
 import { createPublisher, type NoticeKind } from "~/agent/publish.ts";
 import type { CapturedEvent } from "~/lib/protocol/event.ts";
-import { EVENT_BATCH_FORMAT } from "~/lib/protocol/event-batch.ts";
+import { EVENT_BATCH_FORMAT, encodeEventBatch, SEQ_SET_LATER } from "~/lib/protocol/event-batch.ts";
 import { type PublishServerMessage, publishLimits } from "~/lib/protocol/publish.ts";
 import { sampleEvent, startServer, type TestServer } from "./server.ts";
 
@@ -331,7 +331,7 @@ describe("when the server is away or slow, the program is never slowed", () => {
     silent.stop(true);
   });
 
-  test("a server that does not announce binary batches gets JSON messages, bodies as base64", async () => {
+  test("a server that does not announce binary batches gets JSON messages, bodies as base64; encoded batches are refused", async () => {
     const messages: unknown[] = [];
     const older = Bun.serve({
       port: 0,
@@ -356,11 +356,15 @@ describe("when the server is away or slow, the program is never slowed", () => {
         },
       },
     });
-    const publisher = createPublisher({ endpoint: `http://127.0.0.1:${older.port}` });
+    let refusals = 0;
+    const publisher = createPublisher({ endpoint: `http://127.0.0.1:${older.port}`, onEncodedRefused: () => refusals++ });
     await publisher.join();
     await until(() => publisher.stats().isConnected);
+    // A relay thread's encoded batch cannot go to it: dropped and counted, and the thread is told to send events.
+    publisher.sendEncoded({ frame: encodeEventBatch(SEQ_SET_LATER, [sampleEvent(), sampleEvent()]), count: 2 });
+    expect(refusals).toBe(1);
     publisher.send({ ...sampleEvent(), http_resp_body: new Uint8Array([104, 105]) });
-    expect(await publisher.close(2000)).toMatchObject({ sent: 1, dropped: 0 });
+    expect(await publisher.close(2000)).toMatchObject({ sent: 1, dropped: 2 });
     expect(messages).toEqual([{ type: "events", seq: 1, events: [expect.objectContaining({ http_resp_body: "aGk=" })] }]);
     older.stop(true);
   });
