@@ -23,8 +23,8 @@ export type InboundHooks = {
   deferred: Set<Pipe>;
   /** Both legs are up: a blocking accept() waiting for one can be served. */
   onConnected(): void;
-  /** Nothing listens on the program's port any more. */
-  onRefused(): void;
+  /** Nothing listens on the program's port any more; `reset` resets the client (now, or a moment later). */
+  onRefused(reset: () => void): void;
 };
 
 /** A client reached an address we own: connect to the program's hidden port from a port we know first. */
@@ -59,17 +59,17 @@ export function relayInboundConnection(target: InboundTarget, client: Socket<Leg
   relayPort = localAddr(fd)?.port ?? -1;
   hooks.register(relayPort, peer, local, pipe);
   const err = connectTo(fd, target.hiddenEncoded);
+  const reset = () => pipe.fail("program stopped listening");
   if (err && err !== E.EINPROGRESS) {
     libc.close(fd);
     hooks.unregister(relayPort, pipe);
-    pipe.fail("program stopped listening");
-    if (err === E.ECONNREFUSED) hooks.onRefused();
+    if (err === E.ECONNREFUSED) hooks.onRefused(reset);
+    else reset();
     return;
   }
   const refused = () => {
     hooks.unregister(relayPort, pipe);
-    pipe.fail("program stopped listening");
-    hooks.onRefused();
+    hooks.onRefused(reset);
   };
   // Bun may open a socket made from a connecting fd before the connection is up: a refusal then comes as its error.
   const unlessRefused =

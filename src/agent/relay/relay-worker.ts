@@ -29,6 +29,7 @@ const stats = new Int32Array(init.stats, init.index * 8 * 4, 8);
 const FRAME_MAX_EVENTS = 500;
 const FRAME_MAX_BYTES = 1024 * 1024;
 const FRAME_INTERVAL_MS = 50;
+const REFUSED_RESET_DELAY_MS = 20;
 const OPEN = 0;
 const SERVED = 1;
 const DEFERRED = 2;
@@ -143,8 +144,12 @@ function listen(key: number, fd: number, target: InboundTarget): void {
             onConnected() {
               if (Atomics.load(parked, key) > 0) port.postMessage({ kind: "connected", key } satisfies ToMain);
             },
-            onRefused() {
+            onRefused(reset) {
               port.postMessage({ kind: "refused", key } satisfies ToMain);
+              // The client may be the program itself, connecting through the main thread's relay, which answers its
+              // connect() once its own dial is up: a reset arriving first would fail that connect() with ECONNRESET,
+              // which the single-threaded relay (resetting from the same thread) never does. So a moment later.
+              setTimeout(reset, REFUSED_RESET_DELAY_MS);
             },
           });
         },

@@ -208,7 +208,10 @@ function relayInbound(ctx: Context, takeover: Takeover, client: Socket<LegData>)
     },
     deferred: ctx.deferredInbound,
     onConnected: () => serveParked(ctx, takeover),
-    onRefused: () => retire(ctx, takeover),
+    onRefused: (reset) => {
+      reset();
+      retire(ctx, takeover);
+    },
   });
 }
 
