@@ -12,7 +12,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { cpuNanos, haproxyTcpConfig, median, optionOf, waitForPort } from "./measure.ts";
+import { cpuNanos, haproxyTcpConfig, median, optionOf, stopMeasured, waitForPort } from "./measure.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const option = optionOf(process.argv.slice(2));
@@ -68,9 +68,7 @@ async function measure(mode: Mode): Promise<void> {
     samples.set(mode, [...(samples.get(mode) ?? []), { rps, cpu }]);
     process.stderr.write(`  ${mode.padEnd(12)} ${rps.toFixed(0).padStart(7)} req/s${cpu ? `  relay CPU ${cpu.toFixed(1)}µs/req` : ""}\n`);
   } finally {
-    relay?.kill("SIGTERM");
-    child.kill("SIGTERM");
-    await new Promise((done) => child.once("exit", done));
+    await stopMeasured(relay, child);
   }
 }
 

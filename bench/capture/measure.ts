@@ -1,4 +1,6 @@
 /** What bench/capture's side-by-side scripts share: options, waiting for a port, a process's CPU time, medians. */
+
+import type { ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { connect } from "node:net";
 
@@ -66,4 +68,11 @@ export function haproxyTcpConfig(bind: string, server: string, threads = 1, mode
     `  server app ${server}`,
     "",
   ].join("\n");
+}
+
+/** Stops a measured run: the relay in front (haproxy), then the program, waiting for the program to exit. */
+export async function stopMeasured(relay: ChildProcess | null, child: ChildProcess): Promise<void> {
+  relay?.kill("SIGTERM");
+  child.kill("SIGTERM");
+  await new Promise((done) => child.once("exit", done));
 }

@@ -19,7 +19,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { spawnServer } from "../../tests/support/server-process.ts";
-import { cpuNanos, haproxyTcpConfig, median, optionOf, waitForPort } from "./measure.ts";
+import { cpuNanos, haproxyTcpConfig, median, optionOf, stopMeasured, waitForPort } from "./measure.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const args = process.argv.slice(2);
@@ -129,9 +129,7 @@ async function measure(mode: Mode, size: number): Promise<void> {
       );
     }
   } finally {
-    relay?.kill("SIGTERM");
-    child.kill("SIGTERM");
-    await new Promise((done) => child.once("exit", done));
+    await stopMeasured(relay, child);
   }
 }
 

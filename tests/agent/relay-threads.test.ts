@@ -4,7 +4,7 @@ import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { seedNamespaceToken, spawnServer } from "../support/server-process.ts";
+import { requestHar, seedNamespaceToken, spawnServer } from "../support/server-process.ts";
 import { BUN, freePort, MAIN, ROOT, type Running, start } from "./harness.ts";
 
 /**
@@ -144,20 +144,9 @@ async function publishWorkload(): Promise<{
     app.kill("SIGTERM");
     await app.exited;
     const stderr = await new Response(app.stderr).text();
-    const download = async () => {
-      const now = Date.now();
-      const res = await fetch(`${server.endpoint}/api/DownloadHar`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${seeded.token}`, "content-type": "application/json" },
-        body: JSON.stringify({
-          namespaceId: seeded.namespaceId,
-          filter: { clauses: [], global: { lowerMs: now - 600_000, upperMs: now + 60_000 }, focus: null },
-        }),
-      });
-      return (await res.json()).log.entries;
-    };
     // Acknowledged means stored: all of them are there once tapscope has exited.
-    return { entries: await download(), stderr };
+    const har = await (await requestHar(server.endpoint, seeded, 600_000)).json();
+    return { entries: har.log.entries, stderr };
   } finally {
     await server.kill();
   }

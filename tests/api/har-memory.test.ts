@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createPublisher } from "~/agent/publish.ts";
 import { sampleEvent } from "../agent/publish/server.ts";
-import { pollHealth, responsiveness, type ServerProcess, seedNamespaceToken, spawnServer } from "../support/server-process.ts";
+import { pollHealth, requestHar, responsiveness, type ServerProcess, seedNamespaceToken, spawnServer } from "../support/server-process.ts";
 
 /**
  * Issue 14 item 7: three concurrent DownloadHar calls of 100 events with 1 MiB bodies once took the server from
@@ -46,15 +46,7 @@ async function filledServer(events: number, memoryLimit?: string): Promise<Fille
 }
 
 async function downloadAndCount({ server, seeded }: Filled): Promise<{ status: number; bytes: number; text: string }> {
-  const now = Date.now();
-  const res = await fetch(`${server.endpoint}/api/DownloadHar`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${seeded.token}`, "content-type": "application/json" },
-    body: JSON.stringify({
-      namespaceId: seeded.namespaceId,
-      filter: { clauses: [], global: { lowerMs: now - 3_600_000, upperMs: now + 60_000 }, focus: null },
-    }),
-  });
+  const res = await requestHar(server.endpoint, seeded);
   // Read as a client does, keeping only the first and last chunks (decoding all of it would load this process,
   // which also times /api/health) to check it is one whole JSON document.
   const reader = res.body!.getReader();

@@ -144,3 +144,16 @@ export function responsiveness(latencies: number[]): { samples: number; slowShar
   const slow = latencies.filter((ms) => ms >= 100).length;
   return { samples: latencies.length, slowShare: latencies.length ? slow / latencies.length : 1, worstMs: Math.max(0, ...latencies) };
 }
+
+/** POST /api/DownloadHar of a namespace over the last `rangeMs` (and the next minute), with a namespace token. */
+export function requestHar(endpoint: string, seeded: { token: string; namespaceId: string }, rangeMs = 3_600_000): Promise<Response> {
+  const now = Date.now();
+  return fetch(`${endpoint}/api/DownloadHar`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${seeded.token}`, "content-type": "application/json" },
+    body: JSON.stringify({
+      namespaceId: seeded.namespaceId,
+      filter: { clauses: [], global: { lowerMs: now - rangeMs, upperMs: now + 60_000 }, focus: null },
+    }),
+  });
+}
