@@ -65,6 +65,7 @@ afterAll(async () => {
 });
 
 type Viewer = {
+  /** Events in the viewer's list as the protocol builds it: the last history, then every events message. */
   received: number;
   events: Set<string>;
   stats: Array<Extract<LiveServerMessage, { type: "stats" }>>;
@@ -83,6 +84,8 @@ async function watch(url: string): Promise<Viewer> {
     const message = JSON.parse(String(m.data)) as LiveServerMessage;
     if (message.type === "stats") viewer.stats.push(message);
     if (message.type === "events" || message.type === "history") {
+      // A history replaces the viewer's list (it is sent again for each new filter config): what came before it is gone.
+      if (message.type === "history") viewer.received = 0;
       for (const e of message.events) {
         viewer.received++;
         if (!viewer.events.has(e.event_id)) viewer.latencies.push(Date.now() - Math.floor(e.time / 1000));
