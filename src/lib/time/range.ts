@@ -8,7 +8,7 @@ import { bucketGrid, chooseBucketMs, shiftBuckets, snapDown, snapUp } from "./bu
 
 export type TimeRange = { startMs: number; endMs: number };
 
-/** Spec section 9: the focus end must exceed its start by at least 0.001 ms. */
+/** The focus end must exceed its start by at least 0.001 ms. */
 export const minFocusMs = 0.001;
 
 export type DrawnGrid = TimeRange & { bucketMs: number; count: number; originMs: number };
