@@ -66,7 +66,7 @@ const tables: Record<string, RegExp[]> = {
 
 const scripts = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts;
 const npmBenches = Object.keys(scripts).filter((name) => name.startsWith("bench:"));
-/** The scripts bench/README.md names as commands (`bun bench/...ts`) that no npm bench script runs. */
+/** The scripts bench/README.md names as commands (`bun bench/<folder>/<script>.ts`) that no npm bench script runs. */
 const readmeBenches = [...readFileSync(join(root, "bench/README.md"), "utf8").matchAll(/\bbun (bench\/[\w./-]+\.ts)\b/g)]
   .map((m) => m[1]!)
   .filter((file) => !npmBenches.some((name) => scripts[name]?.split(" ").includes(file)));
