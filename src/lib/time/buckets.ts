@@ -6,7 +6,6 @@ import { AppError } from "~/lib/errors.ts";
  */
 
 export const histogramBucketCount = 120;
-export const defaultBucketMs = 1000;
 
 const second = 1000;
 const minute = 60 * second;

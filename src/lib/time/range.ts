@@ -131,10 +131,4 @@ export function centredOn(global: TimeRange, t: number): TimeRange {
   return { startMs, endMs: startMs + width };
 }
 
-/** The bucket index under t, for hit testing; clamps to the grid. */
-export function bucketAt(global: TimeRange, t: number): number {
-  const g = gridRange(global);
-  return clamp(Math.floor((t - g.originMs) / g.bucketMs), 0, g.count - 1);
-}
-
 export { snapDown };
