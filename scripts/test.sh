@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: server/agent/store tests, then UI (DOM) tests in their own process, then browser tests.
+# The whole test suite: server/agent/store tests, then UI (DOM) tests in their own process, then browser tests, then
+# the benchmarks' smoke runs.
 # Prints one closing line "tests: N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -29,5 +30,9 @@ ui=(tests/ui/*.ui.tsx)
 if [ ${#ui[@]} -gt 0 ]; then run "$BUN" test --preload ./tests/ui/dom.ts "${ui[@]/#/./}"; fi
 e2e=(tests/e2e/*.e2e.ts)
 if [ ${#e2e[@]} -gt 0 ]; then run "$BUN" test --timeout 120000 "${e2e[@]/#/./}"; fi
+# Every benchmark's smoke run (tiny sizes, seconds each): each still runs and prints its table. Last and on their own,
+# since they measure.
+bench=(tests/bench/*.bench.ts)
+if [ ${#bench[@]} -gt 0 ]; then run "$BUN" test --timeout 240000 "${bench[@]/#/./}"; fi
 echo "tests: ${pass} passed, ${fail} failed"
 exit $status

@@ -4,9 +4,10 @@
  * after reading the read's `buffer` to check its size; a copy sized at least 1 KiB) against now (bodies up to 256
  * bytes copied into a buffer of their own length). Each round allocates the read in both, as the relay does.
  *
- *   bun bench/capture/body-sample-bench.ts [bodies per round, default 500000]
+ *   bun bench/capture/body-sample-bench.ts [bodies per round, default 500000] [--smoke: 2,000]
  */
 import { BodySample } from "~/agent/parse/body.ts";
+import { isSmoke, positional } from "../options.ts";
 
 /** The sample's first add before session 5, reduced to the one-read case this measures. */
 class PreviousSample {
@@ -32,7 +33,7 @@ class PreviousSample {
   }
 }
 
-const perRound = Number(process.argv[2] ?? 500_000);
+const perRound = Number(positional[0] ?? (isSmoke ? 2000 : 500_000));
 const response = new Uint8Array(150).fill(97);
 /** Keeps the 1-byte body at the end of a read; returns the kept length. */
 function keepWith(Sample: typeof PreviousSample | typeof BodySample) {

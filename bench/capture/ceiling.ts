@@ -6,19 +6,21 @@
  * threads (the floor of a user-space relay). Modes alternate order each round so machine noise hits all of them.
  *
  * Options: --rounds N (default 3), --duration S (default 5), --conns N (default 64), --size BYTES (default 1),
- *          --server-workers N (default: cores minus 3, at least 1), --json <file> to keep the raw figures.
+ *          --server-workers N (default: cores minus 3, at least 1), --json <file> to keep the raw figures,
+ *          --smoke (one round of 1 s at 16 connections, no warm-up: proves it runs, measures nothing).
  */
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { cpuNanos, haproxyTcpConfig, median, optionOf, stopMeasured, waitForPort } from "./measure.ts";
+import { isSmoke, optionOf } from "../options.ts";
+import { cpuNanos, haproxyTcpConfig, median, stopMeasured, waitForPort } from "./measure.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const option = optionOf(process.argv.slice(2));
-const rounds = Number(option("rounds", "3"));
-const duration = Number(option("duration", "5"));
-const conns = Number(option("conns", "64"));
+const rounds = Number(option("rounds", "3", "1"));
+const duration = Number(option("duration", "5", "1"));
+const conns = Number(option("conns", "64", "16"));
 const size = Number(option("size", "1"));
 const cores = availableParallelism();
 const serverWorkers = Number(option("server-workers", String(Math.max(1, cores - 3))));
@@ -59,7 +61,7 @@ async function measure(mode: Mode): Promise<void> {
   try {
     await waitForPort(appPort);
     await waitForPort(port);
-    spawnSync("wrk", ["-t2", "-c16", "-d1s", `http://127.0.0.1:${port}/`]);
+    if (!isSmoke) spawnSync("wrk", ["-t2", "-c16", "-d1s", `http://127.0.0.1:${port}/`]);
     const cpuBefore = mode === "direct" ? 0 : cpuNanos(measured.pid!);
     const res = spawnSync("wrk", ["-t2", `-c${conns}`, `-d${duration}s`, `http://127.0.0.1:${port}/`], { encoding: "utf8" });
     const rps = Number(/Requests\/sec:\s*([\d.]+)/.exec(res.stdout)?.[1]);

@@ -1,10 +1,11 @@
 /**
  * The tracer's cost per exchange as the relay feeds it: wrk's request and node's response (bench/capture/server.js)
  * in fresh read buffers, parsed, paired and built into events. Run: bun bench/capture/exchange-bench.ts
- * [response bytes, default 65536] [payload limit, default 65536] [exchanges per round, default 20000].
+ * [response bytes, default 65536] [payload limit, default 65536] [exchanges per round, default 20000; --smoke: 200].
  * Prints µs per exchange for each of 9 rounds (read the minimum on a loaded machine).
  */
 import { createTracer } from "~/agent/tracer.ts";
+import { isSmoke, positional } from "../options.ts";
 
 const host = {
   hostname: "bench",
@@ -14,9 +15,9 @@ const host = {
   gke_cluster_name: "",
   gke_node_name: "",
 };
-const size = Number(process.argv[2] ?? 65536);
-const limit = Number(process.argv[3] ?? 65536);
-const N = Number(process.argv[4] ?? 20000);
+const size = Number(positional[0] ?? 65536);
+const limit = Number(positional[1] ?? 65536);
+const N = Number(positional[2] ?? (isSmoke ? 200 : 20000));
 const enc = new TextEncoder();
 const req = enc.encode("GET / HTTP/1.1\r\nHost: 127.0.0.1:18841\r\n\r\n");
 const head = enc.encode(

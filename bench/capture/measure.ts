@@ -1,16 +1,8 @@
-/** What bench/capture's side-by-side scripts share: options, waiting for a port, a process's CPU time, medians. */
+/** What bench/capture's side-by-side scripts share: waiting for a port, a process's CPU time, medians. */
 
 import type { ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { connect } from "node:net";
-
-/** `--name value` from argv, or `fallback`. */
-export function optionOf(args: string[]): (name: string, fallback: string) => string {
-  return (name, fallback) => {
-    const i = args.indexOf(`--${name}`);
-    return i >= 0 && args[i + 1] ? args[i + 1]! : fallback;
-  };
-}
 
 export async function waitForPort(port: number, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -1,13 +1,15 @@
 /**
  * HTTP/1 parser throughput: the tracer (sniff + parse + pair + body samples), with and without turning
  * exchanges into events, against a baseline that only touches the same bytes (a scan for LF, the least
- * any HTTP/1 parser must do). Run: bun bench/capture/parse-bench.ts
+ * any HTTP/1 parser must do). Run: bun bench/capture/parse-bench.ts [workload index] [--smoke: each workload a hundredth
+ * of its size, 1 warm-up round and 1 measured]
  */
 import { codeLengths } from "~/agent/parse/hpack.ts";
 import { Http1Session } from "~/agent/parse/http1-session.ts";
 import { Http2Session } from "~/agent/parse/http2-session.ts";
 import type { ConnectionInfo } from "~/agent/relay/observer.ts";
 import { createTracer } from "~/agent/tracer.ts";
+import { isSmoke, positional } from "../options.ts";
 
 const host = {
   hostname: "bench",
@@ -241,12 +243,15 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)]!;
 }
 
-const only = process.argv[2];
+const only = positional[0];
+const scale = isSmoke ? 0.01 : 1;
+const warmUpRounds = isSmoke ? 1 : 5;
+const measuredRounds = isSmoke ? 1 : 10;
 const workloads = [
-  () => smallRequests(50_000),
-  () => largeBodies(200, 1024 * 1024),
-  () => chunkedBody(64),
-  () => grpcStreams(50_000),
+  () => smallRequests(50_000 * scale),
+  () => largeBodies(200 * scale, 1024 * 1024),
+  () => chunkedBody(64 * scale),
+  () => grpcStreams(50_000 * scale),
 ].filter((_, i) => !only || String(i) === only);
 const results: string[] = [];
 for (const make of workloads) {
@@ -254,15 +259,16 @@ for (const make of workloads) {
   const w = make();
   const bytes = [...w.client, ...w.server].reduce((n, c) => n + c.length, 0);
   const times: Record<Mode, number[]> = { baseline: [], parse: [], tracer: [] };
-  // Alternate the modes so machine noise hits them alike; the first 5 rounds warm the JIT and are not counted.
-  for (let round = 0; round < 15; round++) for (const mode of ["baseline", "parse", "tracer"] as Mode[]) times[mode].push(runOnce(w, mode));
+  // Alternate the modes so machine noise hits them alike; the first rounds warm the JIT and are not counted.
+  for (let round = 0; round < warmUpRounds + measuredRounds; round++)
+    for (const mode of ["baseline", "parse", "tracer"] as Mode[]) times[mode].push(runOnce(w, mode));
   const line = (mode: Mode) => {
-    const ms = median(times[mode].slice(5));
+    const ms = median(times[mode].slice(warmUpRounds));
     const mbs = bytes / 1e6 / (ms / 1000);
     const evs = w.exchanges / (ms / 1000);
     return `  ${mode.padEnd(13)} ${ms.toFixed(1).padStart(8)} ms  ${mbs.toFixed(0).padStart(6)} MB/s  ${evs.toFixed(0).padStart(9)} events/s`;
   };
-  const ratio = median(times.parse.slice(5)) / median(times.baseline.slice(5));
+  const ratio = median(times.parse.slice(warmUpRounds)) / median(times.baseline.slice(warmUpRounds));
   results.push(
     `${w.name}: ${(bytes / 1e6).toFixed(1)} MB, ${w.exchanges} exchanges`,
     line("baseline"),

@@ -3,13 +3,14 @@
  * and counting -> a sink that only counts, all in this process on loopback (binary event batches). Baseline:
  * the same events serialised to JSON without sending them. The server's side alone is measured with pre-encoded
  * messages of 500 events, JSON and binary batches side by side.
- * Run: bun bench/capture/publish-bench.ts [events]
+ * Run: bun bench/capture/publish-bench.ts [events, default 200000; --smoke: 2000]
  */
 import { createPublisher } from "~/agent/publish.ts";
 import { encodeEventBatch } from "~/lib/protocol/event-batch.ts";
 import { sampleEvent, startServer } from "../../tests/agent/publish/server.ts";
+import { isSmoke, positional } from "../options.ts";
 
-const total = Number(process.argv[2] ?? 200_000);
+const total = Number(positional[0] ?? (isSmoke ? 2000 : 200_000));
 const server = await startServer();
 const events = Array.from({ length: 1000 }, (_, i) => sampleEvent({ http_req_path: `/users/${i}?page=${i % 7}` }));
 const bytesPerEvent = Buffer.byteLength(JSON.stringify(events[0]));

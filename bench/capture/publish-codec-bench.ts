@@ -6,15 +6,16 @@
  *           tracer no longer makes)  vs  encodeEventBatch
  *   server: UTF-8 decode + JSON.parse + validateEvent per event  vs  validateEventBatch (read + validate)
  * Figures are CPU microseconds per event (process.cpuUsage, GC included), best of a few rounds, interleaved so
- * machine noise hits both alike. Run: bun bench/capture/publish-codec-bench.ts [batches]
+ * machine noise hits both alike. Run: bun bench/capture/publish-codec-bench.ts [batches, default 20; --smoke: 1]
  */
 import { bodyBase64, type CapturedEvent } from "~/lib/protocol/event.ts";
 import { encodeEventBatch } from "~/lib/protocol/event-batch.ts";
 import { validateEvent } from "~/services/ingest/validate-event.ts";
 import { validateEventBatch } from "~/services/ingest/validate-event-batch.ts";
 import { generateEvents } from "../../tests/store/generate.ts";
+import { isSmoke, positional } from "../options.ts";
 
-const batches = Number(process.argv[2] ?? 20);
+const batches = Number(positional[0] ?? (isSmoke ? 1 : 20));
 const perBatch = 1000;
 const rounds = 5;
 const now = Date.now() * 1000;

@@ -12,7 +12,8 @@ import { dlopen } from "bun:ffi";
  * and the budget: at 16 connections wrk and the server keep both cores busy, so traced/direct >= 0.6
  * needs the relay's CPU per request at or below 2/3 of direct's machine CPU per request.
  *
- * Options: --rounds N (default 3), --duration S (default 5), --sizes 1,65536, --conns 16.
+ * Options: --rounds N (default 3), --duration S (default 5), --sizes 1,65536, --conns 16, --smoke (one round of 1 s,
+ * 1 B, no warm-up: proves it runs, measures nothing).
  * Internal: --proxy bun|ffi --listen PORT --to PORT [--trace].
  */
 import { spawn, spawnSync } from "node:child_process";
@@ -38,7 +39,8 @@ import {
 import { bindTo, connectTo, newSocket } from "../../src/agent/seccomp/sockets.ts";
 import { createTracer, type Tracer } from "../../src/agent/tracer.ts";
 import { parseHostEnvironment } from "../../src/lib/env.ts";
-import { cpuNanos, median, optionOf, waitForPort } from "./measure.ts";
+import { isSmoke, optionOf } from "../options.ts";
+import { cpuNanos, median, waitForPort } from "./measure.ts";
 
 const args = process.argv.slice(2);
 const option = optionOf(args);
@@ -248,9 +250,9 @@ if (proxy) {
 
 // ---------------------------------------------------------------- driver
 
-const rounds = Number(option("rounds", "3"));
-const duration = Number(option("duration", "5"));
-const sizes = option("sizes", "1,65536").split(",").map(Number);
+const rounds = Number(option("rounds", "3", "1"));
+const duration = Number(option("duration", "5", "1"));
+const sizes = option("sizes", "1,65536", "1").split(",").map(Number);
 const connsList = option("conns", "16").split(",").map(Number);
 const cpus = availableParallelism();
 if (spawnSync("wrk", ["--version"]).error) {
@@ -285,7 +287,7 @@ for (let round = 1; round <= rounds; round++) {
         );
         await waitForPort(target);
       }
-      spawnSync("wrk", ["-t1", "-c4", "-d1s", `http://127.0.0.1:${target}/`]);
+      if (!isSmoke) spawnSync("wrk", ["-t1", "-c4", "-d1s", `http://127.0.0.1:${target}/`]);
       for (const conns of connsList) {
         const before = child ? cpuNanos(child.pid!) : 0;
         const out = spawnSync("wrk", [`-t${Math.min(2, conns)}`, `-c${conns}`, `-d${duration}s`, `http://127.0.0.1:${target}/`], {

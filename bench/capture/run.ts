@@ -8,7 +8,8 @@
  * Options: --rounds N (default 3), --duration S (default 5), --server <file.js> (default server.js),
  *          --sizes 1,65536 and --conns 1,16 (what to measure), --baseline <checkout> (also measure that
  *          checkout's `tapscope run`, as mode "base"),
- *          --tapscope "<command>" (default: bun src/main.ts), --json <file> to keep the raw figures.
+ *          --tapscope "<command>" (default: bun src/main.ts), --json <file> to keep the raw figures,
+ *          --smoke (one round of 1 s, 1 B at 16 connections, no warm-up: proves it runs, measures nothing).
  * Also, side by side: **haproxy** (mode tcp, one thread: the floor of a user-space relay, when Debian's haproxy is
  * installed; its CPU per request is printed like tapscope's) and **published** (`tapscope run` publishing its events
  * to a local `tapscope server`: what publishing adds to tapscope's own CPU per request, the server's not counted).
@@ -19,13 +20,14 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { spawnServer } from "../../tests/support/server-process.ts";
-import { cpuNanos, haproxyTcpConfig, median, optionOf, stopMeasured, waitForPort } from "./measure.ts";
+import { isSmoke, optionOf } from "../options.ts";
+import { cpuNanos, haproxyTcpConfig, median, stopMeasured, waitForPort } from "./measure.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const args = process.argv.slice(2);
 const option = optionOf(args);
-const rounds = Number(option("rounds", "3"));
-const duration = Number(option("duration", "5"));
+const rounds = Number(option("rounds", "3", "1"));
+const duration = Number(option("duration", "5", "1"));
 const serverFile = resolve(option("server", join(import.meta.dir, "server.js")));
 const tapscope = option("tapscope", `${process.execPath} ${join(root, "src/main.ts")}`).split(" ");
 const jsonOut = option("json", "");
@@ -56,8 +58,8 @@ const allModes: Mode[] = [
   ...(hasHaproxy ? (["haproxy"] as Mode[]) : []),
   ...(baseline ? (["base"] as Mode[]) : []),
 ];
-const sizes = option("sizes", "1,65536").split(",").map(Number);
-const connections = option("conns", "1,16").split(",").map(Number);
+const sizes = option("sizes", "1,65536", "1").split(",").map(Number);
+const connections = option("conns", "1,16", "16").split(",").map(Number);
 const samples = new Map<string, Sample[]>();
 const key = (mode: Mode, size: number, conns: number) => `${mode}/${size}/${conns}`;
 
@@ -111,7 +113,7 @@ async function measure(mode: Mode, size: number): Promise<void> {
     await waitForPort(appPort);
     await waitForPort(port);
     // Warm up (JIT, connection setup) before measuring.
-    spawnSync("wrk", ["-t1", "-c4", "-d1s", `http://127.0.0.1:${port}/`]);
+    if (!isSmoke) spawnSync("wrk", ["-t1", "-c4", "-d1s", `http://127.0.0.1:${port}/`]);
     for (const conns of connections) {
       const threads = Math.min(2, conns);
       const cpuBefore = mode === "direct" ? 0 : cpuNanos(measured.pid!);

@@ -7,6 +7,8 @@
  *   3. queries at --rows rows (made inside ClickHouse, sharded through the Distributed table): histogram and first
  *      page over 24 h through a query tunnel, median and p90 of --runs.
  *   bun bench/cluster/run.ts [--events 100000] [--live-rate 5000] [--live-seconds 10] [--rows 10000000] [--runs 7]
+ *   --smoke: 2,000 events ingested once, 1 s of live at 500 events/s, 10,000 rows queried once (proves it runs, measures
+ *   nothing).
  */
 import { createPublisher } from "~/agent/publish.ts";
 import { TunnelClient } from "~/agent/query-client.ts";
@@ -18,17 +20,18 @@ import { startClickHouseCluster } from "../../tests/support/clickhouse-cluster.t
 import { seedOrg, startRedis } from "../../tests/support/cluster.ts";
 import { createTestDatabase } from "../../tests/support/postgres.ts";
 import { type ServerProcess, spawnServer } from "../../tests/support/server-process.ts";
+import { isSmoke, optionOf } from "../options.ts";
 
 const args = process.argv.slice(2);
-const arg = (name: string, fallback: number) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] ? Number(args[i + 1]) : fallback;
-};
-const events = arg("events", 100_000);
-const liveRate = arg("live-rate", 5000);
-const liveSeconds = arg("live-seconds", 10);
-const rows = arg("rows", 10_000_000);
-const runs = arg("runs", 7);
+const option = optionOf(args);
+const events = Number(option("events", "100000", "2000"));
+const liveRate = Number(option("live-rate", "5000", "500"));
+const liveSeconds = Number(option("live-seconds", "10", "1"));
+const rows = Number(option("rows", "10000000", "10000"));
+const runs = Number(option("runs", "7", "1"));
+/** Ingest runs per setup (the better is kept), after a warm-up of `warmUpEvents`. */
+const ingestRounds = isSmoke ? 1 : 2;
+const warmUpEvents = isSmoke ? 500 : 5000;
 const secret = "bench-cluster-secret-0123456789abcdef";
 
 type Setup = { name: string; nodes: ServerProcess[]; org: Awaited<ReturnType<typeof seedOrg>>; sql: (q: string) => Promise<string> };
@@ -184,9 +187,9 @@ try {
   // 1. Ingest, alternating twice; the better of each. "Watched": a viewer of the namespace on the second node, so every
   // event also crosses the broker (the fan-out's whole cost).
   const ingestRuns: Record<string, Array<{ perSecond: number; dropped: number }>> = { single: [], cluster: [], watched: [] };
-  await ingest(single, 5000);
-  await ingest(cluster, 5000);
-  for (let round = 0; round < 2; round++) {
+  await ingest(single, warmUpEvents);
+  await ingest(cluster, warmUpEvents);
+  for (let round = 0; round < ingestRounds; round++) {
     ingestRuns.single!.push(await ingest(single, events));
     ingestRuns.cluster!.push(await ingest(cluster, events));
     const viewer = new WebSocket(cluster.org.liveUrl(cluster.nodes[1]!.endpoint, secret));
@@ -200,7 +203,7 @@ try {
   }
   const best = (xs: Array<{ perSecond: number; dropped: number }>) => xs.reduce((a, b) => (b.perSecond > a.perSecond ? b : a));
   const [is, ic, iw] = [best(ingestRuns.single!), best(ingestRuns.cluster!), best(ingestRuns.watched!)];
-  console.log(`\ningest (${f(events)} events per run, best of 2)`);
+  console.log(`\ningest (${f(events)} events per run, best of ${ingestRounds})`);
   console.log(`  ${single.name.padEnd(30)} ${f(is.perSecond).padStart(8)} events/s stored, dropped ${is.dropped}`);
   console.log(`  ${cluster.name.padEnd(30)} ${f(ic.perSecond).padStart(8)} events/s stored, dropped ${ic.dropped}`);
   console.log(`  ${`${cluster.name}, watched on node 2`.padEnd(30)} ${f(iw.perSecond).padStart(8)} events/s stored, dropped ${iw.dropped}`);

@@ -2,6 +2,7 @@ import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { launchBrowser, root, screenshot, startServer } from "../../tests/e2e/harness.ts";
 import { startSmtpServer } from "../../tests/support/smtp.ts";
+import { optionOf } from "../options.ts";
 
 /**
  * bench:explorer — the requests explorer in Chromium over the real query tunnel, with N events (default
@@ -9,15 +10,12 @@ import { startSmtpServer } from "../../tests/support/smtp.ts";
  * WebSocket -> validation -> DuckDB). Measured in the page: from the brush's release (the click) to the
  * updated histogram and the first page of rows painted. Baselines side by side: clearing the focus (the same
  * rows query over the whole 24 h, no brush) and a plain page load.
- *   bun bench/explorer/run.ts [--rows 1000000] [--runs 10]
+ *   bun bench/explorer/run.ts [--rows 1000000] [--runs 10] [--smoke]
+ * --smoke: 2,000 rows, one measured run of each case (proves it runs, measures nothing).
  */
-const args = process.argv.slice(2);
-const arg = (name: string, fallback: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] ? String(args[i + 1]) : fallback;
-};
-const rows = Number(arg("rows", "1000000"));
-const runs = Number(arg("runs", "10"));
+const arg = optionOf(process.argv.slice(2));
+const rows = Number(arg("rows", "1000000", "2000"));
+const runs = Number(arg("runs", "10", "1"));
 const bun = join(root, "node_modules/.bin/bun");
 const H = 3_600_000;
 const endMs = Math.ceil(Date.now() / H) * H;
@@ -64,7 +62,8 @@ const child = Bun.spawn(
   { cwd: root, stdout: "pipe", stderr: "inherit" },
 );
 if ((await child.exited) !== 0) throw new Error("publisher failed");
-const stats = JSON.parse(await new Response(child.stdout).text());
+// The child says when it starts publishing, then prints its stats as its last line.
+const stats = JSON.parse((await new Response(child.stdout).text()).trim().split("\n").at(-1) ?? "{}");
 const ingestSeconds = (performance.now() - ingestStart) / 1000;
 console.log(
   `ingested ${stats.sent} events in ${ingestSeconds.toFixed(0)} s (${Math.round(stats.sent / ingestSeconds)}/s), dropped ${stats.dropped}`,

@@ -4,6 +4,7 @@
  * Prints median and p99 publish-to-subscriber latency, events lost and server CPU, side by side with ratios.
  *
  *   npm run bench:live [-- --rate 5000 --seconds 10 --subscribers 50 --batch-ms 10 --publisher socket|hub --client-procs 5]
+ *   --smoke: 500 events/s for 1 s to 5 subscribers, a shorter noise floor (proves it runs, measures nothing).
  *
  * Processes: the server, the publisher, and the viewers spread over a few processes (as browsers would be).
  */
@@ -12,19 +13,20 @@ import { loadavg } from "node:os";
 import { join } from "node:path";
 import { compileFilter } from "~/lib/filter/evaluate.ts";
 import { parseFilterChips } from "~/lib/filter/parse.ts";
+import { isSmoke, optionOf } from "../options.ts";
 import { benchEvent, benchFilters } from "./events.ts";
 import { hubAlone } from "./hub-alone.ts";
 
-const args = new Map<string, string>();
-for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i]!.replace(/^--/, ""), process.argv[i + 1] ?? "");
-const rate = Number(args.get("rate") ?? 5000);
-const seconds = Number(args.get("seconds") ?? 10);
-const subscribers = Number(args.get("subscribers") ?? 50);
-const batchMs = Number(args.get("batch-ms") ?? 10);
+const option = optionOf(process.argv.slice(2));
+const rate = Number(option("rate", "5000", "500"));
+const seconds = Number(option("seconds", "10", "1"));
+const subscribers = Number(option("subscribers", "50", "5"));
+const batchMs = Number(option("batch-ms", "10"));
 /** socket: a publisher process on the real publish socket (JoinPublisher, ingest); hub: events handed to the hub in the server. */
-const mode = args.get("publisher") === "hub" ? "hub" : "socket";
+const mode = option("publisher", "socket") === "hub" ? "hub" : "socket";
 /** Viewers are spread over this many processes (browsers are separate processes). */
-const clientProcs = Number(args.get("client-procs") ?? 5);
+const clientProcs = Number(option("client-procs", "5", "2"));
+const hubEvents = isSmoke ? 2000 : 20_000;
 
 type Line = { type: string; [k: string]: unknown };
 
@@ -174,7 +176,7 @@ async function scenario(name: string, count: number, filterFor: (k: number) => n
 }
 
 /** The machine's own noise floor: how late a 10 ms timer fires in a process doing nothing else, for 3 s. */
-async function idleLag(): Promise<{ p99: number; max: number }> {
+async function idleLag(ms = isSmoke ? 300 : 3000): Promise<{ p99: number; max: number }> {
   const lags: number[] = [];
   let last = performance.now();
   const handle = setInterval(() => {
@@ -182,7 +184,7 @@ async function idleLag(): Promise<{ p99: number; max: number }> {
     lags.push(now - last - 10);
     last = now;
   }, 10);
-  await Bun.sleep(3000);
+  await Bun.sleep(ms);
   clearInterval(handle);
   lags.sort((a, b) => a - b);
   return { p99: lags[Math.floor(lags.length * 0.99)] ?? 0, max: lags.at(-1) ?? 0 };
@@ -230,8 +232,8 @@ console.log(`\n${"".padEnd(w0)} | ${"baseline".padStart(10)} | ${"measured".padS
 for (const [label, get, ratio] of rows) {
   console.log(`${label.padEnd(w0)} | ${get(baseline).padStart(10)} | ${get(measured).padStart(10)} | ${ratio(baseline, measured)}`);
 }
-const hubBase = hubAlone(1, 20_000);
-const hubMeasured = hubAlone(subscribers, 20_000);
+const hubBase = hubAlone(1, hubEvents);
+const hubMeasured = hubAlone(subscribers, hubEvents);
 console.log(
   `\nhub alone (no sockets, CPU time): ${fmt(hubBase.usPerEvent, 2)} µs per event for 1 subscriber, ` +
     `${fmt(hubMeasured.usPerEvent, 2)} µs for ${subscribers} (${fmt(hubMeasured.usPerEvent / hubBase.usPerEvent, 1)}x); ` +

@@ -5,17 +5,19 @@
  * default mobile profile with simulated throttling) for performance, accessibility and best practices. Prints the
  * scores against the targets of issue 17 (90 / 95 / 95) and exits non-zero when one is missed.
  *
- * Options: --pages "/,/pricing" (default: /, /pricing, /blog/http2-preface, /docs), --runs N (median of N, default 1).
+ * Options: --pages "/,/pricing" (default: /, /pricing, /blog/http2-preface, /docs), --runs N (median of N, default 1),
+ * --smoke (the landing page once, scores printed but not judged: proves it runs).
  */
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { median, optionOf, waitForPort } from "../capture/measure.ts";
+import { median, waitForPort } from "../capture/measure.ts";
+import { isSmoke, optionOf } from "../options.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const option = optionOf(process.argv.slice(2));
-const pages = option("pages", "/,/pricing,/blog/http2-preface,/docs").split(",");
+const pages = option("pages", "/,/pricing,/blog/http2-preface,/docs", "/").split(",");
 const runs = Number(option("runs", "1"));
 const chrome = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((path) => Bun.file(path).size > 0);
 if (!chrome) {
@@ -95,4 +97,5 @@ for (const [page, entry] of scores) {
   console.log(`${page.padEnd(24)} ${cell("performance")}  ${cell("accessibility")}  ${cell("best-practices").padStart(14)}`);
 }
 console.log(`targets: performance >= 90, accessibility >= 95, best practices >= 95: ${missed === 0 ? "all met" : `${missed} missed`}`);
-process.exit(missed === 0 ? 0 : 1);
+// A smoke run on a busy machine proves the audit runs; its scores decide nothing.
+process.exit(missed === 0 || isSmoke ? 0 : 1);

@@ -8,6 +8,8 @@
  *
  * wrk has no rate option: each connection waits `connections * 1000 / rate` ms between requests (wrk's Lua
  * delay()), so the rate is at most --rate; the achieved rate is reported.
+ *
+ * --smoke: 4 s at up to 500/s, a report every 2 s (proves it runs, measures nothing).
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -18,22 +20,21 @@ import { namespaces, namespaceTokens, orgs } from "#db/schema/index.ts";
 import { defaultMemoryLimit, parseBytes } from "~/lib/env.ts";
 import { newToken } from "~/services/auth/token-format.ts";
 import { tableName } from "~/store/table.ts";
+import { isSmoke, optionOf } from "../options.ts";
 
 const root = join(import.meta.dir, "../..");
-const args = process.argv.slice(2);
-const arg = (name: string, fallback: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] ? (args[i + 1] as string) : fallback;
-};
+const arg = optionOf(process.argv.slice(2));
 const parseDuration = (raw: string) => {
   const m = /^(\d+)(s|m|h)?$/.exec(raw);
   if (!m) throw new Error(`--duration must be like 600, 90s, 10m or 1h, got "${raw}"`);
   return Number(m[1]) * (m[2] === "h" ? 3600 : m[2] === "m" ? 60 : 1);
 };
-const durationS = parseDuration(arg("duration", "10m"));
-const rate = Number(arg("rate", "10000"));
-const connections = Number(arg("connections", "40"));
-const reportS = Number(arg("report", "30"));
+const durationS = parseDuration(arg("duration", "10m", "4s"));
+const rate = Number(arg("rate", "10000", "500"));
+const connections = Number(arg("connections", "40", "4"));
+const reportS = Number(arg("report", "30", "2"));
+/** How long the tracer gets to publish what is left once the load stops. */
+const drainMs = isSmoke ? 2000 : 5000;
 const budget = process.env.MEMORY_LIMIT ? (parseBytes(process.env.MEMORY_LIMIT) ?? 0) : defaultMemoryLimit();
 const mb = (bytes: number) => Math.round(bytes / 1024 / 1024);
 
@@ -110,7 +111,15 @@ try {
       }
     }
   })();
-  await Promise.race([listening, Bun.sleep(60_000).then(() => Promise.reject(new Error("server did not start")))]);
+  // A timer that is cleared: a pending one would keep this process alive for its whole minute after the run.
+  let startTimer: Timer | undefined;
+  await Promise.race([
+    listening,
+    new Promise((_, reject) => {
+      startTimer = setTimeout(() => reject(new Error("server did not start")), 60_000);
+    }),
+  ]);
+  clearTimeout(startTimer);
 
   const appPort = 20_000 + Math.floor(Math.random() * 20_000);
   const tracer = Bun.spawn(
@@ -179,7 +188,7 @@ try {
   const requests = Number(/(\d+) requests in/.exec(wrkOut)?.[1] ?? Number.NaN);
   const errors = /Non-2xx|Socket errors.*/.exec(wrkOut)?.[0];
   // Let the tracer publish what is left, then stop the server (it writes what is batched) and count.
-  await Bun.sleep(5000);
+  await Bun.sleep(drainMs);
   clearInterval(sampler);
   clearInterval(printer);
   tracer.kill("SIGINT");

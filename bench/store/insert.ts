@@ -13,6 +13,7 @@
  * ClickHouse started by the test support; CPU is this process plus the ClickHouse server (a child process).
  *
  *   bun bench/store/insert.ts [--engine duckdb|clickhouse] [--rows 245760] [--batch 5000] [--rounds 3] [--inflight 2]
+ *   --smoke: 2,000 rows, one round (proves it runs, measures nothing).
  */
 
 import { randomUUID } from "node:crypto";
@@ -36,11 +37,12 @@ const { values: args } = parseArgs({
     batch: { type: "string" },
     rounds: { type: "string" },
     inflight: { type: "string" },
+    smoke: { type: "boolean" },
   },
 });
-const rows = Number(args.rows ?? 245_760);
+const rows = Number(args.rows ?? (args.smoke ? 2000 : 245_760));
 const batch = Number(args.batch ?? 5000);
-const rounds = Number(args.rounds ?? 3);
+const rounds = Number(args.rounds ?? (args.smoke ? 1 : 3));
 const inflight = Number(args.inflight ?? 2);
 
 const startMicros = Date.UTC(2026, 0, 10) * 1000;

@@ -7,6 +7,7 @@
  * garbage collector's threads. CPU per event counts every thread of the process (/proc/self/stat).
  *
  *   bun bench/store/rows.ts [--events 600000] [--backlog 90000] [--rounds 3]
+ *   --smoke: 32,000 events, a backlog of one batch, one round (proves it runs, measures nothing).
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
@@ -17,14 +18,18 @@ import { duckdbInsertBatchSize as batchSize } from "~/store/duckdb.ts";
 import { type EventRows, eventColumns, isTextColumn, sliceRows, toEventRows } from "~/store/table.ts";
 import { generateEvents } from "../../tests/store/generate.ts";
 
-const { values: args } = parseArgs({ options: { events: { type: "string" }, backlog: { type: "string" }, rounds: { type: "string" } } });
-const total = Number(args.events ?? 600_000);
-const backlog = Number(args.backlog ?? 90_000);
-const rounds = Number(args.rounds ?? 3);
+const { values: args } = parseArgs({
+  options: { events: { type: "string" }, backlog: { type: "string" }, rounds: { type: "string" }, smoke: { type: "boolean" } },
+});
+const total = Number(args.events ?? (args.smoke ? 32_000 : 600_000));
+const backlog = Number(args.backlog ?? (args.smoke ? batchSize : 90_000));
+const rounds = Number(args.rounds ?? (args.smoke ? 1 : 3));
+// A batch is taken from the backlog, so a smaller backlog never fills one.
+if (!(backlog >= batchSize)) throw new Error(`--backlog must be at least one insert batch (${batchSize} events), got ${args.backlog}`);
 const perFrame = 1000;
 
 const startMicros = Date.UTC(2026, 0, 10) * 1000;
-const generated = generateEvents({ count: 100_000, startMicros, endMicros: startMicros + 86_400_000_000, seed: 7 });
+const generated = generateEvents({ count: Math.min(total, 100_000), startMicros, endMicros: startMicros + 86_400_000_000, seed: 7 });
 const frames: Uint8Array[] = [];
 for (let i = 0; i < generated.length; i += perFrame)
   frames.push(encodeEventBatch(i / perFrame, generated.slice(i, i + perFrame) as CapturedEvent[]));

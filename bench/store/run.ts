@@ -9,20 +9,18 @@ import { openDuckDbStore } from "~/store/duckdb.ts";
 import type { SqlEventStore } from "~/store/sql-store.ts";
 import { generateEvents } from "../../tests/store/generate.ts";
 import { clickhouseUrl } from "../../tests/support/clickhouse.ts";
+import { optionOf } from "../options.ts";
 import { startBenchServer } from "./server.ts";
 
 /**
  * bench:store — ingest through the real publisher WebSocket into each store, then the explorer's queries
  * (histogram + first page) against a plain COUNT(*) baseline on the same table, median of N runs.
- *   bun bench/store/run.ts [--rows 1000000] [--runs 20] [--engines duckdb,clickhouse] [--rate events-per-second]
+ *   bun bench/store/run.ts [--rows 1000000] [--runs 20] [--engines duckdb,clickhouse] [--rate events-per-second] [--smoke]
+ * --smoke: 2,000 rows, one run of each query (proves it runs, measures nothing).
  */
-const args = process.argv.slice(2);
-const arg = (name: string, fallback: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] ? String(args[i + 1]) : fallback;
-};
-const rows = Number(arg("rows", "1000000"));
-const runs = Number(arg("runs", "20"));
+const arg = optionOf(process.argv.slice(2));
+const rows = Number(arg("rows", "1000000", "2000"));
+const runs = Number(arg("runs", "20", "1"));
 const engines = arg("engines", "duckdb,clickhouse").split(",");
 /** Events per second the publisher offers (0: as fast as it can, which overruns the store and shows what it drops). */
 const rate = Number(arg("rate", "0"));

@@ -3,7 +3,8 @@
  * client writes 1 byte, the TLS peer echoes it) direct, through the TlsRelay (node:tls over a Duplex), and through
  * the alternative of a loopback Bun TLS listener the relay pipes the program's bytes into; and new connections
  * (the TLS handshake as the client sees it). The clients, the relays and the peer run in three processes, as the
- * traced program, the supervisor and the peer would. Usage: bun bench/tls-leg/run.ts [requests]
+ * traced program, the supervisor and the peer would. Usage: bun bench/tls-leg/run.ts [requests, default 4000]
+ * [--smoke: 50 requests and 20 new connections per round].
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,11 +14,12 @@ import { legOptions } from "../../src/agent/relay/leg-options.ts";
 import { type LegData, Pipe } from "../../src/agent/relay/pipe.ts";
 import { type Peer, TlsRelay, TlsRelayContext } from "../../src/agent/relay/tls-relay.ts";
 import { makeCa, makeLeaf, type Pem } from "../../tests/agent/tls-pki.ts";
+import { isSmoke, positional } from "../options.ts";
 
-const isPeer = process.argv[2] === "--peer";
-const isUpstream = process.argv[2] === "--upstream";
-const REQUESTS = Number(process.argv[isPeer ? 3 : 2] ?? 4000);
-const CONNECTIONS = 200;
+const isPeer = positional[0] === "--peer";
+const isUpstream = positional[0] === "--upstream";
+const REQUESTS = Number(positional[isPeer ? 1 : 0] ?? (isSmoke ? 50 : 4000));
+const CONNECTIONS = isSmoke ? 20 : 200;
 const NAME = "upstream.test";
 type Pki = { upCa: Pem; runCa: Pem; upLeaf: Pem; minted: Pem };
 type Ports = { relay: number; loopRelay: number; opaque: number };
@@ -55,7 +57,7 @@ async function runRelays(): Promise<void> {
     minted: makeLeaf(dir, "runca", "minted", [`DNS:${NAME}`]),
   };
   rmSync(dir, { recursive: true, force: true });
-  const child = Bun.spawn([process.execPath, import.meta.path, "--peer", String(REQUESTS)], {
+  const child = Bun.spawn([process.execPath, import.meta.path, "--peer", String(REQUESTS), ...(isSmoke ? ["--smoke"] : [])], {
     stdin: "pipe",
     stdout: "pipe",
     stderr: "inherit",

@@ -13,19 +13,21 @@
  * costs, not a rival tracer.
  *
  * Options: --rounds N (default 3), --duration S (default 4), --tapscope "<command>" (default: bun src/main.ts),
- * --only TEXT (the cases whose name contains it, e.g. --only new).
+ * --only TEXT (the cases whose name contains it, e.g. --only new), --smoke (one round of 1 s of the 1 B cases at
+ * 16 connections and new connections: proves it runs, measures nothing).
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { makeCa, makeLeaf } from "../../tests/agent/tls-pki.ts";
-import { cpuNanos, haproxyTcpConfig, median, optionOf, waitForPort } from "../capture/measure.ts";
+import { cpuNanos, haproxyTcpConfig, median, waitForPort } from "../capture/measure.ts";
+import { isSmoke, optionOf } from "../options.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const option = optionOf(process.argv.slice(2));
-const rounds = Number(option("rounds", "3"));
-const duration = Number(option("duration", "4"));
+const rounds = Number(option("rounds", "3", "1"));
+const duration = Number(option("duration", "4", "1"));
 const tapscope = option("tapscope", `${process.execPath} ${join(root, "src/main.ts")}`).split(" ");
 
 if (spawnSync("wrk", ["--version"]).error) {
@@ -41,7 +43,9 @@ const allCases: Case[] = [
   { name: "keep-alive 64 KiB", size: 65536, conns: 16, newConnection: false },
   { name: "new connection 1 B", size: 1, conns: 1, newConnection: true },
 ];
-const cases = allCases.filter((c) => c.name.includes(option("only", "")));
+const cases = allCases.filter(
+  (c) => c.name.includes(option("only", "")) && (!isSmoke || (c.size === 1 && (c.conns === 16 || c.newConnection))),
+);
 type Mode = "direct" | "traced" | "haproxy";
 /** cpu: the relay's CPU time per request in µs (tapscope's process, all threads; or haproxy's), 0 for direct. */
 type Sample = { rps: number; p50: number; p99: number; cpu: number };

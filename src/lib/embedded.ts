@@ -158,8 +158,3 @@ export function clientAssetPath(relPath: string): string | undefined {
   if (!path.startsWith(`${resolve(sourceRoot, "build/client")}/`)) return undefined;
   return existsSync(path) ? path : undefined;
 }
-
-/** Every embedded browser asset (relative path -> embedded path); undefined from source. */
-export function embeddedClientAssets(): Readonly<Record<string, string>> | undefined {
-  return embeddedManifest?.client;
-}

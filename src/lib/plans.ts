@@ -1,5 +1,5 @@
 /**
- * The plans of spec section 9: one definition for the pricing page, the billing screen and (issue 18) the limits.
+ * The plans: one definition for the pricing page, the billing screen and the plan limits.
  * `limits` null means unlimited.
  */
 export type PlanId = "free" | "team" | "scale" | "enterprise";

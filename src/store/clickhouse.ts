@@ -12,6 +12,8 @@ const chType: Record<ColumnKind, string> = {
   json: "String",
 };
 const lit = clickhouseDialect.literal;
+/** How long a delete may take to be applied everywhere before it fails (and the retention job tries again next run). */
+const deleteTimeoutMs = 120_000;
 
 /** TTL clauses on MergeTree tables arrived in ClickHouse 19.6; older servers (Debian's 18.16) delete on a schedule. */
 export function supportsTtl(version: string): boolean {
@@ -199,7 +201,7 @@ class ClickHouseEngine implements Engine {
 
   async deleteOlderThan(distributed: string, cutoffMicros: number): Promise<void> {
     // On a cluster the rows are in the shards' local tables: the partitions this shard has (sharded by id, every shard
-    // has every day's) go ON CLUSTER, and the mutation this shard runs is the one waited for.
+    // has every day's) go ON CLUSTER, and so does the mutation, which every shard must have applied before this returns.
     const table = localTable(distributed, this.cluster);
     // Whole days well before the cutoff go by partition (cheap); the rest by a mutation we wait for.
     const cutoffDay = Math.floor(cutoffMicros / 86_400_000_000) - 1;
@@ -214,15 +216,32 @@ class ClickHouseEngine implements Engine {
       }
     }
     await this.command(`ALTER TABLE ${table}${this.onCluster} DELETE WHERE time < ${lit(cutoffMicros)}`);
-    const deadline = Date.now() + 60_000;
-    while (Date.now() < deadline) {
+    // A mutation runs in the background and ON CLUSTER returns once each shard has queued it, so the delete is done
+    // when no shard has it pending: each shard's system.mutations, read through cluster() (one replica per shard; the
+    // others apply it as they replicate, as they do inserts). 18.16 has no mutations_sync.
+    const database = await this.database();
+    const mutations = this.cluster ? `cluster(${lit(this.cluster.name)}, system, mutations)` : "system.mutations";
+    const deadline = Date.now() + deleteTimeoutMs;
+    for (;;) {
       const pending = await this.select(
-        `SELECT count() AS n FROM system.mutations WHERE database = currentDatabase() AND table = ${lit(table)} AND is_done = 0`,
+        `SELECT count() AS n FROM ${mutations} WHERE database = ${lit(database)} AND table = ${lit(table)} AND is_done = 0`,
         { timeoutMs: 10_000, queryId: "" },
       );
       if (Number(pending[0]?.n ?? 0) === 0) return;
-      await Bun.sleep(50);
+      if (Date.now() > deadline) {
+        throw new Error(
+          `deleting events older than the cutoff from ${table}: not applied on every shard within ${deleteTimeoutMs / 1000} s`,
+        );
+      }
+      await Bun.sleep(100);
     }
+  }
+
+  private databaseName: string | undefined;
+  /** The database the tables are in (the same on every shard: the Distributed table names it). */
+  private async database(): Promise<string> {
+    this.databaseName ??= String((await this.select("SELECT currentDatabase() AS db", { timeoutMs: 10_000, queryId: "" }))[0]?.db);
+    return this.databaseName;
   }
 
   async listTables(): Promise<string[]> {

@@ -26,7 +26,7 @@ export type EventStore = {
    * Full events of up to 10000 ids in one read (HAR export), optionally within a time range that prunes
    * the scan; missing ids are skipped, order not defined.
    */
-  getEvents?(namespaceId: string, eventIds: readonly string[], range?: TimestampFilter): Promise<TracedEvent[]>;
+  getEvents(namespaceId: string, eventIds: readonly string[], range?: TimestampFilter): Promise<TracedEvent[]>;
   /** Removes events whose time (microseconds) is before cutoffMicros. */
   deleteOlderThan(namespaceId: string, cutoffMicros: number): Promise<void>;
   /**

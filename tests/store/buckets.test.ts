@@ -7,7 +7,7 @@ const h = 60 * m;
 const d = 24 * h;
 const t0 = Date.UTC(2026, 0, 10, 12, 0, 0);
 
-describe("histogram bucket choice (spec section 9)", () => {
+describe("histogram bucket choice", () => {
   test("the spec's six sizes cover 2m, 10m, 1h, 2h, 10h, 20h", () => {
     expect(chooseBucketMs(t0 - 2 * m, t0)).toBe(1 * s);
     expect(chooseBucketMs(t0 - 10 * m, t0)).toBe(5 * s);

@@ -59,6 +59,45 @@ test("cluster: events are sharded by id over both shards, and the counts through
   await store.close();
 }, 60_000);
 
+test("cluster: a delete returns only once every shard has applied it, so no row older than the cutoff is read after it", async () => {
+  const c = await theCluster();
+  const ns = randomUUID();
+  const end = 1_760_000_000_000_000;
+  const cutoff = end - 1_800_000_000;
+  const events = generateEvents({ count: 400, startMicros: end - 3_600_000_000, endMicros: end, seed: 6 });
+  const store = await openClickHouseStore({ url: c.shards[0]!.url, cluster: c.name });
+  await store.insert(ns, events);
+  const local = `${tableName(ns)}_local`;
+  const [first, second] = c.shards as [ClickHouseServer, ClickHouseServer];
+  // The second shard holds its mutation back until merges start again: a shard slower than the one the store talks to.
+  await sql(second.url, `SYSTEM STOP MERGES ${local}`);
+  let hasReturned = false;
+  const deleting = store.deleteOlderThan(ns, cutoff).then(() => {
+    hasReturned = true;
+  });
+  try {
+    // The first shard applies the delete; a store waiting for that shard alone would return now.
+    const mutationsOnFirst = `SELECT count(), countIf(is_done = 0) FROM system.mutations WHERE table = '${local}' FORMAT TSV`;
+    const deadline = Date.now() + 60_000;
+    while ((await sql(first.url, mutationsOnFirst)) !== "1\t0") {
+      if (Date.now() > deadline) throw new Error("the first shard did not apply the delete");
+      await Bun.sleep(100);
+    }
+    // Time for a store that waits for this shard alone to notice (it polls every few tens of milliseconds).
+    await Bun.sleep(500);
+    expect(Number(await sql(second.url, `SELECT count() FROM ${local} WHERE time < ${cutoff}`))).toBeGreaterThan(0);
+    expect(hasReturned).toBe(false);
+  } finally {
+    await sql(second.url, `SYSTEM START MERGES ${local}`);
+  }
+  await deleting;
+  // Read right after it returns, through either node: exactly the rows at or after the cutoff.
+  const kept = events.filter((e) => e.time >= cutoff).length;
+  for (const shard of c.shards) expect(Number(await sql(shard.url, `SELECT count() FROM ${tableName(ns)}`))).toBe(kept);
+  await store.dropNamespace(ns);
+  await store.close();
+}, 120_000);
+
 test("cluster: a shard that is down fails the insert (never acknowledged as stored); after it restarts inserts land again", async () => {
   const c = await theCluster();
   const ns = randomUUID();

@@ -328,7 +328,7 @@ describe("range controls", () => {
 });
 
 describe("results", () => {
-  test("row-limit message of spec section 8, and a failed query shows a message and a retry", async () => {
+  test("the row-limit message, and a failed query shows a message and a retry", async () => {
     const rows = makeRows(10_050, global.startMs, global.endMs);
     const { client, calls } = memoryClient(rows, { failRows: 1 });
     mount(client, base);
@@ -380,7 +380,7 @@ describe("results", () => {
 });
 
 describe("Safari", () => {
-  test("the results panel is covered by the overlay text of spec section 8", async () => {
+  test("the results panel is covered by the overlay text", async () => {
     const original = navigator.userAgent;
     Object.defineProperty(navigator, "userAgent", {
       value: "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_5) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Safari/605.1.15",

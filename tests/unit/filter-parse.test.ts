@@ -13,7 +13,7 @@ function err(src: string) {
   return r.error;
 }
 
-describe("parseFilter: the language of spec section 5", () => {
+describe("parseFilter: the filter language", () => {
   test("method equality with a quoted verb, normalised to upper case", () => {
     expect(ok('request.method == "post"')).toEqual({ kind: "compare", field: "request.method", op: "==", value: "POST", pos: 0 });
     expect(ok("request.method != 'DELETE'")).toMatchObject({ op: "!=", value: "DELETE" });

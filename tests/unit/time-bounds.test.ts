@@ -24,7 +24,7 @@ const D = 24 * H;
 // Not on a 30 s boundary, as "now" seldom is.
 const now = Date.UTC(2026, 10, 24, 16, 41, 7, 250);
 
-describe("the bucket size of each preset follows spec section 9 (only the span counts)", () => {
+describe("the bucket size of each preset follows the span alone", () => {
   const expected: Record<string, number> = {
     "5m": 5 * S,
     "15m": 30 * S,

@@ -127,8 +127,3 @@ export function fromHostPort(ip: string, port: number): SockAddr {
 export function formatSockAddr(addr: SockAddr): string {
   return addr.family === 6 ? `[${addr.ip}]:${addr.port}` : `${addr.ip}:${addr.port}`;
 }
-
-/** Host text Bun.connect/Bun.listen accept. */
-export function hostOf(addr: SockAddr): string {
-  return addr.ip;
-}

@@ -225,7 +225,7 @@ export class ClusterNode implements EventSink {
       });
       const ids = new Set(page.data.map((r) => r.event_id));
       if (ids.size === 0) return;
-      const events = (await store.getEvents?.(linkStoreId(linkId), [...ids])) ?? [];
+      const events = await store.getEvents(linkStoreId(linkId), [...ids]);
       events.sort((a, b) => a.time - b.time);
       this.deps.hub.accept({ namespaceId: null, linkId }, this.deps.hub.notInHistory(key, events));
     } catch (err) {

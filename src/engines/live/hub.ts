@@ -697,7 +697,7 @@ export class LiveHub implements EventSink {
     for (const sub of channel.subscribers) sub.transport.send(message);
   }
 
-  // ---- the cluster (engines/cluster/cluster-live.ts) ----
+  // ---- the cluster (engines/cluster/cluster-node.ts) ----
 
   private clusterNotice: string | null = null;
 

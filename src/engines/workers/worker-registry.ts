@@ -369,7 +369,7 @@ export class WorkerRegistry {
       queryRows: (ns, q) => local.queryRows(ns, q),
       histogram: (ns, q) => local.histogram(ns, q),
       getEvent: (ns, id) => local.getEvent(ns, id),
-      getEvents: local.getEvents ? (ns, ids, range) => local.getEvents!(ns, ids, range) : undefined,
+      getEvents: (ns, ids, range) => local.getEvents(ns, ids, range),
       deleteOlderThan: (ns, c) => local.deleteOlderThan(ns, c),
       applyRetention: (ns, d, n) => local.applyRetention(ns, d, n),
       listNamespaces: () => local.listNamespaces(),

@@ -171,8 +171,3 @@ export function boundedPredicate(chips: readonly string[], stepsPerEvent = filte
     return predicate(e) && meter.left >= 0;
   };
 }
-
-/** Evaluates a filter on one event (compile once with compileFilter when evaluating many). */
-export function evaluateFilter(expr: FilterExpr | null, event: TracedEvent): boolean {
-  return compileFilter(expr)(event);
-}

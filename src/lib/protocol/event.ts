@@ -157,7 +157,7 @@ export const eventFields = [
   ["bytes_sent", "int"],
   ["bytes_received", "int"],
   ["tags", "json"],
-  // Added after the first layout: kept last so tables made before it get it appended (src/store/upgrade).
+  // Added after the first layout: kept last so tables made before it get it appended (`addedColumns` in src/store/table.ts).
   ["timing_tls", "int"],
 ] as const satisfies ReadonlyArray<readonly [keyof TracedEvent, FieldKind]>;
 

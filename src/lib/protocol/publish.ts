@@ -1,16 +1,12 @@
-import type { TracedEvent } from "./event.ts";
-
 /**
  * The publisher protocol: `tapscope run` -> POST /api/JoinPublisher (api/publish.ts) -> WebSocket to the returned
  * websocketUrl (/api/PublishEvents?ticket=...). Events go as binary frames: a binary event batch
  * (event-batch.ts, recognised by its magic; sent when the server's "ready" lists its format), or a JSON
- * `events` message as UTF-8 (older agents, simple clients). Pings and every server reply are JSON. Either
+ * `{"type":"events","seq":N,"events":[...]}` message as UTF-8 (older agents, simple clients). Pings
+ * (`{"type":"ping","seq":N}`) and every server reply are JSON; `seq` is echoed in the reply. Either
  * way the server sees the size first and refuses an oversized message before reading it, and both get the
  * same validation, limits and ack.
  */
-
-/** Client -> server as JSON (a binary event batch carries seq and events alike). `seq` is echoed in the reply so the client can count per batch. */
-export type PublishClientMessage = { type: "events"; seq: number; events: TracedEvent[] } | { type: "ping"; seq: number };
 
 export type PublishServerMessage =
   /** First message on a new socket: where the events go and the limits to respect. */

@@ -6,7 +6,6 @@ import { AppError } from "~/lib/errors.ts";
  */
 
 export const histogramBucketCount = 120;
-export const defaultBucketMs = 1000;
 
 const second = 1000;
 const minute = 60 * second;
@@ -42,7 +41,7 @@ export function snapUp(t: number, size: number): number {
 }
 
 /**
- * Spec section 9: the smallest size whose 120 buckets cover the span (the 1h preset: 30 s). Closed form: past
+ * The smallest size whose 120 buckets cover the span (the 1h preset: 30 s). Closed form: past
  * the listed sizes, whole days. A range that is not finite or ends before it starts is refused, so nothing
  * here ever loops on what a client sent.
  */

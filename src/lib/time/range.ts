@@ -8,7 +8,7 @@ import { bucketGrid, chooseBucketMs, shiftBuckets, snapDown, snapUp } from "./bu
 
 export type TimeRange = { startMs: number; endMs: number };
 
-/** Spec section 9: the focus end must exceed its start by at least 0.001 ms. */
+/** The focus end must exceed its start by at least 0.001 ms. */
 export const minFocusMs = 0.001;
 
 export type DrawnGrid = TimeRange & { bucketMs: number; count: number; originMs: number };
@@ -129,12 +129,6 @@ export function centredOn(global: TimeRange, t: number): TimeRange {
   const width = global.endMs - global.startMs;
   const startMs = Math.round(t - width / 2);
   return { startMs, endMs: startMs + width };
-}
-
-/** The bucket index under t, for hit testing; clamps to the grid. */
-export function bucketAt(global: TimeRange, t: number): number {
-  const g = gridRange(global);
-  return clamp(Math.floor((t - g.originMs) / g.bucketMs), 0, g.count - 1);
 }
 
 export { snapDown };

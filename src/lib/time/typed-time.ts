@@ -21,7 +21,7 @@ export function parseTypedUtc(text: string): number | null {
   return formatUtc(ms) === text ? ms : null;
 }
 
-/** Spec section 5: the date a week ago, plus 12:34:56. */
+/** The jump-to-time box's placeholder: the date a week ago, plus 12:34:56. */
 export function typedTimePlaceholder(nowMs: number): string {
   return `${formatUtc(nowMs - 7 * 86_400_000).slice(0, 10)} 12:34:56`;
 }

@@ -108,22 +108,13 @@ async function run(store: EventStore, namespaceId: string, request: TunnelReques
         throw new QueryInputError(`eventIds must be at most ${maxEventsPerRequest} event ids`);
       }
       const started = performance.now();
-      let found: TracedEvent[] = [];
-      if (store.getEvents) {
-        const range = want.range as { lowerMs?: unknown; upperMs?: unknown } | undefined;
-        const bounded =
-          range && typeof range.lowerMs === "number" && typeof range.upperMs === "number"
-            ? { lowerMs: range.lowerMs, upperMs: range.upperMs }
-            : undefined;
-        const byId = new Map((await store.getEvents(namespaceId, ids, bounded)).map((e) => [e.event_id, e]));
-        found = ids.flatMap((id) => byId.get(id) ?? []);
-      } else {
-        // The store's per-namespace gate bounds concurrency; a few at a time keeps the queue short.
-        for (let i = 0; i < ids.length; i += 4) {
-          const batch = await Promise.all(ids.slice(i, i + 4).map((id) => store.getEvent(namespaceId, id)));
-          for (const d of batch) if (d) found.push(d.event);
-        }
-      }
+      const range = want.range as { lowerMs?: unknown; upperMs?: unknown } | undefined;
+      const bounded =
+        range && typeof range.lowerMs === "number" && typeof range.upperMs === "number"
+          ? { lowerMs: range.lowerMs, upperMs: range.upperMs }
+          : undefined;
+      const byId = new Map((await store.getEvents(namespaceId, ids, bounded)).map((e) => [e.event_id, e]));
+      const found = ids.flatMap((id) => byId.get(id) ?? []);
       return {
         id: null,
         data: {

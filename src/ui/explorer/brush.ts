@@ -1,9 +1,9 @@
 import { gridRange, moveLeftHandle, moveRightHandle, newInterval, panFocus, type TimeRange } from "~/lib/time/range.ts";
 
-/** Spec section 4: the four drag modes, applied on release. */
+/** The four drag modes, applied on release. */
 export type DragMode = "LeftHandle" | "RightHandle" | "Pan" | "NewInterval";
 
-/** Spec section 9: the pan handle is the bottom 20% of the graph. */
+/** The pan handle is the bottom 20% of the graph. */
 export const panHandleShare = 0.2;
 /** How close (in view units of a 1200-wide graph) a press must be to a handle to grab it. */
 export const handleGrab = 8;

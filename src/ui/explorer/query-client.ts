@@ -6,7 +6,7 @@ import { decodeResult, decodeResultData, encodeRequest, type TunnelResultData, t
 import { api } from "~/ui/lib/api.ts";
 import { reportEvent } from "~/ui/lib/events.ts";
 
-/** Spec section 4: not started, pending, open, failed or cancelled. */
+/** The query connection's states: not started, pending, open, failed or cancelled. */
 export type ConnectionState = "idle" | "pending" | "open" | "failed" | "cancelled";
 
 export type RowsAnswer = {

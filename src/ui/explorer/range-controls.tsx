@@ -8,7 +8,7 @@ const btn =
 
 export type RangeChange = { global: TimeRange; focus: TimeRange | null };
 
-/** Spec section 2's range controls: shift, presets ending now, now, jump to a typed UTC time, zoom, clear, zone. */
+/** The explorer's range controls: shift, presets ending now, now, jump to a typed UTC time, zoom, clear, zone. */
 export function RangeControls({
   global,
   focus,

@@ -24,12 +24,6 @@ export function decodeBase64(b64: string): Uint8Array {
   }
 }
 
-export function encodeBase64(bytes: Uint8Array): string {
-  let bin = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(bin);
-}
-
 /** Raster types a browser only ever decodes as pixels, each with the bytes its files begin with. */
 const rasterSignatures: ReadonlyArray<{ types: readonly string[]; matches: (b: Uint8Array) => boolean }> = [
   { types: ["image/png"], matches: (b) => startsWith(b, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]) },

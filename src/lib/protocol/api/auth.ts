@@ -11,7 +11,7 @@ export const EmailLoginRequest = Type.Object({
 });
 export type EmailLoginRequest = Static<typeof EmailLoginRequest>;
 
-/** Spec section 7 allows an error beside the 200; this server refuses with a non-200 `{ error }` instead. */
+/** The spec allows an error beside the 200; this server refuses with a non-200 `{ error }` instead. */
 export const EmailLoginResponse = Type.Object({ error: OptionalError });
 export type EmailLoginResponse = Static<typeof EmailLoginResponse>;
 

@@ -44,6 +44,6 @@ export type CancelSubscriptionRequest = Static<typeof CancelSubscriptionRequest>
 export const CancelSubscriptionResponse = Empty;
 export type CancelSubscriptionResponse = Static<typeof CancelSubscriptionResponse>;
 
-/** The paid tiers a checkout may name (spec section 7). */
+/** The paid tiers a checkout may name. */
 export const CHECKOUT_TIERS = ["team-20250212", "scale-20250212"] as const;
 export type CheckoutTier = (typeof CHECKOUT_TIERS)[number];

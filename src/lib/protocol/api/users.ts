@@ -2,7 +2,7 @@ import { type Static, Type } from "@sinclair/typebox";
 import { Id } from "./common.ts";
 
 /**
- * Spec section 3 users (userId, email, joinTime as an ISO date, hasWrite). Invited addresses that have not signed
+ * A namespace's users (userId, email, joinTime as an ISO date, hasWrite). Invited addresses that have not signed
  * in yet are listed too, with `isPending: true`, `userId: null` and the invitation time as joinTime.
  */
 export const NamespaceUser = Type.Object({

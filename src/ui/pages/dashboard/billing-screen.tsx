@@ -14,7 +14,7 @@ type Loaded = { status: GetBillingStatusResponse; subscription: ActiveSubscripti
 const WEBHOOK_WAIT_MS = 30_000;
 
 /**
- * Billing (spec sections 2 and 4): the plans with Free active and Upgrade links, or 'Subscribed!' with the plan, the
+ * Billing: the plans with Free active and Upgrade links, or 'Subscribed!' with the plan, the
  * amount, the subscription id and a folded 'Cancel?' section; the cancel in progress; the 'Your plan was cancelled.'
  * banner; a spinner while loading; the error of a failed load. Without Stripe configured it says billing is off.
  */

@@ -2,7 +2,7 @@ import { useEffect } from "react";
 import { errorTags, reportEvent } from "~/ui/lib/events.ts";
 import { usePublicConfig } from "~/ui/shell.tsx";
 
-/** Spec section 8: the full-screen message for an uncaught render error, reported once. */
+/** The full-screen message for an uncaught render error, reported once. */
 export function AppErrorScreen({ error }: { error: unknown }) {
   const { supportEmail } = usePublicConfig();
   const err = error instanceof Error ? error : new Error(typeof error === "string" ? error : JSON.stringify(error));

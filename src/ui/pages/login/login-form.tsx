@@ -12,7 +12,7 @@ const submitEmailLogin: SubmitEmail = (email, next) => api("EmailLogin", next ? 
 
 type State = { kind: "idle" } | { kind: "submitting" } | { kind: "sent"; email: string };
 
-/** Spec section 4: idle -> submitting (disabled, spinner) -> sent, or back to idle after an alert. */
+/** The form's states: idle -> submitting (disabled, spinner) -> sent, or back to idle after an alert. */
 export function LoginForm({
   next,
   hasGoogle,

@@ -1,6 +1,6 @@
 import { useCopy } from "~/ui/request-detail/use-copy.ts";
 
-/** Copies `text`; says 'Copied' for 2 s (spec section 9), or that the browser refused. */
+/** Copies `text`; says 'Copied' for 2 s, or that the browser refused. */
 export function CopyButton({ text, label }: { text: string; label: string }) {
   const { copiedKey, failedKey, copy } = useCopy(2000);
   const state = copiedKey === text ? "Copied" : failedKey === text ? "Copy failed" : null;

@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from "react";
 import { useAnimates } from "./use-visible.ts";
 
 /**
- * Spec sections 4 and 9: init, the terminal after 100 ms, 50 ms a character, the transition 500 ms after the command is
+ * The landing demo's loop: init, the terminal after 100 ms, 50 ms a character, the transition 500 ms after the command is
  * typed, the browser 450 ms after that, a row every 35 ms of 300, a 2 s fade starting at 75 % of the rows, then init.
  */
 export const DEMO = { rows: 300, typeMs: 50, rowMs: 35, fadeMs: 2000, fadeAt: 0.75, initMs: 100, typedMs: 500, transitionMs: 450 } as const;

@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from "react";
 import { useAnimates } from "./use-visible.ts";
 
 /**
- * Copy as cURL's timeline in seconds (spec section 4): wait 0.5 s, the cursor moves to the row (its menu opens), the
+ * Copy as cURL's timeline in seconds: wait 0.5 s, the cursor moves to the row (its menu opens), the
  * click on "Copy as cURL" at 2.4 s, 'Copied!' from 2.7 s until 5 s, start over at 5.8 s.
  */
 const CURL_STEPS = [0.5, 2.4, 2.7, 5, 5.8] as const;

@@ -1,0 +1,119 @@
+import { expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+
+/**
+ * Every benchmark still runs: each `npm run bench:*` script, and each script bench/README.md tells a reader to run with
+ * `bun bench/...`, is run with `--smoke` (tiny sizes, a second or so per case) and must exit cleanly and print its
+ * table with figures in it. scripts/test.sh runs this file on its own, after the other tests: benchmarks measure, so
+ * they run one at a time. A smoke run's figures mean nothing; only that they are there.
+ */
+const root = resolve(import.meta.dir, "../..");
+/** What each benchmark's table looks like: its header or label and a row of figures. */
+const tables: Record<string, RegExp[]> = {
+  "bench:live": [/^latency p99 \(ms\)\s+\|\s+[\d.]+ \|\s+[\d.]+ \| [\d.]+x$/m, /^hub alone \(no sockets, CPU time\): [\d.]+ µs per event/m],
+  "bench:capture": [
+    /^response {2}conns {2}mode {4}req\/s/m,
+    /^1 B\s+16 {2}traced\s+\d+\s+[\d.]+\s+\d+µs\s+[+-]\d+µs\s+\d+µs\s+[+-]\d+µs\s+[\d.]+µs$/m,
+    /^1 B\s+16 {2}published\s+\d+\s+[\d.]+/m,
+    /^ {2}1 B c=16: traced\/haproxy [\d.]+, publishing adds -?[\d.]+ µs\/req$/m,
+  ],
+  "bench:ceiling": [
+    /^tapscope x2\s+\d+\s+[\d.]+\s+[\d.]+µs$/m,
+    /^haproxy x1\s+\d+\s+[\d.]+\s+[\d.]+µs$/m,
+    /^2 relay threads \/ 1: [\d.]+x/m,
+  ],
+  "bench:store": [
+    /^\| case \| duckdb hist \/ page \/ both \(ms\) \| clickhouse hist \/ page \/ both \(ms\) \|/m,
+    /^\| 1 h focus, url contains \/users\/ \| [\d.]+ \/ [\d.]+ \/ \*\*[\d.]+\*\* \(cpu [\d.]+\) \| [\d.]+ \/ [\d.]+ \/ \*\*[\d.]+\*\* \|/m,
+    /^ingest duckdb: \d+ events\/s through the publisher WebSocket; \d+ events\/s store alone$/m,
+    /^ingest clickhouse: \d+ events\/s/m,
+  ],
+  "bench:explorer": [
+    /^\| case \| first page, median \(ms\) \| p90 \| whole list, median \(ms\) \| p90 \|$/m,
+    /^\| brush drag \(about 2 h\) \| \d+ \| \d+ \| \d+ \| \d+ \|$/m,
+    /^\| baseline: plain page load \(24 h, no brush\) \| \d+ \| \d+ \| \d+ \| \d+ \|$/m,
+  ],
+  "bench:soak": [
+    /^ {3}t s \| tracer RSS MB \| server RSS MB/m,
+    /^ +\d+ \| +\d+ \| +\d+ \| +\d+ \| +\d+ \| +\d+ \| \d+$/m,
+    /^requests made [1-9]\d* in \d+ s \(\d+\/s\); stored [1-9]\d*/m,
+    /^server RSS max [1-9]\d* MB against a budget of \d+ MB; trend over the last half -?[\d.]+ MB\/min$/m,
+  ],
+  "bench:tls": [
+    /^keep-alive 1 B\s+16\s+\d+\s+\d+\s+[\d.]+\s+[+-]\d+µs\s+[+-]\d+µs\s+[\d.]+\s+[+-]\d+µs$/m,
+    /^new connection \(connect \+ TLS handshakes \+ request, one at a time\): direct \d+µs, traced \d+µs/m,
+  ],
+  "bench:site": [/^page\s+performance {2}accessibility {2}best-practices$/m, /^\/\s+\d+(?: \(below\))?\s+\d+/m],
+  "bench:cluster": [
+    /^ {2}cluster \/ single: [\d.]+ \(target >= 0\.8\)/m,
+    /^ {2}across nodes\s+p50 [\d.]+ ms, p99 [\d.]+ ms, seen [\d,]+ of [\d,]+/m,
+    /^ {2}2 nodes, 2 shards\s+median [\d,]+ ms, p90 [\d,]+ ms over 10,000 rows/m,
+  ],
+  "bench/capture/body-sample-bench.ts": [/before [\d.]+ µs, now [\d.]+ µs \(now\/before [\d.]+\)/],
+  "bench/capture/exchange-bench.ts": [/^size=65536 limit=65536 [\d.]+ us\/exchange/m],
+  "bench/capture/parse-bench.ts": [
+    /^small keep-alive exchanges[^\n]*\n\s+baseline\s+[\d.]+ ms\s+\d+ MB\/s\s+\d+ events\/s\n\s+parse\s+[\d.]+ ms/m,
+    /^gRPC over h2c[^\n]*\n(?:[^\n]*\n){3}\s+parse\/baseline time ratio: [\d.]+$/m,
+  ],
+  "bench/capture/publish-bench.ts": [/^ {2}publish -> server ack:\s+\d+ ms, [\d,]+ events\/s/m, /^ {2}accepted 2000, sent 2000/m],
+  "bench/capture/publish-codec-bench.ts": [/^ {2}=> client [\d.]+x, server [\d.]+x less CPU \(sink ok\)$/m],
+  "bench/capture/relay-designs.ts": [/^1 B\s+16 {2}ffi\+trace\s+\d+\s+[\d.]+\s+[\d.]+µs/m],
+  "bench/store/insert.ts": [/^separated columns, batches of \d+, row groups of \d+ \(now\): [\d.]+ us CPU \(best/m],
+  "bench/store/rows.ts": [/^median CPU per event: before [\d.]+ µs, now [\d.]+ µs \(now\/before [\d.]+\)$/m],
+  "bench/tls-leg/run.ts": [/^opaque pipe \(no decryption\)\s+req p50 \d+ µs \([+-]\d+\)\s+p99 \d+ µs/m],
+};
+
+const scripts = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts;
+const npmBenches = Object.keys(scripts).filter((name) => name.startsWith("bench:"));
+/** The scripts bench/README.md names as commands (`bun bench/<folder>/<script>.ts`) that no npm bench script runs. */
+const readmeBenches = [...readFileSync(join(root, "bench/README.md"), "utf8").matchAll(/\bbun (bench\/[\w./-]+\.ts)\b/g)]
+  .map((m) => m[1]!)
+  .filter((file) => !npmBenches.some((name) => scripts[name]?.split(" ").includes(file)));
+
+test("every npm bench script and every script bench/README.md runs has a smoke run here", () => {
+  expect(npmBenches.length).toBeGreaterThan(5);
+  expect(readmeBenches.length).toBeGreaterThan(5);
+  expect([...npmBenches, ...readmeBenches].filter((name) => !tables[name])).toEqual([]);
+});
+
+/** The command a bench runs: the npm script's own line (bun there meaning this bun), or `bun <file>`. */
+function commandOf(name: string): string[] {
+  if (!name.startsWith("bench:")) return [process.execPath, name];
+  const line = scripts[name];
+  if (!line) throw new Error(`package.json has no script ${name}`);
+  const [program, ...rest] = line.split(" ");
+  return [program === "bun" ? process.execPath : program!, ...rest];
+}
+
+/** A benchmark's share of a busy 2-core machine: a smoke run takes seconds, servers and browsers included. */
+const limitMs = 240_000;
+
+for (const name of Object.keys(tables)) {
+  test(
+    `${name} --smoke runs and prints its table`,
+    async () => {
+      const command = commandOf(name);
+      expect(existsSync(join(root, command[1]!))).toBe(true);
+      const child = Bun.spawn([...command, "--smoke"], {
+        cwd: root,
+        stdout: "pipe",
+        stderr: "pipe",
+        timeout: limitMs - 10_000,
+        killSignal: "SIGKILL",
+      });
+      const [stdout, stderr, code] = await Promise.all([
+        new Response(child.stdout).text(),
+        new Response(child.stderr).text(),
+        child.exited,
+      ]);
+      const output = `${stdout}\n--- stderr ---\n${stderr.slice(-4000)}`;
+      if (code !== 0) throw new Error(`${name} exited with ${code}:\n${output}`);
+      for (const table of tables[name]!) {
+        if (!table.test(stdout)) throw new Error(`${name} printed no line matching ${table}:\n${output}`);
+      }
+      expect(stdout).not.toContain("NaN");
+    },
+    limitMs,
+  );
+}
