@@ -18,16 +18,17 @@ run() {
   [ "$rc" -eq 0 ] || status=1
   rm -f "$out"
 }
+# bun test ignores bunfig's [test] timeout (its default is 5 s per test): the limit is given on each line.
 # The pages' tests read the built assets (the docs and the site's content are rendered into them).
 "$BUN" scripts/build-client.ts || exit 1
-run "$BUN" test
+run "$BUN" test --timeout 30000
 # The inbound relay on two threads (the default where there are more than two cores, unlike CI's two): the programs'
 # tests again with TAPSCOPE_RELAY_THREADS=2.
-TAPSCOPE_RELAY_THREADS=2 run "$BUN" test ./tests/agent/inbound.test.ts ./tests/agent/half-close.test.ts ./tests/agent/socket-flags.test.ts \
+TAPSCOPE_RELAY_THREADS=2 run "$BUN" test --timeout 30000 ./tests/agent/inbound.test.ts ./tests/agent/half-close.test.ts ./tests/agent/socket-flags.test.ts \
   ./tests/agent/relay-fuzz.test.ts ./tests/agent/redact-e2e.test.ts ./tests/agent/run-process.test.ts ./tests/agent/outbound.test.ts
 shopt -s nullglob
 ui=(tests/ui/*.ui.tsx)
-if [ ${#ui[@]} -gt 0 ]; then run "$BUN" test --preload ./tests/ui/dom.ts "${ui[@]/#/./}"; fi
+if [ ${#ui[@]} -gt 0 ]; then run "$BUN" test --timeout 30000 --preload ./tests/ui/dom.ts "${ui[@]/#/./}"; fi
 e2e=(tests/e2e/*.e2e.ts)
 if [ ${#e2e[@]} -gt 0 ]; then run "$BUN" test --timeout 120000 "${e2e[@]/#/./}"; fi
 # Every benchmark's smoke run (tiny sizes, seconds each): each still runs and prints its table. Last and on their own,
