@@ -1,5 +1,5 @@
 import type { Static, TSchema } from "@sinclair/typebox";
-import { EmailLoginRequest, EmailLoginResponse } from "./auth.ts";
+import { EmailLoginRequest, EmailLoginResponse, FinishEmailLoginRequest, FinishEmailLoginResponse } from "./auth.ts";
 import {
   CancelSubscriptionRequest,
   CancelSubscriptionResponse,
@@ -46,6 +46,7 @@ type Call = { body: TSchema; response: TSchema };
  */
 export const apiCalls = {
   EmailLogin: { body: EmailLoginRequest, response: EmailLoginResponse },
+  FinishEmailLogin: { body: FinishEmailLoginRequest, response: FinishEmailLoginResponse },
   ListOrgs: { body: ListOrgsRequest, response: ListOrgsResponse },
   ListNamespaces: { body: ListNamespacesRequest, response: ListNamespacesResponse },
   CreateNamespace: { body: CreateNamespaceRequest, response: CreateNamespaceResponse },
