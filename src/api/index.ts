@@ -14,7 +14,8 @@ import { tunnelRoutes } from "./tunnel/index.ts";
 import { userRoutes } from "./users/index.ts";
 
 /** Every /api/* endpoint. Each area is a thin controller under src/api/<area>/. */
-export function apiRoutes({ ctx, config, clientLimits: limits, orgPublishers, workers, tunnels, cluster }: Runtime) {
+export function apiRoutes({ ctx, config, clientLimits: limits, orgPublishers, workers, tunnels, cluster, store }: Runtime) {
+  const dropEvents = store ? (namespaceId: string) => store.dropNamespace(namespaceId) : undefined;
   return (
     new Elysia({ name: "api" })
       .use(clientLimitsPlugin(limits))
@@ -26,10 +27,10 @@ export function apiRoutes({ ctx, config, clientLimits: limits, orgPublishers, wo
       .use(eventRoutes(ctx))
       .use(installRoutes(config))
       .use(liveRoutes(ctx))
-      .use(orgRoutes(ctx))
+      .use(orgRoutes(ctx, dropEvents))
       .use(publishRoutes(ctx, limits, orgPublishers))
       .use(tokenRoutes(ctx))
       .use(tunnelRoutes({ ctx, workers, tunnels }))
-      .use(userRoutes(ctx))
+      .use(userRoutes(ctx, limits))
   );
 }

@@ -233,14 +233,15 @@ for (const backend of backends) {
       expect(callback.headers.get("location")).toBe(`/login/link?token=${other.token}`);
     });
 
-    test("AddUser mails the invited address a link to sign in", async () => {
+    test("AddUser mails the invited address where to sign in and answer", async () => {
       const admin = await t.onboardedUser();
       const email = `invited-${crypto.randomUUID().slice(0, 6)}@example.com`;
       expect((await t.call("/api/AddUser", { namespaceId: admin.namespaceId, email }, { cookie: admin.cookie })).status).toBe(200);
       const mail = await smtp.waitFor(email);
       smtp.messages.splice(smtp.messages.indexOf(mail), 1);
       expect(mail.text).toContain(admin.email);
-      expect(mail.text).toContain(`${PUBLIC_URL}/login`);
+      expect(mail.text).toContain(`${PUBLIC_URL}/dashboard`);
+      expect(mail.text).toContain("Nothing changes until you accept.");
     });
 
     test("an invalid address is refused with 400 and a JSON error", async () => {

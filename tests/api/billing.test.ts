@@ -132,9 +132,7 @@ describe("billing", () => {
     const admin = await t.onboardedUser();
     await stripe.complete(sessionIdOf((await checkout(admin.cookie, admin.orgId, "team-20250212")).headers.get("location") ?? ""));
     const member = await t.user();
-    expect((await t.call("/api/AddUser", { namespaceId: admin.namespaceId, email: member.email }, { cookie: admin.cookie })).status).toBe(
-      200,
-    );
+    await t.addMember(admin, member);
     const refused = await checkout(member.cookie, admin.orgId, "scale-20250212");
     expect(decodeURIComponent(refused.headers.get("location") ?? "")).toBe(
       "/dashboard/billing?error=forbidden: only an org admin can change the plan",

@@ -8,7 +8,8 @@ const perHour = (n: number): RateLimit => ({ ratePerSecond: n / 3600, burst: n }
 
 /**
  * What an unauthenticated client may ask of the server, per client address and for all clients together (the
- * global budget bounds a flood from many addresses). Humans never come near these; scripts do.
+ * global budget bounds a flood from many addresses), and the invitation mails a user or an org may send. Humans never
+ * come near these; scripts do.
  */
 export const clientLimits = {
   /** /api/Event and /api/LogEvent: a page reports a handful of events. */
@@ -19,9 +20,13 @@ export const clientLimits = {
   signIn: { perClient: perMinute(30), global: { ratePerSecond: 20, burst: 200 } },
   /** New anonymous links (JoinPublisher without a token): ANONYMOUS_LINKS_PER_HOUR per client, ten times that in all. */
   anonymousLinks: (perClientPerHour: number) => ({ perClient: perHour(perClientPerHour), global: perHour(perClientPerHour * 10) }),
+  /** Invitation mails (AddUser), by the inviting user: a team's worth at once, then a few an hour. */
+  invitations: { perClient: perHour(20), global: perHour(1000) },
+  /** Invitation mails by org, whichever of its admins sends them. */
+  orgInvitations: { perClient: perHour(50), global: perHour(1000) },
 };
 
-export type ClientLimitKind = "telemetry" | "emailLogin" | "signIn" | "anonymousLinks";
+export type ClientLimitKind = "telemetry" | "emailLogin" | "signIn" | "anonymousLinks" | "invitations" | "orgInvitations";
 
 export type PeerServer = { requestIP: (request: Request) => { address: string } | null } | null | undefined;
 
@@ -45,6 +50,8 @@ export class ClientLimits {
       emailLogin: new ClientRateLimit(clientLimits.emailLogin, now),
       signIn: new ClientRateLimit(clientLimits.signIn, now),
       anonymousLinks: new ClientRateLimit(clientLimits.anonymousLinks(deps.config.anonymousLinksPerHour), now),
+      invitations: new ClientRateLimit(clientLimits.invitations, now),
+      orgInvitations: new ClientRateLimit(clientLimits.orgInvitations, now),
     };
   }
 
@@ -63,5 +70,12 @@ export class ClientLimits {
   admit(kind: ClientLimitKind, address: string, message = "too many requests from this address; try again later"): void {
     const waitMs = this.limits[kind].admit(address);
     if (waitMs > 0) throw new AppError("RATE_LIMITED", message, { retryAfterMs: waitMs });
+  }
+
+  /** Counts one under every (kind, key) given, or none of them when any is over its budget (RATE_LIMITED). */
+  admitAll(entries: ReadonlyArray<readonly [ClientLimitKind, string]>, message: string): void {
+    const waitMs = Math.max(0, ...entries.map(([kind, key]) => this.limits[kind].waitMs(key)));
+    if (waitMs > 0) throw new AppError("RATE_LIMITED", message, { retryAfterMs: waitMs });
+    for (const [kind, key] of entries) this.limits[kind].admit(key);
   }
 }

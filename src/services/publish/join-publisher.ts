@@ -74,7 +74,7 @@ export async function joinPublisher({
       linkId: link?.linkId ?? null,
       orgId,
       linkExpiresAt: link ? link.expiresAt.getTime() : null,
-      grants: principal ? grantsOf(principal) : [],
+      grants: principal ? grantsOf(principal, namespaceId ? { namespaceId } : undefined) : [],
       ...(orgRateLimit ? { orgRateLimit } : {}),
     },
     ctx.now(),

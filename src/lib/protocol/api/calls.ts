@@ -19,6 +19,8 @@ import {
 import {
   CreateNamespaceRequest,
   CreateNamespaceResponse,
+  DeleteNamespaceRequest,
+  DeleteNamespaceResponse,
   ListNamespacesRequest,
   ListNamespacesResponse,
   ListOrgsRequest,
@@ -36,7 +38,23 @@ import {
   OrgTokensRequest,
 } from "./tokens.ts";
 import { CreateTunnelRequest, CreateTunnelResponse, ListOpenTunnelsRequest, ListOpenTunnelsResponse } from "./tunnel.ts";
-import { AddUserRequest, AddUserResponse, ListUsersRequest, ListUsersResponse } from "./users.ts";
+import {
+  AcceptInvitationResponse,
+  AddUserRequest,
+  AddUserResponse,
+  AnswerInvitationRequest,
+  DeclineInvitationResponse,
+  EndUserSessionsRequest,
+  EndUserSessionsResponse,
+  ListMyInvitationsRequest,
+  ListMyInvitationsResponse,
+  ListUsersRequest,
+  ListUsersResponse,
+  RemoveUserRequest,
+  RemoveUserResponse,
+  RevokeInvitationRequest,
+  RevokeInvitationResponse,
+} from "./users.ts";
 
 type Call = { body: TSchema; response: TSchema };
 
@@ -50,6 +68,7 @@ export const apiCalls = {
   ListOrgs: { body: ListOrgsRequest, response: ListOrgsResponse },
   ListNamespaces: { body: ListNamespacesRequest, response: ListNamespacesResponse },
   CreateNamespace: { body: CreateNamespaceRequest, response: CreateNamespaceResponse },
+  DeleteNamespace: { body: DeleteNamespaceRequest, response: DeleteNamespaceResponse },
   OnboardNewUser: { body: OnboardNewUserRequest, response: OnboardNewUserResponse },
   CreateTunnel: { body: CreateTunnelRequest, response: CreateTunnelResponse },
   ListOpenTunnels: { body: ListOpenTunnelsRequest, response: ListOpenTunnelsResponse },
@@ -65,6 +84,12 @@ export const apiCalls = {
   DeleteOrgToken: { body: DeleteTokenRequest, response: DeleteTokenResponse },
   ListUsers: { body: ListUsersRequest, response: ListUsersResponse },
   AddUser: { body: AddUserRequest, response: AddUserResponse },
+  RemoveUser: { body: RemoveUserRequest, response: RemoveUserResponse },
+  RevokeInvitation: { body: RevokeInvitationRequest, response: RevokeInvitationResponse },
+  EndUserSessions: { body: EndUserSessionsRequest, response: EndUserSessionsResponse },
+  ListMyInvitations: { body: ListMyInvitationsRequest, response: ListMyInvitationsResponse },
+  AcceptInvitation: { body: AnswerInvitationRequest, response: AcceptInvitationResponse },
+  DeclineInvitation: { body: AnswerInvitationRequest, response: DeclineInvitationResponse },
   JoinSubscriber: { body: JoinSubscriberRequest, response: JoinSubscriberResponse },
   JoinPublisher: { body: JoinPublisherRequest, response: JoinPublisherResponse },
   GetLink: { body: GetLinkRequest, response: GetLinkResponse },
