@@ -220,6 +220,11 @@ describe("billing", () => {
       "The Team plan allows 3 users per organization and this one has 3. Upgrade on the billing screen (/dashboard/billing), or remove a user first.",
     ]);
     expect((await addOther("c@example.com")).status).toBe(200); // an invited address again changes nothing
+    // "Remove a user first" is something the admin can do: revoking an invitation frees its seat.
+    const { users } = (await t.call("/api/ListUsers", { namespaceId: other.namespaceId }, { cookie: other.cookie })).body;
+    const invitationId = users.find((u: { email: string }) => u.email === "c@example.com").invitationId;
+    expect((await t.call("/api/RevokeInvitation", { invitationId }, { cookie: other.cookie })).status).toBe(200);
+    expect((await addOther("d@example.com")).status).toBe(200);
     expect(sub.status).toBe("trialing");
   });
 
