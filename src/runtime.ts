@@ -95,7 +95,16 @@ export function createRuntime(input: RuntimeInput): Runtime {
   // Which orgs a self-hosted worker serves (worker_orgs), so no node stores theirs while it is away.
   const workers = new WorkerRegistry({ db, local: store, now, statePath: join(config.dataDir, "worker-orgs.json") });
   const attached = store ? attachStore({ config, db, store: workers.route(), sinks, now, storeLinks: input.broker !== undefined }) : null;
-  const orgPublishers = new OrgPublishers();
+  // In a cluster an org's publishers are one set in Redis, so a place is taken atomically whichever node is asked.
+  const orgPublishers = new OrgPublishers({
+    shared: broker
+      ? {
+          claim: (orgId, slotId, max, ttlMs) => broker.claimSlot(`tapscope:publishers:${orgId}`, slotId, max, ttlMs),
+          hold: (orgId, slotIds, ttlMs) => broker.holdSlots(`tapscope:publishers:${orgId}`, slotIds, ttlMs),
+          release: (orgId, slotId) => broker.releaseSlot(`tapscope:publishers:${orgId}`, slotId),
+        }
+      : undefined,
+  });
   const clientLimits = new ClientLimits({ config, now, peerAddress: input.peerAddress });
   const eventLog = new EventLogBudget({
     maxBytes: config.eventLogMaxBytes,
@@ -132,6 +141,7 @@ export function createRuntime(input: RuntimeInput): Runtime {
     },
     close: async () => {
       cluster?.stop();
+      orgPublishers.stop();
       await eventLog.settled();
       await attached?.close();
       mailer?.close();
