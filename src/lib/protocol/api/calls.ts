@@ -7,6 +7,8 @@ import {
   GetBillingStatusResponse,
   GetSubscriptionRequest,
   GetSubscriptionResponse,
+  OpenBillingPortalRequest,
+  OpenBillingPortalResponse,
 } from "./billing.ts";
 import {
   GetLinkRequest,
@@ -78,6 +80,7 @@ export const apiCalls = {
   GetBillingStatus: { body: GetBillingStatusRequest, response: GetBillingStatusResponse },
   GetSubscription: { body: GetSubscriptionRequest, response: GetSubscriptionResponse },
   CancelSubscription: { body: CancelSubscriptionRequest, response: CancelSubscriptionResponse },
+  OpenBillingPortal: { body: OpenBillingPortalRequest, response: OpenBillingPortalResponse },
   ListNamespaceTokens: { body: NamespaceTokensRequest, response: ListTokensResponse },
   ListOrgTokens: { body: OrgTokensRequest, response: ListTokensResponse },
   DeleteNamespaceToken: { body: DeleteTokenRequest, response: DeleteTokenResponse },
