@@ -62,7 +62,7 @@ export type Runtime = {
   clientLimits: ClientLimits;
   /** Holds the pages' reports (event_log) within EVENT_LOG_MAX_BYTES. */
   eventLog: EventLogBudget;
-  /** Publishers connected now, per org (the plans' containers limit). */
+  /** Each org's publishers and their places under the plans' containers limit (taken at the publish upgrade). */
   orgPublishers: OrgPublishers;
   store: EventStore | undefined;
   /** The store sink (batches into the store through worker routing) and the retention job; null without a store. */

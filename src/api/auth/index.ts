@@ -137,7 +137,7 @@ export function authRoutes(ctx: ServiceContext) {
           },
         },
       )
-      // Links mailed before sign-in moved to a page: opening one (or a scanner fetching it) spends nothing.
+      // Forwards to the link's page, spending nothing: opening a link (or a scanner fetching it) never signs in.
       .get(
         "/api/EmailLoginCallback",
         ({ query, set }) => {
