@@ -60,9 +60,14 @@ export function LoginLinkPage({
       <Logo />
       <div className="mx-auto flex w-full max-w-sm flex-1 flex-col justify-center py-12">
         {state.kind === "working" ? (
-          <p role="status" className="flex items-center gap-2 text-sm text-zinc-400">
-            <Spinner className="size-4" /> Signing you in…
-          </p>
+          <>
+            <p role="status" className="flex items-center gap-2 text-sm text-zinc-400">
+              <Spinner className="size-4" /> Signing you in…
+            </p>
+            <noscript>
+              <p className="mt-3 text-sm text-zinc-400">Signing in needs JavaScript: turn it on and open the link again.</p>
+            </noscript>
+          </>
         ) : state.kind === "confirm" ? (
           <section aria-label="Confirm sign-in">
             <h1 className="text-2xl font-semibold tracking-tight text-zinc-100">
