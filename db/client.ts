@@ -13,6 +13,8 @@ import * as schema from "./schema/index.ts";
 
 export type Schema = typeof schema;
 export type Db = PgDatabase<PgQueryResultHKT, Schema>;
+/** The handle inside `db.transaction(async (tx) => ...)`. */
+export type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
 
 export type Database = {
   db: Db;

@@ -6,6 +6,7 @@ import { ClusterNode } from "~/engines/cluster/cluster-node.ts";
 import { Ingest } from "~/engines/ingest/ingest.ts";
 import { EventSinks } from "~/engines/ingest/sinks.ts";
 import { ClientLimits } from "~/engines/limits/client-limits.ts";
+import { EventLogBudget } from "~/engines/limits/event-log-budget.ts";
 import { OrgPublishers } from "~/engines/limits/org-publishers.ts";
 import { LiveHub } from "~/engines/live/hub.ts";
 import { type AttachedStore, attachStore } from "~/engines/store/attach-store.ts";
@@ -16,6 +17,7 @@ import { createMailer, type Mailer } from "~/lib/mailer.ts";
 import { findRevokedGrants } from "~/services/access/grants.ts";
 import { createStripe } from "~/services/billing/stripe-client.ts";
 import type { ServiceContext } from "~/services/context.ts";
+import { trimEventLog } from "~/services/telemetry/trim-event-log.ts";
 import type { EventStore } from "~/store/types.ts";
 
 export type RuntimeInput = {
@@ -56,9 +58,11 @@ export type Runtime = {
   workers: WorkerRegistry;
   /** Query tunnels created and not yet closed (ListOpenTunnels). */
   tunnels: OpenTunnels;
-  /** Per-client budgets of the unauthenticated endpoints. */
+  /** Per-client budgets of the unauthenticated endpoints (and of invitation mails). */
   clientLimits: ClientLimits;
-  /** Publishers connected now, per org (the plans' containers limit). */
+  /** Holds the pages' reports (event_log) within EVENT_LOG_MAX_BYTES. */
+  eventLog: EventLogBudget;
+  /** Each org's publishers and their places under the plans' containers limit (taken at the publish upgrade). */
   orgPublishers: OrgPublishers;
   store: EventStore | undefined;
   /** The store sink (batches into the store through worker routing) and the retention job; null without a store. */
@@ -91,8 +95,21 @@ export function createRuntime(input: RuntimeInput): Runtime {
   // Which orgs a self-hosted worker serves (worker_orgs), so no node stores theirs while it is away.
   const workers = new WorkerRegistry({ db, local: store, now, statePath: join(config.dataDir, "worker-orgs.json") });
   const attached = store ? attachStore({ config, db, store: workers.route(), sinks, now, storeLinks: input.broker !== undefined }) : null;
-  const orgPublishers = new OrgPublishers();
+  // In a cluster an org's publishers are one set in Redis, so a place is taken atomically whichever node is asked.
+  const orgPublishers = new OrgPublishers({
+    shared: broker
+      ? {
+          claim: (orgId, slotId, max, ttlMs) => broker.claimSlot(`tapscope:publishers:${orgId}`, slotId, max, ttlMs),
+          hold: (orgId, slotIds, ttlMs) => broker.holdSlots(`tapscope:publishers:${orgId}`, slotIds, ttlMs),
+          release: (orgId, slotId) => broker.releaseSlot(`tapscope:publishers:${orgId}`, slotId),
+        }
+      : undefined,
+  });
   const clientLimits = new ClientLimits({ config, now, peerAddress: input.peerAddress });
+  const eventLog = new EventLogBudget({
+    maxBytes: config.eventLogMaxBytes,
+    trim: () => trimEventLog({ db, maxBytes: config.eventLogMaxBytes }),
+  });
   const cluster = input.broker ? new ClusterNode({ broker: input.broker, hub, ingest, orgPublishers, clientLimits, store }) : null;
   const tunnels = new OpenTunnels();
   if (cluster) {
@@ -114,6 +131,7 @@ export function createRuntime(input: RuntimeInput): Runtime {
     workers,
     tunnels,
     clientLimits,
+    eventLog,
     orgPublishers,
     store,
     attached,
@@ -123,6 +141,8 @@ export function createRuntime(input: RuntimeInput): Runtime {
     },
     close: async () => {
       cluster?.stop();
+      orgPublishers.stop();
+      await eventLog.settled();
       await attached?.close();
       mailer?.close();
       input.broker?.close();

@@ -33,7 +33,7 @@ async function signIn(p: Page): Promise<{ token: string; path: string }> {
   await p.getByPlaceholder("Enter your email...").fill("bench@example.test");
   await p.getByRole("button", { name: "Sign in" }).click();
   const mail = await smtp.waitFor("bench@example.test");
-  const link = /https?:\/\/[^\s"'<>]+\/api\/EmailLoginCallback\?[^\s"'<>]+/.exec(mail.text)?.[0];
+  const link = /https?:\/\/[^\s"'<>]+\/login\/link\?[^\s"'<>]+/.exec(mail.text)?.[0];
   await p.goto(String(link).replaceAll("&amp;", "&"));
   await p.waitForURL(/\/dashboard\/[^/]+\/live$/);
   const token = await p.evaluate(async () => {

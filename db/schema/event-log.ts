@@ -1,4 +1,4 @@
-import { bigserial, index, jsonb, pgTable, text, uuid } from "drizzle-orm/pg-core";
+import { bigserial, index, integer, jsonb, pgTable, text, uuid } from "drizzle-orm/pg-core";
 import { createdAt } from "./columns.ts";
 
 /** What the web client reports through /api/Event and /api/LogEvent. */
@@ -10,6 +10,8 @@ export const eventLog = pgTable(
     kind: text().notNull(),
     tags: jsonb().$type<Record<string, string>>().notNull(),
     userId: uuid(),
+    /** The report's size (its kind and tags as JSON, in bytes): the table's size budget sums these. */
+    bytes: integer().notNull().default(0),
     createdAt: createdAt(),
   },
   // Retention deletes by age alone.

@@ -48,7 +48,10 @@ export const namespaceTokens = pgTable(
   (t) => [index("namespace_tokens_namespace_idx").on(t.namespaceId)],
 );
 
-/** An invitation to an address with no account yet; it takes effect when that address signs in. */
+/**
+ * An invitation of an address to a namespace: pending until the person signed in with that address accepts it (then
+ * acceptedAt is set and they are a member) or declines it, or an admin revokes it (both delete the row).
+ */
 export const invitations = pgTable(
   "invitations",
   {

@@ -31,6 +31,11 @@ export const loginLinks = pgTable(
     email: text().notNull(),
     tokenHash: text().notNull().unique(),
     next: text(),
+    /**
+     * SHA-256 of the browser cookie set when the link was asked for: that browser signs in on opening it, any other
+     * must confirm first (a link mailed to someone else's address cannot sign a victim into it unawares).
+     */
+    browserHash: text(),
     createdAt: createdAt(),
     expiresAt: time().notNull(),
     usedAt: time(),

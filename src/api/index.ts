@@ -14,7 +14,8 @@ import { tunnelRoutes } from "./tunnel/index.ts";
 import { userRoutes } from "./users/index.ts";
 
 /** Every /api/* endpoint. Each area is a thin controller under src/api/<area>/. */
-export function apiRoutes({ ctx, config, clientLimits: limits, orgPublishers, workers, tunnels, cluster }: Runtime) {
+export function apiRoutes({ ctx, config, clientLimits: limits, orgPublishers, workers, tunnels, cluster, store, eventLog }: Runtime) {
+  const dropEvents = store ? (namespaceId: string) => store.dropNamespace(namespaceId) : undefined;
   return (
     new Elysia({ name: "api" })
       .use(clientLimitsPlugin(limits))
@@ -23,13 +24,13 @@ export function apiRoutes({ ctx, config, clientLimits: limits, orgPublishers, wo
       .get("/api/health", () => (cluster ? { ok: true, broker: cluster.brokerConnected ? "connected" : "unreachable" } : { ok: true }))
       .use(authRoutes(ctx))
       .use(billingRoutes(ctx))
-      .use(eventRoutes(ctx))
+      .use(eventRoutes(ctx, limits, eventLog))
       .use(installRoutes(config))
       .use(liveRoutes(ctx))
-      .use(orgRoutes(ctx))
+      .use(orgRoutes(ctx, dropEvents))
       .use(publishRoutes(ctx, limits, orgPublishers))
       .use(tokenRoutes(ctx))
       .use(tunnelRoutes({ ctx, workers, tunnels }))
-      .use(userRoutes(ctx))
+      .use(userRoutes(ctx, limits))
   );
 }

@@ -50,6 +50,8 @@ export type Config = {
   trustProxy: string[];
   /** New anonymous links per client address per hour (JoinPublisher without a token); 0 means no limit. */
   anonymousLinksPerHour: number;
+  /** EVENT_LOG_MAX_BYTES: what the pages' reports (/api/Event, /api/LogEvent) may take in the database, oldest dropped first. */
+  eventLogMaxBytes: number;
 };
 
 /** The default budget: 1 GiB or a quarter of the machine's memory, whichever is smaller. */
@@ -224,7 +226,18 @@ export function parseConfig(env: Env = process.env): Config {
     duckdbThreads: int(env, "DUCKDB_THREADS", Math.max(1, Math.min(4, Math.floor(availableParallelism() / 2))), 1, 1024),
     trustProxy: trustProxy(env),
     anonymousLinksPerHour: int(env, "ANONYMOUS_LINKS_PER_HOUR", 100, 0, 1_000_000),
+    eventLogMaxBytes: eventLogMaxBytes(env),
   };
+}
+
+function eventLogMaxBytes(env: Env): number {
+  const raw = env.EVENT_LOG_MAX_BYTES;
+  if (raw === undefined || raw === "") return 64 * 1024 ** 2;
+  const bytes = parseBytes(raw);
+  if (bytes === null || bytes < 1024 ** 2) {
+    throw new ConfigError(`EVENT_LOG_MAX_BYTES must be a size of at least 1MiB, like 64MiB or 1GiB, got "${raw}"`);
+  }
+  return bytes;
 }
 
 function clickhouseCluster(env: Env): string | undefined {

@@ -174,17 +174,25 @@ export class ClientRateLimit {
     this.global = new TokenBucket(limits.global, now());
   }
 
-  /** Admits one request from `client`: 0, or the milliseconds until it would be admitted (nothing taken). */
-  admit(client: string): number {
+  /**
+   * Admits `n` (one request, or a size in bytes) from `client`: 0, or the milliseconds until it would be admitted
+   * (nothing taken then).
+   */
+  admit(client: string, n = 1): number {
     const nowMs = this.now();
-    const clientWait = this.clients.waitMs(client, 1, nowMs);
-    if (clientWait > 0) return clientWait;
-    const globalWait = this.global.waitMs(1, nowMs);
-    if (globalWait > 0) return globalWait;
-    this.clients.take(client, 1, nowMs);
-    this.global.take(1, nowMs);
-    if (this.isSharing) this.globalConsumed++;
+    const wait = this.waitMs(client, n, nowMs);
+    if (wait > 0) return wait;
+    this.clients.take(client, n, nowMs);
+    this.global.take(n, nowMs);
+    if (this.isSharing) this.globalConsumed += n;
     return 0;
+  }
+
+  /** Milliseconds until `client` may pass `n` (0: now), taking nothing: to ask several limits before spending any. */
+  waitMs(client: string, n = 1, nowMs = this.now()): number {
+    const clientWait = this.clients.waitMs(client, n, nowMs);
+    if (clientWait > 0) return clientWait;
+    return this.global.waitMs(n, nowMs);
   }
 
   private isSharing = false;

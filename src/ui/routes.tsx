@@ -11,6 +11,7 @@ import { TokensScreen } from "~/ui/pages/dashboard/tokens-screen.tsx";
 import { UsersScreen } from "~/ui/pages/dashboard/users-screen.tsx";
 import { DocsPage, docsLoader } from "~/ui/pages/docs/docs-page.tsx";
 import { RootErrorBoundary } from "~/ui/pages/error/root-error-boundary.tsx";
+import { LoginLinkPage, loginLinkLoader } from "~/ui/pages/login/login-link-page.tsx";
 import { LoginPage, loginLoader } from "~/ui/pages/login/login-page.tsx";
 import { BlogIndexPage } from "~/ui/pages/marketing/blog/blog-index.tsx";
 import { GrpcDebuggingPost } from "~/ui/pages/marketing/blog/grpc-debugging.tsx";
@@ -50,6 +51,8 @@ export const routes: RouteObject[] = [
       { path: "link", loader: () => redirect("/") },
       { path: "link/*", loader: linkLoader, Component: LinkViewerPage },
       { path: "login", loader: loginLoader, Component: LoginPage },
+      // A mailed sign-in link's page: never revalidated, so its one POST is not sent again by a navigation.
+      { path: "login/link", loader: loginLinkLoader, shouldRevalidate: () => false, Component: LoginLinkPage },
       {
         id: "dashboard",
         path: "dashboard",

@@ -8,6 +8,7 @@ import { AppError } from "~/lib/errors.ts";
 import { log } from "~/lib/logger.ts";
 import { EVENT_BATCH_FORMAT } from "~/lib/protocol/event-batch.ts";
 import { type PublishServerMessage, publishLimits, publishPath } from "~/lib/protocol/publish.ts";
+import { containersFull } from "~/services/billing/limits.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { markPublisherSeen } from "~/services/publish/mark-publisher-seen.ts";
 import { type PublishTicketClaims, redeemPublishTicket } from "~/services/publish/publish-ticket.ts";
@@ -36,10 +37,10 @@ export function publishSocket({
   ingest: Ingest;
   presence?: PublisherPresence;
   sockets: GrantedSockets;
-  /** Counts each org's connected publishers (the containers limit). */
+  /** Each org's publishers: a place under the plan's containers limit is taken at the upgrade (the containers limit). */
   orgPublishers?: OrgPublishers;
 }) {
-  const targets = new WeakMap<object, { target: EventTarget; claims: PublishTicketClaims; unregister: () => void }>();
+  const targets = new WeakMap<object, { target: EventTarget; claims: PublishTicketClaims; unregister: () => void; slot: string | null }>();
 
   const send = (ws: ServerWebSocket<unknown>, message: PublishServerMessage) => ws.sendText(JSON.stringify(message));
   const isExpired = (claims: PublishTicketClaims) => claims.linkExpiresAt !== null && claims.linkExpiresAt <= ctx.now().getTime();
@@ -71,16 +72,23 @@ export function publishSocket({
       let claims = query.ticket ? redeemPublishTicket(ctx.config.sessionSecret, query.ticket, ctx.now()) : null;
       if (claims && !(await isFirstUseEverywhere(query.ticket ?? "", ctx.spendTicketEverywhere))) claims = null;
       if (!claims) throw new AppError("UNAUTHORIZED", "publish ticket invalid, used or expired: call JoinPublisher again");
-      return { publish: claims };
+      // The plan's containers are counted here, as the socket opens: tickets taken first do not all get in.
+      const { orgId, containerLimit } = claims;
+      const slot = orgId && containerLimit !== undefined && orgPublishers ? await orgPublishers.reserve(orgId, containerLimit) : null;
+      if (orgId && containerLimit !== undefined && orgPublishers && slot === null) {
+        throw containersFull(containerLimit, orgPublishers.count(orgId));
+      }
+      return { publish: claims, publishSlot: slot };
     })
     .ws(publishPath, {
       query: t.Object({ ticket: t.Optional(t.String({ maxLength: 2048 })) }),
       open(ws) {
         const raw = ws.raw as ServerWebSocket<unknown>;
-        const claims = (ws.data as { publish: PublishTicketClaims }).publish;
+        const { publish: claims, publishSlot } = ws.data as { publish: PublishTicketClaims; publishSlot: string | null };
         const target: EventTarget = { namespaceId: claims.namespaceId, linkId: claims.linkId };
         const unregister = sockets.register(claims.grants, { close: (code, reason) => raw.close(code, reason) });
-        targets.set(raw, { target, claims, unregister });
+        const slot = claims.orgId && orgPublishers ? orgPublishers.connected(claims.orgId, publishSlot ?? undefined) : null;
+        targets.set(raw, { target, claims, unregister, slot });
         send(raw, {
           type: "ready",
           namespaceId: claims.namespaceId,
@@ -90,7 +98,6 @@ export function publishSocket({
           formats: [EVENT_BATCH_FORMAT],
         });
         presence?.publisherConnected(target);
-        if (claims.orgId) orgPublishers?.connected(claims.orgId);
         if (claims.orgId) {
           markPublisherSeen({ ctx, orgId: claims.orgId }).catch((err) => log.warn("could not mark publisher seen", { err }));
         }
@@ -103,7 +110,7 @@ export function publishSocket({
         targets.delete(raw);
         entry.unregister();
         presence?.publisherDisconnected(entry.target);
-        if (entry.claims.orgId) orgPublishers?.disconnected(entry.claims.orgId);
+        if (entry.claims.orgId && entry.slot) orgPublishers?.disconnected(entry.claims.orgId, entry.slot);
       },
     });
 }

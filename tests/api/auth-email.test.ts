@@ -1,15 +1,20 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq, like } from "drizzle-orm";
 import { loginLinks, sessions } from "#db/schema/index.ts";
+import { LOGIN_BROWSER_COOKIE } from "~/api/auth/cookies.ts";
 import { sha256Hex } from "~/lib/ids.ts";
 import { SESSION_COOKIE } from "~/services/auth/session-token.ts";
 import { backends, captureLogs, cookieFrom, PUBLIC_URL, setCookieLine, startTestApp, type TestApp } from "../support/app.ts";
 import { startSmtpServer } from "../support/smtp.ts";
 
-const LINK = /http:\/\/tapscope\.test\/api\/EmailLoginCallback\?token=[A-Za-z0-9_-]+/;
+const LINK = /http:\/\/tapscope\.test\/login\/link\?token=[A-Za-z0-9_-]+/;
 
 function linkPath(url: string): string {
   return url.slice(PUBLIC_URL.length);
+}
+
+function tokenOf(url: string): string {
+  return new URL(url).searchParams.get("token") ?? "";
 }
 
 /** Each simulated person signs in from an address of their own (EmailLogin is limited per client too). */
@@ -29,21 +34,47 @@ for (const backend of backends) {
       await smtp.close();
     });
 
-    async function mailedLink(email: string, next?: string): Promise<string> {
-      const res = await t.call("/api/EmailLogin", next === undefined ? { email } : { email, next }, { peer: nextPeer() });
+    /** Asks for a link as a browser does; `browser` is the cookie that browser was given with it. */
+    async function mailedLink(email: string, next?: string, browser?: string): Promise<{ url: string; token: string; browser: string }> {
+      const res = await t.call("/api/EmailLogin", next === undefined ? { email } : { email, next }, { peer: nextPeer(), cookie: browser });
       expect(res.status).toBe(200);
       const mail = await smtp.waitFor(email.toLowerCase());
       smtp.messages.splice(smtp.messages.indexOf(mail), 1);
       const url = LINK.exec(mail.text)?.[0];
       if (!url) throw new Error(`no link in mail:\n${mail.text}`);
-      return url;
+      return { url, token: tokenOf(url), browser: cookieFrom(res.res, LOGIN_BROWSER_COOKIE) ?? browser ?? "" };
     }
 
-    test("the link from the real e-mail signs in, sets an httpOnly Lax cookie and lands on next", async () => {
-      const url = await mailedLink("Bob@Example.com", "/dashboard/bob/tokens?x=1");
-      const res = await t.request(linkPath(url));
-      expect(res.status).toBe(302);
-      expect(res.headers.get("location")).toBe("/dashboard/bob/tokens?x=1");
+    /** The POST the link's page sends (from our origin, with whatever browser cookie it holds). */
+    function finish(token: string, opts: { browser?: string; confirm?: boolean; origin?: string | null; peer?: string } = {}) {
+      return t.call("/api/FinishEmailLogin", opts.confirm === undefined ? { token } : { token, confirm: opts.confirm }, {
+        cookie: opts.browser,
+        origin: opts.origin,
+        peer: opts.peer ?? nextPeer(),
+      });
+    }
+
+    async function isSpent(token: string): Promise<boolean> {
+      const [row] = await t.db
+        .select({ usedAt: loginLinks.usedAt })
+        .from(loginLinks)
+        .where(eq(loginLinks.tokenHash, sha256Hex(token)));
+      return row?.usedAt !== null && row?.usedAt !== undefined;
+    }
+
+    test("the mailed link opens a page; from the browser that asked, its POST signs in with an httpOnly Lax cookie and names next", async () => {
+      const link = await mailedLink("Bob@Example.com", "/dashboard/bob/tokens?x=1");
+      expect(
+        setCookieLine((await t.call("/api/EmailLogin", { email: "bob2@example.com" }, { peer: nextPeer() })).res, LOGIN_BROWSER_COOKIE),
+      ).toContain("HttpOnly");
+      const page = await t.request(linkPath(link.url));
+      expect(page.status).toBe(200);
+      expect(page.headers.get("content-type")).toContain("text/html");
+      expect(cookieFrom(page.res, SESSION_COOKIE)).toBeUndefined();
+
+      const res = await finish(link.token, { browser: link.browser });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ signedIn: true, next: "/dashboard/bob/tokens?x=1" });
       const line = setCookieLine(res.res, SESSION_COOKIE)!;
       expect(line).toContain("HttpOnly");
       expect(line).toContain("SameSite=Lax");
@@ -56,35 +87,94 @@ for (const backend of backends) {
       expect(typeof self.body.userId).toBe("string");
     });
 
-    test("without next the link lands on /dashboard", async () => {
-      const res = await t.request(linkPath(await mailedLink("nonext@example.com")));
-      expect(res.headers.get("location")).toBe("/dashboard");
+    test("a GET or HEAD of the link (a mail scanner, a chat preview) spends nothing: the person's click still signs in", async () => {
+      const link = await mailedLink("scanned@example.com");
+      for (const method of ["GET", "HEAD"]) {
+        for (const path of [linkPath(link.url), `/api/EmailLoginCallback?token=${link.token}`]) {
+          const res = await t.request(path, { method });
+          expect([200, 302], `${method} ${path}`).toContain(res.status);
+          expect(cookieFrom(res.res, SESSION_COOKIE)).toBeUndefined();
+        }
+      }
+      // A link mailed before the page existed lands on it.
+      const old = await t.request(`/api/EmailLoginCallback?token=${link.token}`);
+      expect(old.headers.get("location")).toBe(linkPath(link.url));
+      expect(await isSpent(link.token)).toBe(false);
+      const res = await finish(link.token, { browser: link.browser });
+      expect(res.body).toEqual({ signedIn: true, next: "/dashboard" });
     });
 
-    test("only the SHA-256 of the link secret is stored", async () => {
-      const url = await mailedLink("hash@example.com");
-      const secret = new URL(url).searchParams.get("token")!;
+    test("opened in another browser the link signs nobody in until the person confirms the account it names", async () => {
+      // A link asked for with the attacker's own address, sent on to someone else.
+      const link = await mailedLink("attacker-own@example.com");
+      for (const browser of [undefined, `${LOGIN_BROWSER_COOKIE}=${"x".repeat(43)}`, `${LOGIN_BROWSER_COOKIE}=short`]) {
+        const elsewhere = await finish(link.token, { browser });
+        expect(elsewhere.status).toBe(200);
+        expect(elsewhere.body).toEqual({ signedIn: false, email: "attacker-own@example.com" });
+        expect(cookieFrom(elsewhere.res, SESSION_COOKIE)).toBeUndefined();
+      }
+      expect(await isSpent(link.token)).toBe(false);
+      const confirmed = await finish(link.token, { confirm: true });
+      expect(confirmed.body).toEqual({ signedIn: true, next: "/dashboard" });
+      expect(cookieFrom(confirmed.res, SESSION_COOKIE)).toBeDefined();
+    });
+
+    test("one browser keeps its secret across requests: each of its links opens there without asking", async () => {
+      const first = await mailedLink("twice@example.com");
+      const second = await mailedLink("twice@example.com", undefined, first.browser);
+      expect(second.browser).toBe(first.browser);
+      expect((await finish(first.token, { browser: first.browser })).body.signedIn).toBe(true);
+      expect((await finish(second.token, { browser: first.browser })).body.signedIn).toBe(true);
+    });
+
+    test("a cross-site POST cannot sign anyone in, with or without confirm; the link stays unspent", async () => {
+      const link = await mailedLink("csrf-login@example.com");
+      for (const origin of ["https://evil.example", null, "null"]) {
+        const res = await finish(link.token, { browser: link.browser, confirm: true, origin });
+        expect(res.status).toBe(403);
+        expect(cookieFrom(res.res, SESSION_COOKIE)).toBeUndefined();
+      }
+      const form = await t.request("/api/FinishEmailLogin", {
+        method: "POST",
+        headers: { origin: "https://evil.example", "content-type": "text/plain", cookie: link.browser },
+        body: JSON.stringify({ token: link.token, confirm: true }),
+      });
+      expect(form.status).toBe(403);
+      expect(await isSpent(link.token)).toBe(false);
+    });
+
+    test("without next the link lands on /dashboard", async () => {
+      const link = await mailedLink("nonext@example.com");
+      expect((await finish(link.token, { browser: link.browser })).body).toEqual({ signedIn: true, next: "/dashboard" });
+    });
+
+    test("only the SHA-256 of the link secret and of the browser's secret are stored", async () => {
+      const link = await mailedLink("hash@example.com");
+      const browserSecret = link.browser.split("=")[1]!;
       const rows = await t.db.select().from(loginLinks).where(eq(loginLinks.email, "hash@example.com"));
       expect(rows).toHaveLength(1);
-      expect(rows[0]!.tokenHash).toBe(sha256Hex(secret));
-      expect(JSON.stringify(rows)).not.toContain(secret);
+      expect(rows[0]!.tokenHash).toBe(sha256Hex(link.token));
+      expect(rows[0]!.browserHash).toBe(sha256Hex(browserSecret));
+      expect(JSON.stringify(rows)).not.toContain(link.token);
+      expect(JSON.stringify(rows)).not.toContain(browserSecret);
     });
 
     test("a link works once", async () => {
-      const url = await mailedLink("once@example.com");
-      expect(cookieFrom((await t.request(linkPath(url))).res, SESSION_COOKIE)).toBeDefined();
-      const second = await t.request(linkPath(url));
-      expect(second.status).toBe(302);
-      expect(second.headers.get("location")).toStartWith("/login?error=");
-      expect(cookieFrom(second.res, SESSION_COOKIE)).toBeUndefined();
+      const link = await mailedLink("once@example.com");
+      expect(cookieFrom((await finish(link.token, { browser: link.browser })).res, SESSION_COOKIE)).toBeDefined();
+      for (const confirm of [undefined, true]) {
+        const again = await finish(link.token, { browser: link.browser, confirm });
+        expect(again.status).toBe(401);
+        expect(cookieFrom(again.res, SESSION_COOKIE)).toBeUndefined();
+      }
     });
 
     test("a link expires after 15 minutes", async () => {
-      const url = await mailedLink("late@example.com");
+      const link = await mailedLink("late@example.com");
       t.clock.advance(15 * 60 * 1000 + 1000);
       try {
-        const res = await t.request(linkPath(url));
-        expect(res.headers.get("location")).toStartWith("/login?error=");
+        const res = await finish(link.token, { browser: link.browser });
+        expect(res.status).toBe(401);
         expect(cookieFrom(res.res, SESSION_COOKIE)).toBeUndefined();
       } finally {
         t.clock.advance(-(15 * 60 * 1000 + 1000));
@@ -92,18 +182,25 @@ for (const backend of backends) {
       const fresh = await mailedLink("late@example.com");
       t.clock.advance(14 * 60 * 1000);
       try {
-        expect(cookieFrom((await t.request(linkPath(fresh))).res, SESSION_COOKIE)).toBeDefined();
+        expect(cookieFrom((await finish(fresh.token, { browser: fresh.browser })).res, SESSION_COOKIE)).toBeDefined();
       } finally {
         t.clock.advance(-14 * 60 * 1000);
       }
     });
 
-    test("forged or missing tokens are refused", async () => {
-      for (const path of ["/api/EmailLoginCallback?token=forged", "/api/EmailLoginCallback"]) {
+    test("forged, missing or oversized tokens are refused with a clear answer", async () => {
+      const forged = await finish("forged", { confirm: true });
+      expect([forged.status, forged.body]).toEqual([401, { error: "this sign-in link is invalid, used or expired" }]);
+      for (const body of [{}, { token: "" }, { token: "x".repeat(300) }, { token: 5 }]) {
+        const res = await t.call("/api/FinishEmailLogin", body, { peer: nextPeer() });
+        expect(res.status).toBe(400);
+        expect(typeof res.body.error).toBe("string");
+      }
+      // The page without a token goes back to the sign-in form with the reason.
+      for (const path of ["/login/link", "/api/EmailLoginCallback"]) {
         const res = await t.request(path);
         expect(res.status).toBe(302);
-        expect(res.headers.get("location")).toStartWith("/login?error=");
-        expect(cookieFrom(res.res, SESSION_COOKIE)).toBeUndefined();
+        expect(res.headers.get("location")).toStartWith("/login?error=link_invalid");
       }
     });
 
@@ -117,47 +214,34 @@ for (const backend of backends) {
         "javascript:alert(1)",
         "evil.com",
       ]) {
-        const res = await t.request(linkPath(await mailedLink(`redir-${crypto.randomUUID().slice(0, 6)}@example.com`, next)));
-        expect(res.status).toBe(302);
-        const location = res.headers.get("location")!;
+        const link = await mailedLink(`redir-${crypto.randomUUID().slice(0, 6)}@example.com`, next);
+        const res = await finish(link.token, { browser: link.browser });
+        expect(res.status).toBe(200);
+        const location = res.body.next as string;
         expect(new URL(location, PUBLIC_URL).origin).toBe(PUBLIC_URL);
         expect(location).toBe(next === "/%0a/evil.com" ? "/%0a/evil.com" : "/dashboard");
       }
     });
 
-    test("a next given on the link itself cannot override the stored one", async () => {
-      const url = await mailedLink("override@example.com", "/dashboard/mine/live");
-      const res = await t.request(`${linkPath(url)}&next=//evil.com`);
-      expect(res.headers.get("location")).toBe("/dashboard/mine/live");
-    });
-
-    test("the callback ignores a next in its own URL, and a stored next cannot leave the origin by dot segments", async () => {
-      // Login CSRF with an open redirect: a link minted for the attacker's address, sent on with &next=.
-      const url = await mailedLink(`attacker-${crypto.randomUUID().slice(0, 6)}@example.com`);
-      const callback = await t.request(`${linkPath(url)}&next=${encodeURIComponent("/dashboard/attacker-ns/live")}`);
-      expect(callback.status).toBe(302);
-      expect(callback.headers.get("location")).toBe("/dashboard");
-      const dotted = await mailedLink(`attacker-${crypto.randomUUID().slice(0, 6)}@example.com`);
-      expect((await t.request(`${linkPath(dotted)}&next=${encodeURIComponent("/.//evil.test")}`)).headers.get("location")).toBe(
-        "/dashboard",
-      );
-
+    test("where the link lands is what was stored with it: a stored next cannot leave the origin by dot segments", async () => {
       const stored = await mailedLink(`dots-${crypto.randomUUID().slice(0, 6)}@example.com`, "/.//evil.test");
-      const res = await t.request(linkPath(stored));
-      expect(res.status).toBe(302);
-      const location = res.headers.get("location")!;
-      expect(location).toBe("/dashboard");
-      expect(new URL(location, PUBLIC_URL).origin).toBe(PUBLIC_URL);
+      const res = await finish(stored.token, { browser: stored.browser });
+      expect(res.body.next).toBe("/dashboard");
+      // The old callback's own query cannot add a next either: it only forwards the token.
+      const other = await mailedLink(`attacker-${crypto.randomUUID().slice(0, 6)}@example.com`);
+      const callback = await t.request(`/api/EmailLoginCallback?token=${other.token}&next=//evil.com`);
+      expect(callback.headers.get("location")).toBe(`/login/link?token=${other.token}`);
     });
 
-    test("AddUser mails the invited address a link to sign in", async () => {
+    test("AddUser mails the invited address where to sign in and answer", async () => {
       const admin = await t.onboardedUser();
       const email = `invited-${crypto.randomUUID().slice(0, 6)}@example.com`;
       expect((await t.call("/api/AddUser", { namespaceId: admin.namespaceId, email }, { cookie: admin.cookie })).status).toBe(200);
       const mail = await smtp.waitFor(email);
       smtp.messages.splice(smtp.messages.indexOf(mail), 1);
       expect(mail.text).toContain(admin.email);
-      expect(mail.text).toContain(`${PUBLIC_URL}/login`);
+      expect(mail.text).toContain(`${PUBLIC_URL}/dashboard`);
+      expect(mail.text).toContain("Nothing changes until you accept.");
     });
 
     test("an invalid address is refused with 400 and a JSON error", async () => {
@@ -194,18 +278,23 @@ for (const backend of backends) {
 
     test("guessing sign-in link secrets from one client gets 429 after 30 a minute", async () => {
       const statuses: number[] = [];
-      for (let i = 0; i < 31; i++) {
-        statuses.push((await t.request(`/api/EmailLoginCallback?token=guess-${i}`, {}, { peer: "203.0.113.88" })).status);
-      }
-      expect(statuses.slice(0, 30).every((s) => s === 302)).toBe(true);
+      for (let i = 0; i < 31; i++) statuses.push((await finish(`guess-${i}`, { confirm: true, peer: "203.0.113.88" })).status);
+      expect(statuses.slice(0, 30).every((s) => s === 401)).toBe(true);
       expect(statuses[30]).toBe(429);
-      expect((await t.request("/api/EmailLoginCallback?token=guess", {}, { peer: "203.0.113.89" })).status).toBe(302);
+      expect((await finish("guess", { confirm: true, peer: "203.0.113.89" })).status).toBe(401);
     });
 
-    test("LogOut revokes the session server-side, clears the cookie and goes to /login", async () => {
+    test("LogOut (the dashboard's link: a same-origin navigation) revokes the session server-side, clears the cookie and goes to /login", async () => {
       const u = await t.user();
       expect((await t.request("/api/GetSelf", { headers: { cookie: u.cookie } })).status).toBe(200);
-      const out = await t.request("/api/LogOut", { headers: { cookie: u.cookie } });
+      const out = await t.request("/api/LogOut", {
+        headers: {
+          cookie: u.cookie,
+          "sec-fetch-site": "same-origin",
+          "sec-fetch-mode": "navigate",
+          referer: `${PUBLIC_URL}/dashboard/x/live`,
+        },
+      });
       expect(out.status).toBe(302);
       expect(out.headers.get("location")).toBe("/login");
       expect(setCookieLine(out.res, SESSION_COOKIE)).toMatch(/Max-Age=0|Expires=Thu, 01 Jan 1970/);
@@ -214,6 +303,29 @@ for (const backend of backends) {
       // The old cookie, replayed, no longer works.
       expect((await t.request("/api/GetSelf", { headers: { cookie: u.cookie } })).status).toBe(401);
       expect((await t.call("/api/ListOrgs", {}, { cookie: u.cookie })).status).toBe(401);
+    });
+
+    test("LogOut from another site (a link, an image, a form) signs nobody out: back to the dashboard, the session holds", async () => {
+      const u = await t.user();
+      const attempts: Array<Record<string, string>> = [
+        { "sec-fetch-site": "cross-site", "sec-fetch-mode": "navigate" },
+        { "sec-fetch-site": "cross-site", "sec-fetch-mode": "no-cors", "sec-fetch-dest": "image" },
+        { "sec-fetch-site": "same-site", "sec-fetch-mode": "navigate" },
+        { referer: "https://evil.example/page" },
+        { referer: "not a url" },
+      ];
+      for (const headers of attempts) {
+        const out = await t.request("/api/LogOut", { headers: { cookie: u.cookie, ...headers } });
+        expect([out.status, out.headers.get("location")], JSON.stringify(headers)).toEqual([302, "/dashboard"]);
+        expect(setCookieLine(out.res, SESSION_COOKIE)).toBeUndefined();
+      }
+      expect((await t.request("/api/GetSelf", { headers: { cookie: u.cookie } })).status).toBe(200);
+      // Typed into the address bar or opened from a bookmark: the person's own hand.
+      const typed = await t.request("/api/LogOut", {
+        headers: { cookie: u.cookie, "sec-fetch-site": "none", "sec-fetch-mode": "navigate" },
+      });
+      expect(typed.headers.get("location")).toBe("/login");
+      expect((await t.request("/api/GetSelf", { headers: { cookie: u.cookie } })).status).toBe(401);
     });
 
     test("LogOut without a session still redirects to /login", async () => {
@@ -261,8 +373,8 @@ describe("magic link without SMTP", () => {
     expect(hits).toHaveLength(1);
     const url = LINK.exec(hits[0]!)?.[0];
     expect(url).toBeDefined();
-    const res = await t.request(url!.slice(PUBLIC_URL.length));
-    expect(res.headers.get("location")).toBe("/dashboard");
+    const res = await t.call("/api/FinishEmailLogin", { token: new URL(url!).searchParams.get("token"), confirm: true });
+    expect(res.body).toEqual({ signedIn: true, next: "/dashboard" });
     const cookie = cookieFrom(res.res, SESSION_COOKIE)!;
     expect((await t.request("/api/GetSelf", { headers: { cookie } })).body.email).toBe("terminal@example.com");
   });
@@ -282,7 +394,7 @@ describe("magic link without SMTP", () => {
       });
       expect(status).toBe(503);
       expect(body).toEqual({ error: "could not send the sign-in e-mail; try again later" });
-      expect(lines.join("\n")).not.toContain("EmailLoginCallback?token=");
+      expect(lines.join("\n")).not.toContain("/login/link?token=");
     } finally {
       await down.close();
     }
@@ -294,8 +406,14 @@ describe("magic link without SMTP", () => {
       const lines = await captureLogs(() =>
         secure.call("/api/EmailLogin", { email: "s@example.com" }, { origin: "https://tapscope.example" }),
       );
-      const url = /https:\/\/tapscope\.example\/api\/EmailLoginCallback\?token=[A-Za-z0-9_-]+/.exec(lines.join("\n"))![0];
-      const res = await secure.app.handle(new Request(url));
+      const url = /https:\/\/tapscope\.example\/login\/link\?token=[A-Za-z0-9_-]+/.exec(lines.join("\n"))![0];
+      const res = await secure.app.handle(
+        new Request("https://tapscope.example/api/FinishEmailLogin", {
+          method: "POST",
+          headers: { origin: "https://tapscope.example", "content-type": "application/json" },
+          body: JSON.stringify({ token: new URL(url).searchParams.get("token"), confirm: true }),
+        }),
+      );
       expect(setCookieLine(res, SESSION_COOKIE)).toContain("Secure");
     } finally {
       await secure.close();

@@ -1,13 +1,16 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestApp, type TestApp } from "../support/app.ts";
+import { startSmtpServer } from "../support/smtp.ts";
 import { startStripeStandin, WEBHOOK_SECRET } from "../support/stripe-standin.ts";
 
 // Billing against the local Stripe stand-in (tests/support/stripe-standin.ts): checkout, webhooks, cancel.
 let t: TestApp;
 let off: TestApp;
 let stripe: ReturnType<typeof startStripeStandin>;
+let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
 
 beforeAll(async () => {
+  smtp = await startSmtpServer();
   stripe = startStripeStandin((payload, signature) =>
     t
       .request("/api/StripeWebhook", {
@@ -25,6 +28,7 @@ beforeAll(async () => {
       STRIPE_PRICE_TEAM: "price_team_test",
       STRIPE_PRICE_SCALE: "price_scale_test",
       STRIPE_API_URL: stripe.url,
+      SMTP_URL: smtp.url,
     },
   });
   off = await startTestApp({ backend: "pglite" });
@@ -33,6 +37,7 @@ afterAll(async () => {
   await t?.close();
   await off?.close();
   stripe?.stop();
+  await smtp?.close();
 });
 
 const checkout = (cookie: string, orgId: string, tier: string) =>
@@ -132,9 +137,7 @@ describe("billing", () => {
     const admin = await t.onboardedUser();
     await stripe.complete(sessionIdOf((await checkout(admin.cookie, admin.orgId, "team-20250212")).headers.get("location") ?? ""));
     const member = await t.user();
-    expect((await t.call("/api/AddUser", { namespaceId: admin.namespaceId, email: member.email }, { cookie: admin.cookie })).status).toBe(
-      200,
-    );
+    await t.addMember(admin, member);
     const refused = await checkout(member.cookie, admin.orgId, "scale-20250212");
     expect(decodeURIComponent(refused.headers.get("location") ?? "")).toBe(
       "/dashboard/billing?error=forbidden: only an org admin can change the plan",
@@ -222,6 +225,11 @@ describe("billing", () => {
       "The Team plan allows 3 users per organization and this one has 3. Upgrade on the billing screen (/dashboard/billing), or remove a user first.",
     ]);
     expect((await addOther("c@example.com")).status).toBe(200); // an invited address again changes nothing
+    // "Remove a user first" is something the admin can do: revoking an invitation frees its seat.
+    const { users } = (await t.call("/api/ListUsers", { namespaceId: other.namespaceId }, { cookie: other.cookie })).body;
+    const invitationId = users.find((u: { email: string }) => u.email === "c@example.com").invitationId;
+    expect((await t.call("/api/RevokeInvitation", { invitationId }, { cookie: other.cookie })).status).toBe(200);
+    expect((await addOther("d@example.com")).status).toBe(200);
     expect(sub.status).toBe("trialing");
   });
 
@@ -245,5 +253,79 @@ describe("billing", () => {
     expect((await joinPublisher({ ctx: off.ctx, principal: offPrincipal, runningPublishers: () => 500 })).namespaceId).toBe(
       offUser.namespaceId,
     );
+  });
+
+  test("a failed payment mails every admin of the org once (not its members), with the amount and where to change the card", async () => {
+    const { and, eq } = await import("drizzle-orm");
+    const { namespaceMembers } = await import("#db/schema/index.ts");
+    const owner = await t.onboardedUser();
+    // In the trial first: Free allows one user.
+    const sub = await stripe.complete(
+      sessionIdOf((await checkout(owner.cookie, owner.orgId, "team-20250212")).headers.get("location") ?? ""),
+    );
+    const second = await t.user();
+    const reader = await t.user();
+    await t.addMember(owner, second);
+    await t.addMember(owner, reader);
+    await t.db
+      .update(namespaceMembers)
+      .set({ hasWrite: true })
+      .where(and(eq(namespaceMembers.namespaceId, owner.namespaceId), eq(namespaceMembers.userId, second.userId)));
+    // The trial is over: Stripe's subscription is active, and the renewal's payment fails.
+    Object.assign(sub, { status: "active", trial_end: null });
+    await stripe.send("customer.subscription.updated", sub, { created: Math.floor(Date.now() / 1000) + 5 });
+    const mailsBefore = smtp.messages.length;
+
+    const failed = await stripe.failPayment(sub.id, { created: Math.floor(Date.now() / 1000) + 10 });
+    expect(failed.status).toBe(200);
+    const toOwner = await smtp.waitFor(owner.email);
+    await smtp.waitFor(second.email);
+    expect(toOwner.raw).toContain("Subject: Tapscope: the payment for your Team plan failed");
+    expect(toOwner.text).toContain("The payment of $25.00 for your organization's Tapscope Team plan failed.");
+    expect(toOwner.text).toContain("http://tapscope.test/dashboard/billing");
+    expect(toOwner.text).toContain(failed.invoice.hosted_invoice_url);
+    const status = (await t.call("/api/GetSubscription", { orgId: owner.orgId }, { cookie: owner.cookie })).body.activeSubscription.status;
+    expect(status).toBe("past_due");
+
+    // Stripe delivers an event again when it is not sure we got it: no second mail.
+    const replay = await stripe.send("invoice.payment_failed", failed.invoice, { id: failed.event.id });
+    expect(replay.status).toBe(200);
+    await Bun.sleep(300);
+    const sent = smtp.messages.slice(mailsBefore).filter((m) => m.raw.includes("payment for your Team plan failed"));
+    expect(sent.flatMap((m) => m.to).sort()).toEqual([owner.email, second.email].sort());
+  });
+
+  test("Manage billing: an admin gets Stripe's customer portal for the org's customer, back to the billing screen", async () => {
+    const admin = await t.onboardedUser();
+    const sub = await stripe.complete(
+      sessionIdOf((await checkout(admin.cookie, admin.orgId, "scale-20250212")).headers.get("location") ?? ""),
+    );
+    const res = await t.call("/api/OpenBillingPortal", { orgId: admin.orgId }, { cookie: admin.cookie });
+    expect(res.status).toBe(200);
+    const portal = stripe.portalSessions.get(/\/portal\/(\w+)$/.exec(res.body.url)?.[1] ?? "");
+    expect(portal).toMatchObject({
+      object: "billing_portal.session",
+      customer: sub.customer,
+      return_url: "http://tapscope.test/dashboard/billing",
+    });
+    expect(res.body.url).toBe(portal!.url);
+    const page = await fetch(res.body.url);
+    expect(await page.text()).toContain("Test billing portal (local stand-in for Stripe)");
+  });
+
+  test("Manage billing is refused with the reason: a member (403), a stranger (404), an org with no billing account yet (409), billing off (404)", async () => {
+    const admin = await t.onboardedUser();
+    const none = await t.call("/api/OpenBillingPortal", { orgId: admin.orgId }, { cookie: admin.cookie });
+    expect([none.status, none.body.error]).toEqual([409, "this organization has no billing account yet: choose a plan first"]);
+    await stripe.complete(sessionIdOf((await checkout(admin.cookie, admin.orgId, "team-20250212")).headers.get("location") ?? ""));
+    const member = await t.user();
+    await t.addMember(admin, member);
+    const byMember = await t.call("/api/OpenBillingPortal", { orgId: admin.orgId }, { cookie: member.cookie });
+    expect([byMember.status, byMember.body.error]).toEqual([403, "forbidden: only an org admin can manage billing"]);
+    const stranger = await t.onboardedUser();
+    expect((await t.call("/api/OpenBillingPortal", { orgId: admin.orgId }, { cookie: stranger.cookie })).status).toBe(404);
+    const offUser = await off.onboardedUser();
+    const offRes = await off.call("/api/OpenBillingPortal", { orgId: offUser.orgId }, { cookie: offUser.cookie });
+    expect([offRes.status, offRes.body.error]).toEqual([404, "billing is not enabled on this server"]);
   });
 });

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { desc } from "drizzle-orm";
+import { desc, sql } from "drizzle-orm";
 import { eventLog } from "#db/schema/index.ts";
 import { formatTagsHeader } from "~/api/telemetry/tags.ts";
+import { pruneMetadata } from "~/services/store/prune-metadata.ts";
 import { backends, startTestApp, type TestApp } from "../support/app.ts";
 
 for (const backend of backends) {
@@ -112,6 +113,62 @@ for (const backend of backends) {
       }
       expect(statuses.slice(0, 300).every((s) => s === 200)).toBe(true);
       expect(statuses.slice(300).every((s) => s === 429)).toBe(true);
+    });
+  });
+
+  describe(`event_log's size budget [${backend}]`, () => {
+    let t: TestApp;
+    const MiB = 1024 ** 2;
+    beforeAll(async () => {
+      t = await startTestApp({ backend, env: { EVENT_LOG_MAX_BYTES: "1MiB" } });
+    }, 60_000);
+    afterAll(() => t.close());
+
+    /** The largest report there is: 4,096 characters of values. */
+    const largest = (seq: number) => formatTagsHeader({ kind: "Big", seq: String(seq), a: "a".repeat(2_048), b: "b".repeat(2_040) });
+    const report = (seq: number, peer: string) =>
+      t.request("/api/Event", { method: "POST", headers: { origin: "http://tapscope.test", "x-tags": largest(seq) } }, { peer });
+    const storedBytes = async () =>
+      Number((await t.db.select({ total: sql<string>`coalesce(sum(${eventLog.bytes}), 0)` }).from(eventLog))[0]?.total ?? 0);
+    const seqs = async () => (await t.db.select({ tags: eventLog.tags }).from(eventLog)).map((r) => Number(r.tags.seq));
+
+    test("a flood of the largest reports from many addresses: the table holds the newest that fit in EVENT_LOG_MAX_BYTES", async () => {
+      for (let seq = 0; seq < 400; seq++) {
+        // Within the request budgets (100 a second for everyone): this is about size.
+        if (seq % 100 === 99) t.clock.advance(1_000);
+        const res = await report(seq, `198.51.100.${seq % 40}`);
+        expect(res.status, `report ${seq}`).toBe(200);
+      }
+      // 400 reports of about 4.3 KB: 1.7 MB offered to a 1 MiB budget. Each node trims once a sixteenth of the
+      // budget has come in since its last trim, so the table is at most that much over it between trims.
+      const deadline = Date.now() + 15_000;
+      while ((await storedBytes()) > MiB * (17 / 16) && Date.now() < deadline) await Bun.sleep(50);
+      await t.runtime.eventLog.settled();
+      expect(await storedBytes()).toBeLessThanOrEqual(MiB * (17 / 16));
+      const kept = await seqs();
+      expect(kept).toContain(399);
+      expect(kept).not.toContain(0);
+      // The oldest went first: what is kept is the newest run.
+      expect(Math.min(...kept)).toBe(400 - kept.length);
+      // The hourly metadata job holds it to the byte.
+      await pruneMetadata({ db: t.db, now: t.clock.now, config: t.config });
+      expect(await storedBytes()).toBeLessThanOrEqual(MiB);
+    }, 60_000);
+
+    test("one address stores at most its day's share: then 429 and nothing stored; others still report; a day later it may again", async () => {
+      t.clock.advance(60_000);
+      const statuses: number[] = [];
+      for (let seq = 1_000; seq < 1_016; seq++) statuses.push((await report(seq, "203.0.113.50")).status);
+      // 64 KiB a day for one address: fifteen of the largest reports.
+      expect(statuses).toEqual([...Array(15).fill(200), 429]);
+      const refused = await report(1_099, "203.0.113.50");
+      expect(refused.status).toBe(429);
+      expect(refused.body.error).toBe("too many reports stored from this address today; try again later");
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+      expect(await seqs()).not.toContain(1_015);
+      expect((await report(1_100, "203.0.113.51")).status).toBe(200);
+      t.clock.advance(24 * 60 * 60 * 1000);
+      expect((await report(1_101, "203.0.113.50")).status).toBe(200);
     });
   });
 }

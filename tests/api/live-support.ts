@@ -6,6 +6,7 @@ export class LiveClient {
   readonly messages: LiveServerMessage[] = [];
   readonly texts: string[] = [];
   closeCode: number | null = null;
+  closeReason: string | null = null;
   private waiters: Array<() => void> = [];
 
   constructor(readonly ws: WebSocket) {
@@ -21,6 +22,7 @@ export class LiveClient {
     };
     ws.onclose = (e) => {
       this.closeCode = e.code;
+      this.closeReason = e.reason;
       this.wake();
     };
   }

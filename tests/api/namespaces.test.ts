@@ -51,7 +51,7 @@ for (const backend of backends) {
     test("a read-only member gets the spec's 403 text; a stranger cannot tell the org exists", async () => {
       const admin = await t.onboardedUser();
       const member = await t.user();
-      await t.call("/api/AddUser", { namespaceId: admin.namespaceId, email: member.email }, { cookie: admin.cookie });
+      await t.addMember(admin, member);
       const refused = await t.call("/api/CreateNamespace", { orgId: admin.orgId, name: "nope" }, { cookie: member.cookie });
       expect(refused.status).toBe(403);
       expect(refused.body).toEqual({ error: "forbidden: you are not allowed to create a namespace" });
@@ -71,7 +71,7 @@ for (const backend of backends) {
       const admin = await t.onboardedUser();
       const secret = await t.call("/api/CreateNamespace", { orgId: admin.orgId, name: "secret" }, { cookie: admin.cookie });
       const member = await t.user();
-      await t.call("/api/AddUser", { namespaceId: admin.namespaceId, email: member.email }, { cookie: admin.cookie });
+      await t.addMember(admin, member);
       const list = await t.call("/api/ListNamespaces", { orgId: admin.orgId }, { cookie: member.cookie });
       expect(list.body.namespaces.map((n: { namespaceId: string }) => n.namespaceId)).toEqual([admin.namespaceId]);
       expect((await t.call("/api/ListUsers", { namespaceId: secret.body.namespaceId }, { cookie: member.cookie })).status).toBe(404);

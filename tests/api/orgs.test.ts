@@ -24,7 +24,8 @@ for (const backend of backends) {
       const { namespaceId } = onboard.body.namespace;
 
       const orgs = await t.call("/api/ListOrgs", {}, { cookie: u.cookie });
-      expect(orgs.body).toEqual({ orgs: [{ orgId, lastSeenWorkerTime: null }] });
+      // Named after its creator, so a member of several orgs can tell them apart.
+      expect(orgs.body).toEqual({ orgs: [{ orgId, name: "alice.smith@example.com", lastSeenWorkerTime: null }] });
       const namespaces = await t.call("/api/ListNamespaces", { orgId }, { cookie: u.cookie });
       expect(namespaces.body).toEqual({ namespaces: [{ namespaceId, name: "alice.smith" }] });
 
@@ -39,7 +40,7 @@ for (const backend of backends) {
       const seen = new Date("2026-11-20T10:00:00.000Z");
       await t.db.update(orgs).set({ lastSeenWorkerTime: seen }).where(eq(orgs.id, u.orgId));
       const res = await t.call("/api/ListOrgs", {}, { cookie: u.cookie });
-      expect(res.body).toEqual({ orgs: [{ orgId: u.orgId, lastSeenWorkerTime: seen.toISOString() }] });
+      expect(res.body).toEqual({ orgs: [{ orgId: u.orgId, name: u.email, lastSeenWorkerTime: seen.toISOString() }] });
     });
 
     test("ListOrgs and OnboardNewUser need a session", async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { and, eq } from "drizzle-orm";
-import { namespaceMembers } from "#db/schema/index.ts";
+import { namespaceMembers, namespaces } from "#db/schema/index.ts";
 import { SESSION_TTL_MS } from "~/services/auth/session-token.ts";
 import { backends, listenTestApp, startTestApp, type TestApp } from "../support/app.ts";
 import { LiveClient } from "./live-support.ts";
@@ -145,9 +145,7 @@ for (const backend of backends) {
     test("a member removed from a namespace stops watching it", async () => {
       const owner = await t.onboardedUser();
       const member = await t.user();
-      expect((await call("/api/AddUser", { namespaceId: owner.namespaceId, email: member.email }, { cookie: owner.cookie })).status).toBe(
-        200,
-      );
+      await t.addMember(owner, member);
       const live = await open(
         (await call("/api/JoinSubscriber", { namespaceId: owner.namespaceId }, { cookie: member.cookie })).body.websocketUrl,
       );
@@ -160,6 +158,92 @@ for (const backend of backends) {
         .where(and(eq(namespaceMembers.namespaceId, owner.namespaceId), eq(namespaceMembers.userId, member.userId)));
       await Promise.all([closedWithinASecond(live, "live socket closed"), closedWithinASecond(select, "tunnel closed")]);
       expect((await call("/api/JoinSubscriber", { namespaceId: owner.namespaceId }, { cookie: member.cookie })).status).toBe(404);
+    });
+
+    test("RemoveUser closes the removed member's live view and tunnels at once; the admin's stay open", async () => {
+      const owner = await t.onboardedUser();
+      const member = await t.user();
+      await t.addMember(owner, member);
+      const live = await open(
+        (await call("/api/JoinSubscriber", { namespaceId: owner.namespaceId }, { cookie: member.cookie })).body.websocketUrl,
+      );
+      await live.until(() => live.of("history").length === 1, "live history");
+      const select = await tunnel("SELECT", { cookie: member.cookie }, owner.namespaceId);
+      const ownerLive = await open(
+        (await call("/api/JoinSubscriber", { namespaceId: owner.namespaceId }, { cookie: owner.cookie })).body.websocketUrl,
+      );
+      await ownerLive.until(() => ownerLive.of("history").length === 1, "owner's live history");
+
+      expect(
+        (await call("/api/RemoveUser", { namespaceId: owner.namespaceId, userId: member.userId }, { cookie: owner.cookie })).status,
+      ).toBe(200);
+      await Promise.all([closedWithinASecond(live, "live socket closed"), closedWithinASecond(select, "tunnel closed")]);
+      expect(live.closeReason).toBe("no longer a member of this namespace");
+      expect((await call("/api/JoinSubscriber", { namespaceId: owner.namespaceId }, { cookie: member.cookie })).status).toBe(404);
+      await Bun.sleep(700);
+      expect(ownerLive.closeCode).toBeNull();
+      ownerLive.close();
+    });
+
+    test("EndUserSessions closes every socket of the member's sessions, on every device", async () => {
+      const owner = await t.onboardedUser();
+      const member = await t.user();
+      await t.addMember(owner, member);
+      const other = await t.user(member.email);
+      const sockets = await Promise.all(
+        [member, other].map(async (who) =>
+          open((await call("/api/JoinSubscriber", { namespaceId: owner.namespaceId }, { cookie: who.cookie })).body.websocketUrl),
+        ),
+      );
+      const select = await tunnel("SELECT", { cookie: other.cookie }, owner.namespaceId);
+      expect(
+        (await call("/api/EndUserSessions", { namespaceId: owner.namespaceId, userId: member.userId }, { cookie: owner.cookie })).body,
+      ).toEqual({
+        endedSessions: 2,
+      });
+      await Promise.all([
+        ...sockets.map((s) => closedWithinASecond(s, "live socket closed")),
+        closedWithinASecond(select, "tunnel closed"),
+      ]);
+      expect(sockets[0]!.closeReason).toBe("signed out");
+      expect((await call("/api/JoinSubscriber", { namespaceId: owner.namespaceId }, { cookie: member.cookie })).status).toBe(401);
+    });
+
+    test("DeleteNamespace stops its publisher, its viewers and an org token's tunnel on it at once", async () => {
+      const owner = await t.onboardedUser();
+      const doomed = (await call("/api/CreateNamespace", { orgId: owner.orgId, name: "doomed" }, { cookie: owner.cookie })).body
+        .namespaceId;
+      const member = await t.user();
+      await t.addMember(owner, member, doomed);
+      const token = await namespaceToken({ cookie: owner.cookie, namespaceId: doomed });
+      const publisher = await open((await call("/api/JoinPublisher", {}, { bearer: token.token })).body.websocketUrl);
+      await publisher.until(() => publisher.texts.some((m) => m.includes('"ready"')), "publisher ready");
+      const viewer = await open((await call("/api/JoinSubscriber", { namespaceId: doomed }, { cookie: member.cookie })).body.websocketUrl);
+      await viewer.until(() => viewer.of("history").length === 1, "live history");
+      const orgToken = (await call("/api/GenerateOrgToken", { orgId: owner.orgId }, { cookie: owner.cookie })).body.token;
+      const orgTunnel = await tunnel("SELECT", { bearer: orgToken }, doomed);
+      const kept = await tunnel("SELECT", { bearer: orgToken }, owner.namespaceId);
+
+      expect((await call("/api/DeleteNamespace", { namespaceId: doomed }, { cookie: owner.cookie })).status).toBe(200);
+      await Promise.all([
+        closedWithinASecond(publisher, "publish socket closed"),
+        closedWithinASecond(viewer, "live socket closed"),
+        closedWithinASecond(orgTunnel, "org token's tunnel closed"),
+      ]);
+      expect(orgTunnel.closeReason).toBe("namespace deleted");
+      await Bun.sleep(700);
+      expect(kept.closeCode).toBeNull();
+      kept.close();
+    });
+
+    test("an org token's tunnel on a namespace deleted behind the server's back closes within the sweep", async () => {
+      const owner = await t.onboardedUser();
+      const doomed = (await call("/api/CreateNamespace", { orgId: owner.orgId, name: "gone" }, { cookie: owner.cookie })).body.namespaceId;
+      const orgToken = (await call("/api/GenerateOrgToken", { orgId: owner.orgId }, { cookie: owner.cookie })).body.token;
+      const orgTunnel = await tunnel("SELECT", { bearer: orgToken }, doomed);
+      await Bun.sleep(100); // past the check made as the socket opened: the periodic one must find it
+      await t.db.delete(namespaces).where(eq(namespaces.id, doomed));
+      await closedWithinASecond(orgTunnel, "tunnel closed");
     });
 
     // Last: it moves the clock past every session made so far.

@@ -19,9 +19,7 @@ for (const backend of backends) {
     async function teamWithMember() {
       const admin = await t.onboardedUser();
       const member = await t.user();
-      expect((await t.call("/api/AddUser", { namespaceId: admin.namespaceId, email: member.email }, { cookie: admin.cookie })).status).toBe(
-        200,
-      );
+      await t.addMember(admin, member);
       return { admin, member };
     }
 

@@ -4,7 +4,8 @@ import { startStripeStandin, WEBHOOK_SECRET } from "../support/stripe-standin.ts
 import { browserSuite, screenshot, signInByEmail } from "./harness.ts";
 
 // Billing as a person goes through it, against the real server and the local Stripe stand-in: Upgrade, the checkout
-// page, 'Subscribed!' once the webhook arrived, then Cancel? and the banner.
+// page, 'Subscribed!' once the webhook arrived, a failed payment and Manage billing (Stripe's customer portal), then
+// Cancel? and the banner.
 let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
 let stripe: ReturnType<typeof startStripeStandin>;
 
@@ -53,6 +54,21 @@ describe("billing with Stripe", () => {
       expect(await subscribed.textContent()).toContain("$25.00 per month");
       expect(await subscribed.textContent()).toMatch(/sub_standin_\d+/);
       await screenshot(suite.page, `billing-subscribed-${viewport.width}`);
+
+      // A renewal's payment fails (after the trial): the screen says so, and Manage billing opens Stripe's portal.
+      const subscriptionId = /sub_standin_\d+/.exec((await subscribed.textContent()) ?? "")?.[0] ?? "";
+      Object.assign(stripe.subscriptions.get(subscriptionId)!, { status: "active", trial_end: null });
+      await stripe.failPayment(subscriptionId, { created: Math.floor(Date.now() / 1000) + 10 });
+      await suite.page.reload();
+      await subscribed.getByText("The last payment failed: Stripe will retry it. Update the card with Manage billing.").waitFor();
+      await screenshot(suite.page, `billing-past-due-${viewport.width}`);
+      await subscribed.getByRole("button", { name: "Manage billing" }).click();
+      await suite.page.getByRole("heading", { name: "Test billing portal (local stand-in for Stripe)" }).waitFor();
+      expect(await suite.page.getByText(/in_standin_\d+: 25\.00 USD, open/).isVisible()).toBe(true);
+      await suite.page.getByRole("link", { name: "Return to Tapscope" }).click();
+      await suite.page.waitForURL(/\/dashboard\/billing$/);
+      await subscribed.getByText("Subscribed!").waitFor();
+
       await suite.page.getByRole("button", { name: "Cancel?" }).click();
       await suite.page.getByRole("button", { name: "Cancel subscription" }).click();
       await suite.page.getByText("Your plan was cancelled.").waitFor();

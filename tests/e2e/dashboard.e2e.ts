@@ -54,7 +54,7 @@ describe("sign-in and the dashboard, in Chromium against the real server", () =>
 
   test("the link from the delivered mail signs in and lands on the first namespace's Live screen", async () => {
     const mail = await smtp.waitFor(email);
-    const link = /https?:\/\/[^\s"'<>]+\/api\/EmailLoginCallback\?[^\s"'<>]+/.exec(mail.text)?.[0];
+    const link = /https?:\/\/[^\s"'<>]+\/login\/link\?[^\s"'<>]+/.exec(mail.text)?.[0];
     expect(link).toBeDefined();
     await page.goto(link!.replaceAll("&amp;", "&"));
     await page.waitForURL(/\/dashboard\/[^/]+\/live$/);
@@ -275,7 +275,7 @@ describe("sign-in and the dashboard, in Chromium against the real server", () =>
     while (smtp.messages.length === before && Date.now() < deadline) await Bun.sleep(50);
     const mail = smtp.messages[before];
     expect(mail).toBeDefined();
-    const link = /https?:\/\/[^\s"'<>]+\/api\/EmailLoginCallback\?[^\s"'<>]+/.exec(mail!.text)?.[0];
+    const link = /https?:\/\/[^\s"'<>]+\/login\/link\?[^\s"'<>]+/.exec(mail!.text)?.[0];
     await page.goto(link!.replaceAll("&amp;", "&"));
     await page.waitForURL(/\/dashboard\/staging\/tokens$/);
     await page.getByRole("heading", { name: "Tokens", exact: true }).waitFor();

@@ -9,6 +9,7 @@ import { createApp } from "~/server.ts";
 import { createSession } from "~/services/auth/create-session.ts";
 import { SESSION_COOKIE } from "~/services/auth/session-token.ts";
 import { signIn } from "~/services/auth/sign-in.ts";
+import type { EventStore } from "~/store/types.ts";
 import { createTestPglite } from "./pglite.ts";
 import { createTestDatabase, dropTestDatabase } from "./postgres.ts";
 
@@ -47,7 +48,16 @@ export type TestApp = Awaited<ReturnType<typeof startTestApp>>;
  * A whole app (createApp) on a fresh, migrated database of the chosen backend, an injectable clock and
  * helpers that speak the API like the browser does (JSON, same Origin, the session cookie).
  */
-export async function startTestApp({ backend, env = {} }: { backend: Backend; env?: Record<string, string> }) {
+export async function startTestApp({
+  backend,
+  env = {},
+  store,
+}: {
+  backend: Backend;
+  env?: Record<string, string>;
+  /** An event store for the app (closed by the caller); none by default: events are shown live only. */
+  store?: EventStore;
+}) {
   const databaseUrl = backend === "postgres" ? await createTestDatabase() : undefined;
   const database: Database = databaseUrl ? await openDatabase({ databaseUrl }) : await createTestPglite();
   const dataDir = mkdtempSync(join(tmpdir(), "tapscope-test-"));
@@ -60,7 +70,7 @@ export async function startTestApp({ backend, env = {} }: { backend: Backend; en
   const clock = testClock();
   // app.handle has no socket: each request's peer address is given here (default one local client).
   const peers = new WeakMap<Request, string>();
-  const runtime = createRuntime({ config, db: database.db, now: clock.now, peerAddress: (r) => peers.get(r) ?? TEST_PEER });
+  const runtime = createRuntime({ config, db: database.db, store, now: clock.now, peerAddress: (r) => peers.get(r) ?? TEST_PEER });
   const app = createApp(runtime);
   const { ctx } = runtime;
 
@@ -107,6 +117,24 @@ export async function startTestApp({ backend, env = {} }: { backend: Backend; en
     return { ...u, orgId: res.body.org.orgId as string, namespaceId: res.body.namespace.namespaceId as string };
   }
 
+  /**
+   * The admin invites the member's address to a namespace (theirs by default) and the member accepts, as on the
+   * dashboard: nobody joins unasked.
+   */
+  async function addMember(
+    admin: { cookie: string; namespaceId: string },
+    member: { cookie: string; email: string },
+    namespaceId = admin.namespaceId,
+  ): Promise<void> {
+    const add = await call("/api/AddUser", { namespaceId, email: member.email }, { cookie: admin.cookie });
+    if (add.status !== 200) throw new Error(`AddUser failed: ${add.status} ${JSON.stringify(add.body)}`);
+    const mine = await call("/api/ListMyInvitations", {}, { cookie: member.cookie });
+    const invitation = (mine.body?.invitations ?? []).find((i: { namespaceId: string }) => i.namespaceId === namespaceId);
+    if (!invitation) throw new Error(`no invitation to ${namespaceId} for ${member.email}: ${JSON.stringify(mine.body)}`);
+    const accepted = await call("/api/AcceptInvitation", { invitationId: invitation.invitationId }, { cookie: member.cookie });
+    if (accepted.status !== 200) throw new Error(`AcceptInvitation failed: ${accepted.status} ${JSON.stringify(accepted.body)}`);
+  }
+
   return {
     app,
     runtime,
@@ -118,6 +146,7 @@ export async function startTestApp({ backend, env = {} }: { backend: Backend; en
     call,
     user,
     onboardedUser,
+    addMember,
     close: async () => {
       await runtime.close();
       await database.close();

@@ -2,8 +2,10 @@ import Stripe from "stripe";
 
 /**
  * A local HTTP server that speaks the part of Stripe's API Tapscope uses (checkout sessions, subscriptions,
- * cancel), the stand-in for Stripe in tests (Stripe itself cannot be reached from here). It serves a checkout page,
- * and completing it creates the subscription and delivers signed webhooks, as Stripe would, to `deliver`.
+ * cancel, customer portal sessions), the stand-in for Stripe in tests (Stripe itself cannot be reached from here). It
+ * serves a checkout page and a customer portal page; completing a checkout creates the subscription and delivers signed
+ * webhooks, as Stripe would, to `deliver`, and `failPayment` delivers an invoice.payment_failed for a subscription.
+ * Objects follow Stripe's API reference shapes (an invoice names its subscription under parent.subscription_details).
  */
 export type StandinSubscription = {
   id: string;
@@ -36,12 +38,49 @@ type Session = {
   subscription: string | null;
 };
 
+/** A customer portal session as Stripe's API returns it (billing_portal.session). */
+export type StandinPortalSession = {
+  id: string;
+  object: "billing_portal.session";
+  configuration: string;
+  created: number;
+  customer: string;
+  flow: null;
+  livemode: false;
+  locale: null;
+  on_behalf_of: null;
+  return_url: string | null;
+  url: string;
+};
+
+/** The part of Stripe's invoice object the product reads, as a failed renewal carries it. */
+export type StandinInvoice = {
+  id: string;
+  object: "invoice";
+  customer: string;
+  amount_due: number;
+  amount_paid: number;
+  amount_remaining: number;
+  attempt_count: number;
+  attempted: boolean;
+  billing_reason: "subscription_cycle";
+  collection_method: "charge_automatically";
+  currency: string;
+  created: number;
+  hosted_invoice_url: string;
+  next_payment_attempt: number | null;
+  parent: { type: "subscription_details"; subscription_details: { subscription: string; metadata: Record<string, string> } };
+  status: "open";
+};
+
 export const STANDIN_PRICES: Record<string, number> = { price_team_test: 2500, price_scale_test: 59900 };
 export const WEBHOOK_SECRET = "whsec_standin_0123456789";
 
 export function startStripeStandin(deliver: (payload: string, signature: string) => Promise<Response>) {
   const sessions = new Map<string, Session>();
   const subscriptions = new Map<string, StandinSubscription>();
+  const portalSessions = new Map<string, StandinPortalSession>();
+  const invoices = new Map<string, StandinInvoice>();
   const delivered: Array<{ id: string; type: string; status: number }> = [];
   const signer = new Stripe("sk_test_standin");
   let n = 0;
@@ -91,7 +130,37 @@ export function startStripeStandin(deliver: (payload: string, signature: string)
     return sub;
   }
 
+  /** A renewal that fails: the invoice, the subscription past due, and the invoice.payment_failed webhook. */
+  async function failPayment(subscriptionId: string, options: { created?: number } = {}) {
+    const sub = subscriptions.get(subscriptionId);
+    if (!sub) throw new Error(`no subscription ${subscriptionId}`);
+    const item = sub.items.data[0]!;
+    const id = next("in");
+    const invoice: StandinInvoice = {
+      id,
+      object: "invoice",
+      customer: sub.customer,
+      amount_due: item.price.unit_amount,
+      amount_paid: 0,
+      amount_remaining: item.price.unit_amount,
+      attempt_count: 1,
+      attempted: true,
+      billing_reason: "subscription_cycle",
+      collection_method: "charge_automatically",
+      currency: item.price.currency,
+      created: now(),
+      hosted_invoice_url: `${server.url.origin}/invoice/${id}`,
+      next_payment_attempt: now() + 3 * 86400,
+      parent: { type: "subscription_details", subscription_details: { subscription: sub.id, metadata: sub.metadata } },
+      status: "open",
+    };
+    invoices.set(id, invoice);
+    if (sub.status === "active") sub.status = "past_due";
+    return { invoice, ...(await send("invoice.payment_failed", invoice, options)) };
+  }
+
   const json = (value: unknown, status = 200) => Response.json(value, { status });
+  const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
@@ -128,6 +197,42 @@ export function startStripeStandin(deliver: (payload: string, signature: string)
         sessions.set(id, session);
         return json(session);
       }
+      if (req.method === "POST" && path === "/v1/billing_portal/sessions") {
+        const form = new URLSearchParams(await req.text());
+        const customer = form.get("customer") ?? "";
+        const known = [...subscriptions.values()].some((sub) => sub.customer === customer);
+        if (!known)
+          return json({ error: { type: "invalid_request_error", message: `No such customer: '${customer}'`, param: "customer" } }, 400);
+        const id = next("bps");
+        const portal: StandinPortalSession = {
+          id,
+          object: "billing_portal.session",
+          configuration: "bpc_standin",
+          created: now(),
+          customer,
+          flow: null,
+          livemode: false,
+          locale: null,
+          on_behalf_of: null,
+          return_url: form.get("return_url"),
+          url: `${server.url.origin}/portal/${id}`,
+        };
+        portalSessions.set(id, portal);
+        return json(portal);
+      }
+      const portalPage = /^\/portal\/(\w+)$/.exec(path);
+      if (portalPage) {
+        const portal = portalSessions.get(portalPage[1]!);
+        if (!portal) return new Response("no such portal session", { status: 404 });
+        const own = [...invoices.values()].filter((inv) => inv.customer === portal.customer);
+        const rows = own.map(
+          (inv) => `<li>${escapeHtml(inv.id)}: ${(inv.amount_due / 100).toFixed(2)} ${inv.currency.toUpperCase()}, ${inv.status}</li>`,
+        );
+        return new Response(
+          `<!doctype html><title>Test billing portal</title><h1>Test billing portal (local stand-in for Stripe)</h1><p>Customer ${escapeHtml(portal.customer)}</p><h2>Invoices</h2><ul>${rows.join("") || "<li>No invoices</li>"}</ul><a href="${escapeHtml(portal.return_url ?? "/")}">Return to Tapscope</a>`,
+          { headers: { "content-type": "text/html; charset=utf-8" } },
+        );
+      }
       const sub = /^\/v1\/subscriptions\/([\w]+)$/.exec(path);
       if (sub) {
         const found = subscriptions.get(sub[1]!);
@@ -160,9 +265,12 @@ export function startStripeStandin(deliver: (payload: string, signature: string)
     url: server.url.origin,
     sessions,
     subscriptions,
+    portalSessions,
+    invoices,
     delivered,
     send,
     complete,
+    failPayment,
     stop: () => server.stop(true),
   };
 }

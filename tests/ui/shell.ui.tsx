@@ -94,8 +94,8 @@ describe("dashboard helpers", () => {
 
 describe("namespace switcher", () => {
   const namespaces = [
-    { namespaceId: "1", name: "dev" },
-    { namespaceId: "2", name: "prod" },
+    { namespaceId: "1", name: "dev", orgId: "o1" },
+    { namespaceId: "2", name: "prod", orgId: "o1" },
   ];
 
   test("opens, selects, and closes on an outside click", () => {
@@ -125,6 +125,29 @@ describe("namespace switcher", () => {
     fireEvent.click(toggle);
     fireEvent.click(screen.getByRole("menuitem", { name: "+ Create namespace" }));
     expect(creates).toBe(1);
+  });
+
+  test("a member of several orgs sees each org's namespaces under its name", () => {
+    const selected: string[] = [];
+    const orgs = [
+      { orgId: "o1", name: "me@example.test", lastSeenWorkerTime: null },
+      { orgId: "o2", name: "team@example.test", lastSeenWorkerTime: null },
+    ];
+    render(
+      <NamespaceSwitcher
+        namespaces={[...namespaces, { namespaceId: "3", name: "prod", orgId: "o2" }]}
+        orgs={orgs}
+        current={namespaces[0]!}
+        onSelect={(ns) => selected.push(ns.namespaceId)}
+        onCreate={() => {}}
+      />,
+    );
+    fireEvent.click(screen.getByRole("button", { name: "Switch namespace" }));
+    const team = screen.getByRole("group", { name: "team@example.test" });
+    expect(team.textContent).toBe("team@example.testprod");
+    expect(screen.getByRole("group", { name: "me@example.test" }).textContent).toBe("me@example.testdev✓prod");
+    fireEvent.click(team.querySelector("[role=menuitem]")!);
+    expect(selected).toEqual(["3"]);
   });
 
   test("shows a loading state before the list arrives", () => {

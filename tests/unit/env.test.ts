@@ -22,6 +22,14 @@ describe("parseConfig", () => {
     expect(() => parseConfig({ ...base, PORT: "70000" })).toThrow(/PORT must be a whole number/);
     expect(() => parseConfig({ ...base, PUBLIC_URL: "not a url" })).toThrow(/PUBLIC_URL must be a URL/);
     expect(() => parseConfig({ ...base, GOOGLE_CLIENT_ID: "id" })).toThrow(/GOOGLE_CLIENT_SECRET/);
+    expect(() => parseConfig({ ...base, EVENT_LOG_MAX_BYTES: "lots" })).toThrow(/EVENT_LOG_MAX_BYTES must be a size of at least 1MiB/);
+    expect(() => parseConfig({ ...base, EVENT_LOG_MAX_BYTES: "4096" })).toThrow(/EVENT_LOG_MAX_BYTES/);
+  });
+
+  test("the pages' reports get 64 MiB unless EVENT_LOG_MAX_BYTES says otherwise", () => {
+    const base = { SESSION_SECRET: "x".repeat(32) };
+    expect(parseConfig(base).eventLogMaxBytes).toBe(64 * 1024 ** 2);
+    expect(parseConfig({ ...base, EVENT_LOG_MAX_BYTES: "1GiB" }).eventLogMaxBytes).toBe(1024 ** 3);
   });
 
   test("PUBLIC_URL loses its trailing slash; OAuth is configured only with both halves", () => {

@@ -12,6 +12,30 @@ export const OAUTH_COOKIES = {
 } as const;
 const OAUTH_TTL_S = 10 * 60;
 
+/**
+ * The browser that asked for a sign-in link: a random secret whose SHA-256 is stored with the link, so opening the
+ * link in this browser signs in at once and anywhere else asks first. Only the API reads it.
+ */
+export const LOGIN_BROWSER_COOKIE = "tapscope_login_browser";
+const LOGIN_BROWSER_SECRET = /^[A-Za-z0-9_-]{43}$/;
+
+/** This browser's sign-in secret from its cookie, when it holds a well-formed one. */
+export function loginBrowserSecret(cookies: Record<string, string>): string | undefined {
+  const value = cookies[LOGIN_BROWSER_COOKIE];
+  return value && LOGIN_BROWSER_SECRET.test(value) ? value : undefined;
+}
+
+export function setLoginBrowserCookie(jar: Jar, config: Config, secret: string, maxAgeS: number): void {
+  jar[LOGIN_BROWSER_COOKIE]?.set({
+    value: secret,
+    httpOnly: true,
+    sameSite: "lax",
+    secure: isSecure(config),
+    path: "/api",
+    maxAge: maxAgeS,
+  });
+}
+
 function isSecure(config: Config): boolean {
   return config.publicUrl.startsWith("https:");
 }

@@ -1,6 +1,7 @@
+import { randomBytes } from "node:crypto";
 import { type Cookie, Elysia } from "elysia";
 import { callSchemas } from "~/api/call-schemas.ts";
-import { authPlugin } from "~/api/plugins/auth.ts";
+import { authPlugin, isAllowedOrigin, isSameOriginNavigation } from "~/api/plugins/auth.ts";
 import { parseCookies } from "~/lib/cookies.ts";
 import { AppError } from "~/lib/errors.ts";
 import { safeEqual } from "~/lib/ids.ts";
@@ -10,12 +11,20 @@ import { EmailCallbackQuery, NextQuery, OAuthCallbackQuery, Self } from "~/lib/p
 import { consumeLoginLink } from "~/services/auth/consume-login-link.ts";
 import { createSession } from "~/services/auth/create-session.ts";
 import { beginOAuth, finishOAuth, NO_VERIFIED_EMAIL, type OAuthProviderName } from "~/services/auth/oauth.ts";
-import { requestLoginLink } from "~/services/auth/request-login-link.ts";
+import { LOGIN_LINK_PAGE, LOGIN_LINK_TTL_MS, requestLoginLink } from "~/services/auth/request-login-link.ts";
 import { revokeSession } from "~/services/auth/revoke-session.ts";
 import { DEFAULT_NEXT, safeNext } from "~/services/auth/safe-next.ts";
 import { signIn } from "~/services/auth/sign-in.ts";
 import type { ServiceContext } from "~/services/context.ts";
-import { clearOAuthCookies, clearSessionCookie, OAUTH_COOKIES, setOAuthCookies, setSessionCookie } from "./cookies.ts";
+import {
+  clearOAuthCookies,
+  clearSessionCookie,
+  loginBrowserSecret,
+  OAUTH_COOKIES,
+  setLoginBrowserCookie,
+  setOAuthCookies,
+  setSessionCookie,
+} from "./cookies.ts";
 
 type Set = { status?: number | string; headers: Record<string, string | number> };
 
@@ -40,7 +49,7 @@ async function startSession(ctx: ServiceContext, jar: Record<string, Cookie<unkn
   return user;
 }
 
-/** GetSelf, EmailLogin (+ its link's callback), Google/GitHub OAuth, LogOut. */
+/** GetSelf, EmailLogin (+ FinishEmailLogin, from the page its link opens), Google/GitHub OAuth, LogOut. */
 export function authRoutes(ctx: ServiceContext) {
   const oauth = (provider: OAuthProviderName, redirectPath: string, callbackPath: string) =>
     new Elysia()
@@ -85,45 +94,66 @@ export function authRoutes(ctx: ServiceContext) {
         { query: OAuthCallbackQuery },
       );
 
-  return new Elysia()
-    .use(authPlugin(ctx))
-    .get(
-      "/api/GetSelf",
-      ({ requireUser }) => {
-        const user = requireUser();
-        return { email: user.email, userId: user.userId, isLoggedIn: true as const };
-      },
-      { response: { 200: Self } },
-    )
-    .post(
-      "/api/EmailLogin",
-      async ({ body }) => {
-        await requestLoginLink({ ctx, email: body.email, next: body.next });
-        return {};
-      },
-      callSchemas("EmailLogin"),
-    )
-    .get(
-      "/api/EmailLoginCallback",
-      async ({ query, cookie, set }) => {
-        if (!query.token) return loginError(set, "link_invalid");
-        let link: Awaited<ReturnType<typeof consumeLoginLink>>;
-        try {
-          link = await consumeLoginLink({ ctx, secret: query.token });
-        } catch (err) {
-          if (err instanceof AppError && err.status < 500) return loginError(set, "link_invalid");
-          throw err;
-        }
-        await startSession(ctx, cookie, link.email);
-        return redirect(set, safeNext(link.next));
-      },
-      { query: EmailCallbackQuery },
-    )
-    .get("/api/LogOut", async ({ principal, cookie, set }) => {
-      if (principal?.kind === "user") await revokeSession({ ctx, sessionId: principal.sessionId });
-      clearSessionCookie(cookie, ctx.config);
-      return redirect(set, "/login");
-    })
-    .use(oauth("google", "/api/GoogleRedirect", "/api/GoogleCallback"))
-    .use(oauth("github", "/api/GithubRedirect", "/api/GithubCallback"));
+  return (
+    new Elysia()
+      .use(authPlugin(ctx))
+      .get(
+        "/api/GetSelf",
+        ({ requireUser }) => {
+          const user = requireUser();
+          return { email: user.email, userId: user.userId, isLoggedIn: true as const };
+        },
+        { response: { 200: Self } },
+      )
+      .post(
+        "/api/EmailLogin",
+        async ({ body, request, cookie }) => {
+          // One secret per browser, kept across its requests, so each of its links opens there without asking.
+          const browserSecret = loginBrowserSecret(parseCookies(request.headers.get("cookie"))) ?? randomBytes(32).toString("base64url");
+          await requestLoginLink({ ctx, email: body.email, next: body.next, browserSecret });
+          setLoginBrowserCookie(cookie, ctx.config, browserSecret, LOGIN_LINK_TTL_MS / 1000);
+          return {};
+        },
+        callSchemas("EmailLogin"),
+      )
+      .post(
+        "/api/FinishEmailLogin",
+        async ({ body, request, cookie }) => {
+          const outcome = await consumeLoginLink({
+            ctx,
+            secret: body.token,
+            browserSecret: loginBrowserSecret(parseCookies(request.headers.get("cookie"))),
+            isConfirmed: body.confirm === true,
+          });
+          if (outcome.kind === "confirm") return { signedIn: false as const, email: outcome.email };
+          await startSession(ctx, cookie, outcome.email);
+          return { signedIn: true as const, next: safeNext(outcome.next) };
+        },
+        {
+          ...callSchemas("FinishEmailLogin"),
+          // Signing someone in is a write even without a session: only our own page may ask (checked before the body).
+          transform: ({ request }) => {
+            if (!isAllowedOrigin(request, ctx.config)) throw new AppError("FORBIDDEN", "forbidden: cross-site request refused");
+          },
+        },
+      )
+      // Forwards to the link's page, spending nothing: opening a link (or a scanner fetching it) never signs in.
+      .get(
+        "/api/EmailLoginCallback",
+        ({ query, set }) => {
+          if (!query.token) return loginError(set, "link_invalid");
+          return redirect(set, `${LOGIN_LINK_PAGE}?token=${encodeURIComponent(query.token)}`);
+        },
+        { query: EmailCallbackQuery },
+      )
+      .get("/api/LogOut", async ({ principal, request, cookie, set }) => {
+        // A link or form on another site must not sign people out; they stay where they were.
+        if (!isSameOriginNavigation(request, ctx.config)) return redirect(set, "/dashboard");
+        if (principal?.kind === "user") await revokeSession({ ctx, sessionId: principal.sessionId });
+        clearSessionCookie(cookie, ctx.config);
+        return redirect(set, "/login");
+      })
+      .use(oauth("google", "/api/GoogleRedirect", "/api/GoogleCallback"))
+      .use(oauth("github", "/api/GithubRedirect", "/api/GithubCallback"))
+  );
 }

@@ -6,12 +6,13 @@ import { getBillingStatus } from "~/services/billing/billing-status.ts";
 import { cancelSubscription } from "~/services/billing/cancel-subscription.ts";
 import { getSubscription } from "~/services/billing/get-subscription.ts";
 import { handleStripeWebhook } from "~/services/billing/handle-webhook.ts";
+import { openBillingPortal } from "~/services/billing/open-billing-portal.ts";
 import { startCheckout } from "~/services/billing/start-checkout.ts";
 import type { ServiceContext } from "~/services/context.ts";
 
 /**
- * Billing: the plan an org is on, its subscription, checkout (a browser navigation to Stripe), cancelling, and
- * Stripe's webhook (authenticated by its signature, not by a session).
+ * Billing: the plan an org is on, its subscription, checkout (a browser navigation to Stripe), cancelling, Stripe's
+ * customer portal, and Stripe's webhook (authenticated by its signature, not by a session).
  */
 export function billingRoutes(ctx: ServiceContext) {
   return (
@@ -34,6 +35,11 @@ export function billingRoutes(ctx: ServiceContext) {
           return {};
         },
         callSchemas("CancelSubscription"),
+      )
+      .post(
+        "/api/OpenBillingPortal",
+        ({ body, requireUser }) => openBillingPortal({ ctx, principal: requireUser(), orgId: body.orgId }),
+        callSchemas("OpenBillingPortal"),
       )
       .get(
         "/api/StripeRedirect",

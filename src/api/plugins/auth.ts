@@ -69,6 +69,25 @@ export function isAllowedOrigin(request: Request, config: Pick<Config, "publicUr
   return origin === new URL(config.publicUrl).origin || origin === new URL(request.url).origin;
 }
 
+/**
+ * Whether a GET that changes something (LogOut) comes from our own pages or the person's own hand (typed, bookmarked):
+ * `Sec-Fetch-Site` says so in every current browser; without it, a Referer from elsewhere refuses, and a client that
+ * sends neither (curl, an old browser with referrers off) is believed.
+ */
+export function isSameOriginNavigation(request: Request, config: Pick<Config, "publicUrl">): boolean {
+  const site = request.headers.get("sec-fetch-site");
+  if (site !== null) return site === "same-origin" || site === "none";
+  const referer = request.headers.get("referer");
+  if (!referer) return true;
+  let origin: string;
+  try {
+    origin = new URL(referer).origin;
+  } catch {
+    return false;
+  }
+  return origin === new URL(config.publicUrl).origin || origin === new URL(request.url).origin;
+}
+
 function assertNotCrossSite(request: Request, config: Config): void {
   if (!isAllowedOrigin(request, config)) throw new AppError("FORBIDDEN", "forbidden: cross-site request refused");
   // Cross-site pages can only send form, text/plain or untyped bodies without a preflight: accept JSON alone.

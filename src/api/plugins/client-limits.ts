@@ -7,6 +7,7 @@ const limitedPaths: Record<string, ClientLimitKind> = {
   "/api/LogEvent": "telemetry",
   "/api/EmailLogin": "emailLogin",
   "/api/EmailLoginCallback": "signIn",
+  "/api/FinishEmailLogin": "signIn",
   "/api/GoogleRedirect": "signIn",
   "/api/GoogleCallback": "signIn",
   "/api/GithubRedirect": "signIn",

@@ -15,6 +15,7 @@ const reasons: Record<Grant["kind"], string> = {
   namespaceToken: "token deleted",
   orgToken: "token deleted",
   member: "no longer a member of this namespace",
+  namespace: "namespace deleted",
 };
 
 type Entry = { grants: Grant[]; socket: ClosableSocket };

@@ -16,12 +16,40 @@ export type Broker = {
    * away, true (each node's own check still holds): refusing would stop every publisher reconnecting meanwhile.
    */
   claimOnce(key: string, ttlMs: number): Promise<boolean>;
+  /**
+   * Adds `member` to the bounded set `key` unless it already holds `max` live members, in one atomic step for the whole
+   * cluster: true when it was added (or already there). A member lives `ttlMs` unless held again (holdSlots), by
+   * Redis's clock. Null while Redis is away: the caller's own count decides then.
+   */
+  claimSlot(key: string, member: string, max: number, ttlMs: number): Promise<boolean | null>;
+  /** Keeps these members of `key` alive for another `ttlMs` (a node's heartbeat for what it holds). */
+  holdSlots(key: string, members: readonly string[], ttlMs: number): void;
+  releaseSlot(key: string, member: string): void;
   readonly isConnected: boolean;
   /** Messages that could not be published (the broker was unreachable). */
   readonly unsent: number;
   onStatus(listener: (connected: boolean) => void): void;
   close(): void;
 };
+
+/** Redis's own clock in milliseconds, inside a script (allowed since Redis 5: scripts replicate their effects). */
+const NOW_MS = "local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)";
+
+/** KEYS[1] the set; ARGV: max, ttl ms, member. Expired members leave first; a member already there is kept. */
+const CLAIM_SLOT = `${NOW_MS}
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local ttl = tonumber(ARGV[2])
+if not redis.call('ZSCORE', KEYS[1], ARGV[3]) and redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[1], now + ttl, ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ttl * 2)
+return 1`;
+
+/** KEYS[1] the set; ARGV: ttl ms, then the members to keep alive. */
+const HOLD_SLOTS = `${NOW_MS}
+local ttl = tonumber(ARGV[1])
+for i = 2, #ARGV do redis.call('ZADD', KEYS[1], now + ttl, ARGV[i]) end
+redis.call('PEXPIRE', KEYS[1], ttl * 2)
+return 1`;
 
 export async function connectRedisBroker(url: string): Promise<Broker> {
   const options = {
@@ -76,6 +104,27 @@ export async function connectRedisBroker(url: string): Promise<Broker> {
         log.warn("broker claim failed; this node's own check applies", { err: errorMessage(err) });
         return true;
       }
+    },
+    async claimSlot(key, member, max, ttlMs) {
+      if (publisher.status !== "ready") return null;
+      try {
+        return (await publisher.eval(CLAIM_SLOT, 1, key, max, Math.max(1, Math.ceil(ttlMs)), member)) === 1;
+      } catch (err) {
+        log.warn("broker slot claim failed; this node's own count applies", { err: errorMessage(err) });
+        return null;
+      }
+    },
+    holdSlots(key, members, ttlMs) {
+      if (publisher.status !== "ready" || members.length === 0) return;
+      publisher.eval(HOLD_SLOTS, 1, key, Math.max(1, Math.ceil(ttlMs)), ...members).catch((err: unknown) => {
+        log.warn("broker could not renew this node's slots", { err: errorMessage(err) });
+      });
+    },
+    releaseSlot(key, member) {
+      if (publisher.status !== "ready") return;
+      publisher.zrem(key, member).catch(() => {
+        // It expires on its own.
+      });
     },
     async subscribe(channel, handler) {
       handlers.set(channel, handler);

@@ -5,10 +5,12 @@ import { ClientRateLimit, type RateLimit } from "~/lib/rate-limit.ts";
 
 const perMinute = (n: number): RateLimit => ({ ratePerSecond: n / 60, burst: n });
 const perHour = (n: number): RateLimit => ({ ratePerSecond: n / 3600, burst: n });
+const perDay = (n: number): RateLimit => ({ ratePerSecond: n / 86_400, burst: n });
 
 /**
  * What an unauthenticated client may ask of the server, per client address and for all clients together (the
- * global budget bounds a flood from many addresses). Humans never come near these; scripts do.
+ * global budget bounds a flood from many addresses), and the invitation mails a user or an org may send. Humans never
+ * come near these; scripts do.
  */
 export const clientLimits = {
   /** /api/Event and /api/LogEvent: a page reports a handful of events. */
@@ -19,14 +21,33 @@ export const clientLimits = {
   signIn: { perClient: perMinute(30), global: { ratePerSecond: 20, burst: 200 } },
   /** New anonymous links (JoinPublisher without a token): ANONYMOUS_LINKS_PER_HOUR per client, ten times that in all. */
   anonymousLinks: (perClientPerHour: number) => ({ perClient: perHour(perClientPerHour), global: perHour(perClientPerHour * 10) }),
+  /**
+   * Bytes of reports stored (event_log): a day's share of EVENT_LOG_MAX_BYTES per client (at least 64 KiB, a few
+   * dozen of the largest reports), and four times the budget a day in all, so the table turns over at most that often.
+   */
+  telemetryBytes: (maxBytes: number) => ({
+    perClient: perDay(Math.max(64 * 1024, Math.floor(maxBytes / 256))),
+    global: perDay(maxBytes * 4),
+  }),
+  /** Invitation mails (AddUser), by the inviting user: a team's worth at once, then a few an hour. */
+  invitations: { perClient: perHour(20), global: perHour(1000) },
+  /** Invitation mails by org, whichever of its admins sends them. */
+  orgInvitations: { perClient: perHour(50), global: perHour(1000) },
 };
 
-export type ClientLimitKind = "telemetry" | "emailLogin" | "signIn" | "anonymousLinks";
+export type ClientLimitKind =
+  | "telemetry"
+  | "telemetryBytes"
+  | "emailLogin"
+  | "signIn"
+  | "anonymousLinks"
+  | "invitations"
+  | "orgInvitations";
 
 export type PeerServer = { requestIP: (request: Request) => { address: string } | null } | null | undefined;
 
 export type ClientLimitsDeps = {
-  config: Pick<Config, "trustProxy" | "anonymousLinksPerHour">;
+  config: Pick<Config, "trustProxy" | "anonymousLinksPerHour"> & Partial<Pick<Config, "eventLogMaxBytes">>;
   now?: () => Date;
   /** The socket peer of a request; default Bun's server.requestIP (tests calling app.handle, which has no socket, give theirs). */
   peerAddress?: (request: Request) => string | undefined;
@@ -42,9 +63,12 @@ export class ClientLimits {
     const now = () => clock().getTime();
     this.limits = {
       telemetry: new ClientRateLimit(clientLimits.telemetry, now),
+      telemetryBytes: new ClientRateLimit(clientLimits.telemetryBytes(deps.config.eventLogMaxBytes ?? 64 * 1024 ** 2), now),
       emailLogin: new ClientRateLimit(clientLimits.emailLogin, now),
       signIn: new ClientRateLimit(clientLimits.signIn, now),
       anonymousLinks: new ClientRateLimit(clientLimits.anonymousLinks(deps.config.anonymousLinksPerHour), now),
+      invitations: new ClientRateLimit(clientLimits.invitations, now),
+      orgInvitations: new ClientRateLimit(clientLimits.orgInvitations, now),
     };
   }
 
@@ -59,9 +83,16 @@ export class ClientLimits {
     return this.limits;
   }
 
-  /** Counts one request of `kind` from `address`; over the budget: RATE_LIMITED (429 with Retry-After). */
-  admit(kind: ClientLimitKind, address: string, message = "too many requests from this address; try again later"): void {
-    const waitMs = this.limits[kind].admit(address);
+  /** Counts one request (or `n` bytes) of `kind` from `address`; over the budget: RATE_LIMITED (429 with Retry-After). */
+  admit(kind: ClientLimitKind, address: string, message = "too many requests from this address; try again later", n = 1): void {
+    const waitMs = this.limits[kind].admit(address, n);
     if (waitMs > 0) throw new AppError("RATE_LIMITED", message, { retryAfterMs: waitMs });
+  }
+
+  /** Counts one under every (kind, key) given, or none of them when any is over its budget (RATE_LIMITED). */
+  admitAll(entries: ReadonlyArray<readonly [ClientLimitKind, string]>, message: string): void {
+    const waitMs = Math.max(0, ...entries.map(([kind, key]) => this.limits[kind].waitMs(key)));
+    if (waitMs > 0) throw new AppError("RATE_LIMITED", message, { retryAfterMs: waitMs });
+    for (const [kind, key] of entries) this.limits[kind].admit(key);
   }
 }

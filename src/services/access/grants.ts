@@ -1,19 +1,21 @@
 import { and, eq, gt, inArray, isNull } from "drizzle-orm";
-import { namespaceMembers, namespaceTokens, orgTokens, sessions } from "#db/schema/index.ts";
+import { namespaceMembers, namespaces, namespaceTokens, orgTokens, sessions } from "#db/schema/index.ts";
 import { uuidSource } from "~/lib/ids.ts";
 import type { Principal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
 
 /**
- * A credential an open socket stands on: the session that signed its user in, the token that opened it, or
- * the user's membership (with write, for writers) of the namespace it reads. When one stops holding, every
- * socket standing on it closes (GrantedSockets).
+ * A credential an open socket stands on: the session that signed its user in, the token that opened it, the
+ * user's membership (with write, for writers) of the namespace it reads, or, for a token's socket on a namespace,
+ * that namespace itself (an org token outlives a deleted namespace). When one stops holding, every socket standing
+ * on it closes (GrantedSockets).
  */
 export type Grant =
   | { kind: "session"; sessionId: string }
   | { kind: "namespaceToken"; tokenId: string }
   | { kind: "orgToken"; tokenId: string }
-  | { kind: "member"; userId: string; namespaceId: string; write: boolean };
+  | { kind: "member"; userId: string; namespaceId: string; write: boolean }
+  | { kind: "namespace"; namespaceId: string };
 
 /** Closes what a grant authorised once it ends (the open sockets registered under it). */
 export type SocketRevoker = { revoke(grant: Grant): void };
@@ -28,10 +30,12 @@ export function grantKey(grant: Grant): string {
       return `${grant.kind}:${grant.tokenId}`;
     case "member":
       return `${grant.write ? "writer" : "member"}:${grant.userId}:${grant.namespaceId}`;
+    case "namespace":
+      return `namespace:${grant.namespaceId}`;
   }
 }
 
-const keyPattern = new RegExp(`^(session|namespaceToken|orgToken|member|writer):(${uuidSource})(?::(${uuidSource}))?$`, "i");
+const keyPattern = new RegExp(`^(session|namespaceToken|orgToken|member|writer|namespace):(${uuidSource})(?::(${uuidSource}))?$`, "i");
 
 /** The grant of a key (from a ticket), or null for anything else. */
 export function parseGrantKey(key: unknown): Grant | null {
@@ -44,6 +48,7 @@ export function parseGrantKey(key: unknown): Grant | null {
   }
   if (second) return null;
   if (kind === "session") return { kind, sessionId: first };
+  if (kind === "namespace") return { kind, namespaceId: first };
   return { kind: kind as "namespaceToken" | "orgToken", tokenId: first };
 }
 
@@ -56,7 +61,11 @@ export function parseGrantKeys(keys: unknown): Grant[] | null {
 
 /** What a principal's socket on a namespace stands on; `write` when the socket writes as a user. */
 export function grantsOf(principal: Principal, access?: { namespaceId: string; write?: boolean }): Grant[] {
-  if (principal.kind === "namespaceToken" || principal.kind === "orgToken") return [{ kind: principal.kind, tokenId: principal.tokenId }];
+  if (principal.kind === "namespaceToken" || principal.kind === "orgToken") {
+    const grants: Grant[] = [{ kind: principal.kind, tokenId: principal.tokenId }];
+    if (access) grants.push({ kind: "namespace", namespaceId: access.namespaceId });
+    return grants;
+  }
   const grants: Grant[] = [{ kind: "session", sessionId: principal.sessionId }];
   if (access) grants.push({ kind: "member", userId: principal.userId, namespaceId: access.namespaceId, write: access.write ?? false });
   return grants;
@@ -71,12 +80,22 @@ function chunks<T>(items: T[]): T[][] {
   return out;
 }
 
-/** The keys of the grants that no longer hold: session revoked or expired, token deleted, membership or write gone. */
+/** The keys of the grants that no longer hold: session revoked or expired, token deleted, membership or write gone, namespace deleted. */
 export async function findRevokedGrants({ ctx, grants }: { ctx: ServiceContext; grants: Grant[] }): Promise<Set<string>> {
   const byKey = new Map(grants.map((g) => [grantKey(g), g]));
   const held = new Set<string>();
   const ids = (kind: Grant["kind"]) =>
-    [...byKey.values()].flatMap((g) => (g.kind !== kind ? [] : g.kind === "session" ? [g.sessionId] : "tokenId" in g ? [g.tokenId] : []));
+    [...byKey.values()].flatMap((g) =>
+      g.kind !== kind
+        ? []
+        : g.kind === "session"
+          ? [g.sessionId]
+          : "tokenId" in g
+            ? [g.tokenId]
+            : g.kind === "namespace"
+              ? [g.namespaceId]
+              : [],
+    );
 
   for (const batch of chunks(ids("session"))) {
     const rows = await ctx.db
@@ -92,6 +111,10 @@ export async function findRevokedGrants({ ctx, grants }: { ctx: ServiceContext; 
   for (const batch of chunks(ids("orgToken"))) {
     const rows = await ctx.db.select({ id: orgTokens.id }).from(orgTokens).where(inArray(orgTokens.id, batch));
     for (const r of rows) held.add(grantKey({ kind: "orgToken", tokenId: r.id }));
+  }
+  for (const batch of chunks(ids("namespace"))) {
+    const rows = await ctx.db.select({ id: namespaces.id }).from(namespaces).where(inArray(namespaces.id, batch));
+    for (const r of rows) held.add(grantKey({ kind: "namespace", namespaceId: r.id }));
   }
   const users = [...new Set([...byKey.values()].flatMap((g) => (g.kind === "member" ? [g.userId] : [])))];
   for (const batch of chunks(users)) {

@@ -12,11 +12,26 @@ export const LOGIN_LINK_TTL_MS = 15 * 60 * 1000;
 /** Links per address per TTL window: enough for retries, too few to flood an inbox. */
 const MAX_LINKS_PER_WINDOW = 5;
 
+/** The page a mailed link opens: it signs in with a POST, so whatever merely fetches the link (a mail scanner) spends nothing. */
+export const LOGIN_LINK_PAGE = "/login/link";
+
 /**
- * Sends a single-use sign-in link (15 minutes). Only the SHA-256 of its secret is stored. Without SMTP the
- * link goes to the server log as one line containing "magic link", so the embedded default can sign in.
+ * Sends a single-use sign-in link (15 minutes). Only the SHA-256 of its secret is stored, with the SHA-256 of the
+ * asking browser's secret (`browserSecret`, kept in a cookie there): that browser signs in on opening the link, any
+ * other asks first. Without SMTP the link goes to the server log as one line containing "magic link", so the embedded
+ * default can sign in.
  */
-export async function requestLoginLink({ ctx, email, next }: { ctx: ServiceContext; email: string; next?: string }): Promise<void> {
+export async function requestLoginLink({
+  ctx,
+  email,
+  next,
+  browserSecret,
+}: {
+  ctx: ServiceContext;
+  email: string;
+  next?: string;
+  browserSecret?: string;
+}): Promise<void> {
   const address = normalizeEmail(email);
   const now = ctx.now();
   const [recent] = await ctx.db
@@ -36,10 +51,11 @@ export async function requestLoginLink({ ctx, email, next }: { ctx: ServiceConte
     email: address,
     tokenHash: sha256Hex(secret),
     next: next === undefined ? null : safeNext(next),
+    browserHash: browserSecret === undefined ? null : sha256Hex(browserSecret),
     createdAt: now,
     expiresAt: new Date(now.getTime() + LOGIN_LINK_TTL_MS),
   });
-  const url = `${ctx.config.publicUrl}/api/EmailLoginCallback?token=${secret}`;
+  const url = `${ctx.config.publicUrl}${LOGIN_LINK_PAGE}?token=${secret}`;
 
   if (!ctx.mailer) {
     log.info(`magic link for ${address}: ${url}`);

@@ -4,6 +4,7 @@ import { orgs, stripeEvents, subscriptions } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
 import { log } from "~/lib/logger.ts";
 import type { ServiceContext } from "~/services/context.ts";
+import { notifyPaymentFailed } from "./notify-payment-failed.ts";
 import { LIVE_STATUSES, planOfTier } from "./subscription.ts";
 
 /** How old a signed delivery may be (Stripe's default tolerance): older ones are refused as replays. */
@@ -20,7 +21,8 @@ const HANDLED = new Set([
 /**
  * A Stripe webhook delivery: the signature is checked over the raw body (a bad or stale one is refused, nothing
  * changes), each event id is handled once (a replay is acknowledged and ignored), and a subscription row only takes
- * an event at least as new as the one that wrote it (deliveries out of order change nothing backwards).
+ * an event at least as new as the one that wrote it (deliveries out of order change nothing backwards). A failed
+ * payment is mailed to the org's admins.
  */
 export async function handleStripeWebhook({
   ctx,
@@ -42,7 +44,8 @@ export async function handleStripeWebhook({
   }
   // Anything Stripe must be asked for is fetched before the transaction, so a failure leaves the event unhandled.
   const subscription = await subscriptionOf(ctx.stripe, event);
-  return ctx.db.transaction(async (tx) => {
+  let failedPayment: { orgId: string; tier: string } | null = null;
+  const answer = await ctx.db.transaction(async (tx) => {
     const inserted = await tx.insert(stripeEvents).values({ id: event.id, type: event.type }).onConflictDoNothing().returning();
     if (inserted.length === 0) return { received: true as const, duplicate: true as const };
     if (!HANDLED.has(event.type) || !subscription) return { received: true as const };
@@ -86,8 +89,25 @@ export async function handleStripeWebhook({
       .update(orgs)
       .set({ plan: (live && planOfTier(live.tier)?.id) || "free" })
       .where(eq(orgs.id, orgId));
+    if (event.type === "invoice.payment_failed") failedPayment = { orgId, tier };
     return { received: true as const };
   });
+  // Once per event (a replay stops above), after the change is saved.
+  if (failedPayment) {
+    const { orgId, tier } = failedPayment;
+    const invoice = event.data.object as { amount_due?: unknown; currency?: unknown; hosted_invoice_url?: unknown };
+    await notifyPaymentFailed({
+      ctx,
+      orgId,
+      planName: planOfTier(tier)?.name ?? tier,
+      invoice: {
+        amountDue: typeof invoice.amount_due === "number" ? invoice.amount_due : null,
+        currency: typeof invoice.currency === "string" ? invoice.currency : null,
+        hostedInvoiceUrl: typeof invoice.hosted_invoice_url === "string" ? invoice.hosted_invoice_url : null,
+      },
+    });
+  }
+  return answer;
 }
 
 /** The subscription an event is about, as Stripe describes it now (checkout and invoices name it by id). */

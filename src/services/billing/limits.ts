@@ -44,14 +44,22 @@ export async function assertUserLimit(ctx: ServiceContext, orgId: string, addres
     );
 }
 
-/** Containers per org: `tapscope run`s publishing at the same time. */
-export async function assertContainerLimit(ctx: ServiceContext, orgId: string, running: number): Promise<void> {
-  const plan = await limitingPlan(ctx, orgId);
-  const max = plan?.limits.containers;
-  if (!plan || max === null || max === undefined) return;
-  if (running >= max)
-    throw new AppError(
-      "FORBIDDEN",
-      `The ${plan.name} plan allows ${max} containers (tapscope runs publishing at once) per organization and ${running} are running. ${upgrade}, or stop one.`,
-    );
+/** Containers per org: `tapscope run`s publishing at the same time (null: no limit). */
+export function containerLimit(plan: Plan | null): number | null {
+  return plan?.limits.containers ?? null;
+}
+
+/** The refusal when an org's containers are all running (at JoinPublisher, and at the publish socket's upgrade). */
+export function containersFull(max: number, running: number, planName?: string): AppError {
+  const allows = planName ? `The ${planName} plan allows ${max} containers` : `This organization's plan allows ${max} containers`;
+  return new AppError(
+    "FORBIDDEN",
+    `${allows} (tapscope runs publishing at once) per organization and ${running} are running. ${upgrade}, or stop one.`,
+  );
+}
+
+/** JoinPublisher's early answer from the count it sees; the publish socket's upgrade takes the place for good. */
+export function assertContainerLimit(plan: Plan | null, running: number): void {
+  const max = containerLimit(plan);
+  if (plan && max !== null && running >= max) throw containersFull(max, running, plan.name);
 }

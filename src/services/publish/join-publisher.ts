@@ -7,7 +7,7 @@ import { publishPath } from "~/lib/protocol/publish.ts";
 import { websocketUrl } from "~/lib/websocket-url.ts";
 import { grantsOf } from "~/services/access/grants.ts";
 import type { Principal } from "~/services/auth/principal.ts";
-import { assertContainerLimit, limitingPlan } from "~/services/billing/limits.ts";
+import { assertContainerLimit, containerLimit, limitingPlan } from "~/services/billing/limits.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { createLink, linkPageUrl } from "~/services/links/create-link.ts";
 import { isLinkId } from "~/services/links/get-link.ts";
@@ -34,7 +34,7 @@ export async function joinPublisher({
   principal: Principal | null;
   linkId?: string;
   admitNewLink?: () => void;
-  /** Publishers of an org connected now (the containers limit); none counted when absent. */
+  /** Publishers of an org connected now (the containers limit's early answer; the socket's upgrade decides). */
   runningPublishers?: (orgId: string) => number;
 }): Promise<JoinPublisherResponse> {
   if (principal?.kind === "orgToken") {
@@ -42,8 +42,10 @@ export async function joinPublisher({
   }
   const namespaceId = principal?.kind === "namespaceToken" ? principal.namespaceId : null;
   const orgId = principal?.kind === "namespaceToken" ? principal.orgId : null;
-  if (orgId && runningPublishers) await assertContainerLimit(ctx, orgId, runningPublishers(orgId));
-  const orgRateLimit = orgId && (await limitingPlan(ctx, orgId)) ? PLAN_RATE_LIMIT_PER_SECOND : undefined;
+  const plan = orgId ? await limitingPlan(ctx, orgId) : null;
+  if (orgId && runningPublishers) assertContainerLimit(plan, runningPublishers(orgId));
+  const orgRateLimit = plan ? PLAN_RATE_LIMIT_PER_SECOND : undefined;
+  const containers = containerLimit(plan);
 
   let link: { linkId: string; expiresAt: Date; linkUrl: string } | null = null;
   if (linkId !== undefined) {
@@ -74,8 +76,9 @@ export async function joinPublisher({
       linkId: link?.linkId ?? null,
       orgId,
       linkExpiresAt: link ? link.expiresAt.getTime() : null,
-      grants: principal ? grantsOf(principal) : [],
+      grants: principal ? grantsOf(principal, namespaceId ? { namespaceId } : undefined) : [],
       ...(orgRateLimit ? { orgRateLimit } : {}),
+      ...(containers !== null ? { containerLimit: containers } : {}),
     },
     ctx.now(),
   );

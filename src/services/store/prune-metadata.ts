@@ -1,6 +1,7 @@
 import { inArray, lt, or } from "drizzle-orm";
 import type { Db } from "#db/client.ts";
 import { eventLog, links, loginLinks } from "#db/schema/index.ts";
+import { trimEventLog } from "~/services/telemetry/trim-event-log.ts";
 
 /** Old reports are deleted this many at a time, so one run never holds a long transaction or many ids. */
 const EVENT_LOG_BATCH = 10_000;
@@ -14,11 +15,21 @@ export const LINK_GRACE_MS = 7 * 24 * 60 * 60 * 1000;
 export type PrunedMetadata = { eventLog: number; loginLinks: number; links: number };
 
 /**
- * Deletes what unauthenticated clients leave behind in the metadata database: old client reports, spent and expired
+ * Deletes what unauthenticated clients leave behind in the metadata database: old client reports (and the oldest beyond
+ * their size budget), spent and expired
  * sign-in links, and shared links past their grace (nothing else refers to a link; its events live in the live
  * view's memory only).
  */
-export async function pruneMetadata({ db, now }: { db: Db; now: () => Date }): Promise<PrunedMetadata> {
+export async function pruneMetadata({
+  db,
+  now,
+  config,
+}: {
+  db: Db;
+  now: () => Date;
+  /** EVENT_LOG_MAX_BYTES: the reports' size budget, held here too (absent: age alone). */
+  config?: { eventLogMaxBytes: number };
+}): Promise<PrunedMetadata> {
   const nowMs = now().getTime();
   const reportsBefore = new Date(nowMs - EVENT_LOG_RETENTION_DAYS * 86_400_000);
   let reports = 0;
@@ -28,6 +39,7 @@ export async function pruneMetadata({ db, now }: { db: Db; now: () => Date }): P
     reports += deleted.length;
     if (deleted.length < EVENT_LOG_BATCH) break;
   }
+  if (config) reports += await trimEventLog({ db, maxBytes: config.eventLogMaxBytes });
   const loginBefore = new Date(nowMs - LOGIN_LINK_GRACE_MS);
   const staleLogins = await db
     .delete(loginLinks)

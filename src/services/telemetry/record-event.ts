@@ -10,18 +10,30 @@ export const MAX_TAGS_CHARS = 4096;
 const KIND = /^[A-Za-z0-9_.:-]{1,100}$/;
 const KEY = /^[A-Za-z0-9_.:-]{1,64}$/;
 
-/** Stores one client report (/api/Event, /api/LogEvent) in event_log, kept EVENT_LOG_RETENTION_DAYS. Tags are bounded; the caller parsed them. */
+/**
+ * What a row costs beyond its JSON: PostgreSQL's tuple header, the id, time and indexes' entries, roughly. A flood of
+ * tiny reports then counts for what it takes.
+ */
+export const EVENT_LOG_ROW_OVERHEAD = 128;
+
+/**
+ * Stores one client report (/api/Event, /api/LogEvent) in event_log, kept EVENT_LOG_RETENTION_DAYS and within the
+ * table's size budget (trimEventLog). Tags are bounded; the caller parsed them. `admitBytes` is asked with the report's
+ * size before it is stored (it throws when the client is over its share). Returns the size stored.
+ */
 export async function recordEvent({
   ctx,
   source,
   tags,
   userId,
+  admitBytes,
 }: {
   ctx: ServiceContext;
   source: "Event" | "LogEvent";
   tags: Record<string, string>;
   userId?: string;
-}): Promise<void> {
+  admitBytes?: (bytes: number) => void;
+}): Promise<{ bytes: number }> {
   const { kind, ...rest } = tags;
   if (!kind || !KIND.test(kind))
     throw new AppError("BAD_REQUEST", "invalid request: tags: a kind tag (letters, digits, _ . : -) is required");
@@ -35,7 +47,10 @@ export async function recordEvent({
     clean[key] = cut;
     room -= cut.length;
   }
-  await ctx.db.insert(eventLog).values({ source, kind, tags: clean, userId: userId ?? null, createdAt: ctx.now() });
+  const bytes = Buffer.byteLength(JSON.stringify({ kind, ...clean })) + EVENT_LOG_ROW_OVERHEAD;
+  admitBytes?.(bytes);
+  await ctx.db.insert(eventLog).values({ source, kind, tags: clean, userId: userId ?? null, bytes, createdAt: ctx.now() });
+  return { bytes };
 }
 
 /** The first `n` characters, never ending on half a surrogate pair (PostgreSQL's jsonb refuses a lone one). */

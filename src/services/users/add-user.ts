@@ -1,5 +1,5 @@
-import { eq } from "drizzle-orm";
-import { invitations, memberships, namespaceMembers, users } from "#db/schema/index.ts";
+import { and, eq, isNotNull, isNull } from "drizzle-orm";
+import { invitations, namespaceMembers, users } from "#db/schema/index.ts";
 import { log } from "~/lib/logger.ts";
 import type { AddUserResponse } from "~/lib/protocol/api/users.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
@@ -9,45 +9,62 @@ import { assertUserLimit } from "~/services/billing/limits.ts";
 import type { ServiceContext } from "~/services/context.ts";
 
 export const ADD_USER_FORBIDDEN = "You do not have permissions to invite users to this namespace.";
+export const INVITATIONS_RATE_LIMITED = "too many invitations sent; wait a while before inviting more people";
 
 /**
- * Namespace admins invite by address. A known address becomes a member (read access) at once; an unknown one
- * gets an invitation that takes effect when that address signs in. Adding an existing member changes nothing.
+ * Namespace admins invite by address, with or without an account: the invitation waits until the person signed in
+ * with that address accepts it (nobody is added to anything unasked). One mail per new invitation; `admitInvitation`
+ * is asked before each (it throws when the inviter or the org has sent too many lately). Inviting a member or an
+ * address already invited changes nothing and sends nothing.
  */
 export async function addUser({
   ctx,
   principal,
   namespaceId,
   email,
+  admitInvitation,
 }: {
   ctx: ServiceContext;
   principal: UserPrincipal;
   namespaceId: string;
   email: string;
+  admitInvitation?: (from: { userId: string; orgId: string }) => void;
 }): Promise<AddUserResponse> {
   const access = await requireNamespaceAccess({ ctx, principal, namespaceId, write: true, forbiddenMessage: ADD_USER_FORBIDDEN });
   const address = normalizeEmail(email);
+  const [member] = await ctx.db
+    .select({ userId: users.id })
+    .from(namespaceMembers)
+    .innerJoin(users, eq(users.id, namespaceMembers.userId))
+    .where(and(eq(namespaceMembers.namespaceId, namespaceId), eq(users.email, address)))
+    .limit(1);
+  if (member) return { isPending: false };
+  const [pending] = await ctx.db
+    .select({ id: invitations.id })
+    .from(invitations)
+    .where(and(eq(invitations.namespaceId, namespaceId), eq(invitations.email, address), isNull(invitations.acceptedAt)))
+    .limit(1);
+  if (pending) return { isPending: true };
   await assertUserLimit(ctx, access.orgId, address);
+  admitInvitation?.({ userId: principal.userId, orgId: access.orgId });
+
   const now = ctx.now();
-  const isPending = await ctx.db.transaction(async (tx) => {
-    const [user] = await tx.select({ id: users.id }).from(users).where(eq(users.email, address)).limit(1);
-    if (!user) {
-      await tx
-        .insert(invitations)
-        .values({ namespaceId, email: address, invitedByUserId: principal.userId, createdAt: now })
-        .onConflictDoNothing();
-      return true;
-    }
-    await tx.insert(memberships).values({ orgId: access.orgId, userId: user.id, createdAt: now }).onConflictDoNothing();
-    await tx.insert(namespaceMembers).values({ namespaceId, userId: user.id, joinedAt: now }).onConflictDoNothing();
-    return false;
-  });
-  if (ctx.mailer) {
-    const text = `${principal.email} added you to the Tapscope namespace "${access.name}".\n\nSign in with this address: ${ctx.config.publicUrl}/login\n`;
-    // The membership is already saved; a failed notice must not fail the call.
-    ctx.mailer.send({ to: address, subject: `You were added to ${access.name} on Tapscope`, text }).catch((err) => {
+  const fresh = { hasWrite: false, invitedByUserId: principal.userId, createdAt: now, acceptedAt: null };
+  // An accepted invitation of someone since removed is the row to invite them again with.
+  const created = await ctx.db
+    .insert(invitations)
+    .values({ namespaceId, email: address, ...fresh })
+    .onConflictDoUpdate({ target: [invitations.namespaceId, invitations.email], set: fresh, where: isNotNull(invitations.acceptedAt) })
+    .returning({ id: invitations.id });
+  if (created.length > 0 && ctx.mailer) {
+    const text =
+      `${principal.email} invited you to the Tapscope namespace "${access.name}".\n\n` +
+      `Sign in with this address to accept or decline: ${ctx.config.publicUrl}/dashboard\n\n` +
+      "Nothing changes until you accept. If you do not know the sender, decline or ignore this e-mail.\n";
+    // The invitation is saved; a failed notice must not fail the call (the person sees it when they sign in).
+    ctx.mailer.send({ to: address, subject: `You are invited to ${access.name} on Tapscope`, text }).catch((err) => {
       log.warn("invitation e-mail failed", { to: address, err });
     });
   }
-  return { isPending };
+  return { isPending: true };
 }

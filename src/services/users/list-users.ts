@@ -5,7 +5,7 @@ import { requireNamespaceAccess } from "~/services/access/require-namespace-acce
 import type { Principal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
 
-/** Members, then invited addresses that have not signed in yet (lib/protocol/api/users.ts). */
+/** Members, then invited addresses that have not accepted yet (lib/protocol/api/users.ts). */
 export async function listUsers({
   ctx,
   principal,
@@ -23,7 +23,7 @@ export async function listUsers({
     .where(eq(namespaceMembers.namespaceId, namespaceId))
     .orderBy(asc(namespaceMembers.joinedAt), asc(users.email));
   const pending = await ctx.db
-    .select({ email: invitations.email, createdAt: invitations.createdAt, hasWrite: invitations.hasWrite })
+    .select({ id: invitations.id, email: invitations.email, createdAt: invitations.createdAt, hasWrite: invitations.hasWrite })
     .from(invitations)
     .where(and(eq(invitations.namespaceId, namespaceId), isNull(invitations.acceptedAt)))
     .orderBy(asc(invitations.createdAt), asc(invitations.email));
@@ -34,6 +34,7 @@ export async function listUsers({
       joinTime: m.joinedAt.toISOString(),
       hasWrite: m.hasWrite,
       isPending: false,
+      invitationId: null,
     })),
     ...pending.map((p) => ({
       userId: null,
@@ -41,6 +42,7 @@ export async function listUsers({
       joinTime: p.createdAt.toISOString(),
       hasWrite: p.hasWrite,
       isPending: true,
+      invitationId: p.id,
     })),
   ];
 }

@@ -27,5 +27,24 @@ export const OAuthCallbackQuery = Type.Object({
 export type OAuthCallbackQuery = Static<typeof OAuthCallbackQuery>;
 
 /** No `next`: where the link lands was fixed when it was requested (stored with it), never by its URL. */
-export const EmailCallbackQuery = Type.Object({ token: Type.Optional(Type.String()) });
+export const EmailCallbackQuery = Type.Object({ token: Type.Optional(Type.String({ maxLength: 256 })) });
 export type EmailCallbackQuery = Static<typeof EmailCallbackQuery>;
+
+/**
+ * POST /api/FinishEmailLogin, sent by the page the mailed link opens (/login/link): opening a link signs nobody in, so
+ * mail scanners and link previews spend nothing. `confirm`: the person saw whose account the link signs into.
+ */
+export const FinishEmailLoginRequest = Type.Object({
+  token: Type.String({ minLength: 1, maxLength: 256 }),
+  confirm: Type.Optional(Type.Boolean()),
+});
+export type FinishEmailLoginRequest = Static<typeof FinishEmailLoginRequest>;
+/**
+ * Signed in (the session cookie is set; go to `next`), or, for a link opened in a browser other than the one that
+ * asked for it, the address it would sign into, to confirm (nothing spent).
+ */
+export const FinishEmailLoginResponse = Type.Union([
+  Type.Object({ signedIn: Type.Literal(true), next: Type.String() }),
+  Type.Object({ signedIn: Type.Literal(false), email: Type.String() }),
+]);
+export type FinishEmailLoginResponse = Static<typeof FinishEmailLoginResponse>;

@@ -44,6 +44,12 @@ export type CancelSubscriptionRequest = Static<typeof CancelSubscriptionRequest>
 export const CancelSubscriptionResponse = Empty;
 export type CancelSubscriptionResponse = Static<typeof CancelSubscriptionResponse>;
 
+/** Stripe's customer portal for the org (card, invoices): the page to open. */
+export const OpenBillingPortalRequest = Type.Object({ orgId: Id });
+export type OpenBillingPortalRequest = Static<typeof OpenBillingPortalRequest>;
+export const OpenBillingPortalResponse = Type.Object({ url: Type.String() });
+export type OpenBillingPortalResponse = Static<typeof OpenBillingPortalResponse>;
+
 /** The paid tiers a checkout may name. */
 export const CHECKOUT_TIERS = ["team-20250212", "scale-20250212"] as const;
 export type CheckoutTier = (typeof CHECKOUT_TIERS)[number];

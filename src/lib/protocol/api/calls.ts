@@ -1,5 +1,5 @@
 import type { Static, TSchema } from "@sinclair/typebox";
-import { EmailLoginRequest, EmailLoginResponse } from "./auth.ts";
+import { EmailLoginRequest, EmailLoginResponse, FinishEmailLoginRequest, FinishEmailLoginResponse } from "./auth.ts";
 import {
   CancelSubscriptionRequest,
   CancelSubscriptionResponse,
@@ -7,6 +7,8 @@ import {
   GetBillingStatusResponse,
   GetSubscriptionRequest,
   GetSubscriptionResponse,
+  OpenBillingPortalRequest,
+  OpenBillingPortalResponse,
 } from "./billing.ts";
 import {
   GetLinkRequest,
@@ -19,6 +21,8 @@ import {
 import {
   CreateNamespaceRequest,
   CreateNamespaceResponse,
+  DeleteNamespaceRequest,
+  DeleteNamespaceResponse,
   ListNamespacesRequest,
   ListNamespacesResponse,
   ListOrgsRequest,
@@ -36,7 +40,23 @@ import {
   OrgTokensRequest,
 } from "./tokens.ts";
 import { CreateTunnelRequest, CreateTunnelResponse, ListOpenTunnelsRequest, ListOpenTunnelsResponse } from "./tunnel.ts";
-import { AddUserRequest, AddUserResponse, ListUsersRequest, ListUsersResponse } from "./users.ts";
+import {
+  AcceptInvitationResponse,
+  AddUserRequest,
+  AddUserResponse,
+  AnswerInvitationRequest,
+  DeclineInvitationResponse,
+  EndUserSessionsRequest,
+  EndUserSessionsResponse,
+  ListMyInvitationsRequest,
+  ListMyInvitationsResponse,
+  ListUsersRequest,
+  ListUsersResponse,
+  RemoveUserRequest,
+  RemoveUserResponse,
+  RevokeInvitationRequest,
+  RevokeInvitationResponse,
+} from "./users.ts";
 
 type Call = { body: TSchema; response: TSchema };
 
@@ -46,9 +66,11 @@ type Call = { body: TSchema; response: TSchema };
  */
 export const apiCalls = {
   EmailLogin: { body: EmailLoginRequest, response: EmailLoginResponse },
+  FinishEmailLogin: { body: FinishEmailLoginRequest, response: FinishEmailLoginResponse },
   ListOrgs: { body: ListOrgsRequest, response: ListOrgsResponse },
   ListNamespaces: { body: ListNamespacesRequest, response: ListNamespacesResponse },
   CreateNamespace: { body: CreateNamespaceRequest, response: CreateNamespaceResponse },
+  DeleteNamespace: { body: DeleteNamespaceRequest, response: DeleteNamespaceResponse },
   OnboardNewUser: { body: OnboardNewUserRequest, response: OnboardNewUserResponse },
   CreateTunnel: { body: CreateTunnelRequest, response: CreateTunnelResponse },
   ListOpenTunnels: { body: ListOpenTunnelsRequest, response: ListOpenTunnelsResponse },
@@ -58,12 +80,19 @@ export const apiCalls = {
   GetBillingStatus: { body: GetBillingStatusRequest, response: GetBillingStatusResponse },
   GetSubscription: { body: GetSubscriptionRequest, response: GetSubscriptionResponse },
   CancelSubscription: { body: CancelSubscriptionRequest, response: CancelSubscriptionResponse },
+  OpenBillingPortal: { body: OpenBillingPortalRequest, response: OpenBillingPortalResponse },
   ListNamespaceTokens: { body: NamespaceTokensRequest, response: ListTokensResponse },
   ListOrgTokens: { body: OrgTokensRequest, response: ListTokensResponse },
   DeleteNamespaceToken: { body: DeleteTokenRequest, response: DeleteTokenResponse },
   DeleteOrgToken: { body: DeleteTokenRequest, response: DeleteTokenResponse },
   ListUsers: { body: ListUsersRequest, response: ListUsersResponse },
   AddUser: { body: AddUserRequest, response: AddUserResponse },
+  RemoveUser: { body: RemoveUserRequest, response: RemoveUserResponse },
+  RevokeInvitation: { body: RevokeInvitationRequest, response: RevokeInvitationResponse },
+  EndUserSessions: { body: EndUserSessionsRequest, response: EndUserSessionsResponse },
+  ListMyInvitations: { body: ListMyInvitationsRequest, response: ListMyInvitationsResponse },
+  AcceptInvitation: { body: AnswerInvitationRequest, response: AcceptInvitationResponse },
+  DeclineInvitation: { body: AnswerInvitationRequest, response: DeclineInvitationResponse },
   JoinSubscriber: { body: JoinSubscriberRequest, response: JoinSubscriberResponse },
   JoinPublisher: { body: JoinPublisherRequest, response: JoinPublisherResponse },
   GetLink: { body: GetLinkRequest, response: GetLinkResponse },

@@ -1,8 +1,15 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { Empty, Id } from "./common.ts";
 
-/** lastSeenWorkerTime (ISO date, null before any worker connected) decides whether the Requests link shows. */
-export const Org = Type.Object({ orgId: Type.String(), lastSeenWorkerTime: Type.Union([Type.String(), Type.Null()]) });
+/**
+ * lastSeenWorkerTime (ISO date, null before any worker connected) decides whether the Requests link shows; `name` (its
+ * creator's address) tells a member's orgs apart.
+ */
+export const Org = Type.Object({
+  orgId: Type.String(),
+  name: Type.String(),
+  lastSeenWorkerTime: Type.Union([Type.String(), Type.Null()]),
+});
 export type Org = Static<typeof Org>;
 
 export const Namespace = Type.Object({ namespaceId: Type.String(), name: Type.String() });
@@ -10,7 +17,7 @@ export type Namespace = Static<typeof Namespace>;
 
 export const ListOrgsRequest = Empty;
 export type ListOrgsRequest = Static<typeof ListOrgsRequest>;
-/** Oldest membership first: the client uses the first. */
+/** Oldest membership first. */
 export const ListOrgsResponse = Type.Object({ orgs: Type.Array(Org) });
 export type ListOrgsResponse = Static<typeof ListOrgsResponse>;
 
@@ -29,3 +36,9 @@ export type OnboardNewUserRequest = Static<typeof OnboardNewUserRequest>;
 /** A new org has never seen a worker, so its id is all there is to say. */
 export const OnboardNewUserResponse = Type.Object({ namespace: Namespace, org: Type.Object({ orgId: Type.String() }) });
 export type OnboardNewUserResponse = Static<typeof OnboardNewUserResponse>;
+
+/** Deletes a namespace with its members, invitations, tokens, links and stored events (an org keeps at least one). */
+export const DeleteNamespaceRequest = Type.Object({ namespaceId: Id });
+export type DeleteNamespaceRequest = Static<typeof DeleteNamespaceRequest>;
+export const DeleteNamespaceResponse = Empty;
+export type DeleteNamespaceResponse = Static<typeof DeleteNamespaceResponse>;

@@ -14,9 +14,10 @@ type Loaded = { status: GetBillingStatusResponse; subscription: ActiveSubscripti
 const WEBHOOK_WAIT_MS = 30_000;
 
 /**
- * Billing: the plans with Free active and Upgrade links, or 'Subscribed!' with the plan, the
- * amount, the subscription id and a folded 'Cancel?' section; the cancel in progress; the 'Your plan was cancelled.'
- * banner; a spinner while loading; the error of a failed load. Without Stripe configured it says billing is off.
+ * Billing: the plans with Free active and Upgrade links, or 'Subscribed!' with the plan, the amount, the subscription
+ * id, Manage billing (Stripe's customer portal) and a folded 'Cancel?' section; the cancel in progress; the 'Your plan
+ * was cancelled.' banner; a spinner while loading; the error of a failed load. Without Stripe configured it says billing
+ * is off.
  */
 export function BillingScreen() {
   const { org } = useDashboard();
@@ -27,6 +28,7 @@ export function BillingScreen() {
   const [isCancelOpen, setCancelOpen] = useState(false);
   const [isCancelling, setCancelling] = useState(false);
   const [isCancelledBanner, setCancelledBanner] = useState(false);
+  const [isOpeningPortal, setOpeningPortal] = useState(false);
   const isReturning = params.get("checkout") === "success";
 
   const load = useCallback(
@@ -88,6 +90,19 @@ export function BillingScreen() {
     }
   }
 
+  /** Stripe's customer portal (card, invoices) in this tab; Stripe sends the person back to this screen. */
+  async function manageBilling() {
+    if (!orgId) return;
+    setOpeningPortal(true);
+    try {
+      const { url } = await api("OpenBillingPortal", { orgId });
+      window.location.assign(url);
+    } catch (err) {
+      setError(describeError(err).message);
+      setOpeningPortal(false);
+    }
+  }
+
   return (
     <Screen title="Billing" description="Plans for your organization.">
       {error ? (
@@ -128,6 +143,8 @@ export function BillingScreen() {
           setCancelOpen={setCancelOpen}
           isCancelling={isCancelling}
           onCancel={cancel}
+          isOpeningPortal={isOpeningPortal}
+          onManage={() => void manageBilling()}
         />
       ) : null}
       {loaded && !loaded.subscription && isReturning ? (
@@ -150,12 +167,16 @@ function Subscribed({
   setCancelOpen,
   isCancelling,
   onCancel,
+  isOpeningPortal,
+  onManage,
 }: {
   subscription: ActiveSubscription;
   isCancelOpen: boolean;
   setCancelOpen: (open: boolean) => void;
   isCancelling: boolean;
   onCancel: (subscription: ActiveSubscription) => void;
+  isOpeningPortal: boolean;
+  onManage: () => void;
 }) {
   return (
     <section aria-label="Subscription" className="rounded-lg border border-emerald-500/30 bg-emerald-500/5 p-5">
@@ -180,8 +201,22 @@ function Subscribed({
         </p>
       ) : null}
       {subscription.status === "past_due" ? (
-        <p className="mt-3 text-sm text-amber-300">The last payment failed: Stripe will retry it.</p>
+        <p role="alert" className="mt-3 text-sm text-amber-300">
+          The last payment failed: Stripe will retry it. Update the card with Manage billing.
+        </p>
       ) : null}
+      <div className="mt-4 flex flex-wrap items-center gap-3">
+        <button
+          type="button"
+          onClick={onManage}
+          disabled={isOpeningPortal}
+          className="flex items-center gap-2 rounded-md border border-zinc-700 px-3 py-1.5 text-sm text-zinc-100 hover:bg-zinc-800 disabled:opacity-50"
+        >
+          {isOpeningPortal ? <Spinner /> : null}
+          Manage billing
+        </button>
+        <span className="text-xs text-zinc-500">Card, invoices and receipts, on Stripe.</span>
+      </div>
       <div className="mt-5 border-t border-zinc-800 pt-4">
         <button
           type="button"

@@ -3,6 +3,7 @@ import { type LoaderFunctionArgs, Outlet, redirect, useLoaderData, useLocation }
 import { pageEnv } from "~/ui/env.ts";
 import { readLocal, storageKeys, writeLocal } from "~/ui/lib/storage.ts";
 import { DashboardContext, useDashboardState } from "~/ui/pages/dashboard/dashboard-state.ts";
+import { InvitationsBanner, InvitedWelcome } from "~/ui/pages/dashboard/invitations.tsx";
 import { PanelIcon, SideNav } from "~/ui/pages/dashboard/side-nav.tsx";
 
 export async function dashboardLoader({ request, context }: LoaderFunctionArgs) {
@@ -60,7 +61,14 @@ export function DashboardLayout() {
           >
             <PanelIcon />
           </button>
-          <Outlet />
+          {state.namespaces?.length === 0 ? (
+            <InvitedWelcome />
+          ) : (
+            <>
+              <InvitationsBanner />
+              <Outlet />
+            </>
+          )}
         </div>
       </div>
     </DashboardContext.Provider>

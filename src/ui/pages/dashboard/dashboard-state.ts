@@ -2,19 +2,35 @@ import { createContext, useCallback, useContext, useEffect, useMemo, useState } 
 import { useLocation, useNavigate, useParams } from "react-router";
 import type { Self } from "~/lib/protocol/api/auth.ts";
 import type { Namespace, Org } from "~/lib/protocol/api/orgs.ts";
+import type { Invitation } from "~/lib/protocol/api/users.ts";
 import { ApiError, alertError, api, isAbortError } from "~/ui/lib/api.ts";
 import { readLocal, storageKeys, writeLocal } from "~/ui/lib/storage.ts";
 
 export const REQUESTS_LINK_WINDOW_MS = 604_800_000;
 export const NAMESPACE_FORBIDDEN_TEXT = "error: status 403: forbidden: you are not allowed to create a namespace";
 
+/** A namespace of any of the user's orgs, with the org it belongs to. */
+export type DashboardNamespace = Namespace & { orgId: string };
+
 export type DashboardState = {
   self: Self;
+  /** The user's orgs (null while loading). */
+  orgs: Org[] | null;
+  /** The current namespace's org. */
   org: Org | null;
-  namespaces: Namespace[] | null;
-  namespace: Namespace | null;
-  selectNamespace: (namespace: Namespace) => void;
+  /** Every namespace the user belongs to, across their orgs (null while loading; empty for a new user with invitations only). */
+  namespaces: DashboardNamespace[] | null;
+  namespace: DashboardNamespace | null;
+  /** Invitations addressed to the user, waiting for their answer. */
+  invitations: Invitation[];
+  selectNamespace: (namespace: DashboardNamespace) => void;
   createNamespace: () => Promise<void>;
+  /** Loads orgs, namespaces and invitations again (after joining, leaving or deleting a namespace). */
+  reload: () => Promise<void>;
+  acceptInvitation: (invitation: Invitation) => Promise<void>;
+  declineInvitation: (invitation: Invitation) => Promise<void>;
+  /** A new user who was invited but would rather have their own: onboarding as usual. */
+  startOwnNamespace: () => Promise<void>;
 };
 
 export const DashboardContext = createContext<DashboardState | null>(null);
@@ -47,50 +63,73 @@ export function namespacePath(name: string, currentPath: string): string {
   return `/dashboard/${encodeURIComponent(name)}/${screen}`;
 }
 
+type Loaded = { orgs: Org[]; namespaces: DashboardNamespace[]; invitations: Invitation[] };
+
+/** Every org's namespaces, the org named on each (orgs without one are skipped). */
+async function loadNamespaces(orgs: Org[], signal?: AbortSignal): Promise<DashboardNamespace[]> {
+  const lists = await Promise.all(orgs.map((org) => api("ListNamespaces", { orgId: org.orgId }, { signal })));
+  return lists.flatMap((list, i) => list.namespaces.map((ns) => ({ ...ns, orgId: orgs[i]?.orgId ?? "" })));
+}
+
 /**
- * App start: load orgs (onboard when there are none), then the first org's namespaces;
- * the current namespace comes from the URL, else the last stored one, else the first.
+ * App start: load orgs and the invitations waiting for the user (onboard when there are neither), then every org's
+ * namespaces; the current namespace comes from the URL, else the last stored one, else the first.
  */
 export function useDashboardState(self: Self): DashboardState {
-  const [org, setOrg] = useState<Org | null>(null);
-  const [namespaces, setNamespaces] = useState<Namespace[] | null>(null);
+  const [loaded, setLoaded] = useState<Loaded | null>(null);
   const [bootError, setBootError] = useState<unknown>(null);
   const { namespaceName } = useParams();
   const location = useLocation();
   const navigate = useNavigate();
 
-  useEffect(() => {
-    const controller = new AbortController();
-    const { signal } = controller;
-    (async () => {
-      const { orgs } = await api("ListOrgs", {}, { signal });
-      const first = orgs[0];
-      if (!first) {
+  const load = useCallback(
+    async (signal?: AbortSignal): Promise<Loaded> => {
+      const [{ orgs }, { invitations }] = await Promise.all([
+        api("ListOrgs", {}, { signal }),
+        // The dashboard works without them: an invitation is also announced by mail.
+        api("ListMyInvitations", {}, { signal }).catch((err: unknown) => {
+          if (isAbortError(err)) throw err;
+          return { invitations: [] };
+        }),
+      ]);
+      if (orgs.length === 0) {
+        // Invited before having anything of their own: the invitations come first, onboarding is one click away.
+        if (invitations.length > 0) return { orgs: [], namespaces: [], invitations };
         const onboarded = await api("OnboardNewUser", { namespaceName: namespaceNameFromEmail(self.email) }, { signal });
         // A new org has not seen a worker yet.
-        setOrg({ ...onboarded.org, lastSeenWorkerTime: null });
-        setNamespaces([onboarded.namespace]);
-        return;
+        const org: Org = { orgId: onboarded.org.orgId, name: self.email, lastSeenWorkerTime: null };
+        return { orgs: [org], namespaces: [{ ...onboarded.namespace, orgId: org.orgId }], invitations };
       }
-      const { namespaces: list } = await api("ListNamespaces", { orgId: first.orgId }, { signal });
-      if (list.length === 0) throw new Error("the org has no namespaces");
-      setOrg(first);
-      setNamespaces(list);
-    })().catch((err) => {
-      if (!isAbortError(err)) setBootError(err);
-    });
-    return () => controller.abort();
-  }, [self.email]);
+      const namespaces = await loadNamespaces(orgs, signal);
+      if (namespaces.length === 0) throw new Error("the org has no namespaces");
+      return { orgs, namespaces, invitations };
+    },
+    [self.email],
+  );
 
+  useEffect(() => {
+    const controller = new AbortController();
+    load(controller.signal)
+      .then(setLoaded)
+      .catch((err) => {
+        if (!isAbortError(err)) setBootError(err);
+      });
+    return () => controller.abort();
+  }, [load]);
+
+  const namespaces = loaded?.namespaces ?? null;
   const namespace = useMemo(() => {
     if (!namespaces) return null;
+    const storedId = typeof window === "undefined" ? null : readLocal(storageKeys.lastNamespaceId);
     if (namespaceName) {
-      const fromUrl = namespaces.find((ns) => ns.name === namespaceName);
+      // Names are unique within an org only: the last one used wins among namesakes.
+      const named = namespaces.filter((ns) => ns.name === namespaceName);
+      const fromUrl = named.find((ns) => ns.namespaceId === storedId) ?? named[0];
       if (fromUrl) return fromUrl;
     }
-    const storedId = typeof window === "undefined" ? null : readLocal(storageKeys.lastNamespaceId);
     return namespaces.find((ns) => ns.namespaceId === storedId) ?? namespaces[0] ?? null;
   }, [namespaces, namespaceName]);
+  const org = useMemo(() => loaded?.orgs.find((o) => o.orgId === namespace?.orgId) ?? null, [loaded, namespace]);
 
   useEffect(() => {
     if (!namespace) return;
@@ -102,15 +141,19 @@ export function useDashboardState(self: Self): DashboardState {
   }, [namespace, namespaceName, location.pathname, navigate]);
 
   const selectNamespace = useCallback(
-    (next: Namespace) => {
+    (next: DashboardNamespace) => {
       writeLocal(storageKeys.lastNamespaceId, next.namespaceId);
       navigate(namespacePath(next.name, location.pathname));
     },
     [navigate, location.pathname],
   );
 
+  const reload = useCallback(async () => {
+    setLoaded(await load());
+  }, [load]);
+
   const createNamespace = useCallback(async () => {
-    if (!org) return;
+    if (!org || !loaded) return;
     const name = window.prompt("Name of the new namespace")?.trim();
     if (!name) return;
     try {
@@ -118,8 +161,9 @@ export function useDashboardState(self: Self): DashboardState {
       const { namespaces: list } = await api("ListNamespaces", { orgId: org.orgId });
       const created = list.find((ns) => ns.namespaceId === namespaceId);
       if (!created) throw new Error(`created namespace ${namespaceId} is missing from the namespace list`);
-      setNamespaces(list);
-      selectNamespace(created);
+      const others = loaded.namespaces.filter((ns) => ns.orgId !== org.orgId);
+      setLoaded({ ...loaded, namespaces: [...others, ...list.map((ns) => ({ ...ns, orgId: org.orgId }))] });
+      selectNamespace({ ...created, orgId: org.orgId });
     } catch (err) {
       if (err instanceof ApiError && err.status === 403) {
         window.alert(NAMESPACE_FORBIDDEN_TEXT);
@@ -128,8 +172,56 @@ export function useDashboardState(self: Self): DashboardState {
       if (isAbortError(err)) return;
       alertError("Could not create the namespace", err);
     }
-  }, [org, selectNamespace]);
+  }, [org, loaded, selectNamespace]);
+
+  const acceptInvitation = useCallback(
+    async (invitation: Invitation) => {
+      try {
+        const joined = await api("AcceptInvitation", { invitationId: invitation.invitationId });
+        await reload();
+        selectNamespace({ ...joined.namespace, orgId: joined.org.orgId });
+      } catch (err) {
+        if (!isAbortError(err)) alertError("Could not accept the invitation", err);
+        await reload().catch(() => {});
+      }
+    },
+    [reload, selectNamespace],
+  );
+
+  const declineInvitation = useCallback(
+    async (invitation: Invitation) => {
+      try {
+        await api("DeclineInvitation", { invitationId: invitation.invitationId });
+      } catch (err) {
+        if (!isAbortError(err)) alertError("Could not decline the invitation", err);
+      }
+      await reload().catch((err) => setBootError(err));
+    },
+    [reload],
+  );
+
+  const startOwnNamespace = useCallback(async () => {
+    try {
+      await api("OnboardNewUser", { namespaceName: namespaceNameFromEmail(self.email) });
+      await reload();
+    } catch (err) {
+      if (!isAbortError(err)) alertError("Could not create your namespace", err);
+    }
+  }, [self.email, reload]);
 
   if (bootError) throw bootError;
-  return { self, org, namespaces, namespace, selectNamespace, createNamespace };
+  return {
+    self,
+    orgs: loaded?.orgs ?? null,
+    org,
+    namespaces,
+    namespace,
+    invitations: loaded?.invitations ?? [],
+    selectNamespace,
+    createNamespace,
+    reload,
+    acceptInvitation,
+    declineInvitation,
+    startOwnNamespace,
+  };
 }

@@ -1,17 +1,23 @@
 import { useEffect, useRef, useState } from "react";
-import type { Namespace } from "~/lib/protocol/api/orgs.ts";
+import type { Org } from "~/lib/protocol/api/orgs.ts";
 import { Spinner } from "~/ui/components/spinner.tsx";
+import type { DashboardNamespace } from "~/ui/pages/dashboard/dashboard-state.ts";
 
-/** Dropdown of the org's namespaces with a create action; an outside click closes it. */
+/**
+ * Dropdown of the user's namespaces with a create action (in the current one's org); an outside click closes it. A
+ * member of several orgs sees each org's namespaces under its name.
+ */
 export function NamespaceSwitcher({
   namespaces,
+  orgs = null,
   current,
   onSelect,
   onCreate,
 }: {
-  namespaces: Namespace[] | null;
-  current: Namespace | null;
-  onSelect: (namespace: Namespace) => void;
+  namespaces: DashboardNamespace[] | null;
+  orgs?: Org[] | null;
+  current: DashboardNamespace | null;
+  onSelect: (namespace: DashboardNamespace) => void;
   onCreate: () => void;
 }) {
   const [isOpen, setIsOpen] = useState(false);
@@ -41,6 +47,14 @@ export function NamespaceSwitcher({
     );
   }
 
+  // One org: a plain list. Several: each org's namespaces under its name.
+  const orgIds = [...new Set(namespaces.map((ns) => ns.orgId))];
+  const groups = orgIds.map((orgId) => ({
+    orgId,
+    label: orgIds.length > 1 ? (orgs?.find((o) => o.orgId === orgId)?.name ?? "Organization") : null,
+    namespaces: namespaces.filter((ns) => ns.orgId === orgId),
+  }));
+
   return (
     <div ref={rootRef} className="relative">
       <button
@@ -62,20 +76,28 @@ export function NamespaceSwitcher({
           className="absolute inset-x-0 top-10 z-30 overflow-hidden rounded-md border border-zinc-800 bg-zinc-900 py-1 shadow-xl"
         >
           <div className="max-h-64 overflow-y-auto">
-            {namespaces.map((ns) => (
-              <button
-                key={ns.namespaceId}
-                type="button"
-                role="menuitem"
-                onClick={() => {
-                  setIsOpen(false);
-                  onSelect(ns);
-                }}
-                className={`flex w-full items-center justify-between px-3 py-1.5 text-left text-sm hover:bg-zinc-800 ${ns.namespaceId === current?.namespaceId ? "text-zinc-100" : "text-zinc-400"}`}
-              >
-                <span className="truncate">{ns.name}</span>
-                {ns.namespaceId === current?.namespaceId ? <span aria-hidden="true">✓</span> : null}
-              </button>
+            {groups.map((group) => (
+              // biome-ignore lint/a11y/useSemanticElements: a group of menu items is role=group inside role=menu, not a fieldset
+              <div key={group.orgId} role="group" aria-label={group.label ?? undefined}>
+                {group.label ? (
+                  <div className="truncate px-3 pt-2 pb-1 text-[10px] font-medium text-zinc-500 uppercase">{group.label}</div>
+                ) : null}
+                {group.namespaces.map((ns) => (
+                  <button
+                    key={ns.namespaceId}
+                    type="button"
+                    role="menuitem"
+                    onClick={() => {
+                      setIsOpen(false);
+                      onSelect(ns);
+                    }}
+                    className={`flex w-full items-center justify-between px-3 py-1.5 text-left text-sm hover:bg-zinc-800 ${ns.namespaceId === current?.namespaceId ? "text-zinc-100" : "text-zinc-400"}`}
+                  >
+                    <span className="truncate">{ns.name}</span>
+                    {ns.namespaceId === current?.namespaceId ? <span aria-hidden="true">✓</span> : null}
+                  </button>
+                ))}
+              </div>
             ))}
           </div>
           <div className="my-1 h-px bg-zinc-800" />

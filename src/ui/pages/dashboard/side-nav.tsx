@@ -9,7 +9,7 @@ const linkClass = ({ isActive }: { isActive: boolean }) =>
   `flex items-center gap-2 rounded-md px-2.5 py-1.5 text-sm ${isActive ? "bg-zinc-800 text-zinc-100" : "text-zinc-400 hover:bg-zinc-900 hover:text-zinc-100"}`;
 
 export function SideNav({ onHide }: { onHide: () => void }) {
-  const { self, org, namespaces, namespace, selectNamespace, createNamespace } = useDashboard();
+  const { self, org, orgs, namespaces, namespace, selectNamespace, createNamespace, startOwnNamespace } = useDashboard();
   const { supportEmail } = usePublicConfig();
   const base = namespace ? `/dashboard/${encodeURIComponent(namespace.name)}` : null;
   return (
@@ -27,7 +27,13 @@ export function SideNav({ onHide }: { onHide: () => void }) {
           <PanelIcon />
         </button>
       </div>
-      <NamespaceSwitcher namespaces={namespaces} current={namespace} onSelect={selectNamespace} onCreate={() => void createNamespace()} />
+      <NamespaceSwitcher
+        namespaces={namespaces}
+        orgs={orgs}
+        current={namespace}
+        onSelect={selectNamespace}
+        onCreate={() => void (org ? createNamespace() : startOwnNamespace())}
+      />
       {base ? (
         <div className="flex flex-col gap-0.5">
           <NavLink to={`${base}/live`} className={linkClass}>
