@@ -23,8 +23,11 @@ import { type LegData, type LegOwner, Pipe, type Side } from "./pipe.ts";
 export type TlsRelayConfig = {
   /** PEM roots the peer's certificate is verified against (what the program itself would trust). */
   ca: string[];
-  /** The certificate (PEM chain) and key presented to the program for a server name (or an IP address). */
-  certFor(serverName: string): { cert: string; key: string } | Promise<{ cert: string; key: string }>;
+  /**
+   * The certificate (PEM chain) and key presented to the program for a server name (or an IP address); `alsoNames`,
+   * for a program that sent no server name, are the verified peer certificate's names.
+   */
+  certFor(serverName: string, alsoNames?: readonly string[]): { cert: string; key: string } | Promise<{ cert: string; key: string }>;
   /** Each handshake step (ClientHello, the peer's handshake, the program's handshake) gives up after this long. */
   handshakeTimeoutMs?: number;
 };
@@ -108,8 +111,8 @@ export class TlsRelayContext {
   }
 
   /** One context per credentials object: the authority hands out the same one per name until it renews the leaf. */
-  async secureContextFor(serverName: string): Promise<SecureContext> {
-    const credentials = await this.config.certFor(serverName);
+  async secureContextFor(serverName: string, alsoNames?: readonly string[]): Promise<SecureContext> {
+    const credentials = await this.config.certFor(serverName, alsoNames);
     let context = this.contexts.get(credentials);
     if (!context) {
       context = createSecureContext({ cert: credentials.cert, key: credentials.key });
@@ -322,9 +325,12 @@ export class TlsRelay implements LegOwner {
     this.state = "upstream";
     this.arm("upstream handshake timed out");
     this.handshakeStartedAt = nowMicros();
-    // Minted while the peer's handshake runs; awaited only when the program is answered.
-    this.context = this.ctx.secureContextFor(this.serverName);
-    this.context.catch(() => {});
+    // Minted while the peer's handshake runs; awaited only when the program is answered. Without a server name the
+    // program checks a name we cannot know: its leaf waits for the peer's certificate, whose names it copies.
+    if (hello.serverName) {
+      this.context = this.ctx.secureContextFor(this.serverName);
+      this.context.catch(() => {});
+    }
     const tlsFor = () => ({
       // Without SNI from the program, the peer's address is the name its certificate is checked against.
       serverName: this.serverName,
@@ -483,7 +489,7 @@ export class TlsRelay implements LegOwner {
   private answerClient(): void {
     this.state = "client-handshake";
     this.arm("client handshake timed out");
-    const context = this.context ?? this.ctx.secureContextFor(this.serverName);
+    const context = this.context ?? this.ctx.secureContextFor(this.serverName, this.up ? peerNames(this.up) : []);
     context.then(
       (secureContext) => {
         if (this.state === "client-handshake") this.terminateClientTls(secureContext);
@@ -783,6 +789,19 @@ function classifyUpstreamFailure(socket: Socket<TlsRelay>, error: Error | null):
   // In TLS 1.2 the refusal ends the handshake; it follows the peer's certificate, unlike a failed negotiation.
   if (CLIENT_CERT_ALERT.test(message) && hasPeerCertificate(socket)) return "mutual TLS";
   return "upstream handshake failed";
+}
+
+/** The DNS names and IP addresses of the peer's (verified) certificate. */
+function peerNames(socket: Socket<TlsRelay>): string[] {
+  try {
+    const san = (socket.getPeerCertificate() as { subjectaltname?: string } | undefined)?.subjectaltname ?? "";
+    return san
+      .split(", ")
+      .map((entry) => /^(?:DNS|IP Address):(.+)$/.exec(entry)?.[1] ?? "")
+      .filter(Boolean);
+  } catch {
+    return [];
+  }
 }
 
 function hasPeerCertificate(socket: Socket<TlsRelay>): boolean {
