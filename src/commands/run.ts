@@ -124,8 +124,7 @@ export async function main(args: string[]): Promise<number> {
       observer: session.tracer,
       threads: session.threads,
       tls: tls?.interception ?? null,
-      trustBundle: tls?.bundle,
-      beforeProgram: tls?.ready,
+      trustOpens: tls?.opens,
       say,
     });
   } catch (err) {

@@ -3,7 +3,7 @@ import { parseClientHello } from "../parse/sniff.ts";
 import type { TlsInterception } from "../tls/interception.ts";
 import type { ConnectionObserver } from "./observer.ts";
 import type { LegData, LegOwner, Pipe, Side } from "./pipe.ts";
-import type { Peer } from "./tls-relay.ts";
+import type { Peer, TlsRelayContext } from "./tls-relay.ts";
 
 /**
  * The first bytes of an outbound connection decide where it goes. The program's socket is held (read, nothing
@@ -26,6 +26,7 @@ export class TlsGate implements LegOwner {
   private ends: Side[] = [];
   private closes: Array<{ side: Side; error?: unknown }> = [];
   private hello: Uint8Array | null = null;
+  private context: TlsRelayContext | undefined;
   private timer: Timer | null = null;
 
   constructor(
@@ -101,6 +102,14 @@ export class TlsGate implements LegOwner {
       this.goPlain();
       return;
     }
+    // Verified against what this process trusts; when that is unknown (a trust store it reads and we cannot), not at all.
+    const trust = this.interception.trustFor(this.pipe.info.pid);
+    if ("reason" in trust) {
+      this.interception.notePassedThroughFor(this.pipe.info, name, trust.reason);
+      this.goPlain();
+      return;
+    }
+    this.context = trust.context;
     this.state = "tls";
     this.hello = this.held.slice(0, this.heldLen);
     if (this.server) this.startTls();
@@ -142,7 +151,7 @@ export class TlsGate implements LegOwner {
     const server = this.server;
     if (!client || !server || !this.hello) return;
     this.state = "done";
-    const relay = this.interception.relayFor(this.pipe.info, this.observer, this.peer, this.onRelayFinish);
+    const relay = this.interception.relayFor(this.pipe.info, this.observer, this.peer, this.context, this.onRelayFinish);
     relay.attachClient(client, this.hello, server);
   }
 
