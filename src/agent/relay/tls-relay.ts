@@ -2,6 +2,7 @@ import { Duplex } from "node:stream";
 import { createSecureContext, type SecureContext, TLSSocket } from "node:tls";
 import type { Socket } from "bun";
 import { type ClientHello, parseClientHello } from "../parse/sniff.ts";
+import { dialThrough } from "./connect-tunnel.ts";
 import { legOptions } from "./leg-options.ts";
 import { type ConnectionInfo, type ConnectionObserver, type ConnectionTap, nowMicros } from "./observer.ts";
 import { type LegData, type LegOwner, Pipe, type Side } from "./pipe.ts";
@@ -52,7 +53,11 @@ export type TlsOutcome =
   /** The program's handshake with us failed: the connection is lost; pass this host through from now on. */
   | { kind: "failed"; serverName: string; reason: FailureReason; detail: string };
 
-export type Peer = { hostname: string; port: number };
+/** A tunnel through a forward proxy: how to open another one to the same authority (the program's CONNECT, sent again). */
+export type ProxyRoute = { proxy: { hostname: string; port: number }; connectRequest: Uint8Array };
+
+/** The server the program asked for; `via` when it is reached through a proxy's tunnel. */
+export type Peer = { hostname: string; port: number; via?: ProxyRoute };
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 const HIGH_WATER = 1 << 20;
@@ -687,6 +692,10 @@ export class TlsRelay implements LegOwner {
     pipe.attach("client", client);
     if (this.helloLen > 0) pipe.onData("client", this.hello.slice(0, this.helloLen));
     if (this.isClientEnded) pipe.onEnd("client");
+    if (this.peer.via) {
+      dialThrough(this.peer.via, pipe);
+      return;
+    }
     Bun.connect<LegData>(
       legOptions(this.peer, {
         open: (socket: Socket<LegData>) => pipe.attach("server", socket),
