@@ -106,16 +106,6 @@ function passOn(n: Notif): void {
   replyContinue(listener, n.id);
 }
 
-/** The thread-group id of a thread (an exec'ing thread becomes its group's leader). */
-function processOf(tid: number): number {
-  try {
-    const m = /^Tgid:\s*(\d+)/m.exec(readFileSync(`/proc/${tid}/status`, "latin1"));
-    return m ? Number(m[1]) : tid;
-  } catch {
-    return tid;
-  }
-}
-
 /** After an exec: the trust files this process's own environment and command line name join the watched paths. */
 function learnTrustPaths(pid: number): void {
   let paths: string[];
@@ -196,7 +186,9 @@ function handleExec(n: Notif): void {
   }
   if (trustOpens) {
     if (execed.size > 4096) execed.clear();
-    execed.add(processOf(n.pid));
+    // By the thread: a thread other than the leader that execs takes the leader's id, and its files are then learnt
+    // only where another process names them (rare: runtimes fork before they exec).
+    execed.add(n.pid);
   }
   passOn(n);
 }
