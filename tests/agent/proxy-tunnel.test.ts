@@ -278,4 +278,36 @@ describe("a proxy that refuses", () => {
     const call = events.find((e) => e.http_req_method === "GET")!;
     expect([call.tags.tls, call.parent_event_id, body(call.http_resp_body)]).toEqual(["decrypted", connects[1]!.event_id, "GET /again \n"]);
   }, 60_000);
+
+  test("a client that does not wait: the retry and the tunnel's first request in one write, after a 407", async () => {
+    const authority = `auth.test:${plain.port}`;
+    const script = `import socket
+s = socket.create_connection(("127.0.0.1", ${proxyPort}))
+s.sendall(b"CONNECT ${authority} HTTP/1.1\\r\\nHost: ${authority}\\r\\n\\r\\n")
+got = b""
+while not got.endswith(b"auth needed\\n"):
+    got += s.recv(4096)
+print(got.split(b"\\r\\n")[0].decode())
+s.sendall(b"CONNECT ${authority} HTTP/1.1\\r\\nHost: ${authority}\\r\\nProxy-Authorization: ${CREDENTIALS}\\r\\n\\r\\nGET /pipelined HTTP/1.1\\r\\nHost: auth.test\\r\\nConnection: close\\r\\n\\r\\n")
+rest = b""
+while True:
+    chunk = s.recv(4096)
+    if not chunk:
+        break
+    rest += chunk
+print(rest.split(b"\\r\\n")[0].decode(), rest.split(b"\\r\\n\\r\\n")[-1].decode(), end="")
+`;
+    const { direct, traced, directCode, tracedCode } = await both(["python3", "-c", script], {});
+    expect([directCode, direct.stdout()]).toEqual([
+      0,
+      "HTTP/1.1 407 Proxy Authentication Required\nHTTP/1.1 200 Connection established GET /pipelined \n",
+    ]);
+    expect(tracedCode).toBe(0);
+    expect(traced.stdout()).toBe(direct.stdout());
+    const events = await traced.waitForEvents(3, outbound);
+    const connects = events.filter((e) => e.http_req_method === "CONNECT").sort((a, b) => a.time - b.time);
+    expect(connects.map((e) => e.http_resp_status_code)).toEqual([407, 200]);
+    const call = events.find((e) => e.http_req_method === "GET")!;
+    expect([call.http_req_path, call.http_resp_status_code, call.parent_event_id]).toEqual(["/pipelined", 200, connects[1]!.event_id]);
+  }, 60_000);
 });

@@ -98,6 +98,11 @@ export class ConnectTunnel implements LegOwner {
     private readonly onFinish?: () => void,
   ) {}
 
+  /** Read through a getter: a call that hands the connection on changes the state under TypeScript's narrowing. */
+  private get isDone(): boolean {
+    return this.state === "done";
+  }
+
   attachClient(socket: Socket<LegData>): void {
     if (this.state === "done") {
       this.pipe.attach("client", socket);
@@ -238,7 +243,14 @@ export class ConnectTunnel implements LegOwner {
       this.goPlain(held, [rest]);
       return;
     }
-    for (const chunk of held) if (this.state === "request") this.fromClient(chunk);
+    for (let i = 0; i < held.length; i++) {
+      // fromClient may have handed the connection to the plain pipe: the rest goes there, in order.
+      if (this.isDone) {
+        for (const chunk of held.slice(i)) this.pipe.onData("client", chunk);
+        return;
+      }
+      this.fromClient(held[i]!);
+    }
   }
 
   /** Relays bytes of the CONNECT exchange (written now, or when the socket can take them) and shows them to the tap. */

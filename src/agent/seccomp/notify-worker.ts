@@ -37,7 +37,7 @@ const trustSuffixes = trustOpens?.suffixes ?? [];
 const PATH_MAX = 4096;
 /** The longest path worth reading: none above is longer (a JDK store's path ends with a suffix, so any length may). */
 let longestPath = trustSuffixes.length > 0 ? PATH_MAX : Math.max(0, ...[...trustPaths].map((p) => Buffer.byteLength(p)));
-/** Processes (thread-group ids) that exec'd and were not looked at since: their environment may name new trust files. */
+/** Threads that exec'd and made no open since: their process's environment may name new trust files. */
 const execed = new Set<number>();
 let isHandshakeDone = false;
 const MAX_TRUST_PATHS = 4096;
