@@ -9,7 +9,8 @@
  * Then, in this process, the per-connection lookup of a process's trust (its environ, cmdline and exe read, the
  * profile found) that the TLS gate makes at each ClientHello.
  *
- * Options: --rounds N (default 5), --execs N (default 200), --baseline DIR (another checkout, e.g. `git archive` of the
+ * Each is measured in CPU time (tapscope's threads and the program's, from bash's `times`), not wall time.
+ * Options: --rounds N (default 5), --execs N (default 1000), --baseline DIR (another checkout, e.g. `git archive` of the
  * code before: its `tapscope run` with interception on is run alongside as "base on").
  */
 import { spawnSync } from "node:child_process";
@@ -23,7 +24,7 @@ import { median, optionOf } from "../capture/measure.ts";
 const root = resolve(import.meta.dir, "../..");
 const option = optionOf(process.argv.slice(2));
 const rounds = Number(option("rounds", "5"));
-const execs = Number(option("execs", "200"));
+const execs = Number(option("execs", "1000"));
 const tapscope = [process.execPath, join(root, "src/main.ts"), "run", "--no-publish"];
 const dir = mkdtempSync(join(tmpdir(), "tapscope-bench-trust-"));
 
@@ -39,12 +40,18 @@ const argvFor = (mode: Mode, argv: string[]) =>
         ? [process.execPath, join(resolve(baseline), "src/main.ts"), "run", "--no-publish", "--", ...argv]
         : [...tapscope, "--", ...argv];
 
-function timeMs(argv: string[]): number {
-  const started = performance.now();
-  const out = spawnSync(argv[0]!, argv.slice(1), { stdio: ["ignore", "ignore", "pipe"] });
-  const took = performance.now() - started;
-  if (out.status !== 0) throw new Error(`${argv.join(" ")} failed: ${out.stderr}`);
-  return took;
+/**
+ * CPU milliseconds (user + system) of a command and everything it waited for (tapscope, its threads, the program):
+ * bash's `times` after it. Far steadier than wall time on a shared machine.
+ */
+function cpuMs(argv: string[]): number {
+  const quoted = argv.map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ");
+  const out = spawnSync("bash", ["-c", `${quoted} >/dev/null 2>&1 || exit 1; times`], { encoding: "utf8" });
+  if (out.status !== 0) throw new Error(`${argv.join(" ")} failed`);
+  const children = out.stdout.trim().split("\n")[1] ?? "";
+  let total = 0;
+  for (const m of children.matchAll(/(\d+)m([\d.]+)s/g)) total += Number(m[1]) * 60_000 + Number(m[2]) * 1000;
+  return total;
 }
 
 const loop = (n: number) => ["sh", "-c", `i=0; while [ $i -lt ${n} ]; do /bin/true; i=$((i+1)); done`];
@@ -66,19 +73,19 @@ const ms = (n: number) => `${n.toFixed(0)} ms`;
 for (const workload of workloads) {
   const times = new Map<string, number[]>();
   const record = (key: string, value: number) => times.set(key, [...(times.get(key) ?? []), value]);
-  timeMs(argvFor("tls on", workload.argv)); // warm the page cache
+  cpuMs(argvFor("tls on", workload.argv)); // warm the page cache
   for (let r = 0; r < rounds; r++) {
     for (const mode of modes) {
-      record(mode, timeMs(argvFor(mode, workload.argv)));
-      if (workload.empty) record(`${mode} empty`, timeMs(argvFor(mode, workload.empty)));
+      record(mode, cpuMs(argvFor(mode, workload.argv)));
+      if (workload.empty) record(`${mode} empty`, cpuMs(argvFor(mode, workload.empty)));
     }
   }
   const of = (key: string) => median(times.get(key)!);
   const parts = modes.map((mode) => `${mode} ${ms(of(mode))}`);
-  console.log(`${workload.name}: ${parts.join(", ")}`);
+  console.log(`${workload.name}, CPU: ${parts.join(", ")}`);
   if (workload.empty) {
     const perExec = modes.map((mode) => `${mode} ${(((of(mode) - of(`${mode} empty`)) * 1000) / execs).toFixed(0)} µs`);
-    console.log(`  per exec (with ${execs} execs less with none, over ${execs}): ${perExec.join(", ")}`);
+    console.log(`  CPU per exec (${execs} execs less none, over ${execs}): ${perExec.join(", ")}`);
   }
 }
 

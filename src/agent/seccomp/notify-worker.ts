@@ -1,8 +1,8 @@
 /// <reference lib="webworker" />
-import { readFileSync, writeSync } from "node:fs";
+import { readFileSync, readlinkSync, writeSync } from "node:fs";
 import { parentPort, workerData } from "node:worker_threads";
 import { errorDetail } from "../../lib/errors.ts";
-import { namedTrustPaths, parseEnviron } from "../tls/trust-paths.ts";
+import { environValues, javaHomeOf, namedTrustPaths, trustVariableNames } from "../tls/trust-paths.ts";
 import {
   AF_INET,
   AF_INET6,
@@ -106,12 +106,15 @@ function passOn(n: Notif): void {
   replyContinue(listener, n.id);
 }
 
-/** After an exec: the trust files this process's own environment and command line name join the watched paths. */
+/**
+ * After an exec: the trust files this process's own environment (and, for a JVM, its command line) names join the
+ * watched paths. Done once per exec, so kept lean: only the variables that matter are looked for.
+ */
 function learnTrustPaths(pid: number): void {
   let paths: string[];
   try {
-    const env = parseEnviron(readFileSync(`/proc/${pid}/environ`, "utf8"));
-    const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+    const env = environValues(readFileSync(`/proc/${pid}/environ`, "utf8"), trustVariableNames);
+    const argv = javaHomeOf(readlinkSync(`/proc/${pid}/exe`)) ? readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0") : [];
     paths = namedTrustPaths(env, argv);
   } catch {
     return;

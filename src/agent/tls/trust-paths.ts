@@ -54,6 +54,26 @@ export function parseEnviron(text: string): Env {
   return env;
 }
 
+/** Only the named variables of a `NAME=value\0...` text (the first of each), without splitting the rest. */
+export function environValues(text: string, names: readonly string[]): Env {
+  const env: Env = {};
+  for (const name of names) {
+    const needle = `${name}=`;
+    let start = needle.length;
+    if (!text.startsWith(needle)) {
+      const at = text.indexOf(`\0${needle}`);
+      if (at < 0) continue;
+      start = at + 1 + needle.length;
+    }
+    const end = text.indexOf("\0", start);
+    env[name] = text.slice(start, end < 0 ? text.length : end);
+  }
+  return env;
+}
+
+/** The variables namedTrustPaths reads. */
+export const trustVariableNames: readonly string[] = [...caFileVariables, ...javaOptionVariables];
+
 /** Options in a JVM variable: split on white space; single or double quotes keep spaces (and are removed). */
 export function javaOptionWords(text: string): string[] {
   const words: string[] = [];

@@ -5,7 +5,14 @@ import { readJks } from "~/agent/tls/jks.ts";
 import { readPkcs12 } from "~/agent/tls/pkcs12.ts";
 import { ProcessTrust, type ProcessView, TRUST_STORE_UNREADABLE } from "~/agent/tls/process-trust.ts";
 import { offeredTrust, pemCertificates } from "~/agent/tls/trust.ts";
-import { javaOptionWords, javaSystemProperties, launcherOptions, namedTrustPaths } from "~/agent/tls/trust-paths.ts";
+import {
+  environValues,
+  javaOptionWords,
+  javaSystemProperties,
+  launcherOptions,
+  namedTrustPaths,
+  parseEnviron,
+} from "~/agent/tls/trust-paths.ts";
 import { hasCommand, scratchDir } from "../harness.ts";
 import { makeCa } from "../tls-pki.ts";
 
@@ -93,6 +100,16 @@ describe("JVM options", () => {
       ["java", "-Dk=cli", "-Do=cli", "Main", "-Dk=program"],
     );
     expect(Object.fromEntries(props)).toEqual({ k: "cli", t: "tool", j: "jdk", o: "override" });
+  });
+
+  test("the variables that matter, read from /proc's environ text (the first of a name, as getenv finds it)", () => {
+    const text = "A=1\0XSSL_CERT_FILE=/not-this\0SSL_CERT_FILE=/first\0SSL_CERT_FILE=/second\0JAVA_TOOL_OPTIONS=-Da=b c";
+    expect(environValues(text, ["SSL_CERT_FILE", "JAVA_TOOL_OPTIONS", "A", "MISSING"])).toEqual({
+      SSL_CERT_FILE: "/first",
+      JAVA_TOOL_OPTIONS: "-Da=b c",
+      A: "1",
+    });
+    expect(parseEnviron(text).SSL_CERT_FILE).toBe("/first");
   });
 
   test("the files a process's environment names, for the Worker to watch", () => {
