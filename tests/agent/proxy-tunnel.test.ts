@@ -4,6 +4,7 @@ import net from "node:net";
 import { join } from "node:path";
 import type { Server } from "bun";
 import { formatLogLine } from "~/agent/log-line.ts";
+import { parseAuthority } from "~/agent/relay/connect-tunnel.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { ROOT, scratchDir, start } from "./harness.ts";
 import { makeCa, makeLeaf } from "./tls-pki.ts";
@@ -133,6 +134,16 @@ function underTunnel(events: TracedEvent[], authority: string) {
   }
   return { connect: connect!, calls };
 }
+
+describe("a CONNECT's authority", () => {
+  test("host:port and [v6]:port are tunnels; anything else keeps the connection plain", () => {
+    expect(parseAuthority("api.example.test:443")).toEqual({ host: "api.example.test", port: 443, text: "api.example.test:443" });
+    expect(parseAuthority("[2001:db8::1]:8443")).toEqual({ host: "2001:db8::1", port: 8443, text: "[2001:db8::1]:8443" });
+    for (const bad of ["api.example.test", "api.example.test:0", "host:70000", "http://x:1", "a b:1", ":443", "x:443/path"]) {
+      expect(parseAuthority(bad)).toBeNull();
+    }
+  });
+});
 
 describe("HTTPS through a forward proxy: the tunnel's calls decrypted, under the CONNECT", () => {
   test("curl -x: GET and POST in one tunnel, exact bodies, the CONNECT printed once with its authority", async () => {

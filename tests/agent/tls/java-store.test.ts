@@ -106,7 +106,7 @@ describe("JKS", () => {
     writeFileSync(path("merged.jks"), appendJksCertificates(store, readJks(store, PASSWORD), [runCa], PASSWORD));
     expect(listed(path("merged.jks"), PASSWORD, "JKS")).toEqual(["company trustedCertEntry", "tapscope-run-ca trustedCertEntry"]);
     expect(readJks(bytes("merged.jks"), PASSWORD).trusted).toEqual([companyCa, runCa]);
-  });
+  }, 60_000);
 
   test("the JDK's own cacerts as Debian ships it (JKS, no password)", () => {
     const cacerts = "/etc/ssl/certs/java/cacerts";
@@ -160,7 +160,7 @@ describe("PKCS#12", () => {
       // The MAC is made again under the same password: a wrong one still fails.
       if (password) expect(() => readPkcs12(bytes(`merged-${name}`), "wrong")).toThrow("the password is wrong");
     }
-  });
+  }, 60_000);
 
   test("a certificate bag without Java's trusted mark is not trusted (the JVM ignores it)", () => {
     const pem = path("company.crt");
@@ -178,7 +178,7 @@ describe("PKCS#12", () => {
     ]);
     expect(out.exitCode).toBe(0);
     expect(readPkcs12(bytes("openssl.p12"), PASSWORD).trusted).toEqual([]);
-  });
+  }, 30_000);
 
   test("garbage and hostile iteration counts are refused with a reason", () => {
     const store = bytes("company.p12");
