@@ -49,7 +49,13 @@ export class TlsInterception {
   trustFor(pid: number): ConnectionTrust {
     const processTrust = this.options.processTrust;
     if (!processTrust) return { context: this.relayContext };
-    const profile = processTrust.profileFor(pid);
+    let profile: ReturnType<ProcessTrust["profileFor"]>;
+    try {
+      profile = processTrust.profileFor(pid);
+    } catch {
+      // Never on the data path's account: the run's own roots, as before processes were followed.
+      return { context: this.relayContext };
+    }
     if (profile.pems === null) return { reason: profile.reason };
     let context = this.contexts.get(profile.key);
     if (!context) {
