@@ -1,3 +1,4 @@
+import { errorMessage } from "~/lib/errors.ts";
 import type { ConnectionInfo, ConnectionObserver } from "../relay/observer.ts";
 import { type Peer, type TlsOutcome, TlsRelay, TlsRelayContext } from "../relay/tls-relay.ts";
 import type { CertificateAuthority } from "./authority.ts";
@@ -52,9 +53,9 @@ export class TlsInterception {
     let profile: ReturnType<ProcessTrust["profileFor"]>;
     try {
       profile = processTrust.profileFor(pid);
-    } catch {
-      // Never on the data path's account: the run's own roots, as before processes were followed.
-      return { context: this.relayContext };
+    } catch (error) {
+      // Never into the relay's socket handler, and never verified against roots the process may not trust.
+      return { reason: `the program's trust could not be determined (${errorMessage(error)})` };
     }
     if (profile.pems === null) return { reason: profile.reason };
     let context = this.contexts.get(profile.key);
