@@ -61,7 +61,7 @@ const PBKDF2_PRFS: Record<string, string> = {
 
 /**
  * Iteration counts beyond this are refused: the store is read on the supervisor's thread, which must not stall for
- * long (keytool writes 10,000, older JDKs 50,000 to 100,000; the PKCS#12 derivation here runs ~1 µs an iteration).
+ * long (keytool writes 10,000, older JDKs 50,000 to 100,000).
  */
 const MAX_ITERATIONS = 1_000_000;
 const MAX_BAGS = 100_000;

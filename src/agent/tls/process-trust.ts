@@ -56,7 +56,7 @@ export type ProcessTrustOptions = {
 /** Why a JVM's connections are not decrypted when its trust store cannot be read as it reads it. */
 export const TRUST_STORE_UNREADABLE = "the program's trust store could not be read";
 
-/** Profiles kept (each holds its roots, some 300 KB for a system bundle); a run usually has a handful. */
+/** Profiles kept (each holds its roots, a whole system bundle's worth); a run usually has a handful. */
 const MAX_PROFILES = 64;
 const MAX_FILES = 512;
 const TRUST_STORE = "javax.net.ssl.trustStore";
