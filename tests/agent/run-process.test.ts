@@ -39,7 +39,10 @@ describe("tapscope run: the program runs as if started directly", () => {
 
   test("the program never sees tapscope's credentials (TAPSCOPE_TOKEN, TAPSCOPE_LINK_ID) unless --pass-credentials", async () => {
     const env = { TAPSCOPE_TOKEN: "tsk_secret_namespace_token", TAPSCOPE_LINK_ID: "link-123", TS_TEST_VAR: "kept" };
-    const script = 'echo "token=${TAPSCOPE_TOKEN-unset} link=${TAPSCOPE_LINK_ID-unset} var=$TS_TEST_VAR"; env | grep -c -E "^TAPSCOPE_(TOKEN|LINK_ID)=" || true';
+    const script = [
+      'echo "token=$(printenv TAPSCOPE_TOKEN || echo unset) link=$(printenv TAPSCOPE_LINK_ID || echo unset) var=$TS_TEST_VAR"',
+      'env | grep -c -E "^TAPSCOPE_(TOKEN|LINK_ID)=" || true',
+    ].join("; ");
     const traced = start(["sh", "-c", script], { env });
     expect(await traced.exited).toBe(0);
     expect(traced.stdout()).toBe("token=unset link=unset var=kept\n0\n");

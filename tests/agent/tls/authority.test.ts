@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { X509Certificate } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import https from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,7 +17,6 @@ let ipServer: Server<undefined>;
 let dir: string;
 
 const NAME = "api.example.test";
-const SYSTEM_BUNDLE = "/etc/ssl/certs/ca-certificates.crt";
 
 beforeAll(async () => {
   authority = await createAuthority();
