@@ -231,7 +231,7 @@ export function buildHttpEvent(ex: Exchange, conn: ConnectionInfo, proc: Process
   if (resp) {
     e.timing_wait = Math.max(0, Math.round(ex.responseStartAt - ex.requestEndAt));
     e.timing_receive = span(ex.responseStartAt, ex.responseEndAt);
-    e.http_duration = Math.max(0, Math.round(ex.responseEndAt - ex.requestStartAt));
+    e.http_duration = Math.max(0, Math.round((ex.tunnelClosedAt ?? ex.responseEndAt) - ex.requestStartAt));
   } else {
     e.http_duration = Math.max(0, Math.round(ex.requestEndAt - ex.requestStartAt));
   }
@@ -244,6 +244,8 @@ export function buildHttpEvent(ex: Exchange, conn: ConnectionInfo, proc: Process
   if (isGrpc(req.contentType) || (resp && isGrpc(resp.contentType))) addGrpcTags(e.tags, ex);
   if (ex.interimStatuses.length > 0) e.tags.interim_statuses = ex.interimStatuses.join(",");
   if (ex.incompleteReason) e.tags.incomplete = ex.incompleteReason;
+  if (ex.tunnelClosedAt !== undefined) e.tags.tunnel = "closed";
+  if (conn.tunnel) e.tags.proxy = conn.tunnel.proxyAddr;
   if (resp?.status === 101 && resp.upgrade) e.tags.upgrade = resp.upgrade.toLowerCase();
   return e;
 }
@@ -307,6 +309,7 @@ export function buildTcpEvent(sum: ConnectionSummary, conn: ConnectionInfo, proc
     e.timing_connect = Math.round(conn.connectedAt - conn.startedAt);
   }
   e.tags = sum.tags;
+  if (conn.tunnel) e.tags.proxy = conn.tunnel.proxyAddr;
   if (conn.tls) {
     e.tls_server_name ||= conn.tls.serverName;
     e.tags.tls = "decrypted";

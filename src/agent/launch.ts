@@ -3,7 +3,7 @@ import { constants } from "node:os";
 import type { ConnectionObserver } from "./relay/observer.ts";
 import type { RelayThreads } from "./relay/relay-threads.ts";
 import { E, errno, pidfdGetfd, pidfdOpen } from "./seccomp/ffi.ts";
-import type { NotifMessage } from "./seccomp/messages.ts";
+import type { NotifMessage, WorkerInit } from "./seccomp/messages.ts";
 import { SUPERVISOR_PID_VAR, TRACEE_SETUP_FAILED, TRAP_OPENS_VAR } from "./seccomp/tracee.ts";
 import { type Supervisor, startSupervisor } from "./supervisor/index.ts";
 import type { TlsInterception } from "./tls/interception.ts";
@@ -21,10 +21,8 @@ export type LaunchOptions = {
   threads?: RelayThreads | null;
   /** Outbound TLS interception (the program's env must already trust its CA); null or absent: off. */
   tls?: TlsInterception | null;
-  /** The run's merged CA bundle, answered for opens of the well-known bundle paths; absent: opens are not trapped. */
-  trustBundle?: { file: string; paths: string[] };
-  /** Awaited after the launcher started and before the program is let run (files the program's env names). */
-  beforeProgram?: Promise<unknown>;
+  /** Which read-only opens the supervisor answers with merged trust (through `tls`); absent: opens are not trapped. */
+  trustOpens?: WorkerInit["trustOpens"];
   say: (line: string) => void;
   /** How to start this program again (default: selfCommand()). */
   self?: string[];
@@ -79,7 +77,7 @@ export async function launch(options: LaunchOptions): Promise<Launched> {
     env: {
       ...(options.env as Record<string, string>),
       [SUPERVISOR_PID_VAR]: String(process.pid),
-      ...(options.trustBundle ? { [TRAP_OPENS_VAR]: "1" } : {}),
+      ...(options.trustOpens ? { [TRAP_OPENS_VAR]: "1" } : {}),
     },
   });
   const exited = child.exited.then((code) => {
@@ -126,14 +124,13 @@ export async function launch(options: LaunchOptions): Promise<Launched> {
     }
     throw new InterceptionUnavailable(`could not take the seccomp listener (errno ${err})`);
   }
-  await options.beforeProgram;
   let isFatal = false;
   const supervisor = startSupervisor({
     listener,
     observer: options.observer,
     threads: options.threads ?? null,
     tls: options.tls ?? null,
-    trustBundle: options.trustBundle ?? null,
+    trustOpens: options.trustOpens ?? null,
     say: options.say,
     beforeDispatch: options.beforeDispatch,
     onFatal: (reason) => {

@@ -31,7 +31,13 @@ export function formatLogLine(e: Omit<TracedEvent, "http_req_body" | "http_resp_
   const statusText = status === 0 ? "---" : String(status);
   const statusColor = status === 0 || status >= 500 ? 31 : status >= 400 ? 33 : status >= 300 ? 36 : 32;
   const isDecrypted = e.tags.tls === "decrypted";
-  let url = e.http_is_outgoing ? `${isDecrypted ? "https://" : ""}${e.http_req_host}${e.http_req_path}` : e.http_req_path;
+  // A CONNECT's target is the authority itself (its Host header names it again).
+  let url =
+    e.http_req_method === "CONNECT"
+      ? e.http_req_path
+      : e.http_is_outgoing
+        ? `${isDecrypted ? "https://" : ""}${e.http_req_host}${e.http_req_path}`
+        : e.http_req_path;
   url = printable(url);
   if (url.length > maxUrl) url = `${url.slice(0, maxUrl - 1)}…`;
   const method = printable(e.http_req_method).padEnd(4);

@@ -3,7 +3,7 @@ import { checkPlatform } from "~/agent/platform.ts";
 import { defaultRelayThreads } from "~/agent/relay/relay-threads.ts";
 import { createSession, say } from "~/agent/session.ts";
 import { prepareTls } from "~/agent/tls/prepare.ts";
-import { parseAgentConfig, parseHostEnvironment } from "~/lib/env.ts";
+import { parseAgentConfig, parseHostEnvironment, withoutAgentCredentials } from "~/lib/env.ts";
 import { parseFlags } from "~/lib/flags.ts";
 import type { Result } from "~/lib/result.ts";
 import { type CaptureOptions, captureFlags, captureOptions } from "./capture-flags.ts";
@@ -12,7 +12,7 @@ import { type CaptureOptions, captureFlags, captureOptions } from "./capture-fla
  * `tapscope run [--log] [--service NAME] [--payload-limit BYTES] [--redact redact|hash|keep] -- <command> [args]`
  * Runs the command exactly as if started directly, with its TCP traffic relayed and traced.
  */
-export type RunOptions = CaptureOptions & { command: string[]; tls: boolean; relayThreads: number };
+export type RunOptions = CaptureOptions & { command: string[]; tls: boolean; relayThreads: number; passCredentials: boolean };
 
 const usage = `usage: tapscope run [options] -- <command> [args...]
   --log                    print one line per request on stderr
@@ -23,12 +23,15 @@ const usage = `usage: tapscope run [options] -- <command> [args...]
   --no-publish             do not send events to the server (TAPSCOPE_ENDPOINT)
   --tls on|off             decrypt the program's outbound HTTPS (default on); off records TLS connections only
   --relay-threads N        threads that relay and parse inbound connections (default: cores minus one, 1 to 4;
-                           TAPSCOPE_RELAY_THREADS); each connection stays on one thread`;
+                           TAPSCOPE_RELAY_THREADS); each connection stays on one thread
+  --pass-credentials       leave TAPSCOPE_TOKEN and TAPSCOPE_LINK_ID in the program's environment (a nested
+                           tapscope needs them); by default the program never sees them`;
 
 const runFlags = {
   ...captureFlags,
   tls: { type: "string" },
   "relay-threads": { type: "string" },
+  "pass-credentials": { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -56,7 +59,16 @@ export function parseRunArgs(args: string[], env: Record<string, string | undefi
   if (parsed.command.length === 0) return { ok: false, error: usage };
   const threads = relayThreads(parsed.flags["relay-threads"] ?? env.TAPSCOPE_RELAY_THREADS);
   if (!threads.ok) return threads;
-  return { ok: true, options: { ...capture.options, command: parsed.command, tls: tls === "on", relayThreads: threads.count } };
+  return {
+    ok: true,
+    options: {
+      ...capture.options,
+      command: parsed.command,
+      tls: tls === "on",
+      relayThreads: threads.count,
+      passCredentials: parsed.flags["pass-credentials"] === true,
+    },
+  };
 }
 
 /** How long, at most, the connections the program left open are waited for after it exits. */
@@ -92,7 +104,7 @@ export async function main(args: string[]): Promise<number> {
     return 1;
   }
   const agent = parseAgentConfig();
-  const { command, tls: isTlsOn, relayThreads: threadCount, ...capture } = result.options;
+  const { command, tls: isTlsOn, relayThreads: threadCount, passCredentials, ...capture } = result.options;
   const session = createSession({
     ...capture,
     agent,
@@ -103,16 +115,16 @@ export async function main(args: string[]): Promise<number> {
   // Loaded only where it can work: it binds libc through bun:ffi.
   const { InterceptionUnavailable, launch } = await import("~/agent/launch.ts");
   const tls = isTlsOn ? await prepareTls(process.env, say) : null;
+  const programEnv = passCredentials ? process.env : withoutAgentCredentials(process.env);
   let launched: Awaited<ReturnType<typeof launch>>;
   try {
     launched = await launch({
       argv: command,
-      env: tls ? { ...process.env, ...tls.env } : process.env,
+      env: tls ? { ...programEnv, ...tls.env } : programEnv,
       observer: session.tracer,
       threads: session.threads,
       tls: tls?.interception ?? null,
-      trustBundle: tls?.bundle,
-      beforeProgram: tls?.ready,
+      trustOpens: tls?.opens,
       say,
     });
   } catch (err) {

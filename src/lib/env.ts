@@ -284,6 +284,20 @@ export type AgentConfig = {
   linkId: string | undefined;
 };
 
+/**
+ * What gives access to captured requests: a namespace token reads every request of its namespace (a query tunnel),
+ * a link id opens the link's live view. `tapscope run` keeps them from the program it traces (programs leak their
+ * environment: crash reports, debug pages, child processes) unless asked to pass them on.
+ */
+export const AGENT_CREDENTIAL_VARIABLES = ["TAPSCOPE_TOKEN", "TAPSCOPE_LINK_ID"] as const;
+
+/** The environment without the agent's credentials. */
+export function withoutAgentCredentials(env: Env): Env {
+  const out: Env = { ...env };
+  for (const name of AGENT_CREDENTIAL_VARIABLES) delete out[name];
+  return out;
+}
+
 export function parseAgentConfig(env: Env = process.env): AgentConfig {
   return {
     token: env.TAPSCOPE_TOKEN || undefined,

@@ -2,7 +2,17 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
 
 /** The fields an event's URL is made of (the explorer's rows may hold only some columns). */
 export type UrlFields = Partial<
-  Pick<TracedEvent, "http_req_host" | "http_req_path" | "tls_server_name" | "http_server_addr" | "tags" | "protocol" | "http_is_outgoing">
+  Pick<
+    TracedEvent,
+    | "http_req_host"
+    | "http_req_path"
+    | "http_req_method"
+    | "tls_server_name"
+    | "http_server_addr"
+    | "tags"
+    | "protocol"
+    | "http_is_outgoing"
+  >
 >;
 
 /** An exchange read from a TLS connection the relay decrypted (the agent tags it so). */
@@ -20,9 +30,15 @@ export function eventOrigin(event: UrlFields): string {
   return `${scheme}://${host}`;
 }
 
+/** A CONNECT names an authority (host:port) as its target, not a path. */
+function isConnect(event: UrlFields): boolean {
+  return event.http_req_method === "CONNECT";
+}
+
 /** The URL of an event, everywhere one is shown or exported (request detail, cURL, HAR, `tapscope query`). */
 export function eventUrl(event: UrlFields): string {
   const path = event.http_req_path ?? "";
+  if (isConnect(event)) return `${isDecrypted(event) ? "https" : "http"}://${path || event.http_req_host || ""}`;
   return `${eventOrigin(event)}${path.startsWith("/") ? path : `/${path}`}`;
 }
 
@@ -32,6 +48,7 @@ export function displayUrl(event: UrlFields): string {
     const addr = event.http_server_addr ?? "";
     return event.tls_server_name ? `${event.tls_server_name} (${addr}, tcp)` : `${addr} (tcp)`;
   }
+  if (isConnect(event)) return event.http_req_path || event.http_req_host || "";
   if (!event.http_is_outgoing) return event.http_req_path || "/";
   return eventUrl(event);
 }

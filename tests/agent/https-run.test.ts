@@ -259,3 +259,43 @@ describe("tapscope run: outbound HTTPS is decrypted", () => {
     expect(without.code).toBe(without.direct.code);
   }, 60_000);
 });
+
+describe("tapscope run: trust set inside the traced program's own tree", () => {
+  // Tapscope's own environment names no CA: the program's tree sets it, after tapscope started.
+  const cases: Array<{ name: string; argv: () => string[] }> = [
+    {
+      name: "NODE_EXTRA_CA_CERTS set by an env wrapper",
+      argv: () => [
+        "env",
+        `NODE_EXTRA_CA_CERTS=${caFile}`,
+        "node",
+        "-e",
+        `fetch("https://localhost:${h1Port}/node").then((r) => r.text()).then((t) => process.stdout.write(t))`,
+      ],
+    },
+    {
+      name: "CURL_CA_BUNDLE exported by a shell",
+      argv: () => ["sh", "-c", `export CURL_CA_BUNDLE=${caFile}; curl -sS ${resolveTo(h1Port).join(" ")} https://${NAME}:${h1Port}/curl`],
+    },
+    {
+      name: "REQUESTS_CA_BUNDLE set by an entrypoint script that then execs python",
+      argv: () => {
+        const script = join(scratch.dir, "entrypoint.sh");
+        writeFileSync(script, `#!/bin/sh\nREQUESTS_CA_BUNDLE=${caFile}\nexport REQUESTS_CA_BUNDLE\nexec "$@"\n`, { mode: 0o755 });
+        return [script, "python3", "-c", `import requests; print(requests.get("https://localhost:${h1Port}/python").text, end="")`];
+      },
+    },
+  ];
+  for (const { name, argv } of cases) {
+    test(`${name}: verified against that CA and decrypted, output identical`, async () => {
+      const { direct, traced, code } = await both(argv(), {});
+      expect(direct.code).toBe(0);
+      expect(code).toBe(0);
+      expect(traced.stdout()).toBe(direct.out);
+      expect(direct.out).toMatch(/^GET \/(node|curl|python) 0 \n$/);
+      const [e] = await traced.waitForEvents(1, outbound);
+      expect([e!.tags.tls, e!.http_req_method, e!.http_resp_status_code]).toEqual(["decrypted", "GET", 200]);
+      expect(traced.stderr()).toContain("TLS: 1 connection decrypted\n");
+    }, 60_000);
+  }
+});

@@ -37,6 +37,20 @@ describe("tapscope run: the program runs as if started directly", () => {
     expect(JSON.parse(traced.stdout)[1]).toBe("x y=z");
   });
 
+  test("the program never sees tapscope's credentials (TAPSCOPE_TOKEN, TAPSCOPE_LINK_ID) unless --pass-credentials", async () => {
+    const env = { TAPSCOPE_TOKEN: "tsk_secret_namespace_token", TAPSCOPE_LINK_ID: "link-123", TS_TEST_VAR: "kept" };
+    const script = [
+      'echo "token=$(printenv TAPSCOPE_TOKEN || echo unset) link=$(printenv TAPSCOPE_LINK_ID || echo unset) var=$TS_TEST_VAR"',
+      'env | grep -c -E "^TAPSCOPE_(TOKEN|LINK_ID)=" || true',
+    ].join("; ");
+    const traced = start(["sh", "-c", script], { env });
+    expect(await traced.exited).toBe(0);
+    expect(traced.stdout()).toBe("token=unset link=unset var=kept\n0\n");
+    const nested = start(["sh", "-c", script], { env, runArgs: ["--pass-credentials"] });
+    expect(await nested.exited).toBe(0);
+    expect(nested.stdout()).toBe("token=tsk_secret_namespace_token link=link-123 var=kept\n2\n");
+  });
+
   test("stdin, stdout and stderr are inherited", async () => {
     const { direct, traced } = await both(["sh", "-c", 'read x; echo "out:$x"; echo "err:$x" >&2; cat'], {
       stdin: "hello\nrest of input\n",

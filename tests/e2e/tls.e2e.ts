@@ -1,6 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import net from "node:net";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
+import { makeCa, makeLeaf } from "../agent/tls-pki.ts";
 import { startSmtpServer } from "../support/smtp.ts";
 import {
   launchBrowser,
@@ -25,6 +29,7 @@ let browser: RunningBrowser;
 let page: Page;
 let pageErrors: string[];
 let requestsPath = "";
+let token = "";
 const endMs = Math.ceil(Date.now() / 60_000) * 60_000;
 
 const rows = () => page.locator("[role=row][data-event-id]");
@@ -56,7 +61,7 @@ afterAll(async () => {
 describe("TLS in the requests explorer", () => {
   test("generated calls arrive through the publisher", async () => {
     requestsPath = (await signInByEmail(page, server.baseUrl, smtp, "tls@example.test")).replace(/\/live$/, "/requests");
-    const token = await page.evaluate(async () => {
+    token = await page.evaluate(async () => {
       const post = async (name: string, body: unknown) =>
         (
           await fetch(`/api/${name}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
@@ -145,4 +150,81 @@ describe("TLS in the requests explorer", () => {
     await screenshot(page, "tls-390-not-decrypted-detail");
     expect(pageErrors).toEqual([]);
   }, 60_000);
+
+  test("a call through a forward proxy (traced curl -x): the CONNECT with its authority once, the tunnel's calls under it", async () => {
+    // A real run: curl through a local CONNECT proxy to a local HTTPS server, traced and published with the token.
+    const dir = mkdtempSync(join(tmpdir(), "tapscope-e2e-proxy-"));
+    makeCa(dir, "ca");
+    const leaf = makeLeaf(dir, "ca", "leaf", ["DNS:localhost", "IP:127.0.0.1"]);
+    const https = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      tls: leaf,
+      fetch: (req) => new Response(`hello ${new URL(req.url).pathname}\n`),
+    });
+    const proxy = net.createServer((client) =>
+      client.once("data", (head) => {
+        const port = Number(head.toString("latin1").split(" ")[1]!.split(":")[1]);
+        const upstream = net.connect(port, "127.0.0.1", () => {
+          client.write("HTTP/1.1 200 Connection established\r\n\r\n");
+          client.pipe(upstream);
+          upstream.pipe(client);
+        });
+        upstream.on("error", () => client.destroy());
+      }),
+    );
+    await new Promise<void>((done) => proxy.listen(0, "127.0.0.1", done));
+    const proxyPort = (proxy.address() as net.AddressInfo).port;
+    try {
+      const url = `https://localhost:${https.port}`;
+      const run = Bun.spawn(
+        [bun, join(root, "src/main.ts"), "run", "--", "curl", "-sS", "-x", `http://127.0.0.1:${proxyPort}`, `${url}/a`, `${url}/b`],
+        {
+          env: {
+            ...process.env,
+            TAPSCOPE_TOKEN: token,
+            TAPSCOPE_ENDPOINT: server.baseUrl,
+            CURL_CA_BUNDLE: join(dir, "ca.crt"),
+            NO_PROXY: "",
+          },
+          stdout: "pipe",
+          stderr: "pipe",
+        },
+      );
+      expect(await run.exited).toBe(0);
+      expect(await new Response(run.stdout).text()).toBe("hello /a\nhello /b\n");
+    } finally {
+      https.stop(true);
+      proxy.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+
+    await page.setViewportSize(DESKTOP);
+    await page.goto(`${server.baseUrl}${requestsPath}`);
+    await page.getByTestId("result-count").waitFor();
+    await applyFilter('request.method == "CONNECT"');
+    for (const deadline = Date.now() + 15_000; (await rows().count()) === 0; ) {
+      if (Date.now() > deadline) throw new Error("the CONNECT did not arrive");
+      await page.waitForTimeout(500);
+      await page.reload();
+      await settled();
+    }
+    const url = (await rows().first().locator("[role=cell]:nth-child(4)").textContent()) ?? "";
+    expect(url).toMatch(/^localhost:\d+$/);
+    await screenshot(page, "tls-1440-connect-list");
+    await rows().first().click();
+    const detail = page.getByRole("region", { name: "Request detail" });
+    await detail.waitFor();
+    expect(await detail.getByTestId("detail-url").textContent()).toBe(url);
+    const calls = detail.getByRole("list", { name: "Calls through this tunnel" });
+    await calls.waitFor();
+    const text = await calls.textContent();
+    expect(text).toContain(`https://${url}/a`);
+    expect(text).toContain(`https://${url}/b`);
+    await screenshot(page, "tls-1440-connect-detail");
+    await page.setViewportSize(PHONE);
+    await page.waitForTimeout(300);
+    await screenshot(page, "tls-390-connect-detail");
+    expect(pageErrors).toEqual([]);
+  }, 90_000);
 });

@@ -224,6 +224,32 @@ describe("outbound calls", () => {
     expect(opened).toEqual([child.event_id]);
   });
 
+  test("a proxy's CONNECT lists the calls made through its tunnel; a call made through one names it", () => {
+    const connect = makeEvent({
+      http_is_outgoing: true,
+      http_req_method: "CONNECT",
+      http_req_host: "api.example.test:443",
+      http_req_path: "api.example.test:443",
+      http_server_addr: "10.0.0.5:3128",
+    });
+    const call = makeEvent({
+      parent_event_id: connect.event_id,
+      http_is_outgoing: true,
+      http_req_host: "api.example.test",
+      http_req_path: "/v1/charges",
+      http_req_method: "POST",
+      tags: { tls: "decrypted", proxy: "10.0.0.5:3128" },
+    });
+    render(<RequestDetail event={connect} outboundCalls={[call]} />);
+    expect(screen.getByTestId("detail-url").textContent).toBe("api.example.test:443");
+    expect(screen.getByText("Calls through this tunnel (1)")).toBeDefined();
+    expect(screen.getByRole("list", { name: "Calls through this tunnel" }).textContent).toContain("https://api.example.test/v1/charges");
+    cleanup();
+    render(<RequestDetail event={call} parent={connect} />);
+    expect(screen.getByText("Through the proxy tunnel")).toBeDefined();
+    expect(screen.queryByText("Made while serving")).toBeNull();
+  });
+
   test("actions: Copy as cURL puts the command on the clipboard and says Copied!", async () => {
     let clipboard = "";
     Object.defineProperty(navigator, "clipboard", {

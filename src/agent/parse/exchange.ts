@@ -28,4 +28,6 @@ export type Exchange = {
   isFirstOnConnection: boolean;
   /** Why the exchange ended without a complete response ("" when it completed). */
   incompleteReason: string;
+  /** A CONNECT answered 2xx: when its tunnel closed (its duration runs to there); absent otherwise. */
+  tunnelClosedAt?: number;
 };

@@ -36,6 +36,8 @@ export class Http1Session {
   exchangeCount = 0;
   /** After a 101 to h2c: the upgraded request (its response comes on stream 1) and the bytes after the switch. */
   upgraded: { exchange: Exchange; clientBytes: Uint8Array; serverBytes: Uint8Array } | null = null;
+  /** A CONNECT answered 2xx: its event waits for the tunnel to close, so that it lasts as long as the tunnel. */
+  tunnel: Exchange | null = null;
 
   private readonly req: Http1Parser;
   private readonly resp: Http1Parser;
@@ -79,10 +81,16 @@ export class Http1Session {
     this.resp.end(at);
   }
 
-  /** The connection is gone: whatever is still open is reported as incomplete. */
+  /** The connection is gone: whatever is still open is reported as incomplete; a tunnel's CONNECT ends now. */
   onClose(at: number, error?: string): void {
     if (this.state === "http") this.resp.end(at);
     this.abandonPending(error ? `connection closed: ${error}` : "connection closed before the response completed", at);
+    const tunnel = this.tunnel;
+    if (tunnel) {
+      this.tunnel = null;
+      tunnel.tunnelClosedAt = Math.max(at, tunnel.responseEndAt);
+      this.hooks.onExchange(tunnel);
+    }
   }
 
   private fail(reason: string): void {
@@ -256,7 +264,8 @@ export class Http1Session {
             ex.requestBodyWire = this.req.bodyBytes;
             this.currentRequest = null;
           }
-          this.hooks.onExchange(ex);
+          if (isTunnel) this.tunnel = ex;
+          else this.hooks.onExchange(ex);
           this.becomeOpaque(isTunnel ? "tunnel" : head.upgrade.toLowerCase() || "unknown", ex);
           return "tunnel";
         }

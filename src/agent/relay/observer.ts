@@ -25,6 +25,11 @@ export type ConnectionInfo = {
   /** A TLS connection the relay did not decrypt: why ("mutual TLS", ...), and the error behind it when there is one. */
   tlsReason?: string;
   tlsDetail?: string;
+  /**
+   * A connection inside a forward proxy's CONNECT tunnel (`serverAddr` is the authority it named): the proxy's address
+   * and the CONNECT's event, its exchanges' parent.
+   */
+  tunnel?: { proxyAddr: string; parentEventId: string };
 };
 
 export type TlsInfo = {
@@ -47,6 +52,11 @@ export type ConnectionTap = {
   onEnd?(fromClient: boolean, at: number): void;
   /** The connection is gone: closed, reset, or the program exited. */
   onClose(at: number, error?: string): void;
+  /**
+   * The relay took what follows a successful CONNECT off this connection (its bytes go to a connection of their own,
+   * until onClose ends the tunnel): returns the CONNECT's event id, the tunnel's connection's parent ("" when none).
+   */
+  onTunnel?(at: number): string;
 };
 
 export type ConnectionObserver = {

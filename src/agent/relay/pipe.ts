@@ -42,6 +42,8 @@ export class Pipe {
   /** Both legs are attached: bytes flow, and each chunk goes to the tap (or the deferred buffer) once. */
   private isOpened = false;
   private isFinished = false;
+  /** The tap came from whoever relayed this connection before the pipe took it over (a CONNECT's): none is opened. */
+  private isTapAdopted = false;
   private endsBeforeOpen: Side[] = [];
   /**
    * Inbound connections wait to be shown to the observer until the program accepted them, so the
@@ -111,8 +113,14 @@ export class Pipe {
     if (!this.deferred) this.openTap();
   }
 
+  /** Takes over the tap of the relay that carried this connection so far (null: it had none); none is opened here. */
+  adoptTap(tap: ConnectionTap | null): void {
+    this.tap = tap;
+    this.isTapAdopted = true;
+  }
+
   private openTap(): void {
-    if (!this.observer || this.tap) return;
+    if (!this.observer || this.tap || this.isTapAdopted) return;
     try {
       this.tap = this.observer.onOpen(this.info);
     } catch {
@@ -125,7 +133,8 @@ export class Pipe {
     return side === "client" ? "server" : "client";
   }
 
-  onData(from: Side, chunk: Uint8Array): void {
+  /** `wasTapped`: bytes the tap was already shown (by the relay that carried the connection before). */
+  onData(from: Side, chunk: Uint8Array, wasTapped = false): void {
     const to = this.legs[this.other(from)];
     if (to.isClosed) return;
     if (to.socket && to.queue.length === 0) {
@@ -134,12 +143,12 @@ export class Pipe {
         this.enqueue(to, chunk.subarray(Math.max(0, written)), true);
         if (to.queuedBytes > HIGH_WATER) this.legs[from].socket?.pause();
       }
-      this.tapData(from, chunk);
+      if (!wasTapped) this.tapData(from, chunk);
       return;
     }
-    const isTapped = this.isOpened;
+    const isTapped = this.isOpened || wasTapped;
     this.enqueue(to, chunk, isTapped);
-    if (isTapped) this.tapData(from, chunk);
+    if (this.isOpened && !wasTapped) this.tapData(from, chunk);
     if (to.queuedBytes > HIGH_WATER) this.legs[from].socket?.pause();
   }
 

@@ -1,22 +1,36 @@
 import type { Socket } from "bun";
 import { parseClientHello } from "../parse/sniff.ts";
 import type { TlsInterception } from "../tls/interception.ts";
+import { ConnectTunnel } from "./connect-tunnel.ts";
 import type { ConnectionObserver } from "./observer.ts";
 import type { LegData, LegOwner, Pipe, Side } from "./pipe.ts";
-import type { Peer } from "./tls-relay.ts";
+import type { Peer, TlsRelayContext } from "./tls-relay.ts";
 
 /**
  * The first bytes of an outbound connection decide where it goes. The program's socket is held (read, nothing
- * forwarded) until its first bytes are known: a TLS ClientHello goes to the TLS relay, over the connection already
- * dialed for the program's connect(); anything else, a server that speaks first, or a host whose program refused our
- * certificate before, goes to the plain pipe with every byte replayed in order. Holding costs nothing a client
+ * forwarded) until its first bytes are known: a TLS ClientHello goes to the TLS relay (when interception is on), over
+ * the connection already dialed for the program's connect(); a `CONNECT` to a forward proxy goes to the tunnel, whose
+ * inner connection passes this gate again; anything else, a server that speaks first, or a host whose program refused
+ * our certificate before, goes to the plain pipe with every byte replayed in order. Holding costs nothing a client
  * would notice: a client that speaks first waits for the server anyway.
  */
-/** How long a partial ClientHello is waited for before the bytes are let through as they are. */
+/** How long a partial ClientHello (or "CONNECT ") is waited for before the bytes are let through as they are. */
 const HELLO_WAIT_MS = 2000;
+const CONNECT = new TextEncoder().encode("CONNECT ");
+
+/** Whether the first bytes are, or may still become, "CONNECT ": 0 no, 1 not yet known, 2 yes. */
+function connectPrefix(bytes: Uint8Array, length: number): 0 | 1 | 2 {
+  const n = Math.min(length, CONNECT.length);
+  for (let i = 0; i < n; i++) if (bytes[i] !== CONNECT[i]) return 0;
+  return length >= CONNECT.length ? 2 : 1;
+}
+
+/** What a proxy connection needs to become a tunnel; absent inside a tunnel (a CONNECT there is the server's business). */
+export type TunnelOptions = { nextConnectionId: () => number };
 
 export class TlsGate implements LegOwner {
-  private state: "sniff" | "plain" | "tls" | "done" = "sniff";
+  private state: "sniff" | "plain" | "tls" | "tunnel" | "done" = "sniff";
+  private tunnel: ConnectTunnel | null = null;
   private client: Socket<LegData> | null = null;
   private server: Socket<LegData> | null = null;
   private serverNoDelay = true;
@@ -26,20 +40,27 @@ export class TlsGate implements LegOwner {
   private ends: Side[] = [];
   private closes: Array<{ side: Side; error?: unknown }> = [];
   private hello: Uint8Array | null = null;
+  private context: TlsRelayContext | undefined;
   private timer: Timer | null = null;
 
   constructor(
     private readonly pipe: Pipe,
-    private readonly interception: TlsInterception,
+    /** Null with `--tls off`: TLS goes to the plain pipe, not decrypted. */
+    private readonly interception: TlsInterception | null,
     private readonly observer: ConnectionObserver | null,
     private readonly peer: Peer,
-    /** Called once the connection is over when the TLS relay carried it (the pipe reports its own end). */
+    /** Called once the connection is over when the TLS relay or a tunnel carried it (the pipe reports its own end). */
     private readonly onRelayFinish?: () => void,
+    private readonly tunnels?: TunnelOptions,
   ) {}
 
   attachClient(socket: Socket<LegData>): void {
     if (this.state === "plain") {
       this.pipe.attach("client", socket);
+      return;
+    }
+    if (this.tunnel) {
+      this.tunnel.attachClient(socket);
       return;
     }
     this.client = socket;
@@ -53,6 +74,10 @@ export class TlsGate implements LegOwner {
       this.pipe.attach("server", socket, noDelay);
       return;
     }
+    if (this.tunnel) {
+      this.tunnel.attachServer(socket, noDelay);
+      return;
+    }
     this.server = socket;
     this.serverNoDelay = noDelay;
     socket.data = { pipe: this, side: "server" };
@@ -63,6 +88,10 @@ export class TlsGate implements LegOwner {
   fail(reason: string): void {
     if (this.state === "plain") {
       this.pipe.fail(reason);
+      return;
+    }
+    if (this.tunnel) {
+      this.tunnel.fail(reason);
       return;
     }
     this.state = "done";
@@ -79,8 +108,17 @@ export class TlsGate implements LegOwner {
       return;
     }
     this.keep(chunk);
-    // Not a TLS record from its first bytes (0x16 0x03): plain at once, however short the read.
-    if (this.held[0] !== 0x16 || (this.heldLen > 1 && this.held[1] !== 0x03)) {
+    const connect = this.tunnels ? connectPrefix(this.held, this.heldLen) : 0;
+    if (connect === 2) {
+      this.goTunnel();
+      return;
+    }
+    if (connect === 1) {
+      this.timer ??= setTimeout(() => this.goPlain(), HELLO_WAIT_MS);
+      return;
+    }
+    // Not a TLS record from its first bytes (0x16 0x03), or TLS not to be decrypted: plain at once.
+    if (!this.interception || this.held[0] !== 0x16 || (this.heldLen > 1 && this.held[1] !== 0x03)) {
       this.goPlain();
       return;
     }
@@ -96,11 +134,20 @@ export class TlsGate implements LegOwner {
       return;
     }
     const name = hello.serverName || this.peer.hostname;
-    if (this.interception.isPassedThrough(name)) {
-      this.interception.notePassedThrough(this.pipe.info, name);
+    const interception = this.interception!;
+    if (interception.isPassedThrough(name)) {
+      interception.notePassedThrough(this.pipe.info, name);
       this.goPlain();
       return;
     }
+    // Verified against what this process trusts; when that is unknown (a trust store it reads and we cannot), not at all.
+    const trust = interception.trustFor(this.pipe.info.pid);
+    if ("reason" in trust) {
+      interception.notePassedThroughFor(this.pipe.info, name, trust.reason);
+      this.goPlain();
+      return;
+    }
+    this.context = trust.context;
     this.state = "tls";
     this.hello = this.held.slice(0, this.heldLen);
     if (this.server) this.startTls();
@@ -137,12 +184,29 @@ export class TlsGate implements LegOwner {
     this.heldLen += chunk.length;
   }
 
+  /** A CONNECT: the tunnel takes the sockets (whichever are here) and every byte held. */
+  private goTunnel(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.state = "tunnel";
+    const tunnel = new ConnectTunnel(
+      this.pipe,
+      { interception: this.interception, observer: this.observer, nextConnectionId: this.tunnels!.nextConnectionId },
+      { hostname: this.peer.hostname, port: this.peer.port },
+      this.onRelayFinish,
+    );
+    this.tunnel = tunnel;
+    if (this.server) tunnel.attachServer(this.server, this.serverNoDelay);
+    if (this.client) tunnel.attachClient(this.client);
+    tunnel.onData("client", this.held.slice(0, this.heldLen));
+    this.held = new Uint8Array(0);
+  }
+
   private startTls(): void {
     const client = this.client;
     const server = this.server;
-    if (!client || !server || !this.hello) return;
+    if (!client || !server || !this.hello || !this.interception) return;
     this.state = "done";
-    const relay = this.interception.relayFor(this.pipe.info, this.observer, this.peer, this.onRelayFinish);
+    const relay = this.interception.relayFor(this.pipe.info, this.observer, this.peer, this.context, this.onRelayFinish);
     relay.attachClient(client, this.hello, server);
   }
 

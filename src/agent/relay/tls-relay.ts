@@ -2,6 +2,7 @@ import { Duplex } from "node:stream";
 import { createSecureContext, type SecureContext, TLSSocket } from "node:tls";
 import type { Socket } from "bun";
 import { type ClientHello, parseClientHello } from "../parse/sniff.ts";
+import { dialThrough } from "./connect-tunnel.ts";
 import { legOptions } from "./leg-options.ts";
 import { type ConnectionInfo, type ConnectionObserver, type ConnectionTap, nowMicros } from "./observer.ts";
 import { type LegData, type LegOwner, Pipe, type Side } from "./pipe.ts";
@@ -23,8 +24,11 @@ import { type LegData, type LegOwner, Pipe, type Side } from "./pipe.ts";
 export type TlsRelayConfig = {
   /** PEM roots the peer's certificate is verified against (what the program itself would trust). */
   ca: string[];
-  /** The certificate (PEM chain) and key presented to the program for a server name (or an IP address). */
-  certFor(serverName: string): { cert: string; key: string } | Promise<{ cert: string; key: string }>;
+  /**
+   * The certificate (PEM chain) and key presented to the program for a server name (or an IP address); `alsoNames`,
+   * for a program that sent no server name, are the verified peer certificate's names.
+   */
+  certFor(serverName: string, alsoNames?: readonly string[]): { cert: string; key: string } | Promise<{ cert: string; key: string }>;
   /** Each handshake step (ClientHello, the peer's handshake, the program's handshake) gives up after this long. */
   handshakeTimeoutMs?: number;
 };
@@ -49,7 +53,11 @@ export type TlsOutcome =
   /** The program's handshake with us failed: the connection is lost; pass this host through from now on. */
   | { kind: "failed"; serverName: string; reason: FailureReason; detail: string };
 
-export type Peer = { hostname: string; port: number };
+/** A tunnel through a forward proxy: how to open another one to the same authority (the program's CONNECT, sent again). */
+export type ProxyRoute = { proxy: { hostname: string; port: number }; connectRequest: Uint8Array };
+
+/** The server the program asked for; `via` when it is reached through a proxy's tunnel. */
+export type Peer = { hostname: string; port: number; via?: ProxyRoute };
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 const HIGH_WATER = 1 << 20;
@@ -108,8 +116,8 @@ export class TlsRelayContext {
   }
 
   /** One context per credentials object: the authority hands out the same one per name until it renews the leaf. */
-  async secureContextFor(serverName: string): Promise<SecureContext> {
-    const credentials = await this.config.certFor(serverName);
+  async secureContextFor(serverName: string, alsoNames?: readonly string[]): Promise<SecureContext> {
+    const credentials = await this.config.certFor(serverName, alsoNames);
     let context = this.contexts.get(credentials);
     if (!context) {
       context = createSecureContext({ cert: credentials.cert, key: credentials.key });
@@ -322,9 +330,12 @@ export class TlsRelay implements LegOwner {
     this.state = "upstream";
     this.arm("upstream handshake timed out");
     this.handshakeStartedAt = nowMicros();
-    // Minted while the peer's handshake runs; awaited only when the program is answered.
-    this.context = this.ctx.secureContextFor(this.serverName);
-    this.context.catch(() => {});
+    // Minted while the peer's handshake runs; awaited only when the program is answered. Without a server name the
+    // program checks a name we cannot know: its leaf waits for the peer's certificate, whose names it copies.
+    if (hello.serverName) {
+      this.context = this.ctx.secureContextFor(this.serverName);
+      this.context.catch(() => {});
+    }
     const tlsFor = () => ({
       // Without SNI from the program, the peer's address is the name its certificate is checked against.
       serverName: this.serverName,
@@ -483,7 +494,7 @@ export class TlsRelay implements LegOwner {
   private answerClient(): void {
     this.state = "client-handshake";
     this.arm("client handshake timed out");
-    const context = this.context ?? this.ctx.secureContextFor(this.serverName);
+    const context = this.context ?? this.ctx.secureContextFor(this.serverName, this.up ? peerNames(this.up) : []);
     context.then(
       (secureContext) => {
         if (this.state === "client-handshake") this.terminateClientTls(secureContext);
@@ -681,6 +692,10 @@ export class TlsRelay implements LegOwner {
     pipe.attach("client", client);
     if (this.helloLen > 0) pipe.onData("client", this.hello.slice(0, this.helloLen));
     if (this.isClientEnded) pipe.onEnd("client");
+    if (this.peer.via) {
+      dialThrough(this.peer.via, pipe);
+      return;
+    }
     Bun.connect<LegData>(
       legOptions(this.peer, {
         open: (socket: Socket<LegData>) => pipe.attach("server", socket),
@@ -783,6 +798,19 @@ function classifyUpstreamFailure(socket: Socket<TlsRelay>, error: Error | null):
   // In TLS 1.2 the refusal ends the handshake; it follows the peer's certificate, unlike a failed negotiation.
   if (CLIENT_CERT_ALERT.test(message) && hasPeerCertificate(socket)) return "mutual TLS";
   return "upstream handshake failed";
+}
+
+/** The DNS names and IP addresses of the peer's (verified) certificate. */
+function peerNames(socket: Socket<TlsRelay>): string[] {
+  try {
+    const san = (socket.getPeerCertificate() as { subjectaltname?: string } | undefined)?.subjectaltname ?? "";
+    return san
+      .split(", ")
+      .map((entry) => /^(?:DNS|IP Address):(.+)$/.exec(entry)?.[1] ?? "")
+      .filter(Boolean);
+  } catch {
+    return [];
+  }
 }
 
 function hasPeerCertificate(socket: Socket<TlsRelay>): boolean {

@@ -11,9 +11,11 @@ import { AUDIT_ARCH, NR } from "./ffi.ts";
  * - io_uring_setup, so the supervisor can refuse it and say why (its network operations bypass seccomp);
  * - the one execve at handshakeFilenamePtr, which parks the launcher until the supervisor holds the listener;
  * - with `trapReadOnlyOpens` (TLS interception on), openat/open for reading only: the supervisor answers opens of
- *   the CA bundle paths with the run's merged bundle. BPF cannot read the path (a pointer), so this is as narrow as
- *   the filter can be: writes, creates, directories and O_PATH opens never reach the supervisor. openat2 is left
- *   alone: libc and the runtimes open files with openat, and openat2's flags live in a struct BPF cannot read.
+ *   trust files (the CA bundle paths, the files a process's environment names, a JVM's trust store) with merged
+ *   trust. BPF cannot read the path (a pointer), so this is as narrow as the filter can be: writes, creates,
+ *   directories and O_PATH opens never reach the supervisor. openat2 is left alone: libc and the runtimes open files
+ *   with openat, and openat2's flags live in a struct BPF cannot read. Every execve and execveat is trapped too (not
+ *   only the handshake's): a process's environment is read after its exec, before its first open.
  */
 const BPF_LD_W_ABS = 0x20;
 const BPF_JEQ_K = 0x15;
@@ -57,7 +59,12 @@ export function buildFilter(handshakeFilenamePtr: number, options: FilterOptions
   jeqTo(NR.getsockname, "notify");
   jeqTo(NR.getpeername, "notify");
   jeqTo(NR.io_uring_setup, "notify");
-  jeqTo(NR.execve, "execve");
+  if (options.trapReadOnlyOpens) {
+    jeqTo(NR.execve, "notify");
+    jeqTo(NR.execveat, "notify");
+  } else {
+    jeqTo(NR.execve, "execve");
+  }
   if (options.trapReadOnlyOpens) {
     jeqTo(NR.openat, "open_flags_2");
     if (NR.open >= 0) jeqTo(NR.open, "open_flags_1");
@@ -94,14 +101,16 @@ export function buildFilter(handshakeFilenamePtr: number, options: FilterOptions
   jeqTo(0, "allow");
   ret(RET_USER_NOTIF);
 
-  label("execve");
-  ld(argLow(0));
-  jeqTo(handshakeFilenamePtr >>> 0, "execve_high");
-  ret(RET_ALLOW);
-  label("execve_high");
-  ld(argHigh(0));
-  jeqTo(Math.floor(handshakeFilenamePtr / 2 ** 32) >>> 0, "notify");
-  ret(RET_ALLOW);
+  if (!options.trapReadOnlyOpens) {
+    label("execve");
+    ld(argLow(0));
+    jeqTo(handshakeFilenamePtr >>> 0, "execve_high");
+    ret(RET_ALLOW);
+    label("execve_high");
+    ld(argHigh(0));
+    jeqTo(Math.floor(handshakeFilenamePtr / 2 ** 32) >>> 0, "notify");
+    ret(RET_ALLOW);
+  }
 
   label("notify");
   ret(RET_USER_NOTIF);

@@ -8,8 +8,12 @@ export type AcceptMsg = Base & { kind: "accept"; addrPtr: number; lenPtr: number
 export type NameMsg = Base & { kind: "getsockname" | "getpeername"; addrPtr: number; lenPtr: number; domain: number };
 export type NotifMessage = ConnectMsg | BindMsg | ListenMsg | AcceptMsg | NameMsg;
 
+/** A read-only open of a possible trust file: the supervisor answers it (ADDFD with merged trust, or CONTINUE). */
+export type TrustOpenMsg = { kind: "trust-open"; id: bigint; pid: number; path: string; isCloexec: boolean };
+
 export type WorkerMessage =
   | NotifMessage
+  | TrustOpenMsg
   | { kind: "started"; pid: number }
   | { kind: "io_uring"; pid: number }
   | { kind: "fatal"; reason: string; errno: number }
@@ -17,8 +21,11 @@ export type WorkerMessage =
 
 export type WorkerInit = {
   listener: number;
-  /** Opens of these absolute paths are answered with `file` (the run's merged CA bundle). */
-  trustBundle: { file: string; paths: string[] } | null;
+  /**
+   * Opens handed to the supervisor: these paths, paths ending so (a JDK's stores), and the trust files a process's own
+   * environment names (read after its exec). Null: opens are not trapped.
+   */
+  trustOpens: { paths: string[]; suffixes: string[]; ownDir: string } | null;
   /** Int32Array over a SharedArrayBuffer: [0] = 1 switches the Worker to passthrough. */
   control: SharedArrayBuffer;
 };

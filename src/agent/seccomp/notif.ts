@@ -17,6 +17,8 @@ export type Notif = {
   nr: number;
   /** Syscall arguments; pointers fit in a double on every supported platform. */
   args: number[];
+  /** The first argument as the C int it is for fd-taking calls (AT_FDCWD is -100; a double of the u64 loses it). */
+  arg0Int: number;
 };
 
 const recvBuf = new Uint8Array(80);
@@ -33,6 +35,7 @@ export function receive(listener: number): Notif | { errno: number } {
     pid: recvView.getUint32(8, true),
     nr: recvView.getInt32(16, true),
     args,
+    arg0Int: recvView.getInt32(32, true),
   };
 }
 

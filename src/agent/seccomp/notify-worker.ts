@@ -1,7 +1,8 @@
 /// <reference lib="webworker" />
-import { closeSync, openSync, writeSync } from "node:fs";
+import { readFileSync, readlinkSync, writeSync } from "node:fs";
 import { parentPort, workerData } from "node:worker_threads";
 import { errorDetail } from "../../lib/errors.ts";
+import { environValues, javaHomeOf, namedTrustPaths, trustVariableNames } from "../tls/trust-paths.ts";
 import {
   AF_INET,
   AF_INET6,
@@ -22,17 +23,25 @@ import {
   SOL_SOCKET,
 } from "./ffi.ts";
 import type { WorkerInit, WorkerMessage } from "./messages.ts";
-import { addFdAndReply, isValid, type Notif, receive, replyContinue, replyError } from "./notif.ts";
+import { isValid, type Notif, receive, replyContinue, replyError } from "./notif.ts";
 
 /**
  * The notification loop: blocks in SECCOMP_IOCTL_NOTIF_RECV on this Worker thread, never on the event
  * loop. It answers what needs no state at once (not a TCP socket: CONTINUE; io_uring_setup: ENOSYS) and
  * hands TCP work to the supervisor with a dup of the caller's socket; it never waits for network I/O.
  */
-const { listener, control, trustBundle } = workerData as WorkerInit;
-const bundlePaths = new Set(trustBundle?.paths ?? []);
-/** The longest path worth reading: no bundle path is longer. */
-const longestPath = Math.max(0, ...[...bundlePaths].map((p) => Buffer.byteLength(p)));
+const { listener, control, trustOpens } = workerData as WorkerInit;
+/** Paths whose opens go to the supervisor: the bundle paths, and every trust file some process's environment named. */
+const trustPaths = new Set(trustOpens?.paths ?? []);
+const trustSuffixes = trustOpens?.suffixes ?? [];
+const PATH_MAX = 4096;
+/** The longest path worth reading: none above is longer (a JDK store's path ends with a suffix, so any length may). */
+let longestPath = trustSuffixes.length > 0 ? PATH_MAX : Math.max(0, ...[...trustPaths].map((p) => Buffer.byteLength(p)));
+/** Threads that exec'd and made no open since: their process's environment may name new trust files. */
+const execed = new Set<number>();
+let isHandshakeDone = false;
+const MAX_TRUST_PATHS = 4096;
+const AT_FDCWD = -100;
 const O_CLOEXEC = 0o2000000;
 const PAGE = 4096;
 const flags = new Int32Array(control);
@@ -97,39 +106,94 @@ function passOn(n: Notif): void {
   replyContinue(listener, n.id);
 }
 
-/** The NUL-terminated path at `addr` when it is at most `max` bytes, read without crossing into an unmapped page. */
-function readPath(pid: number, addr: number, max: number): string | null {
-  const room = PAGE - (addr % PAGE);
-  const first = readMemory(pid, addr, Math.min(max + 1, room));
-  if (!first) return null;
-  let bytes = first;
-  if (first.indexOf(0) < 0 && first.length < max + 1) {
-    const rest = readMemory(pid, addr + first.length, max + 1 - first.length);
-    if (!rest) return null;
-    bytes = new Uint8Array([...first, ...rest]);
+/**
+ * After an exec: the trust files this process's own environment (and, for a JVM, its command line) names join the
+ * watched paths. Done once per exec, so kept lean: only the variables that matter are looked for.
+ */
+function learnTrustPaths(pid: number): void {
+  let paths: string[];
+  try {
+    const env = environValues(readFileSync(`/proc/${pid}/environ`, "utf8"), trustVariableNames);
+    const argv = javaHomeOf(readlinkSync(`/proc/${pid}/exe`)) ? readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0") : [];
+    paths = namedTrustPaths(env, argv);
+  } catch {
+    return;
   }
-  const end = bytes.indexOf(0);
-  return end < 0 ? null : Buffer.from(bytes.subarray(0, end)).toString("latin1");
+  for (const path of paths) {
+    const length = Buffer.byteLength(path);
+    if (trustPaths.size >= MAX_TRUST_PATHS || length >= PATH_MAX || trustPaths.has(path)) continue;
+    if (trustOpens && path.startsWith(`${trustOpens.ownDir}/`)) continue;
+    trustPaths.add(path);
+    if (length > longestPath) longestPath = length;
+  }
 }
 
-/** A read-only open: a CA bundle path gets the merged bundle, installed as the call's result; anything else runs as is. */
+/**
+ * The NUL-terminated path at `addr` when it is at most `max` bytes: a short read first (most paths are short), never
+ * across into a page that may be unmapped before the string's end says it is needed.
+ */
+function readPath(pid: number, addr: number, max: number): string | null {
+  const parts: Uint8Array[] = [];
+  let at = addr;
+  let total = 0;
+  let want = 256;
+  while (total <= max) {
+    const n = Math.min(want, PAGE - (at % PAGE), max + 1 - total);
+    const bytes = readMemory(pid, at, n);
+    if (!bytes) return null;
+    const end = bytes.indexOf(0);
+    if (end >= 0) {
+      parts.push(bytes.subarray(0, end));
+      return Buffer.concat(parts).toString("utf8");
+    }
+    parts.push(bytes);
+    total += n;
+    at += n;
+    want = PAGE;
+  }
+  return null;
+}
+
+function isTrustPath(path: string): boolean {
+  if (trustPaths.has(path)) return true;
+  for (const suffix of trustSuffixes) if (path.endsWith(suffix)) return true;
+  return false;
+}
+
+/**
+ * A read-only open: one of a trust file goes to the supervisor, which answers it with merged trust or lets it run
+ * (it knows the whole process: its environment, whether it is a JVM); anything else runs as is, answered here.
+ */
 function handleOpen(n: Notif): void {
-  const isOpenat = n.nr === NR.openat;
-  const path = trustBundle ? readPath(n.pid, n.args[isOpenat ? 1 : 0]!, longestPath) : null;
-  if (!trustBundle || !path || !bundlePaths.has(path) || !isValid(listener, n.id)) {
+  if (!trustOpens) {
     passOn(n);
     return;
   }
-  let fd: number;
-  try {
-    fd = openSync(trustBundle.file, "r");
-  } catch {
+  if (execed.delete(n.pid)) learnTrustPaths(n.pid);
+  const isOpenat = n.nr === NR.openat;
+  const path = readPath(n.pid, n.args[isOpenat ? 1 : 0]!, longestPath);
+  // A relative path names a file of the caller's working directory only when openat was given AT_FDCWD.
+  const isFromCwd = !isOpenat || n.arg0Int === AT_FDCWD;
+  if (!path || (!path.startsWith("/") && !isFromCwd) || !isTrustPath(path) || !isValid(listener, n.id)) {
     passOn(n);
     return;
   }
   const flags = n.args[isOpenat ? 2 : 1]!;
-  if (addFdAndReply(listener, n.id, fd, flags & O_CLOEXEC ? O_CLOEXEC : 0) < 0) passOn(n);
-  closeSync(fd);
+  post({ kind: "trust-open", id: n.id, pid: n.pid, path, isCloexec: (flags & O_CLOEXEC) !== 0 });
+}
+
+function handleExec(n: Notif): void {
+  if (!isHandshakeDone) {
+    isHandshakeDone = true;
+    post({ kind: "started", pid: n.pid });
+  }
+  if (trustOpens) {
+    if (execed.size > 4096) execed.clear();
+    // By the thread: a thread other than the leader that execs takes the leader's id, and its files are then learnt
+    // only where another process names them (rare: runtimes fork before they exec).
+    execed.add(n.pid);
+  }
+  passOn(n);
 }
 
 function handle(n: Notif): void {
@@ -143,11 +207,9 @@ function handle(n: Notif): void {
       handleOpen(n);
       return;
     case NR.execve:
-      post({ kind: "started", pid: n.pid });
-      {
-        passOn(n);
-        return;
-      }
+    case NR.execveat:
+      handleExec(n);
+      return;
     case NR.io_uring_setup:
       // Said from here, at once: the program may exit before the main thread reads a message.
       if (!hasReportedIoUring) {

@@ -12,6 +12,7 @@ import type { Context } from "./context.ts";
 import { handleAccept, handleBind, handleListen, retire, serveParked, sweepTakeovers } from "./inbound.ts";
 import { handleName } from "./names.ts";
 import { handleConnect, type OutboundRelay, startOutboundRelay } from "./outbound.ts";
+import { handleTrustOpen } from "./trust-open.ts";
 
 /**
  * The Worker's module. In the compiled binary it is an extra entrypoint of the build (scripts/build.ts),
@@ -28,8 +29,8 @@ export type SupervisorOptions = {
   observer: ConnectionObserver | null;
   /** Outbound TLS interception, or null to record TLS connections without decrypting them. */
   tls?: TlsInterception | null;
-  /** Opens of the CA bundle paths are answered with this merged bundle (the tracee's filter must trap them). */
-  trustBundle?: { file: string; paths: string[] } | null;
+  /** Opens of possible trust files handed over by the Worker (the tracee's filter must trap opens); answered by `tls`. */
+  trustOpens?: WorkerInit["trustOpens"];
   /** One short line for the user on stderr. */
   say: (line: string) => void;
   /** Interception cannot work here (e.g. no permission for pidfd_getfd): the caller explains and stops. */
@@ -132,7 +133,7 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
   };
 
   const worker = new Worker(notifyWorkerUrl(), {
-    workerData: { listener: options.listener, control, trustBundle: options.trustBundle ?? null } satisfies WorkerInit,
+    workerData: { listener: options.listener, control, trustOpens: options.trustOpens ?? null } satisfies WorkerInit,
   });
   worker.unref();
   // If the notification loop itself is gone, nobody would answer the program's syscalls: answer them
@@ -160,6 +161,10 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
         return;
       case "crash":
         crash("the notification loop", m.error);
+        return;
+      case "trust-open":
+        if (isPassthrough) replyContinue(ctx.listener, m.id);
+        else handleTrustOpen(ctx, m);
         return;
       default:
         dispatch(m);

@@ -138,7 +138,10 @@ export function handleConnect(ctx: Context, relay: OutboundRelay, m: ConnectMsg)
     return;
   }
   const programPort = programLocal.port;
-  const gate = ctx.tls ? new TlsGate(pipe, ctx.tls, ctx.observer, { hostname: dialAddr.ip, port: dialAddr.port }, forget) : null;
+  // Its first bytes decide: TLS to decrypt, a CONNECT to a proxy (the tunnel is a connection of its own), or plain.
+  const gate = new TlsGate(pipe, ctx.tls, ctx.observer, { hostname: dialAddr.ip, port: dialAddr.port }, forget, {
+    nextConnectionId: ctx.nextConnectionId,
+  });
   ctx.outbound.set(programPort, { pipe, gate, realPeer: shownPeer, realLocal: null });
   ctx.stats.outbound++;
 

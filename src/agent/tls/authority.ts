@@ -1,8 +1,6 @@
-import { X509Certificate } from "node:crypto";
 import { isIP } from "node:net";
 import * as asn1js from "asn1js";
 import * as pkijs from "pkijs";
-import { errorMessage } from "~/lib/errors.ts";
 
 /** PEM certificate chain (leaf first) and PKCS#8 private key: the shape of Bun's `tls: { cert, key }`. */
 export type TlsCredentials = { cert: string; key: string };
@@ -10,8 +8,12 @@ export type TlsCredentials = { cert: string; key: string };
 export type CertificateAuthority = {
   /** The run's CA certificate, PEM: what the traced program is told to trust. */
   caPem(): string;
-  /** A leaf for one server name (DNS name or IP address), minted on first use and cached for the run. */
-  leafFor(serverName: string): Promise<TlsCredentials>;
+  /**
+   * A leaf for one server name (DNS name or IP address), minted on first use and cached for the run. `alsoNames` are
+   * more names for its SAN (a client that sent no server name checks one the relay cannot know: the real server's
+   * certificate's names, verified, are what it would accept); names that are neither are left out.
+   */
+  leafFor(serverName: string, alsoNames?: readonly string[]): Promise<TlsCredentials>;
   /** When the CA stops being valid. */
   readonly notAfter: Date;
 };
@@ -45,12 +47,6 @@ const OID = {
   subjectKeyId: "2.5.29.14",
   authorityKeyId: "2.5.29.35",
   serverAuth: "1.3.6.1.5.5.7.3.1",
-  anyExtendedKeyUsage: "2.5.29.37.0",
-  friendlyName: "1.2.840.113549.1.9.20",
-  certBag: "1.2.840.113549.1.12.10.1.3",
-  x509Certificate: "1.2.840.113549.1.9.22.1",
-  // Java's PKCS12KeyStore loads a certificate bag as a trusted entry only when it carries this attribute.
-  oracleTrustedKeyUsage: "2.16.840.1.113894.746875.1.1",
 } as const;
 
 // KeyUsage bits, first octet, most significant bit first (RFC 5280 4.2.1.3).
@@ -102,7 +98,7 @@ export async function createAuthority(options: AuthorityOptions = {}): Promise<C
     ),
   ];
 
-  async function mint(target: ServerName, now: number): Promise<TlsCredentials> {
+  async function mint(target: ServerName, also: ServerName[], now: number): Promise<TlsCredentials> {
     const keys = await generateKeyPair(true);
     const leaf = new pkijs.Certificate();
     leaf.version = 2;
@@ -115,11 +111,11 @@ export async function createAuthority(options: AuthorityOptions = {}): Promise<C
     leaf.notBefore.value = new Date(Math.max(now - BACKDATE_MS, caNotBefore.getTime()));
     leaf.notAfter.value = new Date(Math.min(now + LEAF_LIFETIME_MS, caNotAfter.getTime()));
     const san = new pkijs.GeneralNames({
-      names: [
-        target.ip
-          ? new pkijs.GeneralName({ type: 7, value: new asn1js.OctetString({ valueHex: target.ip }) })
-          : new pkijs.GeneralName({ type: 2, value: target.text }),
-      ],
+      names: [target, ...also].map((n) =>
+        n.ip
+          ? new pkijs.GeneralName({ type: 7, value: new asn1js.OctetString({ valueHex: n.ip }) })
+          : new pkijs.GeneralName({ type: 2, value: n.text }),
+      ),
     });
     // RFC 5280: with an empty subject the SAN must be critical.
     leaf.extensions = [...leafExtensions, extension(OID.subjectAltName, !hasSubject, san.toSchema())];
@@ -135,23 +131,33 @@ export async function createAuthority(options: AuthorityOptions = {}): Promise<C
   return {
     notAfter: caNotAfter,
     caPem: () => caCertPem,
-    async leafFor(serverName: string): Promise<TlsCredentials> {
+    async leafFor(serverName: string, alsoNames: readonly string[] = []): Promise<TlsCredentials> {
       const target = parseServerName(serverName);
+      const also: ServerName[] = [];
+      const seen = new Set([target.text]);
+      for (const name of alsoNames.slice(0, MAX_EXTRA_NAMES)) {
+        const parsed = tryServerName(name);
+        if (parsed && !seen.has(parsed.text)) {
+          seen.add(parsed.text);
+          also.push(parsed);
+        }
+      }
+      const key = [target.text, ...also.map((n) => n.text)].join(" ");
       const now = clock().getTime();
-      const hit = cache.get(target.text);
+      const hit = cache.get(key);
       if (hit && now < hit.renewAt) {
-        cache.delete(target.text);
-        cache.set(target.text, hit);
+        cache.delete(key);
+        cache.set(key, hit);
         return hit.credentials;
       }
       if (now >= caNotAfter.getTime()) throw new Error(`the run's CA expired at ${caNotAfter.toISOString()}`);
-      const credentials = mint(target, now);
+      const credentials = mint(target, also, now);
       const renewAt = Math.min(now + LEAF_LIFETIME_MS, caNotAfter.getTime()) - RENEW_BEFORE_MS;
       const entry: CachedLeaf = { credentials, renewAt };
-      cache.delete(target.text);
-      cache.set(target.text, entry);
+      cache.delete(key);
+      cache.set(key, entry);
       credentials.catch(() => {
-        if (cache.get(target.text) === entry) cache.delete(target.text);
+        if (cache.get(key) === entry) cache.delete(key);
       });
       while (cache.size > cacheSize) {
         const oldest = cache.keys().next().value;
@@ -163,52 +169,24 @@ export async function createAuthority(options: AuthorityOptions = {}): Promise<C
   };
 }
 
-/**
- * A PKCS#12 trust store for the JVM (`-Djavax.net.ssl.trustStore=... -Djavax.net.ssl.trustStoreType=PKCS12`):
- * every certificate in the PEM texts (each may be a bundle) as a trusted-certificate entry, no keys.
- */
-export async function trustStoreP12(pems: string[], password: string): Promise<Uint8Array> {
-  const ders = pems.flatMap(pemBlocks);
-  if (ders.length === 0) throw new Error("trustStoreP12: no certificates in the PEM input");
-  const safeBags = ders.map((der, index) => {
-    // Parsing (natively: a system bundle holds some 150 certificates) rejects anything that is not one.
-    try {
-      new X509Certificate(new Uint8Array(der));
-    } catch (err) {
-      throw new Error(`trustStoreP12: certificate ${index + 1} of the PEM input is not a valid X.509 certificate (${errorMessage(err)})`);
-    }
-    return new pkijs.SafeBag({
-      bagId: OID.certBag,
-      bagValue: new pkijs.CertBag({ certId: OID.x509Certificate, certValue: new asn1js.OctetString({ valueHex: der }) }),
-      bagAttributes: [
-        new pkijs.Attribute({ type: OID.friendlyName, values: [new asn1js.BmpString({ value: `tapscope-${index}` })] }),
-        new pkijs.Attribute({ type: OID.oracleTrustedKeyUsage, values: [new asn1js.ObjectIdentifier({ value: OID.anyExtendedKeyUsage })] }),
-      ],
-    });
-  });
-  const pfx = new pkijs.PFX({
-    parsedValue: {
-      integrityMode: 0,
-      authenticatedSafe: new pkijs.AuthenticatedSafe({
-        parsedValue: { safeContents: [{ privacyMode: 0, value: new pkijs.SafeContents({ safeBags }) }] },
-      }),
-    },
-  });
-  await pfx.parsedValue?.authenticatedSafe?.makeInternalValues({ safeContents: [{}] });
-  // HMAC-SHA1 under the PKCS#12 KDF: the MAC every JVM reads (Java 8 before 8u301 cannot read SHA-256 MACs).
-  // The store holds only public certificates; the MAC guards their integrity, not a secret.
-  await pfx.makeInternalValues({
-    password: new TextEncoder().encode(password).buffer,
-    iterations: 10_000,
-    pbkdf2HashAlgorithm: "SHA-1",
-    hmacHashAlgorithm: "SHA-1",
-  });
-  return new Uint8Array(pfx.toSchema().toBER(false));
-}
-
 type ServerName = { text: string; ip: Uint8Array | null };
 
 const DNS_LABEL = /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/;
+/** Names beyond the first a leaf carries at most. */
+const MAX_EXTRA_NAMES = 100;
+
+/** A SAN name of a real certificate: also a wildcard ("*.example.com"); null when it is not a name we mint. */
+function tryServerName(raw: string): ServerName | null {
+  if (raw.startsWith("*.")) {
+    const rest = tryServerName(raw.slice(2));
+    return rest && !rest.ip ? { text: `*.${rest.text}`, ip: null } : null;
+  }
+  try {
+    return parseServerName(raw);
+  } catch {
+    return null;
+  }
+}
 
 /** A server name as it arrives in SNI or from a connect address: a DNS name, or an IPv4/IPv6 literal. */
 function parseServerName(raw: string): ServerName {
@@ -303,13 +281,4 @@ function hex(bytes: Uint8Array): string {
 function pem(label: string, der: ArrayBuffer): string {
   const base64 = Buffer.from(der).toString("base64");
   return `-----BEGIN ${label}-----\n${base64.replace(/.{1,64}/g, "$&\n")}-----END ${label}-----\n`;
-}
-
-function pemBlocks(text: string): ArrayBuffer[] {
-  const blocks: ArrayBuffer[] = [];
-  for (const match of text.matchAll(/-----BEGIN CERTIFICATE-----([\s\S]*?)-----END CERTIFICATE-----/g)) {
-    const bytes = Buffer.from((match[1] ?? "").replace(/\s+/g, ""), "base64");
-    blocks.push(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
-  }
-  return blocks;
 }

@@ -1,40 +1,17 @@
-import { randomBytes } from "node:crypto";
 import { closeSync, constants, fstatSync, mkdtempSync, openSync, readdirSync, readSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { trustStoreP12 } from "./authority.ts";
+import { bundlePaths, caFileVariables, type Env } from "./trust-paths.ts";
+
+export { bundlePaths, caFileVariables } from "./trust-paths.ts";
 
 /**
  * What the traced program trusts, and the trust it is offered. The program's own roots (the system bundle plus the
  * CA files its environment names) are what the relay verifies real peers against; the program is offered those
  * roots plus the run's CA, merged (a CA-only file would break every other host for programs whose variable replaces
  * their roots), through the variables each runtime reads and, by the openat interception, as the bundle file itself.
+ * A JVM is offered nothing here: its own trust store's open is answered (process-trust.ts).
  */
-
-/** CA bundle files programs open directly: Debian/Ubuntu/Alpine, Fedora/RHEL, SUSE, the OpenSSL and Go defaults. */
-export const bundlePaths: readonly string[] = [
-  "/etc/ssl/certs/ca-certificates.crt",
-  "/etc/pki/tls/certs/ca-bundle.crt",
-  "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
-  "/etc/ssl/ca-bundle.pem",
-  "/etc/pki/tls/cacert.pem",
-  "/etc/ssl/cert.pem",
-  "/usr/lib/ssl/cert.pem",
-  "/usr/local/ssl/cert.pem",
-];
-
-/** Variables naming a CA file the program adds to (or uses instead of) its roots. */
-export const caFileVariables = [
-  "SSL_CERT_FILE",
-  "REQUESTS_CA_BUNDLE",
-  "CURL_CA_BUNDLE",
-  "NODE_EXTRA_CA_CERTS",
-  "AWS_CA_BUNDLE",
-  "GIT_SSL_CAINFO",
-  "DENO_CERT",
-  "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",
-  "NIX_SSL_CERT_FILE",
-] as const;
 
 /** Variables pointed at the merged bundle (NODE_EXTRA_CA_CERTS adds to Node's own list, so it gets less: see below). */
 const BUNDLE_VARIABLES = [
@@ -54,10 +31,9 @@ const MAX_DIRECTORY_FILES = 2000;
 const PEM_BLOCK = /-----BEGIN CERTIFICATE-----\r?\n([A-Za-z0-9+/=\r\n]+?)-----END CERTIFICATE-----/g;
 
 export type ProgramTrust = { pems: string[]; notes: string[]; systemBundle: string | null };
-type Env = Record<string, string | undefined>;
 
-/** A file's text, or why not: bounded so a hostile path (a 1 GB file, a FIFO) cannot hold the run. */
-function readBounded(path: string): { text: string } | { error: string } {
+/** A file's bytes, or why not: bounded so a hostile path (a 1 GB file, a FIFO) cannot hold the run. */
+export function readBoundedBytes(path: string): { bytes: Uint8Array } | { error: string } {
   let fd: number;
   try {
     // Non-blocking: opening a FIFO for reading would otherwise wait for a writer.
@@ -76,10 +52,16 @@ function readBounded(path: string): { text: string } | { error: string } {
       if (n <= 0) break;
       read += n;
     }
-    return { text: buf.subarray(0, read).toString("latin1") };
+    return { bytes: buf.subarray(0, read) };
   } finally {
     closeSync(fd);
   }
+}
+
+/** A file's text (latin1: PEM is ASCII), bounded as readBoundedBytes. */
+export function readBounded(path: string): { text: string } | { error: string } {
+  const read = readBoundedBytes(path);
+  return "error" in read ? read : { text: Buffer.from(read.bytes.buffer, read.bytes.byteOffset, read.bytes.length).toString("latin1") };
 }
 
 /** The certificate blocks of a PEM text, normalised (one per certificate, LF line ends), at most `limit`. */
@@ -155,12 +137,6 @@ export type OfferedTrust = {
   bundleFile: string;
   /** Variables to add to the program's environment. */
   env: Record<string, string>;
-  notes: string[];
-  /**
-   * Resolves when every file is written. The JVM's store (some 60 ms for a system bundle) is built while the launcher
-   * starts; the program must not be let run before this resolves.
-   */
-  ready: Promise<void>;
   cleanup(): void;
 };
 
@@ -168,8 +144,6 @@ export type OfferOptions = {
   env: Env;
   programPems: string[];
   caPem: string;
-  /** Builds the JVM's trust store (PKCS#12); null leaves Java alone. */
-  buildTrustStore?: ((pems: string[], password: string) => Promise<Uint8Array>) | null;
 };
 
 /**
@@ -177,9 +151,8 @@ export type OfferOptions = {
  * program at it. A variable the user set is merged, not overwritten: its certificates are in the program's roots
  * (programTrust read them), and NODE_EXTRA_CA_CERTS keeps the user's file's certificates next to the CA.
  */
-export async function offeredTrust(options: OfferOptions): Promise<OfferedTrust> {
+export function offeredTrust(options: OfferOptions): OfferedTrust {
   const dir = mkdtempSync(join(tmpdir(), "tapscope-trust-"));
-  const notes: string[] = [];
   const write = (name: string, data: string | Uint8Array) => {
     const path = join(dir, name);
     writeFileSync(path, data, { mode: 0o600 });
@@ -203,35 +176,5 @@ export async function offeredTrust(options: OfferOptions): Promise<OfferedTrust>
       })()
     : [];
   env.NODE_EXTRA_CA_CERTS = write("node-extra.pem", [...userNodePems, ...ca].join(""));
-
-  // Java replaces its cacerts with a trustStore: the store holds the program's roots and the CA.
-  const javaOptions = options.env.JAVA_TOOL_OPTIONS ?? "";
-  let ready: Promise<void> = Promise.resolve();
-  const buildTrustStore = options.buildTrustStore === undefined ? trustStoreP12 : options.buildTrustStore;
-  if (/-Djavax\.net\.ssl\.trustStore=/.test(javaOptions)) {
-    notes.push(
-      "JAVA_TOOL_OPTIONS already names a trust store; Java programs keep it and their HTTPS is passed through if they reject the run's CA",
-    );
-  } else if (buildTrustStore) {
-    const password = randomBytes(12).toString("hex");
-    const store = join(dir, "java-trust.p12");
-    ready = buildTrustStore([...options.programPems, ...ca], password).then(
-      (bytes) => {
-        write("java-trust.p12", bytes);
-      },
-      (error: unknown) => {
-        notes.push(`the Java trust store could not be built (${error instanceof Error ? error.message : String(error)})`);
-      },
-    );
-    const added = `-Djavax.net.ssl.trustStore=${store} -Djavax.net.ssl.trustStoreType=PKCS12 -Djavax.net.ssl.trustStorePassword=${password}`;
-    env.JAVA_TOOL_OPTIONS = javaOptions ? `${javaOptions} ${added}` : added;
-  }
-  return {
-    dir,
-    bundleFile,
-    env,
-    notes,
-    ready,
-    cleanup: () => rmSync(dir, { recursive: true, force: true }),
-  };
+  return { dir, bundleFile, env, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }

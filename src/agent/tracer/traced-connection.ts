@@ -59,7 +59,13 @@ export class TracedConnection implements ConnectionTap {
     private readonly proc: ProcessInfo,
     private readonly deps: TracedConnectionDeps,
   ) {
-    this.parentEventId = conn.direction === "outbound" ? deps.parents.current(conn.pid) : "";
+    this.parentEventId = conn.tunnel ? conn.tunnel.parentEventId : conn.direction === "outbound" ? deps.parents.current(conn.pid) : "";
+  }
+
+  /** The relay split the tunnel of this connection's CONNECT off: its id is the tunnel's connection's parent. */
+  onTunnel(_at: number): string {
+    const session = this.session;
+    return session instanceof Http1Session && session.tunnel ? session.tunnel.eventId : "";
   }
 
   onData(fromClient: boolean, chunk: Uint8Array, at: number): void {
@@ -233,7 +239,8 @@ export class TracedConnection implements ConnectionTap {
     if (kind === "http2") this.httpVersion = "2";
     const hooks: Http1SessionHooks = {
       newEventId: this.deps.newEventId,
-      parentEventId: () => parents.current(pid),
+      // Inside a proxy's tunnel the CONNECT is the parent; otherwise the request this process is serving.
+      parentEventId: this.conn.tunnel ? () => this.parentEventId : () => parents.current(pid),
       onRequestStart: (ex) => {
         if (!isOutbound) parents.start(pid, ex);
       },

@@ -149,7 +149,7 @@ export function ResultsList({
                 </span>
                 <span role="cell" className="truncate text-zinc-200" title={displayUrl(row)}>
                   <TlsMarker event={row} />
-                  {row.protocol === "tcp" ? (
+                  {row.protocol === "tcp" || row.http_req_method === "CONNECT" ? (
                     displayUrl(row)
                   ) : (
                     <>

@@ -11,9 +11,12 @@ import { Waterfall } from "./waterfall.tsx";
 
 export type RequestDetailProps = {
   event: TracedEvent;
-  /** Outbound calls made while this request was served (events whose parent_event_id is this event_id). */
+  /**
+   * Outbound calls made while this request was served, or the calls made through this CONNECT's tunnel (events whose
+   * parent_event_id is this event_id).
+   */
   outboundCalls?: TracedEvent[];
-  /** The inbound request this outbound call was made for, when known. */
+  /** The inbound request this outbound call was made for, or the CONNECT whose tunnel carried it, when known. */
   parent?: TracedEvent;
   onOpen?: (event: TracedEvent) => void;
   onClose?: () => void;
@@ -27,6 +30,11 @@ export type RequestDetailProps = {
  * The request detail shared by the live frame and the requests explorer: summary, actions, timing
  * waterfall with its culprit, outbound calls, and both sides' headers and bodies (always as text).
  */
+/** A forward proxy's CONNECT: the calls made through its tunnel are its children. */
+function isTunnel(event: TracedEvent): boolean {
+  return event.http_req_method === "CONNECT";
+}
+
 export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClose, onSaveHar, onSaveAllHar, link }: RequestDetailProps) {
   const { copiedKey, failedKey, copy } = useCopy();
   // The live frame re-renders as events stream in: decode the body for cURL once per event.
@@ -49,7 +57,7 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
               <span className="text-zinc-400">{formatDuration(event.http_duration)}</span>
             </div>
             <p className="mt-1 font-mono text-xs break-all text-zinc-300" data-testid="detail-url">
-              {event.protocol === "tcp" ? displayUrl(event) : eventUrl(event)}
+              {event.protocol === "tcp" || isTunnel(event) ? displayUrl(event) : eventUrl(event)}
             </p>
             <p className="mt-1 text-xs text-zinc-500">
               {formatDateTime(event.time)} · HTTP/{event.http_version || "?"} · {event.http_client_addr} → {event.http_server_addr}
@@ -93,17 +101,19 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
         </Section>
 
         {parent ? (
-          <Section title="Made while serving">
+          <Section title={isTunnel(parent) ? "Through the proxy tunnel" : "Made while serving"}>
             <EventLine event={parent} onOpen={onOpen} />
           </Section>
         ) : null}
 
-        {!event.http_is_outgoing ? (
-          <Section title={`Outbound calls (${outboundCalls.length})`}>
+        {!event.http_is_outgoing || isTunnel(event) ? (
+          <Section title={`${isTunnel(event) ? "Calls through this tunnel" : "Outbound calls"} (${outboundCalls.length})`}>
             {outboundCalls.length === 0 ? (
-              <p className="text-xs text-zinc-500">No outbound calls were made while serving this request.</p>
+              <p className="text-xs text-zinc-500">
+                {isTunnel(event) ? "Nothing was recorded through this tunnel." : "No outbound calls were made while serving this request."}
+              </p>
             ) : (
-              <ul aria-label="Outbound calls" className="space-y-0.5">
+              <ul aria-label={isTunnel(event) ? "Calls through this tunnel" : "Outbound calls"} className="space-y-0.5">
                 {outboundCalls.map((child) => (
                   <li key={child.event_id}>
                     <EventLine event={child} onOpen={onOpen} offsetUs={child.time - event.time} parentDuration={event.http_duration} />

@@ -186,14 +186,31 @@ describe("HTTP/1 requests and responses", () => {
     ]);
   });
 
-  test("CONNECT: the handshake is an event, the tunnel passes through", () => {
+  test("CONNECT: the handshake is one event lasting as long as the tunnel; the tunnel's bytes pass through", () => {
     const events = traceAll([
       c("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"),
       s("HTTP/1.1 200 Connection Established\r\n\r\n"),
       c(new Uint8Array([0x16, 3, 1, 0, 5, 1, 2, 3, 4, 5])),
       s(new Uint8Array([0x16, 3, 3, 0, 1, 9])),
     ]);
-    expect(events.map((e) => [e.http_req_method, e.http_req_host, e.http_resp_status_code])).toEqual([["CONNECT", "example.com:443", 200]]);
+    expect(events.map((e) => [e.http_req_method, e.http_req_path, e.http_req_host, e.http_resp_status_code, e.tags.tunnel])).toEqual([
+      ["CONNECT", "example.com:443", "example.com:443", 200, "closed"],
+    ]);
+    // Asked at 1.001 s, answered at 1.002 s, closed at 1.005 s (1 ms a step): the tunnel's life, not the answer's.
+    expect([events[0]!.timing_wait, events[0]!.http_duration]).toEqual([1000, 4000]);
+  });
+
+  test("a refused CONNECT (407) is an event when answered, and the same connection may ask again", () => {
+    const events = traceAll([
+      c("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"),
+      s("HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 4\r\n\r\nauth"),
+      c("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\nProxy-Authorization: Basic dTpw\r\n\r\n"),
+      s("HTTP/1.1 200 OK\r\n\r\n"),
+    ]);
+    expect(events.map((e) => [e.http_req_method, e.http_resp_status_code, e.http_duration, e.tags.tunnel])).toEqual([
+      ["CONNECT", 407, 1000, undefined],
+      ["CONNECT", 200, 2000, "closed"],
+    ]);
   });
 
   test("obs-fold, duplicate equal Content-Length and stray CRLFs between requests", () => {

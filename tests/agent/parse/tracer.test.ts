@@ -56,6 +56,36 @@ describe("parent ids: outbound calls made while an inbound request is in flight"
     const tcp = events.find((e) => e.protocol === "tcp")!;
     expect(tcp.parent_event_id).toBe(events.find((e) => e.protocol === "http")!.event_id);
   });
+
+  test("a CONNECT's tunnel, split off by the relay: its calls name the CONNECT, which names the request being served", () => {
+    const { events, tracer } = setup();
+    const inbound = tracer.onOpen(connection(1, "inbound", 7))!;
+    inbound.onData(true, bytes("GET /checkout HTTP/1.1\r\nHost: h\r\n\r\n"), 10);
+    const proxy = tracer.onOpen(connection(2, "outbound", 7))!;
+    proxy.onData(true, bytes("CONNECT api.pay.test:443 HTTP/1.1\r\nHost: api.pay.test:443\r\n\r\n"), 20);
+    proxy.onData(false, bytes("HTTP/1.1 200 Connection established\r\n\r\n"), 30);
+    const connectId = proxy.onTunnel!(31);
+    expect(connectId).not.toBe("");
+    const tunnel = tracer.onOpen({
+      ...connection(3, "outbound", 7),
+      serverAddr: "api.pay.test:443",
+      tunnel: { proxyAddr: "127.0.0.1:8000", parentEventId: connectId },
+    })!;
+    tunnel.onData(true, bytes("POST /charge HTTP/1.1\r\nHost: api.pay.test\r\nContent-Length: 0\r\n\r\n"), 40);
+    tunnel.onData(false, bytes("HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n"), 50);
+    tunnel.onClose(60);
+    proxy.onClose(70);
+    inbound.onData(false, bytes("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"), 80);
+    inbound.onClose(90);
+    tracer.flush();
+    const byMethod = new Map(events.map((e) => [e.http_req_method + e.http_req_path, e]));
+    const connect = byMethod.get("CONNECTapi.pay.test:443")!;
+    const charge = byMethod.get("POST/charge")!;
+    expect(connect.event_id).toBe(connectId);
+    expect(connect.parent_event_id).toBe(byMethod.get("GET/checkout")!.event_id);
+    expect([connect.http_duration, connect.http_server_addr]).toEqual([50, "127.0.0.1:8000"]);
+    expect([charge.parent_event_id, charge.http_server_addr, charge.tags.proxy]).toEqual([connectId, "api.pay.test:443", "127.0.0.1:8000"]);
+  });
 });
 
 describe("redaction in events", () => {

@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { X509Certificate } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import https from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import tls from "node:tls";
 import type { Server } from "bun";
-import { type CertificateAuthority, createAuthority, type TlsCredentials, trustStoreP12 } from "~/agent/tls/authority.ts";
+import { type CertificateAuthority, createAuthority, type TlsCredentials } from "~/agent/tls/authority.ts";
 
-/** The run's CA: real TLS clients (Bun fetch, node:https, openssl, a JVM) trust its leaves and nothing else. */
+/** The run's CA: real TLS clients (Bun fetch, node:https, openssl) trust its leaves and nothing else. */
 let authority: CertificateAuthority;
 let leaf: TlsCredentials;
 let ipLeaf: TlsCredentials;
@@ -17,7 +17,6 @@ let ipServer: Server<undefined>;
 let dir: string;
 
 const NAME = "api.example.test";
-const SYSTEM_BUNDLE = "/etc/ssl/certs/ca-certificates.crt";
 
 beforeAll(async () => {
   authority = await createAuthority();
@@ -98,6 +97,15 @@ describe("certificates", () => {
     expect(v6.checkIP("::1")).toBe("::1");
     const mapped = new X509Certificate((await authority.leafFor("2001:db8::ffff:192.0.2.1")).cert);
     expect(mapped.checkIP("2001:db8::ffff:c000:201")).toBe("2001:db8::ffff:c000:201");
+  });
+
+  test("more names (a peer certificate's, for a client that sent no server name): each in the SAN, wildcards too, the rest left out", async () => {
+    const both = new X509Certificate((await authority.leafFor("127.0.0.1", ["localhost", "*.svc.test", "127.0.0.1", "not a name!"])).cert);
+    expect(both.subjectAltName).toBe("IP Address:127.0.0.1, DNS:localhost, DNS:*.svc.test");
+    expect(both.checkHost("localhost")).toBe("localhost");
+    expect(both.checkHost("api.svc.test")).toBe("*.svc.test");
+    expect(both.checkHost("other.test")).toBeUndefined();
+    expect((await authority.leafFor("127.0.0.1", ["localhost"])).cert).not.toBe(ipLeaf.cert);
   });
 
   test("leaves are cached per server name, spelled any way", async () => {
@@ -224,99 +232,4 @@ describe("real TLS clients", () => {
     const wrong = Bun.spawnSync(["openssl", "verify", "-CAfile", caFile, "-verify_hostname", "other.example.test", leafFile]);
     expect(wrong.exitCode).not.toBe(0);
   });
-});
-
-describe("PKCS#12 trust store", () => {
-  const hasKeytool = Bun.which("keytool") !== null;
-  const hasJdk = Bun.which("javac") !== null && Bun.which("java") !== null;
-
-  test("rejects input without certificates", async () => {
-    await expect(trustStoreP12(["not a pem"], "changeit")).rejects.toThrow(/no certificates/);
-    const garbage = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
-    await expect(trustStoreP12([authority.caPem(), garbage], "changeit")).rejects.toThrow(
-      /certificate 2 of the PEM input is not a valid X.509/,
-    );
-  });
-
-  test.skipIf(!hasKeytool)("keytool lists every certificate as a trusted entry, bundles included", async () => {
-    const second = await createAuthority();
-    const third = await createAuthority();
-    const store = await trustStoreP12([authority.caPem(), second.caPem() + third.caPem()], "changeit");
-    const path = write("list.p12", store);
-    const out = Bun.spawnSync(["keytool", "-list", "-keystore", path, "-storetype", "PKCS12", "-storepass", "changeit"]);
-    const text = out.stdout.toString();
-    expect(out.exitCode).toBe(0);
-    expect(text).toContain("Your keystore contains 3 entries");
-    expect(text.match(/trustedCertEntry/g)?.length).toBe(3);
-    expect(text).toContain("tapscope-0, ");
-    const wrongPassword = Bun.spawnSync(["keytool", "-list", "-keystore", path, "-storetype", "PKCS12", "-storepass", "wrong"]);
-    expect(wrongPassword.exitCode).not.toBe(0);
-  });
-
-  // Without a JDK this cannot be checked; the skip says so in the test name.
-  test.skipIf(!hasJdk)(
-    "a JVM given the store through javax.net.ssl.trustStore connects to the Bun TLS server (needs a JDK)",
-    async () => {
-      const source = write(
-        "TlsProbe.java",
-        `import javax.net.ssl.*;
-import java.io.*;
-import java.net.Socket;
-import java.nio.charset.StandardCharsets;
-
-public class TlsProbe {
-  public static void main(String[] args) throws Exception {
-    String host = args[0];
-    int port = Integer.parseInt(args[1]);
-    Socket plain = new Socket("127.0.0.1", port);
-    SSLSocket socket = (SSLSocket) ((SSLSocketFactory) SSLSocketFactory.getDefault()).createSocket(plain, host, port, true);
-    SSLParameters params = socket.getSSLParameters();
-    params.setEndpointIdentificationAlgorithm("HTTPS");
-    socket.setSSLParameters(params);
-    OutputStream out = socket.getOutputStream();
-    out.write(("GET /java HTTP/1.1\\r\\nHost: " + host + "\\r\\nConnection: close\\r\\n\\r\\n").getBytes(StandardCharsets.US_ASCII));
-    out.flush();
-    BufferedReader in = new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
-    String status = in.readLine();
-    String line;
-    String last = "";
-    while ((line = in.readLine()) != null) last = line;
-    System.out.println(status + " | " + last);
-    socket.close();
-  }
-}
-`,
-      );
-      const javac = Bun.spawnSync(["javac", "-d", dir, source]);
-      expect(javac.stderr.toString()).toBe("");
-      // Merged with the system roots where there are some, as a run gives it to the JVM.
-      const systemBundle = existsSync(SYSTEM_BUNDLE) ? readFileSync(SYSTEM_BUNDLE, "utf8") : "";
-      const storePath = write("jvm.p12", await trustStoreP12([authority.caPem(), systemBundle], "s3cret"));
-      // Asynchronous: the TLS server answering the JVM runs on this same event loop.
-      const java = async (extra: string[], name: string) => {
-        const child = Bun.spawn(["java", ...extra, "-cp", dir, "TlsProbe", name, String(server.port)], { stdout: "pipe", stderr: "pipe" });
-        const [stdout, stderr, exitCode] = await Promise.all([
-          new Response(child.stdout).text(),
-          new Response(child.stderr).text(),
-          child.exited,
-        ]);
-        return { stdout, stderr, exitCode };
-      };
-      const trustStore = [
-        `-Djavax.net.ssl.trustStore=${storePath}`,
-        "-Djavax.net.ssl.trustStoreType=PKCS12",
-        "-Djavax.net.ssl.trustStorePassword=s3cret",
-      ];
-      const ok = await java(trustStore, NAME);
-      expect(ok.stderr.toString()).not.toContain("Exception");
-      expect(ok.stdout.toString().trim()).toBe("HTTP/1.1 200 OK | hello /java");
-      const wrongName = await java(trustStore, "other.example.test");
-      expect(wrongName.exitCode).not.toBe(0);
-      expect(wrongName.stderr).toContain("No subject alternative DNS name matching other.example.test");
-      const defaultStore = await java([], NAME);
-      expect(defaultStore.exitCode).not.toBe(0);
-      expect(defaultStore.stderr).toContain("PKIX path building failed");
-    },
-    60_000,
-  );
 });
