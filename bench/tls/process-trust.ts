@@ -19,12 +19,13 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { ProcessTrust } from "../../src/agent/tls/process-trust.ts";
 import { offeredTrust, programTrust } from "../../src/agent/tls/trust.ts";
-import { median, optionOf } from "../capture/measure.ts";
+import { median } from "../capture/measure.ts";
+import { optionOf } from "../options.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const option = optionOf(process.argv.slice(2));
-const rounds = Number(option("rounds", "5"));
-const execs = Number(option("execs", "1000"));
+const rounds = Number(option("rounds", "5", "1"));
+const execs = Number(option("execs", "1000", "20"));
 const tapscope = [process.execPath, join(root, "src/main.ts"), "run", "--no-publish"];
 const dir = mkdtempSync(join(tmpdir(), "tapscope-bench-trust-"));
 

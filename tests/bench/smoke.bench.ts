@@ -61,6 +61,10 @@ const tables: Record<string, RegExp[]> = {
   "bench/capture/relay-designs.ts": [/^1 B\s+16 {2}ffi\+trace\s+\d+\s+[\d.]+\s+[\d.]+µs/m],
   "bench/store/insert.ts": [/^separated columns, batches of \d+, row groups of \d+ \(now\): [\d.]+ us CPU \(best/m],
   "bench/store/rows.ts": [/^median CPU per event: before [\d.]+ µs, now [\d.]+ µs \(now\/before [\d.]+\)$/m],
+  "bench/tls/process-trust.ts": [
+    /^ {2}CPU per exec \(\d+ execs less none, over \d+\): direct \d+ µs, tls off \d+ µs, tls on \d+ µs/m,
+    /^trust lookup per TLS connection [^\n]*: [\d.]+ µs$/m,
+  ],
   "bench/tls-leg/run.ts": [/^opaque pipe \(no decryption\)\s+req p50 \d+ µs \([+-]\d+\)\s+p99 \d+ µs/m],
 };
 
