@@ -3,14 +3,16 @@ import { hostname } from "node:os";
 import { basename } from "node:path";
 import type { HostEnvironment } from "~/lib/env.ts";
 import type { CapturedEvent, TracedEvent } from "~/lib/protocol/event.ts";
+import { cutText, publishLimits } from "~/lib/protocol/publish.ts";
 import { type BodySample, decodeBody } from "./parse/body.ts";
 import type { Exchange } from "./parse/exchange.ts";
 import { describeGrpcBody, isGrpc } from "./parse/grpc.ts";
 import {
+  type HeaderValueMemo,
   multipartBoundary,
   type RedactMode,
   redactCommandLine,
-  redactHeaders,
+  redactHeader,
   redactJsonText,
   redactMultipart,
   redactQuery,
@@ -123,6 +125,8 @@ export type EventContext = {
   service: string | undefined;
   redact: RedactMode;
   payloadLimit: number;
+  /** Long header values already redacted: one per tracer. */
+  headerMemo: HeaderValueMemo;
 };
 
 function baseEvent(conn: ConnectionInfo, proc: ProcessInfo, ctx: EventContext): CapturedEvent {
@@ -205,7 +209,7 @@ export function buildHttpEvent(ex: Exchange, conn: ConnectionInfo, proc: Process
   e.http_req_content_encoding = req.contentEncoding;
   e.http_req_content_length = req.contentLength;
   e.http_req_body_size_bytes_wire = ex.requestBodyWire;
-  e.http_req_headers = redactHeaders(withTrailers(req.headers, ex.requestTrailers), ctx.redact);
+  e.http_req_headers = eventHeaders(withTrailers(req.headers, ex.requestTrailers), ctx, e.tags, "req");
   const reqBody = encodeBody(ex.requestBody, req.contentEncoding, ctx, e.tags, "req");
   e.http_req_body = redactBody(reqBody, req.contentType, ctx.redact);
   e.http_req_body_truncated = isTruncated(ex.requestBody, ex.requestBodyWire);
@@ -217,7 +221,7 @@ export function buildHttpEvent(ex: Exchange, conn: ConnectionInfo, proc: Process
     e.http_resp_content_encoding = resp.contentEncoding;
     e.http_resp_content_length = resp.contentLength;
     e.http_resp_body_size_bytes_wire = ex.responseBodyWire;
-    e.http_resp_headers = redactHeaders(withTrailers(resp.headers, ex.responseTrailers), ctx.redact);
+    e.http_resp_headers = eventHeaders(withTrailers(resp.headers, ex.responseTrailers), ctx, e.tags, "resp");
     e.http_resp_body = redactBody(encodeBody(ex.responseBody, resp.contentEncoding, ctx, e.tags, "resp"), resp.contentType, ctx.redact);
     e.http_resp_body_truncated = isTruncated(ex.responseBody, ex.responseBodyWire);
     e.bytes_received = resp.headBytes + ex.responseBodyWire;
@@ -314,6 +318,44 @@ export function buildTcpEvent(sum: ConnectionSummary, conn: ConnectionInfo, proc
     if (conn.direction === "outbound") e.timing_tls = span(conn.tls.handshakeStartedAt, conn.tls.handshakeDoneAt);
   }
   return e;
+}
+
+const { maxHeaderCount, maxHeaderNameChars, maxHeaderValueChars } = publishLimits;
+
+/**
+ * Headers as the server keeps them (the same count and sizes, the same cut), redacted. Cut before redacting, so
+ * the work per event is bounded by what is kept; long values go through the memo. The same array when nothing
+ * changes (most requests). Headers beyond the count are dropped and the event says how many.
+ */
+function eventHeaders(
+  headers: Array<[string, string]>,
+  ctx: EventContext,
+  tags: Record<string, string>,
+  side: "req" | "resp",
+): Array<[string, string]> {
+  const n = Math.min(headers.length, maxHeaderCount);
+  if (n < headers.length) tags[`${side}_headers_dropped`] = String(headers.length - n);
+  const memo = ctx.headerMemo;
+  let out: Array<[string, string]> | null = null;
+  for (let i = 0; i < n; i++) {
+    const [name, value] = headers[i]!;
+    const keptName = name.length > maxHeaderNameChars ? cutText(name, maxHeaderNameChars) : name;
+    let kept: string;
+    if (value.length < memo.minLength) kept = redactHeader(keptName, value, ctx.redact);
+    else {
+      kept =
+        memo.get(keptName, value) ??
+        memo.set(
+          keptName,
+          value,
+          redactHeader(keptName, value.length > maxHeaderValueChars ? cutText(value, maxHeaderValueChars) : value, ctx.redact),
+        );
+    }
+    if (kept === value && keptName === name) continue;
+    out ??= headers.slice(0, n);
+    out[i] = [keptName, kept];
+  }
+  return out ?? (n < headers.length ? headers.slice(0, n) : headers);
 }
 
 function withTrailers(headers: Array<[string, string]>, trailers: Array<[string, string]> | null): Array<[string, string]> {

@@ -11,7 +11,7 @@ import {
   readProcessInfo,
 } from "./event.ts";
 import type { Exchange } from "./parse/exchange.ts";
-import type { RedactMode } from "./redact.ts";
+import { HeaderValueMemo, type RedactMode } from "./redact.ts";
 import type { ConnectionInfo, ConnectionObserver, ConnectionTap } from "./relay/observer.ts";
 import { ParentTracker } from "./tracer/parent-tracker.ts";
 import { emptyTracerStats, type TracerStats } from "./tracer/stats.ts";
@@ -57,6 +57,7 @@ export function createTracer(options: TracerOptions): Tracer {
     service: options.service,
     redact: options.redact ?? "redact",
     payloadLimit: Math.max(0, options.payloadLimit ?? DEFAULT_PAYLOAD_LIMIT),
+    headerMemo: new HeaderValueMemo(),
   };
   const processes = new ProcessCache(options.processInfo ?? ((pid) => readProcessInfo(pid, "/proc", ctx.redact)));
   const stats = emptyTracerStats();

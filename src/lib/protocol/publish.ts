@@ -69,3 +69,8 @@ export const publishLimits = {
 
 /** Appended to a string cut to its limit. */
 export const TRUNCATION_MARKER = "…[truncated]";
+
+/** `value` cut to `max` characters, the marker included. */
+export function cutText(value: string, max: number): string {
+  return `${value.slice(0, Math.max(0, max - TRUNCATION_MARKER.length))}${TRUNCATION_MARKER}`;
+}
