@@ -248,6 +248,7 @@ export function buildHttpEvent(ex: Exchange, conn: ConnectionInfo, proc: Process
   if (isGrpc(req.contentType) || (resp && isGrpc(resp.contentType))) addGrpcTags(e.tags, ex);
   if (ex.interimStatuses.length > 0) e.tags.interim_statuses = ex.interimStatuses.join(",");
   if (ex.incompleteReason) e.tags.incomplete = ex.incompleteReason;
+  if (ex.ambiguousFraming) e.tags.ambiguous_framing = ex.ambiguousFraming;
   if (resp?.status === 101 && resp.upgrade) e.tags.upgrade = resp.upgrade.toLowerCase();
   return e;
 }

@@ -28,4 +28,9 @@ export type Exchange = {
   isFirstOnConnection: boolean;
   /** Why the exchange ended without a complete response ("" when it completed). */
   incompleteReason: string;
+  /**
+   * Set when a message's framing cannot be trusted (Content-Length and Transfer-Encoding together): which message,
+   * and why. Peers may split such a connection's bytes into messages differently from us.
+   */
+  ambiguousFraming?: string;
 };
