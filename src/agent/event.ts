@@ -4,6 +4,7 @@ import { basename } from "node:path";
 import type { HostEnvironment } from "~/lib/env.ts";
 import type { CapturedEvent, TracedEvent } from "~/lib/protocol/event.ts";
 import { cutText, publishLimits } from "~/lib/protocol/publish.ts";
+import type { TokenBucket } from "~/lib/rate-limit.ts";
 import { type BodySample, decodeBody } from "./parse/body.ts";
 import type { Exchange } from "./parse/exchange.ts";
 import { describeGrpcBody, isGrpc } from "./parse/grpc.ts";
@@ -127,7 +128,31 @@ export type EventContext = {
   payloadLimit: number;
   /** Long header values already redacted: one per tracer. */
   headerMemo: HeaderValueMemo;
+  /**
+   * Milliseconds the tracer may spend decoding bodies (gzip, deflate, br, gRPC): one per tracer. Output caps bound
+   * what a body decodes to, not what decoding it costs (a brotli stream of a hundred bytes may ask for a 16 MiB
+   * window, about 30 ms); once spent, bodies stay as sent until it refills.
+   */
+  decodeBudget: TokenBucket;
 };
+
+/** What decodeBudget refills: a tenth of a core, with up to 200 ms at once. */
+export const DECODE_BUDGET = { ratePerSecond: 100, burst: 200 } as const;
+
+const spent: unique symbol = Symbol("decoding budget spent");
+
+/** Runs `decode` if the budget has time left, charging what it took; `spent` when it has none. */
+function withinDecodeBudget<T>(ctx: EventContext, decode: () => T): T | typeof spent {
+  const started = performance.now();
+  if (ctx.decodeBudget.available(started) <= 0) return spent;
+  try {
+    return decode();
+  } finally {
+    ctx.decodeBudget.spend(performance.now() - started);
+  }
+}
+
+const budgetSpent = "the tracer's time for decoding bodies is spent for now";
 
 function baseEvent(conn: ConnectionInfo, proc: ProcessInfo, ctx: EventContext): CapturedEvent {
   return {
@@ -245,7 +270,7 @@ export function buildHttpEvent(ex: Exchange, conn: ConnectionInfo, proc: Process
     if (conn.tls.alpn) e.tags.tls_alpn = conn.tls.alpn;
     if (isOutbound && ex.isFirstOnConnection) e.timing_tls = span(conn.tls.handshakeStartedAt, conn.tls.handshakeDoneAt);
   }
-  if (isGrpc(req.contentType) || (resp && isGrpc(resp.contentType))) addGrpcTags(e.tags, ex);
+  if (isGrpc(req.contentType) || (resp && isGrpc(resp.contentType))) addGrpcTags(e.tags, ex, ctx);
   if (ex.interimStatuses.length > 0) e.tags.interim_statuses = ex.interimStatuses.join(",");
   if (ex.incompleteReason) e.tags.incomplete = ex.incompleteReason;
   if (ex.ambiguousFraming) e.tags.ambiguous_framing = ex.ambiguousFraming;
@@ -269,19 +294,23 @@ function grpcMessageText(raw: string): string {
 }
 
 /** gRPC status (trailers, or headers of a trailers-only answer) and the messages decoded without a schema. */
-function addGrpcTags(tags: Record<string, string>, ex: Exchange): void {
+function addGrpcTags(tags: Record<string, string>, ex: Exchange, ctx: EventContext): void {
   const resp = ex.response;
   const status = headerOf(ex.responseTrailers, "grpc-status") || headerOf(resp?.headers, "grpc-status");
   if (status) tags.grpc_status = status;
   const message = headerOf(ex.responseTrailers, "grpc-message") || headerOf(resp?.headers, "grpc-message");
   if (message) tags.grpc_message = grpcMessageText(message).slice(0, 500);
-  if (ex.requestBody && ex.requestBody.length > 0) {
-    const text = describeGrpcBody(ex.requestBody.bytes(), headerOf(ex.request.headers, "grpc-encoding"));
-    if (text) tags.req_grpc = text;
+  const reqBody = ex.requestBody;
+  if (reqBody && reqBody.length > 0) {
+    const text = withinDecodeBudget(ctx, () => describeGrpcBody(reqBody.bytes(), headerOf(ex.request.headers, "grpc-encoding")));
+    if (text === spent) tags.req_grpc = `<${budgetSpent}>`;
+    else if (text) tags.req_grpc = text;
   }
-  if (resp && ex.responseBody && ex.responseBody.length > 0) {
-    const text = describeGrpcBody(ex.responseBody.bytes(), headerOf(resp.headers, "grpc-encoding"));
-    if (text) tags.resp_grpc = text;
+  const respBody = ex.responseBody;
+  if (resp && respBody && respBody.length > 0) {
+    const text = withinDecodeBudget(ctx, () => describeGrpcBody(respBody.bytes(), headerOf(resp.headers, "grpc-encoding")));
+    if (text === spent) tags.resp_grpc = `<${budgetSpent}>`;
+    else if (text) tags.resp_grpc = text;
   }
 }
 
@@ -384,8 +413,11 @@ function encodeBody(
   const raw = sample.bytes();
   if (contentEncoding && !sample.isTruncated) {
     // Decoded text may exceed the sample (compression), within what the server keeps per body (1 MiB).
-    const decoded = decodeBody(raw, contentEncoding, Math.max(ctx.payloadLimit, Math.min(ctx.payloadLimit * 4, 1 << 20)));
-    if (decoded) {
+    const maxOutput = Math.max(ctx.payloadLimit, Math.min(ctx.payloadLimit * 4, 1 << 20));
+    const decoded = withinDecodeBudget(ctx, () => decodeBody(raw, contentEncoding, maxOutput));
+    if (decoded === spent) tags[`${side}_body_not_decoded`] = budgetSpent;
+    else if (decoded && "notDecoded" in decoded) tags[`${side}_body_not_decoded`] = decoded.notDecoded;
+    else if (decoded) {
       tags[`${side}_body_decoded`] = decoded.decodedFrom;
       return decoded.bytes;
     }

@@ -1,9 +1,11 @@
 import { randomUUID } from "node:crypto";
 import type { CapturedEvent } from "~/lib/protocol/event.ts";
+import { TokenBucket } from "~/lib/rate-limit.ts";
 import { BoundedQueue } from "./bounded-queue.ts";
 import {
   buildHttpEvent,
   buildTcpEvent,
+  DECODE_BUDGET,
   type EventContext,
   type HostMetadata,
   ProcessCache,
@@ -58,6 +60,7 @@ export function createTracer(options: TracerOptions): Tracer {
     redact: options.redact ?? "redact",
     payloadLimit: Math.max(0, options.payloadLimit ?? DEFAULT_PAYLOAD_LIMIT),
     headerMemo: new HeaderValueMemo(),
+    decodeBudget: new TokenBucket(DECODE_BUDGET, performance.now()),
   };
   const processes = new ProcessCache(options.processInfo ?? ((pid) => readProcessInfo(pid, "/proc", ctx.redact)));
   const stats = emptyTracerStats();

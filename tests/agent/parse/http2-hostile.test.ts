@@ -135,3 +135,26 @@ describe("per-event header caps: what the server would keep", () => {
     expect(events[0]!.tags.req_headers_dropped).toBe("44");
   });
 });
+
+describe("h2c servers that send their SETTINGS as soon as they accept", () => {
+  test("the server's SETTINGS before the client's preface: the connection is still parsed as HTTP/2, under every chunking", () => {
+    const conversation: Segment[] = [
+      s(h2.settings()),
+      c(Buffer.concat([Buffer.from(h2.preface), h2.settings(), h2.headers(1, get("/early"))])),
+      s(Buffer.concat([h2.frame(4, 1, 0), h2.headers(1, ok, false), h2.data(1, "hi")])),
+    ];
+    const reference = trace(conversation).events;
+    expect(reference.map((e) => [e.protocol, e.http_req_path, e.http_resp_status_code])).toEqual([["http", "/early", 200]]);
+    for (const chunker of chunkings(conversation).slice(0, 40)) {
+      expect(trace(conversation, { chunker }).events.map(summary)).toEqual(reference.map(summary));
+    }
+  });
+
+  test("a server speaking first with anything else, or a client answering it with HTTP/1, is still opaque", () => {
+    expect(trace([s("220 smtp ready\r\n"), c("EHLO x\r\n")]).events.map((e) => e.tags.reason)).toEqual(["server spoke first"]);
+    expect(trace([s(h2.settings()), c("GET / HTTP/1.1\r\nHost: h\r\n\r\n")]).events.map((e) => e.tags.reason)).toEqual([
+      "server spoke first",
+    ]);
+    expect(trace([s(h2.settings())]).events.map((e) => e.tags.reason)).toEqual(["server spoke first"]);
+  });
+});
