@@ -10,7 +10,9 @@ import type { TracedEvent } from "./event.ts";
  */
 
 /** Client -> server as JSON (a binary event batch carries seq and events alike). `seq` is echoed in the reply so the client can count per batch. */
-export type PublishClientMessage = { type: "events"; seq: number; events: TracedEvent[] } | { type: "ping"; seq: number };
+export type PublishClientMessage =
+  /** `resent`: sent before on a connection lost without an answer (the server drops what it already stored). */
+  { type: "events"; seq: number; events: TracedEvent[]; resent?: boolean } | { type: "ping"; seq: number };
 
 export type PublishServerMessage =
   /** First message on a new socket: where the events go and the limits to respect. */
@@ -22,6 +24,12 @@ export type PublishServerMessage =
       maxEventsPerMessage: number;
       /** Binary batch formats this server reads (event-batch.ts); absent on servers that read JSON only. */
       formats?: string[];
+      /**
+       * The server drops the events of a resent message that are already stored (by event id, across the nodes of a
+       * cluster), so a publisher may send again what was unanswered when its connection was lost. Absent on older
+       * servers: nothing is sent twice to them.
+       */
+      acceptsResent?: boolean;
     }
   /**
    * One per events message. accepted + refused + rateLimited = events in the message. `truncated` counts
@@ -38,6 +46,8 @@ export type PublishServerMessage =
       truncated: number;
       errors?: string[];
       storeDropped?: number;
+      /** Of `accepted`, events of a resent message that were already stored (and were not stored or shown again). */
+      duplicates?: number;
     }
   | { type: "pong"; seq: number }
   /** The message was refused as a whole (too large, not JSON, wrong shape); the socket stays open. */
