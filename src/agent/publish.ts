@@ -17,10 +17,10 @@ export { isRefusal, JoinError, type JoinInfo } from "./publisher/join.ts";
  * Batches go as binary event batches (event-batch.ts, bodies as raw bytes) to a server that announces the
  * format in its "ready" message, and as JSON to an older one.
  *
- * A batch is acknowledged once stored. Binary batches are kept until then: when the connection goes (its node
- * died, the network broke) they are sent again, marked resent, first thing on the next connection to a server that
- * announces `acceptsResent` (it drops what it already stored, ADR 0023); to any other server, or when the publisher
- * stops first, they are counted as dropped.
+ * A batch is acknowledged once stored. To a server that announces `acceptsResent` (it drops what it already stored,
+ * ADR 0023), binary batches are kept until then (up to maxUnackedBytes): when the connection goes (its node died, the
+ * network broke) they are sent again, marked resent, first thing on the next connection to such a server; to any
+ * other server, beyond the bound, or when the publisher stops first, they are counted as dropped.
  */
 export type PublisherOptions = {
   endpoint: string;
@@ -39,7 +39,10 @@ export type PublisherOptions = {
   batchIntervalMs?: number;
   /** Bytes the socket may hold unsent before we stop writing (the server is slow). */
   maxBufferedBytes?: number;
-  /** Bytes of batches sent and not yet acknowledged (kept to be sent again) before we stop writing more. */
+  /**
+   * Bytes of batches sent and not yet acknowledged that are kept to be sent again if the connection goes; batches
+   * sent beyond it are not kept (counted dropped if their connection goes unanswered). Sending is not held up.
+   */
   maxUnackedBytes?: number;
   reconnectMinMs?: number;
   reconnectMaxMs?: number;
@@ -94,7 +97,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
   const batchMaxBytes = options.batchMaxBytes ?? 1024 * 1024;
   const batchIntervalMs = options.batchIntervalMs ?? 50;
   const maxBufferedBytes = options.maxBufferedBytes ?? 8 * 1024 * 1024;
-  const maxUnackedBytes = options.maxUnackedBytes ?? 128 * 1024 * 1024;
+  const maxUnackedBytes = options.maxUnackedBytes ?? 64 * 1024 * 1024;
 
   const queue = new BatchQueue<Queued>(options.maxQueue ?? 10_000, options.maxQueuedBytes ?? 256 * 1024 * 1024, (item) =>
     isEncoded(item) ? item.frame.byteLength : estimateBytes(item),
@@ -110,6 +113,8 @@ export function createPublisher(options: PublisherOptions): Publisher {
   let pingTimer: ReturnType<typeof setInterval> | null = null;
   let maxMessageBytes = 4 * 1024 * 1024;
   let isBinary = false;
+  /** The server drops what it already stored of a resent batch: batches are kept to be sent again. */
+  let acceptsResent = false;
   let hasConnectedOnce = false;
   let drainWaiters: Array<() => void> = [];
   /** Binary batches sent and not yet answered, by seq: what is sent again after a reconnect. */
@@ -125,9 +130,10 @@ export function createPublisher(options: PublisherOptions): Publisher {
     onReady(ready, isReconnect) {
       maxMessageBytes = ready.maxMessageBytes;
       isBinary = ready.formats?.includes(EVENT_BATCH_FORMAT) === true;
+      acceptsResent = isBinary && ready.acceptsResent === true;
       if (isReconnect) notice("reconnected", "reconnected to the Tapscope server");
       hasConnectedOnce = true;
-      if (isResendDue) resend(ready.acceptsResent === true && isBinary);
+      if (isResendDue) resend(acceptsResent);
       pump();
     },
     onMessage,
@@ -241,7 +247,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
       batchTimer = null;
     }
     const ws = connection.readySocket;
-    while (ws && queue.length > 0 && ws.bufferedAmount < maxBufferedBytes && unackedBytes < maxUnackedBytes) {
+    while (ws && queue.length > 0 && ws.bufferedAmount < maxBufferedBytes) {
       // An encoded batch goes alone; events queued here are batched together.
       const batch = queue.take(
         batchMaxEvents,
@@ -272,11 +278,13 @@ export function createPublisher(options: PublisherOptions): Publisher {
       return;
     }
     counters.dispatched(n, events.length);
-    if (isBinary) keep(n, message);
+    keep(n, message);
     socket.send(message);
   }
 
+  /** Keeps a sent batch until it is answered, to send again if the connection goes first (within the bound). */
   function keep(seq: number, frame: Uint8Array): void {
+    if (!acceptsResent || unackedBytes + frame.byteLength > maxUnackedBytes) return;
     unacked.set(seq, frame);
     unackedBytes += frame.byteLength;
   }
