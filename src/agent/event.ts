@@ -368,7 +368,7 @@ function eventHeaders(
   const memo = ctx.headerMemo;
   let out: Array<[string, string]> | null = null;
   for (let i = 0; i < n; i++) {
-    const [name, value] = headers[i]!;
+    const [name, value] = headers[i] as [string, string];
     const keptName = name.length > maxHeaderNameChars ? cutText(name, maxHeaderNameChars) : name;
     let kept: string;
     if (value.length < memo.minLength) kept = redactHeader(keptName, value, ctx.redact);
