@@ -3,7 +3,7 @@ import type { Db } from "#db/client.ts";
 import { GrantedSockets } from "~/engines/access/granted-sockets.ts";
 import type { Broker } from "~/engines/cluster/broker.ts";
 import { ClusterNode } from "~/engines/cluster/cluster-node.ts";
-import { Ingest } from "~/engines/ingest/ingest.ts";
+import { Ingest, type StoredIds } from "~/engines/ingest/ingest.ts";
 import { EventSinks } from "~/engines/ingest/sinks.ts";
 import { ClientLimits } from "~/engines/limits/client-limits.ts";
 import { EventLogBudget } from "~/engines/limits/event-log-budget.ts";
@@ -18,6 +18,7 @@ import { findRevokedGrants } from "~/services/access/grants.ts";
 import { createStripe } from "~/services/billing/stripe-client.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { trimEventLog } from "~/services/telemetry/trim-event-log.ts";
+import { linkStoreId } from "~/store/table.ts";
 import type { EventStore } from "~/store/types.ts";
 
 export type RuntimeInput = {
@@ -91,9 +92,17 @@ export function createRuntime(input: RuntimeInput): Runtime {
   const sinks = new EventSinks();
   const hub = new LiveHub({ totalHistoryBytes: memoryShares(config.memoryLimitBytes).liveHistoryBytes });
   sinks.add(hub);
-  const ingest = new Ingest(sinks, { rateLimit: config.ingestRateLimit });
   // Which orgs a self-hosted worker serves (worker_orgs), so no node stores theirs while it is away.
   const workers = new WorkerRegistry({ db, local: store, now, statePath: join(config.dataDir, "worker-orgs.json") });
+  // A publisher sends again what was unanswered when its connection went (its node died): the store, shared by every
+  // node, says which of those events are already in (ADR 0025). Links are stored only by a cluster.
+  const storedIds: StoredIds | undefined = store
+    ? (target, ids, fromMicros, toMicros) => {
+        const ns = target.namespaceId ?? (broker && target.linkId ? linkStoreId(target.linkId) : null);
+        return ns ? workers.storedEventIds(ns, ids, fromMicros, toMicros) : Promise.resolve(new Set());
+      }
+    : undefined;
+  const ingest = new Ingest(sinks, { rateLimit: config.ingestRateLimit, storedIds });
   const attached = store ? attachStore({ config, db, store: workers.route(), sinks, now, storeLinks: input.broker !== undefined }) : null;
   // In a cluster an org's publishers are one set in Redis, so a place is taken atomically whichever node is asked.
   const orgPublishers = new OrgPublishers({

@@ -3,14 +3,17 @@ import { hostname } from "node:os";
 import { basename } from "node:path";
 import type { HostEnvironment } from "~/lib/env.ts";
 import type { CapturedEvent, TracedEvent } from "~/lib/protocol/event.ts";
+import { cutText, publishLimits } from "~/lib/protocol/publish.ts";
+import type { TokenBucket } from "~/lib/rate-limit.ts";
 import { type BodySample, decodeBody } from "./parse/body.ts";
 import type { Exchange } from "./parse/exchange.ts";
 import { describeGrpcBody, isGrpc } from "./parse/grpc.ts";
 import {
+  type HeaderValueMemo,
   multipartBoundary,
   type RedactMode,
   redactCommandLine,
-  redactHeaders,
+  redactHeader,
   redactJsonText,
   redactMultipart,
   redactQuery,
@@ -123,7 +126,33 @@ export type EventContext = {
   service: string | undefined;
   redact: RedactMode;
   payloadLimit: number;
+  /** Long header values already redacted: one per tracer. */
+  headerMemo: HeaderValueMemo;
+  /**
+   * Milliseconds the tracer may spend decoding bodies (gzip, deflate, br, gRPC): one per tracer. Output caps bound
+   * what a body decodes to, not what decoding it costs (a brotli stream of a hundred bytes may ask for a 16 MiB
+   * window, about 30 ms); once spent, bodies stay as sent until it refills.
+   */
+  decodeBudget: TokenBucket;
 };
+
+/** What decodeBudget refills: a tenth of a core, with up to 200 ms at once. */
+export const DECODE_BUDGET = { ratePerSecond: 100, burst: 200 } as const;
+
+const spent: unique symbol = Symbol("decoding budget spent");
+
+/** Runs `decode` if the budget has time left, charging what it took; `spent` when it has none. */
+function withinDecodeBudget<T>(ctx: EventContext, decode: () => T): T | typeof spent {
+  const started = performance.now();
+  if (ctx.decodeBudget.available(started) <= 0) return spent;
+  try {
+    return decode();
+  } finally {
+    ctx.decodeBudget.spend(performance.now() - started);
+  }
+}
+
+const budgetSpent = "the tracer's time for decoding bodies is spent for now";
 
 function baseEvent(conn: ConnectionInfo, proc: ProcessInfo, ctx: EventContext): CapturedEvent {
   return {
@@ -205,7 +234,7 @@ export function buildHttpEvent(ex: Exchange, conn: ConnectionInfo, proc: Process
   e.http_req_content_encoding = req.contentEncoding;
   e.http_req_content_length = req.contentLength;
   e.http_req_body_size_bytes_wire = ex.requestBodyWire;
-  e.http_req_headers = redactHeaders(withTrailers(req.headers, ex.requestTrailers), ctx.redact);
+  e.http_req_headers = eventHeaders(withTrailers(req.headers, ex.requestTrailers), ctx, e.tags, "req");
   const reqBody = encodeBody(ex.requestBody, req.contentEncoding, ctx, e.tags, "req");
   e.http_req_body = redactBody(reqBody, req.contentType, ctx.redact);
   e.http_req_body_truncated = isTruncated(ex.requestBody, ex.requestBodyWire);
@@ -217,7 +246,7 @@ export function buildHttpEvent(ex: Exchange, conn: ConnectionInfo, proc: Process
     e.http_resp_content_encoding = resp.contentEncoding;
     e.http_resp_content_length = resp.contentLength;
     e.http_resp_body_size_bytes_wire = ex.responseBodyWire;
-    e.http_resp_headers = redactHeaders(withTrailers(resp.headers, ex.responseTrailers), ctx.redact);
+    e.http_resp_headers = eventHeaders(withTrailers(resp.headers, ex.responseTrailers), ctx, e.tags, "resp");
     e.http_resp_body = redactBody(encodeBody(ex.responseBody, resp.contentEncoding, ctx, e.tags, "resp"), resp.contentType, ctx.redact);
     e.http_resp_body_truncated = isTruncated(ex.responseBody, ex.responseBodyWire);
     e.bytes_received = resp.headBytes + ex.responseBodyWire;
@@ -241,11 +270,12 @@ export function buildHttpEvent(ex: Exchange, conn: ConnectionInfo, proc: Process
     if (conn.tls.alpn) e.tags.tls_alpn = conn.tls.alpn;
     if (isOutbound && ex.isFirstOnConnection) e.timing_tls = span(conn.tls.handshakeStartedAt, conn.tls.handshakeDoneAt);
   }
-  if (isGrpc(req.contentType) || (resp && isGrpc(resp.contentType))) addGrpcTags(e.tags, ex);
+  if (isGrpc(req.contentType) || (resp && isGrpc(resp.contentType))) addGrpcTags(e.tags, ex, ctx);
   if (ex.interimStatuses.length > 0) e.tags.interim_statuses = ex.interimStatuses.join(",");
   if (ex.incompleteReason) e.tags.incomplete = ex.incompleteReason;
   if (ex.tunnelClosedAt !== undefined) e.tags.tunnel = "closed";
   if (conn.tunnel) e.tags.proxy = conn.tunnel.proxyAddr;
+  if (ex.ambiguousFraming) e.tags.ambiguous_framing = ex.ambiguousFraming;
   if (resp?.status === 101 && resp.upgrade) e.tags.upgrade = resp.upgrade.toLowerCase();
   return e;
 }
@@ -266,19 +296,23 @@ function grpcMessageText(raw: string): string {
 }
 
 /** gRPC status (trailers, or headers of a trailers-only answer) and the messages decoded without a schema. */
-function addGrpcTags(tags: Record<string, string>, ex: Exchange): void {
+function addGrpcTags(tags: Record<string, string>, ex: Exchange, ctx: EventContext): void {
   const resp = ex.response;
   const status = headerOf(ex.responseTrailers, "grpc-status") || headerOf(resp?.headers, "grpc-status");
   if (status) tags.grpc_status = status;
   const message = headerOf(ex.responseTrailers, "grpc-message") || headerOf(resp?.headers, "grpc-message");
   if (message) tags.grpc_message = grpcMessageText(message).slice(0, 500);
-  if (ex.requestBody && ex.requestBody.length > 0) {
-    const text = describeGrpcBody(ex.requestBody.bytes(), headerOf(ex.request.headers, "grpc-encoding"));
-    if (text) tags.req_grpc = text;
+  const reqBody = ex.requestBody;
+  if (reqBody && reqBody.length > 0) {
+    const text = withinDecodeBudget(ctx, () => describeGrpcBody(reqBody.bytes(), headerOf(ex.request.headers, "grpc-encoding")));
+    if (text === spent) tags.req_grpc = `<${budgetSpent}>`;
+    else if (text) tags.req_grpc = text;
   }
-  if (resp && ex.responseBody && ex.responseBody.length > 0) {
-    const text = describeGrpcBody(ex.responseBody.bytes(), headerOf(resp.headers, "grpc-encoding"));
-    if (text) tags.resp_grpc = text;
+  const respBody = ex.responseBody;
+  if (resp && respBody && respBody.length > 0) {
+    const text = withinDecodeBudget(ctx, () => describeGrpcBody(respBody.bytes(), headerOf(resp.headers, "grpc-encoding")));
+    if (text === spent) tags.resp_grpc = `<${budgetSpent}>`;
+    else if (text) tags.resp_grpc = text;
   }
 }
 
@@ -319,6 +353,44 @@ export function buildTcpEvent(sum: ConnectionSummary, conn: ConnectionInfo, proc
   return e;
 }
 
+const { maxHeaderCount, maxHeaderNameChars, maxHeaderValueChars } = publishLimits;
+
+/**
+ * Headers as the server keeps them (the same count and sizes, the same cut), redacted. Cut before redacting, so
+ * the work per event is bounded by what is kept; long values go through the memo. The same array when nothing
+ * changes (most requests). Headers beyond the count are dropped and the event says how many.
+ */
+function eventHeaders(
+  headers: Array<[string, string]>,
+  ctx: EventContext,
+  tags: Record<string, string>,
+  side: "req" | "resp",
+): Array<[string, string]> {
+  const n = Math.min(headers.length, maxHeaderCount);
+  if (n < headers.length) tags[`${side}_headers_dropped`] = String(headers.length - n);
+  const memo = ctx.headerMemo;
+  let out: Array<[string, string]> | null = null;
+  for (let i = 0; i < n; i++) {
+    const [name, value] = headers[i] as [string, string];
+    const keptName = name.length > maxHeaderNameChars ? cutText(name, maxHeaderNameChars) : name;
+    let kept: string;
+    if (value.length < memo.minLength) kept = redactHeader(keptName, value, ctx.redact);
+    else {
+      kept =
+        memo.get(keptName, value) ??
+        memo.set(
+          keptName,
+          value,
+          redactHeader(keptName, value.length > maxHeaderValueChars ? cutText(value, maxHeaderValueChars) : value, ctx.redact),
+        );
+    }
+    if (kept === value && keptName === name) continue;
+    out ??= headers.slice(0, n);
+    out[i] = [keptName, kept];
+  }
+  return out ?? (n < headers.length ? headers.slice(0, n) : headers);
+}
+
 function withTrailers(headers: Array<[string, string]>, trailers: Array<[string, string]> | null): Array<[string, string]> {
   if (!trailers || trailers.length === 0) return headers;
   // Trailers are marked so the detail view can show them apart (gRPC status lives there).
@@ -344,8 +416,11 @@ function encodeBody(
   const raw = sample.bytes();
   if (contentEncoding && !sample.isTruncated) {
     // Decoded text may exceed the sample (compression), within what the server keeps per body (1 MiB).
-    const decoded = decodeBody(raw, contentEncoding, Math.max(ctx.payloadLimit, Math.min(ctx.payloadLimit * 4, 1 << 20)));
-    if (decoded) {
+    const maxOutput = Math.max(ctx.payloadLimit, Math.min(ctx.payloadLimit * 4, 1 << 20));
+    const decoded = withinDecodeBudget(ctx, () => decodeBody(raw, contentEncoding, maxOutput));
+    if (decoded === spent) tags[`${side}_body_not_decoded`] = budgetSpent;
+    else if (decoded && "notDecoded" in decoded) tags[`${side}_body_not_decoded`] = decoded.notDecoded;
+    else if (decoded) {
       tags[`${side}_body_decoded`] = decoded.decodedFrom;
       return decoded.bytes;
     }

@@ -1,5 +1,5 @@
 import { type CapturedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
-import { EVENT_BATCH_FORMAT, encodeEventBatch, setEventBatchSeq } from "~/lib/protocol/event-batch.ts";
+import { EVENT_BATCH_FORMAT, encodeEventBatch, setEventBatchResent, setEventBatchSeq } from "~/lib/protocol/event-batch.ts";
 import type { PublishServerMessage } from "~/lib/protocol/publish.ts";
 import { Backoff } from "./publisher/backoff.ts";
 import { BatchQueue } from "./publisher/batch-queue.ts";
@@ -16,6 +16,11 @@ export { isRefusal, JoinError, type JoinInfo } from "./publisher/join.ts";
  * never waits: when the server is slow or away, events are dropped and counted, never the program slowed.
  * Batches go as binary event batches (event-batch.ts, bodies as raw bytes) to a server that announces the
  * format in its "ready" message, and as JSON to an older one.
+ *
+ * A batch is acknowledged once stored. To a server that announces `acceptsResent` (it drops what it already stored,
+ * ADR 0025), binary batches are kept until then (up to maxUnackedBytes): when the connection goes (its node died, the
+ * network broke) they are sent again, marked resent, first thing on the next connection to such a server; to any
+ * other server, beyond the bound, or when the publisher stops first, they are counted as dropped.
  */
 export type PublisherOptions = {
   endpoint: string;
@@ -34,6 +39,11 @@ export type PublisherOptions = {
   batchIntervalMs?: number;
   /** Bytes the socket may hold unsent before we stop writing (the server is slow). */
   maxBufferedBytes?: number;
+  /**
+   * Bytes of batches sent and not yet acknowledged that are kept to be sent again if the connection goes; batches
+   * sent beyond it are not kept (counted dropped if their connection goes unanswered). Sending is not held up.
+   */
+  maxUnackedBytes?: number;
   reconnectMinMs?: number;
   reconnectMaxMs?: number;
   /** Something the user should know: events refused or rate-limited, connection lost or back. Rate-limited to one per kind per 5 s. */
@@ -87,6 +97,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
   const batchMaxBytes = options.batchMaxBytes ?? 1024 * 1024;
   const batchIntervalMs = options.batchIntervalMs ?? 50;
   const maxBufferedBytes = options.maxBufferedBytes ?? 8 * 1024 * 1024;
+  const maxUnackedBytes = options.maxUnackedBytes ?? 64 * 1024 * 1024;
 
   const queue = new BatchQueue<Queued>(options.maxQueue ?? 10_000, options.maxQueuedBytes ?? 256 * 1024 * 1024, (item) =>
     isEncoded(item) ? item.frame.byteLength : estimateBytes(item),
@@ -102,8 +113,15 @@ export function createPublisher(options: PublisherOptions): Publisher {
   let pingTimer: ReturnType<typeof setInterval> | null = null;
   let maxMessageBytes = 4 * 1024 * 1024;
   let isBinary = false;
+  /** The server drops what it already stored of a resent batch: batches are kept to be sent again. */
+  let acceptsResent = false;
   let hasConnectedOnce = false;
   let drainWaiters: Array<() => void> = [];
+  /** Binary batches sent and not yet answered, by seq: what is sent again after a reconnect. */
+  const unacked = new Map<number, Uint8Array>();
+  let unackedBytes = 0;
+  /** After a lost connection: whether the unanswered batches go again on the next one. */
+  let isResendDue = false;
   const lastNotice = new Map<NoticeKind, number>();
 
   const connection = new PublisherConnection(options, backoff, {
@@ -112,14 +130,18 @@ export function createPublisher(options: PublisherOptions): Publisher {
     onReady(ready, isReconnect) {
       maxMessageBytes = ready.maxMessageBytes;
       isBinary = ready.formats?.includes(EVENT_BATCH_FORMAT) === true;
+      acceptsResent = isBinary && ready.acceptsResent === true;
       if (isReconnect) notice("reconnected", "reconnected to the Tapscope server");
       hasConnectedOnce = true;
+      if (isResendDue) resend(acceptsResent);
       pump();
     },
     onMessage,
     onGone() {
-      // Batches without an answer may or may not have arrived: counted as dropped, never resent twice.
-      counters.lostInFlight();
+      // Batches without an answer may or may not have arrived (or been stored): binary ones go again on the next
+      // connection, marked so the server drops what it has; the others (JSON, to an older server) are counted dropped.
+      for (const seq of counters.unansweredSeqs()) if (!unacked.has(seq)) counters.lostBatch(seq);
+      isResendDue = unacked.size > 0;
       wakeDrainWaiters();
       if (isStopped || isClosing) return;
       if (hasConnectedOnce)
@@ -145,9 +167,34 @@ export function createPublisher(options: PublisherOptions): Publisher {
     }
   }
 
+  /** Sends the batches left unanswered by the lost connection again, or gives them up. */
+  function resend(isAccepted: boolean): void {
+    isResendDue = false;
+    const ws = connection.readySocket;
+    for (const seq of counters.unansweredSeqs()) {
+      const frame = unacked.get(seq);
+      if (!isAccepted || !ws || !frame) {
+        answered(seq);
+        counters.lostBatch(seq);
+        continue;
+      }
+      setEventBatchResent(frame);
+      ws.send(frame);
+    }
+  }
+
+  /** Batch `seq` was answered (or given up): it will not be sent again. */
+  function answered(seq: number): void {
+    const frame = unacked.get(seq);
+    if (!frame) return;
+    unacked.delete(seq);
+    unackedBytes -= frame.byteLength;
+  }
+
   function onMessage(msg: Exclude<PublishServerMessage, { type: "ready" }>): void {
     switch (msg.type) {
       case "ack": {
+        answered(msg.seq);
         counters.acked(msg);
         if (msg.rateLimited > 0) notice("rate-limited", `the server's rate limit dropped ${msg.rateLimited} events`);
         if (msg.storeDropped) notice("store-dropped", `the server could not store ${msg.storeDropped} events (shown live only)`);
@@ -156,7 +203,10 @@ export function createPublisher(options: PublisherOptions): Publisher {
         break;
       }
       case "error": {
-        if (msg.seq !== null) counters.refusedBatch(msg.seq);
+        if (msg.seq !== null) {
+          answered(msg.seq);
+          counters.refusedBatch(msg.seq);
+        }
         notice("refused", `the server refused a message: ${msg.message}`);
         pump();
         break;
@@ -174,7 +224,9 @@ export function createPublisher(options: PublisherOptions): Publisher {
     isStopped = true;
     counters.dropped += queue.clear() + encodedExtra;
     encodedExtra = 0;
-    if (connection.hasSocket) counters.lostInFlight();
+    counters.lostInFlight();
+    unacked.clear();
+    unackedBytes = 0;
     connection.close();
     if (batchTimer) clearTimeout(batchTimer);
     if (pingTimer) clearInterval(pingTimer);
@@ -226,7 +278,15 @@ export function createPublisher(options: PublisherOptions): Publisher {
       return;
     }
     counters.dispatched(n, events.length);
+    keep(n, message);
     socket.send(message);
+  }
+
+  /** Keeps a sent batch until it is answered, to send again if the connection goes first (within the bound). */
+  function keep(seq: number, frame: Uint8Array): void {
+    if (!acceptsResent || unackedBytes + frame.byteLength > maxUnackedBytes) return;
+    unacked.set(seq, frame);
+    unackedBytes += frame.byteLength;
   }
 
   function sendEncodedBatch(socket: WebSocket, { frame, count }: EncodedEvents): void {
@@ -243,6 +303,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
     const n = ++seq;
     setEventBatchSeq(frame, n);
     counters.dispatched(n, count);
+    keep(n, frame);
     socket.send(frame);
   }
 

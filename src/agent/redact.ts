@@ -127,21 +127,53 @@ export function redactHeaderValue(name: string, value: string, mode: RedactMode)
 /** Headers whose value is a URL: its query is redacted like a request's (an OAuth redirect carries ?code=...). */
 const urlHeaders = new Set(["location", "content-location", "referer", "trailer:location"]);
 
+/** One header's value as it may leave the machine: the same string when nothing in it is secret. */
+export function redactHeader(name: string, value: string, mode: RedactMode): string {
+  if (mode === "keep") return value;
+  if (isSensitiveHeader(name)) return redactHeaderValue(name, value, mode);
+  if (urlHeaders.has(name.toLowerCase())) return redactTarget(value, mode);
+  return value;
+}
+
 /** The same array when nothing is sensitive (most requests): no copy per request. */
 export function redactHeaders(headers: Array<[string, string]>, mode: RedactMode): Array<[string, string]> {
   if (mode === "keep") return headers;
   let out: Array<[string, string]> | null = null;
   for (let i = 0; i < headers.length; i++) {
     const [name, value] = headers[i]!;
-    let redacted: string;
-    if (isSensitiveHeader(name)) redacted = redactHeaderValue(name, value, mode);
-    else if (urlHeaders.has(name.toLowerCase())) redacted = redactTarget(value, mode);
-    else continue;
+    const redacted = redactHeader(name, value, mode);
     if (redacted === value) continue;
     out ??= headers.slice();
     out[i] = [name, redacted];
   }
   return out ?? headers;
+}
+
+/**
+ * What long header values became (cut and redacted), by value. HTTP/2 sends a header repeated on every request as
+ * a reference to one decoded string, so with this a large value costs its redaction once, not once per request
+ * (looking a string up hashes it once; the engine keeps the hash with the string). Bounded: cleared when full.
+ */
+export class HeaderValueMemo {
+  private readonly byValue = new Map<string, { name: string; kept: string }>();
+
+  constructor(
+    /** Shorter values are cheaper to redact than to look up. */
+    readonly minLength = 1024,
+    private readonly maxEntries = 256,
+  ) {}
+
+  /** What `value` under `name` became, or undefined. */
+  get(name: string, value: string): string | undefined {
+    const found = this.byValue.get(value);
+    return found && found.name === name ? found.kept : undefined;
+  }
+
+  set(name: string, value: string, kept: string): string {
+    if (this.byValue.size >= this.maxEntries) this.byValue.clear();
+    this.byValue.set(value, { name, kept });
+    return kept;
+  }
 }
 
 function redactCookiePairs(value: string, joiner: string, mode: RedactMode): string {

@@ -1,9 +1,11 @@
 import { randomUUID } from "node:crypto";
 import type { CapturedEvent } from "~/lib/protocol/event.ts";
+import { TokenBucket } from "~/lib/rate-limit.ts";
 import { BoundedQueue } from "./bounded-queue.ts";
 import {
   buildHttpEvent,
   buildTcpEvent,
+  DECODE_BUDGET,
   type EventContext,
   type HostMetadata,
   ProcessCache,
@@ -11,7 +13,7 @@ import {
   readProcessInfo,
 } from "./event.ts";
 import type { Exchange } from "./parse/exchange.ts";
-import type { RedactMode } from "./redact.ts";
+import { HeaderValueMemo, type RedactMode } from "./redact.ts";
 import type { ConnectionInfo, ConnectionObserver, ConnectionTap } from "./relay/observer.ts";
 import { ParentTracker } from "./tracer/parent-tracker.ts";
 import { emptyTracerStats, type TracerStats } from "./tracer/stats.ts";
@@ -57,6 +59,8 @@ export function createTracer(options: TracerOptions): Tracer {
     service: options.service,
     redact: options.redact ?? "redact",
     payloadLimit: Math.max(0, options.payloadLimit ?? DEFAULT_PAYLOAD_LIMIT),
+    headerMemo: new HeaderValueMemo(),
+    decodeBudget: new TokenBucket(DECODE_BUDGET, performance.now()),
   };
   const processes = new ProcessCache(options.processInfo ?? ((pid) => readProcessInfo(pid, "/proc", ctx.redact)));
   const stats = emptyTracerStats();

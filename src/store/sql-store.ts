@@ -282,6 +282,24 @@ export class SqlEventStore implements EventStore {
     return rows.map(rowToEvent);
   }
 
+  /**
+   * Not behind the namespace's query gate: a publisher's resent message waits on it, and a namespace busy with
+   * queries must not make ingest store twice. Bounded all the same: the ids of one message, one time range.
+   */
+  async storedEventIds(namespaceId: string, eventIds: readonly string[], fromMicros: number, toMicros: number): Promise<Set<string>> {
+    if (eventIds.length > maxRowLimit || !eventIds.every(isUuid) || !Number.isFinite(fromMicros) || !Number.isFinite(toMicros)) {
+      throw new AppError("BAD_REQUEST", "invalid event ids or range");
+    }
+    if (eventIds.length === 0 || !(await this.hasTable(namespaceId))) return new Set();
+    const d = this.engine.dialect;
+    const rows = await this.select(
+      namespaceId,
+      randomUUID(),
+      `SELECT event_id FROM ${tableName(namespaceId)} WHERE time >= ${d.literal(Math.floor(fromMicros))} AND time <= ${d.literal(Math.ceil(toMicros))} AND event_id IN (${eventIds.map((id) => d.literal(id)).join(", ")})`,
+    );
+    return new Set(rows.map((r) => String(r.event_id)));
+  }
+
   async getEvent(namespaceId: string, eventId: string): Promise<EventDetail | null> {
     const table = tableName(namespaceId);
     if (!isUuid(eventId)) throw new AppError("BAD_REQUEST", "invalid event id");

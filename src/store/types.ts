@@ -27,6 +27,11 @@ export type EventStore = {
    * the scan; missing ids are skipped, order not defined.
    */
   getEvents(namespaceId: string, eventIds: readonly string[], range?: TimestampFilter): Promise<TracedEvent[]>;
+  /**
+   * Which of up to 10000 event ids the namespace holds, among events timed from `fromMicros` to `toMicros` (both
+   * included): how a publisher's resent events are told apart from ones already stored.
+   */
+  storedEventIds?(namespaceId: string, eventIds: readonly string[], fromMicros: number, toMicros: number): Promise<Set<string>>;
   /** Removes events whose time (microseconds) is before cutoffMicros. */
   deleteOlderThan(namespaceId: string, cutoffMicros: number): Promise<void>;
   /**

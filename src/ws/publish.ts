@@ -1,7 +1,7 @@
 import type { ServerWebSocket } from "bun";
 import { Elysia, t } from "elysia";
 import type { GrantedSockets } from "~/engines/access/granted-sockets.ts";
-import type { Ingest } from "~/engines/ingest/ingest.ts";
+import type { Ingest, ResendLookups } from "~/engines/ingest/ingest.ts";
 import type { EventTarget } from "~/engines/ingest/sinks.ts";
 import type { OrgPublishers } from "~/engines/limits/org-publishers.ts";
 import { AppError } from "~/lib/errors.ts";
@@ -40,7 +40,10 @@ export function publishSocket({
   /** Each org's publishers: a place under the plan's containers limit is taken at the upgrade (the containers limit). */
   orgPublishers?: OrgPublishers;
 }) {
-  const targets = new WeakMap<object, { target: EventTarget; claims: PublishTicketClaims; unregister: () => void; slot: string | null }>();
+  const targets = new WeakMap<
+    object,
+    { target: EventTarget; claims: PublishTicketClaims; unregister: () => void; slot: string | null; resends: ResendLookups }
+  >();
 
   const send = (ws: ServerWebSocket<unknown>, message: PublishServerMessage) => ws.sendText(JSON.stringify(message));
   const isExpired = (claims: PublishTicketClaims) => claims.linkExpiresAt !== null && claims.linkExpiresAt <= ctx.now().getTime();
@@ -56,7 +59,8 @@ export function publishSocket({
     let received: ReturnType<Ingest["receive"]>;
     try {
       const { orgId, orgRateLimit } = entry.claims;
-      received = ingest.receive(entry.target, frame, orgId && orgRateLimit ? { orgId, ratePerSecond: orgRateLimit } : undefined);
+      const orgLimit = orgId && orgRateLimit ? { orgId, ratePerSecond: orgRateLimit } : undefined;
+      received = ingest.receive(entry.target, frame, orgLimit, entry.resends);
     } catch (err) {
       log.error("publish message failed", { err });
       received = { reply: { type: "error", seq: null, code: "malformed", message: "message could not be processed" }, stored: null };
@@ -88,7 +92,7 @@ export function publishSocket({
         const target: EventTarget = { namespaceId: claims.namespaceId, linkId: claims.linkId };
         const unregister = sockets.register(claims.grants, { close: (code, reason) => raw.close(code, reason) });
         const slot = claims.orgId && orgPublishers ? orgPublishers.connected(claims.orgId, publishSlot ?? undefined) : null;
-        targets.set(raw, { target, claims, unregister, slot });
+        targets.set(raw, { target, claims, unregister, slot, resends: ingest.resendLookups() });
         send(raw, {
           type: "ready",
           namespaceId: claims.namespaceId,
@@ -96,6 +100,7 @@ export function publishSocket({
           maxMessageBytes: publishLimits.maxMessageBytes,
           maxEventsPerMessage: publishLimits.maxEventsPerMessage,
           formats: [EVENT_BATCH_FORMAT],
+          ...(ingest.acceptsResent ? { acceptsResent: true } : {}),
         });
         presence?.publisherConnected(target);
         if (claims.orgId) {

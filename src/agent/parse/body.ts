@@ -80,11 +80,18 @@ function isWorthAView(chunk: Uint8Array, kept: number): boolean {
 export type DecodedBody = { bytes: Uint8Array; decodedFrom: string };
 
 /**
- * Undoes gzip, deflate and br (in the reverse order they were applied) for display. Returns null when
- * there is nothing to decode, the coding is unknown, the data is corrupt, or the result would exceed
- * `maxOutput` (a decompression bomb stays encoded).
+ * The most a compressed body may expand to, per byte received: text and JSON compress 5-20x, so 64x leaves room for
+ * the repetitive while a bomb (gzip reaches about 1000:1, brotli far more) costs the tracer no more than that.
  */
-export function decodeBody(bytes: Uint8Array, contentEncoding: string, maxOutput: number): DecodedBody | null {
+export const MAX_DECODED_RATIO = 64;
+
+/**
+ * Undoes gzip, deflate and br (in the reverse order they were applied) for display. Returns null when
+ * there is nothing to decode, the coding is unknown or the data is corrupt; `{ notDecoded }` when the result would
+ * exceed `maxOutput` or MAX_DECODED_RATIO times the input (a bomb stays encoded, and the decompressor stops there:
+ * the work is bounded by the bytes received, not by what they expand to).
+ */
+export function decodeBody(bytes: Uint8Array, contentEncoding: string, maxOutput: number): DecodedBody | { notDecoded: string } | null {
   if (!contentEncoding || bytes.length === 0) return null;
   const codings = contentEncoding
     .toLowerCase()
@@ -93,7 +100,8 @@ export function decodeBody(bytes: Uint8Array, contentEncoding: string, maxOutput
     .filter((c) => c !== "" && c !== "identity");
   if (codings.length === 0) return null;
   let data: Uint8Array = bytes;
-  const options = { maxOutputLength: Math.max(1, maxOutput) };
+  const byRatio = bytes.length * MAX_DECODED_RATIO;
+  const options = { maxOutputLength: Math.max(1, Math.min(maxOutput, byRatio)) };
   try {
     for (let i = codings.length - 1; i >= 0; i--) {
       const coding = codings[i];
@@ -102,18 +110,21 @@ export function decodeBody(bytes: Uint8Array, contentEncoding: string, maxOutput
       else if (coding === "deflate") data = inflateDeflate(data, options);
       else return null;
     }
-  } catch {
-    return null;
+  } catch (error) {
+    if (!isTooLarge(error)) return null;
+    return { notDecoded: byRatio <= maxOutput ? `expands over ${MAX_DECODED_RATIO} times its size` : `decodes to over ${maxOutput} bytes` };
   }
   return { bytes: data, decodedFrom: codings.join(", ") };
 }
+
+const isTooLarge = (error: unknown) => (error as { code?: string }).code === "ERR_BUFFER_TOO_LARGE" || error instanceof RangeError;
 
 function inflateDeflate(data: Uint8Array, options: { maxOutputLength: number }): Uint8Array {
   // "deflate" is meant to be zlib-wrapped; some servers send raw deflate.
   try {
     return inflateSync(data, options);
   } catch (error) {
-    if ((error as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") throw error;
+    if (isTooLarge(error)) throw error;
     return inflateRawSync(data, options);
   }
 }

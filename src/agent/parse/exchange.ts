@@ -30,4 +30,9 @@ export type Exchange = {
   incompleteReason: string;
   /** A CONNECT answered 2xx: when its tunnel closed (its duration runs to there); absent otherwise. */
   tunnelClosedAt?: number;
+  /**
+   * Set when a message's framing cannot be trusted (Content-Length and Transfer-Encoding together): which message,
+   * and why. Peers may split such a connection's bytes into messages differently from us.
+   */
+  ambiguousFraming?: string;
 };

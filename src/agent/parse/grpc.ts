@@ -1,4 +1,5 @@
 import { gunzipSync } from "node:zlib";
+import { MAX_DECODED_RATIO } from "./body.ts";
 
 /**
  * gRPC bodies for display without the schema: length-prefixed messages (compressed flag, gzip) and
@@ -6,17 +7,23 @@ import { gunzipSync } from "node:zlib";
  * Bounded: depth, output length and the input sample.
  */
 const MAX_DEPTH = 8;
+/** The largest decompressed message looked at. */
+const MAX_MESSAGE = 1 << 20;
 
 export function isGrpc(contentType: string): boolean {
   return contentType.toLowerCase().startsWith("application/grpc");
 }
 
-/** The messages of a gRPC body sample, decoded; "" when it is not one. */
+/**
+ * The messages of a gRPC body sample, decoded; "" when it is not one. The work is bounded by the sample, not by what
+ * it expands to: all compressed messages together inflate to at most MAX_DECODED_RATIO times the sample (a larger one
+ * is described by its size), and decoding stops once `maxChars` of text are written.
+ */
 export function describeGrpcBody(body: Uint8Array, encoding: string, maxChars = 1000): string {
   const parts: string[] = [];
+  const budget = { chars: maxChars, inflate: body.length * MAX_DECODED_RATIO };
   let p = 0;
-  let length = 0;
-  while (p + 5 <= body.length && length < maxChars) {
+  while (p + 5 <= body.length && budget.chars > 0) {
     const compressed = body[p]!;
     const size = ((body[p + 1]! << 24) >>> 0) + ((body[p + 2]! << 16) | (body[p + 3]! << 8) | body[p + 4]!);
     p += 5;
@@ -26,29 +33,42 @@ export function describeGrpcBody(body: Uint8Array, encoding: string, maxChars = 
     if (compressed === 1) {
       if (encoding !== "gzip" || isCut) {
         parts.push(`<${size} bytes, ${encoding || "compressed"}>`);
+        budget.chars -= 20;
         continue;
       }
       try {
-        message = gunzipSync(message, { maxOutputLength: 1 << 20 });
-      } catch {
-        parts.push(`<${size} bytes, undecodable>`);
+        message = gunzipSync(message, { maxOutputLength: Math.max(1, Math.min(MAX_MESSAGE, budget.inflate)) });
+        budget.inflate -= message.length;
+      } catch (error) {
+        parts.push(`<${size} bytes, ${(error as { code?: string }).code === "ERR_BUFFER_TOO_LARGE" ? "expands too far" : "undecodable"}>`);
+        budget.chars -= 20;
         continue;
       }
     } else if (compressed !== 0) {
       return "";
     }
-    const text = decodeMessage(message, 0) ?? `<${message.length} bytes>`;
+    const text = decodeMessage(message, 0, budget) ?? `<${message.length} bytes>`;
     parts.push(isCut ? `${text}…` : text);
-    length += text.length;
+    budget.chars -= text.length;
   }
   const out = parts.join(" ");
   return out.length > maxChars ? `${out.slice(0, maxChars - 1)}…` : out;
 }
 
-/** One protobuf message as `{field: value, ...}`; null when the bytes are not a well-formed message. */
-function decodeMessage(buf: Uint8Array, depth: number): string | null {
+type Budget = { chars: number };
+
+/**
+ * One protobuf message as `{field: value, ...}`; null when the bytes are not a well-formed message. Once the budget's
+ * characters are spent the rest of the message is not decoded (`…`).
+ */
+function decodeMessage(buf: Uint8Array, depth: number, budget: Budget): string | null {
   if (depth > MAX_DEPTH) return null;
   const fields: string[] = [];
+  let left = budget.chars;
+  const add = (text: string) => {
+    fields.push(text);
+    left -= text.length + 2;
+  };
   let p = 0;
   const varint = (): number | null => {
     let value = 0;
@@ -63,6 +83,10 @@ function decodeMessage(buf: Uint8Array, depth: number): string | null {
     return null;
   };
   while (p < buf.length) {
+    if (left <= 0) {
+      fields.push("…");
+      break;
+    }
     const key = varint();
     if (key === null) return null;
     const field = Math.floor(key / 8);
@@ -71,17 +95,17 @@ function decodeMessage(buf: Uint8Array, depth: number): string | null {
     if (wire === 0) {
       const v = varint();
       if (v === null) return null;
-      fields.push(`${field}: ${v}`);
+      add(`${field}: ${v}`);
     } else if (wire === 1 || wire === 5) {
       const n = wire === 1 ? 8 : 4;
       if (p + n > buf.length) return null;
       const view = new DataView(buf.buffer, buf.byteOffset + p, n);
-      fields.push(`${field}: ${wire === 1 ? view.getFloat64(0, true) : view.getUint32(0, true)}`);
+      add(`${field}: ${wire === 1 ? view.getFloat64(0, true) : view.getUint32(0, true)}`);
       p += n;
     } else if (wire === 2) {
       const len = varint();
       if (len === null || p + len > buf.length) return null;
-      fields.push(`${field}: ${describeBytes(buf.subarray(p, p + len), depth)}`);
+      add(`${field}: ${describeBytes(buf.subarray(p, p + len), depth, { chars: left })}`);
       p += len;
     } else {
       return null;
@@ -91,7 +115,7 @@ function decodeMessage(buf: Uint8Array, depth: number): string | null {
 }
 
 /** A length-delimited field: a nested message, a string, or bytes. */
-function describeBytes(bytes: Uint8Array, depth: number): string {
+function describeBytes(bytes: Uint8Array, depth: number, budget: Budget): string {
   if (bytes.length === 0) return '""';
   try {
     const text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
@@ -103,7 +127,7 @@ function describeBytes(bytes: Uint8Array, depth: number): string {
   } catch {
     // Not UTF-8.
   }
-  const nested = decodeMessage(bytes, depth + 1);
+  const nested = decodeMessage(bytes, depth + 1, budget);
   if (nested !== null) return nested;
   const hex = Buffer.from(bytes.subarray(0, 32)).toString("hex");
   return `0x${hex}${bytes.length > 32 ? "…" : ""}`;

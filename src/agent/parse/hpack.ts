@@ -136,21 +136,47 @@ function huffmanDecode(buf: Uint8Array, start: number, end: number): string {
   return out;
 }
 
-/** The largest dynamic table followed; peers rarely go past 64 KiB. */
-const MAX_TABLE_SIZE = 1024 * 1024;
+/**
+ * The largest dynamic table followed (each connection keeps one per direction); peers rarely go past 4 KiB, and an
+ * entry larger than a header list may hold could never be used.
+ */
+const MAX_TABLE_SIZE = 64 * 1024;
 
 /** Entries cost their name and value lengths plus 32 (RFC 7541 4.1). */
 const entrySize = (name: string, value: string) => name.length + value.length + 32;
 
+/**
+ * The most one header block may decode to, counted as RFC 9113's SETTINGS_MAX_HEADER_LIST_SIZE counts it (name
+ * and value lengths plus 32 per field): the HTTP/1 parser's bound on a head. A one-byte reference to a table
+ * entry expands to the whole entry, so without it a block of a few kilobytes decodes to gigabytes.
+ */
+export const MAX_HEADER_LIST_SIZE = 64 * 1024;
+/** Fields one header block may decode to. */
+export const MAX_HEADER_FIELDS = 1024;
+
 export class HpackDecoder {
-  /** Newest first. */
-  private readonly table: Array<[string, string]> = [];
+  /** Oldest first from `oldest`: adding and evicting cost the same however many entries the table holds. */
+  private table: Array<readonly [string, string]> = [];
+  private oldest = 0;
   private tableSize = 0;
   private maxSize = 4096;
+  /** The size of the last decoded header list (RFC 9113 6.5.2). */
+  listSize = 0;
 
-  /** Headers of one complete header block, in order. Throws HpackError on anything malformed. */
+  /**
+   * Headers of one complete header block, in order. Throws HpackError on anything malformed, and once the list
+   * passes MAX_HEADER_LIST_SIZE or MAX_HEADER_FIELDS (the rest of the block is not decoded: the work stays
+   * proportional to the bytes of the block, the table no longer follows the peer's).
+   */
   decode(block: Uint8Array): Array<[string, string]> {
     const headers: Array<[string, string]> = [];
+    let listSize = 0;
+    const emit = (name: string, value: string) => {
+      listSize += entrySize(name, value);
+      if (listSize > MAX_HEADER_LIST_SIZE) throw new HpackError(`header list over ${MAX_HEADER_LIST_SIZE / 1024} KiB decoded`);
+      if (headers.length >= MAX_HEADER_FIELDS) throw new HpackError(`header list over ${MAX_HEADER_FIELDS} fields`);
+      headers.push([name, value]);
+    };
     let p = 0;
     const readInt = (prefixBits: number): number => {
       const mask = (1 << prefixBits) - 1;
@@ -186,13 +212,14 @@ export class HpackDecoder {
       const b = block[p]!;
       if (b & 0x80) {
         // Indexed header field.
-        headers.push(this.entry(readInt(7)));
+        const [name, value] = this.entry(readInt(7));
+        emit(name, value);
       } else if (b & 0x40) {
         // Literal with incremental indexing.
         const index = readInt(6);
         const name = index === 0 ? readString() : this.entry(index)[0];
         const value = readString();
-        headers.push([name, value]);
+        emit(name, value);
         this.add(name, value);
       } else if (b & 0x20) {
         // Dynamic table size update. Bounded here too: a table we cannot follow fails decoding (passthrough).
@@ -202,35 +229,41 @@ export class HpackDecoder {
         // Literal without indexing (0000) or never indexed (0001).
         const index = readInt(4);
         const name = index === 0 ? readString() : this.entry(index)[0];
-        headers.push([name, readString()]);
+        emit(name, readString());
       }
     }
+    this.listSize = listSize;
     return headers;
   }
 
-  private entry(index: number): [string, string] {
+  private entry(index: number): readonly [string, string] {
     if (index === 0) throw new HpackError("index 0");
-    if (index <= staticTable.length) {
-      const e = staticTable[index - 1]!;
-      return [e[0], e[1]];
-    }
-    const e = this.table[index - staticTable.length - 1];
-    if (!e) throw new HpackError(`index ${index} beyond the table`);
-    return [e[0], e[1]];
+    if (index <= staticTable.length) return staticTable[index - 1]!;
+    const at = this.table.length - (index - staticTable.length);
+    if (at < this.oldest) throw new HpackError(`index ${index} beyond the table`);
+    return this.table[at]!;
   }
 
   private add(name: string, value: string): void {
     const size = entrySize(name, value);
     this.evict(size);
     if (size > this.maxSize) return;
-    this.table.unshift([name, value]);
+    this.table.push([name, value]);
     this.tableSize += size;
   }
 
   private evict(room: number): void {
-    while (this.table.length > 0 && this.tableSize + room > this.maxSize) {
-      const [name, value] = this.table.pop()!;
+    while (this.oldest < this.table.length && this.tableSize + room > this.maxSize) {
+      const [name, value] = this.table[this.oldest]!;
       this.tableSize -= entrySize(name, value);
+      this.oldest++;
+    }
+    if (this.oldest === this.table.length) {
+      this.table = [];
+      this.oldest = 0;
+    } else if (this.oldest > 1024 && this.oldest * 2 > this.table.length) {
+      this.table = this.table.slice(this.oldest);
+      this.oldest = 0;
     }
   }
 }

@@ -23,6 +23,14 @@ export type Http1SessionOptions = {
 const HOLDBACK_LIMIT = 64 * 1024;
 
 /**
+ * RFC 9112 6.1: a message with both Content-Length and Transfer-Encoding may be read by one peer by its length and by
+ * another by its chunks (request smuggling), so where the next message starts is unknown. Such a message is recorded
+ * with its answer and marked; nothing after it on the connection is parsed.
+ */
+const AMBIGUOUS = "Content-Length and Transfer-Encoding together (RFC 9112 6.1)";
+const hasAmbiguousFraming = (head: Http1Head) => head.contentLength >= 0 && head.transferEncoding !== "";
+
+/**
  * Pairs the two directions of one HTTP/1 connection into exchanges: keep-alive, pipelining (responses
  * answer requests in order), interim responses, HEAD, upgrades and CONNECT tunnels. Once the
  * connection stops being HTTP/1 (upgrade, tunnel) it is "opaque"; when the parsers cannot follow it,
@@ -46,6 +54,8 @@ export class Http1Session {
   private currentRequest: Exchange | null = null;
   private currentResponse: Exchange | null = null;
   private upgradeCandidate: Exchange | null = null;
+  /** A message whose framing cannot be trusted: the connection gives up once this exchange is recorded. */
+  private ambiguous: Exchange | null = null;
   private holdback: Uint8Array | null = null;
   private holdbackLength = 0;
   private holdbackAt = 0;
@@ -62,6 +72,8 @@ export class Http1Session {
   onData(fromClient: boolean, chunk: Uint8Array, at: number): void {
     if (this.state !== "http") return;
     if (fromClient) {
+      // The request side stopped at an ambiguous message: what follows may be its body or more requests.
+      if (this.ambiguous) return;
       if (this.upgradeCandidate) {
         this.hold(chunk, 0, chunk.length, at);
         return;
@@ -179,7 +191,7 @@ export class Http1Session {
 
   private requestHandler(): Http1Handler {
     return {
-      onHead: (head: Http1Head, startAt: number): ResponseFraming | undefined => {
+      onHead: (head: Http1Head, startAt: number, at: number): ResponseFraming | undefined => {
         const limit = this.options.payloadLimit;
         const ex: Exchange = {
           eventId: this.hooks.newEventId(),
@@ -203,10 +215,19 @@ export class Http1Session {
           incompleteReason: "",
         };
         this.exchangeCount++;
-        this.currentRequest = ex;
         this.pending.push(ex);
         this.hooks.onRequestStart(ex);
         if (this.pending.length > (this.options.maxPipelined ?? 1024)) this.fail("too many requests without a response");
+        if (hasAmbiguousFraming(head)) {
+          // Recorded without its body (its length is what is in doubt); its response is still the next one.
+          ex.requestBody = null;
+          ex.requestEndAt = at;
+          ex.isRequestDone = true;
+          ex.ambiguousFraming = `request: ${AMBIGUOUS}`;
+          this.ambiguous = ex;
+          return "tunnel";
+        }
+        this.currentRequest = ex;
         return undefined;
       },
       onBody: (chunk, start, end) => {
@@ -250,6 +271,12 @@ export class Http1Session {
         ex.response = head;
         ex.responseStartAt = startAt;
         this.currentResponse = ex;
+        if (hasAmbiguousFraming(head)) {
+          // Its body's end is in doubt: the exchange ends at the head, and the connection with it.
+          ex.ambiguousFraming ||= `response: ${AMBIGUOUS}`;
+          this.ambiguous = ex;
+          return "bodiless";
+        }
         const method = ex.request.method;
         const isSwitch = head.status === 101;
         const isTunnel = method === "CONNECT" && head.status >= 200 && head.status < 300;
@@ -290,6 +317,7 @@ export class Http1Session {
         ex.responseTrailers = trailers;
         ex.isResponseDone = true;
         this.maybeEmit(ex);
+        if (ex === this.ambiguous) this.fail(`ambiguous framing: ${ex.ambiguousFraming}`);
       },
     };
   }

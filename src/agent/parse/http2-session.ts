@@ -10,14 +10,29 @@ import type { Http1SessionHooks } from "./http1-session.ts";
  * (HEADERS + CONTINUATION) through one HPACK decoder per direction, streams paired into exchanges
  * with their DATA, trailers (gRPC status), RST_STREAM. Frame payloads other than DATA are gathered
  * (bounded); DATA is never copied beyond the kept sample.
+ *
+ * A client's preface alone proves nothing about the server: what the client sends is held (bounded) until the
+ * server's first frame is its SETTINGS, so a client cannot make the tracer record requests a server that does not
+ * speak HTTP/2 never handled. Header blocks are bounded twice: each decodes to at most a header list's bound
+ * (hpack.ts), and what a direction's blocks decode to in all may exceed the bytes it sent only by a fixed ratio,
+ * so the work of turning them into events stays proportional to the bytes received.
  */
 export type Http2SessionOptions = { payloadLimit: number; isOutbound: boolean; maxStreams?: number };
 
 const PREFACE_LENGTH = 24;
 const MAX_FRAME_GATHER = 1024 * 1024;
 const MAX_HEADER_BLOCK = 256 * 1024;
+/** What a client may send before the server's SETTINGS arrives (the initial flow-control window is 64 KiB). */
+const MAX_HELD_BEFORE_SETTINGS = 128 * 1024;
+/**
+ * Header list bytes (hpack.ts's measure) one direction's blocks may decode to: a start, then this many per byte the
+ * direction sent. HPACK legitimately compresses repeated headers well (a 4 KB cookie sent as a 2-byte reference
+ * on every request is about 110:1 with the rest of the request); a hostile peer gets no more than the ratio.
+ */
+const HEADER_EXPANSION_START = 256 * 1024;
+const HEADER_EXPANSION_RATIO = 256;
 
-const Type = { Data: 0, Headers: 1, RstStream: 3, PushPromise: 5, Continuation: 9 } as const;
+const Type = { Data: 0, Headers: 1, RstStream: 3, Settings: 4, PushPromise: 5, Continuation: 9 } as const;
 
 const END_STREAM = 0x1;
 const END_HEADERS = 0x4;
@@ -155,6 +170,15 @@ export class Http2Session {
   private readonly server: FrameReader;
   private readonly clientHpack = new HpackDecoder();
   private readonly serverHpack = new HpackDecoder();
+  /** The server's first frame was SETTINGS: it speaks HTTP/2, and the client's frames are parsed. */
+  private hasServerSettings = false;
+  private readonly serverFirst = new Uint8Array(9);
+  private serverFirstLength = 0;
+  /** Client reads held until then (views: the relay never reuses a read's buffer). */
+  private held: Array<{ chunk: Uint8Array; at: number }> = [];
+  private heldBytes = 0;
+  private readonly received = { client: 0, server: 0 };
+  private readonly decoded = { client: 0, server: 0 };
 
   constructor(
     private readonly hooks: Http1SessionHooks,
@@ -203,7 +227,15 @@ export class Http2Session {
   onData(fromClient: boolean, chunk: Uint8Array, at: number): void {
     if (this.state !== "http") return;
     try {
-      (fromClient ? this.client : this.server).push(chunk, at);
+      if (fromClient) {
+        this.received.client += chunk.length;
+        if (this.hasServerSettings) this.client.push(chunk, at);
+        else this.hold(chunk, at);
+        return;
+      }
+      this.received.server += chunk.length;
+      if (!this.hasServerSettings && !this.checkServerPreface(chunk, at)) return;
+      this.server.push(chunk, at);
     } catch (error) {
       this.fail(errorMessage(error) || "bad frame");
     }
@@ -212,7 +244,44 @@ export class Http2Session {
   onEnd(_fromClient: boolean, _at: number): void {}
 
   onClose(at: number, error?: string): void {
+    if (!this.hasServerSettings && this.state === "http") {
+      this.fail("the server never answered with HTTP/2 SETTINGS");
+      return;
+    }
     this.abandon(error ? `connection closed: ${error}` : "connection closed before the stream completed", at);
+  }
+
+  private hold(chunk: Uint8Array, at: number): void {
+    this.heldBytes += chunk.length;
+    if (this.heldBytes > MAX_HELD_BEFORE_SETTINGS) {
+      throw new Http2Error(`the client sent over ${MAX_HELD_BEFORE_SETTINGS / 1024} KiB before the server's HTTP/2 SETTINGS`);
+    }
+    this.held.push({ chunk, at });
+  }
+
+  /**
+   * Reads the server's first frame header: a SETTINGS frame on stream 0 lets the held client bytes through (they
+   * were sent before this read, so they are parsed first); anything else is not HTTP/2. False while it is incomplete.
+   */
+  private checkServerPreface(chunk: Uint8Array, at: number): boolean {
+    const n = Math.min(9 - this.serverFirstLength, chunk.length);
+    this.serverFirst.set(chunk.subarray(0, n), this.serverFirstLength);
+    this.serverFirstLength += n;
+    if (this.serverFirstLength < 9) {
+      // The frame reader gathers the header too; nothing is reported before it is whole.
+      this.server.push(chunk, at);
+      return false;
+    }
+    const h = this.serverFirst;
+    if (h[3] !== Type.Settings || (h[5]! & 0x7f) !== 0 || h[6] !== 0 || h[7] !== 0 || h[8] !== 0) {
+      throw new Http2Error("the server did not answer with HTTP/2 SETTINGS");
+    }
+    this.hasServerSettings = true;
+    const held = this.held;
+    this.held = [];
+    this.heldBytes = 0;
+    for (const { chunk: c, at } of held) this.client.push(c, at);
+    return true;
   }
 
   private fail(reason: string): void {
@@ -281,7 +350,13 @@ export class Http2Session {
     reader.block = null;
     const bytes = block.parts.length === 1 ? block.parts[0]! : Buffer.concat(block.parts);
     // Every block goes through the decoder, even ignored ones, to keep its table in step.
-    const headers = (fromClient ? this.clientHpack : this.serverHpack).decode(bytes);
+    const hpack = fromClient ? this.clientHpack : this.serverHpack;
+    const headers = hpack.decode(bytes);
+    const side = fromClient ? "client" : "server";
+    this.decoded[side] += hpack.listSize;
+    if (this.decoded[side] > HEADER_EXPANSION_START + HEADER_EXPANSION_RATIO * this.received[side]) {
+      throw new Http2Error(`header blocks decode to over ${HEADER_EXPANSION_RATIO} times the bytes the ${side} sent`);
+    }
     if (block.isPush) return;
     const isEnd = (block.flags & END_STREAM) !== 0;
     const id = block.streamId;

@@ -14,6 +14,25 @@ for (const c of "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKL
   tchar[c.charCodeAt(0)] = 1;
 }
 
+/** The first `length` bytes of `buf` are the start of the HTTP/2 client preface (or nothing yet). */
+export function isHttp2PrefaceStart(buf: Uint8Array | null, length: number): boolean {
+  if (!buf) return length === 0;
+  for (let i = 0; i < Math.min(length, H2_PREFACE.length); i++) if (buf[i] !== H2_PREFACE.charCodeAt(i)) return false;
+  return true;
+}
+
+/**
+ * Whether a server's first bytes may be an HTTP/2 server preface (a SETTINGS frame, not an ACK, on stream 0): an h2c
+ * server may send it as soon as it accepts, before the client's preface arrives. Looks at the bytes there are.
+ */
+export function mayBeHttp2ServerPreface(buf: Uint8Array, length: number): boolean {
+  const expected = [-1, -1, -1, 4, 0, 0, 0, 0, 0];
+  for (let i = 0; i < Math.min(length, 9); i++) if (expected[i] !== -1 && buf[i] !== expected[i]) return false;
+  if (length < 3) return true;
+  const frameLength = (buf[0]! << 16) | (buf[1]! << 8) | buf[2]!;
+  return frameLength % 6 === 0 && frameLength <= 16384;
+}
+
 export function sniff(buf: Uint8Array, length: number): Sniffed {
   if (length === 0) return "more";
   const b0 = buf[0]!;

@@ -37,10 +37,21 @@ export class PublisherCounters {
     this.inFlight.delete(seq);
   }
 
-  /** The connection went with batches unanswered: they may or may not have arrived, and are never resent. */
+  /** Every batch still unanswered is given up (counted dropped): the publisher stops, or cannot send them again. */
   lostInFlight(): void {
     this.dropped += this.inFlightEvents();
     this.inFlight.clear();
+  }
+
+  /** Batch `seq` is given up: it may or may not have arrived, and will not be sent again. */
+  lostBatch(seq: number): void {
+    this.dropped += this.inFlight.get(seq) ?? 0;
+    this.inFlight.delete(seq);
+  }
+
+  /** The batches sent and not yet answered, oldest first. */
+  unansweredSeqs(): number[] {
+    return [...this.inFlight.keys()].sort((a, b) => a - b);
   }
 
   /** Batches sent and not yet answered. */

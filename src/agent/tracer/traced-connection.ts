@@ -3,7 +3,7 @@ import type { ConnectionSummary, ProcessInfo } from "../event.ts";
 import type { Exchange } from "../parse/exchange.ts";
 import { Http1Session, type Http1SessionHooks } from "../parse/http1-session.ts";
 import { Http2Session } from "../parse/http2-session.ts";
-import { MAX_SNIFF_BYTES, sniff, tlsServerName } from "../parse/sniff.ts";
+import { isHttp2PrefaceStart, MAX_SNIFF_BYTES, mayBeHttp2ServerPreface, sniff, tlsServerName } from "../parse/sniff.ts";
 import type { ConnectionInfo, ConnectionTap } from "../relay/observer.ts";
 import type { ParentTracker } from "./parent-tracker.ts";
 import type { TracerStats } from "./stats.ts";
@@ -29,6 +29,9 @@ export type TracedConnectionDeps = {
 /** "http" covers HTTP/1.x and HTTP/2 (prior knowledge or h2c upgrade): a session parses the connection. */
 type Mode = "sniff" | "http" | "tls-hello" | "opaque";
 
+/** A server's SETTINGS (and a WINDOW_UPDATE after it) sent before the client spoke. */
+const MAX_SERVER_EARLY = 4096;
+
 /** A ClientHello is one record of at most 16 KiB. */
 const MAX_HELLO_RECORD = 5 + 16 * 1024;
 
@@ -44,6 +47,8 @@ export class TracedConnection implements ConnectionTap {
   private sniffBuf: Uint8Array | null = null;
   private sniffLen = 0;
   private sniffAt = 0;
+  /** What a server sent before the client said anything, when it may be an HTTP/2 server preface. */
+  private serverEarly: { bytes: Uint8Array; length: number; at: number } | null = null;
   private bytesFromClient = 0;
   private bytesFromServer = 0;
   private readonly tags: Record<string, string> = {};
@@ -102,7 +107,8 @@ export class TracedConnection implements ConnectionTap {
     stats.openConnections--;
     stats.bytesFromClients += this.bytesFromClient;
     stats.bytesFromServers += this.bytesFromServer;
-    if (this.mode === "sniff" && this.sniffLen > 0) this.decideUnknown("closed before the protocol was known");
+    if (this.mode === "sniff" && this.sniffLen === 0 && this.serverEarly) this.decideUnknown("server spoke first");
+    else if (this.mode === "sniff" && this.sniffLen > 0) this.decideUnknown("closed before the protocol was known");
     if (this.mode === "tls-hello") this.finishHello();
     if (this.session) {
       try {
@@ -137,10 +143,12 @@ export class TracedConnection implements ConnectionTap {
 
   private sniffData(fromClient: boolean, chunk: Uint8Array, at: number): void {
     if (!fromClient) {
+      if (this.holdServerPreface(chunk, at)) return;
       // The server spoke first (databases, SMTP) or answered a partial line: not HTTP from a client.
       this.tags.reason = this.sniffLen === 0 ? "server spoke first" : "not http";
       this.mode = "opaque";
       this.sniffBuf = null;
+      this.serverEarly = null;
       return;
     }
     let buf = chunk;
@@ -154,6 +162,10 @@ export class TracedConnection implements ConnectionTap {
       this.sniffAt = at;
     }
     const kind = sniff(buf, len);
+    if (this.serverEarly && kind !== "http2" && !(kind === "more" && isHttp2PrefaceStart(buf, len))) {
+      this.decideUnknown("server spoke first");
+      return;
+    }
     if (kind === "more") {
       if (this.sniffLen === 0) this.appendSniff(chunk);
       if (this.sniffLen >= MAX_SNIFF_BYTES) this.decideUnknown("request line too long");
@@ -163,8 +175,12 @@ export class TracedConnection implements ConnectionTap {
       this.startHttp(kind);
       const session = this.session!;
       const sniffed = this.sniffBuf;
+      const early = this.serverEarly;
       this.sniffBuf = null;
       this.sniffLen = 0;
+      this.serverEarly = null;
+      // The server's SETTINGS came first: so it goes first.
+      if (early) session.onData(false, early.bytes.subarray(0, early.length), early.at);
       if (held > 0 && sniffed) session.onData(true, sniffed.subarray(0, held), this.sniffAt);
       session.onData(true, chunk, at);
       this.checkSession();
@@ -229,6 +245,22 @@ export class TracedConnection implements ConnectionTap {
     this.mode = "opaque";
     this.sniffBuf = null;
     this.sniffLen = 0;
+    this.serverEarly = null;
+  }
+
+  /**
+   * An h2c server may send its SETTINGS before the client's preface arrives: bytes that may be one are held (a few
+   * KiB at most) while what the client sent so far may still be the preface. True when held.
+   */
+  private holdServerPreface(chunk: Uint8Array, at: number): boolean {
+    if (!isHttp2PrefaceStart(this.sniffBuf, this.sniffLen)) return false;
+    const early = this.serverEarly ?? { bytes: new Uint8Array(MAX_SERVER_EARLY), length: 0, at };
+    if (early.length + chunk.length > MAX_SERVER_EARLY) return false;
+    early.bytes.set(chunk, early.length);
+    early.length += chunk.length;
+    if (!mayBeHttp2ServerPreface(early.bytes, early.length)) return false;
+    this.serverEarly = early;
+    return true;
   }
 
   private startHttp(kind: "http1" | "http2"): void {

@@ -1,3 +1,5 @@
+import { errorMessage } from "~/lib/errors.ts";
+import { log } from "~/lib/logger.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { isEventBatchFrame } from "~/lib/protocol/event-batch.ts";
 import { type PublishErrorCode, type PublishServerMessage, publishLimits } from "~/lib/protocol/publish.ts";
@@ -23,6 +25,43 @@ export function targetKey(target: EventTarget): string {
 
 const decoder = new TextDecoder();
 
+/** The ids among `ids` the target's store holds, for events timed between `fromMicros` and `toMicros`. */
+export type StoredIds = (target: EventTarget, ids: string[], fromMicros: number, toMicros: number) => Promise<Set<string>>;
+
+/** Events one socket may have looked up as resent: what a publisher can have unanswered when its connection goes. */
+const MAX_RESENT_EVENTS = 200_000;
+
+/**
+ * One publisher socket's resent messages: looked up one after another (a store query each), no sooner than
+ * `settleMs` after the first arrived, and at most MAX_RESENT_EVENTS events in all; beyond that they are taken as new
+ * ones (stored again if they were).
+ */
+export class ResendLookups {
+  private events = 0;
+  private notBefore = 0;
+  private last: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly settleMs: number) {}
+
+  take(count: number): boolean {
+    if (this.events + count > MAX_RESENT_EVENTS) return false;
+    if (this.events === 0) this.notBefore = Date.now() + this.settleMs;
+    this.events += count;
+    return true;
+  }
+
+  run<T>(lookUp: () => Promise<T>): Promise<T> {
+    const work = async () => {
+      const wait = this.notBefore - Date.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      return lookUp();
+    };
+    const next = this.last.then(work, work);
+    this.last = next.catch(() => undefined);
+    return next;
+  }
+}
+
 /**
  * The server side of publishing, transport-free: one message in, one reply out. Validates, applies the
  * rate limit of the namespace (or link), counts, and hands accepted events to the sinks. Synchronous and
@@ -37,13 +76,38 @@ export class Ingest {
 
   constructor(
     private readonly sinks: EventSink,
-    options: { rateLimit: number; now?: () => number },
+    options: {
+      rateLimit: number;
+      now?: () => number;
+      /** Which of these events the target's store holds (resent messages); absent: nothing is looked up. */
+      storedIds?: StoredIds;
+      /**
+       * How long a resent message waits before it is looked up: the node that took it first may still be alive (only
+       * the publisher's connection was lost) and write it within its store sink's flush interval.
+       */
+      resendSettleMs?: number;
+    },
   ) {
     this.now = options.now ?? Date.now;
+    this.storedIds = options.storedIds;
+    this.resendSettleMs = options.resendSettleMs ?? 2000;
     this.namespaceLimiter = new RateLimiter(rateLimitFor(options.rateLimit), { now: this.now });
   }
 
   private readonly now: () => number;
+  private readonly storedIds: StoredIds | undefined;
+
+  /** What one publisher socket's resent messages are looked up on (pass it to receive). */
+  resendLookups(): ResendLookups {
+    return new ResendLookups(this.resendSettleMs);
+  }
+
+  /** Whether resent messages are looked up (the publisher's "ready" says so, and it then sends them). */
+  get acceptsResent(): boolean {
+    return this.storedIds !== undefined;
+  }
+
+  private readonly resendSettleMs: number;
 
   private orgLimiter(ratePerSecond: number): RateLimiter {
     let limiter = this.orgLimiters.get(ratePerSecond);
@@ -95,25 +159,17 @@ export class Ingest {
    * handle, and the reply to send once the accepted events are stored (null: send `reply` now). The publisher
    * counts events whose message was never answered as dropped, so answering after the store's write keeps its
    * count true through a crash (ADR 0012). Events the store then failed to write are added to storeDropped.
+   *
+   * A message the publisher marks resent (sent before on a connection lost without an answer) is first looked up
+   * in the store, on the socket's `resends`: the events already stored there are not stored or shown again, and
+   * count as accepted (`duplicates`). Its reply then comes only through `stored`.
    */
   receive(
     target: EventTarget,
     data: unknown,
     orgLimit?: { orgId: string; ratePerSecond: number },
+    resends?: ResendLookups,
   ): { reply: PublishServerMessage; stored: Promise<PublishServerMessage> | null } {
-    const { reply, stored } = this.take(target, data, orgLimit);
-    if (!stored || reply.type !== "ack") return { reply, stored: null };
-    return {
-      reply,
-      stored: stored.then((failed) => (failed > 0 ? { ...reply, storeDropped: (reply.storeDropped ?? 0) + failed } : reply)),
-    };
-  }
-
-  private take(
-    target: EventTarget,
-    data: unknown,
-    orgLimit?: { orgId: string; ratePerSecond: number },
-  ): { reply: PublishServerMessage; stored: Offered["stored"] } {
     const key = targetKey(target);
     let counts = this.counts.get(key);
     if (!counts) {
@@ -128,14 +184,61 @@ export class Ingest {
       return { reply: { type: "error", ...message }, stored: null };
     }
     if (message.type === "ping") return { reply: { type: "pong", seq: message.seq }, stored: null };
+    const validated = message.type === "batch" ? message.result : validateAll(message.seq, message.events, message.resent);
+    const lookUp = this.storedIds;
+    if (!validated.isResent || !lookUp || !resends || validated.events.length === 0 || !resends.take(validated.events.length)) {
+      return this.deliver(target, counts, validated, orgLimit);
+    }
+    const all = validated.events;
+    const stored = resends
+      .run(() => {
+        let from = Number.POSITIVE_INFINITY;
+        let to = 0;
+        for (const e of all) {
+          from = Math.min(from, e.time);
+          to = Math.max(to, e.time);
+        }
+        return lookUp(
+          target,
+          all.map((e) => e.event_id),
+          from,
+          to,
+        );
+      })
+      .catch((err: unknown) => {
+        log.warn("resent events could not be looked up in the store; all kept", { err: errorMessage(err) });
+        return new Set<string>();
+      })
+      .then((found) => {
+        const fresh = found.size === 0 ? all : all.filter((e) => !found.has(e.event_id));
+        const duplicates = all.length - fresh.length;
+        const delivered = this.deliver(target, counts, { ...validated, events: fresh }, orgLimit);
+        const addDuplicates = (reply: PublishServerMessage): PublishServerMessage =>
+          reply.type === "ack" && duplicates > 0 ? { ...reply, accepted: reply.accepted + duplicates, duplicates } : reply;
+        return delivered.stored ? delivered.stored.then(addDuplicates) : addDuplicates(delivered.reply);
+      });
+    return {
+      reply: {
+        type: "ack",
+        seq: validated.seq,
+        accepted: all.length,
+        refused: validated.refused,
+        rateLimited: 0,
+        truncated: validated.truncated,
+      },
+      stored,
+    };
+  }
 
-    const {
-      seq,
-      events: accepted,
-      refused,
-      truncated,
-      errors,
-    } = message.type === "batch" ? message.result : validateAll(message.seq, message.events);
+  /** Rate limits, hands the events to the sinks, counts; the reply, and once stored the final one. */
+  private deliver(
+    target: EventTarget,
+    counts: IngestCounts,
+    validated: BatchValidation,
+    orgLimit?: { orgId: string; ratePerSecond: number },
+  ): { reply: PublishServerMessage; stored: Promise<PublishServerMessage> | null } {
+    const { seq, events: accepted, refused, truncated, errors } = validated;
+    const key = targetKey(target);
     let granted = this.namespaceLimiter.take(key, accepted.length, this.now());
     if (orgLimit && granted > 0) granted = this.orgLimiter(orgLimit.ratePerSecond).take(orgLimit.orgId, granted, this.now());
     const rateLimited = accepted.length - granted;
@@ -162,13 +265,17 @@ export class Ingest {
     const reply: PublishServerMessage = { type: "ack", seq, accepted: accepted.length, refused, rateLimited, truncated };
     if (errors.length > 0) reply.errors = errors;
     if (storeDropped > 0) reply.storeDropped = storeDropped;
-    return { reply, stored };
+    if (!stored) return { reply, stored: null };
+    return {
+      reply,
+      stored: stored.then((failed) => (failed > 0 ? { ...reply, storeDropped: (reply.storeDropped ?? 0) + failed } : reply)),
+    };
   }
 
   private parse(
     data: unknown,
   ):
-    | { type: "events"; seq: number; events: unknown[] }
+    | { type: "events"; seq: number; events: unknown[]; resent: boolean }
     | { type: "ping"; seq: number }
     | { type: "batch"; result: BatchValidation }
     | { code: PublishErrorCode; seq: number | null; message: string } {
@@ -197,7 +304,7 @@ export class Ingest {
     if (typeof value !== "object" || value === null || Array.isArray(value)) {
       return { code: "malformed", seq: null, message: "message must be a JSON object" };
     }
-    const m = value as { type?: unknown; seq?: unknown; events?: unknown };
+    const m = value as { type?: unknown; seq?: unknown; events?: unknown; resent?: unknown };
     const seq = typeof m.seq === "number" && Number.isSafeInteger(m.seq) && m.seq >= 0 ? m.seq : null;
     if (seq === null) return { code: "malformed", seq: null, message: "seq must be a non-negative integer" };
     if (m.type === "ping") return { type: "ping", seq };
@@ -206,12 +313,12 @@ export class Ingest {
     if (m.events.length > publishLimits.maxEventsPerMessage) {
       return { code: "too_many_events", seq, message: `at most ${publishLimits.maxEventsPerMessage} events per message` };
     }
-    return { type: "events", seq, events: m.events };
+    return { type: "events", seq, events: m.events, resent: m.resent === true };
   }
 }
 
 /** The JSON path: each event validated on its own. */
-function validateAll(seq: number, events: unknown[]): BatchValidation {
+function validateAll(seq: number, events: unknown[], isResent: boolean): BatchValidation {
   const accepted: TracedEvent[] = [];
   const errors = new Set<string>();
   let refused = 0;
@@ -226,5 +333,5 @@ function validateAll(seq: number, events: unknown[]): BatchValidation {
     truncated += result.truncated;
     accepted.push(result.event);
   }
-  return { seq, events: accepted, refused, truncated, errors: [...errors] };
+  return { seq, isResent, events: accepted, refused, truncated, errors: [...errors] };
 }

@@ -356,6 +356,18 @@ export class WorkerRegistry {
     else await this.deps.local.insertRows(namespaceId, what.rows);
   }
 
+  /**
+   * Which of these events the namespace's store holds, for resent messages. An org with a self-hosted worker is not
+   * asked (its worker's store is not queried for this): its resent events are stored again (at least once).
+   */
+  async storedEventIds(namespaceId: string, eventIds: readonly string[], fromMicros: number, toMicros: number): Promise<Set<string>> {
+    const local = this.deps.local;
+    if (!local?.storedEventIds) return new Set();
+    const orgId = await this.orgOf(namespaceId);
+    if (orgId && (this.remote.has(orgId) || (await this.workerRow(orgId)))) return new Set();
+    return local.storedEventIds(namespaceId, eventIds, fromMicros, toMicros);
+  }
+
   /** The store ingest writes to: the local store with inserts routed per org. */
   route(): EventStore {
     const local = this.deps.local;
@@ -370,6 +382,7 @@ export class WorkerRegistry {
       histogram: (ns, q) => local.histogram(ns, q),
       getEvent: (ns, id) => local.getEvent(ns, id),
       getEvents: (ns, ids, range) => local.getEvents(ns, ids, range),
+      storedEventIds: (ns, ids, from, to) => this.storedEventIds(ns, ids, from, to),
       deleteOlderThan: (ns, c) => local.deleteOlderThan(ns, c),
       applyRetention: (ns, d, n) => local.applyRetention(ns, d, n),
       listNamespaces: () => local.listNamespaces(),

@@ -585,6 +585,53 @@ export class SafeRegex {
     if (state.isMatch) return true;
     return end === input.length && this.acceptsAtEnd(state, meter);
   }
+
+  /**
+   * The states of this pattern's search DFA (the one an unanchored match runs), counted up to `cap`: built over one
+   * character of each class of characters the pattern tells apart, each transition charged to `budget.steps` as the
+   * NFA states it looks at. More than `cap` states, or the steps spent, gives Infinity.
+   */
+  searchDfaSize(cap: number, budget: { steps: number }): number {
+    const bounds = new Set<number>([0, 10, 11]);
+    for (const st of this.states) {
+      if (st.op === Op.Char) bounds.add(st.c).add(st.c + 1);
+      else if (st.op === Op.Class) for (const [lo, hi] of st.ranges!) bounds.add(lo).add(hi + 1);
+    }
+    const alphabet = [...bounds].filter((c) => c < 0x10000).sort((a, b) => a - b);
+    this.reset();
+    try {
+      const seen = new Set<DfaState>([this.startAtBegin]);
+      const queue = [this.startAtBegin];
+      while (queue.length > 0) {
+        const from = queue.pop()!;
+        for (const c of alphabet) {
+          budget.steps -= from.nfa.length + this.startMid.length;
+          if (budget.steps < 0) return Number.POSITIVE_INFINITY;
+          const next = this.step(from, c);
+          if (seen.has(next)) continue;
+          if (seen.size >= cap) return Number.POSITIVE_INFINITY;
+          seen.add(next);
+          queue.push(next);
+        }
+      }
+      return seen.size;
+    } finally {
+      this.reset();
+    }
+  }
+}
+
+/** Search DFAs up to this many states are what RE2 builds once and then runs at a lookup per character. */
+export const smallDfaStates = 256;
+
+/**
+ * What one `matches` of this pattern costs a store engine (RE2) per character of a row it reads, in units of a cached
+ * DFA step: 1 when the pattern's search DFA is small, else its NFA states (RE2 then builds a state, or simulates the
+ * NFA, at nearly every character: `[ab]*a[ab]{99}z` costs it about 2 us per character). `budget.steps` bounds the
+ * work of finding out, across a query's patterns; a pattern it does not cover is costed as large.
+ */
+export function storeRegexCost(regex: SafeRegex, budget: { steps: number }): number {
+  return Number.isFinite(regex.searchDfaSize(smallDfaStates, budget)) ? 1 : regex.size;
 }
 
 /** Parses and compiles a pattern, or throws RegexSyntaxError with a position inside the pattern. */

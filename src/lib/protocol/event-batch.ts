@@ -9,7 +9,9 @@ import { type CapturedEvent, fieldsOfKind } from "./event.ts";
  *   0   magic 0x89 "TSB" (0x89 never starts UTF-8 text, so a frame is never mistaken for JSON)
  *   4   u8 version (1), 3 bytes zero
  *   8   u32 header byte length H, then H bytes of JSON header:
- *         {"seq":N,"count":n,"strings":[K,B,"latin1"|"utf16"],"columns":[[name,kind,byteLength],...]}
+ *         {"resent":false,"seq":N,"count":n,"strings":[K,B,"latin1"|"utf16"],"columns":[[name,kind,byteLength],...]}
+ *         ("resent" first, at a fixed place: a frame sent again after a reconnect is marked without re-encoding it,
+ *         setEventBatchResent; readers that predate it ignore it)
  *   then sections, each starting on an 8-byte boundary (from the frame's start):
  *         string lengths: K x u32 (UTF-16 units)
  *         string data: B bytes, all K strings joined (Latin-1, or UTF-16LE when a character needs it)
@@ -225,8 +227,21 @@ function encodeBodies(
  * holds the number right-aligned in a fixed width, padded with the spaces JSON allows before a value.
  */
 export const SEQ_SET_LATER = -1;
-const SEQ_AT = PREFIX_BYTES + '{"seq":'.length;
+const HEADER_START = '{"resent":false,"seq":';
+const RESENT_AT = PREFIX_BYTES + '{"resent":'.length;
+const SEQ_AT = PREFIX_BYTES + HEADER_START.length;
 const SEQ_WIDTH = 16;
+
+/**
+ * Marks a frame as sent before on a connection that was lost without an answer: the server then drops the events it
+ * already stored (`true ` is as long as `false`, JSON allows the space).
+ */
+export function setEventBatchResent(frame: Uint8Array): void {
+  const flag = isEventBatchFrame(frame) ? textDecoder.decode(frame.subarray(RESENT_AT, RESENT_AT + 5)) : "";
+  if (flag === "true ") return;
+  if (flag !== "false") throw new Error("not a frame that can be marked resent");
+  frame.set(textEncoder.encode("true "), RESENT_AT);
+}
 
 /** Sets the sequence number of a frame encoded with SEQ_SET_LATER (it may be set again before each send). */
 export function setEventBatchSeq(frame: Uint8Array, seq: number): void {
@@ -241,13 +256,14 @@ function assemble(seq: number, count: number, table: StringTable, sections: Sect
   const data = Buffer.from(table.text, encoding === "latin1" ? "latin1" : "utf16le");
   const lengths = table.lengths.subarray(0, table.count);
   const headerText = JSON.stringify({
+    resent: false,
     seq: seq === SEQ_SET_LATER ? 0 : seq,
     count,
     strings: [table.count, data.byteLength, encoding],
     columns: sections.map((s) => [s.name, s.kind, sectionLength(s)]),
   });
   const header = textEncoder.encode(
-    seq === SEQ_SET_LATER ? `{"seq":${"0".padStart(SEQ_WIDTH, " ")}${headerText.slice('{"seq":0'.length)}` : headerText,
+    seq === SEQ_SET_LATER ? `${HEADER_START}${"0".padStart(SEQ_WIDTH, " ")}${headerText.slice(`${HEADER_START}0`.length)}` : headerText,
   );
   const parts: Section[] = [
     { name: "", kind: "str", bytes: new Uint8Array(lengths.buffer, 0, 4 * table.count) },
@@ -306,6 +322,8 @@ export type BatchColumn =
 
 export type EventBatch = {
   seq: number;
+  /** Sent before on a connection lost without an answer (setEventBatchResent). */
+  isResent: boolean;
   count: number;
   strings: string[];
   columns: Map<string, BatchColumn>;
@@ -347,6 +365,7 @@ export function readEventBatch(input: Uint8Array, { maxEvents, maxExpandedChars 
     return malformed("header is not JSON");
   }
   const h = (typeof header === "object" && header !== null ? header : {}) as {
+    resent?: unknown;
     seq?: unknown;
     count?: unknown;
     strings?: unknown;
@@ -404,7 +423,7 @@ export function readEventBatch(input: Uint8Array, { maxEvents, maxExpandedChars 
   if (expanded > maxExpandedChars) {
     return { error: "too_large", seq, message: `event batch: its events carry ${expanded} characters, more than ${maxExpandedChars}` };
   }
-  return { seq, count, strings, columns };
+  return { seq, isResent: h.resent === true, count, strings, columns };
 }
 
 const textDecoder = new TextDecoder();

@@ -18,6 +18,12 @@ export type PublishServerMessage =
       maxEventsPerMessage: number;
       /** Binary batch formats this server reads (event-batch.ts); absent on servers that read JSON only. */
       formats?: string[];
+      /**
+       * The server drops the events of a resent message that are already stored (by event id, across the nodes of a
+       * cluster), so a publisher may send again what was unanswered when its connection was lost. Absent on older
+       * servers: nothing is sent twice to them.
+       */
+      acceptsResent?: boolean;
     }
   /**
    * One per events message. accepted + refused + rateLimited = events in the message. `truncated` counts
@@ -34,6 +40,8 @@ export type PublishServerMessage =
       truncated: number;
       errors?: string[];
       storeDropped?: number;
+      /** Of `accepted`, events of a resent message that were already stored (and were not stored or shown again). */
+      duplicates?: number;
     }
   | { type: "pong"; seq: number }
   /** The message was refused as a whole (too large, not JSON, wrong shape); the socket stays open. */
@@ -65,3 +73,8 @@ export const publishLimits = {
 
 /** Appended to a string cut to its limit. */
 export const TRUNCATION_MARKER = "…[truncated]";
+
+/** `value` cut to `max` characters, the marker included. */
+export function cutText(value: string, max: number): string {
+  return `${value.slice(0, Math.max(0, max - TRUNCATION_MARKER.length))}${TRUNCATION_MARKER}`;
+}

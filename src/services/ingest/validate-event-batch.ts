@@ -23,6 +23,8 @@ import { BASE64, cut, fields, type Kind, keepHeader, keepTag, MAX_MICROS } from 
  */
 export type BatchValidation = {
   seq: number;
+  /** The publisher sent these before, on a connection lost without an answer: some may be stored already. */
+  isResent: boolean;
   events: TracedEvent[];
   refused: number;
   truncated: number;
@@ -142,7 +144,7 @@ export function validateEventBatch(frame: Uint8Array): BatchValidation | EventBa
     });
     truncated += cuts + row.cuts;
   }
-  return { seq: batch.seq, events, refused, truncated, errors: [...errors] };
+  return { seq: batch.seq, isResent: batch.isResent, events, refused, truncated, errors: [...errors] };
 }
 
 /** The string, number and flag fields of the event being read (one object per batch, not closures per event). */

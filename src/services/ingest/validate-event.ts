@@ -1,6 +1,6 @@
 import { isUuid } from "~/lib/ids.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { publishLimits as L, TRUNCATION_MARKER } from "~/lib/protocol/publish.ts";
+import { cutText, publishLimits as L } from "~/lib/protocol/publish.ts";
 import type { Result } from "~/lib/result.ts";
 
 /**
@@ -72,9 +72,7 @@ export const fields: Record<string, Kind> = {
 
 export const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
-export function cut(value: string, max: number): string {
-  return `${value.slice(0, Math.max(0, max - TRUNCATION_MARKER.length))}${TRUNCATION_MARKER}`;
-}
+export const cut = cutText;
 
 export function validateEvent(raw: unknown): ValidationResult {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return { ok: false, error: "event is not an object" };

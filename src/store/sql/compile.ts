@@ -1,6 +1,6 @@
 import { AppError } from "~/lib/errors.ts";
 import { type CompareOp, type FilterExpr, type StringOp as FilterStringOp, tlsStates } from "~/lib/filter/ast.ts";
-import { compileRegex, RegexSyntaxError } from "~/lib/filter/regex.ts";
+import { compileRegex, RegexSyntaxError, storeRegexCost } from "~/lib/filter/regex.ts";
 import {
   type Clause,
   type NumberOp,
@@ -27,7 +27,19 @@ export const limits = {
   expressionNodes: 256,
   stringValue: 4096,
   regex: 512,
+  /**
+   * What a query's `matches` may cost the engine per character of a row, summed over its patterns (storeRegexCost: 1
+   * for a pattern RE2 runs as a small DFA, its NFA states otherwise). DuckDB checks a query's timeout only between
+   * vectors of 2048 rows, so this bounds how far past its timeout a query can run: a unit over 2048 URLs of 8 KiB is
+   * about 0.1-0.4 s on one thread.
+   */
+  regexCost: 4,
+  /** Work (NFA states looked at) spent per query on finding what its patterns cost: a few milliseconds. */
+  regexCostSteps: 200_000,
 } as const;
+
+/** What the `matches` of one query have cost so far, and the work left for costing the rest. */
+type RegexBudget = { cost: number; steps: number };
 
 const maxDateMs = 8.64e15;
 
@@ -59,12 +71,22 @@ function checkNumber(value: unknown): number {
  * Patterns must lie in the RE2 subset the live view's matcher accepts: the same filter then means the
  * same thing live and in the store, and nothing the engines would treat differently gets through.
  */
-function checkPattern(value: unknown): string {
+function checkPattern(value: unknown, budget: RegexBudget): string {
   const pattern = checkString(value, limits.regex);
+  let regex: ReturnType<typeof compileRegex>;
   try {
-    compileRegex(pattern);
+    regex = compileRegex(pattern);
   } catch (err) {
     bad(err instanceof RegexSyntaxError ? `invalid regular expression: ${err.message}` : "invalid regular expression");
+  }
+  const cost = storeRegexCost(regex, budget);
+  budget.cost += cost;
+  if (budget.cost > limits.regexCost) {
+    bad(
+      cost > 1
+        ? `regular expression "${pattern}" is too costly to run over stored events: it cannot be matched with a small automaton (fewer repeats, or anchoring it, help)`
+        : `too many regular expressions in one query: at most ${limits.regexCost}`,
+    );
   }
   return pattern;
 }
@@ -102,7 +124,7 @@ const compareSql: Record<CompareOp, string> = {
 const isCompareOp = (op: unknown): op is CompareOp => typeof op === "string" && Object.hasOwn(compareSql, op);
 const urlOps: readonly FilterStringOp[] = ["startsWith", "endsWith", "contains", "matches"];
 
-function compileLeaf(d: Dialect, e: Extract<FilterExpr, { kind: "compare" }>): string {
+function compileLeaf(d: Dialect, e: Extract<FilterExpr, { kind: "compare" }>, regexBudget: RegexBudget): string {
   switch (e.field) {
     case "request.method": {
       if (e.op !== "==" && e.op !== "!=") bad("request.method supports == and !=");
@@ -122,7 +144,7 @@ function compileLeaf(d: Dialect, e: Extract<FilterExpr, { kind: "compare" }>): s
         return `http_req_path ${compareSql[e.op]} ${d.literal(checkString(e.value))}`;
       }
       if (!urlOps.includes(e.op as FilterStringOp)) bad("request.url supports startsWith, endsWith, contains, matches");
-      if (e.op === "matches") return d.matches("http_req_path", d.literal(checkPattern(e.value)));
+      if (e.op === "matches") return d.matches("http_req_path", d.literal(checkPattern(e.value, regexBudget)));
       const lit = d.literal(checkString(e.value));
       if (e.op === "startsWith") return d.startsWith("http_req_path", lit);
       if (e.op === "endsWith") return d.endsWith("http_req_path", lit);
@@ -153,11 +175,11 @@ function compileLeaf(d: Dialect, e: Extract<FilterExpr, { kind: "compare" }>): s
   }
 }
 
-function compileExpr(d: Dialect, e: FilterExpr, depth: number, budget: { nodes: number }): string {
+function compileExpr(d: Dialect, e: FilterExpr, depth: number, budget: { nodes: number; regex: RegexBudget }): string {
   if (typeof e !== "object" || e === null) bad("invalid filter expression");
   if (depth > limits.expressionDepth) bad("filter expression nested too deeply");
   if (--budget.nodes < 0) bad("filter expression too large");
-  if (e.kind === "compare") return `(${compileLeaf(d, e)})`;
+  if (e.kind === "compare") return `(${compileLeaf(d, e, budget.regex)})`;
   if (e.kind === "and" || e.kind === "or") {
     const joiner = e.kind === "and" ? "AND" : "OR";
     return `(${compileExpr(d, e.left, depth + 1, budget)} ${joiner} ${compileExpr(d, e.right, depth + 1, budget)})`;
@@ -191,7 +213,7 @@ export function compileWhere(d: Dialect, query: QueryBase, range: TimestampFilte
   const expressions = query.expressions ?? [];
   if (!Array.isArray(expressions)) bad("expressions must be a list");
   if (expressions.length > limits.expressions) bad("too many filter expressions");
-  const budget = { nodes: limits.expressionNodes };
+  const budget = { nodes: limits.expressionNodes, regex: { cost: 0, steps: limits.regexCostSteps } };
   for (const e of expressions) parts.push(compileExpr(d, e, 0, budget));
   return parts.join(" AND ");
 }

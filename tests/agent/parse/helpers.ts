@@ -151,3 +151,50 @@ export function chunkings(segments: Segment[]): Chunker[] {
   for (let seed = 1; seed <= 8; seed++) all.push(randomChunker(seed));
   return all;
 }
+
+/** HTTP/2 by hand: a frame, and HPACK representations (RFC 7541 section 6) without Huffman coding. */
+export const h2 = {
+  preface: "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+  frame(type: number, flags: number, stream: number, payload: Uint8Array = new Uint8Array(0)): Buffer {
+    const n = payload.length;
+    return Buffer.concat([
+      Buffer.from([
+        n >> 16,
+        (n >> 8) & 255,
+        n & 255,
+        type,
+        flags,
+        (stream >>> 24) & 0x7f,
+        (stream >> 16) & 255,
+        (stream >> 8) & 255,
+        stream & 255,
+      ]),
+      payload,
+    ]);
+  },
+  settings: (): Buffer => h2.frame(4, 0, 0),
+  /** HEADERS with END_HEADERS, and END_STREAM unless `isEnd` is false. */
+  headers: (stream: number, block: Uint8Array, isEnd = true): Buffer => h2.frame(1, 0x4 | (isEnd ? 0x1 : 0), stream, block),
+  data: (stream: number, data: string | Uint8Array, isEnd = true): Buffer => h2.frame(0, isEnd ? 1 : 0, stream, bytes(data)),
+  int(value: number, prefixBits: number, firstByte: number): number[] {
+    const max = (1 << prefixBits) - 1;
+    if (value < max) return [firstByte | value];
+    const out = [firstByte | max];
+    let rest = value - max;
+    while (rest >= 128) {
+      out.push((rest % 128) + 128);
+      rest = Math.floor(rest / 128);
+    }
+    out.push(rest);
+    return out;
+  },
+  str: (s: string): number[] => [...h2.int(s.length, 7, 0), ...Buffer.from(s, "latin1")],
+  indexed: (index: number): number[] => h2.int(index, 7, 0x80),
+  /** A literal added to the dynamic table; `nameIndex` 0 sends the name as a literal too. */
+  indexing: (name: string | number, value: string): number[] =>
+    typeof name === "number" ? [...h2.int(name, 6, 0x40), ...h2.str(value)] : [0x40, ...h2.str(name), ...h2.str(value)],
+  literal: (name: string | number, value: string): number[] =>
+    typeof name === "number" ? [...h2.int(name, 4, 0), ...h2.str(value)] : [0, ...h2.str(name), ...h2.str(value)],
+  sizeUpdate: (size: number): number[] => h2.int(size, 5, 0x20),
+  block: (...parts: number[][]): Uint8Array => Uint8Array.from(parts.flat()),
+};

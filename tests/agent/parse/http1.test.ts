@@ -400,3 +400,46 @@ function clientHello(name: string): Uint8Array {
 function u16(n: number): Buffer {
   return Buffer.from([n >> 8, n & 255]);
 }
+
+describe("Content-Length with Transfer-Encoding: framing that peers may read differently (RFC 9112 6.1)", () => {
+  // Read by its chunks, one request whose body holds "GET /admin ..."; read by its length (4 bytes), two requests.
+  const smuggling =
+    "POST /search HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n" +
+    "2a\r\nGET /admin HTTP/1.1\r\nHost: h\r\nX-Pad: xxxxx\r\n\r\n0\r\n\r\n";
+
+  test("the message is recorded with its answer and marked, then the connection is given up with the reason", () => {
+    const events = traceAll([
+      c("GET /before HTTP/1.1\r\nHost: h\r\n\r\n"),
+      c(smuggling),
+      s(ok("a")),
+      s(ok("searched")),
+      s(ok("admin page")),
+    ]);
+    expect(events.map((e) => [e.protocol, e.http_req_path, e.http_resp_status_code, e.tags.ambiguous_framing])).toEqual([
+      ["http", "/before", 200, undefined],
+      ["http", "/search", 200, "request: Content-Length and Transfer-Encoding together (RFC 9112 6.1)"],
+      ["tcp", "", 0, undefined],
+    ]);
+    expect(body(events[1]!, "resp")).toBe("searched");
+    expect(events[1]!.http_req_body).toBe("");
+    expect(events[2]!.tags.passthrough).toBe("ambiguous framing: request: Content-Length and Transfer-Encoding together (RFC 9112 6.1)");
+  });
+
+  test("a response with both: recorded without its body, and nothing after it is parsed", () => {
+    const response = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n";
+    const events = traceAll([c("GET /x HTTP/1.1\r\nHost: h\r\n\r\nGET /y HTTP/1.1\r\nHost: h\r\n\r\n"), s(response), s(ok("y"))]);
+    expect(events.map((e) => [e.protocol, e.http_req_path, e.tags.ambiguous_framing ?? e.tags.passthrough])).toEqual([
+      ["http", "/x", "response: Content-Length and Transfer-Encoding together (RFC 9112 6.1)"],
+      ["http", "/y", undefined],
+      ["tcp", "", "ambiguous framing: response: Content-Length and Transfer-Encoding together (RFC 9112 6.1)"],
+    ]);
+    expect(events[1]!.tags.incomplete).toStartWith("parser gave up: ambiguous framing");
+  });
+
+  test("an ambiguous request whose answer never comes is reported incomplete at close", () => {
+    const events = traceAll([c(smuggling)]);
+    expect(events.map((e) => [e.protocol, e.http_req_path, e.tags.ambiguous_framing !== undefined, e.tags.incomplete])).toEqual([
+      ["http", "/search", true, "connection closed before the response completed"],
+    ]);
+  });
+});

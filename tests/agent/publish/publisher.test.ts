@@ -3,7 +3,7 @@ import { eq } from "drizzle-orm";
 import { orgs } from "#db/schema/index.ts";
 import { createPublisher, type NoticeKind } from "~/agent/publish.ts";
 import type { CapturedEvent } from "~/lib/protocol/event.ts";
-import { EVENT_BATCH_FORMAT, encodeEventBatch, SEQ_SET_LATER } from "~/lib/protocol/event-batch.ts";
+import { EVENT_BATCH_FORMAT, encodeEventBatch, readEventBatch, SEQ_SET_LATER } from "~/lib/protocol/event-batch.ts";
 import { type PublishServerMessage, publishLimits } from "~/lib/protocol/publish.ts";
 import { sampleEvent, startServer, type TestServer } from "./server.ts";
 
@@ -383,4 +383,105 @@ describe("when the server is away or slow, the program is never slowed", () => {
     expect(notices.some(([kind, message]) => kind === "rate-limited" && /rate limit dropped \d+ events/.test(message))).toBe(true);
     await limited.stop();
   }, 30_000);
+});
+
+/**
+ * A publish socket that reads binary batches and answers as told: `dropAfter` events on a socket, then that socket
+ * closes with them unanswered (its node died); later sockets answer everything.
+ */
+function flakyServer(options: { acceptsResent: boolean; dropAfter: number; answerFirst?: boolean }) {
+  const sockets: Array<Array<{ seq: number; count: number; isResent: boolean }>> = [];
+  type Socket = { n: number; events: number };
+  const srv = Bun.serve<Socket, never>({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch(req, s) {
+      if (new URL(req.url).pathname === "/api/JoinPublisher") return Response.json({ websocketUrl: `ws://127.0.0.1:${s.port}/socket` });
+      return s.upgrade(req, { data: { n: sockets.push([]) - 1, events: 0 } }) ? undefined : new Response("no", { status: 400 });
+    },
+    websocket: {
+      open(ws) {
+        ws.send(
+          JSON.stringify({
+            type: "ready",
+            namespaceId: null,
+            linkId: null,
+            maxMessageBytes: 4 << 20,
+            maxEventsPerMessage: 1000,
+            formats: [EVENT_BATCH_FORMAT],
+            ...(options.acceptsResent ? { acceptsResent: true } : {}),
+          }),
+        );
+      },
+      message(ws, data) {
+        const state = ws.data;
+        const batch = readEventBatch(new Uint8Array(data as Buffer), { maxEvents: 1000, maxExpandedChars: 1 << 30 });
+        if ("error" in batch) return;
+        sockets[state.n]!.push({ seq: batch.seq, count: batch.count, isResent: batch.isResent });
+        state.events += batch.count;
+        if (state.n === 0 && !options.answerFirst) {
+          if (state.events >= options.dropAfter) ws.close();
+          return;
+        }
+        ws.send(JSON.stringify({ type: "ack", seq: batch.seq, accepted: batch.count, refused: 0, rateLimited: 0, truncated: 0 }));
+      },
+    },
+  });
+  return { endpoint: `http://127.0.0.1:${srv.port}`, sockets, stop: () => srv.stop(true) };
+}
+
+describe("batches unanswered when the connection goes", () => {
+  test("are sent again first on the next connection, marked resent, with their own seq; none is counted dropped", async () => {
+    const flaky = flakyServer({ acceptsResent: true, dropAfter: 300 });
+    const publisher = createPublisher({ endpoint: flaky.endpoint, batchMaxEvents: 100, reconnectMinMs: 20, reconnectMaxMs: 50 });
+    await publisher.join();
+    for (let i = 0; i < 300; i++) publisher.send(sampleEvent());
+    publisher.flush();
+    await until(() => flaky.sockets.length === 2);
+    for (let i = 0; i < 100; i++) publisher.send(sampleEvent());
+    await until(() => publisher.stats().sent === 400);
+    const [first, second] = flaky.sockets;
+    expect(first!.map((b) => b.isResent)).toEqual([false, false, false]);
+    expect(second!.slice(0, 3)).toEqual(first!.map((b) => ({ ...b, isResent: true })));
+    expect(second!.slice(3).every((b) => !b.isResent)).toBe(true);
+    expect(await publisher.close(1000)).toMatchObject({ sent: 400, dropped: 0 });
+    flaky.stop();
+  });
+
+  test("to a server that does not say it drops what it stored, nothing is sent twice: they are counted dropped", async () => {
+    const flaky = flakyServer({ acceptsResent: false, dropAfter: 300 });
+    const publisher = createPublisher({ endpoint: flaky.endpoint, batchMaxEvents: 100, reconnectMinMs: 20, reconnectMaxMs: 50 });
+    await publisher.join();
+    for (let i = 0; i < 300; i++) publisher.send(sampleEvent());
+    publisher.flush();
+    await until(() => flaky.sockets.length === 2 && publisher.stats().isConnected);
+    publisher.send(sampleEvent());
+    await until(() => publisher.stats().sent === 1);
+    expect(flaky.sockets[1]!.map((b) => [b.count, b.isResent])).toEqual([[1, false]]);
+    expect(await publisher.close(1000)).toMatchObject({ sent: 1, dropped: 300 });
+    flaky.stop();
+  });
+
+  test("what is kept for sending again is bounded: past maxUnackedBytes batches still go, but are not kept", async () => {
+    const flaky = flakyServer({ acceptsResent: true, dropAfter: 200 });
+    const publisher = createPublisher({
+      endpoint: flaky.endpoint,
+      batchMaxEvents: 10,
+      maxUnackedBytes: 20_000,
+      reconnectMinMs: 20,
+      reconnectMaxMs: 50,
+    });
+    await publisher.join();
+    await until(() => publisher.stats().isConnected);
+    for (let i = 0; i < 200; i++) publisher.send(sampleEvent());
+    publisher.flush();
+    await until(() => flaky.sockets.length === 2 && publisher.stats().inFlight === 0);
+    const first = flaky.sockets[0]!.reduce((n, b) => n + b.count, 0);
+    const resent = flaky.sockets[1]!.filter((b) => b.isResent).reduce((n, b) => n + b.count, 0);
+    expect(first).toBe(200);
+    expect(resent).toBeGreaterThan(0);
+    expect(resent).toBeLessThan(200);
+    expect(await publisher.close(1000)).toMatchObject({ sent: resent, dropped: 200 - resent });
+    flaky.stop();
+  });
 });

@@ -3,7 +3,7 @@ import type { Exchange } from "~/agent/parse/exchange.ts";
 import { ParentTracker } from "~/agent/tracer/parent-tracker.ts";
 import { emptyTracerStats } from "~/agent/tracer/stats.ts";
 import { type FinishedWork, TracedConnection, type TracedConnectionDeps } from "~/agent/tracer/traced-connection.ts";
-import { bytes, connection, fakeProcess } from "../parse/helpers.ts";
+import { bytes, connection, fakeProcess, h2 } from "../parse/helpers.ts";
 
 /** A TracedConnection with its dependencies in hand: what it hands on, its counters, sequential event ids. */
 function setup(options: { recordEmptyConnections?: boolean; payloadLimit?: number } = {}) {
@@ -144,8 +144,20 @@ describe("TracedConnection, alone", () => {
     const { work, deps, open } = setup();
     const tap = open(1, "inbound");
     tap.onData(true, bytes("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), 10);
+    tap.onData(false, h2.settings(), 15);
     tap.onClose(20);
     expect(work).toEqual([]);
     expect(deps.stats.parserGaveUp + deps.stats.tapErrors).toBe(0);
+  });
+
+  test("a client's HTTP/2 preface the server never answered is a tcp summary with the reason", () => {
+    const { work, deps, open } = setup();
+    const tap = open(1, "inbound");
+    tap.onData(true, bytes("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), 10);
+    tap.onClose(20);
+    expect(work.map((w) => (w.kind === "tcp" ? w.sum.tags.passthrough : w.kind))).toEqual([
+      "the server never answered with HTTP/2 SETTINGS",
+    ]);
+    expect(deps.stats.parserGaveUp).toBe(1);
   });
 });
