@@ -9,6 +9,7 @@ import { ClientLimits } from "~/engines/limits/client-limits.ts";
 import { EventLogBudget } from "~/engines/limits/event-log-budget.ts";
 import { OrgPublishers } from "~/engines/limits/org-publishers.ts";
 import { LiveHub } from "~/engines/live/hub.ts";
+import { OtlpExporter } from "~/engines/otlp/otlp-exporter.ts";
 import { type AttachedStore, attachStore } from "~/engines/store/attach-store.ts";
 import { OpenTunnels } from "~/engines/workers/open-tunnels.ts";
 import { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
@@ -17,6 +18,7 @@ import { createMailer, type Mailer } from "~/lib/mailer.ts";
 import { findRevokedGrants } from "~/services/access/grants.ts";
 import { createStripe } from "~/services/billing/stripe-client.ts";
 import type { ServiceContext } from "~/services/context.ts";
+import { hasNamespaceExports, loadExportDestinations } from "~/services/otlp/export-destinations.ts";
 import { trimEventLog } from "~/services/telemetry/trim-event-log.ts";
 import { linkStoreId } from "~/store/table.ts";
 import type { EventStore } from "~/store/types.ts";
@@ -70,6 +72,11 @@ export type Runtime = {
   attached: AttachedStore | null;
   /** With a broker: this node of the cluster (live fan-out, presence and rate limits shared with the other nodes). */
   cluster: ClusterNode | null;
+  /**
+   * OpenTelemetry trace export, one more sink: each namespace's events as spans to its collector (or the server-wide
+   * one), batched from a bounded queue; what this node accepted, so each event once in a cluster.
+   */
+  otlp: OtlpExporter;
   /** Starts what needs the network before the server listens (the cluster's subscriptions). */
   start: () => Promise<void>;
   /** Writes the events still batched and stops the timers; the store and database are the caller's to close. */
@@ -103,6 +110,12 @@ export function createRuntime(input: RuntimeInput): Runtime {
       }
     : undefined;
   const ingest = new Ingest(sinks, { rateLimit: config.ingestRateLimit, storedIds });
+  const otlp = new OtlpExporter({
+    config,
+    loadDestinations: (namespaceIds) => loadExportDestinations({ ctx, namespaceIds }),
+    hasNamespaceExports: () => hasNamespaceExports({ ctx }),
+  });
+  sinks.add(otlp);
   const attached = store ? attachStore({ config, db, store: workers.route(), sinks, now, storeLinks: input.broker !== undefined }) : null;
   // In a cluster an org's publishers are one set in Redis, so a place is taken atomically whichever node is asked.
   const orgPublishers = new OrgPublishers({
@@ -145,6 +158,7 @@ export function createRuntime(input: RuntimeInput): Runtime {
     store,
     attached,
     cluster,
+    otlp,
     start: async () => {
       await cluster?.start();
     },
@@ -153,6 +167,7 @@ export function createRuntime(input: RuntimeInput): Runtime {
       orgPublishers.stop();
       await eventLog.settled();
       await attached?.close();
+      await otlp.close();
       mailer?.close();
       input.broker?.close();
     },

@@ -1,10 +1,12 @@
 import { Elysia } from "elysia";
+import type { OtlpStats } from "~/lib/protocol/api/otlp.ts";
 import type { Runtime } from "~/runtime.ts";
 import { authRoutes } from "./auth/index.ts";
 import { billingRoutes } from "./billing/index.ts";
 import { installRoutes } from "./install/index.ts";
 import { liveRoutes } from "./live/index.ts";
 import { orgRoutes } from "./orgs/index.ts";
+import { otlpRoutes } from "./otlp/index.ts";
 import { bodyLimitPlugin } from "./plugins/body-limit.ts";
 import { clientLimitsPlugin } from "./plugins/client-limits.ts";
 import { publishRoutes } from "./publish/index.ts";
@@ -14,23 +16,40 @@ import { tunnelRoutes } from "./tunnel/index.ts";
 import { userRoutes } from "./users/index.ts";
 
 /** Every /api/* endpoint. Each area is a thin controller under src/api/<area>/. */
-export function apiRoutes({ ctx, config, clientLimits: limits, orgPublishers, workers, tunnels, cluster, store, eventLog }: Runtime) {
+export function apiRoutes({ ctx, config, clientLimits: limits, orgPublishers, workers, tunnels, cluster, store, eventLog, otlp }: Runtime) {
   const dropEvents = store ? (namespaceId: string) => store.dropNamespace(namespaceId) : undefined;
   return (
     new Elysia({ name: "api" })
       .use(clientLimitsPlugin(limits))
       .use(bodyLimitPlugin)
       // A cluster node also says whether its broker is reachable (live view across nodes); a load balancer may check it.
-      .get("/api/health", () => (cluster ? { ok: true, broker: cluster.brokerConnected ? "connected" : "unreachable" } : { ok: true }))
+      // With OTLP export on: this node's spans sent, queued and lost, all namespaces together.
+      .get("/api/health", () => ({
+        ok: true,
+        ...(cluster ? { broker: cluster.brokerConnected ? "connected" : "unreachable" } : {}),
+        ...(otlp.isActive ? { otlp: otlpHealth(otlp.totals()) } : {}),
+      }))
       .use(authRoutes(ctx))
       .use(billingRoutes(ctx))
       .use(eventRoutes(ctx, limits, eventLog))
       .use(installRoutes(config))
       .use(liveRoutes(ctx))
       .use(orgRoutes(ctx, dropEvents))
+      .use(otlpRoutes(ctx, otlp, limits))
       .use(publishRoutes(ctx, limits, orgPublishers))
       .use(tokenRoutes(ctx))
       .use(tunnelRoutes({ ctx, workers, tunnels }))
       .use(userRoutes(ctx, limits))
   );
+}
+
+function otlpHealth(t: OtlpStats) {
+  return {
+    exported: t.exported,
+    queued: t.queued,
+    dropped: t.dropped,
+    failed: t.failed,
+    rejected: t.rejected,
+    lastExportTime: t.lastExportTime,
+  };
 }

@@ -30,6 +30,15 @@ import {
   OnboardNewUserRequest,
   OnboardNewUserResponse,
 } from "./orgs.ts";
+import {
+  DeleteOtlpExportRequest,
+  DeleteOtlpExportResponse,
+  GetOtlpExportRequest,
+  OtlpExportResponse,
+  SaveOtlpExportRequest,
+  SendOtlpTestSpanRequest,
+  SendOtlpTestSpanResponse,
+} from "./otlp.ts";
 import { JoinPublisherRequest, JoinPublisherResponse } from "./publish.ts";
 import {
   DeleteTokenRequest,
@@ -96,6 +105,10 @@ export const apiCalls = {
   JoinSubscriber: { body: JoinSubscriberRequest, response: JoinSubscriberResponse },
   JoinPublisher: { body: JoinPublisherRequest, response: JoinPublisherResponse },
   GetLink: { body: GetLinkRequest, response: GetLinkResponse },
+  GetOtlpExport: { body: GetOtlpExportRequest, response: OtlpExportResponse },
+  SaveOtlpExport: { body: SaveOtlpExportRequest, response: OtlpExportResponse },
+  DeleteOtlpExport: { body: DeleteOtlpExportRequest, response: DeleteOtlpExportResponse },
+  SendOtlpTestSpan: { body: SendOtlpTestSpanRequest, response: SendOtlpTestSpanResponse },
 } as const satisfies Record<string, Call>;
 
 export type ApiCallName = keyof typeof apiCalls;
