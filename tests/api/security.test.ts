@@ -34,6 +34,9 @@ function endpoints(u: Fixture): Array<[string, object]> {
     ["/api/OpenBillingPortal", { orgId: u.orgId }],
     ["/api/EndUserSessions", { namespaceId: u.namespaceId, userId: u.memberId }],
     ["/api/RemoveUser", { namespaceId: u.namespaceId, userId: u.memberId }],
+    ["/api/GetOtlpExport", { namespaceId: u.namespaceId }],
+    ["/api/SaveOtlpExport", { namespaceId: u.namespaceId, endpoint: "", protocol: "http/protobuf", isEnabled: false }],
+    ["/api/DeleteOtlpExport", { namespaceId: u.namespaceId }],
     ["/api/DeleteNamespace", { namespaceId: u.spareNamespaceId }],
   ];
 }
@@ -50,6 +53,10 @@ function adminOnly(u: Fixture, other: { userId: string }): Array<[string, object
     ["/api/AddUser", { namespaceId: u.namespaceId, email: "by-member@example.com" }],
     ["/api/RemoveUser", { namespaceId: u.namespaceId, userId: other.userId }],
     ["/api/EndUserSessions", { namespaceId: u.namespaceId, userId: other.userId }],
+    ["/api/GetOtlpExport", { namespaceId: u.namespaceId }],
+    ["/api/SaveOtlpExport", { namespaceId: u.namespaceId, endpoint: "http://collector.example:4318", protocol: "http/protobuf", isEnabled: true }],
+    ["/api/DeleteOtlpExport", { namespaceId: u.namespaceId }],
+    ["/api/SendOtlpTestSpan", { namespaceId: u.namespaceId }],
     ["/api/DeleteNamespace", { namespaceId: u.namespaceId }],
   ];
 }
@@ -65,6 +72,7 @@ const outsideTheMatrix: Record<string, string> = {
   GetLink: "the link id is the capability (tests/api/live.test.ts)",
   ListOpenTunnels: "any principal's own tunnels (tests/tunnel/tunnel.test.ts)",
   CancelSubscription: "billing on only (tests/api/billing.test.ts)",
+  SendOtlpTestSpan: "sends to a collector; its admin matrix is here, the rest in tests/otlp/settings.test.ts",
 };
 
 for (const backend of backends) {

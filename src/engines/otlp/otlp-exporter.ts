@@ -193,17 +193,29 @@ export class OtlpExporter implements EventSink {
     void this.load([lane]);
   }
 
-  /** Sends what is queued (parents no longer waited for) and waits for the sends in flight; for shutdown and tests. */
+  /**
+   * Sends what is queued (parents no longer waited for) and waits until every batch is sent or given up (retries
+   * included, so at most retryForMs plus a send); for shutdown and tests.
+   */
   async flush(): Promise<void> {
     await Promise.all(this.loads);
     for (const lane of this.lanes.values()) {
       this.releaseWaiting(lane, Number.POSITIVE_INFINITY);
       if (lane.retry) lane.retry.nextMs = 0;
     }
-    for (let round = 0; round < 1000; round++) {
+    for (;;) {
       for (const lane of this.lanes.values()) this.pump(lane, true);
-      if (this.sends.size === 0) return;
-      await Promise.race(this.sends);
+      if (this.sends.size > 0) {
+        await Promise.race(this.sends);
+        continue;
+      }
+      let nextMs = Number.POSITIVE_INFINITY;
+      for (const lane of this.lanes.values()) {
+        if (lane.retry) nextMs = Math.min(nextMs, lane.retry.nextMs);
+        else if (lane.queue.length > 0 && lane.settings?.destination) nextMs = 0;
+      }
+      if (nextMs === Number.POSITIVE_INFINITY) return;
+      await Bun.sleep(Math.max(1, nextMs - this.now()));
     }
   }
 
@@ -493,7 +505,7 @@ export class OtlpExporter implements EventSink {
         return;
       }
       lane.stats.failed += count;
-      if (retry.attempts === 1 || !answer.isRetryable) {
+      if (!answer.isRetryable) {
         log.warn("OTLP export refused", { namespaceId: lane.namespaceId, status: answer.status, message: answer.message });
       } else {
         log.warn("OTLP export given up after retries", { namespaceId: lane.namespaceId, spans: count, message });
