@@ -6,6 +6,7 @@ import { LinkViewerPage } from "~/ui/link/link-viewer-page.tsx";
 import { IframerPage } from "~/ui/live/iframer-page.tsx";
 import { BillingScreen } from "~/ui/pages/dashboard/billing-screen.tsx";
 import { DashboardLayout, dashboardLoader } from "~/ui/pages/dashboard/dashboard-layout.tsx";
+import { ExportScreen } from "~/ui/pages/dashboard/export-screen.tsx";
 import { DashboardIndex, LiveScreen } from "~/ui/pages/dashboard/live-screen.tsx";
 import { TokensScreen } from "~/ui/pages/dashboard/tokens-screen.tsx";
 import { UsersScreen } from "~/ui/pages/dashboard/users-screen.tsx";
@@ -68,6 +69,7 @@ export const routes: RouteObject[] = [
           { path: ":namespaceName/requests", Component: RequestsRoute },
           { path: ":namespaceName/tokens", Component: TokensScreen },
           { path: ":namespaceName/users", Component: UsersScreen },
+          { path: ":namespaceName/export", Component: ExportScreen },
         ],
       },
       { path: "iframer", Component: IframerPage },
