@@ -5,6 +5,7 @@ import { authRoutes } from "./auth/index.ts";
 import { billingRoutes } from "./billing/index.ts";
 import { installRoutes } from "./install/index.ts";
 import { liveRoutes } from "./live/index.ts";
+import { mcpRoutes } from "./mcp/index.ts";
 import { orgRoutes } from "./orgs/index.ts";
 import { otlpRoutes } from "./otlp/index.ts";
 import { bodyLimitPlugin } from "./plugins/body-limit.ts";
@@ -34,6 +35,7 @@ export function apiRoutes({ ctx, config, clientLimits: limits, orgPublishers, wo
       .use(eventRoutes(ctx, limits, eventLog))
       .use(installRoutes(config))
       .use(liveRoutes(ctx))
+      .use(mcpRoutes({ ctx, workers, limits }))
       .use(orgRoutes(ctx, dropEvents))
       .use(otlpRoutes(ctx, otlp, limits))
       .use(publishRoutes(ctx, limits, orgPublishers))
