@@ -8,7 +8,11 @@ import type { Principal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { issueSubscriberTicket } from "./subscriber-ticket.ts";
 
-/** A signed-in member of the namespace gets a live socket URL carrying a one-minute, single-use ticket. */
+/**
+ * A signed-in member of the namespace, or a token of that namespace (`tapscope tail`; its own namespace when none is
+ * named), gets a live socket URL carrying a one-minute, single-use ticket. The socket stands on the same grants, so it
+ * closes when the session, membership or token ends. Org tokens belong to self-hosted workers and are refused.
+ */
 export async function joinSubscriber({
   ctx,
   principal,
@@ -16,14 +20,17 @@ export async function joinSubscriber({
 }: {
   ctx: ServiceContext;
   principal: Principal | null;
-  namespaceId: string;
+  namespaceId: string | undefined;
 }): Promise<JoinSubscriberResponse> {
   if (!principal) throw new AppError("UNAUTHORIZED", "not signed in");
-  if (principal.kind !== "user") throw new AppError("FORBIDDEN", "forbidden: the live view is for signed-in users");
-  const access = await requireNamespaceAccess({ ctx, principal, namespaceId });
+  if (principal.kind === "orgToken") throw new AppError("FORBIDDEN", "forbidden: the live view takes a namespace token, not a worker's");
+  const target = namespaceId ?? (principal.kind === "namespaceToken" ? principal.namespaceId : undefined);
+  if (!target) throw new AppError("BAD_REQUEST", "namespaceId is required");
+  const access = await requireNamespaceAccess({ ctx, principal, namespaceId: target });
+  const viewer = principal.kind === "user" ? principal.userId : principal.tokenId;
   const ticket = issueSubscriberTicket(
     ctx.config.sessionSecret,
-    { userId: principal.userId, namespaceId: access.namespaceId, grants: grantsOf(principal, { namespaceId: access.namespaceId }) },
+    { userId: viewer, namespaceId: access.namespaceId, grants: grantsOf(principal, { namespaceId: access.namespaceId }) },
     ctx.now(),
   );
   return { websocketUrl: websocketUrl(ctx.config.publicUrl, `${liveSubscribePath}?ticket=${encodeURIComponent(ticket)}`) };
