@@ -54,7 +54,10 @@ function adminOnly(u: Fixture, other: { userId: string }): Array<[string, object
     ["/api/RemoveUser", { namespaceId: u.namespaceId, userId: other.userId }],
     ["/api/EndUserSessions", { namespaceId: u.namespaceId, userId: other.userId }],
     ["/api/GetOtlpExport", { namespaceId: u.namespaceId }],
-    ["/api/SaveOtlpExport", { namespaceId: u.namespaceId, endpoint: "http://collector.example:4318", protocol: "http/protobuf", isEnabled: true }],
+    [
+      "/api/SaveOtlpExport",
+      { namespaceId: u.namespaceId, endpoint: "http://collector.example:4318", protocol: "http/protobuf", isEnabled: true },
+    ],
     ["/api/DeleteOtlpExport", { namespaceId: u.namespaceId }],
     ["/api/SendOtlpTestSpan", { namespaceId: u.namespaceId }],
     ["/api/DeleteNamespace", { namespaceId: u.namespaceId }],

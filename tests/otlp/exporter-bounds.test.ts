@@ -69,6 +69,36 @@ describe("OTLP exporter bounds", () => {
     }
   }, 30_000);
 
+  test("a batch larger than one encoding slice arrives whole, as protobuf and as JSON", async () => {
+    for (const protocol of ["http/protobuf", "http/json"] as const) {
+      const destination: NamespaceExport = {
+        namespaceId: ns,
+        namespaceName: "shop",
+        destination: { url: receiver.tracesUrl, headers: [], protocol, timeoutMs: 60_000, source: "namespace" },
+        problem: null,
+      };
+      const exporter = new OtlpExporter({
+        config: { otlp: undefined, otlpDestinations: "any", publicUrl: "http://tapscope.test" },
+        loadDestinations: async () => new Map([[ns, destination]]),
+        hasNamespaceExports: async () => true,
+        batchSize: 500,
+      });
+      try {
+        const events = Array.from({ length: 500 }, (_, i) => tracedEvent({ service: `svc-${i % 3}` }));
+        const before = receiver.requests.length;
+        exporter.accept({ namespaceId: ns, linkId: null }, events);
+        await exporter.flush();
+        const requests = receiver.requests.slice(before);
+        expect(requests).toHaveLength(1);
+        const ids = new Set(requests[0]!.spans.map((s) => s.attributes["tapscope.event_id"]));
+        expect(ids.size, protocol).toBe(500);
+        for (const e of events) expect(ids.has(e.event_id)).toBe(true);
+      } finally {
+        await exporter.close();
+      }
+    }
+  }, 30_000);
+
   test("an outbound call whose request never arrives is sent after the wait, under the trace that request would start", async () => {
     const exporter = exporterTo(receiver.tracesUrl, { parentWaitMs: 200, flushIntervalMs: 20 });
     try {

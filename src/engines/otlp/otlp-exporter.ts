@@ -5,11 +5,10 @@ import { log } from "~/lib/logger.ts";
 import type { OtlpStats } from "~/lib/protocol/api/otlp.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { NamespaceExport } from "~/services/otlp/export-destinations.ts";
-import { destinationProblem, type ExportAnswer, encodeExportRequest, postExport } from "~/services/otlp/otlp-http.ts";
+import { destinationProblem, type ExportAnswer, encodeSpans, postExport } from "~/services/otlp/otlp-http.ts";
 import {
   childContext,
   contextFromHeaders,
-  exportRequest,
   type ResourceSpan,
   requestLink,
   spanOf as spanOfEvent,
@@ -119,7 +118,7 @@ export class OtlpExporter implements EventSink {
   private readonly retired = emptyStats();
 
   constructor(private readonly options: OtlpExporterOptions) {
-    this.batchSize = options.batchSize ?? 1000;
+    this.batchSize = options.batchSize ?? 512;
     this.flushIntervalMs = options.flushIntervalMs ?? 1000;
     this.maxQueuedPerNamespace = options.maxQueuedPerNamespace ?? 20_000;
     this.maxQueuedTotal = options.maxQueuedTotal ?? 200_000;
@@ -476,7 +475,7 @@ export class OtlpExporter implements EventSink {
       answer = { isOk: false, isRetryable: false, status: null, message: problem, rejectedSpans: 0 };
     } else {
       try {
-        const encoded = encodeExportRequest(exportRequest(retry.spans), destination.protocol);
+        const encoded = await encodeSpans(retry.spans, destination.protocol);
         answer = await postExport(destination, encoded, { fetch: this.options.fetch });
       } catch (err) {
         answer = {

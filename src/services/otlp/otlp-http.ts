@@ -4,7 +4,7 @@ import root from "@opentelemetry/otlp-transformer/build/esm/generated/root.js";
 import protobuf from "protobufjs/minimal.js";
 import type { OtlpDestination, OtlpProtocol } from "~/lib/env.ts";
 import { errorMessage } from "~/lib/errors.ts";
-import type { ExportTraceServiceRequest, KeyValue, Span } from "./spans.ts";
+import { type ExportTraceServiceRequest, exportRequest, type KeyValue, type ResourceSpan, type Span } from "./spans.ts";
 
 /**
  * OTLP/HTTP for traces (the OpenTelemetry protocol specification, "OTLP/HTTP"): a POST of an ExportTraceServiceRequest
@@ -53,6 +53,31 @@ export function encodeExportRequest(request: ExportTraceServiceRequest, protocol
     return { body: new TextEncoder().encode(JSON.stringify(json)), contentType: "application/json" };
   }
   return { body: requestCodec.encode(request).finish(), contentType: "application/x-protobuf" };
+}
+
+/** Spans encoded per event-loop turn by encodeSpans: a few milliseconds of work at most before ingest gets a turn. */
+const spansPerSlice = 64;
+
+/**
+ * The export request for `spans`, encoded a slice at a time with a turn of the event loop between slices, so a large
+ * batch never holds up ingest or the live view. A protobuf message's repeated field may arrive in pieces: each slice
+ * is a request of its own (its own resourceSpans), and their bytes one after another are the whole request.
+ */
+export async function encodeSpans(
+  spans: readonly ResourceSpan[],
+  protocol: OtlpProtocol,
+): Promise<{ body: Uint8Array; contentType: string }> {
+  if (spans.length <= spansPerSlice) return encodeExportRequest(exportRequest(spans), protocol);
+  const parts: Uint8Array[] = [];
+  const resourceSpans: ExportTraceServiceRequest["resourceSpans"] = [];
+  for (let i = 0; i < spans.length; i += spansPerSlice) {
+    if (i > 0) await new Promise((resolve) => setImmediate(resolve));
+    const request = exportRequest(spans.slice(i, i + spansPerSlice));
+    if (protocol === "http/json") resourceSpans.push(...request.resourceSpans);
+    else parts.push(requestCodec.encode(request).finish());
+  }
+  if (protocol === "http/json") return encodeExportRequest({ resourceSpans }, protocol);
+  return { body: Buffer.concat(parts), contentType: "application/x-protobuf" };
 }
 
 /**

@@ -232,14 +232,13 @@ export function exportRequest(spans: readonly ResourceSpan[]): ExportTraceServic
   };
 }
 
-/** Where an event is seen in Tapscope: the requests explorer narrowed to its id, a minute either side of it. */
+/**
+ * Where an event is seen in Tapscope: the requests explorer narrowed to its id, a minute either side of it (the
+ * explorer's `filter` parameter, base64 of its state). Built by hand: it is made for every span.
+ */
 export function requestLink(publicUrl: string, namespaceName: string, eventId: string, timeMicros: number): string {
-  const ms = Math.floor(timeMicros / 1000);
-  const state = {
-    clauses: [{ type: "String", column: "event_id", op: "Equals", value: eventId }],
-    global: { lowerMs: Math.floor(ms / 1000) * 1000 - 60_000, upperMs: Math.ceil(ms / 1000) * 1000 + 60_000 },
-    focus: null,
-  };
-  const filter = Buffer.from(JSON.stringify(state)).toString("base64");
-  return `${publicUrl}/dashboard/${encodeURIComponent(namespaceName)}/requests?filter=${encodeURIComponent(filter)}`;
+  const second = Math.floor(timeMicros / 1_000_000) * 1000;
+  const state = `{"clauses":[{"type":"String","column":"event_id","op":"Equals","value":${JSON.stringify(eventId)}}],"global":{"lowerMs":${second - 60_000},"upperMs":${second + 61_000}},"focus":null}`;
+  const filter = Buffer.from(state).toString("base64").replaceAll("+", "%2B").replaceAll("/", "%2F").replaceAll("=", "%3D");
+  return `${publicUrl}/dashboard/${encodeURIComponent(namespaceName)}/requests?filter=${filter}`;
 }
