@@ -120,6 +120,36 @@ describe("tapscope tail", () => {
     expect(tail.stderr()).toBe("");
   }, 60_000);
 
+  test("on a terminal (a pseudo-terminal, through script) the lines are in colour, as run --log's are", async () => {
+    const command = `${process.execPath} src/main.ts tail --filter 'request.url contains "/tty-failing/"'`;
+    const proc = spawn(["script", "-qfec", command, "/dev/null"], {
+      cwd: root,
+      env: {
+        PATH: process.env.PATH ?? "",
+        HOME: process.env.HOME ?? "/tmp",
+        TAPSCOPE_TOKEN: seeded.token,
+        TAPSCOPE_ENDPOINT: server.endpoint,
+      },
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const out = { stdout: "", stderr: "" };
+    const reader = proc.stdout.getReader();
+    void (async () => {
+      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) out.stdout += new TextDecoder().decode(chunk.value);
+    })();
+    const tail: Tail = { proc: proc as unknown as Tail["proc"], stdout: () => out.stdout, stderr: () => out.stderr };
+    try {
+      await untilFollowing(tail, "tty-failing");
+      // The status in red (5xx), as formatLogLine paints it.
+      expect(out.stdout).toContain("\x1b[31m502\x1b[0m GET  /tty-failing/");
+    } finally {
+      proc.kill("SIGKILL");
+      await proc.exited;
+    }
+  }, 60_000);
+
   test("a server restart: tail says it lost the server, reconnects, says so, and goes on", async () => {
     const tail = startTail(["--filter", "response.status >= 500", "--format", "line"]);
     try {
