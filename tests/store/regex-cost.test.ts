@@ -37,7 +37,8 @@ test("DFA-hostile regexes over long URLs are answered by RE2 off the event loop"
     return (await store.queryRows(ns, { filter: { clauses: [], global }, expressions: [parsed.expr], limit: 1 })).actualNumberOfRows;
   };
   let worstLag = 0;
-  let last = performance.now();
+  const t0 = performance.now();
+  let last = t0;
   const timer = setInterval(() => {
     worstLag = Math.max(worstLag, performance.now() - last);
     last = performance.now();
@@ -48,5 +49,7 @@ test("DFA-hostile regexes over long URLs are answered by RE2 off the event loop"
   } finally {
     clearInterval(timer);
   }
-  expect(worstLag).toBeLessThan(100);
+  // On the event loop, RE2's seconds would be one long stall; on DuckDB's threads the loop keeps turning.
+  const elapsed = performance.now() - t0;
+  expect(worstLag).toBeLessThan(elapsed / 2);
 }, 60_000);
