@@ -7,10 +7,12 @@ import { Ingest } from "~/engines/ingest/ingest.ts";
 import { EventSinks } from "~/engines/ingest/sinks.ts";
 import { ClientLimits } from "~/engines/limits/client-limits.ts";
 import { OrgPublishers } from "~/engines/limits/org-publishers.ts";
+import { defaultMaxSockets, SocketLimits } from "~/engines/limits/socket-limits.ts";
 import { LiveHub } from "~/engines/live/hub.ts";
 import { type AttachedStore, attachStore } from "~/engines/store/attach-store.ts";
 import { OpenTunnels } from "~/engines/workers/open-tunnels.ts";
 import { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
+import { readDescriptorLimit } from "~/lib/descriptor-limit.ts";
 import { type Config, memoryShares } from "~/lib/env.ts";
 import { createMailer, type Mailer } from "~/lib/mailer.ts";
 import { findRevokedGrants } from "~/services/access/grants.ts";
@@ -30,6 +32,8 @@ export type RuntimeInput = {
   peerAddress?: (request: Request) => string | undefined;
   /** The broker joining this server to the other nodes of a cluster (BROKER_URL); absent: one process. */
   broker?: Broker;
+  /** The process's open-file limit, for the default cap on WebSockets; default read from /proc. */
+  descriptorLimit?: number;
 };
 
 /**
@@ -58,6 +62,8 @@ export type Runtime = {
   tunnels: OpenTunnels;
   /** Per-client budgets of the unauthenticated endpoints. */
   clientLimits: ClientLimits;
+  /** Open WebSockets per client address, per link (link pages) and in all. */
+  socketLimits: SocketLimits;
   /** Publishers connected now, per org (the plans' containers limit). */
   orgPublishers: OrgPublishers;
   store: EventStore | undefined;
@@ -93,6 +99,12 @@ export function createRuntime(input: RuntimeInput): Runtime {
   const attached = store ? attachStore({ config, db, store: workers.route(), sinks, now, storeLinks: input.broker !== undefined }) : null;
   const orgPublishers = new OrgPublishers();
   const clientLimits = new ClientLimits({ config, now, peerAddress: input.peerAddress });
+  const descriptorLimit = input.descriptorLimit ?? readDescriptorLimit()?.soft ?? 1024;
+  const socketLimits = new SocketLimits({
+    maxSockets: config.maxWebSockets || defaultMaxSockets(descriptorLimit, config.memoryLimitBytes),
+    perAddress: config.webSocketsPerAddress,
+    pingsPerLink: config.webSocketsPerLink,
+  });
   const cluster = input.broker ? new ClusterNode({ broker: input.broker, hub, ingest, orgPublishers, clientLimits, store }) : null;
   const tunnels = new OpenTunnels();
   if (cluster) {
@@ -114,6 +126,7 @@ export function createRuntime(input: RuntimeInput): Runtime {
     workers,
     tunnels,
     clientLimits,
+    socketLimits,
     orgPublishers,
     store,
     attached,

@@ -50,6 +50,12 @@ export type Config = {
   trustProxy: string[];
   /** New anonymous links per client address per hour (JoinPublisher without a token); 0 means no limit. */
   anonymousLinksPerHour: number;
+  /** MAX_WEBSOCKETS: open WebSockets of every kind in all; 0: from the descriptor limit and MEMORY_LIMIT (defaultMaxSockets). */
+  maxWebSockets: number;
+  /** WEBSOCKETS_PER_ADDRESS: open WebSockets of every kind from one client address. */
+  webSocketsPerAddress: number;
+  /** WEBSOCKETS_PER_LINK: open /link pages (their PingLink sockets) of one link, all addresses together. */
+  webSocketsPerLink: number;
 };
 
 /** The default budget: 1 GiB or a quarter of the machine's memory, whichever is smaller. */
@@ -224,6 +230,9 @@ export function parseConfig(env: Env = process.env): Config {
     duckdbThreads: int(env, "DUCKDB_THREADS", Math.max(1, Math.min(4, Math.floor(availableParallelism() / 2))), 1, 1024),
     trustProxy: trustProxy(env),
     anonymousLinksPerHour: int(env, "ANONYMOUS_LINKS_PER_HOUR", 100, 0, 1_000_000),
+    maxWebSockets: int(env, "MAX_WEBSOCKETS", 0, 0, 10_000_000),
+    webSocketsPerAddress: int(env, "WEBSOCKETS_PER_ADDRESS", 256, 1, 10_000_000),
+    webSocketsPerLink: int(env, "WEBSOCKETS_PER_LINK", 1000, 1, 10_000_000),
   };
 }
 
