@@ -1,6 +1,6 @@
 import type { Server, ServerWebSocket, WebSocketHandler } from "bun";
 import type { ClientLimits } from "~/engines/limits/client-limits.ts";
-import { type SocketKind, type SocketLimits, type SocketSlot, socketRefusedCode } from "~/engines/limits/socket-limits.ts";
+import type { SocketKind, SocketLimits, SocketSlot } from "~/engines/limits/socket-limits.ts";
 import { AppError } from "~/lib/errors.ts";
 import { log } from "~/lib/logger.ts";
 
@@ -36,6 +36,9 @@ export type SocketData = {
  * frames) and no more. Each channel's own limit is checked below it.
  */
 export const maxFrameBytes = 16 * 1024 * 1024;
+
+/** The close code of a socket refused by a cap: 1013, "try again later". */
+export const socketRefusedCode = 1013;
 
 /** The close code of a frame over its channel's limit. */
 export const messageTooBigCode = 1009;

@@ -15,9 +15,6 @@ export type SocketSlot = { release: () => void };
 
 export type SocketAdmission = { ok: true; slot: SocketSlot } | { ok: false; reason: string };
 
-/** The close code of a socket refused by a cap: 1013, "try again later". */
-export const socketRefusedCode = 1013;
-
 /**
  * Counts the open WebSockets per client address, per link (link pings) and in all. A socket takes its place at
  * the upgrade and gives it back when it closes; one over a cap is refused with a reason that says which.
