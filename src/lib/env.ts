@@ -76,20 +76,22 @@ export function parseBytes(raw: string): number | null {
  * How the budget is shared: an idle server already holds about 390 MB (the runtime, PGlite's WebAssembly
  * memory, DuckDB's own), so DuckDB's buffer manager gets a quarter (it spills beyond it to DATA_DIR); the store
  * sink's buffer (what waits while the store is slow) a quarter, counted in characters (EventRows sizes: about
- * two bytes each as JS strings); the live views' retained history an eighth; the rest is the runtime and
- * sockets. A HAR export is streamed (one page of events held at a time), so its cap bounds the download's size,
- * not memory: a quarter of the budget.
+ * two bytes each as JS strings); the live views' retained history an eighth, and what viewers hold unsent (their
+ * queues and socket buffers) another eighth; the rest is the runtime and sockets. A HAR export is streamed (one
+ * page of events held at a time), so its cap bounds the download's size, not memory: a quarter of the budget.
  */
 export function memoryShares(limitBytes: number): {
   duckdbBytes: number;
   storeBufferChars: number;
   liveHistoryBytes: number;
+  liveSendBytes: number;
   harMaxBytes: number;
 } {
   return {
     duckdbBytes: Math.floor(limitBytes / 4),
     storeBufferChars: Math.floor(limitBytes / 4 / 2),
     liveHistoryBytes: Math.floor(limitBytes / 8),
+    liveSendBytes: Math.floor(limitBytes / 8),
     harMaxBytes: Math.floor(limitBytes / 4),
   };
 }

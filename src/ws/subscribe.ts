@@ -78,6 +78,7 @@ export function subscribeSocket({
           send: (data) => socket.sendText(data),
           bufferedAmount: () => socket.getBufferedAmount(),
           close: (code, reason) => socket.close(code, reason),
+          terminate: () => socket.terminate(),
         },
         { expiresAt },
       );

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { LiveHub, type LiveHubOptions, type SubscriberTransport } from "~/engines/live/hub.ts";
+import { SendBudget } from "~/engines/live/send-budget.ts";
 import { compileFilterChips } from "~/lib/filter/evaluate.ts";
 import { estimateJsonLength, type TracedEvent } from "~/lib/protocol/event.ts";
 import type { LiveServerMessage } from "~/lib/protocol/live.ts";
@@ -12,6 +13,7 @@ class TestSocket implements SubscriberTransport {
   buffered = 0;
   isStalled = false;
   closed: { code?: number; reason?: string } | null = null;
+  isTerminated = false;
   send(data: string): number {
     if (this.isStalled) {
       this.buffered += data.length;
@@ -25,6 +27,9 @@ class TestSocket implements SubscriberTransport {
   }
   close(code?: number, reason?: string): void {
     this.closed = { code, reason };
+  }
+  terminate(): void {
+    this.isTerminated = true;
   }
   /** The reader catches up. */
   unstall(): void {
@@ -535,6 +540,76 @@ describe("filter cost", () => {
     expect(elapsed).toBeLessThan(unboundedMs([hostile(99)], events.slice(0, 20)));
     expect(plain.paths()).toHaveLength(50);
     for (const s of viewers) expect(s.of("dropped")).toEqual([{ type: "dropped", count: 50, total: 50 }]);
+  });
+});
+
+describe("viewers that never read", () => {
+  const big = (i: number) => makeEvent({ http_req_path: `/${i}`, http_resp_body: "x".repeat(256 * 1024) });
+
+  test("a slow viewer holds at most its bound (queue and socket): the oldest are dropped and reported, and it is not closed", () => {
+    const budget = new SendBudget({ totalBytes: 64 * 1024 * 1024, perViewerBytes: 3 * 1024 * 1024, keepingUpBytes: 64 * 1024 });
+    const hub = new LiveHub({ flushIntervalMs: 1, maxBufferedBytes: 1024 * 1024, maxBatchBytes: 512 * 1024 }, { sendBudget: budget });
+    const slow = new TestSocket();
+    hub.subscribe(link("L"), slow, noExpiry);
+    slow.isStalled = true;
+    for (let i = 0; i < 40; i++) {
+      hub.accept({ namespaceId: null, linkId: "L" }, [big(i)]);
+      hub.flushAll();
+    }
+    expect(slow.closed).toBeNull();
+    const sub = [
+      ...(hub as unknown as { channels: Map<string, { subscribers: Set<{ pendingBytes: number }> }> }).channels.get("link:L")!.subscribers,
+    ][0]!;
+    expect(sub.pendingBytes + slow.buffered).toBeLessThanOrEqual(3 * 1024 * 1024);
+    slow.unstall();
+    hub.flushAll();
+    const dropped = slow.of("dropped").at(-1)!;
+    expect(dropped.total).toBeGreaterThan(25);
+    expect(slow.paths().at(-1)).toBe("/39");
+  });
+
+  test("many stalled viewers, each under its bound, are closed once together they pass the budget for all", () => {
+    const budget = new SendBudget({ totalBytes: 4 * 1024 * 1024, perViewerBytes: 64 * 1024 * 1024, keepingUpBytes: 64 * 1024 });
+    const hub = new LiveHub({ flushIntervalMs: 1 }, { sendBudget: budget });
+    const viewers = Array.from({ length: 20 }, () => {
+      const s = new TestSocket();
+      hub.subscribe(link("L"), s, noExpiry);
+      s.isStalled = true;
+      return s;
+    });
+    const reading = new TestSocket();
+    hub.subscribe(link("L"), reading, noExpiry);
+    for (let i = 0; i < 4; i++) {
+      hub.accept({ namespaceId: null, linkId: "L" }, [big(i)]);
+      hub.flushAll();
+    }
+    // Each would hold 1 MiB: the budget (4 MiB) keeps four of them at most, and the viewer that reads is never closed.
+    const open = viewers.filter((s) => s.closed === null);
+    expect(open.length).toBeLessThanOrEqual(4);
+    const closed = viewers.filter((s) => s.closed !== null);
+    expect(closed.length).toBe(viewers.length - open.length);
+    for (const s of closed) {
+      expect(s.closed).toEqual({ code: 4408, reason: expect.stringContaining("read too slowly") });
+      // Its close frame would wait behind what it holds: the connection is let go at once.
+      expect(s.isTerminated).toBe(true);
+    }
+    expect(budget.heldBytes).toBeLessThanOrEqual(4 * 1024 * 1024 + 300 * 1024);
+    expect(reading.closed).toBeNull();
+    expect(reading.paths()).toHaveLength(4);
+  });
+
+  test("a batch never puts more than maxBatchBytes on a socket at once", () => {
+    const hub = hubWith({ maxBatchBytes: 600 * 1024 });
+    const s = new TestSocket();
+    hub.subscribe(link("L"), s, noExpiry);
+    hub.accept(
+      { namespaceId: null, linkId: "L" },
+      Array.from({ length: 8 }, (_, i) => big(i)),
+    );
+    hub.flushAll();
+    const batches = s.of("events").map((m) => m.events.length);
+    expect(batches.reduce((a, b) => a + b, 0)).toBe(8);
+    expect(Math.max(...batches)).toBe(2);
   });
 });
 

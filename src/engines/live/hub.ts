@@ -1,9 +1,10 @@
 import type { EventSink, EventTarget } from "~/engines/ingest/sinks.ts";
 import { compileFilterChips, type EventPredicate, type FilterMeter, filterMeter, filterStepsPerEvent } from "~/lib/filter/evaluate.ts";
 import { estimateJsonLength, type TracedEvent } from "~/lib/protocol/event.ts";
-import type { LiveClientMessage, LiveServerMessage } from "~/lib/protocol/live.ts";
+import { type LiveClientMessage, type LiveServerMessage, liveBusyCloseCode, slowViewerCloseCode } from "~/lib/protocol/live.ts";
 import { TokenBucket } from "~/lib/rate-limit.ts";
 import { EventHistory, type HistoryEntry } from "./history.ts";
+import { SendBudget } from "./send-budget.ts";
 
 /**
  * What the hub needs of a subscriber's socket. `send` follows Bun's ServerWebSocket: > 0 bytes sent,
@@ -13,6 +14,8 @@ export type SubscriberTransport = {
   send(data: string): number;
   bufferedAmount(): number;
   close(code?: number, reason?: string): void;
+  /** Ends the connection at once, dropping what it holds unsent. */
+  terminate?(): void;
 };
 
 /** A namespace's live view, or one shared link's. Never both: that is what keeps them apart. */
@@ -34,6 +37,8 @@ export type LiveHubOptions = {
    */
   flushIntervalMs: number;
   maxBatch: number;
+  /** Bytes of events in one message (at least one event): a send never adds more than this to a socket's buffer. */
+  maxBatchBytes: number;
   /** Viewers of one namespace or link at once: a link is public, so its audience is bounded. */
   maxSubscribersPerChannel: number;
   /**
@@ -67,6 +72,7 @@ export const defaultLiveHubOptions: LiveHubOptions = {
   maxBufferedBytes: 4 * 1024 * 1024,
   flushIntervalMs: 0,
   maxBatch: 500,
+  maxBatchBytes: 1024 * 1024,
   maxSubscribersPerChannel: 1000,
   filterStepsPerEvent,
   filterStepsPerSecond: 2_500_000,
@@ -78,6 +84,21 @@ export const defaultLiveHubOptions: LiveHubOptions = {
 };
 
 const retryDelayMs = 20;
+
+/** The parts a hub is given (runtime.ts makes them from the config). */
+export type LiveHubParts = {
+  /** What viewers hold unsent, against a bound each and a share of MEMORY_LIMIT for all. */
+  sendBudget?: SendBudget;
+};
+
+/** A send budget from the hub's options: a history message and a socket's worth of batches per viewer. */
+export function defaultSendBudget(options: LiveHubOptions, totalBytes = 128 * 1024 * 1024): SendBudget {
+  return new SendBudget({
+    totalBytes,
+    perViewerBytes: options.historyBytes + options.maxBufferedBytes + options.maxBatchBytes,
+    keepingUpBytes: options.maxBatchBytes / 4,
+  });
+}
 
 /** Subscribers with the same filters: evaluated once per event, spending from their bucket of steps. */
 type Group = { predicate: EventPredicate; meter: FilterMeter; members: Set<Subscriber>; bucket: TokenBucket; isEmpty: boolean };
@@ -115,8 +136,9 @@ export class Subscriber {
   meter: FilterMeter = filterMeter();
   /** Equal for subscribers with the same filters: they can share one serialized batch. */
   configKey = "[]";
-  /** Serialized matching events not yet sent, oldest first. */
+  /** Serialized matching events not yet sent, oldest first, and their characters. */
   pending: string[] = [];
+  pendingBytes = 0;
   droppedTotal = 0;
   droppedUnreported = 0;
   /** The history for the current config, owed because the socket was full: sent when it drains (only the latest). */
@@ -185,9 +207,11 @@ export class LiveHub implements EventSink {
    */
   private batchCache = new Map<string, { length: number; first: string; last: string; text: string }>();
   readonly options: LiveHubOptions;
+  readonly sendBudget: SendBudget;
 
-  constructor(options: Partial<LiveHubOptions> = {}) {
+  constructor(options: Partial<LiveHubOptions> = {}, parts: LiveHubParts = {}) {
     this.options = { ...defaultLiveHubOptions, ...options };
+    this.sendBudget = parts.sendBudget ?? defaultSendBudget(this.options);
   }
 
   /** Bytes the channels' histories hold (the server's memory log). */
@@ -273,8 +297,16 @@ export class LiveHub implements EventSink {
       expiresAt: hello.expiresAt ? hello.expiresAt.toISOString() : null,
     });
     this.announceStats(channel);
-    this.sendHistory(sub, channel.history.entries());
     if (channel.subscribers.size === 1) this.onWatchedChanged?.();
+    // The history is the biggest thing a viewer is sent, and one that joins and never reads holds it: with the
+    // budget spent on viewers who do not read, a newcomer is asked to come back rather than sent it.
+    if (!this.sendBudget.canTake(channel.history.byteLength)) {
+      this.unsubscribe(sub);
+      transport.close(liveBusyCloseCode, "the live view is holding too much for viewers who do not read; try again shortly");
+      return sub;
+    }
+    this.sendHistory(sub, channel.history.entries());
+    this.account(sub, true);
     return sub;
   }
 
@@ -282,6 +314,8 @@ export class LiveHub implements EventSink {
     if (sub.isClosed) return;
     sub.isClosed = true;
     sub.pending = [];
+    sub.pendingBytes = 0;
+    this.sendBudget.release(sub);
     sub.owedHistory = null;
     sub.requested = null;
     this.requests.delete(sub);
@@ -407,7 +441,9 @@ export class LiveHub implements EventSink {
 
   private enqueue(sub: Subscriber, json: string): void {
     sub.pending.push(json);
-    if (sub.pending.length >= this.options.maxBatch) {
+    sub.pendingBytes += json.length;
+    if (!this.account(sub, false)) return;
+    if (sub.pending.length >= this.options.maxBatch || sub.pendingBytes >= this.options.maxBatchBytes) {
       this.flush(sub);
       return;
     }
@@ -430,10 +466,33 @@ export class LiveHub implements EventSink {
     }
   }
 
+  /**
+   * Counts what the viewer holds unsent against the send budget: its queue past the per-viewer bound is dropped
+   * (oldest first, reported), and a viewer whose socket is over a bound is closed with a reason (it reconnects
+   * and gets the history, or stays away). False when it was closed.
+   */
+  private account(sub: Subscriber, isSettled: boolean): boolean {
+    const socketBytes = sub.transport.bufferedAmount();
+    const room = this.sendBudget.options.perViewerBytes - socketBytes;
+    let over = 0;
+    while (over < sub.pending.length && sub.pendingBytes > room) sub.pendingBytes -= sub.pending[over++]!.length;
+    if (over > 0) {
+      sub.pending.splice(0, over);
+      this.countDropped(sub, over);
+    }
+    if (this.sendBudget.update(sub, socketBytes, isSettled)) return true;
+    this.unsubscribe(sub);
+    sub.transport.close(slowViewerCloseCode, "this viewer read too slowly: it was closed to keep the server's memory bounded");
+    // A close frame waits behind what the socket holds, which a viewer that does not read never takes: its
+    // buffers are let go now rather than when its connection times out.
+    if (socketBytes >= this.sendBudget.options.keepingUpBytes) sub.transport.terminate?.();
+    return false;
+  }
+
   private trim(sub: Subscriber): void {
     const over = sub.pending.length - this.options.queueLimit;
     if (over <= 0) return;
-    sub.pending.splice(0, over);
+    for (const json of sub.pending.splice(0, over)) sub.pendingBytes -= json.length;
     sub.droppedTotal += over;
     sub.droppedUnreported += over;
   }
@@ -444,7 +503,7 @@ export class LiveHub implements EventSink {
     this.dirty.delete(sub);
     if (sub.transport.bufferedAmount() > this.options.maxBufferedBytes) {
       this.trim(sub);
-      this.retryLater(sub); // And on drain, whichever comes first.
+      if (this.account(sub, true)) this.retryLater(sub); // And on drain, whichever comes first.
       return;
     }
     if (sub.owedHistory) {
@@ -457,7 +516,7 @@ export class LiveHub implements EventSink {
       sub.droppedUnreported = 0;
     }
     while (sub.pending.length > 0) {
-      const batch = sub.pending.splice(0, this.options.maxBatch);
+      const batch = this.takeBatch(sub);
       const status = sub.transport.send(this.batchText(sub.configKey, batch));
       if (status === 0) {
         sub.droppedTotal += batch.length;
@@ -467,7 +526,23 @@ export class LiveHub implements EventSink {
       if (status < 0 || sub.transport.bufferedAmount() > this.options.maxBufferedBytes) break;
     }
     this.trim(sub);
+    if (!this.account(sub, true)) return;
     if (sub.pending.length > 0 || sub.droppedUnreported > 0) this.retryLater(sub);
+  }
+
+  /** The oldest pending events, up to maxBatch of them and maxBatchBytes (at least one). */
+  private takeBatch(sub: Subscriber): string[] {
+    const { maxBatch, maxBatchBytes } = this.options;
+    let n = 0;
+    let bytes = 0;
+    while (n < sub.pending.length && n < maxBatch) {
+      const length = sub.pending[n]!.length;
+      if (n > 0 && bytes + length > maxBatchBytes) break;
+      bytes += length;
+      n++;
+    }
+    sub.pendingBytes -= bytes;
+    return sub.pending.splice(0, n);
   }
 
   /** A subscriber whose socket is full is looked at again after a pause, not on every loop turn. */
@@ -579,6 +654,7 @@ export class LiveHub implements EventSink {
     sub.revision = walk.revision;
     // What waited was chosen by the old config; the history covers everything up to now under the new one.
     sub.pending = [];
+    sub.pendingBytes = 0;
     this.dirty.delete(sub);
     this.sendControl(sub, { type: "config-applied", revision: walk.revision });
     const firstSeq = sub.channel.history.firstSeq;
