@@ -8,6 +8,7 @@ import { EventSinks } from "~/engines/ingest/sinks.ts";
 import { ClientLimits } from "~/engines/limits/client-limits.ts";
 import { OrgPublishers } from "~/engines/limits/org-publishers.ts";
 import { defaultMaxSockets, SocketLimits } from "~/engines/limits/socket-limits.ts";
+import { FilterAllowance } from "~/engines/live/filter-allowance.ts";
 import { defaultLiveHubOptions, defaultSendBudget, LiveHub } from "~/engines/live/hub.ts";
 import { type AttachedStore, attachStore } from "~/engines/store/attach-store.ts";
 import { OpenTunnels } from "~/engines/workers/open-tunnels.ts";
@@ -93,7 +94,10 @@ export function createRuntime(input: RuntimeInput): Runtime {
   const sinks = new EventSinks();
   const shares = memoryShares(config.memoryLimitBytes);
   const hubOptions = { ...defaultLiveHubOptions, totalHistoryBytes: shares.liveHistoryBytes };
-  const hub = new LiveHub(hubOptions, { sendBudget: defaultSendBudget(hubOptions, shares.liveSendBytes) });
+  const hub = new LiveHub(hubOptions, {
+    sendBudget: defaultSendBudget(hubOptions, shares.liveSendBytes),
+    filterAllowance: new FilterAllowance(),
+  });
   sinks.add(hub);
   const ingest = new Ingest(sinks, { rateLimit: config.ingestRateLimit });
   // Which orgs a self-hosted worker serves (worker_orgs), so no node stores theirs while it is away.

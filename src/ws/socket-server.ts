@@ -26,6 +26,8 @@ export type SocketChannel<C> = {
 export type SocketData = {
   channel: SocketChannel<unknown>;
   context: unknown;
+  /** The client address the socket counts under (TRUST_PROXY decides it). */
+  address: string;
   slot: SocketSlot | null;
   /** Set when a cap refused the socket: it is closed with this reason as soon as it opens. */
   refusal: string | null;
@@ -66,6 +68,7 @@ export class SocketServer {
     const data: SocketData = {
       channel: channel as SocketChannel<unknown>,
       context,
+      address,
       slot: admission.ok ? admission.slot : null,
       refusal: admission.ok ? null : admission.reason,
     };

@@ -80,7 +80,7 @@ export function subscribeSocket({
           close: (code, reason) => socket.close(code, reason),
           terminate: () => socket.terminate(),
         },
-        { expiresAt },
+        { expiresAt, address: socket.data.address },
       );
       const unregister = sockets.register(grants, { close: (code, reason) => socket.close(code, reason) });
       connections.set(socket, { sub, expiryTimer: expiresAt ? armExpiry(socket, sub, expiresAt) : null, unregister });

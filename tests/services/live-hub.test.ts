@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { FilterAllowance } from "~/engines/live/filter-allowance.ts";
 import { LiveHub, type LiveHubOptions, type SubscriberTransport } from "~/engines/live/hub.ts";
 import { SendBudget } from "~/engines/live/send-budget.ts";
 import { compileFilterChips } from "~/lib/filter/evaluate.ts";
@@ -51,6 +52,8 @@ function hubWith(options: Partial<LiveHubOptions> = {}) {
 const ns = (id: string) => ({ kind: "namespace" as const, namespaceId: id });
 const link = (id: string) => ({ kind: "link" as const, linkId: id });
 const noExpiry = { expiresAt: null };
+/** A viewer from its own client address (each address has its own share of the filter allowance). */
+const from = (address: string) => ({ expiresAt: null, address });
 
 describe("LiveHub", () => {
   test("a subscriber gets hello, stats and (empty) history on join, then batched events", () => {
@@ -505,8 +508,10 @@ describe("filter cost", () => {
     const r = rng(18);
     const costly = new TestSocket();
     const plain = new TestSocket();
-    hub.subscribe(link("L"), costly, noExpiry).setConfig({ type: "setConfig", revision: 1, filters: [hostile(99)] });
-    hub.subscribe(link("L"), plain, noExpiry).setConfig({ type: "setConfig", revision: 1, filters: ['request.url startsWith "/"'] });
+    hub.subscribe(link("L"), costly, from("203.0.113.1")).setConfig({ type: "setConfig", revision: 1, filters: [hostile(99)] });
+    hub
+      .subscribe(link("L"), plain, from("203.0.113.2"))
+      .setConfig({ type: "setConfig", revision: 1, filters: ['request.url startsWith "/"'] });
     expect(costly.of("config-applied")).toHaveLength(1);
     const events = Array.from({ length: 200 }, () => makeEvent({ http_req_path: abPath(4200, r) }));
     const t0 = performance.now();
@@ -522,15 +527,18 @@ describe("filter cost", () => {
   });
 
   test("many viewers with costly filters on one link share its budget: one publisher message costs less than one unbounded filter over 20 events", () => {
-    const hub = hubWith();
+    // The channel's budget alone: the process's allowance (tested below) set out of the way.
+    const hub = new LiveHub({ flushIntervalMs: 1 }, { filterAllowance: new FilterAllowance({ stepsPerSecond: 1e12, burstSteps: 1e12 }) });
     const r = rng(19);
     const viewers = Array.from({ length: 20 }, (_, k) => {
       const s = new TestSocket();
-      hub.subscribe(link("L"), s, noExpiry).setConfig({ type: "setConfig", revision: 1, filters: [hostile(99 - k)] });
+      hub.subscribe(link("L"), s, from(`203.0.113.${k}`)).setConfig({ type: "setConfig", revision: 1, filters: [hostile(99 - k)] });
       return s;
     });
     const plain = new TestSocket();
-    hub.subscribe(link("L"), plain, noExpiry).setConfig({ type: "setConfig", revision: 1, filters: ['request.url contains "b"'] });
+    hub
+      .subscribe(link("L"), plain, from("203.0.113.99"))
+      .setConfig({ type: "setConfig", revision: 1, filters: ['request.url contains "b"'] });
     const events = Array.from({ length: 50 }, () => makeEvent({ http_req_path: abPath(4200, r) }));
     const t0 = performance.now();
     hub.accept({ namespaceId: null, linkId: "L" }, events);
@@ -540,6 +548,83 @@ describe("filter cost", () => {
     expect(elapsed).toBeLessThan(unboundedMs([hostile(99)], events.slice(0, 20)));
     expect(plain.paths()).toHaveLength(50);
     for (const s of viewers) expect(s.of("dropped")).toEqual([{ type: "dropped", count: 50, total: 50 }]);
+  });
+});
+
+describe("the process's filter allowance", () => {
+  const hostile = (n: number) => `request.url matches "[ab]*a[ab]{${n}}z"`;
+  const costly = (k: number) => [
+    Array.from({ length: 8 }, (_, i) => `${hostile(99 - (i % 4))} || request.url contains "${k}-${i}"`).join(" || "),
+  ];
+
+  /** Ten links, four viewers each from ten addresses with costly filters, and a signed-in viewer with a cheap one. */
+  function attack(hub: LiveHub, events: number) {
+    const r = rng(28);
+    const sockets: TestSocket[] = [];
+    for (let l = 0; l < 10; l++) {
+      for (let v = 0; v < 4; v++) {
+        const s = new TestSocket();
+        hub.subscribe(link(`L${l}`), s, from(`198.51.100.${l}`)).setConfig({ type: "setConfig", revision: 1, filters: costly(l * 4 + v) });
+        sockets.push(s);
+      }
+    }
+    const signedIn = new TestSocket();
+    hub
+      .subscribe(ns("N"), signedIn, from("192.0.2.7"))
+      .setConfig({ type: "setConfig", revision: 1, filters: ['request.url contains "b"'] });
+    const batches = Array.from({ length: 10 }, () => Array.from({ length: events }, () => makeEvent({ http_req_path: abPath(4200, r) })));
+    const t0 = performance.now();
+    for (let l = 0; l < 10; l++) hub.accept({ namespaceId: null, linkId: `L${l}` }, batches[l]!);
+    hub.accept({ namespaceId: "N", linkId: null }, batches[0]!);
+    const elapsed = performance.now() - t0;
+    hub.flushAll();
+    return { elapsed, sockets, signedIn };
+  }
+
+  test("costly filters on ten links cost the process one allowance, not ten channels' budgets; a signed-in viewer is not starved", () => {
+    // Baseline, in this test: the same attack with only the per-channel budgets (what the hub did before).
+    const unbounded = attack(
+      new LiveHub({ flushIntervalMs: 1 }, { filterAllowance: new FilterAllowance({ stepsPerSecond: 1e12, burstSteps: 1e12 }) }),
+      20,
+    );
+    const bounded = attack(new LiveHub({ flushIntervalMs: 1 }), 20);
+    // Ten channels' bursts (5,000,000 steps) against one allowance's (400,000), of which anonymous viewers get half.
+    expect(bounded.elapsed).toBeLessThan(unbounded.elapsed / 4);
+    expect(bounded.signedIn.paths()).toHaveLength(20);
+    expect(bounded.signedIn.of("dropped")).toEqual([]);
+    for (const s of bounded.sockets) expect(s.of("dropped").at(-1)?.total).toBe(20);
+  });
+
+  test("one address may have 32 distinct filter sets in force; more are refused, shared ones and freed places are not", () => {
+    const hub = hubWith();
+    const viewers = Array.from({ length: 33 }, (_, k) => {
+      const s = new TestSocket();
+      const sub = hub.subscribe(link(`L${k % 3}`), s, from("203.0.113.9"));
+      sub.setConfig({ type: "setConfig", revision: 1, filters: [`request.url contains "/${k}"`] });
+      return { s, sub };
+    });
+    const answers = viewers.map(({ s }) => s.messages.find((m) => m.type === "config-applied" || m.type === "setFilterError")!.type);
+    expect(answers.slice(0, 32).every((a) => a === "config-applied")).toBe(true);
+    expect(viewers[32]!.s.of("setFilterError")[0]).toMatchObject({
+      revision: 1,
+      message: expect.stringContaining("too many different live filters"),
+    });
+    // The same filters as a set already in force on that link need no new place.
+    const same = new TestSocket();
+    hub
+      .subscribe(link("L0"), same, from("203.0.113.9"))
+      .setConfig({ type: "setConfig", revision: 1, filters: ['request.url contains "/0"'] });
+    expect(same.of("config-applied")).toHaveLength(1);
+    // Another address has its own places.
+    const other = new TestSocket();
+    hub
+      .subscribe(link("L0"), other, from("203.0.113.10"))
+      .setConfig({ type: "setConfig", revision: 1, filters: ['request.url contains "/x"'] });
+    expect(other.of("config-applied")).toHaveLength(1);
+    // A viewer that leaves gives its place back.
+    viewers[1]!.sub.close();
+    viewers[32]!.sub.setConfig({ type: "setConfig", revision: 2, filters: ['request.url contains "/32"'] });
+    expect(viewers[32]!.s.of("config-applied")).toEqual([{ type: "config-applied", revision: 2 }]);
   });
 });
 

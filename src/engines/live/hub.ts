@@ -3,6 +3,7 @@ import { compileFilterChips, type EventPredicate, type FilterMeter, filterMeter,
 import { estimateJsonLength, type TracedEvent } from "~/lib/protocol/event.ts";
 import { type LiveClientMessage, type LiveServerMessage, liveBusyCloseCode, slowViewerCloseCode } from "~/lib/protocol/live.ts";
 import { TokenBucket } from "~/lib/rate-limit.ts";
+import { FilterAllowance, type FilterPayer } from "./filter-allowance.ts";
 import { EventHistory, type HistoryEntry } from "./history.ts";
 import { SendBudget } from "./send-budget.ts";
 
@@ -84,11 +85,15 @@ export const defaultLiveHubOptions: LiveHubOptions = {
 };
 
 const retryDelayMs = 20;
+/** How long history walks wait when the filter allowance they draw on is spent. */
+const allowanceWaitMs = 10;
 
 /** The parts a hub is given (runtime.ts makes them from the config). */
 export type LiveHubParts = {
   /** What viewers hold unsent, against a bound each and a share of MEMORY_LIMIT for all. */
   sendBudget?: SendBudget;
+  /** Filter steps per second for the whole process, per client address and for anonymous viewers together. */
+  filterAllowance?: FilterAllowance;
 };
 
 /** A send budget from the hub's options: a history message and a socket's worth of batches per viewer. */
@@ -100,8 +105,18 @@ export function defaultSendBudget(options: LiveHubOptions, totalBytes = 128 * 10
   });
 }
 
-/** Subscribers with the same filters: evaluated once per event, spending from their bucket of steps. */
-type Group = { predicate: EventPredicate; meter: FilterMeter; members: Set<Subscriber>; bucket: TokenBucket; isEmpty: boolean };
+/**
+ * Subscribers with the same filters: evaluated once per event, spending from their bucket of steps and from the
+ * process's allowance as `payer` (the address that set them; null for no filters, which cost nothing).
+ */
+type Group = {
+  predicate: EventPredicate;
+  meter: FilterMeter;
+  members: Set<Subscriber>;
+  bucket: TokenBucket;
+  isEmpty: boolean;
+  payer: FilterPayer | null;
+};
 
 type Channel = {
   key: string;
@@ -153,6 +168,8 @@ export class Subscriber {
     readonly hub: LiveHub,
     readonly channel: Channel,
     readonly transport: SubscriberTransport,
+    /** The client address the viewer connected from (its filters are paid for from that address's allowance). */
+    readonly address: string,
   ) {}
 
   /** A client message (already validated by parseLiveClientMessage). */
@@ -208,10 +225,12 @@ export class LiveHub implements EventSink {
   private batchCache = new Map<string, { length: number; first: string; last: string; text: string }>();
   readonly options: LiveHubOptions;
   readonly sendBudget: SendBudget;
+  readonly filterAllowance: FilterAllowance;
 
   constructor(options: Partial<LiveHubOptions> = {}, parts: LiveHubParts = {}) {
     this.options = { ...defaultLiveHubOptions, ...options };
     this.sendBudget = parts.sendBudget ?? defaultSendBudget(this.options);
+    this.filterAllowance = parts.filterAllowance ?? new FilterAllowance();
   }
 
   /** Bytes the channels' histories hold (the server's memory log). */
@@ -286,9 +305,9 @@ export class LiveHub implements EventSink {
     return (this.channels.get(channelKey(ref))?.subscribers.size ?? 0) < this.options.maxSubscribersPerChannel;
   }
 
-  subscribe(ref: ChannelRef, transport: SubscriberTransport, hello: { expiresAt: Date | null }): Subscriber {
+  subscribe(ref: ChannelRef, transport: SubscriberTransport, hello: { expiresAt: Date | null; address?: string }): Subscriber {
     const channel = this.channel(channelKey(ref));
-    const sub = new Subscriber(this, channel, transport);
+    const sub = new Subscriber(this, channel, transport, hello.address ?? "");
     channel.subscribers.add(sub);
     this.joinGroup(sub);
     this.sendControl(sub, {
@@ -402,13 +421,16 @@ export class LiveHub implements EventSink {
     const groups = sub.channel.groups;
     let group = groups.get(sub.configKey);
     if (!group) {
+      const isEmpty = sub.configKey === "[]";
       group = {
         predicate: sub.predicate,
         meter: sub.meter,
         members: new Set(),
         bucket: this.fullBucket(this.options.filterBurstSteps),
-        isEmpty: sub.configKey === "[]",
+        isEmpty,
+        payer: isEmpty ? null : this.payerOf(sub),
       };
+      if (group.payer) this.filterAllowance.countFilterSet(group.payer.address, 1);
       groups.set(sub.configKey, group);
     }
     group.members.add(sub);
@@ -418,7 +440,23 @@ export class LiveHub implements EventSink {
     const group = sub.channel.groups.get(sub.configKey);
     if (!group) return;
     group.members.delete(sub);
-    if (group.members.size === 0) sub.channel.groups.delete(sub.configKey);
+    const payer = group.payer;
+    if (group.members.size === 0) {
+      sub.channel.groups.delete(sub.configKey);
+      if (payer) this.filterAllowance.countFilterSet(payer.address, -1);
+      return;
+    }
+    // The filter set stays for the others: one of them pays for it from now on.
+    if (payer && payer.address === sub.address && ![...group.members].some((m) => m.address === payer.address)) {
+      const next = this.payerOf(group.members.values().next().value!);
+      this.filterAllowance.countFilterSet(payer.address, -1);
+      this.filterAllowance.countFilterSet(next.address, 1);
+      group.payer = next;
+    }
+  }
+
+  private payerOf(sub: Subscriber): FilterPayer {
+    return { address: sub.address, isAnonymous: sub.channel.key.startsWith("link:") };
   }
 
   private forgetIfUnused(channel: Channel): void {
@@ -584,13 +622,15 @@ export class LiveHub implements EventSink {
     const rate = Math.min(o.filterStepsPerSecond, o.channelFilterStepsPerSecond / n);
     const burst = Math.min(o.filterBurstSteps, o.channelFilterBurstSteps / n);
     group.bucket.setLimit(rate, burst);
-    const allowance = Math.min(o.filterStepsPerEvent, group.bucket.available(now));
+    const payer = group.payer!;
+    const allowance = Math.min(o.filterStepsPerEvent, group.bucket.available(now), this.filterAllowance.available(payer, now));
     if (allowance <= 0) return null;
     const meter = group.meter;
     meter.left = allowance;
     meter.ranOutAt = null;
     const isMatch = group.predicate(event);
     group.bucket.spend(allowance - meter.left);
+    this.filterAllowance.spend(payer, allowance - meter.left);
     return meter.left < 0 ? null : isMatch;
   }
 
@@ -694,9 +734,22 @@ export class LiveHub implements EventSink {
     const message = sub.requested;
     sub.requested = null;
     if (!message || sub.isClosed) return;
+    const configKey = JSON.stringify(message.filters);
+    if (!this.hasRoomForFilterSet(sub, configKey)) {
+      const most = this.filterAllowance.options.filterSetsPerAddress;
+      this.sendControl(sub, {
+        type: "setFilterError",
+        revision: message.revision,
+        message: `too many different live filters from this address (at most ${most} at once): close other views or share their filters`,
+        index: 0,
+        position: 0,
+      });
+      return;
+    }
     const meter = filterMeter();
     const compiled = compileFilterChips(message.filters, meter);
     this.spendTurn(compiled.compileSteps);
+    this.filterAllowance.spend(this.payerOf(sub), compiled.compileSteps);
     if (!compiled.ok) {
       this.sendControl(sub, { type: "setFilterError", revision: message.revision, ...compiled.error });
       return;
@@ -704,7 +757,7 @@ export class LiveHub implements EventSink {
     const walk: Walk = {
       sub,
       revision: message.revision,
-      configKey: JSON.stringify(message.filters),
+      configKey,
       predicate: compiled.predicate,
       meter,
       nextSeq: sub.channel.history.firstSeq,
@@ -719,10 +772,26 @@ export class LiveHub implements EventSink {
     }
   }
 
+  /**
+   * Whether a config would fit the address's cap on distinct filter sets: none is needed for no filters or for
+   * filters already in force on the channel, and the viewer's own set is given back if it is its only user.
+   */
+  private hasRoomForFilterSet(sub: Subscriber, configKey: string): boolean {
+    if (configKey === "[]" || sub.channel.groups.has(configKey)) return true;
+    const own = sub.channel.groups.get(sub.configKey);
+    const isFreed = own?.payer?.address === sub.address && own.members.size === 1;
+    return isFreed || this.filterAllowance.hasRoomForFilterSet(sub.address);
+  }
+
+  /** Advances a walk by up to `budget` steps, as far as its address's and the process's allowance go. */
   private advanceWithinTurn(walk: Walk, budget: number): boolean {
+    const payer = this.payerOf(walk.sub);
+    const allowed = Math.min(budget, this.filterAllowance.available(payer));
+    if (allowed <= 0) return false;
     const before = walk.spent;
-    const isDone = this.advance(walk, budget);
+    const isDone = this.advance(walk, allowed);
     this.spendTurn(walk.spent - before);
+    this.filterAllowance.spend(payer, walk.spent - before);
     return isDone;
   }
 
@@ -738,13 +807,14 @@ export class LiveHub implements EventSink {
     });
   }
 
-  private scheduleWalks(): void {
-    this.walkTimer ??= setTimeout(() => this.runWalks(), 0);
+  private scheduleWalks(delayMs = 0): void {
+    this.walkTimer ??= setTimeout(() => this.runWalks(), delayMs);
   }
 
   /** This turn's config work: waiting configs compiled first, then walks in turn, until the turn's steps are spent. */
   private runWalks(): void {
     this.walkTimer = null;
+    let unaffordable = 0;
     while (this.turnStepsLeft() > 0 && (this.requests.size > 0 || this.walks.length > 0)) {
       const [sub] = this.requests;
       if (sub) {
@@ -754,7 +824,18 @@ export class LiveHub implements EventSink {
       }
       const walk = this.walks.shift()!;
       const share = Math.max(1, Math.ceil(this.turnStepsLeft() / (this.walks.length + 1)));
-      if (!this.advanceWithinTurn(walk, share)) this.walks.push(walk);
+      const before = walk.spent;
+      if (this.advanceWithinTurn(walk, share)) {
+        unaffordable = 0;
+        continue;
+      }
+      this.walks.push(walk);
+      unaffordable = walk.spent === before ? unaffordable + 1 : 0;
+      // No walk could spend a step (their allowances are spent): they go on once the allowance has refilled.
+      if (unaffordable >= this.walks.length) {
+        this.scheduleWalks(allowanceWaitMs);
+        return;
+      }
     }
     if (this.requests.size > 0 || this.walks.length > 0) this.scheduleWalks();
   }
