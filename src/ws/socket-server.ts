@@ -34,10 +34,11 @@ export type SocketData = {
 };
 
 /**
- * Bun takes one frame limit for every socket of a server; what the largest channel needs (a worker's result
- * frames) and no more. Each channel's own limit is checked below it.
+ * Bun takes one frame limit for every socket of a server (and holds a frame whole before any handler sees it): what
+ * the largest channel needs (a publisher's message, answered with an error up to twice its limit) and no more.
+ * Each channel's own limit is checked below it; a worker's larger results come in parts.
  */
-export const maxFrameBytes = 16 * 1024 * 1024;
+export const maxFrameBytes = 8 * 1024 * 1024;
 
 /** The close code of a socket refused by a cap: 1013, "try again later". */
 export const socketRefusedCode = 1013;

@@ -3,9 +3,10 @@ import { principalFromUpgrade } from "~/api/plugins/auth.ts";
 import type { GrantedSockets } from "~/engines/access/granted-sockets.ts";
 import type { RemoteWorker, WorkerRegistry } from "~/engines/workers/worker-registry.ts";
 import { AppError } from "~/lib/errors.ts";
-import { workerPath } from "~/lib/protocol/tunnel.ts";
+import { log } from "~/lib/logger.ts";
+import { FrameJoiner, TunnelProtocolError, workerLimits, workerPath } from "~/lib/protocol/tunnel.ts";
 import type { ServiceContext } from "~/services/context.ts";
-import { maxFrameBytes, type SocketChannel, type SocketServer } from "./socket-server.ts";
+import type { SocketChannel, SocketServer } from "./socket-server.ts";
 
 /**
  * /api/WorkerConnect: a self-hosted worker (`tapscope worker --token <org worker token>`) connects out to
@@ -24,12 +25,12 @@ export function workerSocket({
   sockets: GrantedSockets;
   server: SocketServer;
 }) {
-  const connected = new WeakMap<object, { worker: RemoteWorker; unregister: () => void }>();
+  const connected = new WeakMap<object, { worker: RemoteWorker; unregister: () => void; parts: FrameJoiner }>();
 
   const channel: SocketChannel<{ orgId: string; tokenId: string }> = {
     kind: "worker",
-    // Result frames: the largest channel, and what sets the server's frame limit.
-    maxMessageBytes: maxFrameBytes,
+    // Result frames, a bigger result in parts (joined below, up to workerLimits.maxResultBytes).
+    maxMessageBytes: workerLimits.partBytes + 64 * 1024,
     open(raw, { orgId, tokenId }) {
       const worker = workers.connect(orgId, {
         send: (bytes) => {
@@ -43,14 +44,23 @@ export function workerSocket({
           raw.close(code, reason);
         },
       });
-      connected.set(raw, { worker, unregister });
+      connected.set(raw, { worker, unregister, parts: new FrameJoiner(workerLimits.maxResultBytes) });
       raw.sendText(JSON.stringify({ type: "ready", orgId }));
     },
     message(raw, frame) {
-      const worker = connected.get(raw)?.worker;
-      if (!worker) return;
+      const entry = connected.get(raw);
+      if (!entry) return;
+      const { worker } = entry;
       if (typeof frame !== "string") {
-        worker.received(frame);
+        let whole: Uint8Array | null;
+        try {
+          whole = entry.parts.push(frame);
+        } catch (err) {
+          if (!(err instanceof TunnelProtocolError)) throw err;
+          log.warn("worker sent a bad result part", { orgId: worker.orgId, err: err.message });
+          return;
+        }
+        if (whole) worker.received(whole);
         return;
       }
       // Heartbeat (any text).
