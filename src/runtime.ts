@@ -6,6 +6,7 @@ import { ClusterNode } from "~/engines/cluster/cluster-node.ts";
 import { Ingest } from "~/engines/ingest/ingest.ts";
 import { EventSinks } from "~/engines/ingest/sinks.ts";
 import { ClientLimits } from "~/engines/limits/client-limits.ts";
+import { ExportSlots, exportSlotsFor } from "~/engines/limits/export-slots.ts";
 import { OrgPublishers } from "~/engines/limits/org-publishers.ts";
 import { defaultMaxSockets, SocketLimits } from "~/engines/limits/socket-limits.ts";
 import { FilterAllowance } from "~/engines/live/filter-allowance.ts";
@@ -65,6 +66,8 @@ export type Runtime = {
   clientLimits: ClientLimits;
   /** Open WebSockets per client address, per link (link pages) and in all. */
   socketLimits: SocketLimits;
+  /** HAR exports running at once, per caller and in all (a share of MEMORY_LIMIT). */
+  exportSlots: ExportSlots;
   /** Publishers connected now, per org (the plans' containers limit). */
   orgPublishers: OrgPublishers;
   store: EventStore | undefined;
@@ -111,6 +114,7 @@ export function createRuntime(input: RuntimeInput): Runtime {
     perAddress: config.webSocketsPerAddress,
     pingsPerLink: config.webSocketsPerLink,
   });
+  const exportSlots = new ExportSlots(exportSlotsFor(shares.harExportBytes));
   const cluster = input.broker ? new ClusterNode({ broker: input.broker, hub, ingest, orgPublishers, clientLimits, store }) : null;
   const tunnels = new OpenTunnels();
   if (cluster) {
@@ -133,6 +137,7 @@ export function createRuntime(input: RuntimeInput): Runtime {
     tunnels,
     clientLimits,
     socketLimits,
+    exportSlots,
     orgPublishers,
     store,
     attached,

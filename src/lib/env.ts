@@ -77,14 +77,16 @@ export function parseBytes(raw: string): number | null {
  * memory, DuckDB's own), so DuckDB's buffer manager gets a quarter (it spills beyond it to DATA_DIR); the store
  * sink's buffer (what waits while the store is slow) a quarter, counted in characters (EventRows sizes: about
  * two bytes each as JS strings); the live views' retained history an eighth, and what viewers hold unsent (their
- * queues and socket buffers) another eighth; the rest is the runtime and sockets. A HAR export is streamed (one
- * page of events held at a time), so its cap bounds the download's size, not memory: a quarter of the budget.
+ * queues and socket buffers) another eighth; HAR exports running at once a sixteenth (each holds a page of
+ * bodies and its response's buffer: ExportSlots); the rest is the runtime and sockets. An export is streamed, so
+ * its cap on size bounds the download, not memory: a quarter of the budget.
  */
 export function memoryShares(limitBytes: number): {
   duckdbBytes: number;
   storeBufferChars: number;
   liveHistoryBytes: number;
   liveSendBytes: number;
+  harExportBytes: number;
   harMaxBytes: number;
 } {
   return {
@@ -92,6 +94,7 @@ export function memoryShares(limitBytes: number): {
     storeBufferChars: Math.floor(limitBytes / 4 / 2),
     liveHistoryBytes: Math.floor(limitBytes / 8),
     liveSendBytes: Math.floor(limitBytes / 8),
+    harExportBytes: Math.floor(limitBytes / 16),
     harMaxBytes: Math.floor(limitBytes / 4),
   };
 }
