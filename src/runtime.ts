@@ -1,3 +1,4 @@
+import { fullGC } from "bun:jsc";
 import { join } from "node:path";
 import type { Db } from "#db/client.ts";
 import { GrantedSockets } from "~/engines/access/granted-sockets.ts";
@@ -7,6 +8,7 @@ import { Ingest } from "~/engines/ingest/ingest.ts";
 import { EventSinks } from "~/engines/ingest/sinks.ts";
 import { ClientLimits } from "~/engines/limits/client-limits.ts";
 import { ExportSlots, exportSlotsFor } from "~/engines/limits/export-slots.ts";
+import { MemoryGuard } from "~/engines/limits/memory-guard.ts";
 import { OrgPublishers } from "~/engines/limits/org-publishers.ts";
 import { defaultMaxSockets, SocketLimits } from "~/engines/limits/socket-limits.ts";
 import { FilterAllowance } from "~/engines/live/filter-allowance.ts";
@@ -36,6 +38,8 @@ export type RuntimeInput = {
   broker?: Broker;
   /** The process's open-file limit, for the default cap on WebSockets; default read from /proc. */
   descriptorLimit?: number;
+  /** Whether this runtime is the process's server (`tapscope server`): it then keeps its memory within MEMORY_LIMIT. */
+  isProcessServer?: boolean;
 };
 
 /**
@@ -68,6 +72,8 @@ export type Runtime = {
   socketLimits: SocketLimits;
   /** HAR exports running at once, per caller and in all (a share of MEMORY_LIMIT). */
   exportSlots: ExportSlots;
+  /** For the process's server: collects the garbage that would take resident memory past MEMORY_LIMIT; null otherwise. */
+  memoryGuard: MemoryGuard | null;
   /** Publishers connected now, per org (the plans' containers limit). */
   orgPublishers: OrgPublishers;
   store: EventStore | undefined;
@@ -94,8 +100,8 @@ export function createRuntime(input: RuntimeInput): Runtime {
     : undefined;
   const ctx: ServiceContext = { db, config, now, mailer, sockets, stripe, spendTicketEverywhere };
 
-  const sinks = new EventSinks();
   const shares = memoryShares(config.memoryLimitBytes);
+  const sinks = new EventSinks();
   const hubOptions = { ...defaultLiveHubOptions, totalHistoryBytes: shares.liveHistoryBytes };
   const hub = new LiveHub(hubOptions, {
     sendBudget: defaultSendBudget(hubOptions, shares.liveSendBytes),
@@ -110,11 +116,14 @@ export function createRuntime(input: RuntimeInput): Runtime {
   const clientLimits = new ClientLimits({ config, now, peerAddress: input.peerAddress });
   const descriptorLimit = input.descriptorLimit ?? readDescriptorLimit()?.soft ?? 1024;
   const socketLimits = new SocketLimits({
-    maxSockets: config.maxWebSockets || defaultMaxSockets(descriptorLimit, config.memoryLimitBytes),
+    maxSockets: config.maxWebSockets || defaultMaxSockets(descriptorLimit, shares.socketBytes),
     perAddress: config.webSocketsPerAddress,
     pingsPerLink: config.webSocketsPerLink,
   });
   const exportSlots = new ExportSlots(exportSlotsFor(shares.harExportBytes));
+  const memoryGuard = input.isProcessServer
+    ? new MemoryGuard({ budgetBytes: config.memoryLimitBytes }, { rss: () => process.memoryUsage.rss(), collect: fullGC })
+    : null;
   const cluster = input.broker ? new ClusterNode({ broker: input.broker, hub, ingest, orgPublishers, clientLimits, store }) : null;
   const tunnels = new OpenTunnels();
   if (cluster) {
@@ -138,14 +147,17 @@ export function createRuntime(input: RuntimeInput): Runtime {
     clientLimits,
     socketLimits,
     exportSlots,
+    memoryGuard,
     orgPublishers,
     store,
     attached,
     cluster,
     start: async () => {
       await cluster?.start();
+      memoryGuard?.start();
     },
     close: async () => {
+      memoryGuard?.stop();
       cluster?.stop();
       await attached?.close();
       mailer?.close();

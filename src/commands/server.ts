@@ -60,7 +60,14 @@ export async function main(args: string[], options: { memoryLogMs?: number } = {
       return 1;
     }
   }
-  const runtime = createRuntime({ config, db: database.db, store, broker, descriptorLimit: descriptors?.soft });
+  const runtime = createRuntime({
+    config,
+    db: database.db,
+    store,
+    broker,
+    descriptorLimit: descriptors?.soft,
+    isProcessServer: true,
+  });
   await runtime.start();
   const app = createApp(runtime);
   // listen() (not a bare Bun.serve over app.handle) so the WebSocket routes (live view, publishers, link pings) upgrade.
@@ -95,6 +102,8 @@ export async function main(args: string[], options: { memoryLogMs?: number } = {
       liveHistoryBytes: hub.retainedHistoryBytes,
       openSockets: server.pendingWebSockets,
       openWebSockets: runtime.socketLimits.open,
+      liveSendBytes: hub.sendBudget.heldBytes,
+      collections: runtime.memoryGuard?.collections,
     };
     if (rss > config.memoryLimitBytes * 0.9) log.warn("server memory near its budget (MEMORY_LIMIT)", fields);
     else log.debug("server memory", fields);

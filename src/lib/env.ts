@@ -50,7 +50,7 @@ export type Config = {
   trustProxy: string[];
   /** New anonymous links per client address per hour (JoinPublisher without a token); 0 means no limit. */
   anonymousLinksPerHour: number;
-  /** MAX_WEBSOCKETS: open WebSockets of every kind in all; 0: from the descriptor limit and MEMORY_LIMIT (defaultMaxSockets). */
+  /** MAX_WEBSOCKETS: open WebSockets of every kind in all; 0: from the descriptor limit and MEMORY_LIMIT's share (defaultMaxSockets). */
   maxWebSockets: number;
   /** WEBSOCKETS_PER_ADDRESS: open WebSockets of every kind from one client address. */
   webSocketsPerAddress: number;
@@ -73,13 +73,14 @@ export function parseBytes(raw: string): number | null {
 }
 
 /**
- * How the budget is shared: an idle server already holds about 390 MB (the runtime, PGlite's WebAssembly
- * memory, DuckDB's own), so DuckDB's buffer manager gets a quarter (it spills beyond it to DATA_DIR); the store
- * sink's buffer (what waits while the store is slow) a quarter, counted in characters (EventRows sizes: about
- * two bytes each as JS strings); the live views' retained history an eighth, and what viewers hold unsent (their
- * queues and socket buffers) another eighth; HAR exports running at once a sixteenth (each holds a page of
- * bodies and its response's buffer: ExportSlots); the rest is the runtime and sockets. An export is streamed, so
- * its cap on size bounds the download, not memory: a quarter of the budget.
+ * How the budget is shared. Each share caps what one part of the server may hold: DuckDB's buffer manager a quarter
+ * (it spills beyond it to DATA_DIR); the store sink's buffer (what waits while the store is slow) a quarter, counted
+ * in characters (EventRows sizes: about two bytes each as JS strings); a sixteenth each for the live views' retained
+ * history, what viewers hold unsent (their queues and socket buffers), HAR exports running at once (a page of
+ * bodies and the response's buffer each: ExportSlots) and open WebSockets (16 KiB each: the default MAX_WEBSOCKETS).
+ * The rest, a quarter, is the runtime itself (an idle server holds about 390 MB: the runtime, PGlite's WebAssembly
+ * memory, DuckDB's own), which the MemoryGuard keeps from growing with garbage. An export is streamed, so its cap
+ * on size bounds the download, not memory: a quarter of the budget.
  */
 export function memoryShares(limitBytes: number): {
   duckdbBytes: number;
@@ -87,14 +88,16 @@ export function memoryShares(limitBytes: number): {
   liveHistoryBytes: number;
   liveSendBytes: number;
   harExportBytes: number;
+  socketBytes: number;
   harMaxBytes: number;
 } {
   return {
     duckdbBytes: Math.floor(limitBytes / 4),
     storeBufferChars: Math.floor(limitBytes / 4 / 2),
-    liveHistoryBytes: Math.floor(limitBytes / 8),
-    liveSendBytes: Math.floor(limitBytes / 8),
+    liveHistoryBytes: Math.floor(limitBytes / 16),
+    liveSendBytes: Math.floor(limitBytes / 16),
     harExportBytes: Math.floor(limitBytes / 16),
+    socketBytes: Math.floor(limitBytes / 16),
     harMaxBytes: Math.floor(limitBytes / 4),
   };
 }

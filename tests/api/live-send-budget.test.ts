@@ -6,7 +6,7 @@ import { LiveClient, RawWsClient } from "./live-support.ts";
 /**
  * Issue 28, High 2: on an anonymous link carrying 1 MB events, each viewer that completed the upgrade and never read
  * again cost the server about 13 MB (300 of them: 510 MB to 4.2 GB against MEMORY_LIMIT 1 GiB). What viewers hold
- * unsent now counts against a share of MEMORY_LIMIT (an eighth: 32 MiB here) and a bound per viewer; a viewer over
+ * unsent now counts against a share of MEMORY_LIMIT (a sixteenth: 16 MiB here) and a bound per viewer; a viewer over
  * it is closed with 4408.
  */
 const VIEWERS = 40;
@@ -70,7 +70,7 @@ describe("viewers that never read cannot hold the server's memory", () => {
     await reader.until(() => reader.paths().length === 2 * EVENTS, "every event at the reader", 30_000);
 
     // Unbounded, 40 viewers hold 40 x (a 16 MiB history + what was sent since): over a GB. Bounded, the viewers
-    // together hold at most 32 MiB before the slowest are closed (and what the kernel and the collector hold).
+    // together hold at most 16 MiB before the slowest are closed (and what the kernel and the collector hold).
     const growthMb = (peak - rssBefore) / 1e6;
     expect(growthMb).toBeLessThan(300);
     expect(during.filter((ms) => !Number.isFinite(ms))).toEqual([]);
@@ -81,7 +81,7 @@ describe("viewers that never read cannot hold the server's memory", () => {
     for (const v of stalled) v.resume();
     const deadline = Date.now() + 10_000;
     while (stalled.some((v) => !v.isEnded) && Date.now() < deadline) await Bun.sleep(50);
-    // Those that fit in the budget together may stay: a couple of 16 MiB histories.
+    // Those that fit in the budget together may stay: a 16 MiB history or two.
     expect(stalled.filter((v) => !v.isEnded).length).toBeLessThanOrEqual(2);
     const codes = new Set(stalled.map((v) => v.closeCode));
     for (const code of codes) expect([null, 1013, 4408]).toContain(code);

@@ -73,13 +73,13 @@ function bump(counts: Map<string, number>, key: string, by: number): void {
   else counts.set(key, n);
 }
 
-/** Bytes of memory an open WebSocket is allowed in the default global cap (its buffers and state). */
-const bytesPerSocket = 64 * 1024;
+/** Bytes of memory an open WebSocket is counted at for the default global cap (its buffers and state). */
+const bytesPerSocket = 16 * 1024;
 
 /**
  * The default global cap: three quarters of the descriptor limit (the rest for HTTP, the database, files and the
- * store), and no more sockets than the memory budget allows at 64 KiB each.
+ * store), and no more sockets than the sockets' share of MEMORY_LIMIT (memoryShares) holds at 16 KiB each.
  */
-export function defaultMaxSockets(descriptorLimit: number, memoryLimitBytes: number): number {
-  return Math.max(16, Math.min(Math.floor(descriptorLimit * 0.75), Math.floor(memoryLimitBytes / bytesPerSocket)));
+export function defaultMaxSockets(descriptorLimit: number, socketShareBytes: number): number {
+  return Math.max(16, Math.min(Math.floor(descriptorLimit * 0.75), Math.floor(socketShareBytes / bytesPerSocket)));
 }
