@@ -25,6 +25,9 @@ export type FilterPayer = { address: string; isAnonymous: boolean };
 
 type AddressState = { bucket: TokenBucket; filterSets: number };
 
+/** Addresses remembered before the idle ones are swept out (each is a bucket and a count). */
+const sweepAbove = 1024;
+
 /**
  * The process-wide allowance of live filter steps (ADR 0013 budgets each filter set and each channel; this bounds
  * their sum over any number of channels). Every step spent on a new event or a history walk comes out of the
@@ -79,6 +82,7 @@ export class FilterAllowance {
   private state(address: string, now: number): AddressState {
     let state = this.byAddress.get(address);
     if (!state) {
+      if (this.byAddress.size >= sweepAbove) this.sweep();
       const o = this.options;
       state = {
         bucket: new TokenBucket({ ratePerSecond: o.stepsPerSecond * o.addressShare, burst: o.burstSteps * o.addressShare }, now),
@@ -87,6 +91,11 @@ export class FilterAllowance {
       this.byAddress.set(address, state);
     }
     return state;
+  }
+
+  /** Forgets every address with no filter set in force and a full bucket. */
+  private sweep(): void {
+    for (const [address, state] of this.byAddress) this.forgetIdle(address, state);
   }
 
   /** An address with no filter set and a full bucket is forgotten (it would start full again). */
