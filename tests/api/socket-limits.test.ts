@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
 import { pollHealth, type ServerProcess, spawnServer } from "../support/server-process.ts";
 
 /**
@@ -127,3 +128,18 @@ describe("WebSockets are capped per address, per link and in all; HTTP keeps ans
     expect(again.isOpen).toBe(true);
   }, 120_000);
 });
+
+test("the server raises its soft descriptor limit to the hard one at start, and its WebSocket cap follows", async () => {
+  const server = await spawnServer({ wrap: ["prlimit", "--nofile=1024:4096", "--"], env: { MEMORY_LIMIT: "1GiB" } });
+  try {
+    const limits = readFileSync(`/proc/${server.proc.pid}/limits`, "utf8");
+    expect(limits).toMatch(/Max open files\s+4096\s+4096/);
+    const listening = server
+      .log()
+      .split("\n")
+      .find((line) => line.includes("tapscope server listening"));
+    expect(JSON.parse(listening!)).toMatchObject({ descriptorLimit: 4096, maxWebSockets: 3072 });
+  } finally {
+    await server.kill();
+  }
+}, 60_000);
