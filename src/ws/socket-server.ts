@@ -62,7 +62,7 @@ export class SocketServer {
     if (channel.maxMessageBytes > maxFrameBytes) throw new Error(`${channel.kind}: its frame limit is above the server's`);
     const server = c.server;
     if (!server || c.request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
-      throw new AppError("BAD_REQUEST", "this address takes a WebSocket upgrade");
+      throw new AppError("BAD_REQUEST", "this endpoint takes a WebSocket upgrade");
     }
     const address = this.deps.clientLimits.addressOf(c.request, server);
     const admission = this.deps.limits.admit(channel.kind, address, options.linkId);
@@ -76,7 +76,7 @@ export class SocketServer {
     const headers = Object.fromEntries(Object.entries(c.set.headers).filter((e): e is [string, string] => typeof e[1] === "string"));
     if (!server.upgrade(c.request, { data, headers })) {
       data.slot?.release();
-      throw new AppError("BAD_REQUEST", "this address takes a WebSocket upgrade");
+      throw new AppError("BAD_REQUEST", "this endpoint takes a WebSocket upgrade");
     }
     return undefined;
   }
