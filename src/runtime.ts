@@ -1,3 +1,4 @@
+import { fullGC } from "bun:jsc";
 import { join } from "node:path";
 import type { Db } from "#db/client.ts";
 import { GrantedSockets } from "~/engines/access/granted-sockets.ts";
@@ -7,11 +8,16 @@ import { Ingest, type StoredIds } from "~/engines/ingest/ingest.ts";
 import { EventSinks } from "~/engines/ingest/sinks.ts";
 import { ClientLimits } from "~/engines/limits/client-limits.ts";
 import { EventLogBudget } from "~/engines/limits/event-log-budget.ts";
+import { ExportSlots, exportSlotsFor } from "~/engines/limits/export-slots.ts";
+import { MemoryGuard } from "~/engines/limits/memory-guard.ts";
 import { OrgPublishers } from "~/engines/limits/org-publishers.ts";
-import { LiveHub } from "~/engines/live/hub.ts";
+import { defaultMaxSockets, SocketLimits } from "~/engines/limits/socket-limits.ts";
+import { FilterAllowance } from "~/engines/live/filter-allowance.ts";
+import { defaultLiveHubOptions, defaultSendBudget, LiveHub } from "~/engines/live/hub.ts";
 import { type AttachedStore, attachStore } from "~/engines/store/attach-store.ts";
 import { OpenTunnels } from "~/engines/workers/open-tunnels.ts";
 import { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
+import { readDescriptorLimit } from "~/lib/descriptor-limit.ts";
 import { type Config, memoryShares } from "~/lib/env.ts";
 import { createMailer, type Mailer } from "~/lib/mailer.ts";
 import { findRevokedGrants } from "~/services/access/grants.ts";
@@ -33,6 +39,10 @@ export type RuntimeInput = {
   peerAddress?: (request: Request) => string | undefined;
   /** The broker joining this server to the other nodes of a cluster (BROKER_URL); absent: one process. */
   broker?: Broker;
+  /** The process's open-file limit, for the default cap on WebSockets; default read from /proc. */
+  descriptorLimit?: number;
+  /** Whether this runtime is the process's server (`tapscope server`): it then keeps its memory within MEMORY_LIMIT. */
+  isProcessServer?: boolean;
 };
 
 /**
@@ -63,6 +73,12 @@ export type Runtime = {
   clientLimits: ClientLimits;
   /** Holds the pages' reports (event_log) within EVENT_LOG_MAX_BYTES. */
   eventLog: EventLogBudget;
+  /** Open WebSockets per client address, per link (link pages) and in all. */
+  socketLimits: SocketLimits;
+  /** HAR exports running at once, per caller and in all (a share of MEMORY_LIMIT). */
+  exportSlots: ExportSlots;
+  /** For the process's server: collects the garbage that would take resident memory past MEMORY_LIMIT; null otherwise. */
+  memoryGuard: MemoryGuard | null;
   /** Each org's publishers and their places under the plans' containers limit (taken at the publish upgrade). */
   orgPublishers: OrgPublishers;
   store: EventStore | undefined;
@@ -89,8 +105,13 @@ export function createRuntime(input: RuntimeInput): Runtime {
     : undefined;
   const ctx: ServiceContext = { db, config, now, mailer, sockets, stripe, spendTicketEverywhere };
 
+  const shares = memoryShares(config.memoryLimitBytes);
   const sinks = new EventSinks();
-  const hub = new LiveHub({ totalHistoryBytes: memoryShares(config.memoryLimitBytes).liveHistoryBytes });
+  const hubOptions = { ...defaultLiveHubOptions, totalHistoryBytes: shares.liveHistoryBytes };
+  const hub = new LiveHub(hubOptions, {
+    sendBudget: defaultSendBudget(hubOptions, shares.liveSendBytes),
+    filterAllowance: new FilterAllowance(),
+  });
   sinks.add(hub);
   // Which orgs a self-hosted worker serves (worker_orgs), so no node stores theirs while it is away.
   const workers = new WorkerRegistry({ db, local: store, now, statePath: join(config.dataDir, "worker-orgs.json") });
@@ -119,6 +140,16 @@ export function createRuntime(input: RuntimeInput): Runtime {
     maxBytes: config.eventLogMaxBytes,
     trim: () => trimEventLog({ db, maxBytes: config.eventLogMaxBytes }),
   });
+  const descriptorLimit = input.descriptorLimit ?? readDescriptorLimit()?.soft ?? 1024;
+  const socketLimits = new SocketLimits({
+    maxSockets: config.maxWebSockets || defaultMaxSockets(descriptorLimit, shares.socketBytes),
+    perAddress: config.webSocketsPerAddress,
+    pingsPerLink: config.webSocketsPerLink,
+  });
+  const exportSlots = new ExportSlots(exportSlotsFor(shares.harExportBytes));
+  const memoryGuard = input.isProcessServer
+    ? new MemoryGuard({ budgetBytes: config.memoryLimitBytes }, { rss: () => process.memoryUsage.rss(), collect: fullGC })
+    : null;
   const cluster = input.broker ? new ClusterNode({ broker: input.broker, hub, ingest, orgPublishers, clientLimits, store }) : null;
   const tunnels = new OpenTunnels();
   if (cluster) {
@@ -141,14 +172,19 @@ export function createRuntime(input: RuntimeInput): Runtime {
     tunnels,
     clientLimits,
     eventLog,
+    socketLimits,
+    exportSlots,
+    memoryGuard,
     orgPublishers,
     store,
     attached,
     cluster,
     start: async () => {
       await cluster?.start();
+      memoryGuard?.start();
     },
     close: async () => {
+      memoryGuard?.stop();
       cluster?.stop();
       orgPublishers.stop();
       await eventLog.settled();

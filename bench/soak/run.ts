@@ -4,7 +4,8 @@
  * `npm start` (bench/soak/server.ts: MEMORY_LIMIT and DUCKDB_THREADS unset unless the environment sets them).
  * Every 30 s (--report): the tracer's and the server's RSS, events the store sink accepted and wrote. At the end: stored
  * against requests made, server RSS max against its budget, the server RSS trend over the last half (a
- * least-squares slope in MB per minute), tracer RSS max.
+ * least-squares slope in MB per minute), tracer RSS max. It exits 1 when the server went over its budget or stored less
+ * than was requested.
  *
  * wrk has no rate option: each connection waits `connections * 1000 / rate` ms between requests (wrk's Lua
  * delay()), so the rate is at most --rate; the achieved rate is reported.
@@ -219,6 +220,13 @@ try {
     `server RSS max ${mb(serverRssMax)} MB against a budget of ${mb(budget)} MB; trend over the last half ${((slope * 60) / 1024 / 1024).toFixed(2)} MB/min`,
   );
   console.log(`tracer RSS max ${mb(tracerRssMax)} MB`);
+  // The soak holds the server to its budget and to storing everything: either failing is the run failing.
+  const failures = [
+    ...(serverRssMax > budget ? [`server RSS max ${mb(serverRssMax)} MB is over its budget of ${mb(budget)} MB`] : []),
+    ...(stored < requests ? [`${requests - stored} requests made were not stored`] : []),
+  ];
+  for (const failure of failures) console.log(`soak failed: ${failure}`);
+  if (failures.length > 0) process.exitCode = 1;
 } finally {
   cleanup();
 }

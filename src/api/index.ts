@@ -14,7 +14,7 @@ import { tunnelRoutes } from "./tunnel/index.ts";
 import { userRoutes } from "./users/index.ts";
 
 /** Every /api/* endpoint. Each area is a thin controller under src/api/<area>/. */
-export function apiRoutes({ ctx, config, clientLimits: limits, orgPublishers, workers, tunnels, cluster, store, eventLog }: Runtime) {
+export function apiRoutes({ ctx, config, clientLimits: limits, orgPublishers, workers, tunnels, cluster, store, eventLog, exportSlots }: Runtime) {
   const dropEvents = store ? (namespaceId: string) => store.dropNamespace(namespaceId) : undefined;
   return (
     new Elysia({ name: "api" })
@@ -30,7 +30,7 @@ export function apiRoutes({ ctx, config, clientLimits: limits, orgPublishers, wo
       .use(orgRoutes(ctx, dropEvents))
       .use(publishRoutes(ctx, limits, orgPublishers))
       .use(tokenRoutes(ctx))
-      .use(tunnelRoutes({ ctx, workers, tunnels }))
+      .use(tunnelRoutes({ ctx, workers, tunnels, exportSlots }))
       .use(userRoutes(ctx, limits))
   );
 }

@@ -52,6 +52,12 @@ export type Config = {
   anonymousLinksPerHour: number;
   /** EVENT_LOG_MAX_BYTES: what the pages' reports (/api/Event, /api/LogEvent) may take in the database, oldest dropped first. */
   eventLogMaxBytes: number;
+  /** MAX_WEBSOCKETS: open WebSockets of every kind in all; 0: from the descriptor limit and MEMORY_LIMIT's share (defaultMaxSockets). */
+  maxWebSockets: number;
+  /** WEBSOCKETS_PER_ADDRESS: open WebSockets of every kind from one client address. */
+  webSocketsPerAddress: number;
+  /** WEBSOCKETS_PER_LINK: open /link pages (their PingLink sockets) of one link, all addresses together. */
+  webSocketsPerLink: number;
 };
 
 /** The default budget: 1 GiB or a quarter of the machine's memory, whichever is smaller. */
@@ -69,23 +75,31 @@ export function parseBytes(raw: string): number | null {
 }
 
 /**
- * How the budget is shared: an idle server already holds about 390 MB (the runtime, PGlite's WebAssembly
- * memory, DuckDB's own), so DuckDB's buffer manager gets a quarter (it spills beyond it to DATA_DIR); the store
- * sink's buffer (what waits while the store is slow) a quarter, counted in characters (EventRows sizes: about
- * two bytes each as JS strings); the live views' retained history an eighth; the rest is the runtime and
- * sockets. A HAR export is streamed (one page of events held at a time), so its cap bounds the download's size,
- * not memory: a quarter of the budget.
+ * How the budget is shared. Each share caps what one part of the server may hold: DuckDB's buffer manager a quarter
+ * (it spills beyond it to DATA_DIR); the store sink's buffer (what waits while the store is slow) a quarter, counted
+ * in characters (EventRows sizes: about two bytes each as JS strings); a sixteenth each for the live views' retained
+ * history, what viewers hold unsent (their queues and socket buffers), HAR exports running at once (a page of
+ * bodies and the response's buffer each: ExportSlots) and open WebSockets (16 KiB each: the default MAX_WEBSOCKETS).
+ * The rest, a quarter, is the runtime itself (an idle server holds about 390 MB: the runtime, PGlite's WebAssembly
+ * memory, DuckDB's own), which the MemoryGuard keeps from growing with garbage. An export is streamed, so its cap
+ * on size bounds the download, not memory: a quarter of the budget.
  */
 export function memoryShares(limitBytes: number): {
   duckdbBytes: number;
   storeBufferChars: number;
   liveHistoryBytes: number;
+  liveSendBytes: number;
+  harExportBytes: number;
+  socketBytes: number;
   harMaxBytes: number;
 } {
   return {
     duckdbBytes: Math.floor(limitBytes / 4),
     storeBufferChars: Math.floor(limitBytes / 4 / 2),
-    liveHistoryBytes: Math.floor(limitBytes / 8),
+    liveHistoryBytes: Math.floor(limitBytes / 16),
+    liveSendBytes: Math.floor(limitBytes / 16),
+    harExportBytes: Math.floor(limitBytes / 16),
+    socketBytes: Math.floor(limitBytes / 16),
     harMaxBytes: Math.floor(limitBytes / 4),
   };
 }
@@ -227,6 +241,9 @@ export function parseConfig(env: Env = process.env): Config {
     trustProxy: trustProxy(env),
     anonymousLinksPerHour: int(env, "ANONYMOUS_LINKS_PER_HOUR", 100, 0, 1_000_000),
     eventLogMaxBytes: eventLogMaxBytes(env),
+    maxWebSockets: int(env, "MAX_WEBSOCKETS", 0, 0, 10_000_000),
+    webSocketsPerAddress: int(env, "WEBSOCKETS_PER_ADDRESS", 256, 1, 10_000_000),
+    webSocketsPerLink: int(env, "WEBSOCKETS_PER_LINK", 1000, 1, 10_000_000),
   };
 }
 

@@ -111,6 +111,34 @@ describe("on the default MEMORY_LIMIT", () => {
   }, 120_000);
 });
 
+describe("twelve concurrent exports by one caller", () => {
+  let filled: Filled;
+  beforeAll(async () => {
+    filled = await filledServer(47);
+  }, 120_000);
+  afterAll(() => filled?.server.kill());
+
+  test("two run, two wait their turn and eight are told to come back (429); memory stays bounded", async () => {
+    const { server } = filled;
+    const before = server.rssBytes();
+    let peak = before;
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, server.rssBytes());
+    }, 20);
+    const results = await Promise.all(Array.from({ length: 12 }, () => downloadAndCount(filled)));
+    clearInterval(sampler);
+    const statuses = results.map((r) => r.status).sort();
+    expect(statuses).toEqual([...Array(4).fill(200), ...Array(8).fill(429)]);
+    for (const r of results.filter((r) => r.status === 200)) {
+      expect(r.bytes).toBeGreaterThan(filled.events * BODY_BYTES * 1.3);
+      expect(r.text.trimEnd().endsWith("}")).toBe(true);
+    }
+    expect(results.find((r) => r.status === 429)!.text).toContain("too many HAR exports at once");
+    // The review's twelve at once took the server from 0.68 to 3.35 GB.
+    expect((peak - before) / 1e6).toBeLessThan(300);
+  }, 120_000);
+});
+
 /**
  * The exports' pages of full events, fetched all at once, ran DuckDB out of its share of memory ("Out of Memory
  * Error": every export cut short at 0 entries; flaky on the default MEMORY_LIMIT, certain on 512 MiB). They are

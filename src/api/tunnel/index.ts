@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import { callSchemas } from "~/api/call-schemas.ts";
 import { authPlugin } from "~/api/plugins/auth.ts";
+import type { ExportSlots } from "~/engines/limits/export-slots.ts";
 import type { OpenTunnels } from "~/engines/workers/open-tunnels.ts";
 import type { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
 import { AppError } from "~/lib/errors.ts";
@@ -24,7 +25,17 @@ function attachment(har: ReadableStream<Uint8Array>, filename: string): Response
 }
 
 /** CreateTunnel, ListOpenTunnels, and HAR downloads (one request, or a query's result set). */
-export function tunnelRoutes({ ctx, workers, tunnels }: { ctx: ServiceContext; workers: WorkerRegistry; tunnels: OpenTunnels }) {
+export function tunnelRoutes({
+  ctx,
+  workers,
+  tunnels,
+  exportSlots,
+}: {
+  ctx: ServiceContext;
+  workers: WorkerRegistry;
+  tunnels: OpenTunnels;
+  exportSlots: ExportSlots;
+}) {
   return new Elysia()
     .use(authPlugin(ctx))
     .post(
@@ -74,6 +85,7 @@ export function tunnelRoutes({ ctx, workers, tunnels }: { ctx: ServiceContext; w
         const { har, filename } = await exportHar({
           ctx,
           workers,
+          slots: exportSlots,
           principal,
           namespaceId: body.namespaceId,
           selection: {

@@ -1,9 +1,11 @@
 import type { EventSink, EventTarget } from "~/engines/ingest/sinks.ts";
 import { compileFilterChips, type EventPredicate, type FilterMeter, filterMeter, filterStepsPerEvent } from "~/lib/filter/evaluate.ts";
 import { estimateJsonLength, type TracedEvent } from "~/lib/protocol/event.ts";
-import type { LiveClientMessage, LiveServerMessage } from "~/lib/protocol/live.ts";
+import { type LiveClientMessage, type LiveServerMessage, liveBusyCloseCode, slowViewerCloseCode } from "~/lib/protocol/live.ts";
 import { TokenBucket } from "~/lib/rate-limit.ts";
+import { FilterAllowance, type FilterPayer } from "./filter-allowance.ts";
 import { EventHistory, type HistoryEntry } from "./history.ts";
+import { SendBudget } from "./send-budget.ts";
 
 /**
  * What the hub needs of a subscriber's socket. `send` follows Bun's ServerWebSocket: > 0 bytes sent,
@@ -13,6 +15,8 @@ export type SubscriberTransport = {
   send(data: string): number;
   bufferedAmount(): number;
   close(code?: number, reason?: string): void;
+  /** Ends the connection at once, dropping what it holds unsent. */
+  terminate?(): void;
 };
 
 /** A namespace's live view, or one shared link's. Never both: that is what keeps them apart. */
@@ -34,6 +38,8 @@ export type LiveHubOptions = {
    */
   flushIntervalMs: number;
   maxBatch: number;
+  /** Bytes of events in one message (at least one event): a send never adds more than this to a socket's buffer. */
+  maxBatchBytes: number;
   /** Viewers of one namespace or link at once: a link is public, so its audience is bounded. */
   maxSubscribersPerChannel: number;
   /**
@@ -67,6 +73,7 @@ export const defaultLiveHubOptions: LiveHubOptions = {
   maxBufferedBytes: 4 * 1024 * 1024,
   flushIntervalMs: 0,
   maxBatch: 500,
+  maxBatchBytes: 1024 * 1024,
   maxSubscribersPerChannel: 1000,
   filterStepsPerEvent,
   filterStepsPerSecond: 2_500_000,
@@ -78,9 +85,38 @@ export const defaultLiveHubOptions: LiveHubOptions = {
 };
 
 const retryDelayMs = 20;
+/** How long history walks wait when the filter allowance they draw on is spent. */
+const allowanceWaitMs = 10;
 
-/** Subscribers with the same filters: evaluated once per event, spending from their bucket of steps. */
-type Group = { predicate: EventPredicate; meter: FilterMeter; members: Set<Subscriber>; bucket: TokenBucket; isEmpty: boolean };
+/** The parts a hub is given (runtime.ts makes them from the config). */
+export type LiveHubParts = {
+  /** What viewers hold unsent, against a bound each and a share of MEMORY_LIMIT for all. */
+  sendBudget?: SendBudget;
+  /** Filter steps per second for the whole process, per client address and for anonymous viewers together. */
+  filterAllowance?: FilterAllowance;
+};
+
+/** A send budget from the hub's options: a history message and a socket's worth of batches per viewer. */
+export function defaultSendBudget(options: LiveHubOptions, totalBytes = 128 * 1024 * 1024): SendBudget {
+  return new SendBudget({
+    totalBytes,
+    perViewerBytes: options.historyBytes + options.maxBufferedBytes + options.maxBatchBytes,
+    keepingUpBytes: options.maxBatchBytes / 4,
+  });
+}
+
+/**
+ * Subscribers with the same filters: evaluated once per event, spending from their bucket of steps and from the
+ * process's allowance as `payer` (the address that set them; null for no filters, which cost nothing).
+ */
+type Group = {
+  predicate: EventPredicate;
+  meter: FilterMeter;
+  members: Set<Subscriber>;
+  bucket: TokenBucket;
+  isEmpty: boolean;
+  payer: FilterPayer | null;
+};
 
 type Channel = {
   key: string;
@@ -115,8 +151,9 @@ export class Subscriber {
   meter: FilterMeter = filterMeter();
   /** Equal for subscribers with the same filters: they can share one serialized batch. */
   configKey = "[]";
-  /** Serialized matching events not yet sent, oldest first. */
+  /** Serialized matching events not yet sent, oldest first, and their characters. */
   pending: string[] = [];
+  pendingBytes = 0;
   droppedTotal = 0;
   droppedUnreported = 0;
   /** The history for the current config, owed because the socket was full: sent when it drains (only the latest). */
@@ -131,6 +168,8 @@ export class Subscriber {
     readonly hub: LiveHub,
     readonly channel: Channel,
     readonly transport: SubscriberTransport,
+    /** The client address the viewer connected from (its filters are paid for from that address's allowance). */
+    readonly address: string,
   ) {}
 
   /** A client message (already validated by parseLiveClientMessage). */
@@ -185,9 +224,13 @@ export class LiveHub implements EventSink {
    */
   private batchCache = new Map<string, { length: number; first: string; last: string; text: string }>();
   readonly options: LiveHubOptions;
+  readonly sendBudget: SendBudget;
+  readonly filterAllowance: FilterAllowance;
 
-  constructor(options: Partial<LiveHubOptions> = {}) {
+  constructor(options: Partial<LiveHubOptions> = {}, parts: LiveHubParts = {}) {
     this.options = { ...defaultLiveHubOptions, ...options };
+    this.sendBudget = parts.sendBudget ?? defaultSendBudget(this.options);
+    this.filterAllowance = parts.filterAllowance ?? new FilterAllowance();
   }
 
   /** Bytes the channels' histories hold (the server's memory log). */
@@ -262,9 +305,9 @@ export class LiveHub implements EventSink {
     return (this.channels.get(channelKey(ref))?.subscribers.size ?? 0) < this.options.maxSubscribersPerChannel;
   }
 
-  subscribe(ref: ChannelRef, transport: SubscriberTransport, hello: { expiresAt: Date | null }): Subscriber {
+  subscribe(ref: ChannelRef, transport: SubscriberTransport, hello: { expiresAt: Date | null; address?: string }): Subscriber {
     const channel = this.channel(channelKey(ref));
-    const sub = new Subscriber(this, channel, transport);
+    const sub = new Subscriber(this, channel, transport, hello.address ?? "");
     channel.subscribers.add(sub);
     this.joinGroup(sub);
     this.sendControl(sub, {
@@ -273,8 +316,16 @@ export class LiveHub implements EventSink {
       expiresAt: hello.expiresAt ? hello.expiresAt.toISOString() : null,
     });
     this.announceStats(channel);
-    this.sendHistory(sub, channel.history.entries());
     if (channel.subscribers.size === 1) this.onWatchedChanged?.();
+    // The history is the biggest thing a viewer is sent, and one that joins and never reads holds it: with the
+    // budget spent on viewers who do not read, a newcomer is asked to come back rather than sent it.
+    if (!this.sendBudget.canTake(channel.history.byteLength)) {
+      this.unsubscribe(sub);
+      transport.close(liveBusyCloseCode, "the live view is holding too much for viewers who do not read; try again shortly");
+      return sub;
+    }
+    this.sendHistory(sub, channel.history.entries());
+    this.account(sub, true);
     return sub;
   }
 
@@ -282,6 +333,8 @@ export class LiveHub implements EventSink {
     if (sub.isClosed) return;
     sub.isClosed = true;
     sub.pending = [];
+    sub.pendingBytes = 0;
+    this.sendBudget.release(sub);
     sub.owedHistory = null;
     sub.requested = null;
     this.requests.delete(sub);
@@ -368,13 +421,16 @@ export class LiveHub implements EventSink {
     const groups = sub.channel.groups;
     let group = groups.get(sub.configKey);
     if (!group) {
+      const isEmpty = sub.configKey === "[]";
       group = {
         predicate: sub.predicate,
         meter: sub.meter,
         members: new Set(),
         bucket: this.fullBucket(this.options.filterBurstSteps),
-        isEmpty: sub.configKey === "[]",
+        isEmpty,
+        payer: isEmpty ? null : this.payerOf(sub),
       };
+      if (group.payer) this.filterAllowance.countFilterSet(group.payer.address, 1);
       groups.set(sub.configKey, group);
     }
     group.members.add(sub);
@@ -384,7 +440,23 @@ export class LiveHub implements EventSink {
     const group = sub.channel.groups.get(sub.configKey);
     if (!group) return;
     group.members.delete(sub);
-    if (group.members.size === 0) sub.channel.groups.delete(sub.configKey);
+    const payer = group.payer;
+    if (group.members.size === 0) {
+      sub.channel.groups.delete(sub.configKey);
+      if (payer) this.filterAllowance.countFilterSet(payer.address, -1);
+      return;
+    }
+    // The filter set stays for the others: one of them pays for it from now on.
+    if (payer && payer.address === sub.address && ![...group.members].some((m) => m.address === payer.address)) {
+      const next = this.payerOf(group.members.values().next().value!);
+      this.filterAllowance.countFilterSet(payer.address, -1);
+      this.filterAllowance.countFilterSet(next.address, 1);
+      group.payer = next;
+    }
+  }
+
+  private payerOf(sub: Subscriber): FilterPayer {
+    return { address: sub.address, isAnonymous: sub.channel.key.startsWith("link:") };
   }
 
   private forgetIfUnused(channel: Channel): void {
@@ -407,7 +479,9 @@ export class LiveHub implements EventSink {
 
   private enqueue(sub: Subscriber, json: string): void {
     sub.pending.push(json);
-    if (sub.pending.length >= this.options.maxBatch) {
+    sub.pendingBytes += json.length;
+    if (!this.account(sub, false)) return;
+    if (sub.pending.length >= this.options.maxBatch || sub.pendingBytes >= this.options.maxBatchBytes) {
       this.flush(sub);
       return;
     }
@@ -430,10 +504,33 @@ export class LiveHub implements EventSink {
     }
   }
 
+  /**
+   * Counts what the viewer holds unsent against the send budget: its queue past the per-viewer bound is dropped
+   * (oldest first, reported), and a viewer whose socket is over a bound is closed with a reason (it reconnects
+   * and gets the history, or stays away). False when it was closed.
+   */
+  private account(sub: Subscriber, isSettled: boolean): boolean {
+    const socketBytes = sub.transport.bufferedAmount();
+    const room = this.sendBudget.options.perViewerBytes - socketBytes;
+    let over = 0;
+    while (over < sub.pending.length && sub.pendingBytes > room) sub.pendingBytes -= sub.pending[over++]!.length;
+    if (over > 0) {
+      sub.pending.splice(0, over);
+      this.countDropped(sub, over);
+    }
+    if (this.sendBudget.update(sub, socketBytes, isSettled)) return true;
+    this.unsubscribe(sub);
+    sub.transport.close(slowViewerCloseCode, "this viewer read too slowly: it was closed to keep the server's memory bounded");
+    // A close frame waits behind what the socket holds, which a viewer that does not read never takes: its
+    // buffers are let go now rather than when its connection times out.
+    if (socketBytes >= this.sendBudget.options.keepingUpBytes) sub.transport.terminate?.();
+    return false;
+  }
+
   private trim(sub: Subscriber): void {
     const over = sub.pending.length - this.options.queueLimit;
     if (over <= 0) return;
-    sub.pending.splice(0, over);
+    for (const json of sub.pending.splice(0, over)) sub.pendingBytes -= json.length;
     sub.droppedTotal += over;
     sub.droppedUnreported += over;
   }
@@ -444,7 +541,7 @@ export class LiveHub implements EventSink {
     this.dirty.delete(sub);
     if (sub.transport.bufferedAmount() > this.options.maxBufferedBytes) {
       this.trim(sub);
-      this.retryLater(sub); // And on drain, whichever comes first.
+      if (this.account(sub, true)) this.retryLater(sub); // And on drain, whichever comes first.
       return;
     }
     if (sub.owedHistory) {
@@ -457,7 +554,7 @@ export class LiveHub implements EventSink {
       sub.droppedUnreported = 0;
     }
     while (sub.pending.length > 0) {
-      const batch = sub.pending.splice(0, this.options.maxBatch);
+      const batch = this.takeBatch(sub);
       const status = sub.transport.send(this.batchText(sub.configKey, batch));
       if (status === 0) {
         sub.droppedTotal += batch.length;
@@ -467,7 +564,23 @@ export class LiveHub implements EventSink {
       if (status < 0 || sub.transport.bufferedAmount() > this.options.maxBufferedBytes) break;
     }
     this.trim(sub);
+    if (!this.account(sub, true)) return;
     if (sub.pending.length > 0 || sub.droppedUnreported > 0) this.retryLater(sub);
+  }
+
+  /** The oldest pending events, up to maxBatch of them and maxBatchBytes (at least one). */
+  private takeBatch(sub: Subscriber): string[] {
+    const { maxBatch, maxBatchBytes } = this.options;
+    let n = 0;
+    let bytes = 0;
+    while (n < sub.pending.length && n < maxBatch) {
+      const length = sub.pending[n]!.length;
+      if (n > 0 && bytes + length > maxBatchBytes) break;
+      bytes += length;
+      n++;
+    }
+    sub.pendingBytes -= bytes;
+    return sub.pending.splice(0, n);
   }
 
   /** A subscriber whose socket is full is looked at again after a pause, not on every loop turn. */
@@ -509,13 +622,15 @@ export class LiveHub implements EventSink {
     const rate = Math.min(o.filterStepsPerSecond, o.channelFilterStepsPerSecond / n);
     const burst = Math.min(o.filterBurstSteps, o.channelFilterBurstSteps / n);
     group.bucket.setLimit(rate, burst);
-    const allowance = Math.min(o.filterStepsPerEvent, group.bucket.available(now));
+    const payer = group.payer!;
+    const allowance = Math.min(o.filterStepsPerEvent, group.bucket.available(now), this.filterAllowance.available(payer, now));
     if (allowance <= 0) return null;
     const meter = group.meter;
     meter.left = allowance;
     meter.ranOutAt = null;
     const isMatch = group.predicate(event);
     group.bucket.spend(allowance - meter.left);
+    this.filterAllowance.spend(payer, allowance - meter.left);
     return meter.left < 0 ? null : isMatch;
   }
 
@@ -579,6 +694,7 @@ export class LiveHub implements EventSink {
     sub.revision = walk.revision;
     // What waited was chosen by the old config; the history covers everything up to now under the new one.
     sub.pending = [];
+    sub.pendingBytes = 0;
     this.dirty.delete(sub);
     this.sendControl(sub, { type: "config-applied", revision: walk.revision });
     const firstSeq = sub.channel.history.firstSeq;
@@ -618,9 +734,22 @@ export class LiveHub implements EventSink {
     const message = sub.requested;
     sub.requested = null;
     if (!message || sub.isClosed) return;
+    const configKey = JSON.stringify(message.filters);
+    if (!this.hasRoomForFilterSet(sub, configKey)) {
+      const most = this.filterAllowance.options.filterSetsPerAddress;
+      this.sendControl(sub, {
+        type: "setFilterError",
+        revision: message.revision,
+        message: `too many different live filters from this address (at most ${most} at once): close other views or share their filters`,
+        index: 0,
+        position: 0,
+      });
+      return;
+    }
     const meter = filterMeter();
     const compiled = compileFilterChips(message.filters, meter);
     this.spendTurn(compiled.compileSteps);
+    this.filterAllowance.spend(this.payerOf(sub), compiled.compileSteps);
     if (!compiled.ok) {
       this.sendControl(sub, { type: "setFilterError", revision: message.revision, ...compiled.error });
       return;
@@ -628,7 +757,7 @@ export class LiveHub implements EventSink {
     const walk: Walk = {
       sub,
       revision: message.revision,
-      configKey: JSON.stringify(message.filters),
+      configKey,
       predicate: compiled.predicate,
       meter,
       nextSeq: sub.channel.history.firstSeq,
@@ -643,10 +772,26 @@ export class LiveHub implements EventSink {
     }
   }
 
+  /**
+   * Whether a config would fit the address's cap on distinct filter sets: none is needed for no filters or for
+   * filters already in force on the channel, and the viewer's own set is given back if it is its only user.
+   */
+  private hasRoomForFilterSet(sub: Subscriber, configKey: string): boolean {
+    if (configKey === "[]" || sub.channel.groups.has(configKey)) return true;
+    const own = sub.channel.groups.get(sub.configKey);
+    const isFreed = own?.payer?.address === sub.address && own.members.size === 1;
+    return isFreed || this.filterAllowance.hasRoomForFilterSet(sub.address);
+  }
+
+  /** Advances a walk by up to `budget` steps, as far as its address's and the process's allowance go. */
   private advanceWithinTurn(walk: Walk, budget: number): boolean {
+    const payer = this.payerOf(walk.sub);
+    const allowed = Math.min(budget, this.filterAllowance.available(payer));
+    if (allowed <= 0) return false;
     const before = walk.spent;
-    const isDone = this.advance(walk, budget);
+    const isDone = this.advance(walk, allowed);
     this.spendTurn(walk.spent - before);
+    this.filterAllowance.spend(payer, walk.spent - before);
     return isDone;
   }
 
@@ -662,13 +807,14 @@ export class LiveHub implements EventSink {
     });
   }
 
-  private scheduleWalks(): void {
-    this.walkTimer ??= setTimeout(() => this.runWalks(), 0);
+  private scheduleWalks(delayMs = 0): void {
+    this.walkTimer ??= setTimeout(() => this.runWalks(), delayMs);
   }
 
   /** This turn's config work: waiting configs compiled first, then walks in turn, until the turn's steps are spent. */
   private runWalks(): void {
     this.walkTimer = null;
+    let unaffordable = 0;
     while (this.turnStepsLeft() > 0 && (this.requests.size > 0 || this.walks.length > 0)) {
       const [sub] = this.requests;
       if (sub) {
@@ -678,7 +824,18 @@ export class LiveHub implements EventSink {
       }
       const walk = this.walks.shift()!;
       const share = Math.max(1, Math.ceil(this.turnStepsLeft() / (this.walks.length + 1)));
-      if (!this.advanceWithinTurn(walk, share)) this.walks.push(walk);
+      const before = walk.spent;
+      if (this.advanceWithinTurn(walk, share)) {
+        unaffordable = 0;
+        continue;
+      }
+      this.walks.push(walk);
+      unaffordable = walk.spent === before ? unaffordable + 1 : 0;
+      // No walk could spend a step (their allowances are spent): they go on once the allowance has refilled.
+      if (unaffordable >= this.walks.length) {
+        this.scheduleWalks(allowanceWaitMs);
+        return;
+      }
     }
     if (this.requests.size > 0 || this.walks.length > 0) this.scheduleWalks();
   }

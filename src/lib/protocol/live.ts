@@ -73,6 +73,11 @@ export function liveSocketUrl(url: string): string | null {
 }
 
 /** Validates a message that crossed the socket; null when it is not a well-formed setConfig. */
+/** The close code of a viewer that read too slowly: what it held unsent went over the server's bound. */
+export const slowViewerCloseCode = 4408;
+/** The close code of a viewer turned away because viewers who do not read hold the live view's send budget. */
+export const liveBusyCloseCode = 1013;
+
 export function parseLiveClientMessage(raw: unknown): LiveClientMessage | null {
   let value = raw;
   if (typeof value === "string") {
