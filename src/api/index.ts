@@ -14,7 +14,18 @@ import { tunnelRoutes } from "./tunnel/index.ts";
 import { userRoutes } from "./users/index.ts";
 
 /** Every /api/* endpoint. Each area is a thin controller under src/api/<area>/. */
-export function apiRoutes({ ctx, config, clientLimits: limits, orgPublishers, workers, tunnels, cluster, store, eventLog, exportSlots }: Runtime) {
+export function apiRoutes({
+  ctx,
+  config,
+  clientLimits: limits,
+  orgPublishers,
+  workers,
+  tunnels,
+  cluster,
+  store,
+  eventLog,
+  exportSlots,
+}: Runtime) {
   const dropEvents = store ? (namespaceId: string) => store.dropNamespace(namespaceId) : undefined;
   return (
     new Elysia({ name: "api" })
