@@ -8,6 +8,7 @@ import { createPublisher, isRefusal, type JoinInfo } from "./publish.ts";
 import type { RedactMode } from "./redact.ts";
 import { pipeStats } from "./relay/pipe.ts";
 import { RelayThreads } from "./relay/relay-threads.ts";
+import { say } from "./say.ts";
 import { SharedParentTracker } from "./tracer/shared-parents.ts";
 import { createTracer, type Tracer } from "./tracer.ts";
 
@@ -37,14 +38,10 @@ export type Session = {
   threads: RelayThreads | null;
   /** Connections still being parsed, on every thread. */
   openConnections(): number;
+  /** Where the requests can be seen, in a few words (the live link, the server and namespace), or null when nowhere. */
+  destination(): string | null;
   /** Flushes the tracer and the publisher (bounded wait) and reports what was dropped. */
   finish(): Promise<void>;
-};
-
-export const say = (line: string) => {
-  try {
-    writeSync(2, `tapscope: ${line}\n`);
-  } catch {}
 };
 
 function linkBox(url: string): string {
@@ -65,6 +62,7 @@ export function createSession(options: SessionOptions): Session {
   const endpoint = options.agent.endpoint;
   let hasAnnounced = false;
   let isWaiting = false;
+  let joined: JoinInfo | null = null;
   const publisher = options.publish
     ? createPublisher({
         endpoint,
@@ -76,6 +74,7 @@ export function createSession(options: SessionOptions): Session {
         // A server that reads JSON batches only: the relay threads send events instead of frames from then on.
         onEncodedRefused: () => threads?.setDelivery("objects"),
         onJoin: (info) => {
+          joined = info;
           if (hasAnnounced) return;
           hasAnnounced = true;
           if (isWaiting) say(`connected to ${endpoint}; publishing requests now`);
@@ -134,6 +133,14 @@ export function createSession(options: SessionOptions): Session {
     tracer,
     threads,
     openConnections: () => tracer.stats().openConnections + (threads?.openConnections() ?? 0),
+    destination() {
+      const file = options.eventsFile ? `the events file ${options.eventsFile}` : null;
+      if (!publisher) return file;
+      const info = joined as JoinInfo | null;
+      if (info?.linkUrl) return info.linkUrl;
+      if (info?.namespaceId) return `${endpoint} (namespace ${info.namespaceId})`;
+      return `${endpoint} (once it answers)`;
+    },
     async finish() {
       const fromThreads = threads ? await threads.drain(1000) : { droppedEvents: 0, tapErrors: 0 };
       tracer.flush();

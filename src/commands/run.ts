@@ -1,18 +1,18 @@
-import { basename } from "node:path";
+import { runFront } from "~/agent/lifecycle/front.ts";
 import { checkPlatform } from "~/agent/platform.ts";
 import { defaultRelayThreads } from "~/agent/relay/relay-threads.ts";
-import { createSession, say } from "~/agent/session.ts";
-import { prepareTls } from "~/agent/tls/prepare.ts";
-import { parseAgentConfig, parseHostEnvironment } from "~/lib/env.ts";
+import { say } from "~/agent/say.ts";
+import { selfCommand } from "~/agent/self-command.ts";
 import { parseFlags } from "~/lib/flags.ts";
 import type { Result } from "~/lib/result.ts";
 import { type CaptureOptions, captureFlags, captureOptions } from "./capture-flags.ts";
 
 /**
  * `tapscope run [--log] [--service NAME] [--payload-limit BYTES] [--redact redact|hash|keep] -- <command> [args]`
- * Runs the command exactly as if started directly, with its TCP traffic relayed and traced.
+ * Runs the command exactly as if started directly, with its TCP traffic relayed and traced. This process is the
+ * front the shell waits for (src/agent/lifecycle/front.ts); `__supervise` (supervise.ts) does the tracing.
  */
-export type RunOptions = CaptureOptions & { command: string[]; tls: boolean; relayThreads: number };
+export type RunOptions = CaptureOptions & { command: string[]; tls: boolean; relayThreads: number; isWait: boolean };
 
 const usage = `usage: tapscope run [options] -- <command> [args...]
   --log                    print one line per request on stderr
@@ -23,12 +23,16 @@ const usage = `usage: tapscope run [options] -- <command> [args...]
   --no-publish             do not send events to the server (TAPSCOPE_ENDPOINT)
   --tls on|off             decrypt the program's outbound HTTPS (default on); off records TLS connections only
   --relay-threads N        threads that relay and parse inbound connections (default: cores minus one, 1 to 4;
-                           TAPSCOPE_RELAY_THREADS); each connection stays on one thread`;
+                           TAPSCOPE_RELAY_THREADS); each connection stays on one thread
+  --wait                   when the program exits leaving processes running (a daemon, a server started with &),
+                           wait for them in the foreground; by default tapscope returns as the program does and
+                           traces them in the background until the last one exits`;
 
 const runFlags = {
   ...captureFlags,
   tls: { type: "string" },
   "relay-threads": { type: "string" },
+  wait: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -56,24 +60,16 @@ export function parseRunArgs(args: string[], env: Record<string, string | undefi
   if (parsed.command.length === 0) return { ok: false, error: usage };
   const threads = relayThreads(parsed.flags["relay-threads"] ?? env.TAPSCOPE_RELAY_THREADS);
   if (!threads.ok) return threads;
-  return { ok: true, options: { ...capture.options, command: parsed.command, tls: tls === "on", relayThreads: threads.count } };
-}
-
-/** How long, at most, the connections the program left open are waited for after it exits. */
-const EXIT_SETTLE_MS = 500;
-
-/** Forwarded to the program; the terminal already delivers SIGINT/SIGQUIT to its whole process group. */
-function forwardSignals(pid: number): void {
-  const fromTerminal = new Set(["SIGINT", "SIGQUIT", "SIGTSTP"]);
-  const isInteractive = Boolean(process.stdin.isTTY);
-  for (const signal of ["SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGWINCH", "SIGCONT"] as const) {
-    process.on(signal, () => {
-      if (isInteractive && fromTerminal.has(signal)) return;
-      try {
-        process.kill(pid, signal);
-      } catch {}
-    });
-  }
+  return {
+    ok: true,
+    options: {
+      ...capture.options,
+      command: parsed.command,
+      tls: tls === "on",
+      relayThreads: threads.count,
+      isWait: parsed.flags.wait === true,
+    },
+  };
 }
 
 export async function main(args: string[]): Promise<number> {
@@ -91,47 +87,9 @@ export async function main(args: string[]): Promise<number> {
     say(unavailable);
     return 1;
   }
-  const agent = parseAgentConfig();
-  const { command, tls: isTlsOn, relayThreads: threadCount, ...capture } = result.options;
-  const session = createSession({
-    ...capture,
-    agent,
-    host: parseHostEnvironment(),
-    service: capture.service ?? agent.service ?? basename(command[0]!),
-    relayThreads: threadCount,
+  return runFront({
+    command: [...selfCommand(), "__supervise", ...args],
+    env: process.env,
+    isInteractive: Boolean(process.stdin.isTTY),
   });
-  // Loaded only where it can work: it binds libc through bun:ffi.
-  const { InterceptionUnavailable, launch } = await import("~/agent/launch.ts");
-  const tls = isTlsOn ? await prepareTls(process.env, say) : null;
-  let launched: Awaited<ReturnType<typeof launch>>;
-  try {
-    launched = await launch({
-      argv: command,
-      env: tls ? { ...process.env, ...tls.env } : process.env,
-      observer: session.tracer,
-      threads: session.threads,
-      tls: tls?.interception ?? null,
-      trustBundle: tls?.bundle,
-      beforeProgram: tls?.ready,
-      say,
-    });
-  } catch (err) {
-    tls?.cleanup();
-    if (err instanceof InterceptionUnavailable) {
-      if (err.message) say(err.message);
-      return typeof err.cause === "number" ? err.cause : 1;
-    }
-    throw err;
-  }
-  forwardSignals(launched.pid);
-  const code = await launched.exited;
-  tls?.cleanup();
-  // The program's sockets closed as it exited; the relay sees those closes a moment later, and a connection's event
-  // (a TLS connection not decrypted, any non-HTTP one) is made at its close: wait for them, briefly.
-  const settleBy = Date.now() + EXIT_SETTLE_MS;
-  while (session.openConnections() > 0 && Date.now() < settleBy) await Bun.sleep(5);
-  await session.finish();
-  const summary = tls?.interception.summary();
-  if (summary) say(summary);
-  return code;
 }

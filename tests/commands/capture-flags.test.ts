@@ -22,6 +22,7 @@ describe("tapscope run flags (shared with tapscope proxy)", () => {
         command: ["curl", "-s", "x"],
         tls: true,
         relayThreads: defaultRelayThreads(),
+        isWait: false,
       },
     });
     const r = parseRunArgs([
@@ -36,6 +37,7 @@ describe("tapscope run flags (shared with tapscope proxy)", () => {
       "e.jsonl",
       "--relay-threads",
       "2",
+      "--wait",
       "--",
       "node",
       "app.js",
@@ -52,6 +54,7 @@ describe("tapscope run flags (shared with tapscope proxy)", () => {
         command: ["node", "app.js"],
         tls: true,
         relayThreads: 2,
+        isWait: true,
       },
     });
   });

@@ -12,6 +12,8 @@ export type WorkerMessage =
   | NotifMessage
   | { kind: "started"; pid: number }
   | { kind: "io_uring"; pid: number }
+  /** No traced process is left (the listener hung up): the loop has ended. */
+  | { kind: "unused" }
   | { kind: "fatal"; reason: string; errno: number }
   | { kind: "crash"; error: string };
 

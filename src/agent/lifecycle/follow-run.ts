@@ -1,0 +1,147 @@
+import { closeSync, openSync } from "node:fs";
+import { basename } from "node:path";
+import type { Launched } from "../launch.ts";
+import { libc } from "../seccomp/ffi.ts";
+import type { Session } from "../session.ts";
+import type { FrontLink } from "./front-link.ts";
+import { descendants, describeProcess, reapAdopted, signalEach, type TracedProcess } from "./processes.ts";
+import { openRunLog } from "./run-log.ts";
+
+/**
+ * The supervisor's life after the launch (ADR 0023): the program runs; when it exits, the run ends if nothing it
+ * started is left under the filter. If processes are left (a daemon, a double fork, a server put in the background),
+ * they keep working and keep being traced until the last of them exits: by default the front returns with the
+ * program's exit code and the supervisor goes on in the background, saying once where it went; with `--wait` the run
+ * waits for them in the foreground. "The last of them exited" is the kernel's word, not a guess from /proc: the
+ * seccomp listener hangs up once no task uses the filter (see Supervisor.lastExited).
+ */
+export type FollowOptions = {
+  launched: Launched;
+  session: Session;
+  /** Null when the supervisor was started without a front: it then forwards signals to the program itself. */
+  front: FrontLink | null;
+  command: string[];
+  /** `--wait`: stay in the foreground until the last traced process exits. */
+  isWait: boolean;
+  isInteractive: boolean;
+  /** Where the background log may go (runLogDirs). */
+  logDirs: string[];
+  say: (line: string) => void;
+  /** Once nothing is traced any more, after the last connections settled: files of the run, the TLS summary. */
+  onDone: () => void;
+};
+
+/** How long processes found alive as the program exits are given to finish by themselves before they count as left. */
+const LEFT_GRACE_MS = 100;
+/** How long, at most, the connections the program left open are waited for after the last process exits. */
+const EXIT_SETTLE_MS = 500;
+/** A stop signal repeated at least this much later kills what the first one did not stop. */
+const ESCALATE_AFTER_MS = 1000;
+const MAX_LISTED = 6;
+
+const PROGRAM_SIGNALS = ["SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGWINCH", "SIGCONT"] as const;
+const STOP_SIGNALS = new Set<string>(["SIGTERM", "SIGINT", "SIGQUIT"]);
+const FROM_TERMINAL = new Set<string>(["SIGINT", "SIGQUIT", "SIGTSTP"]);
+
+function listProcesses(processes: TracedProcess[]): string {
+  const shown = processes.slice(0, MAX_LISTED).map((p) => describeProcess(p));
+  const more = processes.length - shown.length;
+  return more > 0 ? `${shown.join(", ")} and ${more} more` : shown.join(", ");
+}
+
+function count(n: number, what: string): string {
+  return `${n} ${what}${n === 1 ? "" : "es"}`;
+}
+
+/** stdin from /dev/null, stdout and stderr to the log: the terminal (or the caller's pipes) are let go. */
+function detachStdio(logFd: number | null): void {
+  const devNull = openSync("/dev/null", "r+");
+  libc.dup2(devNull, 0);
+  libc.dup2(logFd ?? devNull, 1);
+  libc.dup2(logFd ?? devNull, 2);
+  closeSync(devNull);
+  if (logFd !== null) closeSync(logFd);
+}
+
+export async function followRun(options: FollowOptions): Promise<number> {
+  const { launched, session, front, say } = options;
+  const { supervisor } = launched;
+  const name = basename(options.command[0] ?? "the program");
+
+  // Bun waits for the launcher itself; every other child is an orphan we adopted, reaped here.
+  const waitedByBun = new Set([launched.pid]);
+  process.on("SIGCHLD", () => reapAdopted(waitedByBun));
+
+  let phase: "program" | "left" = "program";
+  let stopAt = 0;
+  const stop = (signal: string) => {
+    const tree = descendants(process.pid);
+    if (tree.length === 0) return;
+    const now = Date.now();
+    if (stopAt === 0) {
+      stopAt = now;
+      say(`${signal}: stopping the ${count(tree.length, "traced process")} (SIGTERM)`);
+      signalEach(tree, "SIGTERM");
+    } else if (now - stopAt >= ESCALATE_AFTER_MS) {
+      say(`${signal} again: killing the ${count(tree.length, "traced process")} (SIGKILL)`);
+      signalEach(tree, "SIGKILL");
+    }
+  };
+  for (const signal of PROGRAM_SIGNALS) {
+    process.on(signal, () => {
+      if (phase === "left") {
+        if (STOP_SIGNALS.has(signal)) stop(signal);
+        return;
+      }
+      // While the program runs the front forwards signals to it; without a front, this process does.
+      if (front || (options.isInteractive && FROM_TERMINAL.has(signal))) return;
+      try {
+        process.kill(launched.pid, signal);
+      } catch {}
+    });
+  }
+  if (options.isInteractive) process.on("SIGTSTP", () => {});
+
+  const code = await launched.exited;
+  waitedByBun.delete(launched.pid);
+  reapAdopted(waitedByBun);
+  const isLastGone = await Promise.race([supervisor.lastExited.then(() => true), Bun.sleep(LEFT_GRACE_MS).then(() => false)]);
+  let isBackground = false;
+  if (!isLastGone) {
+    phase = "left";
+    const left = descendants(process.pid);
+    const what = left.length > 0 ? `${count(left.length, "process")} running: ${listProcesses(left)}` : "processes running";
+    say(`${name} exited with ${code} and left ${what}`);
+    const destination = session.destination();
+    const seen = destination ? `; their requests go to ${destination}` : "";
+    if (options.isWait) {
+      say(`--wait: tapscope traces them and waits until the last of them exits${seen}`);
+      say("stop them as you would without tapscope, or stop them all with Ctrl-C or SIGTERM to tapscope");
+      front?.tell("waiting");
+    } else {
+      const log = openRunLog(options.logDirs, process.pid);
+      say(`they stay traced: tapscope goes on in the background (pid ${process.pid}) until the last of them exits${seen}`);
+      say(
+        `stop them as you would without tapscope (their pid file, their own stop command); \`kill ${process.pid}\` stops them all. ` +
+          (log ? `Its messages go on in ${log.path}` : "No private directory could be made for its messages: it goes on silently"),
+      );
+      front?.handOver(code);
+      detachStdio(log?.fd ?? null);
+      isBackground = true;
+      say(
+        `${new Date().toISOString()}: tracing in the background what \`${options.command.join(" ")}\` left running: ${listProcesses(left)}`,
+      );
+    }
+    await supervisor.lastExited;
+    reapAdopted(waitedByBun);
+  }
+
+  // The program's sockets closed as it exited; the relay sees those closes a moment later, and a connection's event
+  // (a TLS connection not decrypted, any non-HTTP one) is made at its close: wait for them, briefly.
+  const settleBy = Date.now() + EXIT_SETTLE_MS;
+  while (session.openConnections() > 0 && Date.now() < settleBy) await Bun.sleep(5);
+  await session.finish();
+  options.onDone();
+  if (isBackground) say(`${new Date().toISOString()}: the last traced process exited; tapscope exits`);
+  return code;
+}
