@@ -49,7 +49,12 @@ export type TlsOutcome =
   /** The program's handshake with us failed: the connection is lost; pass this host through from now on. */
   | { kind: "failed"; serverName: string; reason: FailureReason; detail: string };
 
-export type Peer = { hostname: string; port: number };
+export type Peer = {
+  hostname: string;
+  port: number;
+  /** Runs a dial to the peer with the program's rights (its sockets are made with them); absent: ours are its own. */
+  withRights?: <T>(dial: () => T) => T;
+};
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 const HIGH_WATER = 1 << 20;
@@ -358,14 +363,20 @@ export class TlsRelay implements LegOwner {
       }
       return;
     }
-    Bun.connect<TlsRelay>({
-      hostname: this.peer.hostname,
-      port: this.peer.port,
-      allowHalfOpen: true,
-      data: this,
-      tls,
-      socket: upHandlers,
-    }).catch((error: unknown) => this.onUpError(error));
+    this.dial(() =>
+      Bun.connect<TlsRelay>({
+        hostname: this.peer.hostname,
+        port: this.peer.port,
+        allowHalfOpen: true,
+        data: this,
+        tls,
+        socket: upHandlers,
+      }),
+    ).catch((error: unknown) => this.onUpError(error));
+  }
+
+  private dial<T>(open: () => T): T {
+    return this.peer.withRights ? this.peer.withRights(open) : open();
   }
 
   /** Upstream TCP is connected (the TLS handshake goes on): the peer's last session is offered before it starts. */
@@ -681,11 +692,16 @@ export class TlsRelay implements LegOwner {
     pipe.attach("client", client);
     if (this.helloLen > 0) pipe.onData("client", this.hello.slice(0, this.helloLen));
     if (this.isClientEnded) pipe.onEnd("client");
-    Bun.connect<LegData>(
-      legOptions(this.peer, {
-        open: (socket: Socket<LegData>) => pipe.attach("server", socket),
-        connectError: () => pipe.fail("connect failed"),
-      }),
+    this.dial(() =>
+      Bun.connect<LegData>(
+        legOptions(
+          { hostname: this.peer.hostname, port: this.peer.port },
+          {
+            open: (socket: Socket<LegData>) => pipe.attach("server", socket),
+            connectError: () => pipe.fail("connect failed"),
+          },
+        ),
+      ),
     ).catch(() => pipe.fail("connect failed"));
   }
 

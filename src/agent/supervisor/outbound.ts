@@ -25,6 +25,7 @@ import type { ConnectMsg } from "../seccomp/messages.ts";
 import { isValid, replyContinue, replyError, replyValue } from "../seccomp/notif.ts";
 import { AF_INET, AF_INET6, connectTo, isLoopback, localAddr, socketInode } from "../seccomp/sockets.ts";
 import { type Context, processOf } from "./context.ts";
+import { asProgram, credentialsOf } from "./credentials.ts";
 import { retire } from "./inbound.ts";
 
 /**
@@ -138,7 +139,12 @@ export function handleConnect(ctx: Context, relay: OutboundRelay, m: ConnectMsg)
     return;
   }
   const programPort = programLocal.port;
-  const gate = ctx.tls ? new TlsGate(pipe, ctx.tls, ctx.observer, { hostname: dialAddr.ip, port: dialAddr.port }, forget) : null;
+  // The dial is made with the calling thread's rights (its uid owns our socket), as are the TLS relay's own dials.
+  const credentials = credentialsOf(m.pid);
+  const withRights = credentials ? <T>(work: () => T) => asProgram(credentials, work) : undefined;
+  const gate = ctx.tls
+    ? new TlsGate(pipe, ctx.tls, ctx.observer, { hostname: dialAddr.ip, port: dialAddr.port, withRights }, forget)
+    : null;
   ctx.outbound.set(programPort, { pipe, gate, realPeer: shownPeer, realLocal: null });
   ctx.stats.outbound++;
 
@@ -206,15 +212,17 @@ export function handleConnect(ctx: Context, relay: OutboundRelay, m: ConnectMsg)
   }
   if (isNonBlocking) holdNonBlocking();
 
-  Bun.connect<LegData>(
-    legOptions(
-      { hostname: dialAddr.ip, port: dialAddr.port },
-      {
-        open: onDialed,
-        connectError(_socket: Socket<LegData>, error: unknown) {
-          onFailed(error);
+  asProgram(credentials, () =>
+    Bun.connect<LegData>(
+      legOptions(
+        { hostname: dialAddr.ip, port: dialAddr.port },
+        {
+          open: onDialed,
+          connectError(_socket: Socket<LegData>, error: unknown) {
+            onFailed(error);
+          },
         },
-      },
+      ),
     ),
   ).catch(onFailed);
 }
