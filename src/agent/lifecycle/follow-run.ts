@@ -33,6 +33,8 @@ export type FollowOptions = {
 
 /** How long processes found alive as the program exits are given to finish by themselves before they count as left. */
 const LEFT_GRACE_MS = 100;
+/** How long an empty process list may disagree with the kernel before the run goes on anyway. */
+const LEFT_SETTLE_MS = 1000;
 /** How long, at most, the connections the program left open are waited for after the last process exits. */
 const EXIT_SETTLE_MS = 500;
 /** A stop signal repeated at least this much later kills what the first one did not stop. */
@@ -61,6 +63,24 @@ function detachStdio(logFd: number | null): void {
   libc.dup2(logFd ?? devNull, 2);
   closeSync(devNull);
   if (logFd !== null) closeSync(logFd);
+}
+
+/**
+ * The processes still traced once the program exited, or null when none is. Asked of the kernel (synchronously, not
+ * through the notification loop's message, which a busy machine may delay); processes on their way out get a moment.
+ */
+async function whatIsLeft(supervisor: Launched["supervisor"]): Promise<TracedProcess[] | null> {
+  const graceEnd = Date.now() + LEFT_GRACE_MS;
+  while (supervisor.hasTracedProcesses()) {
+    if (Date.now() >= graceEnd) {
+      const left = descendants(process.pid);
+      if (left.length > 0) return left;
+      // Traced, yet none below us in /proc: only processes between their exit and the kernel's last word.
+      if (Date.now() >= graceEnd + LEFT_SETTLE_MS) return left;
+    }
+    await Bun.sleep(Date.now() >= graceEnd ? 50 : 5);
+  }
+  return null;
 }
 
 export async function followRun(options: FollowOptions): Promise<number> {
@@ -105,11 +125,10 @@ export async function followRun(options: FollowOptions): Promise<number> {
   const code = await launched.exited;
   waitedByBun.delete(launched.pid);
   reapAdopted(waitedByBun);
-  const isLastGone = await Promise.race([supervisor.lastExited.then(() => true), Bun.sleep(LEFT_GRACE_MS).then(() => false)]);
+  const left = await whatIsLeft(supervisor);
   let isBackground = false;
-  if (!isLastGone) {
+  if (left) {
     phase = "left";
-    const left = descendants(process.pid);
     const what = left.length > 0 ? `${count(left.length, "process")} running: ${listProcesses(left)}` : "processes running";
     say(`${name} exited with ${code} and left ${what}`);
     const destination = session.destination();
