@@ -40,6 +40,8 @@ export type Session = {
   openConnections(): number;
   /** Where the requests can be seen, in a few words (the live link, the server and namespace), or null when nowhere. */
   destination(): string | null;
+  /** Resolves once the first join has answered (the link is printed) or failed, or after `waitMs` at most. */
+  joined(waitMs: number): Promise<void>;
   /** Flushes the tracer and the publisher (bounded wait) and reports what was dropped. */
   finish(): Promise<void>;
 };
@@ -117,7 +119,7 @@ export function createSession(options: SessionOptions): Session {
     parents: threads ? new SharedParentTracker(threads.parents) : undefined,
     onEvent,
   });
-  publisher?.join().catch((err: unknown) => {
+  const firstJoin = publisher?.join().catch((err: unknown) => {
     const reason = errorMessage(err);
     if (isRefusal(err)) {
       say(`${endpoint} refused this publisher (${reason}); requests are not published`);
@@ -133,6 +135,12 @@ export function createSession(options: SessionOptions): Session {
     tracer,
     threads,
     openConnections: () => tracer.stats().openConnections + (threads?.openConnections() ?? 0),
+    async joined(waitMs) {
+      if (!firstJoin) return;
+      let timer: Timer | undefined;
+      await Promise.race([firstJoin, new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)))]);
+      clearTimeout(timer);
+    },
     destination() {
       const file = options.eventsFile ? `the events file ${options.eventsFile}` : null;
       if (!publisher) return file;

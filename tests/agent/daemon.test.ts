@@ -301,18 +301,18 @@ describe("tapscope run: programs that daemonize keep working and stay traced", (
       expect(await (await fetch(`http://127.0.0.1:${port}/hello`)).text()).toBe("hello from node");
       const call = await fetch(`http://127.0.0.1:${port}/call?to=${encodeURIComponent(`http://127.0.0.1:${upstream.port}/from-node`)}`);
       expect(await call.text()).toBe("called: from upstream");
-      const [hello, outbound] = await waitUntil(() => {
+      const [hello, caller, outbound] = await waitUntil(() => {
         const h = eventsTo(port).find((e) => e.http_req_path === "/hello");
+        const c = eventsTo(port).find((e) => e.http_req_path.startsWith("/call"));
         const o = eventsTo(upstream.port).find((e) => e.http_req_path === "/from-node");
-        return h && o && [h, o];
+        return h && c && o && [h, c, o];
       }, 15_000);
-      for (const e of [hello!, outbound!]) {
+      for (const e of [hello!, caller!, outbound!]) {
         expect(e.process_id).toBe(node);
         expect(e.process_executable_name).toBe("node");
         expect(e.process_command_line).toContain("node-server.mjs");
       }
-      const caller = eventsTo(port).find((e) => e.http_req_path.startsWith("/call"))!;
-      expect(outbound!.parent_event_id).toBe(caller.event_id);
+      expect(outbound!.parent_event_id).toBe(caller!.event_id);
       const all = everything(run);
       expect(all).toContain(node);
       process.kill(node, "SIGTERM");
@@ -417,6 +417,41 @@ describe("tapscope run: programs that daemonize keep working and stay traced", (
     } finally {
       proc.kill("SIGKILL");
       killAll(null, pidFile);
+    }
+  }, 60_000);
+
+  test("--wait, then `tapscope run` killed: what the program left is not cut off, tapscope carries on in the background", async () => {
+    const port = await freePort();
+    const pidFile = join(scratch.dir, "orphaned-wait.pid");
+    const proc = Bun.spawn([BUN, MAIN, "run", "--wait", "--", doubleFork(), String(port), pidFile], {
+      cwd: scratch.dir,
+      stdin: "ignore",
+      stdout: "ignore",
+      stderr: "pipe",
+      env: { ...process.env, TAPSCOPE_ENDPOINT: server.endpoint, TAPSCOPE_TOKEN: "", XDG_RUNTIME_DIR: scratch.dir },
+    });
+    const stderr = collect(proc);
+    let run: Traced | null = null;
+    try {
+      await waitUntil(() => stderr().includes("--wait: tapscope traces them"), 10_000, "the --wait message");
+      proc.kill("SIGKILL");
+      const said = await waitUntil(() => /Its messages go on in (\S+)/.exec(stderr()) && stderr(), 10_000, "the background message");
+      expect(said).toContain("tapscope run was ended while waiting");
+      run = {
+        code: 137,
+        stderr,
+        supervisorPid: Number(/in the background \(pid (\d+)\)/.exec(said)?.[1]),
+        logPath: /Its messages go on in (\S+)/.exec(said)![1]!,
+      };
+      const daemon = readPid(pidFile);
+      expect(await (await fetch(`http://127.0.0.1:${port}/still-here`)).text()).toStartWith(`daemon ${daemon} answers`);
+      await waitUntil(() => eventsTo(port).some((e) => e.http_req_path === "/still-here"), 15_000);
+      const all = everything(run);
+      expect(all).toContain(daemon);
+      process.kill(daemon, "SIGTERM");
+      await expectNothingLeft(run, all);
+    } finally {
+      killAll(run, pidFile);
     }
   }, 60_000);
 });

@@ -1,6 +1,7 @@
 import { closeSync, openSync } from "node:fs";
 import { basename } from "node:path";
 import type { Launched } from "../launch.ts";
+import { redactCommandLine } from "../redact.ts";
 import { libc } from "../seccomp/ffi.ts";
 import type { Session } from "../session.ts";
 import type { FrontLink } from "./front-link.ts";
@@ -40,6 +41,8 @@ const EXIT_SETTLE_MS = 500;
 /** A stop signal repeated at least this much later kills what the first one did not stop. */
 const ESCALATE_AFTER_MS = 1000;
 const MAX_LISTED = 6;
+/** How long the hand-over waits, at most, for the server to answer the run's first join. */
+const JOIN_WAIT_MS = 5000;
 
 const PROGRAM_SIGNALS = ["SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGWINCH", "SIGCONT"] as const;
 const STOP_SIGNALS = new Set<string>(["SIGTERM", "SIGINT", "SIGQUIT"]);
@@ -107,10 +110,12 @@ export async function followRun(options: FollowOptions): Promise<number> {
       signalEach(tree, "SIGKILL");
     }
   };
+  let onFrontGone = () => {};
   for (const signal of PROGRAM_SIGNALS) {
     process.on(signal, () => {
       if (phase === "left") {
         if (STOP_SIGNALS.has(signal)) stop(signal);
+        else if (signal === "SIGHUP" && front?.isGone()) onFrontGone();
         return;
       }
       // While the program runs the front forwards signals to it; without a front, this process does.
@@ -122,36 +127,53 @@ export async function followRun(options: FollowOptions): Promise<number> {
   }
   if (options.isInteractive) process.on("SIGTSTP", () => {});
 
+  let isBackground = false;
+  /** Lets the terminal (or the caller's pipes) go and carries on with the messages in the run's log. */
+  const goBackground = (left: TracedProcess[], code: number, destination: string | null) => {
+    const log = openRunLog(options.logDirs, process.pid);
+    const seen = destination ? `; their requests go to ${destination}` : "";
+    say(`they stay traced: tapscope goes on in the background (pid ${process.pid}) until the last of them exits${seen}`);
+    say(
+      `stop them as you would without tapscope (their pid file, their own stop command); \`kill ${process.pid}\` stops them all. ` +
+        (log ? `Its messages go on in ${log.path}` : "No private directory could be made for its messages: it goes on silently"),
+    );
+    front?.handOver(code);
+    detachStdio(log?.fd ?? null);
+    isBackground = true;
+    const command = redactCommandLine(options.command, "redact").join(" ");
+    say(`${new Date().toISOString()}: tracing in the background what \`${command}\` left running: ${listProcesses(left)}`);
+  };
+
   const code = await launched.exited;
   waitedByBun.delete(launched.pid);
   reapAdopted(waitedByBun);
   const left = await whatIsLeft(supervisor);
-  let isBackground = false;
   if (left) {
     phase = "left";
     const what = left.length > 0 ? `${count(left.length, "process")} running: ${listProcesses(left)}` : "processes running";
     say(`${name} exited with ${code} and left ${what}`);
+    // Say where their requests can be seen: the live link is printed once the server answered the first join.
+    await session.joined(JOIN_WAIT_MS);
     const destination = session.destination();
-    const seen = destination ? `; their requests go to ${destination}` : "";
-    if (options.isWait) {
-      say(`--wait: tapscope traces them and waits until the last of them exits${seen}`);
+    if (options.isWait && front) {
+      say(
+        `--wait: tapscope traces them and waits until the last of them exits${destination ? `; their requests go to ${destination}` : ""}`,
+      );
       say("stop them as you would without tapscope, or stop them all with Ctrl-C or SIGTERM to tapscope");
-      front?.tell("waiting");
-    } else {
-      const log = openRunLog(options.logDirs, process.pid);
-      say(`they stay traced: tapscope goes on in the background (pid ${process.pid}) until the last of them exits${seen}`);
-      say(
-        `stop them as you would without tapscope (their pid file, their own stop command); \`kill ${process.pid}\` stops them all. ` +
-          (log ? `Its messages go on in ${log.path}` : "No private directory could be made for its messages: it goes on silently"),
-      );
-      front?.handOver(code);
-      detachStdio(log?.fd ?? null);
-      isBackground = true;
-      say(
-        `${new Date().toISOString()}: tracing in the background what \`${options.command.join(" ")}\` left running: ${listProcesses(left)}`,
-      );
-    }
+      front.tell("waiting");
+      // Should the waiting `tapscope run` be killed, what the program left goes on traced in the background.
+      front.softenDeath();
+      onFrontGone = () => {
+        if (isBackground) return;
+        say("tapscope run was ended while waiting");
+        goBackground(descendants(process.pid), code, destination);
+      };
+      if (front.isGone()) onFrontGone();
+    } else goBackground(left, code, destination);
+    // Nothing else may be left to keep this process running while it waits for the kernel's word.
+    const keepAlive = setInterval(() => {}, 1 << 30);
     await supervisor.lastExited;
+    clearInterval(keepAlive);
     reapAdopted(waitedByBun);
   }
 

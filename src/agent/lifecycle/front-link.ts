@@ -7,10 +7,15 @@ export type FrontLink = {
   tell(line: string): void;
   /** Lets the front exit with `code` without taking the supervisor with it; the link is closed after. */
   handOver(code: number): void;
+  /** From now on the front's death is SIGHUP to the supervisor, not SIGKILL (the program is gone; what it left is not). */
+  softenDeath(): void;
+  /** Whether the front has died (the supervisor was reparented). */
+  isGone(): boolean;
 };
 
 const PR_SET_PDEATHSIG = 1;
 const PR_SET_CHILD_SUBREAPER = 36;
+const SIGHUP = 1;
 const SIGKILL = 9;
 const F_SETFD = 2;
 const FD_CLOEXEC = 1;
@@ -41,6 +46,10 @@ export function attachFront(env: Record<string, string | undefined>): FrontLink 
         isOpen = false;
       }
     },
+    softenDeath() {
+      libc.prctl(PR_SET_PDEATHSIG, SIGHUP, 0, 0, 0);
+    },
+    isGone: () => libc.getppid() !== frontPid,
     handOver(code) {
       libc.prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
       this.tell(`background ${code}`);
