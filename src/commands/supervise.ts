@@ -6,7 +6,7 @@ import { say } from "~/agent/say.ts";
 import { createSession } from "~/agent/session.ts";
 import { prepareTls } from "~/agent/tls/prepare.ts";
 import { parseAgentConfig, parseHostEnvironment, runLogDirs } from "~/lib/env.ts";
-import { parseRunArgs } from "./run.ts";
+import { parseRunArgs, usage } from "./run-flags.ts";
 
 /**
  * The hidden `__supervise` step of `tapscope run`, started by the front (run.ts) with the same arguments: it
@@ -17,7 +17,11 @@ export async function main(args: string[]): Promise<number> {
   const front = attachFront(process.env);
   const result = parseRunArgs(args);
   if (!result.ok) {
-    say(result.error);
+    if (result.error === usage && (args.includes("-h") || args.includes("--help"))) {
+      process.stdout.write(`${usage}\n`);
+      return 0;
+    }
+    process.stderr.write(`tapscope: ${result.error}\n${result.error === usage ? "" : `${usage}\n`}`);
     return 2;
   }
   const unavailable = checkPlatform();

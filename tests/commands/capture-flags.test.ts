@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { defaultRelayThreads } from "~/agent/relay/relay-threads.ts";
 import { DEFAULT_PAYLOAD_LIMIT } from "~/agent/tracer.ts";
-import { parseRunArgs } from "~/commands/run.ts";
+import { parseRunArgs } from "~/commands/run-flags.ts";
 
 const error = (args: string[]) => {
   const r = parseRunArgs(args);
