@@ -1,4 +1,5 @@
 import { appendFileSync, writeSync } from "node:fs";
+import { isatty } from "node:tty";
 import type { AgentConfig, HostEnvironment } from "~/lib/env.ts";
 import { errorMessage } from "~/lib/errors.ts";
 import { type CapturedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
@@ -84,7 +85,8 @@ export function createSession(options: SessionOptions): Session {
         },
       })
     : null;
-  const color = Boolean(process.stderr.isTTY);
+  // isatty, not process.stderr: that stream keeps a dup of fd 2, which a background supervisor must be able to let go.
+  const color = isatty(2);
   const onEvent = (event: CapturedEvent) => {
     publisher?.send(event);
     if (options.log) {

@@ -1,3 +1,4 @@
+import { isatty } from "node:tty";
 import { runFront } from "~/agent/lifecycle/front.ts";
 import { checkPlatform } from "~/agent/platform.ts";
 import { say } from "~/agent/say.ts";
@@ -17,6 +18,6 @@ export async function main(args: string[]): Promise<number> {
   return runFront({
     command: [...selfCommand(), "__supervise", ...args],
     env: process.env,
-    isInteractive: Boolean(process.stdin.isTTY),
+    isInteractive: isatty(0),
   });
 }

@@ -1,4 +1,5 @@
 import { basename } from "node:path";
+import { isatty } from "node:tty";
 import { followRun } from "~/agent/lifecycle/follow-run.ts";
 import { attachFront } from "~/agent/lifecycle/front-link.ts";
 import { checkPlatform } from "~/agent/platform.ts";
@@ -68,7 +69,7 @@ export async function main(args: string[]): Promise<number> {
     front,
     command,
     isWait,
-    isInteractive: Boolean(process.stdin.isTTY),
+    isInteractive: isatty(0),
     logDirs: runLogDirs(),
     say,
     onDone: () => {

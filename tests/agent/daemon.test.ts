@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { chmodSync, readFileSync, realpathSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readFileSync, realpathSync, statSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { Socket, Subprocess } from "bun";
 import { descendants } from "~/agent/lifecycle/processes.ts";
@@ -106,21 +106,30 @@ async function runDaemon(argv: string[], runArgs: string[] = []): Promise<Traced
   );
   const supervisorPid = Number(/in the background \(pid (\d+)\)/.exec(said)?.[1]);
   const logPath = /Its messages go on in (\S+)/.exec(said)![1]!;
+  // The program let its stderr go as it daemonized; the background tapscope must too, or `$(tapscope run ...)` hangs.
+  await waitUntil(() => stderr.isEnded(), 10_000, "the command's stderr to end");
   return { code, stderr, supervisorPid, logPath };
 }
 
-function collect(proc: Subprocess<"ignore", "ignore" | "pipe", "pipe">): () => string {
+type Collected = (() => string) & { isEnded(): boolean };
+
+function collect(proc: Subprocess<"ignore", "ignore" | "pipe", "pipe">): Collected {
   let text = "";
+  let isEnded = false;
   const decoder = new TextDecoder();
   const reader = proc.stderr.getReader();
   (async () => {
     for (;;) {
       const { value, done } = await reader.read();
-      if (done) return;
+      if (done) break;
       text += decoder.decode(value, { stream: true });
     }
-  })().catch(() => {});
-  return () => text;
+  })()
+    .catch(() => {})
+    .finally(() => {
+      isEnded = true;
+    });
+  return Object.assign(() => text, { isEnded: () => isEnded });
 }
 
 function eventsTo(port: number): TracedEvent[] {
@@ -132,9 +141,18 @@ function everything(run: Traced): number[] {
   return [run.supervisorPid, ...descendants(run.supervisorPid).map((p) => p.pid)];
 }
 
-/** After the program's own stop: `all` (read before it) are gone, and the log says why. */
+/** No such process, not even a zombie. */
+function isReaped(pid: number): boolean {
+  return !existsSync(`/proc/${pid}`);
+}
+
+/**
+ * After the program's own stop: `all` (read before it) are gone, and the log says why. The supervisor's own exit may
+ * leave a zombie for its new parent to reap; what it adopted, it reaps itself before it exits.
+ */
 async function expectNothingLeft(run: Traced, all: number[]): Promise<void> {
   await waitUntil(() => all.every(isGone), 15_000, `processes ${all.filter((p) => !isGone(p)).join(", ")} to exit`);
+  expect(all.slice(1).filter((pid) => !isReaped(pid))).toEqual([]);
   const log = readFileSync(run.logPath, "utf8");
   expect(log).toContain("tracing in the background");
   expect(log).toContain("the last traced process exited; tapscope exits");
@@ -406,7 +424,8 @@ describe("tapscope run: programs that daemonize keep working and stay traced", (
         "the --wait message",
       );
       expect(stderr()).toMatch(/double-fork exited with 0 and left 1 process running/);
-      const daemon = readPid(pidFile);
+      const daemon = await waitUntil(() => readPid(pidFile), 5000, "the daemon's pid file");
+      await waitForPort(port);
       expect(await (await fetch(`http://127.0.0.1:${port}/waiting`)).text()).toStartWith(`daemon ${daemon} answers`);
       await waitUntil(() => eventsTo(port).some((e) => e.http_req_path === "/waiting" && e.process_id === daemon), 15_000);
       expect(proc.exitCode).toBeNull();
@@ -436,14 +455,15 @@ describe("tapscope run: programs that daemonize keep working and stay traced", (
       await waitUntil(() => stderr().includes("--wait: tapscope traces them"), 10_000, "the --wait message");
       proc.kill("SIGKILL");
       const said = await waitUntil(() => /Its messages go on in (\S+)/.exec(stderr()) && stderr(), 10_000, "the background message");
-      expect(said).toContain("tapscope run was ended while waiting");
+      expect(said).toContain("tapscope run was ended; what the program left stays traced");
       run = {
         code: 137,
         stderr,
         supervisorPid: Number(/in the background \(pid (\d+)\)/.exec(said)?.[1]),
         logPath: /Its messages go on in (\S+)/.exec(said)![1]!,
       };
-      const daemon = readPid(pidFile);
+      const daemon = await waitUntil(() => readPid(pidFile), 5000, "the daemon's pid file");
+      await waitForPort(port);
       expect(await (await fetch(`http://127.0.0.1:${port}/still-here`)).text()).toStartWith(`daemon ${daemon} answers`);
       await waitUntil(() => eventsTo(port).some((e) => e.http_req_path === "/still-here"), 15_000);
       const all = everything(run);

@@ -1,11 +1,11 @@
-import { closeSync, openSync } from "node:fs";
+import { closeSync, openSync, readdirSync, readlinkSync } from "node:fs";
 import { basename } from "node:path";
 import type { Launched } from "../launch.ts";
 import { redactCommandLine } from "../redact.ts";
 import { libc } from "../seccomp/ffi.ts";
 import type { Session } from "../session.ts";
 import type { FrontLink } from "./front-link.ts";
-import { descendants, describeProcess, reapAdopted, signalEach, type TracedProcess } from "./processes.ts";
+import { descendants, describeProcess, reapAdopted, reapRemaining, signalEach, type TracedProcess } from "./processes.ts";
 import { openRunLog } from "./run-log.ts";
 
 /**
@@ -36,6 +36,8 @@ export type FollowOptions = {
 const LEFT_GRACE_MS = 100;
 /** How long an empty process list may disagree with the kernel before the run goes on anyway. */
 const LEFT_SETTLE_MS = 1000;
+/** How long, at most, the supervisor waits for what it adopted to become reapable once nothing is traced. */
+const REAP_WAIT_MS = 2000;
 /** How long, at most, the connections the program left open are waited for after the last process exits. */
 const EXIT_SETTLE_MS = 500;
 /** A stop signal repeated at least this much later kills what the first one did not stop. */
@@ -58,12 +60,39 @@ function count(n: number, what: string): string {
   return `${n} ${what}${n === 1 ? "" : "es"}`;
 }
 
-/** stdin from /dev/null, stdout and stderr to the log: the terminal (or the caller's pipes) are let go. */
+function fdTarget(fd: number | string): string {
+  try {
+    return readlinkSync(`/proc/self/fd/${fd}`);
+  } catch {
+    return "";
+  }
+}
+
+/**
+ * stdin from /dev/null, stdout and stderr to the log: the terminal (or the caller's pipes) are let go, so a caller
+ * reading the command's output (`$(tapscope run -- nginx)`, ssh) sees it end. Any other descriptor on what they were
+ * (a runtime's own copy of stderr) is pointed at the same replacement.
+ */
 function detachStdio(logFd: number | null): void {
   const devNull = openSync("/dev/null", "r+");
-  libc.dup2(devNull, 0);
-  libc.dup2(logFd ?? devNull, 1);
-  libc.dup2(logFd ?? devNull, 2);
+  const replacements = new Map<string, number>();
+  for (const [fd, replacement] of [
+    [0, devNull],
+    [1, logFd ?? devNull],
+    [2, logFd ?? devNull],
+  ] as const) {
+    const target = fdTarget(fd);
+    if (target && target !== "/dev/null") replacements.set(target, replacement);
+    libc.dup2(replacement, fd);
+  }
+  let fds: string[] = [];
+  try {
+    fds = readdirSync("/proc/self/fd");
+  } catch {}
+  for (const fd of fds) {
+    const replacement = Number(fd) > 2 ? replacements.get(fdTarget(fd)) : undefined;
+    if (replacement !== undefined && replacement !== Number(fd)) libc.dup2(replacement, Number(fd));
+  }
   closeSync(devNull);
   if (logFd !== null) closeSync(logFd);
 }
@@ -130,6 +159,7 @@ export async function followRun(options: FollowOptions): Promise<number> {
   let isBackground = false;
   /** Lets the terminal (or the caller's pipes) go and carries on with the messages in the run's log. */
   const goBackground = (left: TracedProcess[], code: number, destination: string | null) => {
+    if (isBackground) return;
     const log = openRunLog(options.logDirs, process.pid);
     const seen = destination ? `; their requests go to ${destination}` : "";
     say(`they stay traced: tapscope goes on in the background (pid ${process.pid}) until the last of them exits${seen}`);
@@ -150,31 +180,34 @@ export async function followRun(options: FollowOptions): Promise<number> {
   const left = await whatIsLeft(supervisor);
   if (left) {
     phase = "left";
+    // The program is gone; what it left is not. Should `tapscope run` be killed from now on, the supervisor carries on
+    // in the background instead of dying with it.
+    front?.softenDeath();
+    onFrontGone = () => {
+      if (isBackground) return;
+      say("tapscope run was ended; what the program left stays traced");
+      goBackground(descendants(process.pid), code, session.destination());
+    };
+    if (front?.isGone()) onFrontGone();
     const what = left.length > 0 ? `${count(left.length, "process")} running: ${listProcesses(left)}` : "processes running";
     say(`${name} exited with ${code} and left ${what}`);
     // Say where their requests can be seen: the live link is printed once the server answered the first join.
     await session.joined(JOIN_WAIT_MS);
     const destination = session.destination();
-    if (options.isWait && front) {
+    if (isBackground) {
+      // Already there: the front was ended meanwhile.
+    } else if (options.isWait && front) {
       say(
         `--wait: tapscope traces them and waits until the last of them exits${destination ? `; their requests go to ${destination}` : ""}`,
       );
       say("stop them as you would without tapscope, or stop them all with Ctrl-C or SIGTERM to tapscope");
       front.tell("waiting");
-      // Should the waiting `tapscope run` be killed, what the program left goes on traced in the background.
-      front.softenDeath();
-      onFrontGone = () => {
-        if (isBackground) return;
-        say("tapscope run was ended while waiting");
-        goBackground(descendants(process.pid), code, destination);
-      };
-      if (front.isGone()) onFrontGone();
     } else goBackground(left, code, destination);
     // Nothing else may be left to keep this process running while it waits for the kernel's word.
     const keepAlive = setInterval(() => {}, 1 << 30);
     await supervisor.lastExited;
     clearInterval(keepAlive);
-    reapAdopted(waitedByBun);
+    await reapRemaining(waitedByBun, REAP_WAIT_MS);
   }
 
   // The program's sockets closed as it exited; the relay sees those closes a moment later, and a connection's event

@@ -86,6 +86,20 @@ export function reapAdopted(others: ReadonlySet<number>): number {
   return reaped;
 }
 
+/**
+ * Reaps the adopted children still between their exit and their status, for at most `waitMs`. Once the filter has no
+ * task left they are all exiting, but the kernel tells the listener a moment before it makes them zombies; a
+ * supervisor that exited first would leave them to init, which in some containers never reaps.
+ */
+export async function reapRemaining(others: ReadonlySet<number>, waitMs: number): Promise<void> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    reapAdopted(others);
+    if (ownChildren().every((pid) => others.has(pid)) || Date.now() >= deadline) return;
+    await Bun.sleep(5);
+  }
+}
+
 /** Sends `signal` to each process; one that is already gone is skipped. Returns how many it reached. */
 export function signalEach(processes: TracedProcess[], signal: NodeJS.Signals): number {
   let reached = 0;

@@ -47,6 +47,11 @@ export type ConnectionTap = {
   onEnd?(fromClient: boolean, at: number): void;
   /** The connection is gone: closed, reset, or the program exited. */
   onClose(at: number, error?: string): void;
+  /**
+   * The process that accepted an inbound connection, learnt only after the connection was shown (the accept came
+   * late): what follows, and exchanges still open, belong to it.
+   */
+  onProcess?(pid: number): void;
 };
 
 export type ConnectionObserver = {
