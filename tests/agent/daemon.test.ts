@@ -19,6 +19,8 @@ let server: TestServer;
 let upstream: { port: number; dialers: string[]; stop(): void };
 const scratch = scratchDir("tapscope-daemon-");
 const isRoot = process.getuid?.() === 0;
+/** nginx lives in /usr/sbin, which a user's PATH may leave out. */
+const nginx = Bun.which("nginx") ?? (existsSync("/usr/sbin/nginx") ? "/usr/sbin/nginx" : null);
 
 function socketOwner(localPort: number): string {
   const hex = `:${localPort.toString(16).toUpperCase().padStart(4, "0")}`;
@@ -172,7 +174,7 @@ function killAll(run: Traced | null, pidFile: string): void {
 }
 
 describe("tapscope run: programs that daemonize keep working and stay traced", () => {
-  test.skipIf(!hasCommand("nginx"))(
+  test.skipIf(!nginx)(
     "nginx in its default daemon mode: master and workers serve and proxy, workers' requests published as theirs, nginx -s stop ends it all",
     async () => {
       const port = await freePort();
@@ -198,11 +200,11 @@ describe("tapscope run: programs that daemonize keep working and stay traced", (
       );
       let run: Traced | null = null;
       try {
-        run = await runDaemon(["nginx", "-c", conf]);
+        run = await runDaemon([nginx!, "-e", join(dir, "nginx-error.log"), "-c", conf]);
         expect(run.code).toBe(0);
         // The master is listed first; its workers too, unless it had not forked them yet.
         expect(run.stderr()).toMatch(
-          /nginx exited with 0 and left \d+ process(es)? running: nginx \(pid \d+: nginx: master process nginx -c /,
+          /nginx exited with 0 and left \d+ process(es)? running: nginx \(pid \d+: nginx: master process \S*nginx -e /,
         );
         expect(run.stderr()).toContain(`${server.endpoint}/link/`);
         const master = await waitUntil(() => readPid(join(dir, "nginx.pid")), 5000, "nginx's pid file");
@@ -231,7 +233,7 @@ describe("tapscope run: programs that daemonize keep working and stay traced", (
 
         const all = everything(run);
         expect(all).toEqual(expect.arrayContaining([master, ...workers]));
-        expect(spawnSync("nginx", ["-c", conf, "-s", "stop"]).status).toBe(0);
+        expect(spawnSync(nginx!, ["-e", join(dir, "nginx-error.log"), "-c", conf, "-s", "stop"]).status).toBe(0);
         await expectNothingLeft(run, all);
         // The address is free again, as after nginx stops untraced.
         expect(
