@@ -1,31 +1,26 @@
 import { ptr } from "bun:ffi";
-import { readFileSync, readlinkSync } from "node:fs";
+import { fstatSync, readFileSync, readlinkSync } from "node:fs";
 import { libc, NR } from "../seccomp/ffi.ts";
 
 /**
  * The supervisor binds addresses and dials peers on the program's behalf, on sockets of its own. Run as root, it
  * would do so with root's rights for a program that dropped its privileges (an nginx worker running as nobody):
  * binding ports below 1024, joining another user's SO_REUSEPORT group, dialing out as root past a firewall's
- * owner rules. So those sockets are made with the calling thread's credentials: its filesystem uid and gid (a
- * socket's owner, which the kernel's SO_REUSEPORT check, netfilter's owner match and uid routing read), its groups,
- * and no capability it lacks (CAP_NET_BIND_SERVICE decides low ports). Credentials are per thread in Linux, so the
- * supervisor's main thread takes them on for the few synchronous calls that make and bind the socket, then takes its
- * own back. An unprivileged supervisor has nothing to give away (under no_new_privs the program cannot gain rights),
- * so this costs nothing there.
+ * owner rules. So those sockets are made as the program's would have been:
+ * - owned by the owner of the program's own socket (the uid and gid it was created with): what the kernel's
+ *   SO_REUSEPORT check, netfilter's owner match and uid routing read. One fstat of the socket the call is about.
+ * - for a bind, with no capability the calling thread lacks (CAP_NET_BIND_SERVICE decides low ports), read with
+ *   capget; capabilities held in another user namespace count for nothing here.
+ * Credentials are per thread in Linux, so the supervisor's main thread takes them on (setfsuid, setfsgid, capset) for
+ * the few synchronous calls that make and bind or connect the socket, then takes its own back. An unprivileged
+ * supervisor has nothing to give away (under no_new_privs the program cannot gain rights), so this costs nothing
+ * there. Supplementary groups are not taken on (only netfilter's owner match with --suppl-groups reads them).
  */
-export type Credentials = { fsuid: number; fsgid: number; groups: number[]; effective: bigint };
+export type Credentials = { fsuid: number; fsgid: number; effective: bigint };
 
 const CAPABILITY_VERSION_3 = 0x20080522;
 
 type OwnCredentials = Credentials & { permitted: bigint; inheritable: bigint; userNamespace: string };
-
-function statusOf(tid: number | "self"): string | null {
-  try {
-    return readFileSync(`/proc/${tid}/status`, "utf8");
-  } catch {
-    return null;
-  }
-}
 
 function field(status: string, name: string): string {
   const start = status.indexOf(`\n${name}:`);
@@ -33,15 +28,6 @@ function field(status: string, name: string): string {
   const from = start + name.length + 2;
   const end = status.indexOf("\n", from);
   return status.slice(from, end < 0 ? undefined : end).trim();
-}
-
-function parse(status: string): Credentials | null {
-  const uids = field(status, "Uid").split(/\s+/).map(Number);
-  const gids = field(status, "Gid").split(/\s+/).map(Number);
-  const effective = field(status, "CapEff");
-  if (uids.length < 4 || gids.length < 4 || !/^[0-9a-f]+$/i.test(effective)) return null;
-  const groups = field(status, "Groups").split(/\s+/).filter(Boolean).map(Number);
-  return { fsuid: uids[3]!, fsgid: gids[3]!, groups, effective: BigInt(`0x${effective}`) };
 }
 
 function userNamespace(tid: number | "self"): string {
@@ -58,11 +44,20 @@ let own: OwnCredentials | null | undefined;
 function ownCredentials(): OwnCredentials | null {
   if (own !== undefined) return own;
   own = null;
-  const status = statusOf("self");
-  const parsed = status ? parse(status) : null;
-  if (!status || !parsed || parsed.effective === 0n) return own;
+  let status = "";
+  try {
+    status = readFileSync("/proc/thread-self/status", "utf8");
+  } catch {
+    return own;
+  }
+  const uids = field(status, "Uid").split(/\s+/).map(Number);
+  const gids = field(status, "Gid").split(/\s+/).map(Number);
+  const effective = BigInt(`0x${field(status, "CapEff") || "0"}`);
+  if (uids.length < 4 || gids.length < 4 || effective === 0n) return own;
   own = {
-    ...parsed,
+    fsuid: uids[3]!,
+    fsgid: gids[3]!,
+    effective,
     permitted: BigInt(`0x${field(status, "CapPrm") || "0"}`),
     inheritable: BigInt(`0x${field(status, "CapInh") || "0"}`),
     userNamespace: userNamespace("self"),
@@ -70,40 +65,44 @@ function ownCredentials(): OwnCredentials | null {
   return own;
 }
 
-/**
- * The credentials of thread `tid` of a traced process, or null when they need not be taken on (an unprivileged
- * supervisor, the same credentials as ours) or cannot be read (the thread is gone: its call fails anyway).
- */
-export function credentialsOf(tid: number): Credentials | null {
-  const mine = ownCredentials();
-  if (!mine) return null;
-  const status = statusOf(tid);
-  const theirs = status ? parse(status) : null;
-  if (!theirs) return null;
-  // Capabilities held in another user namespace give no rights over ours.
-  if (userNamespace(tid) !== mine.userNamespace) theirs.effective = 0n;
-  theirs.effective &= mine.permitted;
-  const isSame =
-    theirs.fsuid === mine.fsuid &&
-    theirs.fsgid === mine.fsgid &&
-    theirs.effective === mine.effective &&
-    theirs.groups.length === mine.groups.length &&
-    theirs.groups.every((g, i) => g === mine.groups[i]);
-  return isSame ? null : theirs;
-}
-
-function syscall(nr: number, a = 0, b = 0): number {
-  return Number(libc.syscall(nr, a, b, 0, 0, 0, 0));
-}
-
-function setGroups(groups: number[]): void {
-  const list = new Uint32Array(Math.max(1, groups.length));
-  list.set(groups);
-  libc.syscall(NR.setgroups, groups.length, ptr(list), 0, 0, 0, 0);
-}
-
 const capHeader = new Uint32Array(2);
 const capData = new Uint32Array(6);
+
+/** The effective capabilities of thread `tid`, or null when it is gone. */
+function effectiveOf(tid: number): bigint | null {
+  capHeader[0] = CAPABILITY_VERSION_3;
+  capHeader[1] = tid;
+  if (Number(libc.syscall(NR.capget, ptr(capHeader), ptr(capData), 0, 0, 0, 0)) !== 0) return null;
+  return BigInt(capData[0]!) | (BigInt(capData[3]!) << 32n);
+}
+
+/**
+ * The credentials to make a socket with for the program socket `programFd` of thread `tid`: for a bind (`isBind`,
+ * capabilities count) or a dial. Null when they need not be taken on (an unprivileged supervisor, the same as ours)
+ * or cannot be read (the caller's call then fails or runs as before).
+ */
+export function credentialsFor(tid: number, programFd: number, isBind: boolean): Credentials | null {
+  const mine = ownCredentials();
+  if (!mine) return null;
+  let owner: { uid: number; gid: number };
+  try {
+    owner = fstatSync(programFd);
+  } catch {
+    return null;
+  }
+  let effective = mine.effective;
+  if (isBind) {
+    const theirs = effectiveOf(tid);
+    if (theirs === null) return null;
+    effective = userNamespace(tid) === mine.userNamespace ? theirs & mine.permitted : 0n;
+  }
+  if (owner.uid === mine.fsuid && owner.gid === mine.fsgid && effective === mine.effective) return null;
+  return { fsuid: owner.uid, fsgid: owner.gid, effective };
+}
+
+function syscall(nr: number, a: number): number {
+  return Number(libc.syscall(nr, a, 0, 0, 0, 0, 0));
+}
 
 function setEffective(effective: bigint, mine: OwnCredentials): boolean {
   capHeader[0] = CAPABILITY_VERSION_3;
@@ -118,10 +117,9 @@ function setEffective(effective: bigint, mine: OwnCredentials): boolean {
 export function asProgram<T>(credentials: Credentials | null, work: () => T): T {
   const mine = ownCredentials();
   if (!credentials || !mine) return work();
-  setGroups(credentials.groups);
   syscall(NR.setfsgid, credentials.fsgid);
   syscall(NR.setfsuid, credentials.fsuid);
-  if (!setEffective(credentials.effective, mine)) {
+  if (credentials.effective !== mine.effective && !setEffective(credentials.effective, mine)) {
     restore(mine);
     throw new Error("cannot take on the program's capabilities (capset failed)");
   }
@@ -136,7 +134,6 @@ function restore(mine: OwnCredentials): void {
   setEffective(mine.effective, mine);
   syscall(NR.setfsuid, mine.fsuid);
   syscall(NR.setfsgid, mine.fsgid);
-  setGroups(mine.groups);
   // setfsuid reports nothing; -1 changes nothing and answers the current value.
   if (syscall(NR.setfsuid, 0xffffffff) !== mine.fsuid) throw new Error("cannot take back the supervisor's own credentials");
 }

@@ -28,7 +28,7 @@ import type { AcceptMsg, BindMsg, ListenMsg } from "../seccomp/messages.ts";
 import { addFdAndReply, isValid, replyContinue, replyError, replyValue } from "../seccomp/notif.ts";
 import { AF_INET, AF_INET6, bindTo, connectTo, localAddr, newSocket, socketInode, writeAddrResult } from "../seccomp/sockets.ts";
 import { type Context, processOf, type Takeover } from "./context.ts";
-import { asProgram, credentialsOf } from "./credentials.ts";
+import { asProgram, credentialsFor } from "./credentials.ts";
 import { listeningInodes } from "./listening.ts";
 
 const LOOPBACK4: SockAddr = { family: 4, ip: "127.0.0.1", port: 0 };
@@ -44,7 +44,7 @@ function takeOver(ctx: Context, fd: number, domain: number, requestedBytes: Uint
   if (!requested) return E.EINVAL;
   // Our socket is made and bound with the program's rights: its owner decides SO_REUSEPORT groups, its capabilities
   // low ports.
-  const credentials = credentialsOf(pid);
+  const credentials = credentialsFor(pid, fd, true);
   const owned = asProgram(credentials, () => {
     const made = newSocket(domain);
     return made < 0 ? -errno() : made;

@@ -25,7 +25,7 @@ import type { ConnectMsg } from "../seccomp/messages.ts";
 import { isValid, replyContinue, replyError, replyValue } from "../seccomp/notif.ts";
 import { AF_INET, AF_INET6, connectTo, isLoopback, localAddr, socketInode } from "../seccomp/sockets.ts";
 import { type Context, processOf } from "./context.ts";
-import { asProgram, credentialsOf } from "./credentials.ts";
+import { asProgram, credentialsFor } from "./credentials.ts";
 import { retire } from "./inbound.ts";
 
 /**
@@ -140,7 +140,7 @@ export function handleConnect(ctx: Context, relay: OutboundRelay, m: ConnectMsg)
   }
   const programPort = programLocal.port;
   // The dial is made with the calling thread's rights (its uid owns our socket), as are the TLS relay's own dials.
-  const credentials = credentialsOf(m.pid);
+  const credentials = credentialsFor(m.pid, m.fd, false);
   const withRights = credentials ? <T>(work: () => T) => asProgram(credentials, work) : undefined;
   const gate = ctx.tls
     ? new TlsGate(pipe, ctx.tls, ctx.observer, { hostname: dialAddr.ip, port: dialAddr.port, withRights }, forget)
