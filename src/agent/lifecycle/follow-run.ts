@@ -196,6 +196,8 @@ export async function followRun(options: FollowOptions): Promise<number> {
     const destination = session.destination();
     if (isBackground) {
       // Already there: the front was ended meanwhile.
+    } else if (!supervisor.hasTracedProcesses()) {
+      say("they have exited meanwhile");
     } else if (options.isWait && front) {
       say(
         `--wait: tapscope traces them and waits until the last of them exits${destination ? `; their requests go to ${destination}` : ""}`,
