@@ -161,6 +161,15 @@ async function expectNothingLeft(run: Traced, all: number[]): Promise<void> {
   expect(statSync(run.logPath).mode & 0o777).toBe(0o600);
 }
 
+/** The supervisor `tapscope run` started (its one child), while the front runs. */
+function supervisorOf(front: number): number {
+  try {
+    return Number(readFileSync(`/proc/${front}/task/${front}/children`, "utf8").trim().split(" ")[0]) || 0;
+  } catch {
+    return 0;
+  }
+}
+
 /** Whatever a failed test left: the run's processes, and the daemon named by its pid file. */
 function killAll(run: Traced | null, pidFile: string): void {
   const daemon = readPid(pidFile);
@@ -419,6 +428,7 @@ describe("tapscope run: programs that daemonize keep working and stay traced", (
       env: { ...process.env, TAPSCOPE_ENDPOINT: server.endpoint, TAPSCOPE_TOKEN: "" },
     });
     const stderr = collect(proc);
+    const supervisorPid = await waitUntil(() => supervisorOf(proc.pid), 10_000, "the supervisor");
     try {
       await waitUntil(
         () => stderr().includes("--wait: tapscope traces them and waits until the last of them exits"),
@@ -436,8 +446,8 @@ describe("tapscope run: programs that daemonize keep working and stay traced", (
       expect(stderr()).toContain("SIGTERM: stopping the 1 traced process (SIGTERM)");
       expect(isGone(daemon)).toBe(true);
     } finally {
+      killAll({ code: 0, stderr, supervisorPid, logPath: "" }, pidFile);
       proc.kill("SIGKILL");
-      killAll(null, pidFile);
     }
   }, 60_000);
 
@@ -452,18 +462,15 @@ describe("tapscope run: programs that daemonize keep working and stay traced", (
       env: { ...process.env, TAPSCOPE_ENDPOINT: server.endpoint, TAPSCOPE_TOKEN: "", XDG_RUNTIME_DIR: scratch.dir },
     });
     const stderr = collect(proc);
-    let run: Traced | null = null;
+    const supervisorPid = await waitUntil(() => supervisorOf(proc.pid), 10_000, "the supervisor");
+    let run: Traced = { code: 0, stderr, supervisorPid, logPath: "" };
     try {
       await waitUntil(() => stderr().includes("--wait: tapscope traces them"), 10_000, "the --wait message");
       proc.kill("SIGKILL");
       const said = await waitUntil(() => /Its messages go on in (\S+)/.exec(stderr()) && stderr(), 10_000, "the background message");
       expect(said).toContain("tapscope run was ended; what the program left stays traced");
-      run = {
-        code: 137,
-        stderr,
-        supervisorPid: Number(/in the background \(pid (\d+)\)/.exec(said)?.[1]),
-        logPath: /Its messages go on in (\S+)/.exec(said)![1]!,
-      };
+      expect(Number(/in the background \(pid (\d+)\)/.exec(said)?.[1])).toBe(supervisorPid);
+      run = { code: 137, stderr, supervisorPid, logPath: /Its messages go on in (\S+)/.exec(said)![1]! };
       const daemon = await waitUntil(() => readPid(pidFile), 5000, "the daemon's pid file");
       await waitForPort(port);
       expect(await (await fetch(`http://127.0.0.1:${port}/still-here`)).text()).toStartWith(`daemon ${daemon} answers`);
