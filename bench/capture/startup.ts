@@ -6,14 +6,18 @@
  * hand-over to the background supervisor); with --baseline <checkout> (e.g. `git archive` of main), that checkout's
  * `tapscope run -- true` too. Prints medians and each traced mode's ratio to its baseline.
  *
- * Options: --rounds N (default 20).
+ * Options: --rounds N (default 20), --smoke (2 rounds: it still runs and prints its table; the figures mean nothing).
  */
 import { join, resolve } from "node:path";
-import { median, optionOf } from "./measure.ts";
+import { median } from "./measure.ts";
 
 const root = resolve(import.meta.dir, "../..");
-const option = optionOf(process.argv.slice(2));
-const rounds = Number(option("rounds", "20"));
+const args = process.argv.slice(2);
+const option = (name: string, fallback: string) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 && args[i + 1] ? args[i + 1]! : fallback;
+};
+const rounds = Number(option("rounds", args.includes("--smoke") ? "2" : "20"));
 const baseline = option("baseline", "");
 const run = (main: string) => [process.execPath, main, "run", "--no-publish", "--"];
 const leaves = ["sh", "-c", "sleep 1 &"];
