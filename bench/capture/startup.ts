@@ -8,6 +8,8 @@
  *
  * Options: --rounds N (default 20), --smoke (2 rounds: it still runs and prints its table; the figures mean nothing).
  */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { median } from "./measure.ts";
 
@@ -30,11 +32,14 @@ const modes: Record<string, string[]> = {
   "leaves a process, traced": [...run(join(root, "src/main.ts")), ...leaves],
 };
 const times = new Map<string, number[]>(Object.keys(modes).map((m) => [m, []]));
+// Each traced `sleep 1 &` goes on in the background, logging: in a directory of this run's, not the user's.
+const logDir = mkdtempSync(join(tmpdir(), "tapscope-startup-"));
 for (let i = 0; i < rounds; i++) {
   for (const [mode, argv] of Object.entries(modes)) {
     const started = performance.now();
     // What a command leaves behind may hold its output open: the time is the command's own exit.
-    const exited = await Bun.spawn(argv, { stdio: ["ignore", "ignore", "ignore"] }).exited;
+    const exited = await Bun.spawn(argv, { stdio: ["ignore", "ignore", "ignore"], env: { ...process.env, XDG_RUNTIME_DIR: logDir } })
+      .exited;
     if (exited !== 0) throw new Error(`${mode}: exit ${exited}`);
     times.get(mode)!.push(performance.now() - started);
   }
@@ -49,3 +54,4 @@ console.log(
 console.log(`  start: traced minus direct       ${(ms("true, traced") - ms("true, direct")).toFixed(0).padStart(6)}`);
 // Each traced `sleep 1 &` left a background supervisor, which exits with its sleep: let the last ones go first.
 await Bun.sleep(1200);
+rmSync(logDir, { recursive: true, force: true });

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { chmodSync, chownSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { descendants, describeProcess } from "~/agent/lifecycle/processes.ts";
-import { openRunLog } from "~/agent/lifecycle/run-log.ts";
+import { openRunLog, pruneRunLogs } from "~/agent/lifecycle/run-log.ts";
 import { runLogDirs } from "~/lib/env.ts";
 import { scratchDir } from "./harness.ts";
 
@@ -33,6 +33,33 @@ describe("the background supervisor's log", () => {
       const fresh = openRunLog([join(scratch.dir, "a/b/tapscope")], 7, uid);
       expect(statSync(join(scratch.dir, "a/b/tapscope")).mode & 0o777).toBe(0o700);
       expect(fresh?.path).toEndWith("a/b/tapscope/run-7.log");
+    } finally {
+      scratch.cleanup();
+    }
+  });
+
+  test("logs of ended runs go after a week, or beyond the newest 50; a running supervisor's log stays however old", () => {
+    const scratch = scratchDir("tapscope-runlog-prune-");
+    try {
+      const now = Date.now();
+      const write = (name: string, ageDays: number) => {
+        const path = join(scratch.dir, name);
+        writeFileSync(path, "x\n");
+        const at = (now - ageDays * 24 * 3600_000) / 1000;
+        utimesSync(path, at, at);
+        return path;
+      };
+      // Pids above any pid_max: runs that have ended.
+      const old = write("run-999999001.log", 8);
+      const recent = write("run-999999002.log", 1);
+      const running = write(`run-${process.pid}.log`, 30);
+      const other = write("notes.txt", 30);
+      const many = Array.from({ length: 55 }, (_, i) => write(`run-${999999100 + i}.log`, 2 + i / 100));
+      pruneRunLogs(scratch.dir, now);
+      expect([old, recent, running, other].map(existsSync)).toEqual([false, true, true, true]);
+      // The newest 50 ended runs stay (recent and 49 of the 55), the 6 oldest go.
+      expect(many.filter(existsSync).length).toBe(49);
+      expect(many.slice(-6).some(existsSync)).toBe(false);
     } finally {
       scratch.cleanup();
     }

@@ -1,4 +1,4 @@
-import { chmodSync, constants, lstatSync, mkdirSync, openSync } from "node:fs";
+import { chmodSync, constants, existsSync, lstatSync, mkdirSync, openSync, readdirSync, statSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 
 /**
@@ -19,6 +19,35 @@ function isPrivateDir(dir: string, uid: number): boolean {
   }
 }
 
+/** Logs of finished runs are kept this long, and at most this many. */
+const KEEP_MS = 7 * 24 * 3600_000;
+const KEEP_COUNT = 50;
+
+/** Removes the logs of runs that have ended (their supervisor is gone) once old or too many: a daemon restarted often leaves one per run. */
+export function pruneRunLogs(dir: string, now = Date.now()): void {
+  let names: string[] = [];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  const ended: Array<{ path: string; at: number }> = [];
+  for (const name of names) {
+    const pid = /^run-(\d+)\.log$/.exec(name)?.[1];
+    if (!pid || existsSync(`/proc/${pid}`)) continue;
+    try {
+      ended.push({ path: join(dir, name), at: statSync(join(dir, name)).mtimeMs });
+    } catch {}
+  }
+  ended.sort((a, b) => b.at - a.at);
+  ended.forEach((log, i) => {
+    if (i < KEEP_COUNT && now - log.at < KEEP_MS) return;
+    try {
+      unlinkSync(log.path);
+    } catch {}
+  });
+}
+
 export function openRunLog(dirs: string[], pid: number, uid = process.getuid?.() ?? 0): RunLog | null {
   for (const dir of dirs) {
     try {
@@ -27,6 +56,7 @@ export function openRunLog(dirs: string[], pid: number, uid = process.getuid?.()
       continue;
     }
     if (!isPrivateDir(dir, uid)) continue;
+    pruneRunLogs(dir);
     const path = join(dir, `run-${pid}.log`);
     try {
       const fd = openSync(
