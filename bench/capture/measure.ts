@@ -45,7 +45,7 @@ export function cpuNanos(pid: number): number {
 }
 
 /**
- * The processes of `tapscope run` started as `pid`: the front and its supervisor (`__supervise`, ADR 0026), which does
+ * The processes of `tapscope run` started as `pid`: the front and its supervisor (`__supervise`, ADR 0027), which does
  * the work, and not the program below it; `pid` alone for anything else.
  */
 export function tapscopePids(pid: number): number[] {

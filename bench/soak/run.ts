@@ -46,7 +46,7 @@ const rssOf = (pid: number): number => {
     return 0;
   }
 };
-/** `tapscope run` is a front and its supervisor (ADR 0026): both count. */
+/** `tapscope run` is a front and its supervisor (ADR 0027): both count. */
 const tracerRssOf = (pid: number): number => tapscopePids(pid).reduce((sum, one) => sum + rssOf(one), 0);
 
 const dataDir = mkdtempSync(join(tmpdir(), "tapscope-soak-"));

@@ -9,7 +9,7 @@ import { descendants, describeProcess, reapAdopted, reapRemaining, signalEach, t
 import { openRunLog } from "./run-log.ts";
 
 /**
- * The supervisor's life after the launch (ADR 0026): the program runs; when it exits, the run ends if nothing it
+ * The supervisor's life after the launch (ADR 0027): the program runs; when it exits, the run ends if nothing it
  * started is left under the filter. If processes are left (a daemon, a double fork, a server put in the background),
  * they keep working and keep being traced until the last of them exits: by default the front returns with the
  * program's exit code and the supervisor goes on in the background, saying once where it went; with `--wait` the run
