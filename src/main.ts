@@ -10,6 +10,7 @@ const commands: Record<string, () => Promise<{ main: (args: string[]) => Promise
   proxy: () => import("./commands/proxy.ts"),
   worker: () => import("./commands/worker.ts"),
   query: () => import("./commands/query.ts"),
+  __supervise: () => import("./commands/supervise.ts"),
   __tracee: () => import("./commands/tracee.ts"),
 };
 

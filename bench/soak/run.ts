@@ -21,6 +21,7 @@ import { namespaces, namespaceTokens, orgs } from "#db/schema/index.ts";
 import { defaultMemoryLimit, parseBytes } from "~/lib/env.ts";
 import { newToken } from "~/services/auth/token-format.ts";
 import { tableName } from "~/store/table.ts";
+import { tapscopePids } from "../capture/measure.ts";
 import { isSmoke, optionOf } from "../options.ts";
 
 const root = join(import.meta.dir, "../..");
@@ -47,6 +48,8 @@ const rssOf = (pid: number): number => {
     return 0;
   }
 };
+/** `tapscope run` is a front and its supervisor (ADR 0027): both count. */
+const tracerRssOf = (pid: number): number => tapscopePids(pid).reduce((sum, one) => sum + rssOf(one), 0);
 
 const dataDir = mkdtempSync(join(tmpdir(), "tapscope-soak-"));
 const procs: Bun.Subprocess[] = [];
@@ -167,7 +170,7 @@ try {
   let serverRssMax = 0;
   let tracerRssMax = 0;
   const sampler = setInterval(() => {
-    const s = { t: (Date.now() - started) / 1000, serverRss: rssOf(server.pid), tracerRss: rssOf(tracer.pid) };
+    const s = { t: (Date.now() - started) / 1000, serverRss: rssOf(server.pid), tracerRss: tracerRssOf(tracer.pid) };
     samples.push(s);
     serverRssMax = Math.max(serverRssMax, s.serverRss);
     tracerRssMax = Math.max(tracerRssMax, s.tracerRss);

@@ -1,5 +1,6 @@
 import { parseHostPort, startReverseProxy } from "~/agent/relay/reverse-proxy.ts";
-import { createSession, say } from "~/agent/session.ts";
+import { say } from "~/agent/say.ts";
+import { createSession } from "~/agent/session.ts";
 import { parseAgentConfig, parseHostEnvironment } from "~/lib/env.ts";
 import { errorMessage } from "~/lib/errors.ts";
 import { parseFlags } from "~/lib/flags.ts";

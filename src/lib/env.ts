@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { availableParallelism, totalmem } from "node:os";
-import { join, resolve } from "node:path";
+import { availableParallelism, tmpdir, totalmem } from "node:os";
+import { isAbsolute, join, resolve } from "node:path";
 import { parseTrustedProxies } from "./client-address.ts";
 import { buildInfo } from "./version.ts";
 
@@ -322,6 +322,24 @@ export function parseAgentConfig(env: Env = process.env): AgentConfig {
     service: env.TAPSCOPE_SERVICE || undefined,
     linkId: env.TAPSCOPE_LINK_ID || undefined,
   };
+}
+
+/**
+ * Where a `tapscope run` that goes on in the background (its program daemonized) writes its messages, best first:
+ * the user's runtime directory, the user's state directory, then a directory of the user's own under the temp dir.
+ */
+export function runLogDirs(env: Env = process.env, uid = process.getuid?.() ?? 0): string[] {
+  const dirs: string[] = [];
+  if (env.XDG_RUNTIME_DIR && isAbsolute(env.XDG_RUNTIME_DIR)) dirs.push(join(env.XDG_RUNTIME_DIR, "tapscope"));
+  const state =
+    env.XDG_STATE_HOME && isAbsolute(env.XDG_STATE_HOME)
+      ? env.XDG_STATE_HOME
+      : env.HOME && isAbsolute(env.HOME)
+        ? join(env.HOME, ".local/state")
+        : "";
+  if (state) dirs.push(join(state, "tapscope"));
+  dirs.push(join(tmpdir(), `tapscope-${uid}`));
+  return dirs;
 }
 
 /** Where the traced program runs, from the environment it inherits (Kubernetes downward API, GCP). */
