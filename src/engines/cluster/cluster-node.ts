@@ -341,7 +341,10 @@ export class ClusterNode implements EventSink, LiveClusterHooks {
     const all = this.deps.clientLimits?.all;
     if (!all) return;
     for (const [kind, consumed] of Object.entries(message.c ?? {})) {
-      if (!Object.hasOwn(all, kind)) continue;
+      if (!Object.hasOwn(all, kind)) {
+        this.refused.count("limits", `no client limit named ${kind}`);
+        continue;
+      }
       all[kind as ClientLimitKind].spend(consumed.k, consumed.g);
     }
   }
