@@ -31,7 +31,7 @@ const MAX_RESENT_EVENTS = 200_000;
 /**
  * One publisher socket's resent messages: looked up one after another (a store query each), no sooner than
  * `settleMs` after the first arrived, and at most MAX_RESENT_EVENTS events in all; beyond that they are taken as new
- * ones (stored again if they were).
+ * ones (stored again if they were). The wait is a timer's, so it is measured by the process's clock.
  */
 export class ResendLookups {
   private events = 0;
