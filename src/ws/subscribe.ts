@@ -1,7 +1,9 @@
 import { Elysia, t } from "elysia";
 import type { GrantedSockets } from "~/engines/access/granted-sockets.ts";
-import type { ChannelRef, LiveHub, Subscriber } from "~/engines/live/hub.ts";
+import type { LiveHub } from "~/engines/live/hub.ts";
+import type { Subscriber } from "~/engines/live/subscriber.ts";
 import { AppError } from "~/lib/errors.ts";
+import type { ChannelRef } from "~/lib/protocol/channel-key.ts";
 import { liveSubscribePath, parseLiveClientMessage } from "~/lib/protocol/live.ts";
 import type { Grant } from "~/services/access/grants.ts";
 import type { ServiceContext } from "~/services/context.ts";

@@ -1,7 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { FilterAllowance } from "~/engines/live/filter-allowance.ts";
-import { LiveHub, type LiveHubOptions, type SubscriberTransport } from "~/engines/live/hub.ts";
+import { LiveHub } from "~/engines/live/hub.ts";
+import type { LiveHubOptions } from "~/engines/live/options.ts";
 import { SendBudget } from "~/engines/live/send-budget.ts";
+import type { SubscriberTransport } from "~/engines/live/subscriber.ts";
 import { compileFilterChips } from "~/lib/filter/evaluate.ts";
 import { estimateJsonLength, type TracedEvent } from "~/lib/protocol/event.ts";
 import type { LiveServerMessage } from "~/lib/protocol/live.ts";

@@ -51,6 +51,8 @@ export type ClientLimitsDeps = {
   now?: () => Date;
   /** The socket peer of a request; default Bun's server.requestIP (tests calling app.handle, which has no socket, give theirs). */
   peerAddress?: (request: Request) => string | undefined;
+  /** This server is a node of a cluster: what each limiter admits is recorded for the other nodes (ClusterNode). */
+  isShared?: boolean;
 };
 
 export class ClientLimits {
@@ -61,14 +63,15 @@ export class ClientLimits {
     this.trusted = trustedProxies(deps.config.trustProxy);
     const clock = deps.now ?? (() => new Date());
     const now = () => clock().getTime();
+    const shared = deps.isShared === true;
     this.limits = {
-      telemetry: new ClientRateLimit(clientLimits.telemetry, now),
-      telemetryBytes: new ClientRateLimit(clientLimits.telemetryBytes(deps.config.eventLogMaxBytes ?? 64 * 1024 ** 2), now),
-      emailLogin: new ClientRateLimit(clientLimits.emailLogin, now),
-      signIn: new ClientRateLimit(clientLimits.signIn, now),
-      anonymousLinks: new ClientRateLimit(clientLimits.anonymousLinks(deps.config.anonymousLinksPerHour), now),
-      invitations: new ClientRateLimit(clientLimits.invitations, now),
-      orgInvitations: new ClientRateLimit(clientLimits.orgInvitations, now),
+      telemetry: new ClientRateLimit(clientLimits.telemetry, now, shared),
+      telemetryBytes: new ClientRateLimit(clientLimits.telemetryBytes(deps.config.eventLogMaxBytes ?? 64 * 1024 ** 2), now, shared),
+      emailLogin: new ClientRateLimit(clientLimits.emailLogin, now, shared),
+      signIn: new ClientRateLimit(clientLimits.signIn, now, shared),
+      anonymousLinks: new ClientRateLimit(clientLimits.anonymousLinks(deps.config.anonymousLinksPerHour), now, shared),
+      invitations: new ClientRateLimit(clientLimits.invitations, now, shared),
+      orgInvitations: new ClientRateLimit(clientLimits.orgInvitations, now, shared),
     };
   }
 
@@ -78,7 +81,7 @@ export class ClientLimits {
     return clientAddress(peer, request.headers.get("x-forwarded-for"), this.trusted);
   }
 
-  /** Each kind's limiter (a cluster node shares what they admit with the other nodes). */
+  /** Each kind's limiter (a cluster node shares what they admit with the other nodes, when isShared). */
   get all(): Readonly<Record<ClientLimitKind, ClientRateLimit>> {
     return this.limits;
   }
