@@ -188,7 +188,7 @@ type Embedded = {
   client: string[];
 };
 
-/** The generated replacement for src/lib/embedded-manifest.ts: one `with { type: "file" }` import per file. */
+/** The generated replacement for src/lib/server/embedded-manifest.ts: one `with { type: "file" }` import per file. */
 function manifestModule(arch: Arch, files: Embedded, buildId: string): string {
   const imports: string[] = [];
   const ref = (path: string) => {
@@ -256,7 +256,7 @@ async function buildTarget(arch: Arch, entry: string, outdir: string, commit: st
   const plugin: BunPlugin = {
     name: "tapscope-embed",
     setup(build) {
-      build.onLoad({ filter: /src\/lib\/embedded-manifest\.ts$/ }, () => ({ contents: manifestSource, loader: "ts" }));
+      build.onLoad({ filter: /src\/lib\/server\/embedded-manifest\.ts$/ }, () => ({ contents: manifestSource, loader: "ts" }));
       // Its loader `require`s every platform's addon; the binary needs exactly the target's.
       build.onLoad({ filter: /@duckdb\/node-bindings\/duckdb\.js$/ }, () => {
         if (!duck) throw new Error("DuckDB is imported but was not prepared for embedding");

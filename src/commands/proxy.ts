@@ -1,8 +1,8 @@
 import { parseHostPort, startReverseProxy } from "~/agent/relay/reverse-proxy.ts";
 import { createSession, say } from "~/agent/session.ts";
-import { parseAgentConfig, parseHostEnvironment } from "~/lib/env.ts";
 import { errorMessage } from "~/lib/errors.ts";
-import { parseFlags } from "~/lib/flags.ts";
+import { parseAgentConfig, parseHostEnvironment } from "~/lib/server/env.ts";
+import { parseFlags } from "~/lib/server/flags.ts";
 import { captureFlags, captureOptions } from "./capture-flags.ts";
 
 /**

@@ -3,9 +3,9 @@ import { checkPlatform } from "~/agent/platform.ts";
 import { defaultRelayThreads } from "~/agent/relay/relay-threads.ts";
 import { createSession, say } from "~/agent/session.ts";
 import { prepareTls } from "~/agent/tls/prepare.ts";
-import { parseAgentConfig, parseHostEnvironment, withoutAgentCredentials } from "~/lib/env.ts";
-import { parseFlags } from "~/lib/flags.ts";
 import type { Result } from "~/lib/result.ts";
+import { parseAgentConfig, parseHostEnvironment, withoutAgentCredentials } from "~/lib/server/env.ts";
+import { parseFlags } from "~/lib/server/flags.ts";
 import { type CaptureOptions, captureFlags, captureOptions } from "./capture-flags.ts";
 
 /**

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join, normalize, resolve, sep } from "node:path";
 import type { DocsManifest } from "~/lib/docs.ts";
-import { embedded, sourceRoot } from "~/lib/embedded.ts";
+import { embedded, sourceRoot } from "~/lib/server/embedded.ts";
 import type { ContentManifest } from "~/lib/site-content.ts";
 
 /** What scripts/build-client.ts writes next to the assets. */

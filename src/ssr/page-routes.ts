@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import { AppError } from "~/lib/errors.ts";
-import { log } from "~/lib/logger.ts";
+import { log } from "~/lib/server/logger.ts";
 import { emptySite } from "~/lib/site-content.ts";
 import type { Runtime } from "~/runtime.ts";
 import type { PageShell } from "~/ui/shell.tsx";

@@ -9,7 +9,7 @@ import {
   type StaticHandlerContext,
   StaticRouterProvider,
 } from "react-router";
-import { log } from "~/lib/logger.ts";
+import { log } from "~/lib/server/logger.ts";
 import { jsonForScript } from "~/ssr/html.ts";
 import type { PageEnv } from "~/ui/env.ts";
 import { routes as appRoutes } from "~/ui/routes.tsx";

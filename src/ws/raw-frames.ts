@@ -1,5 +1,5 @@
 import type { ServerWebSocket } from "bun";
-import { log } from "~/lib/logger.ts";
+import { log } from "~/lib/server/logger.ts";
 
 /** A frame as the socket delivered it: text as a string, binary as bytes. */
 export type RawFrame = string | Buffer;

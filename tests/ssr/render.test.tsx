@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { Outlet } from "react-router";
-import { setLogSink } from "~/lib/logger.ts";
+import { setLogSink } from "~/lib/server/logger.ts";
 import { emptySite } from "~/lib/site-content.ts";
 import { createPageRenderer } from "~/ssr/render.tsx";
 import { Document } from "~/ui/document.tsx";

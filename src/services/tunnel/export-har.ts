@@ -1,13 +1,13 @@
 import { fullGC } from "bun:jsc";
 import { randomUUID } from "node:crypto";
 import type { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
-import { memoryShares } from "~/lib/env.ts";
 import { AppError } from "~/lib/errors.ts";
 import { harPageIds, harSizeColumns, harStream, storedBodyBytes } from "~/lib/har.ts";
 import type { QueryFilter } from "~/lib/protocol/query.ts";
 import { decodeResult, decodeResultData, type TunnelResultData, type TunnelWant } from "~/lib/protocol/tunnel.ts";
+import { memoryShares } from "~/lib/server/env.ts";
+import { buildInfo } from "~/lib/server/version.ts";
 import { checkTimeRange } from "~/lib/time/bounds.ts";
-import { buildInfo } from "~/lib/version.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
 import type { Principal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
