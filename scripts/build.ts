@@ -152,13 +152,13 @@ function duckdbNative(arch: Arch): { addon: string; library: string } {
   return { addon: join(dir, "duckdb.node"), library: join(dir, "libduckdb.so") };
 }
 
-/** build/client as its manifest lists it (older hashed files linger there for a while after a rebuild). */
+/** build/client as its manifest lists it, compressed copies too (older hashed files linger there for a while after a rebuild). */
 function clientFiles(): string[] {
   const dir = join(root, "build/client");
   const manifestPath = join(dir, "manifest.json");
   if (!existsSync(manifestPath)) return listFiles(dir);
-  const manifest = JSON.parse(readFileSync(manifestPath, "utf8")) as { files?: string[] };
-  const files = (manifest.files ?? []).map((f) => join(dir, f));
+  const manifest = JSON.parse(readFileSync(manifestPath, "utf8")) as { files?: string[]; compressed?: string[] };
+  const files = [...(manifest.files ?? []), ...(manifest.compressed ?? [])].map((f) => join(dir, f));
   const missing = files.filter((f) => !existsSync(f));
   if (missing.length > 0) fail(`build/client/manifest.json lists missing files: ${missing.join(", ")}`);
   return [manifestPath, ...files];

@@ -14,6 +14,9 @@ export function Document({ children }: { children: ReactNode }) {
         {assets.css.map((href) => (
           <link key={href} rel="stylesheet" href={href} />
         ))}
+        {assets.preload.map((href) => (
+          <link key={href} rel="modulepreload" href={href} />
+        ))}
       </head>
       <body className="min-h-dvh bg-zinc-950 font-sans text-zinc-200 antialiased">{children}</body>
     </html>

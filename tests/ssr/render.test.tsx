@@ -67,7 +67,7 @@ describe("server render", () => {
     const res = await render({
       request: new Request("http://x.test/slow"),
       env,
-      shell: { ...defaultShell, assets: { css: [], js: "/assets/e.js" } },
+      shell: { ...defaultShell, assets: { css: [], js: "/assets/e.js", preload: [] } },
     });
     const csp = res.headers.get("content-security-policy") ?? "";
     const nonce = /'nonce-([^']+)'/.exec(csp)?.[1];
