@@ -9,7 +9,7 @@
  * Options: --pages "/,/docs" (default: / the landing page, /docs, /minified a page of the dashboard's area, /iframer the
  * live frame), --baseline <checkout> (the same measured on another checkout of the repository, built and served from
  * there, side by side: e.g. `git archive <commit> | tar -x -C /tmp/before` with node_modules linked in), --smoke (the
- * landing page only).
+ * landing page only). Also prints what compressing the first page's HTML costs per response at each setting.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -17,7 +17,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { brotliCompressSync, brotliDecompressSync, constants, gunzipSync, gzipSync } from "node:zlib";
 import { waitForPort } from "../capture/measure.ts";
-import { optionOf } from "../options.ts";
+import { isSmoke, optionOf } from "../options.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const option = optionOf(process.argv.slice(2));
@@ -26,7 +26,7 @@ const baseline = option("baseline", "");
 const CHROMIUM_ACCEPT_ENCODING = "gzip, deflate, br, zstd";
 
 type Sizes = { raw: number; gzip: number; brotli: number; served: number; encoding: string };
-type PageSizes = { html: Sizes; scripts: string[]; styles: string[] };
+type PageSizes = { html: Sizes; scripts: string[]; styles: string[]; htmlBytes: Uint8Array };
 type Measured = { files: Map<string, Sizes>; pages: Map<string, PageSizes> };
 
 function sizesOf(raw: Uint8Array, served: number, encoding: string): Sizes {
@@ -98,7 +98,7 @@ async function measure(checkout: string): Promise<Measured> {
         for (const m of new TextDecoder().decode(raw).matchAll(/(?:\bfrom|\bimport)\s*"\.\/([^"]+\.js)"/g)) queue.push(`/assets/${m[1]}`);
       }
       for (const style of styles) await file(style);
-      measured.pages.set(page, { html: sizesOf(sent.raw, sent.served, sent.encoding), scripts: [...scripts], styles });
+      measured.pages.set(page, { html: sizesOf(sent.raw, sent.served, sent.encoding), scripts: [...scripts], styles, htmlBytes: sent.raw });
     }
   } finally {
     server.kill("SIGTERM");
@@ -137,10 +137,29 @@ const served = (measured: Measured, page: string) => {
   return p ? p.html.served + sum(measured, p.scripts, "served") + sum(measured, p.styles, "served") : 0;
 };
 
+/** CPU time to compress a page per response at each setting: why pages get brotli 5 and built assets brotli 11. */
+function compressionCost(html: Uint8Array): void {
+  const rounds = isSmoke ? 3 : 200;
+  const settings: Array<[string, () => Uint8Array]> = [
+    ["gzip 6", () => gzipSync(html, { level: 6 })],
+    ["brotli 5", () => brotliCompressSync(html, { params: { [constants.BROTLI_PARAM_QUALITY]: 5 } })],
+    ["brotli 11", () => brotliCompressSync(html, { params: { [constants.BROTLI_PARAM_QUALITY]: 11 } })],
+  ];
+  const cells = settings.map(([name, compress]) => {
+    let size = 0;
+    const started = performance.now();
+    for (let i = 0; i < rounds; i++) size = compress().length;
+    return `${name} ${((performance.now() - started) / rounds).toFixed(2)} ms -> ${kib(size)} KiB`;
+  });
+  console.log(`compressing ${pages[0]}'s HTML (${kib(html.length)} KiB) once, mean of ${rounds}: ${cells.join(", ")}`);
+}
+
 const now = await measure(root);
 const before = baseline ? await measure(resolve(baseline)) : null;
 if (before) print(`baseline: ${resolve(baseline)} (KiB = 1024 bytes)`, before);
 print(`this checkout: ${root} (KiB = 1024 bytes)`, now);
+console.log("");
+compressionCost(now.pages.get(pages[0]!)!.htmlBytes);
 if (before) {
   console.log("");
   for (const page of pages)

@@ -7,8 +7,9 @@ import { routes } from "~/ui/routes.tsx";
 import { defaultShell, HYDRATED_GLOBAL, type PageShell, SHELL_GLOBAL, ShellProvider } from "~/ui/shell.tsx";
 
 /**
- * The server rendered the page with its routes' components; a lazy route still unloaded here would hydrate as
- * nothing (a mismatch, and the page blanked until it loads). So the matched routes' chunks load first.
+ * The server rendered the page with its routes' components. A lazy route still unloaded here would hydrate as nothing,
+ * and React would then render the page a second time beside the server's HTML; so the matched routes' chunks load
+ * first (the page links them as modulepreload, so they are on their way already).
  */
 async function loadMatchedRoutes(table: RouteObject[]): Promise<void> {
   const matches = matchRoutes(table, window.location) ?? [];
@@ -28,7 +29,12 @@ function MarkHydrated() {
 }
 
 async function start(): Promise<void> {
-  await loadMatchedRoutes(routes);
+  try {
+    await loadMatchedRoutes(routes);
+  } catch (err) {
+    // The router tries again as it starts, and shows the error screen if that fails too.
+    void reportEvent("RouteChunkLoadFailure", errorTags(err));
+  }
   const shell = ((window as unknown as Record<string, unknown>)[SHELL_GLOBAL] as PageShell | undefined) ?? defaultShell;
   // Hydration data comes from window.__staticRouterHydrationData, written by the server render.
   const router = createBrowserRouter(routes);

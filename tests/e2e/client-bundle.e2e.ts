@@ -12,6 +12,7 @@ import {
   type RunningBrowser,
   type RunningServer,
   root,
+  screenshot,
   signInByEmail,
   startServer,
   waitForHydration,
@@ -29,6 +30,9 @@ const dashboardOnly = ["Drag on the chart to focus a range", "Tracer tokens let 
 const framesOnly = ["Shared live requests"];
 /** The virtual list the explorer and the live frame share. */
 const virtualList = "getVirtualItems";
+
+const PHONE = { width: 390, height: 844 };
+const DESKTOP = { width: 1440, height: 900 };
 
 const read = (url: string) => readFileSync(join(clientDir, url.replace("/assets/", "")), "utf8");
 /** The scripts a page of `area` loads: the entry and the area's chunks. */
@@ -126,6 +130,7 @@ describe("in Chromium", () => {
     server = await startServer({ SMTP_URL: smtp.url });
     browser = await launchBrowser();
     page = await browser.context.newPage();
+    await page.setViewportSize(DESKTOP);
     page.setDefaultTimeout(20_000);
     pageErrors = watchPageErrors(page);
     // The server-rendered page's root element, as the HTML parser made it: hydration must keep that very node.
@@ -184,6 +189,15 @@ describe("in Chromium", () => {
     });
   }
 
+  /** The page at a phone's and a desktop's width, as test-artifacts/<name>-390.png and -1440.png. */
+  async function screenshots(name: string): Promise<void> {
+    for (const viewport of [PHONE, DESKTOP]) {
+      await page.setViewportSize(viewport);
+      await screenshot(page, `${name}-${viewport.width}`);
+    }
+    await page.setViewportSize(DESKTOP);
+  }
+
   const compressed = (loaded: Loaded) =>
     `${loaded.url}: ${loaded.encoding === "br" || loaded.encoding === "gzip" ? "compressed" : loaded.encoding}`;
   const bigScripts = (scripts: Loaded[]) => scripts.filter((s) => manifest.compressed?.includes(`${s.url.replace("/assets/", "")}.br`));
@@ -200,6 +214,7 @@ describe("in Chromium", () => {
     // Hydrated: the picker answers.
     await page.getByRole("region", { name: "Pick your language" }).getByRole("button", { name: "PHP" }).click();
     await page.getByText("$ tapscope run -- php artisan serve").waitFor();
+    await screenshots("chunks-landing");
     expect(pageErrors).toEqual([]);
   });
 
@@ -212,6 +227,7 @@ describe("in Chromium", () => {
       for (const url of urls) expect(areaScripts("frames")).toContain(url);
       expect(await hydratedInPlace()).toBe(true);
     }
+    await screenshots("chunks-link-viewer");
     expect(pageErrors).toEqual([]);
   });
 
@@ -224,6 +240,9 @@ describe("in Chromium", () => {
     expect(urls).not.toContain(areaChunk("site"));
     for (const url of urls) expect(areaScripts("dashboard")).toContain(url);
     expect(await hydratedInPlace()).toBe(true);
+    // The Live screen with its live frame (/iframer) inside.
+    await page.frameLocator("iframe").first().locator("body").waitFor();
+    await screenshots("chunks-dashboard-live");
     // From the landing page, Start is an in-app navigation to /login, whose loader sends a signed-in user on to the
     // dashboard: its chunk loads, and the dashboard shows, without a page load.
     await open("/");
