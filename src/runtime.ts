@@ -19,10 +19,10 @@ import { defaultLiveHubOptions, defaultSendBudget } from "~/engines/live/options
 import { type AttachedStore, attachStore } from "~/engines/store/attach-store.ts";
 import { OpenTunnels } from "~/engines/workers/open-tunnels.ts";
 import { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
-import { readDescriptorLimit } from "~/lib/descriptor-limit.ts";
-import { type Config, memoryShares } from "~/lib/env.ts";
-import { createMailer, type Mailer } from "~/lib/mailer.ts";
 import { brokerKeys } from "~/lib/protocol/cluster.ts";
+import { readDescriptorLimit } from "~/lib/server/descriptor-limit.ts";
+import { type Config, memoryShares } from "~/lib/server/env.ts";
+import { createMailer, type Mailer } from "~/lib/server/mailer.ts";
 import { findRevokedGrants } from "~/services/access/grants.ts";
 import { createStripe } from "~/services/billing/stripe-client.ts";
 import type { ServiceContext } from "~/services/context.ts";

@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { openDatabase } from "#db/client.ts";
 import { namespaces, namespaceTokens, orgs } from "#db/schema/index.ts";
-import { defaultMemoryLimit, parseBytes } from "~/lib/env.ts";
+import { defaultMemoryLimit, parseBytes } from "~/lib/server/env.ts";
 import { newToken } from "~/services/auth/token-format.ts";
 import { tableName } from "~/store/table.ts";
 import { tapscopePids } from "../capture/measure.ts";

@@ -1,10 +1,10 @@
 import { readFileSync, readlinkSync, statSync } from "node:fs";
 import { hostname } from "node:os";
 import { basename } from "node:path";
-import type { HostEnvironment } from "~/lib/env.ts";
 import type { CapturedEvent, TracedEvent } from "~/lib/protocol/event.ts";
 import { cutText, publishLimits } from "~/lib/protocol/publish.ts";
 import type { TokenBucket } from "~/lib/rate-limit.ts";
+import type { HostEnvironment } from "~/lib/server/env.ts";
 import { type BodySample, decodeBody } from "./parse/body.ts";
 import type { Exchange } from "./parse/exchange.ts";
 import { describeGrpcBody, isGrpc } from "./parse/grpc.ts";

@@ -1,8 +1,8 @@
 import { appendFileSync, writeSync } from "node:fs";
 import { isatty } from "node:tty";
-import type { AgentConfig, HostEnvironment } from "~/lib/env.ts";
 import { errorMessage } from "~/lib/errors.ts";
 import { type CapturedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
+import type { AgentConfig, HostEnvironment } from "~/lib/server/env.ts";
 import { hostMetadata } from "./event.ts";
 import { formatLogLine } from "./log-line.ts";
 import { createPublisher, isRefusal, type JoinInfo } from "./publish.ts";

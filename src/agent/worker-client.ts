@@ -1,5 +1,3 @@
-import { isUuid } from "~/lib/ids.ts";
-import { log } from "~/lib/logger.ts";
 import {
   decodeRequest,
   encodeResult,
@@ -9,6 +7,8 @@ import {
   workerLimits,
   workerPath,
 } from "~/lib/protocol/tunnel.ts";
+import { isUuid } from "~/lib/server/ids.ts";
+import { log } from "~/lib/server/logger.ts";
 import { websocketUrl } from "~/lib/websocket-url.ts";
 import { executeRequest } from "~/services/tunnel/execute-request.ts";
 import type { EventStore } from "~/store/types.ts";

@@ -1,6 +1,6 @@
 import { defaultRelayThreads } from "~/agent/relay/relay-threads.ts";
-import { parseFlags } from "~/lib/flags.ts";
 import type { Result } from "~/lib/result.ts";
+import { parseFlags } from "~/lib/server/flags.ts";
 import { type CaptureOptions, captureFlags, captureOptions } from "./capture-flags.ts";
 
 /**

@@ -6,7 +6,7 @@ import { checkPlatform } from "~/agent/platform.ts";
 import { say } from "~/agent/say.ts";
 import { createSession } from "~/agent/session.ts";
 import { prepareTls } from "~/agent/tls/prepare.ts";
-import { parseAgentConfig, parseHostEnvironment, runLogDirs, withoutAgentCredentials } from "~/lib/env.ts";
+import { parseAgentConfig, parseHostEnvironment, runLogDirs, withoutAgentCredentials } from "~/lib/server/env.ts";
 import { parseRunArgs, usage } from "./run-flags.ts";
 
 /**

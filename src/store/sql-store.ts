@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import { AppError, errorMessage, toError } from "~/lib/errors.ts";
-import { isUuid } from "~/lib/ids.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import {
   type EventDetail,
@@ -15,6 +14,7 @@ import {
   rowColumns,
   type TimestampFilter,
 } from "~/lib/protocol/query.ts";
+import { isUuid } from "~/lib/server/ids.ts";
 import { bucketGrid } from "~/lib/time/buckets.ts";
 import { NamespaceGate } from "./guard.ts";
 import { checkRange, compileWhere, toMicros } from "./sql/compile.ts";

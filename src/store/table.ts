@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { AppError } from "~/lib/errors.ts";
-import { isUuid } from "~/lib/ids.ts";
 import { eventFields, type FieldKind, type TracedEvent } from "~/lib/protocol/event.ts";
+import { isUuid } from "~/lib/server/ids.ts";
 
 /**
  * The one way a table name is made: from a validated namespace UUID, dashes removed.

@@ -2,7 +2,7 @@ import type { Server, ServerWebSocket, WebSocketHandler } from "bun";
 import type { ClientLimits } from "~/engines/limits/client-limits.ts";
 import type { SocketKind, SocketLimits, SocketSlot } from "~/engines/limits/socket-limits.ts";
 import { AppError } from "~/lib/errors.ts";
-import { log } from "~/lib/logger.ts";
+import { log } from "~/lib/server/logger.ts";
 
 /** A frame as the socket delivered it: text as a string, binary as bytes. */
 export type RawFrame = string | Buffer;

@@ -3,8 +3,8 @@ import { principalFromUpgrade } from "~/api/plugins/auth.ts";
 import type { GrantedSockets } from "~/engines/access/granted-sockets.ts";
 import type { RemoteWorker, WorkerRegistry } from "~/engines/workers/worker-registry.ts";
 import { AppError } from "~/lib/errors.ts";
-import { log } from "~/lib/logger.ts";
 import { FrameJoiner, TunnelProtocolError, workerLimits, workerPath } from "~/lib/protocol/tunnel.ts";
+import { log } from "~/lib/server/logger.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import type { SocketChannel, SocketServer } from "./socket-server.ts";
 

@@ -3,7 +3,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, statSync, sy
 import { join } from "node:path";
 import { descendants, describeProcess } from "~/agent/lifecycle/processes.ts";
 import { openRunLog, pruneRunLogs } from "~/agent/lifecycle/run-log.ts";
-import { runLogDirs } from "~/lib/env.ts";
+import { runLogDirs } from "~/lib/server/env.ts";
 import { scratchDir } from "./harness.ts";
 
 describe("the background supervisor's log", () => {

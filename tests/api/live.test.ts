@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { links, orgs } from "#db/schema/index.ts";
-import { randomId } from "~/lib/ids.ts";
 import { liveSocketUrl } from "~/lib/protocol/live.ts";
+import { randomId } from "~/lib/server/ids.ts";
 import { createRuntime, type Runtime } from "~/runtime.ts";
 import { createApp } from "~/server.ts";
 import { makeEvent } from "../services/live-fixtures.ts";

@@ -45,6 +45,10 @@ const tables: Record<string, RegExp[]> = {
     /^new connection \(connect \+ TLS handshakes \+ request, one at a time\): direct \d+µs, traced \d+µs/m,
   ],
   "bench:site": [/^page\s+performance {2}accessibility {2}best-practices$/m, /^\/\s+\d+(?: \(below\))?\s+\d+/m],
+  "bench:bundle": [
+    /^file\s+raw KiB\s+gzip KiB\s+brotli KiB\s+served KiB$/m,
+    /^\/\s+[\d.]+ \/ [\d.]+\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+ \/ [\d.]+\s+[\d.]+\s+[\d.]+$/m,
+  ],
   "bench:cluster": [
     /^ {2}cluster \/ single: [\d.]+ \(target >= 0\.8\)/m,
     /^ {2}across nodes\s+p50 [\d.]+ ms, p99 [\d.]+ ms, seen [\d,]+ of [\d,]+/m,

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { openDatabase } from "#db/client.ts";
 import { memberships, namespaceMembers, namespaces, namespaceTokens, orgs, orgTokens, sessions, users } from "#db/schema/index.ts";
 import { connectRedisBroker } from "~/engines/cluster/broker.ts";
-import { parseConfig } from "~/lib/env.ts";
+import { parseConfig } from "~/lib/server/env.ts";
 import { createRuntime, type Runtime } from "~/runtime.ts";
 import { grantsOf } from "~/services/access/grants.ts";
 import { newToken } from "~/services/auth/token-format.ts";

@@ -10,7 +10,7 @@ const root = join(import.meta.dir, "../..");
 test("raiseDescriptorLimit takes the soft open-file limit up to the hard one", async () => {
   const script = `
     import { dlopen, FFIType, ptr } from "bun:ffi";
-    import { raiseDescriptorLimit, readDescriptorLimit } from "~/lib/descriptor-limit.ts";
+    import { raiseDescriptorLimit, readDescriptorLimit } from "~/lib/server/descriptor-limit.ts";
     const libc = dlopen("libc.so.6", { setrlimit: { args: [FFIType.i32, FFIType.ptr], returns: FFIType.i32 } });
     const hard = readDescriptorLimit().hard;
     libc.symbols.setrlimit(7, ptr(new BigUint64Array([256n, BigInt(hard)])));

@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { MemoryGuard } from "~/engines/limits/memory-guard.ts";
-import { memoryShares } from "~/lib/env.ts";
+import { memoryShares } from "~/lib/server/env.ts";
 
 test("the guard collects only above its share of the budget, and at most once per interval", () => {
   let rss = 500;

@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import { parseCookies } from "~/lib/cookies.ts";
-import type { Config } from "~/lib/env.ts";
 import { AppError } from "~/lib/errors.ts";
+import type { Config } from "~/lib/server/env.ts";
 import { authenticate } from "~/services/auth/authenticate.ts";
 import type { Principal, UserPrincipal } from "~/services/auth/principal.ts";
 import { SESSION_COOKIE } from "~/services/auth/session-token.ts";

@@ -1,5 +1,5 @@
 import { errorMessage } from "~/lib/errors.ts";
-import { log } from "~/lib/logger.ts";
+import { log } from "~/lib/server/logger.ts";
 import { type Grant, grantKey, type SocketRevoker } from "~/services/access/grants.ts";
 
 /** What the registry needs of an open socket. */

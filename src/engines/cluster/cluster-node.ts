@@ -4,7 +4,6 @@ import type { ClientLimitKind, ClientLimits } from "~/engines/limits/client-limi
 import type { OrgPublishers } from "~/engines/limits/org-publishers.ts";
 import type { LiveClusterHooks, LiveHub } from "~/engines/live/hub.ts";
 import { errorMessage } from "~/lib/errors.ts";
-import { log } from "~/lib/logger.ts";
 import { type ChannelKey, channelKeysOf, parseChannelKey, targetOf } from "~/lib/protocol/channel-key.ts";
 import {
   type BrokerMessage,
@@ -14,6 +13,7 @@ import {
   encodeBrokerMessage,
 } from "~/lib/protocol/cluster.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { log } from "~/lib/server/logger.ts";
 import { validateEvent } from "~/services/ingest/validate-event.ts";
 import { linkStoreId } from "~/store/table.ts";
 import type { EventStore } from "~/store/types.ts";

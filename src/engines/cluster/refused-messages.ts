@@ -1,4 +1,4 @@
-import { log } from "~/lib/logger.ts";
+import { log } from "~/lib/server/logger.ts";
 
 /**
  * Broker messages and node calls refused at the edge (not JSON, too long, of the wrong shape; events that fail the

@@ -1,7 +1,7 @@
-import { clientAddress, type TrustedProxies, trustedProxies } from "~/lib/client-address.ts";
-import type { Config } from "~/lib/env.ts";
 import { AppError } from "~/lib/errors.ts";
 import { ClientRateLimit, type RateLimit } from "~/lib/rate-limit.ts";
+import { clientAddress, type TrustedProxies, trustedProxies } from "~/lib/server/client-address.ts";
+import type { Config } from "~/lib/server/env.ts";
 
 const perMinute = (n: number): RateLimit => ({ ratePerSecond: n / 60, burst: n });
 const perHour = (n: number): RateLimit => ({ ratePerSecond: n / 3600, burst: n });

@@ -1,7 +1,7 @@
 import type { ClusterNode } from "~/engines/cluster/cluster-node.ts";
 import { errorMessage } from "~/lib/errors.ts";
-import { log } from "~/lib/logger.ts";
 import type { OpenTunnel } from "~/lib/protocol/cluster.ts";
+import { log } from "~/lib/server/logger.ts";
 
 /** How long ListOpenTunnels waits for the other nodes of a cluster. */
 const CLUSTER_LIST_TIMEOUT_MS = 2_000;

@@ -4,7 +4,6 @@ import type { Db } from "#db/client.ts";
 import { namespaces, workerOrgs } from "#db/schema/index.ts";
 import type { NodeCalls } from "~/engines/cluster/node-calls.ts";
 import { AppError, errorMessage } from "~/lib/errors.ts";
-import { log } from "~/lib/logger.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import {
   decodeResult,
@@ -17,6 +16,7 @@ import {
   type TunnelResult,
   type TunnelRole,
 } from "~/lib/protocol/tunnel.ts";
+import { log } from "~/lib/server/logger.ts";
 import { executeRequest, isAllowedFor } from "~/services/tunnel/execute-request.ts";
 import { markWorkerSeen } from "~/services/tunnel/mark-worker-seen.ts";
 import { type EventRows, eventsOfRows } from "~/store/table.ts";

@@ -1,6 +1,6 @@
 import { and, eq, gt, inArray, isNull } from "drizzle-orm";
 import { namespaceMembers, namespaces, namespaceTokens, orgTokens, sessions } from "#db/schema/index.ts";
-import { uuidSource } from "~/lib/ids.ts";
+import { uuidSource } from "~/lib/server/ids.ts";
 import type { Principal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
 

@@ -1,7 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import { memberships, namespaceMembers, namespaces } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
-import { isUuid } from "~/lib/ids.ts";
+import { isUuid } from "~/lib/server/ids.ts";
 import type { Principal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
 

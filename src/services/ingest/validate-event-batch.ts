@@ -1,5 +1,4 @@
 import { base64 } from "~/lib/bytes.ts";
-import { isUuid } from "~/lib/ids.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import {
   type BatchColumn,
@@ -14,6 +13,7 @@ import {
 } from "~/lib/protocol/event-batch.ts";
 import { publishLimits as L } from "~/lib/protocol/publish.ts";
 import type { Result } from "~/lib/result.ts";
+import { isUuid } from "~/lib/server/ids.ts";
 import { BASE64, cut, fields, type Kind, keepHeader, keepTag, MAX_MICROS } from "./validate-event.ts";
 
 /**

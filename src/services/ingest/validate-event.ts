@@ -1,7 +1,7 @@
-import { isUuid } from "~/lib/ids.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { cutText, publishLimits as L } from "~/lib/protocol/publish.ts";
 import type { Result } from "~/lib/result.ts";
+import { isUuid } from "~/lib/server/ids.ts";
 
 /**
  * Published events crossed a socket from a program we do not control: every field is checked for its
