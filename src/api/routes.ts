@@ -2,11 +2,11 @@ import { anyone, anyPrincipal, type Callers, signedInUser } from "~/lib/protocol
 
 /**
  * Who may reach each route that is neither a JSON call of lib/protocol/api/calls.ts nor a socket of
- * lib/protocol/sockets.ts (ADR 0028). `readsNoCredential`: the route never looks at a cookie or a token (what
- * authenticates it instead, if anything, is in `why`); every other route is guarded by authPlugin with its callers.
- * tests/api/security.test.ts fails for a route of the app that is in none of the three tables.
+ * lib/protocol/sockets.ts (ADR 0028). Each is guarded by authPlugin with its callers, except those marked
+ * `isUnguarded`: they refuse nobody and never read a bearer token (what authenticates them instead, if anything, is
+ * in `why`). tests/api/security.test.ts fails for a route of the app that is in none of the three tables.
  */
-export type OtherRoute = { callers: Callers; readsNoCredential?: true; why?: string };
+export type OtherRoute = { callers: Callers; isUnguarded?: true; why?: string };
 
 export const otherRoutes = {
   "GET /api/GetSelf": { callers: signedInUser },
@@ -16,24 +16,24 @@ export const otherRoutes = {
   "GET /api/StripeRedirect": { callers: anyone, why: "a navigation: anyone but a signed-in user is sent to /login" },
   "POST /api/Event": { callers: anyone, why: "the pages' reports, signed in or not (the user is attached with our Origin only)" },
   "POST /api/LogEvent": { callers: anyone, why: "as /api/Event" },
-  "GET /api/health": { callers: anyone, readsNoCredential: true, why: "a load balancer's check" },
-  "GET /api/EmailLoginCallback": { callers: anyone, readsNoCredential: true, why: "forwards a sign-in link to its page, spending nothing" },
-  "GET /api/GoogleRedirect": { callers: anyone, readsNoCredential: true, why: "starts a sign-in" },
-  "GET /api/GoogleCallback": { callers: anyone, readsNoCredential: true, why: "the provider's state, in its own cookies" },
-  "GET /api/GithubRedirect": { callers: anyone, readsNoCredential: true, why: "starts a sign-in" },
-  "GET /api/GithubCallback": { callers: anyone, readsNoCredential: true, why: "the provider's state, in its own cookies" },
-  "POST /api/StripeWebhook": { callers: anyone, readsNoCredential: true, why: "Stripe's signature of the body" },
-  "GET /install.sh": { callers: anyone, readsNoCredential: true, why: "the installer" },
-  "GET /download/:file": { callers: anyone, readsNoCredential: true, why: "the binaries" },
-  "GET /": { callers: anyone, readsNoCredential: true, why: "pages: each loader reads the session for itself (src/ssr/)" },
-  "GET /*": { callers: anyone, readsNoCredential: true, why: "pages and assets, as GET /" },
+  "GET /api/health": { callers: anyone, isUnguarded: true, why: "a load balancer's check" },
+  "GET /api/EmailLoginCallback": { callers: anyone, isUnguarded: true, why: "forwards a sign-in link to its page, spending nothing" },
+  "GET /api/GoogleRedirect": { callers: anyone, isUnguarded: true, why: "starts a sign-in" },
+  "GET /api/GoogleCallback": { callers: anyone, isUnguarded: true, why: "the provider's state, in its own cookies" },
+  "GET /api/GithubRedirect": { callers: anyone, isUnguarded: true, why: "starts a sign-in" },
+  "GET /api/GithubCallback": { callers: anyone, isUnguarded: true, why: "the provider's state, in its own cookies" },
+  "POST /api/StripeWebhook": { callers: anyone, isUnguarded: true, why: "Stripe's signature of the body" },
+  "GET /install.sh": { callers: anyone, isUnguarded: true, why: "the installer" },
+  "GET /download/:file": { callers: anyone, isUnguarded: true, why: "the binaries" },
+  "GET /": { callers: anyone, isUnguarded: true, why: "pages: a loader reads the session cookie for itself (src/ssr/), never a token" },
+  "GET /*": { callers: anyone, isUnguarded: true, why: "pages and assets, as GET /" },
 } as const satisfies Record<string, OtherRoute>;
 
 export type OtherRouteName = keyof typeof otherRoutes;
 
-/** The declaration of a route for its authPlugin: `authPlugin(ctx, routeAccess("GET /api/GetSelf"))`. */
+/** A route's declaration for its authPlugin, named by its last segment: `authPlugin(ctx, routeAccess("GET /api/GetSelf"))`. */
 export function routeAccess<const Name extends OtherRouteName>(
   name: Name,
 ): { callers: (typeof otherRoutes)[Name]["callers"]; what: string } {
-  return { callers: otherRoutes[name].callers, what: name.slice(name.indexOf(" ") + 1) };
+  return { callers: otherRoutes[name].callers, what: name.slice(name.lastIndexOf("/") + 1) };
 }
