@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { links } from "#db/schema/index.ts";
 import { type OtherRouteName, otherRoutes } from "~/api/routes.ts";
 import { formatTagsHeader } from "~/api/telemetry/tags.ts";
-import { type ApiCallName, apiCalls } from "~/lib/protocol/api/calls.ts";
 import type { CallerKind, Callers } from "~/lib/protocol/api/callers.ts";
+import { type ApiCallName, apiCalls } from "~/lib/protocol/api/calls.ts";
 import { type SocketChannelName, socketChannels } from "~/lib/protocol/sockets.ts";
 import { createSession } from "~/services/auth/create-session.ts";
 import { revokeSession } from "~/services/auth/revoke-session.ts";
@@ -56,7 +56,7 @@ const INVALID_TOKEN = "the token is not valid (deleted, or from another server?)
 type Expected = { status: number; error?: string | RegExp };
 const ok: Expected = { status: 200 };
 
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 /** The answer a declaration gives what a request presents: `admitted`, or the one refusal for the mismatch. */
 function declared(callers: Callers, presented: Presented, what: string, admitted: Expected): Expected {
@@ -64,7 +64,7 @@ function declared(callers: Callers, presented: Presented, what: string, admitted
   if (kind === "invalid") return { status: 401, error: INVALID_TOKEN };
   if (callers.includes(kind)) return admitted;
   if (kind === "anonymous") return { status: 401, error: callers.includes("user") ? "not signed in" : / is required$/ };
-  return { status: 403, error: new RegExp(`^forbidden: ${what} takes .+, not ${escape(kindNames[kind])}$`) };
+  return { status: 403, error: new RegExp(`^forbidden: ${what} takes .+, not ${escapeRegExp(kindNames[kind])}$`) };
 }
 
 function expectAnswer(res: Answer, expected: Expected, label: string): void {
@@ -148,7 +148,11 @@ function matrixOf(t: TestApp) {
   }
 
   async function spareNamespace(f: Fixture): Promise<string> {
-    const res = await t.call("/api/CreateNamespace", { orgId: f.orgId, name: `s-${crypto.randomUUID().slice(0, 8)}` }, { cookie: f.cookie });
+    const res = await t.call(
+      "/api/CreateNamespace",
+      { orgId: f.orgId, name: `s-${crypto.randomUUID().slice(0, 8)}` },
+      { cookie: f.cookie },
+    );
     return res.body.namespaceId;
   }
 
@@ -185,52 +189,6 @@ function matrixOf(t: TestApp) {
     return token;
   }
 
-  type CallRow = { body: unknown; admitted?: Expected };
-
-  /**
-   * Each call's body, made afresh for each row so that what one row takes the next still has: a body the fixture's
-   * admin (or its tokens) may send. `admitted`: the verb's answer to an admitted caller when it is not 200.
-   */
-  const callRows: { [N in ApiCallName]: (f: Fixture) => CallRow | Promise<CallRow> } = {
-    EmailLogin: () => ({ body: { email: `e-${crypto.randomUUID().slice(0, 8)}@example.com` } }),
-    FinishEmailLogin: async () => ({ body: { token: await loginLinkToken(), confirm: true } }),
-    ListOrgs: () => ({ body: {} }),
-    ListNamespaces: (f) => ({ body: { orgId: f.orgId } }),
-    CreateNamespace: (f) => ({ body: { orgId: f.orgId, name: `n-${crypto.randomUUID().slice(0, 8)}` } }),
-    DeleteNamespace: async (f) => ({ body: { namespaceId: await spareNamespace(f) } }),
-    OnboardNewUser: () => ({ body: { namespaceName: "again" } }),
-    CreateTunnel: (f) => ({ body: { namespaceId: f.namespaceId, role: "SELECT" } }),
-    ListOpenTunnels: () => ({ body: {} }),
-    HasSeenPublisher: (f) => ({ body: { orgId: f.orgId } }),
-    GenerateNamespaceToken: (f) => ({ body: { namespaceId: f.namespaceId } }),
-    GenerateOrgToken: (f) => ({ body: { orgId: f.orgId } }),
-    GetBillingStatus: (f) => ({ body: { orgId: f.orgId } }),
-    GetSubscription: (f) => ({ body: { orgId: f.orgId } }),
-    // Billing is off in this app: an admitted caller reaches the verb, which says so (tests/api/billing.test.ts has it on).
-    CancelSubscription: () => ({
-      body: { stripeSubscriptionId: "sub_matrix" },
-      admitted: { status: 404, error: "billing is not enabled on this server" },
-    }),
-    OpenBillingPortal: (f) => ({ body: { orgId: f.orgId }, admitted: { status: 404, error: "billing is not enabled on this server" } }),
-    ListNamespaceTokens: (f) => ({ body: { namespaceId: f.namespaceId } }),
-    ListOrgTokens: (f) => ({ body: { orgId: f.orgId } }),
-    DeleteNamespaceToken: async (f) => ({
-      body: { tokenId: (await generated("/api/GenerateNamespaceToken", { namespaceId: f.namespaceId }, f.cookie)).tokenId },
-    }),
-    DeleteOrgToken: async (f) => ({ body: { tokenId: (await generated("/api/GenerateOrgToken", { orgId: f.orgId }, f.cookie)).tokenId } }),
-    ListUsers: (f) => ({ body: { namespaceId: f.namespaceId } }),
-    AddUser: (f) => ({ body: { namespaceId: f.namespaceId, email: `a-${crypto.randomUUID().slice(0, 8)}@example.com` } }),
-    RemoveUser: async (f) => ({ body: { namespaceId: f.namespaceId, userId: await spareMember(f) } }),
-    RevokeInvitation: async (f) => ({ body: { invitationId: await pendingInvitation(f) } }),
-    EndUserSessions: (f) => ({ body: { namespaceId: f.namespaceId, userId: f.member.userId } }),
-    ListMyInvitations: () => ({ body: {} }),
-    AcceptInvitation: async (f) => ({ body: { invitationId: await invitationToAdmin(f) } }),
-    DeclineInvitation: async (f) => ({ body: { invitationId: await invitationToAdmin(f) } }),
-    JoinSubscriber: (f) => ({ body: { namespaceId: f.namespaceId } }),
-    JoinPublisher: () => ({ body: {} }),
-    GetLink: async () => ({ body: { linkId: await liveLink() } }),
-  };
-
   type RouteRow = { path: string; method?: "POST"; headers?: Record<string, string>; body?: string; admitted?: Expected };
   const json = { "content-type": "application/json" };
 
@@ -247,7 +205,10 @@ function matrixOf(t: TestApp) {
       return { path: "/api/DownloadHar", method: "POST", headers: json, body: JSON.stringify({ namespaceId: f.namespaceId, filter }) };
     },
     "GET /api/LogOut": () => ({ path: "/api/LogOut", headers: { "sec-fetch-site": "same-origin" }, admitted: { status: 302 } }),
-    "GET /api/StripeRedirect": (f) => ({ path: `/api/StripeRedirect?org_id=${f.orgId}&tier_name=team-20250212`, admitted: { status: 302 } }),
+    "GET /api/StripeRedirect": (f) => ({
+      path: `/api/StripeRedirect?org_id=${f.orgId}&tier_name=team-20250212`,
+      admitted: { status: 302 },
+    }),
     "POST /api/Event": () => ({
       path: "/api/Event",
       method: "POST",
@@ -272,8 +233,73 @@ function matrixOf(t: TestApp) {
     return t.request(row.path, { method: row.method ?? "GET", headers, body: row.body }, { peer: nextPeer() });
   }
 
-  return { fixture, present, call, callRows, routeRows, route, generated, sessionCookie, liveLink };
+  return {
+    fixture,
+    present,
+    call,
+    routeRows,
+    route,
+    generated,
+    sessionCookie,
+    liveLink,
+    spareNamespace,
+    spareMember,
+    pendingInvitation,
+    invitationToAdmin,
+    loginLinkToken,
+  };
 }
+
+type Matrix = ReturnType<typeof matrixOf>;
+type Fixture = Awaited<ReturnType<Matrix["fixture"]>>;
+
+type CallRow = { body: unknown; admitted?: Expected };
+
+/**
+ * Each call's body, made afresh for each row so that what one row takes the next still has: a body the fixture's
+ * admin (or its tokens) may send. `admitted`: the verb's answer to an admitted caller when it is not 200.
+ */
+const callRows: { [N in ApiCallName]: (f: Fixture, m: Matrix) => CallRow | Promise<CallRow> } = {
+  EmailLogin: () => ({ body: { email: `e-${crypto.randomUUID().slice(0, 8)}@example.com` } }),
+  FinishEmailLogin: async (_f, m) => ({ body: { token: await m.loginLinkToken(), confirm: true } }),
+  ListOrgs: () => ({ body: {} }),
+  ListNamespaces: (f) => ({ body: { orgId: f.orgId } }),
+  CreateNamespace: (f) => ({ body: { orgId: f.orgId, name: `n-${crypto.randomUUID().slice(0, 8)}` } }),
+  DeleteNamespace: async (f, m) => ({ body: { namespaceId: await m.spareNamespace(f) } }),
+  OnboardNewUser: () => ({ body: { namespaceName: "again" } }),
+  CreateTunnel: (f) => ({ body: { namespaceId: f.namespaceId, role: "SELECT" } }),
+  ListOpenTunnels: () => ({ body: {} }),
+  HasSeenPublisher: (f) => ({ body: { orgId: f.orgId } }),
+  GenerateNamespaceToken: (f) => ({ body: { namespaceId: f.namespaceId } }),
+  GenerateOrgToken: (f) => ({ body: { orgId: f.orgId } }),
+  GetBillingStatus: (f) => ({ body: { orgId: f.orgId } }),
+  GetSubscription: (f) => ({ body: { orgId: f.orgId } }),
+  // Billing is off in this app: an admitted caller reaches the verb, which says so (tests/api/billing.test.ts has it on).
+  CancelSubscription: () => ({
+    body: { stripeSubscriptionId: "sub_matrix" },
+    admitted: { status: 404, error: "billing is not enabled on this server" },
+  }),
+  OpenBillingPortal: (f) => ({ body: { orgId: f.orgId }, admitted: { status: 404, error: "billing is not enabled on this server" } }),
+  ListNamespaceTokens: (f) => ({ body: { namespaceId: f.namespaceId } }),
+  ListOrgTokens: (f) => ({ body: { orgId: f.orgId } }),
+  DeleteNamespaceToken: async (f, m) => ({
+    body: { tokenId: (await m.generated("/api/GenerateNamespaceToken", { namespaceId: f.namespaceId }, f.cookie)).tokenId },
+  }),
+  DeleteOrgToken: async (f, m) => ({
+    body: { tokenId: (await m.generated("/api/GenerateOrgToken", { orgId: f.orgId }, f.cookie)).tokenId },
+  }),
+  ListUsers: (f) => ({ body: { namespaceId: f.namespaceId } }),
+  AddUser: (f) => ({ body: { namespaceId: f.namespaceId, email: `a-${crypto.randomUUID().slice(0, 8)}@example.com` } }),
+  RemoveUser: async (f, m) => ({ body: { namespaceId: f.namespaceId, userId: await m.spareMember(f) } }),
+  RevokeInvitation: async (f, m) => ({ body: { invitationId: await m.pendingInvitation(f) } }),
+  EndUserSessions: (f) => ({ body: { namespaceId: f.namespaceId, userId: f.member.userId } }),
+  ListMyInvitations: () => ({ body: {} }),
+  AcceptInvitation: async (f, m) => ({ body: { invitationId: await m.invitationToAdmin(f) } }),
+  DeclineInvitation: async (f, m) => ({ body: { invitationId: await m.invitationToAdmin(f) } }),
+  JoinSubscriber: (f) => ({ body: { namespaceId: f.namespaceId } }),
+  JoinPublisher: () => ({ body: {} }),
+  GetLink: async (_f, m) => ({ body: { linkId: await m.liveLink() } }),
+};
 
 /** A real WebSocket to the listening app, recording what it is sent. */
 type TestSocket = { ws: WebSocket; frames: Array<string | ArrayBuffer>; until(check: () => boolean, what: string): Promise<void> };
@@ -300,25 +326,26 @@ function openSocket(url: string, headers: Record<string, string> = {}): Promise<
 const hasText = (s: TestSocket, text: string) => s.frames.some((f) => typeof f === "string" && f.includes(text));
 
 /** What proves each socket open and served; ticket sockets also say where their issuing call's answer puts the URL. */
-const socketRows: { [S in SocketChannelName]: { urlOf?: (answer: Record<string, string>) => string; probe: (s: TestSocket) => Promise<void> } } =
-  {
-    LiveSubscribe: { urlOf: (a) => a.websocketUrl ?? "", probe: (s) => s.until(() => hasText(s, '"hello"'), "hello") },
-    PingLink: {
-      probe: async (s) => {
-        s.ws.send("ping");
-        await s.until(() => hasText(s, "pong"), "pong");
-      },
+const socketRows: {
+  [S in SocketChannelName]: { urlOf?: (answer: Record<string, string>) => string; probe: (s: TestSocket) => Promise<void> };
+} = {
+  LiveSubscribe: { urlOf: (a) => a.websocketUrl ?? "", probe: (s) => s.until(() => hasText(s, '"hello"'), "hello") },
+  PingLink: {
+    probe: async (s) => {
+      s.ws.send("ping");
+      await s.until(() => hasText(s, "pong"), "pong");
     },
-    PublishEvents: { urlOf: (a) => a.websocketUrl ?? "", probe: (s) => s.until(() => hasText(s, '"ready"'), "ready") },
-    Tunnel: {
-      urlOf: (a) => a.endpoint ?? "",
-      probe: async (s) => {
-        s.ws.send("not a binary request");
-        await s.until(() => s.frames.some((f) => f instanceof ArrayBuffer), "a result frame");
-      },
+  },
+  PublishEvents: { urlOf: (a) => a.websocketUrl ?? "", probe: (s) => s.until(() => hasText(s, '"ready"'), "ready") },
+  Tunnel: {
+    urlOf: (a) => a.endpoint ?? "",
+    probe: async (s) => {
+      s.ws.send("not a binary request");
+      await s.until(() => s.frames.some((f) => f instanceof ArrayBuffer), "a result frame");
     },
-    WorkerConnect: { probe: (s) => s.until(() => hasText(s, '"ready"'), "ready") },
-  };
+  },
+  WorkerConnect: { probe: (s) => s.until(() => hasText(s, '"ready"'), "ready") },
+};
 
 describe("who may call what, from the declarations [pglite]", () => {
   let t: TestApp;
@@ -344,7 +371,7 @@ describe("who may call what, from the declarations [pglite]", () => {
     const served = t.app.routes.map((r) => `${r.method} ${r.path}`);
     expect(served.filter((r) => !declaredRoutes.has(r))).toEqual([]);
     expect([...declaredRoutes].filter((r) => !served.includes(r))).toEqual([]);
-    expect(Object.keys(m.callRows).sort()).toEqual(Object.keys(apiCalls).sort());
+    expect(Object.keys(callRows).sort()).toEqual(Object.keys(apiCalls).sort());
     expect(Object.keys(m.routeRows).sort()).toEqual(Object.keys(otherRoutes).sort());
     expect(Object.keys(socketRows).sort()).toEqual(Object.keys(socketChannels).sort());
     for (const [name, call] of Object.entries(apiCalls)) expect(call.callers.length, name).toBeGreaterThan(0);
@@ -359,12 +386,13 @@ describe("who may call what, from the declarations [pglite]", () => {
       const f = await m.fixture();
       const replayAs = (["user", "namespaceToken", "orgToken", "none"] as const).find((p) => declared(callers, p, name, ok) === ok)!;
       for (const presented of presentations) {
-        const row = await m.callRows[name](f);
+        const row = await callRows[name](f, m);
         const admitted = row.admitted ?? ok;
         const expected = declared(callers, presented, name, admitted);
         expectAnswer(await m.call(name, row.body, f, presented), expected, `${name} as ${presented}`);
         // A refusal did nothing: the same body is still what it was for a caller the call admits.
-        if (isRefusal(expected)) expectAnswer(await m.call(name, row.body, f, replayAs), admitted, `${name} as ${replayAs} after ${presented}`);
+        if (isRefusal(expected))
+          expectAnswer(await m.call(name, row.body, f, replayAs), admitted, `${name} as ${replayAs} after ${presented}`);
       }
     }, 60_000);
   }
@@ -384,7 +412,9 @@ describe("who may call what, from the declarations [pglite]", () => {
 
   for (const name of Object.keys(otherRoutes) as OtherRouteName[]) {
     const declaration: { callers: Callers; isUnguarded?: true } = otherRoutes[name];
-    const title = declaration.isUnguarded ? "refuses nobody, and no token changes its answer" : `each kind of caller gets the declared answer (${declaration.callers.join(", ")})`;
+    const title = declaration.isUnguarded
+      ? "refuses nobody, and no token changes its answer"
+      : `each kind of caller gets the declared answer (${declaration.callers.join(", ")})`;
     test(`${name}: ${title}`, async () => {
       const f = await m.fixture();
       const row = m.routeRows[name](f);
@@ -420,7 +450,7 @@ describe("who may call what, from the declarations [pglite]", () => {
         const row = socketRows[name];
         const refused = new RegExp(`^${name} ticket missing, invalid, used or expired: call ${issuer} again$`);
         const ticketUrl = async (headers: Record<string, string>) => {
-          const res = await t.call(`/api/${issuer}`, (await m.callRows[issuer](f)).body, { headers, peer: nextPeer() });
+          const res = await t.call(`/api/${issuer}`, (await callRows[issuer](f, m)).body, { headers, peer: nextPeer() });
           expect(res.status, `${issuer}: ${JSON.stringify(res.body)}`).toBe(200);
           return row.urlOf!(res.body);
         };
@@ -452,7 +482,11 @@ describe("who may call what, from the declarations [pglite]", () => {
           await t.addMember(f, member);
           const memberUrl = await ticketUrl({ cookie: member.cookie });
           await t.call("/api/RemoveUser", { namespaceId: f.namespaceId, userId: member.userId }, { cookie: f.cookie });
-          expectAnswer(await upgrade(memberUrl), { status: 401, error: `${name} ticket refused: no longer a member of this namespace` }, name);
+          expectAnswer(
+            await upgrade(memberUrl),
+            { status: 401, error: `${name} ticket refused: no longer a member of this namespace` },
+            name,
+          );
         }
         const path = socket.path;
         expectAnswer(await upgrade(`http://x${path}`), { status: 401, error: refused }, `${name} without a ticket`);
@@ -460,15 +494,25 @@ describe("who may call what, from the declarations [pglite]", () => {
         // Cookies and tokens on the request count for nothing: the ticket decides.
         const user = await m.present(f, "user");
         expectAnswer(await upgrade(`http://x${path}`, { ...user, origin: ORIGIN }), { status: 401, error: refused }, `${name}, a session`);
-        expectAnswer(await upgrade(`http://x${path}`, await m.present(f, "namespaceToken")), { status: 401, error: refused }, `${name}, a token`);
+        expectAnswer(
+          await upgrade(`http://x${path}`, await m.present(f, "namespaceToken")),
+          { status: 401, error: refused },
+          `${name}, a token`,
+        );
         // Another socket's ticket.
         for (const other of Object.keys(socketChannels) as SocketChannelName[]) {
           const otherIssuer: ApiCallName | undefined = (socketChannels[other] as { ticketFrom?: ApiCallName }).ticketFrom;
           if (!otherIssuer || otherIssuer === issuer) continue;
-          const as = (["user", "namespaceToken", "none"] as const).find((p) => declared(apiCalls[otherIssuer].callers, p, otherIssuer, ok) === ok)!;
-          const res = await t.call(`/api/${otherIssuer}`, (await m.callRows[otherIssuer](f)).body, { headers: await m.present(f, as) });
+          const as = (["user", "namespaceToken", "none"] as const).find(
+            (p) => declared(apiCalls[otherIssuer].callers, p, otherIssuer, ok) === ok,
+          )!;
+          const res = await t.call(`/api/${otherIssuer}`, (await callRows[otherIssuer](f, m)).body, { headers: await m.present(f, as) });
           const ticket = new URL(socketRows[other].urlOf!(res.body)).searchParams.get("ticket") ?? "";
-          expectAnswer(await upgrade(`http://x${path}?ticket=${encodeURIComponent(ticket)}`), { status: 401, error: refused }, `${name}, ${other}'s ticket`);
+          expectAnswer(
+            await upgrade(`http://x${path}?ticket=${encodeURIComponent(ticket)}`),
+            { status: 401, error: refused },
+            `${name}, ${other}'s ticket`,
+          );
         }
       }, 60_000);
     }
@@ -486,7 +530,8 @@ describe("who may call what, from the declarations [pglite]", () => {
         const expiredId = `expired-${crypto.randomUUID()}`;
         await t.db.insert(links).values({ id: expiredId, expiresAt: new Date(t.clock.now().getTime() - 1000) });
         expectAnswer(await upgrade(`http://x${socket.path}?link_id=${expiredId}`), { status: 404, error: "this link has expired" }, name);
-        if (!issuer) expectAnswer(await upgrade(`http://x${socket.path}`), { status: 404, error: "link not found" }, `${name} without a link`);
+        if (!issuer)
+          expectAnswer(await upgrade(`http://x${socket.path}`), { status: 404, error: "link not found" }, `${name} without a link`);
       }, 60_000);
     }
 
@@ -537,7 +582,11 @@ describe("who may call what, from the declarations [pglite]", () => {
     return {
       headers: { authorization: `Bearer ${token.token}` },
       end: async () => {
-        const res = await t.call(isNamespace ? "/api/DeleteNamespaceToken" : "/api/DeleteOrgToken", { tokenId: token.tokenId }, { cookie: f.cookie });
+        const res = await t.call(
+          isNamespace ? "/api/DeleteNamespaceToken" : "/api/DeleteOrgToken",
+          { tokenId: token.tokenId },
+          { cookie: f.cookie },
+        );
         expect(res.status).toBe(200);
       },
       reason: "token deleted",
@@ -546,7 +595,16 @@ describe("who may call what, from the declarations [pglite]", () => {
 });
 
 /** Calls about no org or namespace of anyone's: a user of another org makes them as anyone would. */
-const unscoped = new Set<ApiCallName>(["EmailLogin", "FinishEmailLogin", "ListOrgs", "OnboardNewUser", "ListMyInvitations", "ListOpenTunnels", "JoinPublisher", "GetLink"]);
+const unscoped = new Set<ApiCallName>([
+  "EmailLogin",
+  "FinishEmailLogin",
+  "ListOrgs",
+  "OnboardNewUser",
+  "ListMyInvitations",
+  "ListOpenTunnels",
+  "JoinPublisher",
+  "GetLink",
+]);
 
 /** Calls a read-only member of the namespace may not make: 403 with the call's own words. */
 const adminOnly = new Set<ApiCallName>([
@@ -580,13 +638,13 @@ for (const backend of backends) {
       await t.addMember(f, reader);
       for (const name of adminOnly) {
         // The namespace the reader is in, not a spare one they cannot see.
-        const { body } = name === "DeleteNamespace" ? { body: { namespaceId: f.namespaceId } } : await m.callRows[name](f);
+        const { body } = name === "DeleteNamespace" ? { body: { namespaceId: f.namespaceId } } : await callRows[name](f, m);
         const res = await t.call(`/api/${name}`, body, { cookie: reader.cookie });
         expect(res.status, name).toBe(403);
         expect(res.body.error, name).toMatch(/^(You do not have permissions to|forbidden: you are not allowed to)/);
       }
       for (const name of ["ListUsers", "ListNamespaceTokens", "JoinSubscriber"] as const) {
-        expect((await t.call(`/api/${name}`, (await m.callRows[name](f)).body, { cookie: reader.cookie })).status, name).toBe(200);
+        expect((await t.call(`/api/${name}`, (await callRows[name](f, m)).body, { cookie: reader.cookie })).status, name).toBe(200);
       }
       // Nothing was taken: the member and the namespace are still there.
       const users = (await t.call("/api/ListUsers", { namespaceId: f.namespaceId }, { cookie: f.cookie })).body.users;
@@ -597,7 +655,7 @@ for (const backend of backends) {
     test("CSRF: every call a session may make refuses a cookie POST without our Origin, from another, or not JSON (403)", async () => {
       const f = await m.fixture();
       for (const name of userCalls) {
-        const { body } = await m.callRows[name](f);
+        const { body } = await callRows[name](f, m);
         for (const origin of [null, "https://evil.example", "null"]) {
           const res = await t.call(`/api/${name}`, body, { cookie: f.cookie, origin });
           expect(res.status, `${name} from ${origin}`).toBe(403);
@@ -620,7 +678,7 @@ for (const backend of backends) {
       expect(sameOriginOnly).toEqual(["FinishEmailLogin"]);
       const f = await m.fixture();
       for (const name of sameOriginOnly) {
-        const { body } = await m.callRows[name](f);
+        const { body } = await callRows[name](f, m);
         for (const origin of [null, "https://evil.example"]) {
           expect((await t.call(`/api/${name}`, body, { origin })).body, `${name} from ${origin}`).toEqual({
             error: "forbidden: cross-site request refused",
@@ -652,7 +710,7 @@ for (const backend of backends) {
       const b = await m.fixture();
       for (const name of userCalls) {
         if (unscoped.has(name)) continue;
-        const { body } = await m.callRows[name](b);
+        const { body } = await callRows[name](b, m);
         const res = await t.call(`/api/${name}`, body, { cookie: a.cookie });
         expect(res.status, name).toBe(404);
         expect(JSON.stringify(res.body)).not.toContain(b.email);

@@ -70,7 +70,7 @@ type Call = {
 
 /**
  * The JSON calls (POST /api/<name>, a JSON body, a JSON answer on 200): the controllers
- * validate with these schemas, src/api/call.ts admits only the declared callers, and the browser's api() takes
+ * validate with these schemas, src/api/call-schemas.ts admits only the declared callers, and the browser's api() takes
  * its types from them.
  */
 export const apiCalls = {
