@@ -5,7 +5,7 @@ import type { ServiceContext } from "~/services/context.ts";
 import { authPlugin } from "./plugins/auth.ts";
 
 /** What a call's handler is given: the validated body and a principal of the kinds the call declares. */
-export type CallContext<Name extends ApiCallName> = {
+type CallContext<Name extends ApiCallName> = {
   body: ApiRequest<Name>;
   principal: PrincipalOf<ApiCallers<Name>>;
   request: Request;
@@ -14,7 +14,7 @@ export type CallContext<Name extends ApiCallName> = {
   server: Context["server"];
 };
 
-export type CallHandler<Name extends ApiCallName> = (c: CallContext<Name>) => ApiResponse<Name> | Promise<ApiResponse<Name>>;
+type CallHandler<Name extends ApiCallName> = (c: CallContext<Name>) => ApiResponse<Name> | Promise<ApiResponse<Name>>;
 
 /**
  * POST /api/<name> as lib/protocol/api/calls.ts declares it: its callers admitted by authPlugin before the body is

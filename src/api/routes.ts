@@ -6,7 +6,7 @@ import { anyone, anyPrincipal, type Callers, signedInUser } from "~/lib/protocol
  * `isUnguarded`: they refuse nobody and never read a bearer token (what authenticates them instead, if anything, is
  * in `why`). tests/api/security.test.ts fails for a route of the app that is in none of the three tables.
  */
-export type OtherRoute = { callers: Callers; isUnguarded?: true; why?: string };
+type OtherRoute = { callers: Callers; isUnguarded?: true; why?: string };
 
 export const otherRoutes = {
   "GET /api/GetSelf": { callers: signedInUser },

@@ -9,7 +9,8 @@ type TicketChannel = { [N in SocketChannelName]: (typeof socketChannels)[N] exte
 /**
  * The claims of a ticket socket's `?ticket=` (lib/protocol/sockets.ts), or 401: missing, forged, spent (here or on
  * another node), expired, made for another socket, or standing on a session, token, membership or namespace that has
- * ended since it was issued. Checked before the upgrade, so a socket never runs a moment on a credential that ended.
+ * ended since it was issued. Checked before the upgrade, so a credential that ended before its socket opens never has
+ * it served; one that ends later closes it (GrantedSockets).
  */
 export async function admitTicket<C extends { grants: Grant[] }>({
   ctx,

@@ -9,7 +9,7 @@ import { SESSION_COOKIE } from "~/services/auth/session-token.ts";
 import type { ServiceContext } from "~/services/context.ts";
 
 /** Who may reach the routes a plugin guards: their declaration (lib/protocol/api/calls.ts, src/api/routes.ts). */
-export type RouteAccess<K extends CallerKind> = {
+type RouteAccess<K extends CallerKind> = {
   callers: readonly K[];
   /** The call's or route's name, for a refusal's text. */
   what: string;

@@ -14,7 +14,7 @@ import { tunnelPath, workerPath } from "./tunnel.ts";
  *   with our Origin, so no other site can open it in a signed-in browser).
  * Cookies and tokens on a ticket or link socket's request count for nothing: the ticket or the link decides.
  */
-export type SocketOpening = {
+type SocketOpening = {
   path: string;
   ticketFrom?: ApiCallName;
   isLinkCapability?: true;

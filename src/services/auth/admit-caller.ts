@@ -8,8 +8,8 @@ import type { Principal, PrincipalOf } from "./principal.ts";
  */
 export type Credential = { principal: Principal | null; hasInvalidToken: boolean };
 
-export const INVALID_TOKEN = "the token is not valid (deleted, or from another server?)";
-export const NOT_SIGNED_IN = "not signed in";
+const INVALID_TOKEN = "the token is not valid (deleted, or from another server?)";
+const NOT_SIGNED_IN = "not signed in";
 
 /**
  * The one answer to a caller that a call's, socket's or route's declaration refuses (ADR 0028):
