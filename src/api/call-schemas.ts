@@ -27,7 +27,7 @@ export function apiCall<const Name extends ApiCallName>(ctx: ServiceContext, nam
   return new Elysia().use(authPlugin(ctx, { callers: call.callers, what: name, isSameOriginOnly })).post(
     `/api/${name}`,
     // The plugin admitted only the declared kinds, and Elysia validated the body with the call's schema.
-    (c) => handle(c as unknown as CallContext<Name>),
+    ({ body, principal, request, set, cookie, server }) => handle({ body, principal, request, set, cookie, server } as CallContext<Name>),
     { body: call.body, response: { 200: call.response } },
   );
 }

@@ -20,12 +20,11 @@ type RouteAccess<K extends CallerKind> = {
 /**
  * Guards the routes after it in the instance that uses it: cookie-authenticated writes are refused unless they come
  * from our Origin with a JSON body (CSRF), then the caller is admitted by the declaration (admitCaller: 401 or 403),
- * both before the body is validated. Handlers get `ctx` and `principal`, of the declared kinds.
+ * both before the body is validated. Handlers get `principal`, of the declared kinds.
  * One declaration per instance: `new Elysia().use(authPlugin(ctx, access)).get(...)`; a JSON call uses apiCall.
  */
 export function authPlugin<const K extends CallerKind>(ctx: ServiceContext, access: RouteAccess<K>) {
   return new Elysia()
-    .decorate("ctx", ctx)
     .onTransform({ as: "scoped" }, ({ request }) => {
       if (access.isSameOriginOnly && !isAllowedOrigin(request, ctx.config)) throw crossSite();
       if (isSafeMethod(request.method) || request.headers.has("authorization")) return;
