@@ -1,5 +1,6 @@
 import { Elysia, t } from "elysia";
 import { AppError } from "~/lib/errors.ts";
+import { linkPingPath } from "~/lib/protocol/live.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { getLink } from "~/services/links/get-link.ts";
 import type { SocketChannel, SocketServer } from "./socket-server.ts";
@@ -32,12 +33,12 @@ export function linkPingSocket({ ctx, server }: { ctx: ServiceContext; server: S
   };
   return new Elysia({ name: "ws-link-ping" })
     .resolve(async ({ query, path }) => {
-      if (path !== "/api/PingLink") return {};
+      if (path !== linkPingPath) return {};
       const link = await getLink({ ctx, linkId: query.link_id ?? "" });
       if (link.isExpired) throw new AppError("NOT_FOUND", "this link has expired");
       return { link };
     })
-    .get("/api/PingLink", (c) => server.upgrade(c, channel, { expiresAt: c.link!.expiresAt }, { linkId: c.link!.linkId }), {
+    .get(linkPingPath, (c) => server.upgrade(c, channel, { expiresAt: c.link!.expiresAt }, { linkId: c.link!.linkId }), {
       query: t.Object({ link_id: t.Optional(t.String({ maxLength: 200 })) }),
     });
 }

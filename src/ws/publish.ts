@@ -11,8 +11,8 @@ import { containersFull } from "~/services/billing/limits.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { markPublisherSeen } from "~/services/publish/mark-publisher-seen.ts";
 import { type PublishTicketClaims, redeemPublishTicket } from "~/services/publish/publish-ticket.ts";
-import { isFirstUseEverywhere } from "~/services/tickets/signed-ticket.ts";
 import type { ChannelSocket, RawFrame, SocketChannel, SocketServer } from "./socket-server.ts";
+import { admitTicket } from "./ticket.ts";
 
 /** Who wants to know that publishers come and go (the live hub's stats). */
 export type PublisherPresence = {
@@ -108,9 +108,12 @@ export function publishSocket({
   return new Elysia({ name: "ws-publish" })
     .resolve(async ({ query, path }) => {
       if (path !== publishPath) return {};
-      let claims = query.ticket ? redeemPublishTicket(ctx.config.sessionSecret, query.ticket, ctx.now()) : null;
-      if (claims && !(await isFirstUseEverywhere(query.ticket ?? "", ctx.spendTicketEverywhere))) claims = null;
-      if (!claims) throw new AppError("UNAUTHORIZED", "publish ticket invalid, used or expired: call JoinPublisher again");
+      const claims = await admitTicket({
+        ctx,
+        channel: "PublishEvents",
+        ticket: query.ticket,
+        redeem: (ticket) => redeemPublishTicket(ctx.config.sessionSecret, ticket, ctx.now()),
+      });
       // The plan's containers are counted here, as the socket opens: tickets taken first do not all get in.
       const { orgId, containerLimit } = claims;
       const slot = orgId && containerLimit !== undefined && orgPublishers ? await orgPublishers.reserve(orgId, containerLimit) : null;

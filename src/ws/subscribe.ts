@@ -9,8 +9,8 @@ import type { Grant } from "~/services/access/grants.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { getLink } from "~/services/links/get-link.ts";
 import { redeemSubscriberTicket } from "~/services/live/subscriber-ticket.ts";
-import { isFirstUseEverywhere } from "~/services/tickets/signed-ticket.ts";
 import type { ChannelSocket, SocketChannel, SocketServer } from "./socket-server.ts";
+import { admitTicket } from "./ticket.ts";
 
 type Connection = { sub: Subscriber; expiryTimer: ReturnType<typeof setTimeout> | null; unregister: () => void };
 
@@ -38,18 +38,18 @@ export function subscribeSocket({
     ticket?: string;
     link_id?: string;
   }): Promise<{ ref: ChannelRef; expiresAt: Date | null; grants: Grant[] }> {
-    if (query.ticket) {
-      let claims = redeemSubscriberTicket(ctx.config.sessionSecret, query.ticket, ctx.now());
-      if (claims && !(await isFirstUseEverywhere(query.ticket, ctx.spendTicketEverywhere))) claims = null;
-      if (!claims) throw new AppError("UNAUTHORIZED", "live ticket invalid, used or expired: call JoinSubscriber again");
-      return { ref: { kind: "namespace", namespaceId: claims.namespaceId }, expiresAt: null, grants: claims.grants };
-    }
-    if (query.link_id) {
+    if (query.link_id !== undefined && query.ticket === undefined) {
       const link = await getLink({ ctx, linkId: query.link_id });
       if (link.isExpired) throw new AppError("NOT_FOUND", "this link has expired");
       return { ref: { kind: "link", linkId: link.linkId }, expiresAt: link.expiresAt, grants: [] };
     }
-    throw new AppError("BAD_REQUEST", "ticket or link_id required");
+    const claims = await admitTicket({
+      ctx,
+      channel: "LiveSubscribe",
+      ticket: query.ticket,
+      redeem: (ticket) => redeemSubscriberTicket(ctx.config.sessionSecret, ticket, ctx.now()),
+    });
+    return { ref: { kind: "namespace", namespaceId: claims.namespaceId }, expiresAt: null, grants: claims.grants };
   }
 
   function armExpiry(ws: ChannelSocket, sub: Subscriber, expiresAt: Date): ReturnType<typeof setTimeout> {

@@ -8,10 +8,10 @@ import { publishLimits } from "~/lib/protocol/publish.ts";
 import { decodeRequest, encodeResult, errorResult, TunnelProtocolError, type TunnelRequest, tunnelPath } from "~/lib/protocol/tunnel.ts";
 import { log } from "~/lib/server/logger.ts";
 import type { ServiceContext } from "~/services/context.ts";
-import { isFirstUseEverywhere } from "~/services/tickets/signed-ticket.ts";
 import { insertEvents } from "~/services/tunnel/insert-events.ts";
 import { redeemTunnelTicket, type TunnelClaims } from "~/services/tunnel/tunnel-ticket.ts";
 import type { ChannelSocket, RawFrame, SocketChannel, SocketServer } from "./socket-server.ts";
+import { admitTicket } from "./ticket.ts";
 
 /** Requests one tunnel may have running at once; more are answered with a tunnel error. */
 const maxInFlight = 8;
@@ -132,9 +132,12 @@ export function tunnelSocket({
   return new Elysia({ name: "ws-tunnel" })
     .resolve(async ({ query, path }) => {
       if (path !== tunnelPath) return {};
-      let claims = query.ticket ? redeemTunnelTicket(ctx.config.sessionSecret, query.ticket, ctx.now()) : null;
-      if (claims && !(await isFirstUseEverywhere(query.ticket ?? "", ctx.spendTicketEverywhere))) claims = null;
-      if (!claims) throw new AppError("UNAUTHORIZED", "tunnel ticket invalid, used or expired: call CreateTunnel again");
+      const claims = await admitTicket({
+        ctx,
+        channel: "Tunnel",
+        ticket: query.ticket,
+        redeem: (ticket) => redeemTunnelTicket(ctx.config.sessionSecret, ticket, ctx.now()),
+      });
       return { tunnel: claims };
     })
     .get(tunnelPath, (c) => server.upgrade(c, channel, c.tunnel!), {

@@ -1,10 +1,12 @@
 import { Elysia } from "elysia";
-import { principalFromUpgrade } from "~/api/plugins/auth.ts";
+import { credentialFromUpgrade } from "~/api/plugins/auth.ts";
 import type { GrantedSockets } from "~/engines/access/granted-sockets.ts";
 import type { RemoteWorker, WorkerRegistry } from "~/engines/workers/worker-registry.ts";
 import { AppError } from "~/lib/errors.ts";
+import { socketChannels } from "~/lib/protocol/sockets.ts";
 import { FrameJoiner, TunnelProtocolError, workerLimits, workerPath } from "~/lib/protocol/tunnel.ts";
 import { log } from "~/lib/server/logger.ts";
+import { admitCaller } from "~/services/auth/admit-caller.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import type { SocketChannel, SocketServer } from "./socket-server.ts";
 
@@ -79,9 +81,11 @@ export function workerSocket({
   return new Elysia({ name: "ws-worker" })
     .resolve(async ({ request, path }) => {
       if (path !== workerPath) return {};
-      const principal = await principalFromUpgrade({ ctx, request });
-      if (!principal) throw new AppError("UNAUTHORIZED", "an org worker token is required");
-      if (principal.kind !== "orgToken") throw new AppError("FORBIDDEN", "forbidden: workers connect with an org worker token");
+      const principal = admitCaller({
+        callers: socketChannels.WorkerConnect.callers,
+        credential: await credentialFromUpgrade({ ctx, request }),
+        what: "WorkerConnect",
+      });
       return { worker: { orgId: principal.orgId, tokenId: principal.tokenId } };
     })
     .get(workerPath, (c) => server.upgrade(c, channel, c.worker!));

@@ -51,6 +51,9 @@ export const liveLimits = {
 /** The live socket's path; the query carries `ticket` (namespace members) or `link_id` (link viewers). */
 export const liveSubscribePath = "/api/LiveSubscribe";
 
+/** The /link page's presence socket; the query carries `link_id`. */
+export const linkPingPath = "/api/PingLink";
+
 /**
  * The socket the live frame opens for the URL it was given (/iframer#url=...): JoinSubscriber's websocketUrl as is,
  * or, for a shared link's linkUrl (<origin>/link/<id>?expiry=...), the link's socket on the same origin.

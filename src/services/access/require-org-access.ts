@@ -18,12 +18,11 @@ export async function requireOrgAccess({
   forbiddenMessage = "forbidden: you do not have write access to this org",
 }: {
   ctx: ServiceContext;
-  principal: Principal | null;
+  principal: Principal;
   orgId: string;
   write?: boolean;
   forbiddenMessage?: string;
 }): Promise<{ orgId: string }> {
-  if (!principal) throw new AppError("UNAUTHORIZED", "not signed in");
   const notFound = new AppError("NOT_FOUND", "org not found");
   if (!isUuid(orgId)) throw notFound;
 

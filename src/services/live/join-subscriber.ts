@@ -1,10 +1,9 @@
-import { AppError } from "~/lib/errors.ts";
 import type { JoinSubscriberResponse } from "~/lib/protocol/api/live.ts";
 import { liveSubscribePath } from "~/lib/protocol/live.ts";
 import { websocketUrl } from "~/lib/websocket-url.ts";
 import { grantsOf } from "~/services/access/grants.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
-import type { Principal } from "~/services/auth/principal.ts";
+import type { UserPrincipal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { issueSubscriberTicket } from "./subscriber-ticket.ts";
 
@@ -15,11 +14,9 @@ export async function joinSubscriber({
   namespaceId,
 }: {
   ctx: ServiceContext;
-  principal: Principal | null;
+  principal: UserPrincipal;
   namespaceId: string;
 }): Promise<JoinSubscriberResponse> {
-  if (!principal) throw new AppError("UNAUTHORIZED", "not signed in");
-  if (principal.kind !== "user") throw new AppError("FORBIDDEN", "forbidden: the live view is for signed-in users");
   const access = await requireNamespaceAccess({ ctx, principal, namespaceId });
   const ticket = issueSubscriberTicket(
     ctx.config.sessionSecret,

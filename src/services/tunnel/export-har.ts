@@ -96,7 +96,7 @@ export async function exportHar({
   workers: WorkerRegistry;
   /** Places for exports of a query's rows (one request's HAR is one page and needs none); absent: unlimited. */
   slots?: ExportSlots;
-  principal: Principal | null;
+  principal: Principal;
   namespaceId: string;
   selection: { eventId: string } | { filter: QueryFilter; filterText?: string; limit?: number };
   maxBytes?: number;
@@ -118,7 +118,7 @@ export async function exportHar({
     if (!detail.isFound) throw new AppError("NOT_FOUND", "request not found");
     return { har: harStream([detail].values(), options), filename: `tapscope-${selection.eventId}.har` };
   }
-  const release = slots ? await slots.acquire(principalKey(principal!)) : () => {};
+  const release = slots ? await slots.acquire(principalKey(principal)) : () => {};
   if (!release) {
     throw new AppError("RATE_LIMITED", "too many HAR exports at once: wait for one to finish, then try again", { retryAfterMs: 5_000 });
   }
