@@ -3,6 +3,7 @@ import { AppError } from "~/lib/errors.ts";
 import { isUuid } from "~/lib/ids.ts";
 import { eventFields, type TracedEvent } from "~/lib/protocol/event.ts";
 import { type EventFields, type FieldSpec, neutralValue, type StoredType, storedType } from "~/lib/protocol/event-fields.ts";
+import { eventBuilder } from "~/lib/protocol/validate-event.ts";
 
 /**
  * The one way a table name is made: from a validated namespace UUID, dashes removed.
@@ -51,6 +52,8 @@ export type StoreLayout = {
   readonly typeOf: ReadonlyMap<string, StoredType>;
   /** Per column: text (string and json columns) rather than numbers (int and flag). */
   readonly isText: readonly boolean[];
+  /** The event of one row's values, in column order. */
+  readonly build: (values: readonly unknown[]) => TracedEvent;
 };
 
 function storedValue(value: unknown): number | string {
@@ -70,6 +73,7 @@ export function storeLayout(fields: EventFields): StoreLayout {
     columns,
     typeOf: new Map(columns.map((c) => [c.name, c.type])),
     isText: columns.map((c) => c.type === "string" || c.type === "json"),
+    build: eventBuilder(fields.names),
   };
 }
 
@@ -116,14 +120,14 @@ export function fromStored(type: StoredType, value: unknown): unknown {
 const isMap = (value: unknown) => typeof value === "object" && value !== null && !Array.isArray(value);
 
 export function rowToEvent(row: Record<string, unknown>, layout: StoreLayout = eventLayout): TracedEvent {
-  const out: Record<string, unknown> = {};
-  for (const { name, type, field } of layout.columns) {
+  const { columns } = layout;
+  const values = new Array<unknown>(columns.length);
+  for (let j = 0; j < columns.length; j++) {
+    const { name, type, field } = columns[j]!;
     const value = fromStored(type, row[name]);
-    if (field.type === "headers") out[name] = Array.isArray(value) ? value : [];
-    else if (field.type === "tags") out[name] = isMap(value) ? value : {};
-    else out[name] = value;
+    values[j] = type !== "json" ? value : field.type === "headers" ? (Array.isArray(value) ? value : []) : isMap(value) ? value : {};
   }
-  return out as TracedEvent;
+  return layout.build(values);
 }
 
 /**

@@ -167,7 +167,7 @@ export function eventBatchEncoder(fields: EventFields): (seq: number, events: re
       sections.push({ name, kind: "bool", bytes: column });
     }
     for (const { name, isMap } of layout.pairs) {
-      sections.push({ name, kind: "pairs", bytes: isMap ? encodeMaps(events, name, table) : encodePairs(events, name, table) });
+      sections.push({ name, kind: "pairs", bytes: encodePairs(events, name, isMap, table) });
     }
     for (const name of layout.body) sections.push({ name, kind: "body", ...encodeBodies(events, name, table) });
     return assemble(seq, n, table, sections);
@@ -177,70 +177,50 @@ export function eventBatchEncoder(fields: EventFields): (seq: number, events: re
 /** One binary frame for these events. */
 export const encodeEventBatch: (seq: number, events: readonly CapturedEvent[]) => Uint8Array = eventBatchEncoder(eventFields);
 
-/** Room in a pairs section for `more` indexes. */
-class PairsOut {
-  out: Uint32Array;
-  at: number;
-
-  constructor(n: number) {
-    this.out = new Uint32Array(n + 32 * n);
-    this.at = n;
-  }
-
-  room(more: number): void {
-    if (this.at + more <= this.out.length) return;
-    const grown = new Uint32Array(Math.max(2 * this.out.length, this.at + more));
-    grown.set(this.out);
-    this.out = grown;
-  }
-
-  bytes(): Uint8Array {
-    return new Uint8Array(this.out.buffer, 0, 4 * this.at);
-  }
-}
-
-function encodeMaps(events: readonly AnyEvent[], name: string, table: StringTable): Uint8Array {
-  const p = new PairsOut(events.length);
-  for (let i = 0; i < events.length; i++) {
-    const value = events[i]![name];
-    if (typeof value !== "object" || value === null) continue;
-    const map = value as Record<string, unknown>;
-    for (const key of Object.keys(map)) {
-      p.room(2);
-      p.out[p.at++] = table.intern(key);
-      p.out[p.at++] = table.intern(text(map[key]));
-      p.out[i]!++;
-    }
-  }
-  return p.bytes();
-}
-
-function encodePairs(events: readonly AnyEvent[], name: string, table: StringTable): Uint8Array {
-  const p = new PairsOut(events.length);
+/** Header lists (pairs in wire order) or maps (tags), as one pairs section. */
+function encodePairs(events: readonly AnyEvent[], name: string, isMap: boolean, table: StringTable): Uint8Array {
+  const n = events.length;
+  let out = new Uint32Array(n + 32 * n);
+  let at = n;
   const lastNames: string[] = [];
   const lastIndexes: number[] = [];
-  for (let i = 0; i < events.length; i++) {
+  const room = (more: number) => {
+    if (at + more <= out.length) return;
+    const grown = new Uint32Array(Math.max(2 * out.length, at + more));
+    grown.set(out);
+    out = grown;
+  };
+  for (let i = 0; i < n; i++) {
     const value = events[i]![name];
-    if (!Array.isArray(value)) continue;
-    // Header names repeat across events, mostly at the same position (one compare instead of a hash
-    // lookup); their values mostly do not repeat.
-    const pairs = value as unknown[];
-    p.room(2 * pairs.length);
-    const { out } = p;
-    for (let k = 0; k < pairs.length; k++) {
-      const pair = pairs[k];
-      const isPair = Array.isArray(pair);
-      const key = isPair ? text(pair[0]) : "";
-      if (key !== lastNames[k]) {
-        lastNames[k] = key;
-        lastIndexes[k] = table.intern(key);
+    if (isMap) {
+      if (typeof value !== "object" || value === null) continue;
+      const map = value as Record<string, unknown>;
+      for (const key of Object.keys(map)) {
+        room(2);
+        out[at++] = table.intern(key);
+        out[at++] = table.intern(text(map[key]));
+        out[i]!++;
       }
-      out[p.at++] = lastIndexes[k]!;
-      out[p.at++] = table.append(isPair ? text(pair[1]) : "");
+    } else if (Array.isArray(value)) {
+      // Header names repeat across events, mostly at the same position (one compare instead of a hash
+      // lookup); their values mostly do not repeat.
+      const pairs = value as unknown[];
+      room(2 * pairs.length);
+      for (let k = 0; k < pairs.length; k++) {
+        const pair = pairs[k];
+        const isPair = Array.isArray(pair);
+        const key = isPair ? text(pair[0]) : "";
+        if (key !== lastNames[k]) {
+          lastNames[k] = key;
+          lastIndexes[k] = table.intern(key);
+        }
+        out[at++] = lastIndexes[k]!;
+        out[at++] = table.append(isPair ? text(pair[1]) : "");
+      }
+      out[i] = pairs.length;
     }
-    out[i] = pairs.length;
   }
-  return p.bytes();
+  return new Uint8Array(out.buffer, 0, 4 * at);
 }
 
 const text = (value: unknown): string => (typeof value === "string" ? value : "");

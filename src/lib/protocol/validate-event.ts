@@ -68,11 +68,12 @@ export function eventChecks(fields: EventFields): EventChecks {
 
 /**
  * One object literal with the table's keys in order, made once per table: every event then has the same shape (the
- * JSON and binary paths alike), and a literal costs a third of what setting fifty keys one by one does. The keys are
+ * JSON and binary paths and the store's rows alike), and a literal costs a third of what setting fifty keys one by
+ * one does. The keys are
  * the table's own names (checked to be snake_case when it is derived), never anything from input. Server-only: the
  * pages' content security policy forbids making code, and they never load this module.
  */
-function eventBuilder(names: readonly string[]): (values: readonly unknown[]) => TracedEvent {
+export function eventBuilder(names: readonly string[]): (values: readonly unknown[]) => TracedEvent {
   const body = names.map((name, i) => `${JSON.stringify(name)}: v[${i}]`).join(", ");
   return new Function("v", `return { ${body} };`) as (values: readonly unknown[]) => TracedEvent;
 }
