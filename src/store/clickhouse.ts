@@ -88,7 +88,7 @@ export function localTable(table: string, cluster: ClusterLayout | undefined): s
  * then the Distributed table over them).
  */
 export function createTableStatements(table: string, cluster: ClusterLayout | undefined, stored: StoreLayout = eventLayout): string[] {
-  const eventCols = stored.columns.map(({ name, type }) => `${name} ${chType[type]}`);
+  const eventCols = stored.columns.map((c) => `${c.name} ${chType[c.type]} DEFAULT ${lit(c.fill)}`);
   const cols = [...eventCols];
   cols.splice(1, 0, "ts DateTime MATERIALIZED toDateTime(intDiv(time, 1000000))");
   const layout = "PARTITION BY toDate(ts) ORDER BY time SETTINGS index_granularity = 8192";
@@ -117,13 +117,17 @@ class ClickHouseEngine implements Engine {
    */
   readonly insertBatchSize = 20_000;
   private readonly ttlDays = new Map<string, number>();
+  /** What an insert names: a table may hold columns this server does not know (a newer one added them; they take their defaults). */
+  private readonly columnNames: [string, ...string[]];
 
   constructor(
     private readonly client: ClickHouseClient,
     readonly version: string,
     readonly layout: StoreLayout,
     private readonly cluster?: ClusterLayout,
-  ) {}
+  ) {
+    this.columnNames = layout.columns.map((c) => c.name) as [string, ...string[]];
+  }
 
   get hasTtl(): boolean {
     return supportsTtl(this.version);
@@ -163,6 +167,7 @@ class ClickHouseEngine implements Engine {
       table,
       values: Readable.from([tabSeparated(rows)], { objectMode: false }),
       format: "TabSeparated",
+      columns: this.columnNames,
       // Through a Distributed table, written to the shards before the insert returns: an ack means stored (ADR 0012).
       clickhouse_settings: this.cluster ? { insert_distributed_sync: 1 } : undefined,
     });

@@ -88,7 +88,9 @@ class DuckDbEngine implements Engine {
   }
 
   async createTable(table: string): Promise<void> {
-    const cols = this.layout.columns.map(({ name, type }) => `${name} ${duckType[type]} NOT NULL`).join(", ");
+    const cols = this.layout.columns
+      .map((c) => `${c.name} ${duckType[c.type]} NOT NULL DEFAULT ${duckdbDialect.literal(c.fill)}`)
+      .join(", ");
     await this.write(async () => {
       await this.writer.run(`CREATE TABLE IF NOT EXISTS ${table} (${cols})`);
       const result = await this.writer.runAndReadAll(
@@ -101,7 +103,7 @@ class DuckDbEngine implements Engine {
       for (const c of missing) {
         await this.writer.run(`ALTER TABLE ${table} ADD COLUMN ${c.name} ${duckType[c.type]} DEFAULT ${duckdbDialect.literal(c.fill)}`);
       }
-      // A kept insert statement names the old columns.
+      // A kept insert statement was prepared against the table before it had them.
       if (missing.length > 0) this.forgetInserts(table);
     });
   }
@@ -240,7 +242,7 @@ function insertSql(table: string, layout: StoreLayout): string {
     const split = `string_split($${2 * i + 1}::VARCHAR, $${2 * i + 2}::VARCHAR)`;
     return `unnest(${layout.isText[i] ? split : `${split}::${duckType[type]}[]`}) AS ${name}`;
   });
-  return `INSERT INTO ${table} SELECT ${values.join(", ")}`;
+  return `INSERT INTO ${table} (${layout.columns.map((c) => c.name).join(", ")}) SELECT ${values.join(", ")}`;
 }
 
 /** Unit separator: absent from JSON text (JSON.stringify escapes control characters) and almost always from other text. */

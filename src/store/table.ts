@@ -81,22 +81,14 @@ export function storeLayout(fields: EventFields): StoreLayout {
 export const eventLayout: StoreLayout = storeLayout(eventFields);
 
 /**
- * The columns a stored table lacks, to be appended in this order (ALTER TABLE ... ADD COLUMN, filled with the field's
- * neutral value). Only the last columns of a layout can be missing: inserts give the columns by position, so a table
- * that lacks one but has a later one is refused rather than written with its values shifted.
+ * The columns a stored table lacks (it was made before their fields were added), to be added with ALTER TABLE ... ADD
+ * COLUMN, filled with their fields' neutral values. Inserts and selects name their columns, so where a column sits in
+ * a table does not matter, and a table may also hold columns this server does not know (a newer server added them:
+ * every column has its neutral value as its default, so this server's inserts leave them to it).
  */
 export function missingColumns(existing: Iterable<string>, layout: StoreLayout = eventLayout): StoredColumn[] {
   const have = new Set(existing);
-  const missing = layout.columns.filter((c) => !have.has(c.name));
-  const first = layout.columns.length - missing.length;
-  const gap = missing.find((c, k) => layout.columns[first + k] !== c);
-  if (gap) {
-    const later = layout.columns.slice(layout.columns.indexOf(gap)).find((c) => have.has(c.name));
-    throw new Error(
-      `a stored table lacks column ${gap.name} but has ${later?.name}, which comes after it: a field must be added last in the field table`,
-    );
-  }
-  return missing;
+  return layout.columns.filter((c) => !have.has(c.name));
 }
 
 /** A stored value back to its event shape (engines hand back bigints, 0/1, JSON text). */
@@ -120,10 +112,8 @@ export function fromStored(type: StoredType, value: unknown): unknown {
 const isMap = (value: unknown) => typeof value === "object" && value !== null && !Array.isArray(value);
 
 export function rowToEvent(row: Record<string, unknown>, layout: StoreLayout = eventLayout): TracedEvent {
-  const { columns } = layout;
-  const values = new Array<unknown>(columns.length);
-  for (let j = 0; j < columns.length; j++) {
-    const { name, type, field } = columns[j]!;
+  const values = new Array<unknown>(layout.columns.length);
+  for (const [j, { name, type, field }] of layout.columns.entries()) {
     const value = fromStored(type, row[name]);
     values[j] = type !== "json" ? value : field.type === "headers" ? (Array.isArray(value) ? value : []) : isMap(value) ? value : {};
   }

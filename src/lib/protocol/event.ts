@@ -18,9 +18,9 @@ const column = { isQueryable: true, shown: "export" } as const;
  * validators, the stores' columns, the query columns, the explorer's clause lists and the JSON export all follow this
  * table (see FieldSpec for what each property does).
  *
- * In the stores' column order: a new field goes last, so a table stored before it gets it appended when a server opens
- * it (filled with the field's neutral value; `missingColumns` in src/store/table.ts). Every field is on every event:
- * one that an event's kind does not carry holds its neutral value.
+ * A new field is one row, wherever it reads best: the stores' tables made before it get its column added when a server
+ * opens them, filled with its neutral value (`missingColumns` in src/store/table.ts), and every insert and select names
+ * its columns. Every field is on every event: one that an event's kind does not carry holds its neutral value.
  */
 export const eventFieldTable = [
   /** Start of the request: microseconds since the Unix epoch. */
