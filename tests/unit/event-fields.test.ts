@@ -7,7 +7,7 @@ import { compileFilter } from "~/lib/filter/evaluate.ts";
 import { parseFilter } from "~/lib/filter/parse.ts";
 import { estimateJsonLength, eventFields, eventFieldTable, neutralEvent, type TracedEvent } from "~/lib/protocol/event.ts";
 import { encodeEventBatch, eventBatchEncoder } from "~/lib/protocol/event-batch.ts";
-import { deriveEventFields, type EventOf, type FieldSpec, neutralEventOf } from "~/lib/protocol/event-fields.ts";
+import { deriveEventFields, type FieldSpec, neutralEventOf } from "~/lib/protocol/event-fields.ts";
 import { TRUNCATION_MARKER } from "~/lib/protocol/publish.ts";
 import { eventValidator, validateEvent } from "~/lib/protocol/validate-event.ts";
 import { eventBatchValidator, validateEventBatch } from "~/lib/protocol/validate-event-batch.ts";
@@ -16,7 +16,7 @@ import { openDuckDbStore } from "~/store/duckdb.ts";
 import { compileWhere } from "~/store/sql/compile.ts";
 import { duckdbDialect } from "~/store/sql/dialect.ts";
 import { eventLayout, missingColumns, storeLayout } from "~/store/table.ts";
-import { type RoutedEvent, routed, routedEvent, withRoute } from "../store/added-field.ts";
+import { type RoutedEvent, routed, routedEvent } from "../store/added-field.ts";
 import { tracedEvent } from "../support/event-factory.ts";
 
 /**
