@@ -1,9 +1,10 @@
 /**
  * The hot paths the event field table feeds, this checkout against another one loaded side by side in the same
- * process (`--baseline <checkout>`, e.g. a `git archive` of the commit before): the agent's batch encoding, the
- * server's batch and JSON validation, the store sink's stored form (toEventRows), the live history's size estimate
- * and the store's rows back to events. Each case runs the same generateEvents() events through both, alternating
- * which goes first, and reports the median CPU microseconds per event (process.cpuUsage, GC included) and now/before.
+ * process (`--baseline <checkout>`, e.g. a `git archive` of the commit before): the agent's size estimate and batch
+ * encoding, the server's batch and JSON validation, the store sink's stored form (toEventRows), the live history's
+ * size estimate and the store's rows back to events. Each case runs the same generateEvents() events through both,
+ * alternating which goes first, and reports the median CPU microseconds per event (process.cpuUsage, GC included)
+ * and now/before.
  * Without --baseline it times this checkout alone.
  * Run: bun bench/capture/field-table-bench.ts [--baseline <checkout>] [--rounds 15] [--batches 10]; --smoke: tiny.
  */
@@ -21,6 +22,7 @@ const perBatch = 1000;
 type Batch = readonly Record<string, unknown>[];
 /** What each checkout provides, wherever its files are. */
 type Code = {
+  estimateBytes: (event: Record<string, unknown>) => number;
   encode: (seq: number, events: Batch) => Uint8Array;
   validateBatch: (frame: Uint8Array) => { events: Batch } | { error: string };
   validateJson: (raw: unknown) => { ok: boolean };
@@ -29,7 +31,7 @@ type Code = {
   rowToEvent: (row: Record<string, unknown>) => unknown;
 };
 
-/** A module of a checkout: the first of these paths that exists (the validators moved from services/ingest). */
+/** A module of a checkout: the first of these paths that exists (older checkouts keep the validators among the services). */
 async function load(root: string, ...paths: string[]): Promise<Record<string, unknown>> {
   const found = paths.map((p) => join(root, p)).find((p) => existsSync(p));
   if (!found) throw new Error(`${root} has none of ${paths.join(", ")}`);
@@ -41,8 +43,10 @@ async function codeOf(root: string): Promise<Code> {
   const validateBatch = await load(root, "src/lib/protocol/validate-event-batch.ts", "src/services/ingest/validate-event-batch.ts");
   const validateJson = await load(root, "src/lib/protocol/validate-event.ts", "src/services/ingest/validate-event.ts");
   const table = await load(root, "src/store/table.ts");
-  const event = await load(root, "src/lib/protocol/event.ts");
+  const event = await load(root, "src/lib/protocol/event-size.ts", "src/lib/protocol/event.ts");
+  const estimate = await load(root, "src/agent/publisher/estimate-bytes.ts");
   return {
+    estimateBytes: estimate.estimateBytes as Code["estimateBytes"],
     encode: batch.encodeEventBatch as Code["encode"],
     validateBatch: validateBatch.validateEventBatch as Code["validateBatch"],
     validateJson: validateJson.validateEvent as Code["validateJson"],
@@ -95,6 +99,12 @@ function validatedBy(code: Code): Batch[] {
 }
 
 const cases: Array<[string, (code: Code) => void]> = [
+  [
+    "agent: batch size estimate",
+    (code) => {
+      for (const events of captured) for (const e of events) sink += code.estimateBytes(e);
+    },
+  ],
   [
     "agent: encode a batch (bodies as bytes)",
     (code) => {

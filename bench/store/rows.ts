@@ -11,8 +11,9 @@
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { type CapturedEvent, estimateJsonLength, type TracedEvent } from "~/lib/protocol/event.ts";
+import type { CapturedEvent, TracedEvent } from "~/lib/protocol/event.ts";
 import { encodeEventBatch } from "~/lib/protocol/event-batch.ts";
+import { estimateJsonLength } from "~/lib/protocol/event-size.ts";
 import { validateEventBatch } from "~/lib/protocol/validate-event-batch.ts";
 import { duckdbInsertBatchSize as batchSize } from "~/store/duckdb.ts";
 import { type EventRows, eventLayout, sliceRows, toEventRows } from "~/store/table.ts";

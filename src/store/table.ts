@@ -112,8 +112,10 @@ export function fromStored(type: StoredType, value: unknown): unknown {
 const isMap = (value: unknown) => typeof value === "object" && value !== null && !Array.isArray(value);
 
 export function rowToEvent(row: Record<string, unknown>, layout: StoreLayout = eventLayout): TracedEvent {
-  const values = new Array<unknown>(layout.columns.length);
-  for (const [j, { name, type, field }] of layout.columns.entries()) {
+  const { columns } = layout;
+  const values = new Array<unknown>(columns.length);
+  for (let j = 0; j < columns.length; j++) {
+    const { name, type, field } = columns[j] as StoredColumn;
     const value = fromStored(type, row[name]);
     values[j] = type !== "json" ? value : field.type === "headers" ? (Array.isArray(value) ? value : []) : isMap(value) ? value : {};
   }

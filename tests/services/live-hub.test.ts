@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { LiveHub, type LiveHubOptions, type SubscriberTransport } from "~/engines/live/hub.ts";
-import { estimateJsonLength } from "~/lib/protocol/event.ts";
+import { estimateJsonLength } from "~/lib/protocol/event-size.ts";
 import type { LiveServerMessage } from "~/lib/protocol/live.ts";
 import { rng } from "../support/rng.ts";
 import { makeEvent } from "./live-fixtures.ts";

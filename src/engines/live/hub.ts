@@ -1,6 +1,7 @@
 import type { EventSink, EventTarget } from "~/engines/ingest/sinks.ts";
 import { compileFilterChips, type EventPredicate, type FilterMeter, filterMeter, filterStepsPerEvent } from "~/lib/filter/evaluate.ts";
-import { estimateJsonLength, type TracedEvent } from "~/lib/protocol/event.ts";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { estimateJsonLength } from "~/lib/protocol/event-size.ts";
 import type { LiveClientMessage, LiveServerMessage } from "~/lib/protocol/live.ts";
 import { TokenBucket } from "~/lib/rate-limit.ts";
 import { EventHistory, type HistoryEntry } from "./history.ts";

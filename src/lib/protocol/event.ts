@@ -122,34 +122,7 @@ export function bodyBase64<T>(body: T | Uint8Array): T | string {
   return body.length === 0 ? "" : Buffer.from(body.buffer, body.byteOffset, body.length).toString("base64");
 }
 
-const textFields = eventFieldTable
-  .filter((f) => f.type === "id" || f.type === "kind" || f.type === "text" || f.type === "body")
-  .map((f) => f.name);
-const headerFields = eventFieldTable.filter((f) => f.type === "headers").map((f) => f.name);
-const tagFields = eventFieldTable.filter((f) => f.type === "tags").map((f) => f.name);
 const bodyFields = eventFieldTable.filter((f) => f.type === "body").map((f) => f.name);
-/** Keys, quotes and separators, and about 16 characters per number or flag. */
-const fixedJsonLength = eventFieldTable.reduce(
-  (n, f) => n + f.name.length + 4 + (f.type === "int" || f.type === "time" || f.type === "flag" ? 16 : 0),
-  2,
-);
-
-/**
- * About the length of an event's JSON without making it (the live history's byte bound before anyone asked
- * for the text): the texts, pairs and maps, plus the keys and numbers.
- */
-export function estimateJsonLength(e: TracedEvent): number {
-  let n = fixedJsonLength;
-  for (let i = 0; i < textFields.length; i++) n += (e[textFields[i] as (typeof textFields)[number]] as string).length;
-  for (let i = 0; i < headerFields.length; i++) {
-    for (const [name, value] of e[headerFields[i] as (typeof headerFields)[number]]) n += name.length + value.length + 6;
-  }
-  for (let i = 0; i < tagFields.length; i++) {
-    const tags = e[tagFields[i] as (typeof tagFields)[number]];
-    for (const key in tags) n += key.length + (tags[key]?.length ?? 0) + 6;
-  }
-  return n;
-}
 
 /** A captured event as the rest of the system sees it: bodies base64'd. Never throws, whatever the fields hold. */
 export function toTracedEvent(e: CapturedEvent): TracedEvent {
