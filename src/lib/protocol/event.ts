@@ -105,7 +105,7 @@ export type EventFieldName<Match = unknown> = FieldNames<EventFieldTable, Match>
 /** The lists every consumer derives from eventFieldTable, checked when this module loads. */
 export const eventFields = deriveEventFields(eventFieldTable);
 
-/** A fresh event whose every field is neutral ("" , 0 or the field's absent value, false, empty lists). */
+/** A fresh event whose every field is neutral: "", 0 or the field's absent value, false, empty lists. */
 export const neutralEvent: () => TracedEvent = neutralEventOf<TracedEvent>(eventFields);
 
 /**
