@@ -34,7 +34,7 @@ export function namespaceIdOfTable(name: string): string | null {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
-export type StoredColumn = {
+type StoredColumn = {
   readonly name: string;
   readonly type: StoredType;
   readonly field: FieldSpec;

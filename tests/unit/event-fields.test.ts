@@ -8,7 +8,7 @@ import { parseFilter } from "~/lib/filter/parse.ts";
 import { eventFields, eventFieldTable, neutralEvent, type TracedEvent } from "~/lib/protocol/event.ts";
 import { encodeEventBatch, eventBatchEncoder } from "~/lib/protocol/event-batch.ts";
 import { deriveEventFields, type FieldSpec, neutralEventOf } from "~/lib/protocol/event-fields.ts";
-import { estimateJsonLength } from "~/lib/protocol/event-size.ts";
+import { estimateJsonLength, jsonLengthEstimator } from "~/lib/protocol/event-size.ts";
 import { TRUNCATION_MARKER } from "~/lib/protocol/publish.ts";
 import { eventValidator, validateEvent } from "~/lib/protocol/validate-event.ts";
 import { eventBatchValidator, validateEventBatch } from "~/lib/protocol/validate-event-batch.ts";
@@ -16,7 +16,7 @@ import { createTableStatements } from "~/store/clickhouse.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
 import { compileWhere } from "~/store/sql/compile.ts";
 import { duckdbDialect } from "~/store/sql/dialect.ts";
-import { eventLayout, missingColumns, storeLayout } from "~/store/table.ts";
+import { eventLayout, missingColumns, rowToEvent, storeLayout } from "~/store/table.ts";
 import { type RoutedEvent, routed, routedEvent } from "../store/added-field.ts";
 import { tracedEvent } from "../support/event-factory.ts";
 
@@ -94,6 +94,12 @@ describe("a field added to a copy of the table", () => {
     const range = { lowerMs: 0, upperMs: 1 };
     expect(compileWhere(duckdbDialect, query as never, range, routed)).toContain("http_route = '/users/:id'");
     expect(() => compileWhere(duckdbDialect, query as never, range)).toThrow("unknown string column");
+  });
+
+  test("is counted by the live history's size estimate", () => {
+    const estimate = jsonLengthEstimator(routed);
+    const short = routedEvent("/a");
+    expect(estimate(routedEvent(`/${"r".repeat(200)}`) as unknown as TracedEvent) - estimate(short as unknown as TracedEvent)).toBe(199);
   });
 
   test("is a stored column of both engines, single node and cluster", () => {
@@ -228,7 +234,10 @@ describe("what the table drives beyond the wire and the store", () => {
     const json = validateEvent(JSON.parse(JSON.stringify(event)));
     const binary = validateEventBatch(encodeEventBatch(1, [event]));
     if (!json.ok || "error" in binary) throw new Error("refused");
-    expect(Object.keys(json.event)).toEqual(eventFields.names as string[]);
-    expect(Object.keys(binary.events[0]!)).toEqual(eventFields.names as string[]);
+    const stored = rowToEvent(
+      Object.fromEntries(Object.entries(event).map(([k, v]) => [k, typeof v === "object" ? JSON.stringify(v) : v])),
+    );
+    for (const made of [json.event, binary.events[0]!, stored]) expect(Object.keys(made)).toEqual(eventFields.names as string[]);
+    expect(stored).toEqual(json.event);
   });
 });

@@ -3,7 +3,6 @@ import { publishLimits as L } from "./publish.ts";
 
 /** The kinds of event, the neutral one first; an event's kind is its `protocol` field. */
 export const eventKinds = ["http", "tcp"] as const;
-export type EventKind = (typeof eventKinds)[number];
 
 const short = { type: "text", max: L.maxShortChars } as const;
 const count = { type: "int", min: 0, max: Number.MAX_SAFE_INTEGER } as const;

@@ -28,7 +28,7 @@ type Scalar = Place & { type: "text" | "int" | "flag"; max: number; min: number;
  * What both validators of one table work from, computed once per table: each field's place in the event and its
  * limits, grouped by type, and `build`, which makes the event from its values in table order.
  */
-export type EventChecks = {
+type EventChecks = {
   count: number;
   time: Place;
   id: Place;
