@@ -241,3 +241,25 @@ describe("what the table drives beyond the wire and the store", () => {
     expect(stored).toEqual(json.event);
   });
 });
+
+describe("code made from the table stays on the server", () => {
+  test("no page code reaches a module that makes code (the pages' content security policy forbids it)", async () => {
+    const makesCode = ["src/lib/protocol/validate-event.ts", "src/lib/protocol/validate-event-batch.ts", "src/lib/protocol/event-size.ts"];
+    const root = join(import.meta.dir, "../..");
+    const transpiler = new Bun.Transpiler({ loader: "tsx" });
+    const seen = new Set<string>();
+    const pending = [...new Bun.Glob("src/ui/**/*.{ts,tsx}").scanSync({ cwd: root })];
+    while (pending.length > 0) {
+      const file = pending.pop()!;
+      if (seen.has(file)) continue;
+      seen.add(file);
+      for (const { path } of transpiler.scanImports(await Bun.file(join(root, file)).text())) {
+        if (path.startsWith("~/")) pending.push(`src/${path.slice(2)}`);
+        else if (path.startsWith(".")) pending.push(join(file, "..", path));
+      }
+    }
+    expect(seen.size).toBeGreaterThan(50);
+    expect(seen.has("src/lib/protocol/event.ts")).toBe(true);
+    expect(makesCode.filter((file) => seen.has(file))).toEqual([]);
+  });
+});
