@@ -57,6 +57,7 @@ const tables: Record<string, RegExp[]> = {
   "bench/cluster/receive.ts": [/^receive CPU per event: before [\d.]+ µs, now [\d.]+ µs \(now\/before [\d.]+\)$/m],
   "bench/capture/startup.ts": [/^ {2}start: traced minus direct +-?\d+$/m],
   "bench/capture/body-sample-bench.ts": [/before [\d.]+ µs, now [\d.]+ µs \(now\/before [\d.]+\)/],
+  "bench/capture/field-table-bench.ts": [/^server: read \+ validate a batch\s+[\d.]+$/m, /^live history: size estimate\s+[\d.]+$/m],
   "bench/capture/exchange-bench.ts": [/^size=65536 limit=65536 [\d.]+ us\/exchange/m],
   "bench/capture/parse-bench.ts": [
     /^small keep-alive exchanges[^\n]*\n\s+baseline\s+[\d.]+ ms\s+\d+ MB\/s\s+\d+ events\/s\n\s+parse\s+[\d.]+ ms/m,

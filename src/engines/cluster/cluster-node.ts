@@ -13,8 +13,8 @@ import {
   encodeBrokerMessage,
 } from "~/lib/protocol/cluster.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { validateEvent } from "~/lib/protocol/validate-event.ts";
 import { log } from "~/lib/server/logger.ts";
-import { validateEvent } from "~/services/ingest/validate-event.ts";
 import { linkStoreId } from "~/store/table.ts";
 import type { EventStore } from "~/store/types.ts";
 import type { Broker } from "./broker.ts";

@@ -3,10 +3,10 @@ import { targetKey } from "~/lib/protocol/channel-key.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { isEventBatchFrame } from "~/lib/protocol/event-batch.ts";
 import { type PublishErrorCode, type PublishServerMessage, publishLimits } from "~/lib/protocol/publish.ts";
+import { validateEvent } from "~/lib/protocol/validate-event.ts";
+import { type BatchValidation, validateEventBatch } from "~/lib/protocol/validate-event-batch.ts";
 import { RateLimiter, rateLimitFor } from "~/lib/rate-limit.ts";
 import { log } from "~/lib/server/logger.ts";
-import { validateEvent } from "~/services/ingest/validate-event.ts";
-import { type BatchValidation, validateEventBatch } from "~/services/ingest/validate-event-batch.ts";
 import type { EventSink, EventTarget, Offered } from "./sinks.ts";
 
 export type IngestCounts = {

@@ -1,6 +1,7 @@
 import type { EventSink, EventTarget } from "~/engines/ingest/sinks.ts";
 import { type ChannelKey, type ChannelRef, channelKey, channelKeysOf } from "~/lib/protocol/channel-key.ts";
-import { estimateJsonLength, type TracedEvent } from "~/lib/protocol/event.ts";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { estimateJsonLength } from "~/lib/protocol/event-size.ts";
 import { type LiveClientMessage, type LiveServerMessage, liveBusyCloseCode } from "~/lib/protocol/live.ts";
 import { type Channel, Channels } from "./channels.ts";
 import { type AppliedConfig, ConfigWalks } from "./config-walks.ts";

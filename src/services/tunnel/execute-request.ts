@@ -12,9 +12,9 @@ import {
   type TunnelResultData,
   type TunnelRole,
 } from "~/lib/protocol/tunnel.ts";
+import { validateEvent } from "~/lib/protocol/validate-event.ts";
 import { isUuid } from "~/lib/server/ids.ts";
 import { log } from "~/lib/server/logger.ts";
-import { validateEvent } from "~/services/ingest/validate-event.ts";
 import type { EventStore } from "~/store/types.ts";
 
 /** A query's problem the client caused (bad filter, bad range): reported as a database error. */
