@@ -8,7 +8,7 @@ import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
-import { embeddedMigrationsFolder, embeddedPgliteAssets, type PgliteAssets } from "~/lib/embedded.ts";
+import { embeddedMigrationsFolder, embeddedPgliteAssets, type PgliteAssets } from "~/lib/server/embedded.ts";
 import * as schema from "./schema/index.ts";
 
 export type Schema = typeof schema;

@@ -152,13 +152,13 @@ function duckdbNative(arch: Arch): { addon: string; library: string } {
   return { addon: join(dir, "duckdb.node"), library: join(dir, "libduckdb.so") };
 }
 
-/** build/client as its manifest lists it (older hashed files linger there for a while after a rebuild). */
+/** build/client as its manifest lists it, compressed copies too (older hashed files linger there for a while after a rebuild). */
 function clientFiles(): string[] {
   const dir = join(root, "build/client");
   const manifestPath = join(dir, "manifest.json");
   if (!existsSync(manifestPath)) return listFiles(dir);
-  const manifest = JSON.parse(readFileSync(manifestPath, "utf8")) as { files?: string[] };
-  const files = (manifest.files ?? []).map((f) => join(dir, f));
+  const manifest = JSON.parse(readFileSync(manifestPath, "utf8")) as { files?: string[]; compressed?: string[] };
+  const files = [...(manifest.files ?? []), ...(manifest.compressed ?? [])].map((f) => join(dir, f));
   const missing = files.filter((f) => !existsSync(f));
   if (missing.length > 0) fail(`build/client/manifest.json lists missing files: ${missing.join(", ")}`);
   return [manifestPath, ...files];
@@ -188,7 +188,7 @@ type Embedded = {
   client: string[];
 };
 
-/** The generated replacement for src/lib/embedded-manifest.ts: one `with { type: "file" }` import per file. */
+/** The generated replacement for src/lib/server/embedded-manifest.ts: one `with { type: "file" }` import per file. */
 function manifestModule(arch: Arch, files: Embedded, buildId: string): string {
   const imports: string[] = [];
   const ref = (path: string) => {
@@ -256,7 +256,7 @@ async function buildTarget(arch: Arch, entry: string, outdir: string, commit: st
   const plugin: BunPlugin = {
     name: "tapscope-embed",
     setup(build) {
-      build.onLoad({ filter: /src\/lib\/embedded-manifest\.ts$/ }, () => ({ contents: manifestSource, loader: "ts" }));
+      build.onLoad({ filter: /src\/lib\/server\/embedded-manifest\.ts$/ }, () => ({ contents: manifestSource, loader: "ts" }));
       // Its loader `require`s every platform's addon; the binary needs exactly the target's.
       build.onLoad({ filter: /@duckdb\/node-bindings\/duckdb\.js$/ }, () => {
         if (!duck) throw new Error("DuckDB is imported but was not prepared for embedding");

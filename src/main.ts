@@ -1,6 +1,6 @@
 #!/usr/bin/env bun
 /** The single binary's entry: `tapscope server|run|proxy|worker|query|tail|version`. */
-import { versionLine } from "./lib/version.ts";
+import { versionLine } from "./lib/server/version.ts";
 
 const [command = "help", ...rest] = process.argv.slice(2);
 
@@ -11,6 +11,7 @@ const commands: Record<string, () => Promise<{ main: (args: string[]) => Promise
   worker: () => import("./commands/worker.ts"),
   query: () => import("./commands/query.ts"),
   tail: () => import("./commands/tail.ts"),
+  __supervise: () => import("./commands/supervise.ts"),
   __tracee: () => import("./commands/tracee.ts"),
 };
 
@@ -37,7 +38,7 @@ if (command === "version" || command === "--version") {
     process.exit(2);
   }
   // In the compiled binary the server's DuckDB addon needs its native library loaded before its module is.
-  if (command === "server" || command === "worker") await (await import("./lib/embedded.ts")).loadDuckDbNative();
+  if (command === "server" || command === "worker") await (await import("./lib/server/embedded.ts")).loadDuckDbNative();
   const code = await (await load()).main(rest);
   process.exit(code);
 }

@@ -1,20 +1,29 @@
+import { fullGC } from "bun:jsc";
 import { join } from "node:path";
 import type { Db } from "#db/client.ts";
 import { GrantedSockets } from "~/engines/access/granted-sockets.ts";
 import type { Broker } from "~/engines/cluster/broker.ts";
 import { ClusterNode } from "~/engines/cluster/cluster-node.ts";
+import { NodeCalls } from "~/engines/cluster/node-calls.ts";
 import { Ingest, type StoredIds } from "~/engines/ingest/ingest.ts";
 import { EventSinks } from "~/engines/ingest/sinks.ts";
 import { ClientLimits } from "~/engines/limits/client-limits.ts";
 import { EventLogBudget } from "~/engines/limits/event-log-budget.ts";
+import { ExportSlots, exportSlotsFor } from "~/engines/limits/export-slots.ts";
+import { MemoryGuard } from "~/engines/limits/memory-guard.ts";
 import { OrgPublishers } from "~/engines/limits/org-publishers.ts";
+import { defaultMaxSockets, SocketLimits } from "~/engines/limits/socket-limits.ts";
+import { FilterAllowance } from "~/engines/live/filter-allowance.ts";
 import { LiveHub } from "~/engines/live/hub.ts";
+import { defaultLiveHubOptions, defaultSendBudget } from "~/engines/live/options.ts";
 import { OtlpExporter } from "~/engines/otlp/otlp-exporter.ts";
 import { type AttachedStore, attachStore } from "~/engines/store/attach-store.ts";
 import { OpenTunnels } from "~/engines/workers/open-tunnels.ts";
 import { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
-import { type Config, memoryShares } from "~/lib/env.ts";
-import { createMailer, type Mailer } from "~/lib/mailer.ts";
+import { brokerKeys } from "~/lib/protocol/cluster.ts";
+import { readDescriptorLimit } from "~/lib/server/descriptor-limit.ts";
+import { type Config, memoryShares } from "~/lib/server/env.ts";
+import { createMailer, type Mailer } from "~/lib/server/mailer.ts";
 import { findRevokedGrants } from "~/services/access/grants.ts";
 import { createStripe } from "~/services/billing/stripe-client.ts";
 import type { ServiceContext } from "~/services/context.ts";
@@ -35,6 +44,10 @@ export type RuntimeInput = {
   peerAddress?: (request: Request) => string | undefined;
   /** The broker joining this server to the other nodes of a cluster (BROKER_URL); absent: one process. */
   broker?: Broker;
+  /** The process's open-file limit, for the default cap on WebSockets; default read from /proc. */
+  descriptorLimit?: number;
+  /** Whether this runtime is the process's server (`tapscope server`): it then keeps its memory within MEMORY_LIMIT. */
+  isProcessServer?: boolean;
 };
 
 /**
@@ -65,6 +78,12 @@ export type Runtime = {
   clientLimits: ClientLimits;
   /** Holds the pages' reports (event_log) within EVENT_LOG_MAX_BYTES. */
   eventLog: EventLogBudget;
+  /** Open WebSockets per client address, per link (link pages) and in all. */
+  socketLimits: SocketLimits;
+  /** HAR exports running at once, per caller and in all (a share of MEMORY_LIMIT). */
+  exportSlots: ExportSlots;
+  /** For the process's server: collects the garbage that would take resident memory past MEMORY_LIMIT; null otherwise. */
+  memoryGuard: MemoryGuard | null;
   /** Each org's publishers and their places under the plans' containers limit (taken at the publish upgrade). */
   orgPublishers: OrgPublishers;
   store: EventStore | undefined;
@@ -84,23 +103,38 @@ export type Runtime = {
 };
 
 export function createRuntime(input: RuntimeInput): Runtime {
-  const { config, db, store } = input;
+  const { config, db, store, broker } = input;
+  // The clock of record (tests give a fake one): expiries, tickets, rate limits, a cluster's presence. What paces work
+  // against real time with timers (the live filter budgets, the store sink's flushes and retries, a publisher place
+  // held while its socket opens) keeps the process's clock: a test's stopped clock would stop it.
   const now = input.now ?? (() => new Date());
+  const nowMs = () => now().getTime();
   const mailer = input.mailer ?? createMailer(config);
   const sockets = new GrantedSockets({ findRevoked: (grants) => findRevokedGrants({ ctx, grants }) });
   const stripe = config.billing ? createStripe(config.billing) : undefined;
-  const broker = input.broker;
   // A socket ticket opens one socket in the whole cluster, whichever node it lands on.
   const spendTicketEverywhere = broker
-    ? (nonce: string, expiresAtMs: number) => broker.claimOnce(`tapscope:ticket:${nonce}`, expiresAtMs - now().getTime())
+    ? (nonce: string, expiresAtMs: number) => broker.claimOnce(brokerKeys.ticket(nonce), expiresAtMs - nowMs())
     : undefined;
   const ctx: ServiceContext = { db, config, now, mailer, sockets, stripe, spendTicketEverywhere };
 
+  // With a broker this server is one node of a cluster (ADR 0021). Its calls to the other nodes come first: the worker
+  // registry and open tunnels answer the others' calls from their constructors.
+  const calls = broker ? new NodeCalls({ broker }) : null;
+  const shares = memoryShares(config.memoryLimitBytes);
   const sinks = new EventSinks();
-  const hub = new LiveHub({ totalHistoryBytes: memoryShares(config.memoryLimitBytes).liveHistoryBytes });
+  const hubOptions = { ...defaultLiveHubOptions, totalHistoryBytes: shares.liveHistoryBytes };
+  const hub = new LiveHub(hubOptions, {
+    sendBudget: defaultSendBudget(hubOptions, shares.liveSendBytes),
+    filterAllowance: new FilterAllowance(),
+    // The node is made below, after the hub it feeds; the hub's changes reach it through these.
+    cluster: broker
+      ? { publishersChanged: () => cluster?.publishersChanged(), watchedChanged: () => cluster?.watchedChanged() }
+      : undefined,
+  });
   sinks.add(hub);
   // Which orgs a self-hosted worker serves (worker_orgs), so no node stores theirs while it is away.
-  const workers = new WorkerRegistry({ db, local: store, now, statePath: join(config.dataDir, "worker-orgs.json") });
+  const workers = new WorkerRegistry({ db, local: store, now, statePath: join(config.dataDir, "worker-orgs.json"), cluster: calls });
   // A publisher sends again what was unanswered when its connection went (its node died): the store, shared by every
   // node, says which of those events are already in (ADR 0025). Links are stored only by a cluster.
   const storedIds: StoredIds | undefined = store
@@ -109,36 +143,43 @@ export function createRuntime(input: RuntimeInput): Runtime {
         return ns ? workers.storedEventIds(ns, ids, fromMicros, toMicros) : Promise.resolve(new Set());
       }
     : undefined;
-  const ingest = new Ingest(sinks, { rateLimit: config.ingestRateLimit, storedIds });
+  // In a cluster every limiter records what it grants, for the other nodes to spend too.
+  const ingest = new Ingest(sinks, { rateLimit: config.ingestRateLimit, storedIds, now: nowMs, isShared: broker !== undefined });
   const otlp = new OtlpExporter({
     config,
     loadDestinations: (namespaceIds) => loadExportDestinations({ ctx, namespaceIds }),
     hasNamespaceExports: () => hasNamespaceExports({ ctx }),
   });
   sinks.add(otlp);
-  const attached = store ? attachStore({ config, db, store: workers.route(), sinks, now, storeLinks: input.broker !== undefined }) : null;
+  const attached = store ? attachStore({ config, db, store: workers.route(), sinks, now, storeLinks: broker !== undefined }) : null;
   // In a cluster an org's publishers are one set in Redis, so a place is taken atomically whichever node is asked.
   const orgPublishers = new OrgPublishers({
     shared: broker
       ? {
-          claim: (orgId, slotId, max, ttlMs) => broker.claimSlot(`tapscope:publishers:${orgId}`, slotId, max, ttlMs),
-          hold: (orgId, slotIds, ttlMs) => broker.holdSlots(`tapscope:publishers:${orgId}`, slotIds, ttlMs),
-          release: (orgId, slotId) => broker.releaseSlot(`tapscope:publishers:${orgId}`, slotId),
+          claim: (orgId, slotId, max, ttlMs) => broker.claimSlot(brokerKeys.publishers(orgId), slotId, max, ttlMs),
+          hold: (orgId, slotIds, ttlMs) => broker.holdSlots(brokerKeys.publishers(orgId), slotIds, ttlMs),
+          release: (orgId, slotId) => broker.releaseSlot(brokerKeys.publishers(orgId), slotId),
         }
       : undefined,
   });
-  const clientLimits = new ClientLimits({ config, now, peerAddress: input.peerAddress });
+  const clientLimits = new ClientLimits({ config, now, peerAddress: input.peerAddress, isShared: broker !== undefined });
   const eventLog = new EventLogBudget({
     maxBytes: config.eventLogMaxBytes,
     trim: () => trimEventLog({ db, maxBytes: config.eventLogMaxBytes }),
   });
-  const cluster = input.broker ? new ClusterNode({ broker: input.broker, hub, ingest, orgPublishers, clientLimits, store }) : null;
-  const tunnels = new OpenTunnels();
-  if (cluster) {
-    sinks.add(cluster);
-    workers.joinCluster(cluster);
-    tunnels.joinCluster(cluster);
-  }
+  const descriptorLimit = input.descriptorLimit ?? readDescriptorLimit()?.soft ?? 1024;
+  const socketLimits = new SocketLimits({
+    maxSockets: config.maxWebSockets || defaultMaxSockets(descriptorLimit, shares.socketBytes),
+    perAddress: config.webSocketsPerAddress,
+    pingsPerLink: config.webSocketsPerLink,
+  });
+  const exportSlots = new ExportSlots(exportSlotsFor(shares.harExportBytes));
+  const memoryGuard = input.isProcessServer
+    ? new MemoryGuard({ budgetBytes: config.memoryLimitBytes }, { rss: () => process.memoryUsage.rss(), collect: fullGC })
+    : null;
+  const cluster = broker && calls ? new ClusterNode({ broker, calls, hub, ingest, orgPublishers, clientLimits, store, now: nowMs }) : null;
+  if (cluster) sinks.add(cluster);
+  const tunnels = new OpenTunnels({ now: nowMs, cluster });
 
   return {
     config,
@@ -154,6 +195,9 @@ export function createRuntime(input: RuntimeInput): Runtime {
     tunnels,
     clientLimits,
     eventLog,
+    socketLimits,
+    exportSlots,
+    memoryGuard,
     orgPublishers,
     store,
     attached,
@@ -161,15 +205,17 @@ export function createRuntime(input: RuntimeInput): Runtime {
     otlp,
     start: async () => {
       await cluster?.start();
+      memoryGuard?.start();
     },
     close: async () => {
+      memoryGuard?.stop();
       cluster?.stop();
       orgPublishers.stop();
       await eventLog.settled();
       await attached?.close();
       await otlp.close();
       mailer?.close();
-      input.broker?.close();
+      broker?.close();
     },
   };
 }

@@ -24,14 +24,40 @@ export async function waitForPort(port: number, timeoutMs = 15_000): Promise<voi
 /** CPU time of a process, all threads, in ns (schedstat: exact, unlike the 10 ms ticks of /proc/<pid>/stat). */
 export function cpuNanos(pid: number): number {
   let total = 0;
+  for (const one of tapscopePids(pid)) {
+    try {
+      for (const task of readdirSync(`/proc/${one}/task`)) {
+        try {
+          total += Number(readFileSync(`/proc/${one}/task/${task}/schedstat`, "utf8").split(" ")[0]);
+        } catch {}
+      }
+    } catch {}
+  }
+  return total;
+}
+
+/**
+ * The processes of `tapscope run` started as `pid`: the front and its supervisor (`__supervise`, ADR 0027), which does
+ * the work, and not the program below it; `pid` alone for anything else.
+ */
+export function tapscopePids(pid: number): number[] {
+  const pids = [pid];
+  let tasks: string[] = [];
   try {
-    for (const task of readdirSync(`/proc/${pid}/task`)) {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {}
+  for (const task of tasks) {
+    let children: string[] = [];
+    try {
+      children = readFileSync(`/proc/${pid}/task/${task}/children`, "utf8").split(" ").filter(Boolean);
+    } catch {}
+    for (const child of children) {
       try {
-        total += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, "utf8").split(" ")[0]);
+        if (readFileSync(`/proc/${child}/cmdline`, "utf8").split("\0").includes("__supervise")) pids.push(Number(child));
       } catch {}
     }
-  } catch {}
-  return total;
+  }
+  return pids;
 }
 
 export function median(values: number[]): number {

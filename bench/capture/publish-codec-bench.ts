@@ -10,8 +10,8 @@
  */
 import { bodyBase64, type CapturedEvent } from "~/lib/protocol/event.ts";
 import { encodeEventBatch } from "~/lib/protocol/event-batch.ts";
-import { validateEvent } from "~/services/ingest/validate-event.ts";
-import { validateEventBatch } from "~/services/ingest/validate-event-batch.ts";
+import { validateEvent } from "~/lib/protocol/validate-event.ts";
+import { validateEventBatch } from "~/lib/protocol/validate-event-batch.ts";
 import { generateEvents } from "../../tests/store/generate.ts";
 import { isSmoke, positional } from "../options.ts";
 

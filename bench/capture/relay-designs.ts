@@ -38,7 +38,7 @@ import {
 } from "../../src/agent/seccomp/ffi.ts";
 import { bindTo, connectTo, newSocket } from "../../src/agent/seccomp/sockets.ts";
 import { createTracer, type Tracer } from "../../src/agent/tracer.ts";
-import { parseHostEnvironment } from "../../src/lib/env.ts";
+import { parseHostEnvironment } from "../../src/lib/server/env.ts";
 import { isSmoke, optionOf } from "../options.ts";
 import { cpuNanos, median, waitForPort } from "./measure.ts";
 

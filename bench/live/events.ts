@@ -1,4 +1,4 @@
-import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { neutralEvent, type TracedEvent } from "~/lib/protocol/event.ts";
 
 const methods = ["GET", "GET", "GET", "POST", "PUT", "DELETE"];
 const statuses = [200, 200, 200, 201, 204, 301, 404, 429, 500, 503];
@@ -18,6 +18,7 @@ const paths = (i: number) =>
 export function benchEvent(i: number, publishedAtUs: number): TracedEvent {
   const method = methods[i % methods.length]!;
   return {
+    ...neutralEvent(),
     time: publishedAtUs,
     event_id: `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`,
     parent_event_id: "",

@@ -4,7 +4,8 @@
  * `npm start` (bench/soak/server.ts: MEMORY_LIMIT and DUCKDB_THREADS unset unless the environment sets them).
  * Every 30 s (--report): the tracer's and the server's RSS, events the store sink accepted and wrote. At the end: stored
  * against requests made, server RSS max against its budget, the server RSS trend over the last half (a
- * least-squares slope in MB per minute), tracer RSS max.
+ * least-squares slope in MB per minute), tracer RSS max. It exits 1 when the server went over its budget or stored less
+ * than was requested.
  *
  * wrk has no rate option: each connection waits `connections * 1000 / rate` ms between requests (wrk's Lua
  * delay()), so the rate is at most --rate; the achieved rate is reported.
@@ -17,9 +18,10 @@ import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { openDatabase } from "#db/client.ts";
 import { namespaces, namespaceTokens, orgs } from "#db/schema/index.ts";
-import { defaultMemoryLimit, parseBytes } from "~/lib/env.ts";
+import { defaultMemoryLimit, parseBytes } from "~/lib/server/env.ts";
 import { newToken } from "~/services/auth/token-format.ts";
 import { tableName } from "~/store/table.ts";
+import { tapscopePids } from "../capture/measure.ts";
 import { isSmoke, optionOf } from "../options.ts";
 
 const root = join(import.meta.dir, "../..");
@@ -46,6 +48,8 @@ const rssOf = (pid: number): number => {
     return 0;
   }
 };
+/** `tapscope run` is a front and its supervisor (ADR 0027): both count. */
+const tracerRssOf = (pid: number): number => tapscopePids(pid).reduce((sum, one) => sum + rssOf(one), 0);
 
 const dataDir = mkdtempSync(join(tmpdir(), "tapscope-soak-"));
 const procs: Bun.Subprocess[] = [];
@@ -166,7 +170,7 @@ try {
   let serverRssMax = 0;
   let tracerRssMax = 0;
   const sampler = setInterval(() => {
-    const s = { t: (Date.now() - started) / 1000, serverRss: rssOf(server.pid), tracerRss: rssOf(tracer.pid) };
+    const s = { t: (Date.now() - started) / 1000, serverRss: rssOf(server.pid), tracerRss: tracerRssOf(tracer.pid) };
     samples.push(s);
     serverRssMax = Math.max(serverRssMax, s.serverRss);
     tracerRssMax = Math.max(tracerRssMax, s.tracerRss);
@@ -219,6 +223,13 @@ try {
     `server RSS max ${mb(serverRssMax)} MB against a budget of ${mb(budget)} MB; trend over the last half ${((slope * 60) / 1024 / 1024).toFixed(2)} MB/min`,
   );
   console.log(`tracer RSS max ${mb(tracerRssMax)} MB`);
+  // The soak holds the server to its budget and to storing everything: either failing is the run failing.
+  const failures = [
+    ...(serverRssMax > budget ? [`server RSS max ${mb(serverRssMax)} MB is over its budget of ${mb(budget)} MB`] : []),
+    ...(stored < requests ? [`${requests - stored} requests made were not stored`] : []),
+  ];
+  for (const failure of failures) console.log(`soak failed: ${failure}`);
+  if (failures.length > 0) process.exitCode = 1;
 } finally {
   cleanup();
 }

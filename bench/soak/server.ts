@@ -1,7 +1,7 @@
 // The soak's server: `tapscope server` itself (src/commands/server.ts, the same defaults as `npm start`), with
 // its memory line at debug level every 30 s so the benchmark can read it.
 import { main } from "~/commands/server.ts";
-import { setLogLevel } from "~/lib/logger.ts";
+import { setLogLevel } from "~/lib/server/logger.ts";
 
 setLogLevel("debug");
 const i = process.argv.indexOf("--memory-log-ms");

@@ -26,9 +26,12 @@ import { DuckDBInstance } from "@duckdb/node-api";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { openClickHouseStore } from "~/store/clickhouse.ts";
 import { duckdbInsertBatchSize as duckdbBatch, duckdbRowGroupSize, openDuckDbStore } from "~/store/duckdb.ts";
-import { eventColumns, tableName } from "~/store/table.ts";
+import { eventLayout, tableName } from "~/store/table.ts";
 import { generateEvents } from "../../tests/store/generate.ts";
 import { clickhouseUrl } from "../../tests/support/clickhouse.ts";
+
+/** The stored columns as [name, stored type]. */
+const eventColumns = eventLayout.columns.map((c) => [c.name as keyof TracedEvent, c.type] as const);
 
 const { values: args } = parseArgs({
   options: {

@@ -11,12 +11,16 @@
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { type CapturedEvent, estimateJsonLength, type TracedEvent } from "~/lib/protocol/event.ts";
+import type { CapturedEvent, TracedEvent } from "~/lib/protocol/event.ts";
 import { encodeEventBatch } from "~/lib/protocol/event-batch.ts";
-import { validateEventBatch } from "~/services/ingest/validate-event-batch.ts";
+import { estimateJsonLength } from "~/lib/protocol/event-size.ts";
+import { validateEventBatch } from "~/lib/protocol/validate-event-batch.ts";
 import { duckdbInsertBatchSize as batchSize } from "~/store/duckdb.ts";
-import { type EventRows, eventColumns, isTextColumn, sliceRows, toEventRows } from "~/store/table.ts";
+import { type EventRows, eventLayout, sliceRows, toEventRows } from "~/store/table.ts";
 import { generateEvents } from "../../tests/store/generate.ts";
+
+/** The stored columns as [name, stored type]. */
+const eventColumns = eventLayout.columns.map((c) => [c.name as keyof TracedEvent, c.type] as const);
 
 const { values: args } = parseArgs({
   options: { events: { type: "string" }, backlog: { type: "string" }, rounds: { type: "string" }, smoke: { type: "boolean" } },
@@ -44,7 +48,7 @@ let joined = 0;
 /** The insert's column texts (what DuckDB's insert binds), from one array of values per column and chunk. */
 function columnTexts(chunks: ReadonlyArray<ReadonlyArray<number[] | string[]>>): void {
   for (let i = 0; i < eventColumns.length; i++) {
-    const separator = isTextColumn(i) ? "\x1f" : ",";
+    const separator = eventLayout.isText[i] ? "\x1f" : ",";
     joined += chunks.map((columns) => (columns[i] as Array<number | string>).join(separator)).join(separator).length;
   }
 }

@@ -1,10 +1,10 @@
 import { readFileSync, readlinkSync, statSync } from "node:fs";
 import { hostname } from "node:os";
 import { basename } from "node:path";
-import type { HostEnvironment } from "~/lib/env.ts";
-import type { CapturedEvent, TracedEvent } from "~/lib/protocol/event.ts";
+import { type CapturedEvent, neutralEvent, type TracedEvent } from "~/lib/protocol/event.ts";
 import { cutText, publishLimits } from "~/lib/protocol/publish.ts";
 import type { TokenBucket } from "~/lib/rate-limit.ts";
+import type { HostEnvironment } from "~/lib/server/env.ts";
 import { type BodySample, decodeBody } from "./parse/body.ts";
 import type { Exchange } from "./parse/exchange.ts";
 import { describeGrpcBody, isGrpc } from "./parse/grpc.ts";
@@ -154,60 +154,26 @@ function withinDecodeBudget<T>(ctx: EventContext, decode: () => T): T | typeof s
 
 const budgetSpent = "the tracer's time for decoding bodies is spent for now";
 
+/** What every event of a connection carries; the rest starts neutral (the field table's neutral values). */
 function baseEvent(conn: ConnectionInfo, proc: ProcessInfo, ctx: EventContext): CapturedEvent {
-  return {
-    time: 0,
-    event_id: "",
-    parent_event_id: "",
-    service: ctx.service || proc.executableName || "unknown",
-    hostname: ctx.host.hostname,
-    gcp_project: ctx.host.gcp_project,
-    kubernetes_namespace: ctx.host.kubernetes_namespace,
-    gke_cluster_location: ctx.host.gke_cluster_location,
-    gke_cluster_name: ctx.host.gke_cluster_name,
-    gke_node_name: ctx.host.gke_node_name,
-    process_id: proc.pid,
-    process_executable_name: proc.executableName,
-    process_executable_size: proc.executableSize,
-    process_command_line: proc.commandLine,
-    process_user: proc.user,
-    protocol: "tcp",
-    tls_server_name: "",
-    http_version: "",
-    http_is_outgoing: conn.direction === "outbound",
-    http_client_addr: conn.clientAddr,
-    http_server_addr: conn.serverAddr,
-    http_duration: 0,
-    http_req_method: "",
-    http_req_path: "",
-    http_req_body_size_bytes_wire: 0,
-    http_req_transfer_encoding: "",
-    http_req_content_type: "",
-    http_req_content_encoding: "",
-    http_req_content_length: -1,
-    http_req_host: "",
-    http_req_x_forwarded_for: "",
-    http_req_headers: [],
-    http_req_body: "",
-    http_req_body_truncated: false,
-    http_resp_status_code: 0,
-    http_resp_body_size_bytes_wire: 0,
-    http_resp_transfer_encoding: "",
-    http_resp_content_type: "",
-    http_resp_content_encoding: "",
-    http_resp_content_length: -1,
-    http_resp_headers: [],
-    http_resp_body: "",
-    http_resp_body_truncated: false,
-    timing_connect: -1,
-    timing_tls: -1,
-    timing_send: -1,
-    timing_wait: -1,
-    timing_receive: -1,
-    bytes_sent: 0,
-    bytes_received: 0,
-    tags: {},
-  };
+  const e: CapturedEvent = neutralEvent();
+  e.service = ctx.service || proc.executableName || "unknown";
+  e.hostname = ctx.host.hostname;
+  e.gcp_project = ctx.host.gcp_project;
+  e.kubernetes_namespace = ctx.host.kubernetes_namespace;
+  e.gke_cluster_location = ctx.host.gke_cluster_location;
+  e.gke_cluster_name = ctx.host.gke_cluster_name;
+  e.gke_node_name = ctx.host.gke_node_name;
+  e.process_id = proc.pid;
+  e.process_executable_name = proc.executableName;
+  e.process_executable_size = proc.executableSize;
+  e.process_command_line = proc.commandLine;
+  e.process_user = proc.user;
+  e.protocol = "tcp";
+  e.http_is_outgoing = conn.direction === "outbound";
+  e.http_client_addr = conn.clientAddr;
+  e.http_server_addr = conn.serverAddr;
+  return e;
 }
 
 const span = (from: number, to: number) => (from > 0 && to >= from ? Math.round(to - from) : from > 0 ? 0 : -1);

@@ -5,6 +5,7 @@ import type { RelayThreads } from "./relay/relay-threads.ts";
 import { E, errno, pidfdGetfd, pidfdOpen } from "./seccomp/ffi.ts";
 import type { NotifMessage, WorkerInit } from "./seccomp/messages.ts";
 import { SUPERVISOR_PID_VAR, TRACEE_SETUP_FAILED, TRAP_OPENS_VAR } from "./seccomp/tracee.ts";
+import { selfCommand } from "./self-command.ts";
 import { type Supervisor, startSupervisor } from "./supervisor/index.ts";
 import type { TlsInterception } from "./tls/interception.ts";
 
@@ -29,6 +30,8 @@ export type LaunchOptions = {
   beforeDispatch?: (m: NotifMessage) => void;
   /** The program's stdout: inherited (default) or a pipe (tests). */
   stdout?: "inherit" | "pipe";
+  /** Called with the program's pid as soon as it exists (the launcher becomes the program at its execve). */
+  onStart?: (pid: number) => void;
 };
 
 export type Launched = {
@@ -41,13 +44,6 @@ export type Launched = {
 
 export class InterceptionUnavailable extends Error {
   override name = "InterceptionUnavailable";
-}
-
-/** How to start this same program again: the compiled binary, or bun with the entry script in development. */
-export function selfCommand(): string[] {
-  const main = Bun.main;
-  if (main.startsWith("/$bunfs/") || main.startsWith("B:/~BUN/")) return [process.execPath];
-  return [process.execPath, main];
 }
 
 function findListenerFd(pid: number): number {
@@ -80,6 +76,7 @@ export async function launch(options: LaunchOptions): Promise<Launched> {
       ...(options.trustOpens ? { [TRAP_OPENS_VAR]: "1" } : {}),
     },
   });
+  options.onStart?.(child.pid);
   const exited = child.exited.then((code) => {
     const signal = signalNumber(child.signalCode);
     return signal ? 128 + signal : code;

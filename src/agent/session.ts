@@ -1,13 +1,15 @@
 import { appendFileSync, writeSync } from "node:fs";
-import type { AgentConfig, HostEnvironment } from "~/lib/env.ts";
+import { isatty } from "node:tty";
 import { errorMessage } from "~/lib/errors.ts";
 import { type CapturedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
+import type { AgentConfig, HostEnvironment } from "~/lib/server/env.ts";
 import { hostMetadata } from "./event.ts";
 import { formatLogLine } from "./log-line.ts";
 import { createPublisher, isRefusal, type JoinInfo } from "./publish.ts";
 import type { RedactMode } from "./redact.ts";
 import { pipeStats } from "./relay/pipe.ts";
 import { RelayThreads } from "./relay/relay-threads.ts";
+import { say } from "./say.ts";
 import { SharedParentTracker } from "./tracer/shared-parents.ts";
 import { createTracer, type Tracer } from "./tracer.ts";
 
@@ -37,14 +39,12 @@ export type Session = {
   threads: RelayThreads | null;
   /** Connections still being parsed, on every thread. */
   openConnections(): number;
+  /** Where the requests can be seen, in a few words (the live link, the server and namespace), or null when nowhere. */
+  destination(): string | null;
+  /** Resolves once the first join has answered (the link is printed) or failed, or after `waitMs` at most. */
+  joined(waitMs: number): Promise<void>;
   /** Flushes the tracer and the publisher (bounded wait) and reports what was dropped. */
   finish(): Promise<void>;
-};
-
-export const say = (line: string) => {
-  try {
-    writeSync(2, `tapscope: ${line}\n`);
-  } catch {}
 };
 
 function linkBox(url: string): string {
@@ -65,6 +65,7 @@ export function createSession(options: SessionOptions): Session {
   const endpoint = options.agent.endpoint;
   let hasAnnounced = false;
   let isWaiting = false;
+  let joined: JoinInfo | null = null;
   const publisher = options.publish
     ? createPublisher({
         endpoint,
@@ -76,6 +77,7 @@ export function createSession(options: SessionOptions): Session {
         // A server that reads JSON batches only: the relay threads send events instead of frames from then on.
         onEncodedRefused: () => threads?.setDelivery("objects"),
         onJoin: (info) => {
+          joined = info;
           if (hasAnnounced) return;
           hasAnnounced = true;
           if (isWaiting) say(`connected to ${endpoint}; publishing requests now`);
@@ -83,7 +85,8 @@ export function createSession(options: SessionOptions): Session {
         },
       })
     : null;
-  const color = Boolean(process.stderr.isTTY);
+  // isatty, not process.stderr: that stream keeps a dup of fd 2, which a background supervisor must be able to let go.
+  const color = isatty(2);
   const onEvent = (event: CapturedEvent) => {
     publisher?.send(event);
     if (options.log) {
@@ -118,7 +121,7 @@ export function createSession(options: SessionOptions): Session {
     parents: threads ? new SharedParentTracker(threads.parents) : undefined,
     onEvent,
   });
-  publisher?.join().catch((err: unknown) => {
+  const firstJoin = publisher?.join().catch((err: unknown) => {
     const reason = errorMessage(err);
     if (isRefusal(err)) {
       say(`${endpoint} refused this publisher (${reason}); requests are not published`);
@@ -134,6 +137,20 @@ export function createSession(options: SessionOptions): Session {
     tracer,
     threads,
     openConnections: () => tracer.stats().openConnections + (threads?.openConnections() ?? 0),
+    async joined(waitMs) {
+      if (!firstJoin) return;
+      let timer: Timer | undefined;
+      await Promise.race([firstJoin, new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)))]);
+      clearTimeout(timer);
+    },
+    destination() {
+      const file = options.eventsFile ? `the events file ${options.eventsFile}` : null;
+      if (!publisher) return file;
+      const info = joined as JoinInfo | null;
+      if (info?.linkUrl) return info.linkUrl;
+      if (info?.namespaceId) return `${endpoint} (namespace ${info.namespaceId})`;
+      return `${endpoint} (once it answers)`;
+    },
     async finish() {
       const fromThreads = threads ? await threads.drain(1000) : { droppedEvents: 0, tapErrors: 0 };
       tracer.flush();

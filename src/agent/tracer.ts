@@ -111,6 +111,7 @@ export function createTracer(options: TracerOptions): Tracer {
     stats,
     parents: options.parents ?? new ParentTracker<Exchange>(),
     newEventId: randomUUID,
+    processInfo: (pid) => processes.get(pid),
     enqueue(item) {
       if (!queue.push(item)) return;
       if (!isScheduled) {

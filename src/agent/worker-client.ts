@@ -1,6 +1,14 @@
-import { isUuid } from "~/lib/ids.ts";
-import { log } from "~/lib/logger.ts";
-import { decodeRequest, encodeResult, errorResult, TunnelProtocolError, workerPath } from "~/lib/protocol/tunnel.ts";
+import {
+  decodeRequest,
+  encodeResult,
+  errorResult,
+  splitFrame,
+  TunnelProtocolError,
+  workerLimits,
+  workerPath,
+} from "~/lib/protocol/tunnel.ts";
+import { isUuid } from "~/lib/server/ids.ts";
+import { log } from "~/lib/server/logger.ts";
 import { websocketUrl } from "~/lib/websocket-url.ts";
 import { executeRequest } from "~/services/tunnel/execute-request.ts";
 import type { EventStore } from "~/store/types.ts";
@@ -33,6 +41,7 @@ export function startWorkerClient(options: WorkerClientOptions): WorkerClient {
   let backoff = minMs;
   let ws: WebSocket | null = null;
   let isStopped = false;
+  let replies = 0;
   let isConnected = false;
   let heartbeat: ReturnType<typeof setInterval> | null = null;
   let retry: ReturnType<typeof setTimeout> | null = null;
@@ -66,7 +75,9 @@ export function startWorkerClient(options: WorkerClientOptions): WorkerClient {
         }),
       );
     }
-    if (socket.readyState === WebSocket.OPEN) socket.send(reply);
+    // A result bigger than the server takes in one frame goes in parts, back to back (nothing interleaves them).
+    const parts = splitFrame(reply, workerLimits.partBytes, String(++replies));
+    for (const part of parts) if (socket.readyState === WebSocket.OPEN) socket.send(part);
   }
 
   function schedule(): void {

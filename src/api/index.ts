@@ -17,7 +17,19 @@ import { tunnelRoutes } from "./tunnel/index.ts";
 import { userRoutes } from "./users/index.ts";
 
 /** Every /api/* endpoint. Each area is a thin controller under src/api/<area>/. */
-export function apiRoutes({ ctx, config, clientLimits: limits, orgPublishers, workers, tunnels, cluster, store, eventLog, otlp }: Runtime) {
+export function apiRoutes({
+  ctx,
+  config,
+  clientLimits: limits,
+  orgPublishers,
+  workers,
+  tunnels,
+  cluster,
+  store,
+  eventLog,
+  exportSlots,
+  otlp,
+}: Runtime) {
   const dropEvents = store ? (namespaceId: string) => store.dropNamespace(namespaceId) : undefined;
   return (
     new Elysia({ name: "api" })
@@ -40,7 +52,7 @@ export function apiRoutes({ ctx, config, clientLimits: limits, orgPublishers, wo
       .use(otlpRoutes(ctx, otlp, limits))
       .use(publishRoutes(ctx, limits, orgPublishers))
       .use(tokenRoutes(ctx))
-      .use(tunnelRoutes({ ctx, workers, tunnels }))
+      .use(tunnelRoutes({ ctx, workers, tunnels, exportSlots }))
       .use(userRoutes(ctx, limits))
   );
 }

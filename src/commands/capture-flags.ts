@@ -1,7 +1,7 @@
 import type { RedactMode } from "~/agent/redact.ts";
 import { DEFAULT_PAYLOAD_LIMIT } from "~/agent/tracer.ts";
-import type { Flags } from "~/lib/flags.ts";
 import type { Result } from "~/lib/result.ts";
+import type { Flags } from "~/lib/server/flags.ts";
 
 /** The flags `tapscope run` and `tapscope proxy` share: what is captured and where it goes. */
 export const captureFlags = {

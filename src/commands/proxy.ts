@@ -1,8 +1,9 @@
 import { parseHostPort, startReverseProxy } from "~/agent/relay/reverse-proxy.ts";
-import { createSession, say } from "~/agent/session.ts";
-import { parseAgentConfig, parseHostEnvironment } from "~/lib/env.ts";
+import { say } from "~/agent/say.ts";
+import { createSession } from "~/agent/session.ts";
 import { errorMessage } from "~/lib/errors.ts";
-import { parseFlags } from "~/lib/flags.ts";
+import { parseAgentConfig, parseHostEnvironment } from "~/lib/server/env.ts";
+import { parseFlags } from "~/lib/server/flags.ts";
 import { captureFlags, captureOptions } from "./capture-flags.ts";
 
 /**

@@ -1,14 +1,14 @@
 import { TunnelClient, TunnelConnectError, TunnelQueryError } from "~/agent/query-client.ts";
-import { parseAgentConfig } from "~/lib/env.ts";
 import { errorMessage } from "~/lib/errors.ts";
 import { displayUrl } from "~/lib/event-url.ts";
 import { parseFilter } from "~/lib/filter/parse.ts";
-import { parseFlags } from "~/lib/flags.ts";
 import { formatDuration } from "~/lib/format.ts";
 import { harPageSize, harPages, harSizeColumns, harStream, storedBodyBytes } from "~/lib/har.ts";
-import { specColumns, type TracedEvent } from "~/lib/protocol/event.ts";
+import { eventFields, type TracedEvent } from "~/lib/protocol/event.ts";
 import { maxRowLimit, type RowColumn } from "~/lib/protocol/query.ts";
-import { buildInfo } from "~/lib/version.ts";
+import { parseAgentConfig } from "~/lib/server/env.ts";
+import { parseFlags } from "~/lib/server/flags.ts";
+import { buildInfo } from "~/lib/server/version.ts";
 
 const usage = `usage: tapscope query [--since 1h|15m|2d | --from ISO [--to ISO]] [--filter EXPR] [--limit N] [--format table|json|har]
   TAPSCOPE_TOKEN (a namespace token) and TAPSCOPE_ENDPOINT (the server) come from the environment.
@@ -136,7 +136,7 @@ export async function main(args: string[]): Promise<number> {
       format === "har"
         ? ["time", "event_id", ...harSizeColumns]
         : format === "json"
-          ? [...specColumns]
+          ? ([...eventFields.exportColumns] as RowColumn[])
           : [
               "time",
               "event_id",
@@ -163,7 +163,7 @@ export async function main(args: string[]): Promise<number> {
       let out = "";
       for (const r of rows.data) {
         const line: Record<string, unknown> = {};
-        for (const c of specColumns) line[c] = c === "time" ? isoMicros(Number(r.time)) : r[c];
+        for (const c of eventFields.exportColumns) line[c] = c === "time" ? isoMicros(Number(r.time)) : r[c as RowColumn];
         out += `${JSON.stringify(line)}\n`;
       }
       await write(out);

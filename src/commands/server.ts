@@ -2,10 +2,11 @@ import { join } from "node:path";
 import { openDatabase } from "#db/client.ts";
 import { SERVER_BODY_LIMIT } from "~/api/plugins/body-limit.ts";
 import { type Broker, connectRedisBroker } from "~/engines/cluster/broker.ts";
-import { type Config, ConfigError, parseConfig } from "~/lib/env.ts";
 import { errorMessage } from "~/lib/errors.ts";
-import { log } from "~/lib/logger.ts";
-import { ensurePrivateDir, isServerDataFile, narrowTree, setPrivateUmask } from "~/lib/private-dir.ts";
+import { raiseDescriptorLimit } from "~/lib/server/descriptor-limit.ts";
+import { type Config, ConfigError, parseConfig } from "~/lib/server/env.ts";
+import { log } from "~/lib/server/logger.ts";
+import { ensurePrivateDir, isServerDataFile, narrowTree, setPrivateUmask } from "~/lib/server/private-dir.ts";
 import { createRuntime } from "~/runtime.ts";
 import { createApp } from "~/server.ts";
 import { openEventStore } from "~/store/open.ts";
@@ -15,8 +16,9 @@ const usage = `usage: tapscope server
   PORT, PUBLIC_URL, DATA_DIR, DATABASE_URL (PostgreSQL; default PGlite in DATA_DIR), CLICKHOUSE_URL (default
   DuckDB in DATA_DIR), SESSION_SECRET, SMTP_URL, MAIL_FROM, GOOGLE_CLIENT_ID/SECRET, GITHUB_CLIENT_ID/SECRET,
   SUPPORT_EMAIL, INGEST_RATE_LIMIT, RETENTION_DAYS, PLAN_RETENTION, DOWNLOAD_DIR, MEMORY_LIMIT, DUCKDB_THREADS,
-  TRUST_PROXY, ANONYMOUS_LINKS_PER_HOUR, STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET, STRIPE_PRICE_TEAM,
-  STRIPE_PRICE_SCALE for billing, and CLICKHOUSE_CLUSTER, BROKER_URL for several nodes (see the self-hosting docs).`;
+  TRUST_PROXY, ANONYMOUS_LINKS_PER_HOUR, MAX_WEBSOCKETS, WEBSOCKETS_PER_ADDRESS, WEBSOCKETS_PER_LINK,
+  STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET, STRIPE_PRICE_TEAM, STRIPE_PRICE_SCALE for billing, and CLICKHOUSE_CLUSTER,
+  BROKER_URL for several nodes (see the self-hosting docs).`;
 
 /** memoryLogMs: how often the memory line is logged (bench/soak asks for every 30 s). */
 export async function main(args: string[], options: { memoryLogMs?: number } = {}): Promise<number> {
@@ -41,6 +43,8 @@ export async function main(args: string[], options: { memoryLogMs?: number } = {
     throw err;
   }
   ensurePrivateDir(config.dataDir, (message) => log.warn(message));
+  // Every socket and request is a descriptor: the soft limit goes up to the hard one (the WebSocket cap follows it).
+  const descriptors = await raiseDescriptorLimit();
   const database = await openDatabase({
     databaseUrl: config.databaseUrl,
     pgliteDir: config.databaseUrl ? undefined : join(config.dataDir, "pglite"),
@@ -57,7 +61,14 @@ export async function main(args: string[], options: { memoryLogMs?: number } = {
       return 1;
     }
   }
-  const runtime = createRuntime({ config, db: database.db, store, broker });
+  const runtime = createRuntime({
+    config,
+    db: database.db,
+    store,
+    broker,
+    descriptorLimit: descriptors?.soft,
+    isProcessServer: true,
+  });
   await runtime.start();
   const app = createApp(runtime);
   // listen() (not a bare Bun.serve over app.handle) so the WebSocket routes (live view, publishers, link pings) upgrade.
@@ -71,6 +82,8 @@ export async function main(args: string[], options: { memoryLogMs?: number } = {
     cluster: runtime.cluster ? { node: runtime.cluster.nodeId, clickhouseCluster: config.clickhouseCluster ?? null } : undefined,
     dataDir: config.dataDir,
     memoryLimitBytes: config.memoryLimitBytes,
+    descriptorLimit: descriptors?.soft ?? null,
+    maxWebSockets: runtime.socketLimits.options.maxSockets,
   });
 
   // Once a minute, what the server holds against its budget: at debug level, or at warn once RSS passes 90 %.
@@ -89,6 +102,9 @@ export async function main(args: string[], options: { memoryLogMs?: number } = {
       storeWritten: buffered?.written,
       liveHistoryBytes: hub.retainedHistoryBytes,
       openSockets: server.pendingWebSockets,
+      openWebSockets: runtime.socketLimits.open,
+      liveSendBytes: hub.sendBudget.heldBytes,
+      collections: runtime.memoryGuard?.collections,
     };
     if (rss > config.memoryLimitBytes * 0.9) log.warn("server memory near its budget (MEMORY_LIMIT)", fields);
     else log.debug("server memory", fields);

@@ -1,11 +1,11 @@
 import { formatLogLine } from "~/agent/log-line.ts";
-import { parseAgentConfig } from "~/lib/env.ts";
 import { errorMessage } from "~/lib/errors.ts";
 import { parseFilter } from "~/lib/filter/parse.ts";
-import { parseFlags } from "~/lib/flags.ts";
 import type { JoinSubscriberResponse } from "~/lib/protocol/api/live.ts";
-import { specColumns, type TracedEvent } from "~/lib/protocol/event.ts";
+import { eventFields, type TracedEvent } from "~/lib/protocol/event.ts";
 import type { LiveClientMessage, LiveServerMessage } from "~/lib/protocol/live.ts";
+import { parseAgentConfig } from "~/lib/server/env.ts";
+import { parseFlags } from "~/lib/server/flags.ts";
 import { isoMicros } from "./query.ts";
 
 const usage = `usage: tapscope tail [--filter EXPR] [--format line|json]
@@ -34,12 +34,16 @@ function filterError(filter: string, message: string, position: number): string 
   return `bad filter: ${message}\n  ${filter}\n  ${" ".repeat(Math.max(0, position))}^`;
 }
 
-/** One JSON line: the product's event columns (time as ISO with microseconds), its parent, and where its TLS stood. */
+const timeColumn = eventFields.time.name;
+
+/**
+ * One JSON line: the fields a query's rows show (the field table's `shown`: the JSON export's columns, the parent and
+ * the tags that say where its TLS stood), time as ISO with microseconds.
+ */
 export function jsonLine(e: TracedEvent): string {
+  const event = e as Record<string, unknown>;
   const line: Record<string, unknown> = {};
-  for (const c of specColumns) line[c] = c === "time" ? isoMicros(e.time) : e[c];
-  line.parent_event_id = e.parent_event_id;
-  line.tags = e.tags;
+  for (const c of eventFields.rowColumns) line[c] = c === timeColumn ? isoMicros(e.time) : event[c];
   return `${JSON.stringify(line)}\n`;
 }
 
@@ -64,7 +68,7 @@ export async function main(args: string[]): Promise<number> {
   }
   if (!agent.token) return fail("TAPSCOPE_TOKEN is not set: create a namespace token under Tokens in the dashboard and export it");
   const token = agent.token;
-  const color = format === "line" && isTerminal && !process.env.NO_COLOR;
+  const color = format === "line" && isTerminal && !agent.isColorRefused;
   const print = (e: TracedEvent) => process.stdout.write(format === "json" ? jsonLine(e) : `${formatLogLine(e, { color })}\n`);
 
   let socket: WebSocket | null = null;

@@ -1,9 +1,9 @@
 import { join, resolve } from "node:path";
 import { startWorkerClient } from "~/agent/worker-client.ts";
-import { parseAgentConfig } from "~/lib/env.ts";
 import { errorMessage } from "~/lib/errors.ts";
-import { parseFlags } from "~/lib/flags.ts";
-import { ensurePrivateDir, setPrivateUmask } from "~/lib/private-dir.ts";
+import { parseAgentConfig } from "~/lib/server/env.ts";
+import { parseFlags } from "~/lib/server/flags.ts";
+import { ensurePrivateDir, setPrivateUmask } from "~/lib/server/private-dir.ts";
 import type { EventStore } from "~/store/types.ts";
 
 const usage = `usage: tapscope worker --server URL --token ORG_WORKER_TOKEN [--clickhouse URL] [--data-dir DIR] [--retention-days N]

@@ -87,10 +87,16 @@ export class RateLimiter {
 
   constructor(
     readonly limit: RateLimit,
-    options: { maxKeys?: number; now?: () => number } = {},
+    options: {
+      maxKeys?: number;
+      now?: () => number;
+      /** Records what it grants for a cluster's other nodes to spend (drainConsumed). */
+      isShared?: boolean;
+    } = {},
   ) {
     this.maxKeys = Math.max(1, options.maxKeys ?? 100_000);
     this.now = options.now ?? Date.now;
+    this.consumed = options.isShared ? new Map() : null;
   }
 
   get isUnlimited(): boolean {
@@ -125,12 +131,8 @@ export class RateLimiter {
     return granted;
   }
 
-  /** What was granted per key since the last drain, once shareConsumption was called (a cluster's other nodes spend it). */
-  private consumed: Map<string, number> | null = null;
-
-  shareConsumption(): void {
-    this.consumed ??= new Map();
-  }
+  /** What was granted per key since the last drain, when shared (a cluster's other nodes spend it). */
+  private consumed: Map<string, number> | null;
 
   drainConsumed(): Map<string, number> {
     const drained = this.consumed ?? new Map<string, number>();
@@ -169,8 +171,10 @@ export class ClientRateLimit {
   constructor(
     limits: { perClient: RateLimit; global: RateLimit; maxClients?: number },
     private readonly now: () => number = Date.now,
+    /** Records what it admits for a cluster's other nodes to spend (drainConsumed). */
+    private readonly isShared = false,
   ) {
-    this.clients = new RateLimiter(limits.perClient, { maxKeys: limits.maxClients ?? 10_000, now });
+    this.clients = new RateLimiter(limits.perClient, { maxKeys: limits.maxClients ?? 10_000, now, isShared });
     this.global = new TokenBucket(limits.global, now());
   }
 
@@ -184,7 +188,7 @@ export class ClientRateLimit {
     if (wait > 0) return wait;
     this.clients.take(client, n, nowMs);
     this.global.take(n, nowMs);
-    if (this.isSharing) this.globalConsumed += n;
+    if (this.isShared) this.globalConsumed += n;
     return 0;
   }
 
@@ -195,14 +199,7 @@ export class ClientRateLimit {
     return this.global.waitMs(n, nowMs);
   }
 
-  private isSharing = false;
   private globalConsumed = 0;
-
-  /** From now on what is admitted is recorded for a cluster's other nodes (drainConsumed). */
-  shareConsumption(): void {
-    this.isSharing = true;
-    this.clients.shareConsumption();
-  }
 
   drainConsumed(): { clients: Map<string, number>; global: number } {
     const global = this.globalConsumed;

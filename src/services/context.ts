@@ -1,7 +1,7 @@
 import type Stripe from "stripe";
 import type { Db } from "#db/client.ts";
-import type { Config } from "~/lib/env.ts";
-import type { Mailer } from "~/lib/mailer.ts";
+import type { Config } from "~/lib/server/env.ts";
+import type { Mailer } from "~/lib/server/mailer.ts";
 import type { SocketRevoker } from "~/services/access/grants.ts";
 import type { SpendTicketEverywhere } from "~/services/tickets/signed-ticket.ts";
 

@@ -1,11 +1,24 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join, normalize, resolve, sep } from "node:path";
 import type { DocsManifest } from "~/lib/docs.ts";
-import { embedded, sourceRoot } from "~/lib/embedded.ts";
+import { embedded, sourceRoot } from "~/lib/server/embedded.ts";
 import type { ContentManifest } from "~/lib/site-content.ts";
+import type { Area } from "~/ui/routes.tsx";
 
 /** What scripts/build-client.ts writes next to the assets. */
-export type ClientManifest = { entry: string; css: string[]; files: string[]; docs?: DocsManifest; content?: ContentManifest };
+export type ClientManifest = {
+  entry: string;
+  css: string[];
+  /** Per area of the site, the scripts a page of it loads besides the entry (its chunk first). */
+  areas?: AreaAssets;
+  files: string[];
+  /** The precompressed copies (`<file>.br`, `<file>.gz`) of `files`, where they were worth writing. */
+  compressed?: string[];
+  docs?: DocsManifest;
+  content?: ContentManifest;
+};
+
+export type AreaAssets = Partial<Record<Area, string[]>>;
 
 /**
  * Where built client assets come from: the only lookup the server does, so a directory (from source)

@@ -1,10 +1,11 @@
 import { Elysia } from "elysia";
 import { AppError } from "~/lib/errors.ts";
-import { log } from "~/lib/logger.ts";
+import { log } from "~/lib/server/logger.ts";
 import { emptySite } from "~/lib/site-content.ts";
 import type { Runtime } from "~/runtime.ts";
 import type { PageShell } from "~/ui/shell.tsx";
 import { type AssetSource, contentTypeOf, defaultAssetSource } from "./assets.ts";
+import { chooseEncoding, compressStream, type Encoding, encodingExtension, encodings } from "./compression.ts";
 import { createPageRenderer } from "./render.tsx";
 import { createServerEnv } from "./server-env.ts";
 
@@ -13,7 +14,7 @@ export type PageRouteOptions = {
   assets?: AssetSource;
 };
 
-/** Static assets (hashed, cached immutable) and the server-rendered React pages. */
+/** Static assets (hashed, cached immutable, precompressed) and the server-rendered React pages (compressed as they stream). */
 export function pageRoutes({ ctx, config }: Pick<Runtime, "ctx" | "config">, options: PageRouteOptions = {}) {
   const assets = options.assets ?? defaultAssetSource();
   const env = createServerEnv(ctx, assets);
@@ -27,7 +28,7 @@ export function pageRoutes({ ctx, config }: Pick<Runtime, "ctx" | "config">, opt
       log.warn("client assets not built: pages render without styles or scripts (run npm run build:client)");
     }
     return {
-      assets: { css: manifest?.css ?? [], js: manifest?.entry ?? null },
+      assets: { css: manifest?.css ?? [], js: manifest?.entry ?? null, preload: [] },
       docs: {
         index: manifest?.docs ? `${ASSET_PREFIX}${manifest.docs.index}` : null,
         pages: Object.fromEntries(Object.entries(manifest?.docs?.pages ?? {}).map(([slug, name]) => [slug, `${ASSET_PREFIX}${name}`])),
@@ -48,11 +49,11 @@ export function pageRoutes({ ctx, config }: Pick<Runtime, "ctx" | "config">, opt
   }
 
   // One wildcard handler dispatching on the path: two overlapping wildcards resolve differently across Elysia's routers.
-  const handle = ({ request }: { request: Request }) => {
+  const handle = async ({ request }: { request: Request }) => {
     const { pathname } = new URL(request.url);
     if (pathname.startsWith("/api/")) throw new AppError("NOT_FOUND", "not found");
     if (pathname.startsWith(ASSET_PREFIX)) return serveAsset(assets, pathname.slice(ASSET_PREFIX.length), request);
-    return renderPage({ request, env, shell: shell() });
+    return compressPage(await renderPage({ request, env, shell: shell(), areaAssets: assets.manifest()?.areas }), request);
   };
 
   return new Elysia({ name: "pages" }).get("/", handle).get("/*", handle);
@@ -67,7 +68,8 @@ function serveAsset(assets: AssetSource, encodedName: string, request: Request):
   } catch {
     throw new AppError("NOT_FOUND", "no such asset");
   }
-  if (!name || name.endsWith(".gz")) throw new AppError("NOT_FOUND", "no such asset");
+  if (!name || Object.values(encodingExtension).some((extension) => name.endsWith(extension)))
+    throw new AppError("NOT_FOUND", "no such asset");
   const file = assets.get(name);
   if (!file) throw new AppError("NOT_FOUND", "no such asset");
   const headers: Record<string, string> = {
@@ -76,7 +78,24 @@ function serveAsset(assets: AssetSource, encodedName: string, request: Request):
     "x-content-type-options": "nosniff",
     vary: "accept-encoding",
   };
-  const gzipped = /\bgzip\b/.test(request.headers.get("accept-encoding") ?? "") ? assets.get(`${name}.gz`) : null;
-  if (gzipped) return new Response(gzipped, { headers: { ...headers, "content-encoding": "gzip" } });
+  const copies = new Map<Encoding, Blob>();
+  for (const encoding of encodings) {
+    const copy = assets.get(`${name}${encodingExtension[encoding]}`);
+    if (copy) copies.set(encoding, copy);
+  }
+  const encoding = chooseEncoding(request.headers.get("accept-encoding"), [...copies.keys()]);
+  if (encoding) return new Response(copies.get(encoding), { headers: { ...headers, "content-encoding": encoding } });
   return new Response(file, { headers });
+}
+
+/** A rendered page's HTML in the encoding the browser prefers; redirects and bodiless answers pass as they are. */
+function compressPage(response: Response, request: Request): Response {
+  if (!response.body || !response.headers.get("content-type")?.startsWith("text/html")) return response;
+  const headers = new Headers(response.headers);
+  headers.append("vary", "accept-encoding");
+  const encoding = chooseEncoding(request.headers.get("accept-encoding"));
+  if (!encoding) return new Response(response.body, { status: response.status, headers });
+  headers.set("content-encoding", encoding);
+  headers.delete("content-length");
+  return new Response(compressStream(response.body, encoding, request.signal), { status: response.status, headers });
 }

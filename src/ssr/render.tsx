@@ -9,16 +9,18 @@ import {
   type StaticHandlerContext,
   StaticRouterProvider,
 } from "react-router";
-import { log } from "~/lib/logger.ts";
+import { log } from "~/lib/server/logger.ts";
+import type { AreaAssets } from "~/ssr/assets.ts";
 import { jsonForScript } from "~/ssr/html.ts";
 import type { PageEnv } from "~/ui/env.ts";
-import { routes as appRoutes } from "~/ui/routes.tsx";
+import { routes as appRoutes, type RouteHandle } from "~/ui/routes.tsx";
 import { type PageShell, SHELL_GLOBAL, ShellProvider, VERSION_GLOBAL } from "~/ui/shell.tsx";
 
 /** Past this, whatever has not streamed yet is left to the browser to render. */
 export const RENDER_TIMEOUT_MS = 10_000;
 
-type RenderInput = { request: Request; env: PageEnv; shell: PageShell };
+/** `areaAssets`: the manifest's scripts per area of the site; the page preloads its own area's. */
+type RenderInput = { request: Request; env: PageEnv; shell: PageShell; areaAssets?: AreaAssets };
 export type RenderPage = (input: RenderInput) => Promise<Response>;
 
 /**
@@ -30,9 +32,10 @@ export function createPageRenderer(routes: RouteObject[] = appRoutes): RenderPag
   return (input) => render(handler, input);
 }
 
-async function render(handler: StaticHandler, { request, env, shell }: RenderInput): Promise<Response> {
+async function render(handler: StaticHandler, { request, env, shell: baseShell, areaAssets }: RenderInput): Promise<Response> {
   const context = await handler.query(request, { requestContext: env as never });
   if (context instanceof Response) return context;
+  const shell = withAreaPreloads(baseShell, context, areaAssets);
 
   const nonce = randomBytes(16).toString("base64");
   const headers = new Headers({
@@ -81,6 +84,16 @@ async function stream(
       },
     },
   );
+}
+
+/** The shell with the scripts of the areas the page's routes are in (none for an error page outside them). */
+function withAreaPreloads(shell: PageShell, context: StaticHandlerContext, areaAssets: AreaAssets = {}): PageShell {
+  const preload = new Set(shell.assets.preload);
+  for (const match of context.matches) {
+    const area = (match.route.handle as RouteHandle | undefined)?.area;
+    for (const href of (area && areaAssets[area]) || []) preload.add(href);
+  }
+  return { ...shell, assets: { ...shell.assets, preload: [...preload] } };
 }
 
 /**

@@ -1,11 +1,12 @@
 import { Readable } from "node:stream";
 import { type ClickHouseClient, createClient } from "@clickhouse/client";
+import type { EventFields, StoredType } from "~/lib/protocol/event-fields.ts";
 import { clickhouseDialect } from "./sql/dialect.ts";
 import { SqlEventStore } from "./sql-store.ts";
-import { type ColumnKind, type EventRows, eventColumns, missingColumns } from "./table.ts";
+import { type EventRows, eventLayout, missingColumns, type StoreLayout, storeLayout } from "./table.ts";
 import type { Engine, StoreLimits } from "./types.ts";
 
-const chType: Record<ColumnKind, string> = {
+const chType: Record<StoredType, string> = {
   int: "Int64",
   flag: "UInt8",
   string: "String",
@@ -55,7 +56,7 @@ function tsvText(s: string): string {
  */
 function tabSeparated(chunks: readonly EventRows[]): string {
   const lines: string[] = [];
-  const fields = new Array<string | number>(eventColumns.length);
+  const fields = new Array<string | number>(chunks[0]?.columns.length ?? 0);
   for (const { count, columns } of chunks) {
     for (let i = 0; i < count; i++) {
       for (let j = 0; j < fields.length; j++) {
@@ -86,8 +87,8 @@ export function localTable(table: string, cluster: ClusterLayout | undefined): s
  * The DDL that makes a namespace's table: one statement on one server, two on a cluster (the shards' local tables,
  * then the Distributed table over them).
  */
-export function createTableStatements(table: string, cluster: ClusterLayout | undefined): string[] {
-  const eventCols = eventColumns.map(([name, kind]) => `${name} ${chType[kind]}`);
+export function createTableStatements(table: string, cluster: ClusterLayout | undefined, stored: StoreLayout = eventLayout): string[] {
+  const eventCols = stored.columns.map((c) => `${c.name} ${chType[c.type]} DEFAULT ${lit(c.fill)}`);
   const cols = [...eventCols];
   cols.splice(1, 0, "ts DateTime MATERIALIZED toDateTime(intDiv(time, 1000000))");
   const layout = "PARTITION BY toDate(ts) ORDER BY time SETTINGS index_granularity = 8192";
@@ -116,12 +117,17 @@ class ClickHouseEngine implements Engine {
    */
   readonly insertBatchSize = 20_000;
   private readonly ttlDays = new Map<string, number>();
+  /** What an insert names: a table may hold columns this server does not know (a newer one added them; they take their defaults). */
+  private readonly columnNames: [string, ...string[]];
 
   constructor(
     private readonly client: ClickHouseClient,
     readonly version: string,
+    readonly layout: StoreLayout,
     private readonly cluster?: ClusterLayout,
-  ) {}
+  ) {
+    this.columnNames = layout.columns.map((c) => c.name) as [string, ...string[]];
+  }
 
   get hasTtl(): boolean {
     return supportsTtl(this.version);
@@ -139,7 +145,7 @@ class ClickHouseEngine implements Engine {
   }
 
   async createTable(table: string): Promise<void> {
-    for (const sql of createTableStatements(table, this.cluster)) await this.command(sql);
+    for (const sql of createTableStatements(table, this.cluster, this.layout)) await this.command(sql);
     // Columns added since the table was made (18.16 has no ADD COLUMN IF NOT EXISTS): the shards' tables first.
     const tables = this.cluster ? [localTable(table, this.cluster), table] : [table];
     for (const name of tables) {
@@ -147,8 +153,11 @@ class ClickHouseEngine implements Engine {
         timeoutMs: 10_000,
         queryId: "",
       });
-      for (const c of missingColumns(existing.map((r) => String(r.name)))) {
-        await this.command(`ALTER TABLE ${name}${this.onCluster} ADD COLUMN ${c.name} ${chType[c.kind]} DEFAULT ${c.fill}`);
+      for (const c of missingColumns(
+        existing.map((r) => String(r.name)),
+        this.layout,
+      )) {
+        await this.command(`ALTER TABLE ${name}${this.onCluster} ADD COLUMN ${c.name} ${chType[c.type]} DEFAULT ${lit(c.fill)}`);
       }
     }
   }
@@ -158,6 +167,7 @@ class ClickHouseEngine implements Engine {
       table,
       values: Readable.from([tabSeparated(rows)], { objectMode: false }),
       format: "TabSeparated",
+      columns: this.columnNames,
       // Through a Distributed table, written to the shards before the insert returns: an ack means stored (ADR 0012).
       clickhouse_settings: this.cluster ? { insert_distributed_sync: 1 } : undefined,
     });
@@ -267,6 +277,8 @@ export type ClickHouseStoreOptions = {
   /** CLICKHOUSE_CLUSTER: a cluster of this server's remote_servers. */
   cluster?: string;
   limits?: Partial<StoreLimits>;
+  /** The field table whose events it stores (default eventFields; tests give a table of their own). */
+  fields?: EventFields;
 };
 
 export async function openClickHouseStore(options: ClickHouseStoreOptions): Promise<SqlEventStore> {
@@ -283,7 +295,8 @@ export async function openClickHouseStore(options: ClickHouseStoreOptions): Prom
   });
   const [row] = await result.json<{ v: string }>();
   const cluster = options.cluster ? await clusterLayout(client, options.cluster) : undefined;
-  return new SqlEventStore(new ClickHouseEngine(client, row?.v ?? "0", cluster), options.limits);
+  const layout = options.fields ? storeLayout(options.fields) : eventLayout;
+  return new SqlEventStore(new ClickHouseEngine(client, row?.v ?? "0", layout, cluster), options.limits);
 }
 
 /** The named cluster as this server knows it: refused when it is not in remote_servers; replicated when a shard has replicas. */

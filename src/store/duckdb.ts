@@ -1,12 +1,13 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { type DuckDBConnection, DuckDBInstance, type DuckDBPreparedStatement } from "@duckdb/node-api";
+import type { EventFields, StoredType } from "~/lib/protocol/event-fields.ts";
 import { duckdbDialect } from "./sql/dialect.ts";
 import { SqlEventStore } from "./sql-store.ts";
-import { type ColumnKind, type EventRows, eventColumns, isTextColumn, missingColumns } from "./table.ts";
+import { type EventRows, eventLayout, missingColumns, type StoreLayout, storeLayout } from "./table.ts";
 import type { Engine, StoreLimits } from "./types.ts";
 
-const duckType: Record<ColumnKind, string> = {
+const duckType: Record<StoredType, string> = {
   int: "BIGINT",
   flag: "UTINYINT",
   string: "VARCHAR",
@@ -60,6 +61,7 @@ class DuckDbEngine implements Engine {
     private readonly writer: DuckDBConnection,
     readers: DuckDBConnection[],
     inserters: DuckDBConnection[],
+    readonly layout: StoreLayout,
   ) {
     this.readers = new Pool(readers);
     this.inserters = new Pool(inserters.map((conn) => ({ conn, statements: new Map() })));
@@ -86,22 +88,29 @@ class DuckDbEngine implements Engine {
   }
 
   async createTable(table: string): Promise<void> {
-    const cols = eventColumns.map(([name, kind]) => `${name} ${duckType[kind]} NOT NULL`).join(", ");
+    const cols = this.layout.columns
+      .map((c) => `${c.name} ${duckType[c.type]} NOT NULL DEFAULT ${duckdbDialect.literal(c.fill)}`)
+      .join(", ");
     await this.write(async () => {
       await this.writer.run(`CREATE TABLE IF NOT EXISTS ${table} (${cols})`);
       const result = await this.writer.runAndReadAll(
         `SELECT column_name FROM information_schema.columns WHERE table_catalog = '${eventsDatabase}' AND table_schema = 'main' AND table_name = '${table}'`,
       );
-      const missing = missingColumns(result.getRowObjectsJS().map((r) => String(r.column_name)));
-      for (const c of missing) await this.writer.run(`ALTER TABLE ${table} ADD COLUMN ${c.name} ${duckType[c.kind]} DEFAULT ${c.fill}`);
-      // A kept insert statement names the old columns.
+      const missing = missingColumns(
+        result.getRowObjectsJS().map((r) => String(r.column_name)),
+        this.layout,
+      );
+      for (const c of missing) {
+        await this.writer.run(`ALTER TABLE ${table} ADD COLUMN ${c.name} ${duckType[c.type]} DEFAULT ${duckdbDialect.literal(c.fill)}`);
+      }
+      // A kept insert statement was prepared against the table before it had them.
       if (missing.length > 0) this.forgetInserts(table);
     });
   }
 
   insert(table: string, rows: readonly EventRows[]): Promise<void> {
     // Encoded before queueing: the next batch's text is built while DuckDB's threads store this one.
-    const encoded = encode(rows, () => defaultSeparator);
+    const encoded = encode(rows, this.layout, () => defaultSeparator);
     return this.append(async (inserter) => {
       const stmt = await this.insertStatement(inserter, table);
       try {
@@ -109,8 +118,9 @@ class DuckDbEngine implements Engine {
       } catch (err) {
         // A value holding the separator splits into one piece too many; the shorter columns are then padded
         // with NULL and the NOT NULL constraint refuses the batch. Rare: retry with separators that fit.
-        if (!eventColumns.some((_, i) => isTextColumn(i) && rows.some((r) => hasSeparator(r.columns[i] as string[])))) throw err;
-        await run(stmt, encode(rows, separatorFor));
+        const { isText } = this.layout;
+        if (!isText.some((isTextColumn, i) => isTextColumn && rows.some((r) => hasSeparator(r.columns[i] as string[])))) throw err;
+        await run(stmt, encode(rows, this.layout, separatorFor));
       } finally {
         // The kept statement would otherwise hold the batch's text (megabytes) until the table's next insert.
         stmt.clearBindings();
@@ -122,7 +132,7 @@ class DuckDbEngine implements Engine {
   private async insertStatement({ conn, statements }: Inserter, table: string): Promise<DuckDBPreparedStatement> {
     let stmt = statements.get(table);
     if (stmt) return stmt;
-    stmt = await conn.prepare(insertSql(table));
+    stmt = await conn.prepare(insertSql(table, this.layout));
     if (statements.size >= maxPreparedInserts) forgetInsert(statements, statements.keys().next().value as string);
     statements.set(table, stmt);
     return stmt;
@@ -227,22 +237,26 @@ function forgetInsert(statements: Map<string, DuckDBPreparedStatement>, table: s
  * cast. About 100 native calls per batch and no escaping: cheaper on both sides than one JSON array per
  * column (JSON.stringify in JS, json_transform in DuckDB) and than the appender's ~50 calls per event.
  */
-function insertSql(table: string): string {
-  const values = eventColumns.map(([name, kind], i) => {
+function insertSql(table: string, layout: StoreLayout): string {
+  const values = layout.columns.map(({ name, type }, i) => {
     const split = `string_split($${2 * i + 1}::VARCHAR, $${2 * i + 2}::VARCHAR)`;
-    return `unnest(${isTextColumn(i) ? split : `${split}::${duckType[kind]}[]`}) AS ${name}`;
+    return `unnest(${layout.isText[i] ? split : `${split}::${duckType[type]}[]`}) AS ${name}`;
   });
-  return `INSERT INTO ${table} SELECT ${values.join(", ")}`;
+  return `INSERT INTO ${table} (${layout.columns.map((c) => c.name).join(", ")}) SELECT ${values.join(", ")}`;
 }
 
 /** Unit separator: absent from JSON text (JSON.stringify escapes control characters) and almost always from other text. */
 const defaultSeparator = "\x1f";
 
 /** Per column: the chunks' values joined, and the separator DuckDB splits them by. */
-function encode(rows: readonly EventRows[], separatorOf: (values: string[][]) => string): Array<[text: string, separator: string]> {
-  return eventColumns.map((_, i) => {
+function encode(
+  rows: readonly EventRows[],
+  layout: StoreLayout,
+  separatorOf: (values: string[][]) => string,
+): Array<[text: string, separator: string]> {
+  return layout.columns.map((_, i) => {
     const values = rows.map((r) => r.columns[i] as Array<number | string>);
-    if (!isTextColumn(i)) return [joinAll(values, ","), ","];
+    if (!layout.isText[i]) return [joinAll(values, ","), ","];
     const separator = separatorOf(values as string[][]);
     // Lone surrogates become U+FFFD, as the appender's UTF-8 conversion did. One check over the joined
     // column instead of one per value (the separator keeps halves of different values from pairing up).
@@ -294,6 +308,8 @@ export type DuckDbStoreOptions = {
   threads?: number;
   /** Where DuckDB spills (default: beside the file, `<path>.tmp`). */
   tempDirectory?: string;
+  /** The field table whose events it stores (default eventFields; tests give a table of their own). */
+  fields?: EventFields;
 };
 
 export async function openDuckDbStore(options: DuckDbStoreOptions): Promise<SqlEventStore> {
@@ -327,5 +343,6 @@ export async function openDuckDbStore(options: DuckDbStoreOptions): Promise<SqlE
   for (let i = 0; i < (options.readers ?? 4); i++) readers.push(await connect());
   const inserters: DuckDBConnection[] = [];
   for (let i = 0; i < insertConnections; i++) inserters.push(await connect());
-  return new SqlEventStore(new DuckDbEngine(instance, writer, readers, inserters), options.limits);
+  const layout = options.fields ? storeLayout(options.fields) : eventLayout;
+  return new SqlEventStore(new DuckDbEngine(instance, writer, readers, inserters, layout), options.limits);
 }

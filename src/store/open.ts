@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { type Config, memoryShares } from "~/lib/env.ts";
+import { type Config, memoryShares } from "~/lib/server/env.ts";
 import type { EventStore, StoreLimits } from "./types.ts";
 
 /** The server's event store, chosen once: ClickHouse when CLICKHOUSE_URL is set (sharded over CLICKHOUSE_CLUSTER when named), else DuckDB in DATA_DIR. */

@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import { AppError, errorMessage, toError } from "~/lib/errors.ts";
-import { isUuid } from "~/lib/ids.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import {
   type EventDetail,
@@ -12,16 +11,14 @@ import {
   type RowColumn,
   type RowsQuery,
   type RowsResult,
-  rowColumns,
   type TimestampFilter,
 } from "~/lib/protocol/query.ts";
+import { isUuid } from "~/lib/server/ids.ts";
 import { bucketGrid } from "~/lib/time/buckets.ts";
 import { NamespaceGate } from "./guard.ts";
 import { checkRange, compileWhere, toMicros } from "./sql/compile.ts";
-import { columnKind, type EventRows, eventColumns, fromStored, namespaceIdOfTable, rowToEvent, tableName, toEventRows } from "./table.ts";
+import { type EventRows, fromStored, namespaceIdOfTable, rowToEvent, type StoreLayout, tableName, toEventRows } from "./table.ts";
 import { defaultStoreLimits, type Engine, type EventStore, type StoreLimits } from "./types.ts";
-
-const fullSelect = eventColumns.map(([name]) => name).join(", ");
 
 /** At least this many slices of the range are counted to find the window holding the newest rows. */
 const windowSlices = 512;
@@ -34,22 +31,23 @@ type SliceCounts = {
   slices: { s: number; n: number; e5: number; e4: number }[];
 };
 
-function toRow(raw: Record<string, unknown>, columns: readonly RowColumn[]): ResultRow {
+function toRow(raw: Record<string, unknown>, columns: readonly RowColumn[], layout: StoreLayout): ResultRow {
   const row: Record<string, unknown> = {};
-  for (const name of columns) row[name] = fromStored(columnKind[name] ?? "string", raw[name]);
+  for (const name of columns) row[name] = fromStored(layout.typeOf.get(name) ?? "string", raw[name]);
   return row as ResultRow;
 }
 
-/** The requested row columns, whitelisted, in table order, always with time and event_id. */
-function selectedColumns(requested: unknown): RowColumn[] {
-  if (requested === undefined) return [...rowColumns];
+/** The requested row columns, whitelisted, in table order, always with the time and the event id. */
+function selectedColumns(requested: unknown, layout: StoreLayout): RowColumn[] {
+  const { rowColumns, time, id } = layout.fields;
+  if (requested === undefined) return [...rowColumns] as RowColumn[];
   if (!Array.isArray(requested) || requested.length > rowColumns.length) {
     throw new AppError("BAD_REQUEST", "columns must be a list of row columns");
   }
   for (const c of requested) {
-    if (!(rowColumns as readonly unknown[]).includes(c)) throw new AppError("BAD_REQUEST", "unknown column");
+    if (!rowColumns.includes(c)) throw new AppError("BAD_REQUEST", "unknown column");
   }
-  return rowColumns.filter((c) => c === "time" || c === "event_id" || requested.includes(c));
+  return rowColumns.filter((c) => c === time.name || c === id.name || requested.includes(c)) as RowColumn[];
 }
 
 function queryIdOf(query: { queryId?: unknown }): string {
@@ -66,11 +64,14 @@ export class SqlEventStore implements EventStore {
   private readonly limits: StoreLimits;
   private readonly known = new Set<string>();
   private readonly inFlight = new Map<string, Promise<SliceCounts>>();
+  /** Every stored column, for reading whole events. */
+  private readonly fullSelect: string;
 
   constructor(
     private readonly engine: Engine,
     limits: Partial<StoreLimits> = {},
   ) {
+    this.fullSelect = engine.layout.columns.map((c) => c.name).join(", ");
     this.kind = engine.kind;
     this.insertBatchSize = engine.insertBatchSize;
     this.limits = { ...defaultStoreLimits, ...limits };
@@ -86,7 +87,7 @@ export class SqlEventStore implements EventStore {
 
   async insert(namespaceId: string, events: readonly TracedEvent[]): Promise<void> {
     if (events.length === 0) return;
-    await this.insertRows(namespaceId, [toEventRows(events)]);
+    await this.insertRows(namespaceId, [toEventRows(events, this.engine.layout)]);
   }
 
   async insertRows(namespaceId: string, rows: readonly EventRows[]): Promise<void> {
@@ -152,8 +153,8 @@ export class SqlEventStore implements EventStore {
     if (!Number.isInteger(limit) || limit < 1 || limit > maxRowLimit) {
       throw new AppError("BAD_REQUEST", `limit must be 1..${maxRowLimit}`);
     }
-    const columns = selectedColumns(query.columns);
-    const where = compileWhere(this.engine.dialect, query, range);
+    const columns = selectedColumns(query.columns, this.engine.layout);
+    const where = compileWhere(this.engine.dialect, query, range, this.engine.layout.fields);
     const result: RowsResult = {
       queryId,
       durationInNanoseconds: 0,
@@ -187,7 +188,7 @@ export class SqlEventStore implements EventStore {
     const windowed = from > lo ? ` AND time >= ${d.literal(from)}` : "";
     // The page's read gets what is left of the budget the slice counts started.
     const raw = await this.gate.run(namespaceId, () => this.select(namespaceId, queryId, `${select}${windowed} ${order}`, started));
-    result.data = raw.map((r) => toRow(r, columns));
+    result.data = raw.map((r) => toRow(r, columns, this.engine.layout));
     result.durationInNanoseconds = Number(process.hrtime.bigint() - started);
     return result;
   }
@@ -235,7 +236,7 @@ export class SqlEventStore implements EventStore {
     const range = checkRange(query.filter?.global, "global");
     const grid = bucketGrid(range.lowerMs, range.upperMs);
     const d = this.engine.dialect;
-    const where = compileWhere(d, query, range);
+    const where = compileWhere(d, query, range, this.engine.layout.fields);
     const buckets: HistogramBucket[] = Array.from({ length: grid.count }, (_, i) => ({
       timeMs: grid.startMs + i * grid.bucketMs,
       count: 0,
@@ -277,9 +278,9 @@ export class SqlEventStore implements EventStore {
       where += ` AND time >= ${d.literal(toMicros(r.lowerMs))} AND time < ${d.literal(toMicros(r.upperMs))}`;
     }
     const rows = await this.gate.run(namespaceId, () =>
-      this.select(namespaceId, randomUUID(), `SELECT ${fullSelect} FROM ${table} WHERE ${where} LIMIT ${maxRowLimit}`),
+      this.select(namespaceId, randomUUID(), `SELECT ${this.fullSelect} FROM ${table} WHERE ${where} LIMIT ${maxRowLimit}`),
     );
-    return rows.map(rowToEvent);
+    return rows.map((row) => rowToEvent(row, this.engine.layout));
   }
 
   /**
@@ -309,18 +310,18 @@ export class SqlEventStore implements EventStore {
     const d = this.engine.dialect;
     const id = d.literal(eventId);
     return this.gate.run(namespaceId, async () => {
-      const found = await this.select(namespaceId, queryId, `SELECT ${fullSelect} FROM ${table} WHERE event_id = ${id} LIMIT 1`);
+      const found = await this.select(namespaceId, queryId, `SELECT ${this.fullSelect} FROM ${table} WHERE event_id = ${id} LIMIT 1`);
       if (!found[0]) return null;
       const children = await this.select(
         namespaceId,
         queryId,
-        `SELECT ${fullSelect} FROM ${table} WHERE parent_event_id = ${id} ORDER BY time ASC, event_id ASC LIMIT ${maxRowLimit}`,
+        `SELECT ${this.fullSelect} FROM ${table} WHERE parent_event_id = ${id} ORDER BY time ASC, event_id ASC LIMIT ${maxRowLimit}`,
       );
       return {
         queryId,
         durationInNanoseconds: Number(process.hrtime.bigint() - started),
-        event: rowToEvent(found[0]),
-        children: children.map(rowToEvent),
+        event: rowToEvent(found[0], this.engine.layout),
+        children: children.map((row) => rowToEvent(row, this.engine.layout)),
       };
     });
   }

@@ -1,7 +1,9 @@
 import { createHash } from "node:crypto";
 import { AppError } from "~/lib/errors.ts";
-import { isUuid } from "~/lib/ids.ts";
-import { eventFields, type FieldKind, type TracedEvent } from "~/lib/protocol/event.ts";
+import { eventFields, type TracedEvent } from "~/lib/protocol/event.ts";
+import { type EventFields, type FieldSpec, neutralValue, type StoredType, storedType } from "~/lib/protocol/event-fields.ts";
+import { eventBuilder } from "~/lib/protocol/validate-event.ts";
+import { isUuid } from "~/lib/server/ids.ts";
 
 /**
  * The one way a table name is made: from a validated namespace UUID, dashes removed.
@@ -32,33 +34,66 @@ export function namespaceIdOfTable(name: string): string | null {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
-/** int: whole numbers (Int64 in storage); flag: booleans stored as 0/1; json: arrays/maps as JSON text. */
-export type ColumnKind = FieldKind;
-
-/** Storage layout shared by both engines, in table order: every TracedEvent field is one column (eventFields). */
-export const eventColumns = eventFields;
-
-export type EventColumn = (typeof eventColumns)[number][0];
+type StoredColumn = {
+  readonly name: string;
+  readonly type: StoredType;
+  readonly field: FieldSpec;
+  /** Its value in rows stored before it existed: the field's neutral value, stored. */
+  readonly fill: number | string;
+};
 
 /**
- * Columns added after tables were first made, with the value their old rows get. They are last in eventColumns, so a
- * table made before them and given them by ALTER TABLE ... ADD COLUMN has the same column order as a new one.
+ * A field table's storage layout, shared by both engines: one column per field, in table order (the engines add
+ * their own, such as ClickHouse's `ts`). The stores take it from the table they are opened with (eventFields).
  */
-export const addedColumns: ReadonlyArray<{ name: EventColumn; kind: ColumnKind; fill: number }> = [
-  { name: "timing_tls", kind: "int", fill: -1 },
-];
+export type StoreLayout = {
+  readonly fields: EventFields;
+  readonly columns: readonly StoredColumn[];
+  readonly typeOf: ReadonlyMap<string, StoredType>;
+  /** Per column: text (string and json columns) rather than numbers (int and flag). */
+  readonly isText: readonly boolean[];
+  /** The event of one row's values, in column order. */
+  readonly build: (values: readonly unknown[]) => TracedEvent;
+};
 
-/** The added columns a table with these columns lacks. */
-export function missingColumns(existing: Iterable<string>): typeof addedColumns {
-  const have = new Set(existing);
-  return addedColumns.filter((c) => !have.has(c.name));
+function storedValue(value: unknown): number | string {
+  if (typeof value === "boolean") return value ? 1 : 0;
+  return typeof value === "number" || typeof value === "string" ? value : JSON.stringify(value);
 }
 
-export const columnKind: Record<string, ColumnKind> = Object.fromEntries(eventColumns);
+export function storeLayout(fields: EventFields): StoreLayout {
+  const columns = fields.rows.map((field) => ({
+    name: field.name,
+    type: storedType(field),
+    field,
+    fill: storedValue(neutralValue(field)),
+  }));
+  return {
+    fields,
+    columns,
+    typeOf: new Map(columns.map((c) => [c.name, c.type])),
+    isText: columns.map((c) => c.type === "string" || c.type === "json"),
+    build: eventBuilder(fields.names),
+  };
+}
 
-/** A stored value back to its TracedEvent shape (engines hand back bigints, 0/1, JSON text). */
-export function fromStored(kind: ColumnKind, value: unknown): unknown {
-  switch (kind) {
+/** The layout of eventFields: what the server stores. */
+export const eventLayout: StoreLayout = storeLayout(eventFields);
+
+/**
+ * The columns a stored table lacks (it was made before their fields were added), to be added with ALTER TABLE ... ADD
+ * COLUMN, filled with their fields' neutral values. Inserts and selects name their columns, so where a column sits in
+ * a table does not matter, and a table may also hold columns this server does not know (a newer server added them:
+ * every column has its neutral value as its default, so this server's inserts leave them to it).
+ */
+export function missingColumns(existing: Iterable<string>, layout: StoreLayout = eventLayout): StoredColumn[] {
+  const have = new Set(existing);
+  return layout.columns.filter((c) => !have.has(c.name));
+}
+
+/** A stored value back to its event shape (engines hand back bigints, 0/1, JSON text). */
+export function fromStored(type: StoredType, value: unknown): unknown {
+  switch (type) {
     case "int":
       return value === null || value === undefined ? 0 : Number(value);
     case "flag":
@@ -74,17 +109,21 @@ export function fromStored(kind: ColumnKind, value: unknown): unknown {
   }
 }
 
-export function rowToEvent(row: Record<string, unknown>): TracedEvent {
-  const out: Record<string, unknown> = {};
-  for (const [name, kind] of eventColumns) out[name] = fromStored(kind, row[name]);
-  if (!Array.isArray(out.http_req_headers)) out.http_req_headers = [];
-  if (!Array.isArray(out.http_resp_headers)) out.http_resp_headers = [];
-  if (typeof out.tags !== "object" || out.tags === null || Array.isArray(out.tags)) out.tags = {};
-  return out as TracedEvent;
+const isMap = (value: unknown) => typeof value === "object" && value !== null && !Array.isArray(value);
+
+export function rowToEvent(row: Record<string, unknown>, layout: StoreLayout = eventLayout): TracedEvent {
+  const { columns } = layout;
+  const values = new Array<unknown>(columns.length);
+  for (let j = 0; j < columns.length; j++) {
+    const { name, type, field } = columns[j] as StoredColumn;
+    const value = fromStored(type, row[name]);
+    values[j] = type !== "json" ? value : field.type === "headers" ? (Array.isArray(value) ? value : []) : isMap(value) ? value : {};
+  }
+  return layout.build(values);
 }
 
 /**
- * Events as both engines insert them: one array per column in eventColumns order (numbers for int and flag
+ * Events as both engines insert them: one array per column in the layout's order (numbers for int and flag
  * columns, text for string columns, JSON text for json columns), rows oldest first within the chunk. The store
  * sink turns events into this form as they arrive and holds it while they wait for their insert: a few dozen arrays
  * per chunk instead of dozens of objects per event, which the garbage collector would otherwise trace again and
@@ -97,15 +136,8 @@ export type EventRows = {
   readonly sizes: readonly number[];
 };
 
-const isNumberColumn = eventColumns.map(([, kind]) => kind === "int" || kind === "flag");
-const numberColumnCount = isNumberColumn.filter(Boolean).length;
-
-export function isTextColumn(column: number): boolean {
-  return !isNumberColumn[column];
-}
-
 /** The stored form of these events (see EventRows); never throws, whatever the fields hold. */
-export function toEventRows(events: readonly TracedEvent[]): EventRows {
+export function toEventRows(events: readonly TracedEvent[], layout: StoreLayout = eventLayout): EventRows {
   let sorted = events;
   for (let i = 1; i < events.length; i++) {
     if ((events[i] as TracedEvent).time < (events[i - 1] as TracedEvent).time) {
@@ -114,20 +146,20 @@ export function toEventRows(events: readonly TracedEvent[]): EventRows {
     }
   }
   const n = sorted.length;
-  const sizes = new Array<number>(n).fill(16 * numberColumnCount);
-  const columns = eventColumns.map(([name, kind]): number[] | string[] => {
-    if (kind === "int" || kind === "flag") {
+  const sizes = new Array<number>(n).fill(16 * layout.isText.filter((isText) => !isText).length);
+  const columns = layout.columns.map(({ name, type }): number[] | string[] => {
+    if (type === "int" || type === "flag") {
       const numbers = new Array<number>(n);
       for (let i = 0; i < n; i++) {
-        const v = (sorted[i] as TracedEvent)[name];
-        numbers[i] = kind === "int" ? Math.trunc(Number(v) || 0) : v ? 1 : 0;
+        const v = (sorted[i] as Record<string, unknown>)[name];
+        numbers[i] = type === "int" ? Math.trunc(Number(v) || 0) : v ? 1 : 0;
       }
       return numbers;
     }
     const texts = new Array<string>(n);
     for (let i = 0; i < n; i++) {
-      const v = (sorted[i] as TracedEvent)[name];
-      const text = kind === "json" ? JSON.stringify(v ?? null) : typeof v === "string" ? v : String(v ?? "");
+      const v = (sorted[i] as Record<string, unknown>)[name];
+      const text = type === "json" ? JSON.stringify(v ?? null) : typeof v === "string" ? v : String(v ?? "");
       texts[i] = text;
       sizes[i] = (sizes[i] as number) + text.length;
     }
@@ -147,15 +179,15 @@ export function sliceRows(rows: EventRows, start: number, end: number): EventRow
 }
 
 /** The events back from their stored form (rows for a remote worker, whose insert frame carries events). */
-export function eventsOfRows(chunks: readonly EventRows[]): TracedEvent[] {
+export function eventsOfRows(chunks: readonly EventRows[], layout: StoreLayout = eventLayout): TracedEvent[] {
   const events: TracedEvent[] = [];
   for (const rows of chunks) {
     for (let i = 0; i < rows.count; i++) {
       const row: Record<string, unknown> = {};
-      eventColumns.forEach(([name], j) => {
+      layout.columns.forEach(({ name }, j) => {
         row[name] = (rows.columns[j] as Array<number | string>)[i];
       });
-      events.push(rowToEvent(row));
+      events.push(rowToEvent(row, layout));
     }
   }
   return events;

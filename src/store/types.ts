@@ -1,6 +1,6 @@
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { EventDetail, HistogramQuery, HistogramResult, RowsQuery, RowsResult, TimestampFilter } from "~/lib/protocol/query.ts";
-import type { EventRows } from "./table.ts";
+import type { EventRows, StoreLayout } from "./table.ts";
 
 /**
  * The event store: one table per namespace, DuckDB embedded or ClickHouse. Namespace ids are validated
@@ -64,6 +64,8 @@ export type Engine = {
   readonly kind: EventStore["kind"];
   readonly dialect: import("./sql/dialect.ts").Dialect;
   readonly insertBatchSize: number;
+  /** The columns it stores, from the field table the store was opened with. */
+  readonly layout: StoreLayout;
   createTable(table: string): Promise<void>;
   /** One insert of these chunks' rows, in order (SqlEventStore passes only chunks that hold rows). */
   insert(table: string, rows: readonly EventRows[]): Promise<void>;

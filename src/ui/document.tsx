@@ -14,6 +14,10 @@ export function Document({ children }: { children: ReactNode }) {
         {assets.css.map((href) => (
           <link key={href} rel="stylesheet" href={href} />
         ))}
+        {/* Low, like the entry React links: the page is already rendered; these wait behind the stylesheet. */}
+        {assets.preload.map((href) => (
+          <link key={href} rel="modulepreload" href={href} fetchPriority="low" />
+        ))}
       </head>
       <body className="min-h-dvh bg-zinc-950 font-sans text-zinc-200 antialiased">{children}</body>
     </html>

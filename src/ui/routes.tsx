@@ -1,26 +1,31 @@
-import { Outlet, type RouteObject, redirect } from "react-router";
+import type { ComponentType } from "react";
+import { type LoaderFunction, Outlet, type RouteObject, redirect } from "react-router";
 import { Document } from "~/ui/document.tsx";
-import { MinifiedResultsPage } from "~/ui/explorer/minified-page.tsx";
-import { RequestsRoute } from "~/ui/explorer/requests-route.tsx";
-import { LinkViewerPage } from "~/ui/link/link-viewer-page.tsx";
-import { IframerPage } from "~/ui/live/iframer-page.tsx";
-import { BillingScreen } from "~/ui/pages/dashboard/billing-screen.tsx";
-import { DashboardLayout, dashboardLoader } from "~/ui/pages/dashboard/dashboard-layout.tsx";
-import { ExportScreen } from "~/ui/pages/dashboard/export-screen.tsx";
-import { DashboardIndex, LiveScreen } from "~/ui/pages/dashboard/live-screen.tsx";
-import { TokensScreen } from "~/ui/pages/dashboard/tokens-screen.tsx";
-import { UsersScreen } from "~/ui/pages/dashboard/users-screen.tsx";
-import { DocsPage, docsLoader } from "~/ui/pages/docs/docs-page.tsx";
 import { RootErrorBoundary } from "~/ui/pages/error/root-error-boundary.tsx";
-import { LoginLinkPage, loginLinkLoader } from "~/ui/pages/login/login-link-page.tsx";
-import { LoginPage, loginLoader } from "~/ui/pages/login/login-page.tsx";
-import { BlogIndexPage } from "~/ui/pages/marketing/blog/blog-index.tsx";
-import { GrpcDebuggingPost } from "~/ui/pages/marketing/blog/grpc-debugging.tsx";
-import { Http2PrefacePost } from "~/ui/pages/marketing/blog/http2-preface.tsx";
-import { ChangelogPage, changelogLoader, DiscordPage, discordLoader } from "~/ui/pages/marketing/changelog-page.tsx";
-import { CustomersPage, customersLoader } from "~/ui/pages/marketing/customers-page.tsx";
-import { LandingPage, landingLoader } from "~/ui/pages/marketing/landing/landing-page.tsx";
-import { PricingPage } from "~/ui/pages/marketing/pricing-page.tsx";
+
+/**
+ * The site's three areas, each its own chunk of the browser bundle, loaded when one of its routes is first matched:
+ * the landing page never loads the dashboard. The server renders every route in full; the browser loads the matched
+ * area before it hydrates (src/ui/entry-client.tsx).
+ */
+const areas = {
+  site: () => import("~/ui/pages/site-area.ts"),
+  dashboard: () => import("~/ui/pages/dashboard-area.ts"),
+  frames: () => import("~/ui/pages/frames-area.ts"),
+};
+export type Area = keyof typeof areas;
+/** What a route tells the server and the browser about itself (`handle`). */
+export type RouteHandle = { area: Area };
+
+type LazyRoute = { Component: ComponentType; loader?: LoaderFunction };
+
+type AreaModule<A extends Area> = Awaited<ReturnType<(typeof areas)[A]>>;
+
+/** A route whose component (and loader) come from its area's chunk. */
+function inArea<A extends Area>(area: A, pick: (module: AreaModule<A>) => LazyRoute) {
+  const handle: RouteHandle = { area };
+  return { handle, lazy: async () => pick((await areas[area]()) as AreaModule<A>) };
+}
 
 function Root() {
   return (
@@ -38,42 +43,45 @@ export const routes: RouteObject[] = [
     Component: Root,
     ErrorBoundary: RootErrorBoundary,
     children: [
-      { index: true, loader: landingLoader, Component: LandingPage },
-      { path: "pricing", Component: PricingPage },
-      { path: "docs", loader: docsLoader, Component: DocsPage },
-      { path: "docs/:page", loader: docsLoader, Component: DocsPage },
-      { path: "changelog", loader: changelogLoader, Component: ChangelogPage },
-      { path: "discord", loader: discordLoader, Component: DiscordPage },
-      { path: "customers", loader: customersLoader, Component: CustomersPage },
-      { path: "customers/:customer", loader: customersLoader, Component: CustomersPage },
-      { path: "blog", Component: BlogIndexPage },
-      { path: "blog/http2-preface", Component: Http2PrefacePost },
-      { path: "blog/grpc-debugging", Component: GrpcDebuggingPost },
+      { index: true, ...inArea("site", (m) => ({ loader: m.landingLoader, Component: m.LandingPage })) },
+      { path: "pricing", ...inArea("site", (m) => ({ Component: m.PricingPage })) },
+      { path: "docs", ...inArea("site", (m) => ({ loader: m.docsLoader, Component: m.DocsPage })) },
+      { path: "docs/:page", ...inArea("site", (m) => ({ loader: m.docsLoader, Component: m.DocsPage })) },
+      { path: "changelog", ...inArea("site", (m) => ({ loader: m.changelogLoader, Component: m.ChangelogPage })) },
+      { path: "discord", ...inArea("site", (m) => ({ loader: m.discordLoader, Component: m.DiscordPage })) },
+      { path: "customers", ...inArea("site", (m) => ({ loader: m.customersLoader, Component: m.CustomersPage })) },
+      { path: "customers/:customer", ...inArea("site", (m) => ({ loader: m.customersLoader, Component: m.CustomersPage })) },
+      { path: "blog", ...inArea("site", (m) => ({ Component: m.BlogIndexPage })) },
+      { path: "blog/http2-preface", ...inArea("site", (m) => ({ Component: m.Http2PrefacePost })) },
+      { path: "blog/grpc-debugging", ...inArea("site", (m) => ({ Component: m.GrpcDebuggingPost })) },
       { path: "link", loader: () => redirect("/") },
-      { path: "link/*", loader: linkLoader, Component: LinkViewerPage },
-      { path: "login", loader: loginLoader, Component: LoginPage },
+      { path: "link/*", loader: linkLoader, ...inArea("frames", (m) => ({ Component: m.LinkViewerPage })) },
+      { path: "login", ...inArea("site", (m) => ({ loader: m.loginLoader, Component: m.LoginPage })) },
       // A mailed sign-in link's page: never revalidated, so its one POST is not sent again by a navigation.
-      { path: "login/link", loader: loginLinkLoader, shouldRevalidate: () => false, Component: LoginLinkPage },
+      {
+        path: "login/link",
+        shouldRevalidate: () => false,
+        ...inArea("site", (m) => ({ loader: m.loginLinkLoader, Component: m.LoginLinkPage })),
+      },
       {
         id: "dashboard",
         path: "dashboard",
-        loader: dashboardLoader,
         // The session is checked on entry; in-app navigation does not need to ask again.
         shouldRevalidate: () => false,
-        Component: DashboardLayout,
+        ...inArea("dashboard", (m) => ({ loader: m.dashboardLoader, Component: m.DashboardLayout })),
         children: [
-          { index: true, Component: DashboardIndex },
-          { path: "billing", Component: BillingScreen },
+          { index: true, ...inArea("dashboard", (m) => ({ Component: m.DashboardIndex })) },
+          { path: "billing", ...inArea("dashboard", (m) => ({ Component: m.BillingScreen })) },
           { path: ":namespaceName", loader: namespaceIndexLoader },
-          { path: ":namespaceName/live", Component: LiveScreen },
-          { path: ":namespaceName/requests", Component: RequestsRoute },
-          { path: ":namespaceName/tokens", Component: TokensScreen },
-          { path: ":namespaceName/users", Component: UsersScreen },
-          { path: ":namespaceName/export", Component: ExportScreen },
+          { path: ":namespaceName/live", ...inArea("dashboard", (m) => ({ Component: m.LiveScreen })) },
+          { path: ":namespaceName/requests", ...inArea("dashboard", (m) => ({ Component: m.RequestsRoute })) },
+          { path: ":namespaceName/tokens", ...inArea("dashboard", (m) => ({ Component: m.TokensScreen })) },
+          { path: ":namespaceName/users", ...inArea("dashboard", (m) => ({ Component: m.UsersScreen })) },
+          { path: ":namespaceName/export", ...inArea("dashboard", (m) => ({ Component: m.ExportScreen })) },
         ],
       },
-      { path: "iframer", Component: IframerPage },
-      { path: "minified", Component: MinifiedResultsPage },
+      { path: "iframer", ...inArea("frames", (m) => ({ Component: m.IframerPage })) },
+      { path: "minified", ...inArea("dashboard", (m) => ({ Component: m.MinifiedResultsPage })) },
     ],
   },
 ];

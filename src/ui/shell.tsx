@@ -13,7 +13,8 @@ export type PublicConfig = {
 
 /** What the server hands every page besides route data: asset URLs and public configuration. */
 export type PageShell = {
-  assets: { css: string[]; js: string | null };
+  /** `preload`: the chunks of the page's area, fetched beside the entry rather than after it. */
+  assets: { css: string[]; js: string | null; preload: string[] };
   config: PublicConfig;
   /** URLs of the rendered documentation (content-hashed JSON): the sidebar's index and each page by slug. */
   docs: { index: string | null; pages: Record<string, string> };
@@ -23,11 +24,13 @@ export type PageShell = {
 };
 
 export const SHELL_GLOBAL = "__TAPSCOPE_SHELL__";
+/** Set on window once the page has hydrated (its route's chunk loaded, event handlers attached): what tests wait for. */
+export const HYDRATED_GLOBAL = "__TAPSCOPE_HYDRATED__";
 /** `window.__TAPSCOPE_VERSION__.commitHash`: the build info on a window-level object, for code outside React too. */
 export const VERSION_GLOBAL = "__TAPSCOPE_VERSION__";
 
 export const defaultShell: PageShell = {
-  assets: { css: [], js: null },
+  assets: { css: [], js: null, preload: [] },
   config: {
     hasGoogle: false,
     hasGithub: false,

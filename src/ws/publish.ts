@@ -1,19 +1,18 @@
-import type { ServerWebSocket } from "bun";
 import { Elysia, t } from "elysia";
 import type { GrantedSockets } from "~/engines/access/granted-sockets.ts";
 import type { Ingest, ResendLookups } from "~/engines/ingest/ingest.ts";
 import type { EventTarget } from "~/engines/ingest/sinks.ts";
 import type { OrgPublishers } from "~/engines/limits/org-publishers.ts";
 import { AppError } from "~/lib/errors.ts";
-import { log } from "~/lib/logger.ts";
 import { EVENT_BATCH_FORMAT } from "~/lib/protocol/event-batch.ts";
 import { type PublishServerMessage, publishLimits, publishPath } from "~/lib/protocol/publish.ts";
+import { log } from "~/lib/server/logger.ts";
 import { containersFull } from "~/services/billing/limits.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { markPublisherSeen } from "~/services/publish/mark-publisher-seen.ts";
 import { type PublishTicketClaims, redeemPublishTicket } from "~/services/publish/publish-ticket.ts";
-import { isFirstUseEverywhere } from "~/services/tickets/signed-ticket.ts";
-import { type RawFrame, takeRawFrames } from "./raw-frames.ts";
+import type { ChannelSocket, RawFrame, SocketChannel, SocketServer } from "./socket-server.ts";
+import { admitTicket } from "./ticket.ts";
 
 /** Who wants to know that publishers come and go (the live hub's stats). */
 export type PublisherPresence = {
@@ -32,6 +31,7 @@ export function publishSocket({
   presence,
   sockets,
   orgPublishers,
+  server,
 }: {
   ctx: ServiceContext;
   ingest: Ingest;
@@ -39,16 +39,17 @@ export function publishSocket({
   sockets: GrantedSockets;
   /** Each org's publishers: a place under the plan's containers limit is taken at the upgrade (the containers limit). */
   orgPublishers?: OrgPublishers;
+  server: SocketServer;
 }) {
   const targets = new WeakMap<
     object,
     { target: EventTarget; claims: PublishTicketClaims; unregister: () => void; slot: string | null; resends: ResendLookups }
   >();
 
-  const send = (ws: ServerWebSocket<unknown>, message: PublishServerMessage) => ws.sendText(JSON.stringify(message));
+  const send = (ws: ChannelSocket, message: PublishServerMessage) => ws.sendText(JSON.stringify(message));
   const isExpired = (claims: PublishTicketClaims) => claims.linkExpiresAt !== null && claims.linkExpiresAt <= ctx.now().getTime();
 
-  const receive = (raw: ServerWebSocket<unknown>, frame: RawFrame) => {
+  const receive = (raw: ChannelSocket, frame: RawFrame) => {
     const entry = targets.get(raw);
     if (!entry) return;
     if (isExpired(entry.claims)) {
@@ -70,12 +71,49 @@ export function publishSocket({
     else send(raw, received.reply);
   };
 
+  const channel: SocketChannel<{ claims: PublishTicketClaims; reservedSlot: string | null }> = {
+    kind: "publish",
+    // Over maxMessageBytes a message is still answered (with an error) up to twice that; beyond, the socket closes.
+    maxMessageBytes: 2 * publishLimits.maxMessageBytes,
+    open(raw, { claims, reservedSlot }) {
+      const target: EventTarget = { namespaceId: claims.namespaceId, linkId: claims.linkId };
+      const unregister = sockets.register(claims.grants, { close: (code, reason) => raw.close(code, reason) });
+      const slot = claims.orgId && orgPublishers ? orgPublishers.connected(claims.orgId, reservedSlot ?? undefined) : null;
+      targets.set(raw, { target, claims, unregister, slot, resends: ingest.resendLookups() });
+      send(raw, {
+        type: "ready",
+        namespaceId: claims.namespaceId,
+        linkId: claims.linkId,
+        maxMessageBytes: publishLimits.maxMessageBytes,
+        maxEventsPerMessage: publishLimits.maxEventsPerMessage,
+        formats: [EVENT_BATCH_FORMAT],
+        ...(ingest.acceptsResent ? { acceptsResent: true } : {}),
+      });
+      presence?.publisherConnected(target);
+      if (claims.orgId) {
+        markPublisherSeen({ ctx, orgId: claims.orgId }).catch((err) => log.warn("could not mark publisher seen", { err }));
+      }
+    },
+    message: receive,
+    close(raw) {
+      const entry = targets.get(raw);
+      if (!entry) return;
+      targets.delete(raw);
+      entry.unregister();
+      presence?.publisherDisconnected(entry.target);
+      if (entry.claims.orgId && entry.slot) orgPublishers?.disconnected(entry.claims.orgId, entry.slot);
+    },
+  };
+
   return new Elysia({ name: "ws-publish" })
     .resolve(async ({ query, path }) => {
       if (path !== publishPath) return {};
-      let claims = query.ticket ? redeemPublishTicket(ctx.config.sessionSecret, query.ticket, ctx.now()) : null;
-      if (claims && !(await isFirstUseEverywhere(query.ticket ?? "", ctx.spendTicketEverywhere))) claims = null;
-      if (!claims) throw new AppError("UNAUTHORIZED", "publish ticket invalid, used or expired: call JoinPublisher again");
+      const claims = await admitTicket({
+        ctx,
+        channel: "PublishEvents",
+        ticket: query.ticket,
+        redeem: (ticket) => redeemPublishTicket(ctx.config.sessionSecret, ticket, ctx.now()),
+      });
       // The plan's containers are counted here, as the socket opens: tickets taken first do not all get in.
       const { orgId, containerLimit } = claims;
       const slot = orgId && containerLimit !== undefined && orgPublishers ? await orgPublishers.reserve(orgId, containerLimit) : null;
@@ -84,38 +122,7 @@ export function publishSocket({
       }
       return { publish: claims, publishSlot: slot };
     })
-    .ws(publishPath, {
+    .get(publishPath, (c) => server.upgrade(c, channel, { claims: c.publish!, reservedSlot: c.publishSlot ?? null }), {
       query: t.Object({ ticket: t.Optional(t.String({ maxLength: 2048 })) }),
-      open(ws) {
-        const raw = ws.raw as ServerWebSocket<unknown>;
-        const { publish: claims, publishSlot } = ws.data as { publish: PublishTicketClaims; publishSlot: string | null };
-        const target: EventTarget = { namespaceId: claims.namespaceId, linkId: claims.linkId };
-        const unregister = sockets.register(claims.grants, { close: (code, reason) => raw.close(code, reason) });
-        const slot = claims.orgId && orgPublishers ? orgPublishers.connected(claims.orgId, publishSlot ?? undefined) : null;
-        targets.set(raw, { target, claims, unregister, slot, resends: ingest.resendLookups() });
-        send(raw, {
-          type: "ready",
-          namespaceId: claims.namespaceId,
-          linkId: claims.linkId,
-          maxMessageBytes: publishLimits.maxMessageBytes,
-          maxEventsPerMessage: publishLimits.maxEventsPerMessage,
-          formats: [EVENT_BATCH_FORMAT],
-          ...(ingest.acceptsResent ? { acceptsResent: true } : {}),
-        });
-        presence?.publisherConnected(target);
-        if (claims.orgId) {
-          markPublisherSeen({ ctx, orgId: claims.orgId }).catch((err) => log.warn("could not mark publisher seen", { err }));
-        }
-        takeRawFrames(raw, (frame) => receive(raw, frame));
-      },
-      close(ws) {
-        const raw = ws.raw as ServerWebSocket<unknown>;
-        const entry = targets.get(raw);
-        if (!entry) return;
-        targets.delete(raw);
-        entry.unregister();
-        presence?.publisherDisconnected(entry.target);
-        if (entry.claims.orgId && entry.slot) orgPublishers?.disconnected(entry.claims.orgId, entry.slot);
-      },
     });
 }

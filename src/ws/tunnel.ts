@@ -1,18 +1,17 @@
-import type { ServerWebSocket } from "bun";
 import { Elysia, t } from "elysia";
 import type { GrantedSockets } from "~/engines/access/granted-sockets.ts";
 import type { Ingest } from "~/engines/ingest/ingest.ts";
 import type { OpenTunnels } from "~/engines/workers/open-tunnels.ts";
 import type { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
 import { AppError } from "~/lib/errors.ts";
-import { log } from "~/lib/logger.ts";
 import { publishLimits } from "~/lib/protocol/publish.ts";
 import { decodeRequest, encodeResult, errorResult, TunnelProtocolError, type TunnelRequest, tunnelPath } from "~/lib/protocol/tunnel.ts";
+import { log } from "~/lib/server/logger.ts";
 import type { ServiceContext } from "~/services/context.ts";
-import { isFirstUseEverywhere } from "~/services/tickets/signed-ticket.ts";
 import { insertEvents } from "~/services/tunnel/insert-events.ts";
 import { redeemTunnelTicket, type TunnelClaims } from "~/services/tunnel/tunnel-ticket.ts";
-import { type RawFrame, takeRawFrames } from "./raw-frames.ts";
+import type { ChannelSocket, RawFrame, SocketChannel, SocketServer } from "./socket-server.ts";
+import { admitTicket } from "./ticket.ts";
 
 /** Requests one tunnel may have running at once; more are answered with a tunnel error. */
 const maxInFlight = 8;
@@ -30,6 +29,7 @@ export function tunnelSocket({
   ingest,
   sockets,
   tunnels,
+  server,
 }: {
   ctx: ServiceContext;
   workers: WorkerRegistry;
@@ -37,10 +37,11 @@ export function tunnelSocket({
   sockets: GrantedSockets;
   /** Marked connected and closed here, for ListOpenTunnels. */
   tunnels: OpenTunnels;
+  server: SocketServer;
 }) {
   const state = new WeakMap<object, { claims: TunnelClaims; inFlight: number; unregister: () => void }>();
 
-  async function receive(raw: ServerWebSocket<unknown>, frame: RawFrame) {
+  async function receive(raw: ChannelSocket, frame: RawFrame) {
     const s = state.get(raw);
     if (!s) return;
     const send = (frame: Uint8Array) => {
@@ -103,35 +104,43 @@ export function tunnelSocket({
     }
   }
 
+  const channel: SocketChannel<TunnelClaims> = {
+    kind: "tunnel",
+    // A request's body is checked against maxMessageBytes as sent and decoded (and answered); a frame of more
+    // than twice that closes the socket.
+    maxMessageBytes: 2 * maxMessageBytes,
+    open(raw, claims) {
+      const unregister = sockets.register(claims.grants, { close: (code, reason) => raw.close(code, reason) });
+      state.set(raw, { claims, inFlight: 0, unregister });
+      tunnels.connected(claims.tunnelId, {
+        principalKey: claims.principalKey,
+        namespaceId: claims.namespaceId,
+        role: claims.role,
+        createTimeMs: claims.createTimeMs ?? Date.now(),
+      });
+    },
+    message: receive,
+    close(raw) {
+      const s = state.get(raw);
+      if (!s) return;
+      state.delete(raw);
+      s.unregister();
+      tunnels.closed(s.claims.tunnelId);
+    },
+  };
+
   return new Elysia({ name: "ws-tunnel" })
     .resolve(async ({ query, path }) => {
       if (path !== tunnelPath) return {};
-      let claims = query.ticket ? redeemTunnelTicket(ctx.config.sessionSecret, query.ticket, ctx.now()) : null;
-      if (claims && !(await isFirstUseEverywhere(query.ticket ?? "", ctx.spendTicketEverywhere))) claims = null;
-      if (!claims) throw new AppError("UNAUTHORIZED", "tunnel ticket invalid, used or expired: call CreateTunnel again");
+      const claims = await admitTicket({
+        ctx,
+        channel: "Tunnel",
+        ticket: query.ticket,
+        redeem: (ticket) => redeemTunnelTicket(ctx.config.sessionSecret, ticket, ctx.now()),
+      });
       return { tunnel: claims };
     })
-    .ws(tunnelPath, {
+    .get(tunnelPath, (c) => server.upgrade(c, channel, c.tunnel!), {
       query: t.Object({ ticket: t.Optional(t.String({ maxLength: 2048 })) }),
-      open(ws) {
-        const claims = (ws.data as unknown as { tunnel: TunnelClaims }).tunnel;
-        const raw = ws.raw as ServerWebSocket<unknown>;
-        const unregister = sockets.register(claims.grants, { close: (code, reason) => raw.close(code, reason) });
-        state.set(raw, { claims, inFlight: 0, unregister });
-        tunnels.connected(claims.tunnelId, {
-          principalKey: claims.principalKey,
-          namespaceId: claims.namespaceId,
-          role: claims.role,
-          createTimeMs: claims.createTimeMs ?? Date.now(),
-        });
-        takeRawFrames(raw, (frame) => receive(raw, frame));
-      },
-      close(ws) {
-        const s = state.get(ws.raw);
-        if (!s) return;
-        state.delete(ws.raw);
-        s.unregister();
-        tunnels.closed(s.claims.tunnelId);
-      },
     });
 }

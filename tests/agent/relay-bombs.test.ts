@@ -5,8 +5,8 @@ import type { TCPSocketListener } from "bun";
 import { hostMetadata } from "~/agent/event.ts";
 import { type ReverseProxy, startReverseProxy } from "~/agent/relay/reverse-proxy.ts";
 import { createTracer, type Tracer } from "~/agent/tracer.ts";
-import { parseHostEnvironment } from "~/lib/env.ts";
 import { type TracedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
+import { parseHostEnvironment } from "~/lib/server/env.ts";
 import { h2 } from "./parse/helpers.ts";
 
 /**

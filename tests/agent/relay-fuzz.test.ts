@@ -4,8 +4,8 @@ import type { TCPSocketListener } from "bun";
 import { hostMetadata } from "~/agent/event.ts";
 import { type ReverseProxy, startReverseProxy } from "~/agent/relay/reverse-proxy.ts";
 import { createTracer } from "~/agent/tracer.ts";
-import { parseHostEnvironment } from "~/lib/env.ts";
 import { type TracedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
+import { parseHostEnvironment } from "~/lib/server/env.ts";
 
 /**
  * The relay with the real tracer as its observer: random and mutated HTTP byte streams arrive

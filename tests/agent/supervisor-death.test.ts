@@ -29,14 +29,17 @@ test("kill -9 of tapscope takes the traced program with it within a second or tw
   const port = await freePort();
   const run = start(["python3", "-m", "http.server", String(port), "--bind", "127.0.0.1"]);
   let programPid = 0;
+  let supervisorPid = 0;
   try {
     await waitForPort(port);
-    programPid = await waitUntil(() => childrenOf(run.proc.pid)[0], 5000, "the program's pid");
-    expect(readFileSync(`/proc/${programPid}/cmdline`, "utf8")).toContain("http.server");
+    // `tapscope run` (the front) -> its supervisor -> the program.
+    supervisorPid = await waitUntil(() => childrenOf(run.proc.pid)[0], 5000, "the supervisor's pid");
+    programPid = await waitUntil(() => childrenOf(supervisorPid)[0], 5000, "the program's pid");
+    expect(readFileSync(`/proc/${programPid}/cmdline`, "utf8")).toMatch(/^[^\0]*python3\0-m\0http\.server/);
     run.proc.kill("SIGKILL");
     await run.exited;
     const killedAt = Date.now();
-    await waitUntil(() => isGone(programPid), 2000, "the program to die with its supervisor");
+    await waitUntil(() => isGone(programPid) && isGone(supervisorPid), 2000, "the supervisor and the program to die with tapscope");
     expect(Date.now() - killedAt).toBeLessThan(2000);
     // Its port is closed, not left half-alive.
     const connected = await Bun.connect({ hostname: "127.0.0.1", port, socket: { data() {} } }).then(
@@ -48,7 +51,7 @@ test("kill -9 of tapscope takes the traced program with it within a second or tw
     );
     expect(connected).toBe(false);
   } finally {
-    if (programPid && !isGone(programPid)) process.kill(programPid, "SIGKILL");
+    for (const pid of [programPid, supervisorPid]) if (pid && !isGone(pid)) process.kill(pid, "SIGKILL");
   }
 }, 30_000);
 

@@ -333,6 +333,7 @@ describe("TLS relay", () => {
       parents: new ParentTracker<Exchange>(),
       enqueue: (w) => work.push(w),
       newEventId: () => `e${++eventId}`,
+      processInfo: fakeProcess,
     };
     const relay = startRelay({ hostname: "127.0.0.1", port: (server.address() as AddressInfo).port }, {}, (info) => {
       deps.stats.openConnections++;

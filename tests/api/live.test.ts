@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { links, orgs } from "#db/schema/index.ts";
-import { randomId } from "~/lib/ids.ts";
 import { liveSocketUrl } from "~/lib/protocol/live.ts";
+import { randomId } from "~/lib/server/ids.ts";
 import { createRuntime, type Runtime } from "~/runtime.ts";
 import { createApp } from "~/server.ts";
 import { makeEvent } from "../services/live-fixtures.ts";
@@ -227,17 +227,25 @@ for (const backend of backends) {
         viewer.close();
       });
 
-      test("a viewer's frame past the message bound is never parsed nor applied; the socket goes on", async () => {
+      test("a viewer's frame past the message bound is never parsed nor applied; past the socket's own limit it closes the socket", async () => {
         const id = await makeLink(3_600_000);
         const viewer = await LiveClient.open(`ws://127.0.0.1:${port}/api/LiveSubscribe?link_id=${id}`);
         await viewer.until(() => viewer.of("hello").length === 1, "hello");
-        // A valid setConfig padded to 8 MiB: Elysia used to parse every such frame, and the object skipped the bound.
-        viewer.send(`{"type":"setConfig","revision":1,"filters":[],"pad":"${"x".repeat(8 * 1024 * 1024)}"}`);
+        // A valid setConfig padded past the config bound, within the socket's frame limit: ignored, the socket goes on.
+        viewer.send(`{"type":"setConfig","revision":1,"filters":[],"pad":"${"x".repeat(300 * 1024)}"}`);
         viewer.send({ type: "setConfig", revision: 2, filters: [] });
         await viewer.until(() => viewer.of("config-applied").some((m) => m.revision === 2), "revision 2 applied");
         expect(viewer.of("config-applied").map((m) => m.revision)).toEqual([2]);
         expect(viewer.closeCode).toBeNull();
         viewer.close();
+
+        // Padded to 8 MiB (Bun's frame limit was the only one, and Elysia parsed every such frame): closed with 1009.
+        const big = await LiveClient.open(`ws://127.0.0.1:${port}/api/LiveSubscribe?link_id=${id}`);
+        await big.until(() => big.of("hello").length === 1, "hello");
+        big.send(`{"type":"setConfig","revision":1,"filters":[],"pad":"${"x".repeat(8 * 1024 * 1024)}"}`);
+        await big.until(() => big.closeCode !== null, "close");
+        expect(big.closeCode).toBe(1009);
+        expect(big.of("config-applied")).toEqual([]);
       });
 
       test("unknown and expired links are refused; a link that expires while watched says so and closes", async () => {

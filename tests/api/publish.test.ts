@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { links } from "#db/schema/index.ts";
+import { joinPublisher } from "~/agent/publisher/join.ts";
 import { startServer, type TestServer } from "../agent/publish/server.ts";
 
 let server: TestServer;
@@ -50,18 +51,26 @@ describe("POST /api/JoinPublisher", () => {
     expect(body.websocketUrl).not.toContain(token.slice(4, 20));
   });
 
-  test("a token that does not authenticate is refused (never silently anonymous)", async () => {
+  test("a token that does not authenticate is refused (never silently anonymous), and the CLI names TAPSCOPE_TOKEN", async () => {
     const bad = await join({}, `tsk_${"A".repeat(43)}`);
     expect(bad.status).toBe(401);
-    expect(bad.body.error).toContain("TAPSCOPE_TOKEN");
+    expect(bad.body.error).toBe("the token is not valid (deleted, or from another server?)");
     const garbage = await join({}, "hello");
     expect(garbage.status).toBe(401);
+    const refused = await joinPublisher(server.endpoint, `tsk_${"A".repeat(43)}`, undefined).catch((err: unknown) => err);
+    expect(refused).toMatchObject({
+      status: 401,
+      message: "TAPSCOPE_TOKEN was refused: the token is not valid (deleted, or from another server?)",
+    });
   });
 
-  test("an organization (worker) token cannot publish", async () => {
+  test("an organization (worker) token cannot publish: 403 naming what the call takes", async () => {
     const { orgId } = await server.namespaceWithToken();
     const res = await join({}, await server.orgToken(orgId));
     expect(res.status).toBe(403);
+    expect(res.body.error).toBe(
+      "forbidden: JoinPublisher takes no credential or a namespace token (tsk_...), not an org worker token (tso_...)",
+    );
   });
 
   test("a link id override: reuse a live anonymous link, create a strong new one, refuse weak, expired or foreign links", async () => {

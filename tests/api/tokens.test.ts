@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { namespaceTokens, orgTokens } from "#db/schema/index.ts";
-import { sha256Hex } from "~/lib/ids.ts";
+import { sha256Hex } from "~/lib/server/ids.ts";
 import { backends, startTestApp, type TestApp } from "../support/app.ts";
 
 const NS_TOKEN = /^tsk_[A-Za-z0-9_-]{43}$/;
@@ -80,11 +80,11 @@ for (const backend of backends) {
       expect(seen.body.namespaces.map((n: { namespaceId: string }) => n.namespaceId)).toEqual([admin.namespaceId]);
       expect(seen.body.namespaces).not.toContainEqual(expect.objectContaining({ namespaceId: second.body.namespaceId }));
 
-      // Tokens are not sessions: the management calls stay user-only.
+      // Tokens are not sessions: the management calls stay user-only (a valid token of the wrong kind: 403).
       expect(
         (await t.call("/api/GenerateNamespaceToken", { namespaceId: admin.namespaceId }, { bearer: token, origin: null })).status,
-      ).toBe(401);
-      expect((await t.request("/api/GetSelf", { headers: { authorization: `Bearer ${token}` } })).status).toBe(401);
+      ).toBe(403);
+      expect((await t.request("/api/GetSelf", { headers: { authorization: `Bearer ${token}` } })).status).toBe(403);
 
       expect((await t.call("/api/DeleteNamespaceToken", { tokenId }, { cookie: admin.cookie })).status).toBe(200);
       expect((await t.call("/api/ListNamespaces", { orgId: admin.orgId }, { bearer: token, origin: null })).status).toBe(401);

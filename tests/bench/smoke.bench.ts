@@ -45,6 +45,10 @@ const tables: Record<string, RegExp[]> = {
     /^new connection \(connect \+ TLS handshakes \+ request, one at a time\): direct \d+µs, traced \d+µs/m,
   ],
   "bench:site": [/^page\s+performance {2}accessibility {2}best-practices$/m, /^\/\s+\d+(?: \(below\))?\s+\d+/m],
+  "bench:bundle": [
+    /^file\s+raw KiB\s+gzip KiB\s+brotli KiB\s+served KiB$/m,
+    /^\/\s+[\d.]+ \/ [\d.]+\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+ \/ [\d.]+\s+[\d.]+\s+[\d.]+$/m,
+  ],
   "bench:cluster": [
     /^ {2}cluster \/ single: [\d.]+ \(target >= 0\.8\)/m,
     /^ {2}across nodes\s+p50 [\d.]+ ms, p99 [\d.]+ ms, seen [\d,]+ of [\d,]+/m,
@@ -55,7 +59,10 @@ const tables: Record<string, RegExp[]> = {
     /^\| export on \| \d+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| \d+ \| [1-9]\d* \|$/m,
     /^export on \/ off: CPU [\d.]+x \([+-][\d.]+ µs per event\), \d+ of \d+ spans delivered$/m,
   ],
+  "bench/cluster/receive.ts": [/^receive CPU per event: before [\d.]+ µs, now [\d.]+ µs \(now\/before [\d.]+\)$/m],
+  "bench/capture/startup.ts": [/^ {2}start: traced minus direct +-?\d+$/m],
   "bench/capture/body-sample-bench.ts": [/before [\d.]+ µs, now [\d.]+ µs \(now\/before [\d.]+\)/],
+  "bench/capture/field-table-bench.ts": [/^server: read \+ validate a batch\s+[\d.]+$/m, /^live history: size estimate\s+[\d.]+$/m],
   "bench/capture/exchange-bench.ts": [/^size=65536 limit=65536 [\d.]+ us\/exchange/m],
   "bench/capture/parse-bench.ts": [
     /^small keep-alive exchanges[^\n]*\n\s+baseline\s+[\d.]+ ms\s+\d+ MB\/s\s+\d+ events\/s\n\s+parse\s+[\d.]+ ms/m,

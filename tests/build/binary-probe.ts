@@ -3,7 +3,7 @@
  * inside a binary once loadDuckDbNative() has run (the store's own tests cover DuckDB from source), and
  * that the binary does not load a .env from its working directory.
  */
-import { loadDuckDbNative } from "~/lib/embedded.ts";
+import { loadDuckDbNative } from "~/lib/server/embedded.ts";
 
 await loadDuckDbNative();
 const { DuckDBInstance } = await import("@duckdb/node-api");

@@ -200,7 +200,7 @@ describe.skipIf(skip)("compiled binary", () => {
       await signInRoundTrip(server, "binary-test@example.com");
     });
 
-    test("renders a page whose script and stylesheet come from the binary", async () => {
+    test("renders a page whose script and stylesheet come from the binary, compressed", async () => {
       const res = await fetch(`${server.url}/login`);
       expect(res.status).toBe(200);
       expect(res.headers.get("content-type")).toContain("text/html");
@@ -214,6 +214,13 @@ describe.skipIf(skip)("compiled binary", () => {
         const name = asset.slice("/assets/".length);
         expect(Buffer.from(await file.arrayBuffer()).equals(readFileSync(join(root, "build/client", name)))).toBe(true);
       }
+      // The page and its script go out compressed (fetch asks for brotli and decodes it above).
+      expect(res.headers.get("content-encoding")).toBe("br");
+      const script = assets.find((a) => a.startsWith("/assets/entry-client-"))!;
+      const raw = await fetch(`${server.url}${script}`, { headers: { "accept-encoding": "br" }, decompress: false });
+      expect(raw.headers.get("content-encoding")).toBe("br");
+      const name = script.slice("/assets/".length);
+      expect(Buffer.from(await raw.arrayBuffer()).equals(readFileSync(join(root, "build/client", `${name}.br`)))).toBe(true);
     });
 
     test("offers itself and the other architecture's binary for download", async () => {

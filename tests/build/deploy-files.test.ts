@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { parseConfig } from "~/lib/env.ts";
+import { parseConfig } from "~/lib/server/env.ts";
 
 // The cluster's deployment files are configuration a user copies: each server node's environment must be one the
 // server accepts, and the names the files share (cluster, hosts, services) must agree.

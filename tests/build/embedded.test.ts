@@ -8,7 +8,7 @@ import {
   isCompiledBinary,
   loadDuckDbNative,
   pruneStaleCaches,
-} from "~/lib/embedded.ts";
+} from "~/lib/server/embedded.ts";
 import { tempDir } from "./support.ts";
 
 describe("embedded assets from source", () => {

@@ -2,7 +2,7 @@ import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase } from "#db/client.ts";
-import { parseConfig } from "~/lib/env.ts";
+import { parseConfig } from "~/lib/server/env.ts";
 import { createRuntime } from "~/runtime.ts";
 import { createApp } from "~/server.ts";
 

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { namespaces, orgs } from "#db/schema/index.ts";
 import { connectRedisBroker } from "~/engines/cluster/broker.ts";
-import { parseConfig } from "~/lib/env.ts";
+import { parseConfig } from "~/lib/server/env.ts";
 import { createRuntime, type Runtime } from "~/runtime.ts";
 import { type Service, startRedis } from "../support/cluster.ts";
 import { tracedEvent } from "../support/event-factory.ts";

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { defaultRelayThreads } from "~/agent/relay/relay-threads.ts";
 import { DEFAULT_PAYLOAD_LIMIT } from "~/agent/tracer.ts";
-import { parseRunArgs } from "~/commands/run.ts";
+import { parseRunArgs } from "~/commands/run-flags.ts";
 
 const error = (args: string[]) => {
   const r = parseRunArgs(args);
@@ -23,6 +23,7 @@ describe("tapscope run flags (shared with tapscope proxy)", () => {
         tls: true,
         relayThreads: defaultRelayThreads(),
         passCredentials: false,
+        isWait: false,
       },
     });
     const r = parseRunArgs([
@@ -38,6 +39,7 @@ describe("tapscope run flags (shared with tapscope proxy)", () => {
       "--relay-threads",
       "2",
       "--pass-credentials",
+      "--wait",
       "--",
       "node",
       "app.js",
@@ -55,6 +57,7 @@ describe("tapscope run flags (shared with tapscope proxy)", () => {
         tls: true,
         relayThreads: 2,
         passCredentials: true,
+        isWait: true,
       },
     });
   });

@@ -1,7 +1,15 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { BrowserContext, Page } from "playwright-core";
 import { startSmtpServer } from "../support/smtp.ts";
-import { launchBrowser, type RunningBrowser, type RunningServer, screenshot, startServer, watchPageErrors } from "./harness.ts";
+import {
+  launchBrowser,
+  type RunningBrowser,
+  type RunningServer,
+  screenshot,
+  startServer,
+  waitForHydration,
+  watchPageErrors,
+} from "./harness.ts";
 
 let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
 let server: RunningServer;
@@ -43,7 +51,7 @@ describe("sign-in and the dashboard, in Chromium against the real server", () =>
     await page.getByRole("heading", { name: "Get started" }).waitFor();
     expect(await page.getByText("Sign into your account").isVisible()).toBe(true);
     expect(await page.getByText("Continue with Google").count()).toBe(0);
-    await page.waitForFunction(() => (window as unknown as { __reactRouterVersion?: string }).__reactRouterVersion !== undefined);
+    await waitForHydration(page);
     await screenshot(page, "01-login");
 
     await page.getByPlaceholder("Enter your email...").fill(email);

@@ -122,6 +122,11 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(artifactsDir, `${name}.png`), fullPage: false });
 }
 
+/** Resolves once the page has hydrated: its route's chunk has loaded and its event handlers are attached. */
+export async function waitForHydration(page: Page): Promise<void> {
+  await page.waitForFunction(() => (window as unknown as { __TAPSCOPE_HYDRATED__?: boolean }).__TAPSCOPE_HYDRATED__ === true);
+}
+
 /** Fails the test on any uncaught page error or hydration mismatch, which the user would not see as text. */
 export function watchPageErrors(page: Page): string[] {
   const errors: string[] = [];
@@ -146,7 +151,7 @@ export async function signInByEmail(
 ): Promise<string> {
   const before = smtp.messages.length;
   await page.goto(`${baseUrl}/login`);
-  await page.waitForFunction(() => (window as unknown as { __reactRouterVersion?: string }).__reactRouterVersion !== undefined);
+  await waitForHydration(page);
   await page.getByPlaceholder("Enter your email...").fill(email);
   await page.getByRole("button", { name: "Sign in" }).click();
   const link = await mailedSignInLink(smtp, email, before);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import type { Page } from "playwright-core";
-import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { neutralEvent, type TracedEvent } from "~/lib/protocol/event.ts";
 import { launchBrowser, type RunningBrowser, type RunningServer, screenshot, startServer, watchPageErrors } from "./harness.ts";
 
 // The live frame with 100,000 events in Chromium: the page is the real /iframer from the real server; its
@@ -16,6 +16,7 @@ const BATCH = 1000;
 function event(i: number): TracedEvent {
   const isOut = i % 10 === 3;
   return {
+    ...neutralEvent(),
     time: 1_763_700_000_000_000 + i * 1000,
     event_id: `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`,
     parent_event_id: isOut ? `00000000-0000-4000-8000-${String(i - 1).padStart(12, "0")}` : "",

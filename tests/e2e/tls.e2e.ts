@@ -35,12 +35,21 @@ const endMs = Math.ceil(Date.now() / 60_000) * 60_000;
 const rows = () => page.locator("[role=row][data-event-id]");
 const settled = () => page.waitForFunction(() => !document.querySelector("[data-testid=results]")?.textContent?.includes("Loading…"));
 
-async function applyFilter(text: string) {
+/**
+ * Applies a filter and waits until the list shows its answer: rows, each holding `everyRowHas` if given (the chip appears
+ * before the query starts, so "not loading" alone can still be the previous filter's list on a busy machine).
+ */
+async function applyFilter(text: string, everyRowHas?: string) {
   const input = page.getByRole("textbox", { name: "Filter" });
   await input.fill(text);
   await input.press("Enter");
   await page.getByRole("button", { name: text, exact: true }).waitFor();
   await settled();
+  if (everyRowHas === undefined) return;
+  await page.waitForFunction((needle) => {
+    const found = [...document.querySelectorAll("[role=row][data-event-id]")];
+    return found.length > 0 && found.every((row) => row.innerHTML.includes(needle));
+  }, everyRowHas);
 }
 
 beforeAll(async () => {
@@ -97,7 +106,7 @@ describe("TLS in the requests explorer", () => {
       await page.waitForTimeout(500);
       await page.reload();
     }
-    await applyFilter('tls == "decrypted"');
+    await applyFilter('tls == "decrypted"', 'aria-label="TLS, decrypted"');
     const count = await rows().count();
     expect(count).toBeGreaterThan(0);
     expect(await rows().locator('[role=img][aria-label="TLS, decrypted"]').count()).toBe(count);
@@ -128,7 +137,7 @@ describe("TLS in the requests explorer", () => {
 
   test("calls not decrypted: the marker in the list and the reason in the detail", async () => {
     await page.setViewportSize(DESKTOP);
-    await applyFilter('tls == "not decrypted" && tls.reason contains "certificate"');
+    await applyFilter('tls == "not decrypted" && tls.reason contains "certificate"', "not decrypted");
     const count = await rows().count();
     expect(count).toBeGreaterThan(0);
     expect(await rows().getByText("not decrypted", { exact: true }).count()).toBe(count);

@@ -191,11 +191,11 @@ describe("MCP at /mcp", () => {
     const listed = await s.call("/api/ListNamespaceTokens", { namespaceId: owner.namespaceId }, { cookie: owner.cookie });
     const id = listed.body.tokens.find((t: { name: string }) => second.endsWith(t.name.slice(-4)))?.tokenId;
     expect((await s.call("/api/DeleteNamespaceToken", { tokenId: id }, { cookie: owner.cookie })).status).toBe(200);
-    await expect(client.callTool({ name: "search_requests", arguments: {} })).rejects.toThrow("the token was not recognised");
+    await expect(client.callTool({ name: "search_requests", arguments: {} })).rejects.toThrow("the token is not valid");
     await client.close().catch(() => {});
   });
 
-  test("without a namespace token: 401 with WWW-Authenticate; an org token, a cookie or a foreign page are refused", async () => {
+  test("without a valid namespace token: 401 with WWW-Authenticate; an org token, a session or a foreign page: 403", async () => {
     const initialize = JSON.stringify({
       jsonrpc: "2.0",
       id: 1,
@@ -211,13 +211,21 @@ describe("MCP at /mcp", () => {
     const none = await post({});
     expect(none.status).toBe(401);
     expect(none.headers.get("www-authenticate")).toContain("Bearer");
-    expect((await post({ authorization: "Bearer tsk_nope" })).status).toBe(401);
+    expect((await none.json()).error).toBe("a namespace token (tsk_...) is required");
+    const mistyped = await post({ authorization: "Bearer tsk_nope" });
+    expect(mistyped.status).toBe(401);
+    expect(mistyped.headers.get("www-authenticate")).toContain("Bearer");
     const orgToken = await s.orgToken(owner);
-    expect((await post({ authorization: `Bearer ${orgToken}` })).status).toBe(401);
-    expect((await post({ cookie: owner.cookie })).status).toBe(401);
+    const asOrg = await post({ authorization: `Bearer ${orgToken}` });
+    expect(asOrg.status).toBe(403);
+    expect((await asOrg.json()).error).toBe("forbidden: mcp takes a namespace token (tsk_...), not an org worker token (tso_...)");
+    // A session is no MCP credential, from our own pages (403 by the declaration) or from anywhere else (CSRF, 403).
+    expect((await post({ cookie: owner.cookie, origin: new URL(s.base).origin })).status).toBe(403);
+    expect((await post({ cookie: owner.cookie })).status).toBe(403);
     expect((await post({ authorization: `Bearer ${token}`, origin: "https://evil.example" })).status).toBe(403);
     const ok = await post({ authorization: `Bearer ${token}` });
     expect(ok.status).toBe(200);
+    expect(ok.headers.get("www-authenticate")).toBeNull();
     expect((await ok.json()).result.serverInfo.name).toBe("tapscope");
     expect((await fetch(`${s.base}/mcp`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(405);
   });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Ingest } from "~/engines/ingest/ingest.ts";
 import { EventSinks } from "~/engines/ingest/sinks.ts";
 import { OtlpExporter } from "~/engines/otlp/otlp-exporter.ts";
-import { setLogSink } from "~/lib/logger.ts";
+import { setLogSink } from "~/lib/server/logger.ts";
 import type { NamespaceExport } from "~/services/otlp/export-destinations.ts";
 import { tracedEvent } from "../support/event-factory.ts";
 import { type OtlpReceiver, startOtlpReceiver } from "../support/otlp-receiver.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { ConfigError, parseConfig } from "~/lib/env.ts";
+import { ConfigError, parseConfig } from "~/lib/server/env.ts";
 import { parseTraceparent, requestLink, spanIdOf, splitHostPort } from "~/services/otlp/spans.ts";
 import { decodeState } from "~/ui/explorer/explorer-state.ts";
 

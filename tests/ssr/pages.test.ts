@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { brotliCompressSync, brotliDecompressSync, gunzipSync } from "node:zlib";
 import { mapAssetSource } from "~/ssr/assets.ts";
 import { pageRoutes } from "~/ssr/page-routes.ts";
 import { startTestApp, type TestApp } from "../support/app.ts";
@@ -175,5 +176,95 @@ describe("assets", () => {
       const res = await pages().handle(new Request(`http://x${path}`));
       expect(res.status).toBe(404);
     }
+  });
+});
+
+describe("compression", () => {
+  const source = "console.log('tapscope');".repeat(200);
+  const brotli = new Blob([brotliCompressSync(source)]);
+  const gzip = new Blob([Bun.gzipSync(new TextEncoder().encode(source))]);
+  const assets = mapAssetSource(
+    new Map([
+      ["entry-client-abc.js", new Blob([source])],
+      ["entry-client-abc.js.br", brotli],
+      ["entry-client-abc.js.gz", gzip],
+      ["tiny-abc.js", new Blob(["1"])],
+    ]),
+    {
+      entry: "/assets/entry-client-abc.js",
+      css: [],
+      files: ["entry-client-abc.js", "tiny-abc.js"],
+      areas: {
+        site: ["/assets/site-area-s1.js", "/assets/chunk-shared.js"],
+        dashboard: ["/assets/dashboard-area-d1.js", "/assets/chunk-shared.js"],
+        frames: ["/assets/frames-area-f1.js"],
+      },
+    },
+  );
+  const routes = () => pageRoutes({ config: t.config, ctx: t.ctx }, { assets });
+  const get = (path: string, acceptEncoding?: string) =>
+    routes().handle(new Request(`http://x${path}`, acceptEncoding === undefined ? {} : { headers: { "accept-encoding": acceptEncoding } }));
+  const body = async (res: Response) => Buffer.from(await res.arrayBuffer());
+
+  test("an asset goes out in brotli where the browser takes it, else gzip, else as it is; cached immutable in each", async () => {
+    const br = await get("/assets/entry-client-abc.js", "gzip, deflate, br, zstd");
+    expect(br.headers.get("content-encoding")).toBe("br");
+    expect(brotliDecompressSync(await body(br)).toString()).toBe(source);
+    const gz = await get("/assets/entry-client-abc.js", "gzip, deflate");
+    expect(gz.headers.get("content-encoding")).toBe("gzip");
+    expect(gunzipSync(await body(gz)).toString()).toBe(source);
+    const refused = await get("/assets/entry-client-abc.js", "br;q=0, gzip;q=0");
+    expect(refused.headers.get("content-encoding")).toBeNull();
+    expect(await refused.text()).toBe(source);
+    for (const res of [br, gz, refused]) {
+      expect(res.headers.get("vary")).toBe("accept-encoding");
+      expect(res.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
+      expect(res.headers.get("content-type")).toBe("text/javascript; charset=utf-8");
+    }
+  });
+
+  test("a file without compressed copies is sent as it is; the copies have no address of their own", async () => {
+    const tiny = await get("/assets/tiny-abc.js", "gzip, br");
+    expect(tiny.headers.get("content-encoding")).toBeNull();
+    expect(await tiny.text()).toBe("1");
+    for (const path of ["/assets/entry-client-abc.js.br", "/assets/entry-client-abc.js.gz"])
+      expect((await get(path, "br")).status).toBe(404);
+  });
+
+  test("pages stream compressed HTML that decodes to the same page, and say it varies by Accept-Encoding", async () => {
+    const plain = await get("/login");
+    expect(plain.headers.get("content-encoding")).toBeNull();
+    expect(plain.headers.get("vary")).toContain("accept-encoding");
+    const html = await plain.text();
+    expect(html).toContain("<title>Login | Tapscope</title>");
+    const br = await get("/login", "gzip, deflate, br");
+    expect(br.headers.get("content-encoding")).toBe("br");
+    expect(br.headers.get("vary")).toContain("accept-encoding");
+    expect(br.headers.get("content-security-policy")).toContain("script-src 'self' 'nonce-");
+    const decoded = brotliDecompressSync(await body(br)).toString();
+    // Each response has its own CSP nonce; the rest is the same page.
+    const withoutNonce = (text: string) => text.replace(/nonce(=|-)"?[A-Za-z0-9+/=]+/g, "nonce");
+    expect(withoutNonce(decoded)).toBe(withoutNonce(html));
+    const gz = await get("/login", "gzip");
+    expect(gz.headers.get("content-encoding")).toBe("gzip");
+    expect(withoutNonce(gunzipSync(await body(gz)).toString())).toBe(withoutNonce(html));
+  });
+
+  test("redirects and the API are not compressed", async () => {
+    const redirect = await get("/dashboard", "br");
+    expect(redirect.status).toBe(302);
+    expect(redirect.headers.get("content-encoding")).toBeNull();
+    const api = await t.request("/api/health", { headers: { "accept-encoding": "br, gzip" } });
+    expect(api.headers.get("content-encoding")).toBeNull();
+  });
+
+  test("a page preloads the scripts of its own area and of no other", async () => {
+    const preloads = async (path: string) =>
+      [...(await (await get(path)).text()).matchAll(/<link rel="modulepreload" href="([^"]+)"/g)].map((m) => m[1]);
+    expect(await preloads("/")).toEqual(["/assets/site-area-s1.js", "/assets/chunk-shared.js"]);
+    expect(await preloads("/login")).toEqual(["/assets/site-area-s1.js", "/assets/chunk-shared.js"]);
+    expect(await preloads("/iframer")).toEqual(["/assets/frames-area-f1.js"]);
+    expect(await preloads("/link/abc123")).toEqual(["/assets/frames-area-f1.js"]);
+    expect(await preloads("/no-such-page")).toEqual([]);
   });
 });

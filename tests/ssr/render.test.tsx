@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { Outlet } from "react-router";
-import { setLogSink } from "~/lib/logger.ts";
+import { setLogSink } from "~/lib/server/logger.ts";
 import { emptySite } from "~/lib/site-content.ts";
 import { createPageRenderer } from "~/ssr/render.tsx";
 import { Document } from "~/ui/document.tsx";
@@ -67,7 +67,7 @@ describe("server render", () => {
     const res = await render({
       request: new Request("http://x.test/slow"),
       env,
-      shell: { ...defaultShell, assets: { css: [], js: "/assets/e.js" } },
+      shell: { ...defaultShell, assets: { css: [], js: "/assets/e.js", preload: [] } },
     });
     const csp = res.headers.get("content-security-policy") ?? "";
     const nonce = /'nonce-([^']+)'/.exec(csp)?.[1];

@@ -5,6 +5,7 @@ import { clickhouseLiteral } from "~/store/sql/escape.ts";
 import { tableName } from "~/store/table.ts";
 import type { ClickHouseServer } from "../support/clickhouse.ts";
 import { type ClickHouseCluster, startClickHouseCluster } from "../support/clickhouse-cluster.ts";
+import { testAddedField } from "./added-field.ts";
 import { runConformance } from "./conformance.ts";
 import { generateEvents } from "./generate.ts";
 
@@ -35,6 +36,12 @@ runConformance({
     return openClickHouseStore({ url: c.shards[0]!.url, cluster: c.name });
   },
   literalHex: async (bytes) => sql((await theCluster()).shards[0]!.url, `SELECT hex(${clickhouseLiteral(bytes)})`),
+});
+
+// The column is added to the shards' local tables and to the Distributed table over them.
+testAddedField("ClickHouse cluster", async (fields) => {
+  const c = await theCluster();
+  return openClickHouseStore({ url: c.shards[0]!.url, cluster: c.name, fields });
 });
 
 test("cluster: events are sharded by id over both shards, and the counts through either node add up exactly", async () => {

@@ -4,6 +4,7 @@ import { openClickHouseStore } from "~/store/clickhouse.ts";
 import { clickhouseLiteral } from "~/store/sql/escape.ts";
 import { tableName } from "~/store/table.ts";
 import { clickhouseUrl } from "../support/clickhouse.ts";
+import { testAddedField } from "./added-field.ts";
 import { runConformance } from "./conformance.ts";
 import { generateEvents } from "./generate.ts";
 
@@ -39,3 +40,5 @@ test("ClickHouse: a table made before the TLS handshake column gets it when a se
   await second.dropNamespace(ns);
   await second.close();
 }, 60_000);
+
+testAddedField("ClickHouse", async (fields) => openClickHouseStore({ url: await clickhouseUrl(), fields }));

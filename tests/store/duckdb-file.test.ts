@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { duckdbInsertBatchSize, openDuckDbStore } from "~/store/duckdb.ts";
 import { tableName } from "~/store/table.ts";
+import { testAddedField } from "./added-field.ts";
 import { generateEvents } from "./generate.ts";
 
 /** The embedded store's database file: how a full batch is written, and files from other versions. */
@@ -105,4 +106,6 @@ describe("DuckDB database file", () => {
     expect(await reopened.countAll(ns)).toBe(21);
     await reopened.close();
   }, 60_000);
+
+  testAddedField("DuckDB file", (fields) => openDuckDbStore({ path, fields }), 60_000);
 });

@@ -1,4 +1,4 @@
-import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { neutralEvent, type TracedEvent } from "~/lib/protocol/event.ts";
 
 /** Small deterministic PRNG (mulberry32): the same seed gives the same events on every engine. */
 export function prng(seed: number): () => number {
@@ -159,6 +159,7 @@ export function generateEvents(options: GenerateOptions): TracedEvent[] {
     // Outbound calls cycle through decrypted, not decrypted and plaintext (by index: the random sequence stays as it was).
     const tls = isChild ? tlsCases[i % tlsCases.length]! : null;
     const event: TracedEvent = {
+      ...neutralEvent(),
       time,
       event_id: uuid(rand),
       parent_event_id: parent?.event_id ?? "",

@@ -4,9 +4,12 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { openClickHouseStore } from "~/store/clickhouse.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
 import type { SqlEventStore } from "~/store/sql-store.ts";
-import { eventColumns, eventsOfRows, sliceRows, toEventRows } from "~/store/table.ts";
+import { eventLayout, eventsOfRows, sliceRows, toEventRows } from "~/store/table.ts";
 import { clickhouseUrl } from "../support/clickhouse.ts";
 import { generateEvents } from "./generate.ts";
+
+/** The stored columns as [name, stored type]. */
+const eventColumns = eventLayout.columns.map((c) => [c.name as keyof TracedEvent, c.type] as const);
 
 /**
  * Each engine's insert encodes a batch its own way: DuckDB gets each column as its values joined by U+001F

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import type { Database } from "#db/client.ts";
 import { namespaces, orgs } from "#db/schema/index.ts";
 import { applyRetention, retentionDaysFor } from "~/engines/store/retention.ts";
-import { parseConfig } from "~/lib/env.ts";
+import { parseConfig } from "~/lib/server/env.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
 import type { EventStore } from "~/store/types.ts";
 import { createTestPglite } from "../support/pglite.ts";

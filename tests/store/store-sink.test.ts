@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import { Ingest } from "~/engines/ingest/ingest.ts";
 import { EventSinks } from "~/engines/ingest/sinks.ts";
 import { StoreSink } from "~/engines/store/store-sink.ts";
-import { setLogSink } from "~/lib/logger.ts";
+import { setLogSink } from "~/lib/server/logger.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
 import type { EventStore } from "~/store/types.ts";
 import { generateEvents } from "./generate.ts";

@@ -3,6 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase } from "#db/client.ts";
 import { memberships, namespaceMembers, namespaces, namespaceTokens, orgs, orgTokens, sessions, users } from "#db/schema/index.ts";
+import { connectRedisBroker } from "~/engines/cluster/broker.ts";
+import { parseConfig } from "~/lib/server/env.ts";
+import { createRuntime, type Runtime } from "~/runtime.ts";
 import { grantsOf } from "~/services/access/grants.ts";
 import { newToken } from "~/services/auth/token-format.ts";
 import { issueSubscriberTicket } from "~/services/live/subscriber-ticket.ts";
@@ -87,6 +90,33 @@ export function startRedis(): Promise<Service & { brokerUrl: string }> {
     (_dir, port) => ["redis-server", "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
     (port) => answers(port, "PING\r\n", "+PONG"),
   ).then((s) => ({ ...s, brokerUrl: `redis://127.0.0.1:${s.port}` }));
+}
+
+/**
+ * One server node's engines in this process, wired by createRuntime as `tapscope server` wires them, on its own
+ * connection to Redis and its own in-memory database (no store): two of these are two nodes of a cluster.
+ */
+export async function startNodeRuntime(
+  brokerUrl: string,
+  env: Record<string, string> = {},
+): Promise<{ runtime: Runtime; stop: () => Promise<void> }> {
+  const broker = await connectRedisBroker(brokerUrl);
+  const database = await openDatabase({});
+  const dataDir = mkdtempSync(join(tmpdir(), "tapscope-node-"));
+  const config = parseConfig({ DATA_DIR: dataDir, SESSION_SECRET: "cluster-node-secret-0123456789abcdef", ...env });
+  const runtime = createRuntime({ config, db: database.db, broker });
+  await runtime.start();
+  let isStopped = false;
+  return {
+    runtime,
+    stop: async () => {
+      if (isStopped) return;
+      isStopped = true;
+      await runtime.close();
+      await database.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
 }
 
 /** Debian's haproxy in front of the nodes: WebSockets tunnelled, health-checked on /api/health. */

@@ -1,12 +1,13 @@
 import { randomUUID } from "node:crypto";
-import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { neutralEvent, type TracedEvent } from "~/lib/protocol/event.ts";
 
 /**
- * A plausible inbound HTTP event with every TracedEvent field set: the one full literal the test
+ * A plausible inbound HTTP event with every TracedEvent field set (a field added since starts neutral): the literal the test
  * factories share. Override what a test is about.
  */
 export function tracedEvent(overrides: Partial<TracedEvent> = {}): TracedEvent {
   return {
+    ...neutralEvent(),
     time: Date.now() * 1000,
     event_id: randomUUID(),
     parent_event_id: "",

@@ -8,7 +8,10 @@ import {
   encodeRequest,
   encodeResult,
   encodeResultData,
+  errorResult,
+  FrameJoiner,
   relabelResult,
+  splitFrame,
   TunnelProtocolError,
   type TunnelResultData,
 } from "~/lib/protocol/tunnel.ts";
@@ -75,5 +78,32 @@ describe("tunnel frames", () => {
         expect(err).toBeInstanceOf(TunnelProtocolError);
       }
     }
+  });
+});
+
+describe("split results (a worker's result bigger than a frame)", () => {
+  const bytes = new Uint8Array(10 * 1024 + 7).map((_, i) => i % 251);
+
+  test("a result that fits is one frame; a bigger one is parts of at most partBytes plus a header, joined back whole", () => {
+    expect(splitFrame(bytes, bytes.length, "s")).toEqual([bytes]);
+    const parts = splitFrame(bytes, 1024, "s");
+    expect(parts).toHaveLength(11);
+    for (const part of parts) expect(part.length).toBeLessThan(1024 + 128);
+    const joiner = new FrameJoiner(1024 * 1024);
+    const out = parts.map((p) => joiner.push(p));
+    expect(out.slice(0, -1).every((o) => o === null)).toBe(true);
+    expect(out.at(-1)).toEqual(bytes);
+    // Any other frame passes through untouched.
+    const whole = encodeResult(errorResult("q", { tunnelError: "x" }));
+    expect(joiner.push(whole)).toBe(whole);
+  });
+
+  test("a stream over the joiner's bound, or parts out of order, are refused and the next stream still joins", () => {
+    const joiner = new FrameJoiner(4096);
+    expect(() => joiner.push(splitFrame(bytes, 1024, "big")[0]!)).toThrow(TunnelProtocolError);
+    const parts = splitFrame(bytes.subarray(0, 3000), 1024, "a");
+    joiner.push(parts[0]!);
+    expect(() => joiner.push(parts[2]!)).toThrow("out of order");
+    expect(parts.map((p) => joiner.push(p)).at(-1)).toEqual(bytes.subarray(0, 3000));
   });
 });

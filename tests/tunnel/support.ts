@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseConfig } from "~/lib/env.ts";
-import { setLogSink } from "~/lib/logger.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { parseConfig } from "~/lib/server/env.ts";
+import { setLogSink } from "~/lib/server/logger.ts";
 import { createRuntime } from "~/runtime.ts";
 import { createApp } from "~/server.ts";
 import { createSession } from "~/services/auth/create-session.ts";

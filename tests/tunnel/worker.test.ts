@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,6 +10,7 @@ import { createPublisher } from "~/agent/publish.ts";
 import { TunnelClient } from "~/agent/query-client.ts";
 import { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { decodeResult, decodeResultData } from "~/lib/protocol/tunnel.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
 import { makeEvent } from "../services/live-fixtures.ts";
 import { startTunnelServer, type TunnelServer } from "./support.ts";
@@ -183,6 +185,39 @@ describe("self-hosted worker (tapscope worker subprocess)", () => {
     expect((await c.query({ kind: "rows", query: { filter: range() } })).actualNumberOfRows).toBe(3);
     c.close();
   }, 40_000);
+
+  test("a result bigger than a WebSocket frame comes from the worker in parts and arrives whole", async () => {
+    worker ??= startWorker();
+    await until(() => s.workers.hasRemote(owner.orgId), "worker connected");
+    const now = Date.now();
+    // 14 bodies of 1 MiB of random bytes: about 20 MB of result, over the server's 8 MiB frame limit.
+    const events = Array.from({ length: 14 }, (_, i) =>
+      makeEvent({ time: (now - 500 + i) * 1000, http_req_path: `/big/${i}`, http_resp_body: randomBytes(1024 * 1024).toString("base64") }),
+    );
+    await s.ingest(owner.namespaceId, events);
+    const frame = await s.workers.dispatch({
+      namespaceId: owner.namespaceId,
+      orgId: owner.orgId,
+      role: "SELECT",
+      request: {
+        queryId: "big",
+        tags: { namespaceId: owner.namespaceId, orgId: owner.orgId },
+        compression: "none",
+        want: { kind: "events", eventIds: events.map((e) => e.event_id) },
+      },
+    });
+    expect(frame.length).toBeGreaterThan(16 * 1024 * 1024);
+    const result = decodeResult(frame);
+    expect(result.tunnelError).toBeNull();
+    const data = await decodeResultData(result);
+    expect(data.data.map((e) => e.http_req_path).sort()).toEqual(events.map((e) => e.http_req_path).sort());
+    const sent = new Map(events.map((e) => [e.event_id, e.http_resp_body]));
+    for (const e of data.data) expect(e.http_resp_body === sent.get(String(e.event_id))).toBe(true);
+    // The socket carried on: the next query answers.
+    const c = await open();
+    expect((await c.query({ kind: "rows", query: { filter: range() } })).actualNumberOfRows).toBeGreaterThan(14);
+    c.close();
+  }, 60_000);
 
   test("a worker whose org token is deleted is disconnected at its next heartbeat and stays out", async () => {
     const admin = await s.onboardedUser();

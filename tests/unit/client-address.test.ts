@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { clientAddress, parseTrustedProxies, trustedProxies } from "~/lib/client-address.ts";
-import { ConfigError, parseConfig } from "~/lib/env.ts";
+import { clientAddress, parseTrustedProxies, trustedProxies } from "~/lib/server/client-address.ts";
+import { ConfigError, parseConfig } from "~/lib/server/env.ts";
 
 const env = { DATA_DIR: "/tmp/tapscope-client-address-test", SESSION_SECRET: "client-address-test-secret-0123456789" };
 

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ConfigError, parseConfig } from "~/lib/env.ts";
+import { ConfigError, parseConfig } from "~/lib/server/env.ts";
 
 describe("parseConfig", () => {
   test("needs no configuration: defaults, and a session secret generated once and kept", () => {

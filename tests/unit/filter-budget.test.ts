@@ -83,7 +83,9 @@ describe("filters under a step meter", () => {
     meter.left = filterStepsPerEvent;
     const t0 = performance.now();
     compiled.predicate(event);
-    expect(performance.now() - t0).toBeLessThan(100);
+    // Unmetered, these clauses take seconds over this URL; metered they stop within the per-event budget (a few ms
+    // on an idle machine): a second tells the two apart on a busy one.
+    expect(performance.now() - t0).toBeLessThan(1000);
     expect(meter.left).toBeLessThan(0);
     expect(meter.ranOutAt?.index).toBe(1);
     expect(meter.ranOutAt?.position).toBe(0);
@@ -97,7 +99,8 @@ describe("filters under a step meter", () => {
     const chips = [clause(1), `${clause(2)} || ${clause(3)}`, `request.method == "GET" && ${clause(4)}`, `duration > 1s || ${clause(5)}`];
     const t0 = performance.now();
     const refused = parseFilterChips(chips);
-    expect(performance.now() - t0).toBeLessThan(100);
+    // Refused by counting states, before any is built (building them all would take seconds).
+    expect(performance.now() - t0).toBeLessThan(1000);
     expect(refused).toEqual({ ok: false, error: { index: 3, position: 37, message: expect.stringContaining("too complex") } });
     expect(filterLimits.maxRegexStates).toBeLessThan(5 * 3900);
     const compiled = compileFilterChips(chips.slice(0, 3));

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { parseFlags } from "~/lib/flags.ts";
+import { parseFlags } from "~/lib/server/flags.ts";
 
 const spec = {
   log: { type: "boolean" },

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { isUuid, uuidSource } from "~/lib/ids.ts";
+import { isUuid, uuidSource } from "~/lib/server/ids.ts";
 
 describe("isUuid", () => {
   test("a UUID of any version, in either case", () => {

@@ -2,7 +2,7 @@ import { expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
-import { ConfigError, parseConfig } from "~/lib/env.ts";
+import { ConfigError, parseConfig } from "~/lib/server/env.ts";
 import { openEventStore } from "~/store/open.ts";
 import type { Engine } from "~/store/types.ts";
 

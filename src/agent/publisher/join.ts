@@ -27,7 +27,10 @@ export async function joinPublisher(
     signal: AbortSignal.timeout(10_000),
   });
   const body = (await res.json().catch(() => ({}))) as Partial<JoinPublisherResponse>;
-  if (!res.ok || !body.websocketUrl) throw new JoinError(body.error ?? `JoinPublisher answered ${res.status}`, res.status);
+  if (!res.ok || !body.websocketUrl) {
+    const error = body.error ?? `JoinPublisher answered ${res.status}`;
+    throw new JoinError(res.status === 401 && token ? `TAPSCOPE_TOKEN was refused: ${error}` : error, res.status);
+  }
   const info: JoinInfo = { linkId: body.linkId, linkUrl: body.linkUrl, namespaceId: body.namespaceId, expiresAt: body.expiresAt };
   return { info, websocketUrl: body.websocketUrl };
 }

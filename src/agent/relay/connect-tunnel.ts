@@ -92,8 +92,8 @@ export class ConnectTunnel implements LegOwner {
     /** The proxy connection's pipe (made for connect()): the plain path, and this connection's event. */
     private readonly pipe: Pipe,
     private readonly deps: TunnelDeps,
-    /** The proxy, as dialed. */
-    private readonly proxy: { hostname: string; port: number },
+    /** The proxy, as dialed (with the program's rights, when they are not ours). */
+    private readonly proxy: Pick<Peer, "hostname" | "port" | "withRights">,
     /** Called once when the tunnel is over (the plain path reports its own end through the pipe). */
     private readonly onFinish?: () => void,
   ) {}
@@ -337,8 +337,8 @@ export class ConnectTunnel implements LegOwner {
       } catch {}
       this.onFinish?.();
     };
-    const via: ProxyRoute = { proxy: this.proxy, connectRequest: this.connectRequest };
-    const peer: Peer = { hostname: authority.host, port: authority.port, via };
+    const via: ProxyRoute = { proxy: { hostname: this.proxy.hostname, port: this.proxy.port }, connectRequest: this.connectRequest };
+    const peer: Peer = { hostname: authority.host, port: authority.port, via, withRights: this.proxy.withRights };
     const inner = new Pipe(info, this.deps.observer, over);
     const gate = new TlsGate(inner, this.deps.interception, this.deps.observer, peer, over);
     gate.attachServer(server, this.serverNoDelay);

@@ -57,6 +57,11 @@ export type ConnectionTap = {
    * until onClose ends the tunnel): returns the CONNECT's event id, the tunnel's connection's parent ("" when none).
    */
   onTunnel?(at: number): string;
+  /**
+   * The process that accepted an inbound connection, learnt only after the connection was shown (the accept came
+   * late): what follows, and exchanges still open, belong to it.
+   */
+  onProcess?(pid: number): void;
 };
 
 export type ConnectionObserver = {

@@ -51,6 +51,8 @@ export class Pipe {
    * are kept, bounded; bytes are never held back.
    */
   private deferred: { items: Array<{ from: Side; bytes: Uint8Array | null; at: number }>; size: number } | null = null;
+  /** The process that accepted the connection has been told (info.pid is no longer the listener's). */
+  private isPidKnown = false;
   info: ConnectionInfo;
 
   constructor(
@@ -73,10 +75,21 @@ export class Pipe {
   /** Shows the connection to the observer now, as seen by process `pid` when known. */
   release(pid?: number): void {
     const deferred = this.deferred;
-    if (!deferred) return;
+    if (!deferred) {
+      // Shown already, without the accepting process (the accept came after the wait): it is known now.
+      if (pid && !this.isPidKnown && this.options.deferTap) {
+        this.isPidKnown = true;
+        if (pid !== this.info.pid) this.tap?.onProcess?.(pid);
+        this.info.pid = pid;
+      }
+      return;
+    }
     this.deferred = null;
     this.options.onRelease?.(this);
-    if (pid) this.info.pid = pid;
+    if (pid) {
+      this.info.pid = pid;
+      this.isPidKnown = true;
+    }
     this.openTap();
     for (const item of deferred.items) {
       if (item.bytes) this.tapData(item.from, item.bytes, item.at);

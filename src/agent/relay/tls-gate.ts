@@ -191,7 +191,7 @@ export class TlsGate implements LegOwner {
     const tunnel = new ConnectTunnel(
       this.pipe,
       { interception: this.interception, observer: this.observer, nextConnectionId: this.tunnels!.nextConnectionId },
-      { hostname: this.peer.hostname, port: this.peer.port },
+      { hostname: this.peer.hostname, port: this.peer.port, withRights: this.peer.withRights },
       this.onRelayFinish,
     );
     this.tunnel = tunnel;

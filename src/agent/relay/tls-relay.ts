@@ -57,7 +57,13 @@ export type TlsOutcome =
 export type ProxyRoute = { proxy: { hostname: string; port: number }; connectRequest: Uint8Array };
 
 /** The server the program asked for; `via` when it is reached through a proxy's tunnel. */
-export type Peer = { hostname: string; port: number; via?: ProxyRoute };
+export type Peer = {
+  hostname: string;
+  port: number;
+  via?: ProxyRoute;
+  /** Runs a dial to the peer with the program's rights (its sockets are made with them); absent: ours are its own. */
+  withRights?: <T>(dial: () => T) => T;
+};
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 const HIGH_WATER = 1 << 20;
@@ -369,14 +375,20 @@ export class TlsRelay implements LegOwner {
       }
       return;
     }
-    Bun.connect<TlsRelay>({
-      hostname: this.peer.hostname,
-      port: this.peer.port,
-      allowHalfOpen: true,
-      data: this,
-      tls,
-      socket: upHandlers,
-    }).catch((error: unknown) => this.onUpError(error));
+    this.dial(() =>
+      Bun.connect<TlsRelay>({
+        hostname: this.peer.hostname,
+        port: this.peer.port,
+        allowHalfOpen: true,
+        data: this,
+        tls,
+        socket: upHandlers,
+      }),
+    ).catch((error: unknown) => this.onUpError(error));
+  }
+
+  private dial<T>(open: () => T): T {
+    return this.peer.withRights ? this.peer.withRights(open) : open();
   }
 
   /** Upstream TCP is connected (the TLS handshake goes on): the peer's last session is offered before it starts. */
@@ -693,14 +705,20 @@ export class TlsRelay implements LegOwner {
     if (this.helloLen > 0) pipe.onData("client", this.hello.slice(0, this.helloLen));
     if (this.isClientEnded) pipe.onEnd("client");
     if (this.peer.via) {
-      dialThrough(this.peer.via, pipe);
+      const via = this.peer.via;
+      this.dial(() => dialThrough(via, pipe));
       return;
     }
-    Bun.connect<LegData>(
-      legOptions(this.peer, {
-        open: (socket: Socket<LegData>) => pipe.attach("server", socket),
-        connectError: () => pipe.fail("connect failed"),
-      }),
+    this.dial(() =>
+      Bun.connect<LegData>(
+        legOptions(
+          { hostname: this.peer.hostname, port: this.peer.port },
+          {
+            open: (socket: Socket<LegData>) => pipe.attach("server", socket),
+            connectError: () => pipe.fail("connect failed"),
+          },
+        ),
+      ),
     ).catch(() => pipe.fail("connect failed"));
   }
 

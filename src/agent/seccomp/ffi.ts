@@ -26,6 +26,8 @@ const symbols = {
   execve: { args: ["ptr", "ptr", "ptr"], returns: "i32" },
   signal: { args: ["i32", "u64"], returns: "u64" },
   sigprocmask: { args: ["i32", "ptr", "ptr"], returns: "i32" },
+  waitpid: { args: ["i32", "ptr", "i32"], returns: "i32" },
+  dup2: { args: ["i32", "i32"], returns: "i32" },
   __errno_location: { args: [], returns: "ptr" },
 } as const;
 
@@ -72,6 +74,11 @@ export const NR = isArm64
       openat: 56,
       /** aarch64 has no open(2): -1 never matches a syscall number. */
       open: -1,
+      setgroups: 159,
+      setfsuid: 151,
+      setfsgid: 152,
+      capget: 90,
+      capset: 91,
     }
   : {
       socket: 41,
@@ -90,6 +97,11 @@ export const NR = isArm64
       pidfd_getfd: 438,
       openat: 257,
       open: 2,
+      setgroups: 116,
+      setfsuid: 122,
+      setfsgid: 123,
+      capget: 125,
+      capset: 126,
     };
 
 export const AUDIT_ARCH = isArm64 ? 0xc00000b7 : 0xc000003e;
@@ -99,6 +111,7 @@ export const E = {
   ENOENT: 2,
   ESRCH: 3,
   EINTR: 4,
+  ECHILD: 10,
   EBADF: 9,
   EAGAIN: 11,
   EACCES: 13,
@@ -185,6 +198,17 @@ export function isReadable(fd: number): boolean {
   pollView.setInt16(4, 1, true); // POLLIN
   pollView.setInt16(6, 0, true);
   return libc.poll(pollFd, 1, 0) > 0 && (pollView.getInt16(6, true) & 1) !== 0;
+}
+
+/**
+ * Whether fd reports POLLHUP right now. On a seccomp listener that means no task uses the filter any more (Linux
+ * 5.8+): every traced process has exited, and none can ever join again.
+ */
+export function isHungUp(fd: number): boolean {
+  pollView.setInt32(0, fd, true);
+  pollView.setInt16(4, 1, true);
+  pollView.setInt16(6, 0, true);
+  return libc.poll(pollFd, 1, 0) > 0 && (pollView.getInt16(6, true) & 0x10) !== 0;
 }
 
 const iovLocal = new BigUint64Array(2);

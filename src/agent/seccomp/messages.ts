@@ -16,6 +16,8 @@ export type WorkerMessage =
   | TrustOpenMsg
   | { kind: "started"; pid: number }
   | { kind: "io_uring"; pid: number }
+  /** No traced process is left (the listener hung up): the loop has ended. */
+  | { kind: "unused" }
   | { kind: "fatal"; reason: string; errno: number }
   | { kind: "crash"; error: string };
 

@@ -11,6 +11,7 @@ import {
   getIntOpt,
   IPPROTO_MPTCP,
   IPPROTO_TCP,
+  isHungUp,
   libc,
   NR,
   pidfdGetfd,
@@ -289,6 +290,11 @@ function handle(n: Notif): void {
 for (;;) {
   const n = receive(listener);
   if ("errno" in n) {
+    // With no task left on the filter every receive fails at once: say so and stop, rather than spin.
+    if (isHungUp(listener)) {
+      post({ kind: "unused" });
+      break;
+    }
     if (n.errno === E.EINTR || n.errno === E.ENOENT) continue;
     break;
   }

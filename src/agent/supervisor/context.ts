@@ -7,6 +7,7 @@ import type { SockAddr } from "../relay/sockaddr.ts";
 import type { TlsGate } from "../relay/tls-gate.ts";
 import type { AcceptMsg } from "../seccomp/messages.ts";
 import type { TlsInterception } from "../tls/interception.ts";
+import type { Credentials } from "./credentials.ts";
 
 /** A program listening socket the supervisor took over: it owns `requested`, the program listens on `hidden`. */
 export type Takeover = {
@@ -23,6 +24,8 @@ export type Takeover = {
   threadKey: number | null;
   /** The program asked for SO_REUSEPORT on its socket. */
   isReusePort: boolean;
+  /** The binding thread's credentials, when they differ from ours: the relay threads' sockets are made with them too. */
+  credentials: Credentials | null;
   /** Blocking accept() calls waiting for a connection. */
   parked: AcceptMsg[];
   pid: number;

@@ -28,6 +28,7 @@ import type { AcceptMsg, BindMsg, ListenMsg } from "../seccomp/messages.ts";
 import { addFdAndReply, isValid, replyContinue, replyError, replyValue } from "../seccomp/notif.ts";
 import { AF_INET, AF_INET6, bindTo, connectTo, localAddr, newSocket, socketInode, writeAddrResult } from "../seccomp/sockets.ts";
 import { type Context, processOf, type Takeover } from "./context.ts";
+import { asProgram, credentialsFor } from "./credentials.ts";
 import { listeningInodes } from "./listening.ts";
 
 const LOOPBACK4: SockAddr = { family: 4, ip: "127.0.0.1", port: 0 };
@@ -41,8 +42,14 @@ const LOOPBACK6: SockAddr = { family: 6, ip: "::1", port: 0 };
 function takeOver(ctx: Context, fd: number, domain: number, requestedBytes: Uint8Array, pid: number): Takeover | number {
   const requested = decodeSockAddr(requestedBytes);
   if (!requested) return E.EINVAL;
-  const owned = newSocket(domain);
-  if (owned < 0) return errno();
+  // Our socket is made and bound with the program's rights: its owner decides SO_REUSEPORT groups, its capabilities
+  // low ports.
+  const credentials = credentialsFor(pid, fd, true);
+  const owned = asProgram(credentials, () => {
+    const made = newSocket(domain);
+    return made < 0 ? -errno() : made;
+  });
+  if (owned < 0) return -owned;
   for (const opt of [SO_REUSEADDR, SO_REUSEPORT]) {
     const value = getIntOpt(fd, SOL_SOCKET, opt);
     if (value > 0) setIntOpt(owned, SOL_SOCKET, opt, value);
@@ -50,7 +57,8 @@ function takeOver(ctx: Context, fd: number, domain: number, requestedBytes: Uint
   const isReusePort = getIntOpt(fd, SOL_SOCKET, SO_REUSEPORT) > 0;
   const isV6Only = domain === AF_INET6 && getIntOpt(fd, IPPROTO_IPV6, IPV6_V6ONLY) === 1;
   if (domain === AF_INET6) setIntOpt(owned, IPPROTO_IPV6, IPV6_V6ONLY, isV6Only ? 1 : 0);
-  const bindOwned = () => (sharesPortWithThreads(ctx, requested, isReusePort) ? E.EADDRINUSE : bindTo(owned, requestedBytes));
+  const bindOwned = () =>
+    sharesPortWithThreads(ctx, requested, isReusePort) ? E.EADDRINUSE : asProgram(credentials, () => bindTo(owned, requestedBytes));
   let err = bindOwned();
   if (err === E.EADDRINUSE && retireDead(ctx, requested.port)) err = bindOwned();
   if (err) {
@@ -78,6 +86,7 @@ function takeOver(ctx: Context, fd: number, domain: number, requestedBytes: Uint
     server: null,
     threadKey: null,
     isReusePort,
+    credentials,
     parked: [],
     pid: processOf(pid),
     isRetired: false,
@@ -147,13 +156,14 @@ let lastThreadKey = 0;
 
 /** One more listening socket on the takeover's address (SO_REUSEPORT), for a relay thread; -1 if it cannot be made. */
 function reusePortSocket(takeover: Takeover, backlog: number): number {
-  const fd = newSocket(takeover.domain);
+  const fd = asProgram(takeover.credentials, () => newSocket(takeover.domain));
   if (fd < 0) return -1;
   setIntOpt(fd, SOL_SOCKET, SO_REUSEADDR, getIntOpt(takeover.ownedFd, SOL_SOCKET, SO_REUSEADDR) > 0 ? 1 : 0);
   setIntOpt(fd, SOL_SOCKET, SO_REUSEPORT, 1);
   if (takeover.domain === AF_INET6)
     setIntOpt(fd, IPPROTO_IPV6, IPV6_V6ONLY, getIntOpt(takeover.ownedFd, IPPROTO_IPV6, IPV6_V6ONLY) === 1 ? 1 : 0);
-  if (bindTo(fd, encodeSockAddr(takeover.requested, takeover.domain)) !== 0 || libc.listen(fd, backlog) < 0) {
+  const bound = asProgram(takeover.credentials, () => bindTo(fd, encodeSockAddr(takeover.requested, takeover.domain)));
+  if (bound !== 0 || libc.listen(fd, backlog) < 0) {
     libc.close(fd);
     return -1;
   }

@@ -4,7 +4,7 @@ import { Worker } from "node:worker_threads";
 import { errorDetail } from "~/lib/errors.ts";
 import type { ConnectionObserver } from "../relay/observer.ts";
 import type { RelayThreads } from "../relay/relay-threads.ts";
-import { isReadable, libc } from "../seccomp/ffi.ts";
+import { isHungUp, isReadable, libc } from "../seccomp/ffi.ts";
 import type { NotifMessage, WorkerInit, WorkerMessage } from "../seccomp/messages.ts";
 import { receive, replyContinue } from "../seccomp/notif.ts";
 import type { TlsInterception } from "../tls/interception.ts";
@@ -45,6 +45,10 @@ export type Supervisor = {
   ctx: Context;
   /** Everything passes through from now on (used on a fault). */
   isPassthrough: () => boolean;
+  /** Whether any process still runs under the filter (the program or anything it started, wherever it was reparented). */
+  hasTracedProcesses: () => boolean;
+  /** Resolves once the last traced process has exited (the kernel says the filter has no task left). */
+  lastExited: Promise<void>;
   stop: () => Promise<void>;
 };
 
@@ -136,12 +140,22 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
     workerData: { listener: options.listener, control, trustOpens: options.trustOpens ?? null } satisfies WorkerInit,
   });
   worker.unref();
+  let onLastExit = () => {};
+  const lastExited = new Promise<void>((resolve) => {
+    onLastExit = resolve;
+  });
   // If the notification loop itself is gone, nobody would answer the program's syscalls: answer them
   // from here (CONTINUE, without blocking) so the program keeps running untraced.
   let pump: Timer | null = null;
   const startPassthroughPump = () => {
     if (pump) return;
     pump = setInterval(() => {
+      // Answering in the loop's stead, the pump also notices the end.
+      if (isHungUp(options.listener)) {
+        if (pump) clearInterval(pump);
+        onLastExit();
+        return;
+      }
       while (isReadable(options.listener)) {
         const n = receive(options.listener);
         if ("errno" in n) break;
@@ -152,6 +166,9 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
   worker.on("message", (m: WorkerMessage) => {
     switch (m.kind) {
       case "started":
+        return;
+      case "unused":
+        onLastExit();
         return;
       case "io_uring":
         ctx.stats.refusedIoUring++;
@@ -175,6 +192,11 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
     startPassthroughPump();
   });
   worker.on("exit", () => {
+    // The loop ends by itself once nobody is traced; only an end with processes still under the filter is a fault.
+    if (isHungUp(options.listener)) {
+      onLastExit();
+      return;
+    }
     crash("the notification loop", "it exited");
     startPassthroughPump();
   });
@@ -191,6 +213,8 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
   return {
     ctx,
     isPassthrough: () => isPassthrough,
+    hasTracedProcesses: () => !isHungUp(options.listener),
+    lastExited,
     stop: async () => {
       clearInterval(sweep);
       if (pump) clearInterval(pump);

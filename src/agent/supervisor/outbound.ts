@@ -25,6 +25,7 @@ import type { ConnectMsg } from "../seccomp/messages.ts";
 import { isValid, replyContinue, replyError, replyValue } from "../seccomp/notif.ts";
 import { AF_INET, AF_INET6, connectTo, isLoopback, localAddr, socketInode } from "../seccomp/sockets.ts";
 import { type Context, processOf } from "./context.ts";
+import { asProgram, credentialsFor } from "./credentials.ts";
 import { retire } from "./inbound.ts";
 
 /**
@@ -139,7 +140,10 @@ export function handleConnect(ctx: Context, relay: OutboundRelay, m: ConnectMsg)
   }
   const programPort = programLocal.port;
   // Its first bytes decide: TLS to decrypt, a CONNECT to a proxy (the tunnel is a connection of its own), or plain.
-  const gate = new TlsGate(pipe, ctx.tls, ctx.observer, { hostname: dialAddr.ip, port: dialAddr.port }, forget, {
+  // The dial is made with the program's rights (its socket's owner owns ours), as are the TLS relay's and tunnels' own.
+  const credentials = credentialsFor(m.pid, m.fd, false);
+  const withRights = credentials ? <T>(work: () => T) => asProgram(credentials, work) : undefined;
+  const gate = new TlsGate(pipe, ctx.tls, ctx.observer, { hostname: dialAddr.ip, port: dialAddr.port, withRights }, forget, {
     nextConnectionId: ctx.nextConnectionId,
   });
   ctx.outbound.set(programPort, { pipe, gate, realPeer: shownPeer, realLocal: null });
@@ -209,15 +213,17 @@ export function handleConnect(ctx: Context, relay: OutboundRelay, m: ConnectMsg)
   }
   if (isNonBlocking) holdNonBlocking();
 
-  Bun.connect<LegData>(
-    legOptions(
-      { hostname: dialAddr.ip, port: dialAddr.port },
-      {
-        open: onDialed,
-        connectError(_socket: Socket<LegData>, error: unknown) {
-          onFailed(error);
+  asProgram(credentials, () =>
+    Bun.connect<LegData>(
+      legOptions(
+        { hostname: dialAddr.ip, port: dialAddr.port },
+        {
+          open: onDialed,
+          connectError(_socket: Socket<LegData>, error: unknown) {
+            onFailed(error);
+          },
         },
-      },
+      ),
     ),
   ).catch(onFailed);
 }

@@ -24,6 +24,8 @@ export type TracedConnectionDeps = {
   /** Takes finished work off the data path; must not throw. */
   enqueue(work: FinishedWork): void;
   newEventId(): string;
+  /** A process's facts (cached per process). */
+  processInfo(pid: number): ProcessInfo;
 };
 
 /** "http" covers HTTP/1.x and HTTP/2 (prior knowledge or h2c upgrade): a session parses the connection. */
@@ -58,10 +60,12 @@ export class TracedConnection implements ConnectionTap {
   private httpVersion = "";
   private isClosed = false;
   private readonly parentEventId: string;
+  /** Inbound requests started and not yet answered (registered with the parent tracker under conn.pid). */
+  private readonly inflight = new Set<Exchange>();
 
   constructor(
     private readonly conn: ConnectionInfo,
-    private readonly proc: ProcessInfo,
+    private proc: ProcessInfo,
     private readonly deps: TracedConnectionDeps,
   ) {
     this.parentEventId = conn.tunnel ? conn.tunnel.parentEventId : conn.direction === "outbound" ? deps.parents.current(conn.pid) : "";
@@ -71,6 +75,17 @@ export class TracedConnection implements ConnectionTap {
   onTunnel(_at: number): string {
     const session = this.session;
     return session instanceof Http1Session && session.tunnel ? session.tunnel.eventId : "";
+  }
+
+  onProcess(pid: number): void {
+    const previous = this.conn.pid;
+    this.conn.pid = pid;
+    this.proc = this.deps.processInfo(pid);
+    // Requests in flight were started under the listener's process: the calls they make come from this one.
+    for (const ex of this.inflight) {
+      this.deps.parents.finish(previous, ex);
+      this.deps.parents.start(pid, ex);
+    }
   }
 
   onData(fromClient: boolean, chunk: Uint8Array, at: number): void {
@@ -264,21 +279,26 @@ export class TracedConnection implements ConnectionTap {
   }
 
   private startHttp(kind: "http1" | "http2"): void {
-    const pid = this.conn.pid;
-    const isOutbound = this.conn.direction === "outbound";
+    const conn = this.conn;
+    const isOutbound = conn.direction === "outbound";
     const { parents, payloadLimit } = this.deps;
     this.mode = "http";
     if (kind === "http2") this.httpVersion = "2";
     const hooks: Http1SessionHooks = {
       newEventId: this.deps.newEventId,
       // Inside a proxy's tunnel the CONNECT is the parent; otherwise the request this process is serving.
-      parentEventId: this.conn.tunnel ? () => this.parentEventId : () => parents.current(pid),
+      parentEventId: this.conn.tunnel ? () => this.parentEventId : () => parents.current(conn.pid),
       onRequestStart: (ex) => {
-        if (!isOutbound) parents.start(pid, ex);
+        if (isOutbound) return;
+        parents.start(conn.pid, ex);
+        this.inflight.add(ex);
       },
       onExchange: (ex) => {
-        if (!isOutbound) parents.finish(pid, ex);
-        this.deps.enqueue({ kind: "http", ex, conn: this.conn, proc: this.proc });
+        if (!isOutbound) {
+          parents.finish(conn.pid, ex);
+          this.inflight.delete(ex);
+        }
+        this.deps.enqueue({ kind: "http", ex, conn, proc: this.proc });
       },
     };
     const options = { payloadLimit, isOutbound };

@@ -1,5 +1,5 @@
 import type { Cookie } from "elysia";
-import type { Config } from "~/lib/env.ts";
+import type { Config } from "~/lib/server/env.ts";
 import { SESSION_COOKIE } from "~/services/auth/session-token.ts";
 
 type Jar = Record<string, Cookie<unknown>>;

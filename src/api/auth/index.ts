@@ -1,13 +1,14 @@
 import { randomBytes } from "node:crypto";
 import { type Cookie, Elysia } from "elysia";
-import { callSchemas } from "~/api/call-schemas.ts";
-import { authPlugin, isAllowedOrigin, isSameOriginNavigation } from "~/api/plugins/auth.ts";
+import { apiCall } from "~/api/call-schemas.ts";
+import { authPlugin, isSameOriginNavigation } from "~/api/plugins/auth.ts";
+import { routeAccess } from "~/api/routes.ts";
 import { parseCookies } from "~/lib/cookies.ts";
 import { AppError } from "~/lib/errors.ts";
-import { safeEqual } from "~/lib/ids.ts";
-import { log } from "~/lib/logger.ts";
 import type { LoginErrorCode } from "~/lib/login-errors.ts";
 import { EmailCallbackQuery, NextQuery, OAuthCallbackQuery, Self } from "~/lib/protocol/api/auth.ts";
+import { safeEqual } from "~/lib/server/ids.ts";
+import { log } from "~/lib/server/logger.ts";
 import { consumeLoginLink } from "~/services/auth/consume-login-link.ts";
 import { createSession } from "~/services/auth/create-session.ts";
 import { beginOAuth, finishOAuth, NO_VERIFIED_EMAIL, type OAuthProviderName } from "~/services/auth/oauth.ts";
@@ -96,29 +97,25 @@ export function authRoutes(ctx: ServiceContext) {
 
   return (
     new Elysia()
-      .use(authPlugin(ctx))
-      .get(
-        "/api/GetSelf",
-        ({ requireUser }) => {
-          const user = requireUser();
-          return { email: user.email, userId: user.userId, isLoggedIn: true as const };
-        },
-        { response: { 200: Self } },
+      .use(
+        new Elysia()
+          .use(authPlugin(ctx, routeAccess("GET /api/GetSelf")))
+          .get("/api/GetSelf", ({ principal }) => ({ email: principal.email, userId: principal.userId, isLoggedIn: true as const }), {
+            response: { 200: Self },
+          }),
       )
-      .post(
-        "/api/EmailLogin",
-        async ({ body, request, cookie }) => {
+      .use(
+        apiCall(ctx, "EmailLogin", async ({ body, request, cookie }) => {
           // One secret per browser, kept across its requests, so each of its links opens there without asking.
           const browserSecret = loginBrowserSecret(parseCookies(request.headers.get("cookie"))) ?? randomBytes(32).toString("base64url");
           await requestLoginLink({ ctx, email: body.email, next: body.next, browserSecret });
           setLoginBrowserCookie(cookie, ctx.config, browserSecret, LOGIN_LINK_TTL_MS / 1000);
           return {};
-        },
-        callSchemas("EmailLogin"),
+        }),
       )
-      .post(
-        "/api/FinishEmailLogin",
-        async ({ body, request, cookie }) => {
+      // Signing someone in is a write even without a session: the table lets only our own pages ask.
+      .use(
+        apiCall(ctx, "FinishEmailLogin", async ({ body, request, cookie }) => {
           const outcome = await consumeLoginLink({
             ctx,
             secret: body.token,
@@ -128,14 +125,18 @@ export function authRoutes(ctx: ServiceContext) {
           if (outcome.kind === "confirm") return { signedIn: false as const, email: outcome.email };
           await startSession(ctx, cookie, outcome.email);
           return { signedIn: true as const, next: safeNext(outcome.next) };
-        },
-        {
-          ...callSchemas("FinishEmailLogin"),
-          // Signing someone in is a write even without a session: only our own page may ask (checked before the body).
-          transform: ({ request }) => {
-            if (!isAllowedOrigin(request, ctx.config)) throw new AppError("FORBIDDEN", "forbidden: cross-site request refused");
-          },
-        },
+        }),
+      )
+      .use(
+        new Elysia()
+          .use(authPlugin(ctx, routeAccess("GET /api/LogOut")))
+          .get("/api/LogOut", async ({ principal, request, cookie, set }) => {
+            // A link or form on another site must not sign people out; they stay where they were.
+            if (!isSameOriginNavigation(request, ctx.config)) return redirect(set, "/dashboard");
+            if (principal?.kind === "user") await revokeSession({ ctx, sessionId: principal.sessionId });
+            clearSessionCookie(cookie, ctx.config);
+            return redirect(set, "/login");
+          }),
       )
       // Forwards to the link's page, spending nothing: opening a link (or a scanner fetching it) never signs in.
       .get(
@@ -146,13 +147,6 @@ export function authRoutes(ctx: ServiceContext) {
         },
         { query: EmailCallbackQuery },
       )
-      .get("/api/LogOut", async ({ principal, request, cookie, set }) => {
-        // A link or form on another site must not sign people out; they stay where they were.
-        if (!isSameOriginNavigation(request, ctx.config)) return redirect(set, "/dashboard");
-        if (principal?.kind === "user") await revokeSession({ ctx, sessionId: principal.sessionId });
-        clearSessionCookie(cookie, ctx.config);
-        return redirect(set, "/login");
-      })
       .use(oauth("google", "/api/GoogleRedirect", "/api/GoogleCallback"))
       .use(oauth("github", "/api/GithubRedirect", "/api/GithubCallback"))
   );

@@ -1,6 +1,7 @@
 import { Elysia, t } from "elysia";
-import { callSchemas } from "~/api/call-schemas.ts";
+import { apiCall } from "~/api/call-schemas.ts";
 import { authPlugin } from "~/api/plugins/auth.ts";
+import { routeAccess } from "~/api/routes.ts";
 import { AppError } from "~/lib/errors.ts";
 import { getBillingStatus } from "~/services/billing/billing-status.ts";
 import { cancelSubscription } from "~/services/billing/cancel-subscription.ts";
@@ -17,49 +18,36 @@ import type { ServiceContext } from "~/services/context.ts";
 export function billingRoutes(ctx: ServiceContext) {
   return (
     new Elysia()
-      .use(authPlugin(ctx))
-      .post(
-        "/api/GetBillingStatus",
-        ({ body, principal }) => getBillingStatus({ ctx, principal, orgId: body.orgId }),
-        callSchemas("GetBillingStatus"),
-      )
-      .post(
-        "/api/GetSubscription",
-        ({ body, principal }) => getSubscription({ ctx, principal, orgId: body.orgId }),
-        callSchemas("GetSubscription"),
-      )
-      .post(
-        "/api/CancelSubscription",
-        async ({ body, requireUser }) => {
-          await cancelSubscription({ ctx, principal: requireUser(), stripeSubscriptionId: body.stripeSubscriptionId });
+      .use(apiCall(ctx, "GetBillingStatus", ({ body, principal }) => getBillingStatus({ ctx, principal, orgId: body.orgId })))
+      .use(apiCall(ctx, "GetSubscription", ({ body, principal }) => getSubscription({ ctx, principal, orgId: body.orgId })))
+      .use(
+        apiCall(ctx, "CancelSubscription", async ({ body, principal }) => {
+          await cancelSubscription({ ctx, principal, stripeSubscriptionId: body.stripeSubscriptionId });
           return {};
-        },
-        callSchemas("CancelSubscription"),
+        }),
       )
-      .post(
-        "/api/OpenBillingPortal",
-        ({ body, requireUser }) => openBillingPortal({ ctx, principal: requireUser(), orgId: body.orgId }),
-        callSchemas("OpenBillingPortal"),
-      )
-      .get(
-        "/api/StripeRedirect",
-        async ({ query, principal, set }) => {
-          set.status = 302;
-          set.headers["cache-control"] = "no-store";
-          if (principal?.kind !== "user") {
-            set.headers.location = `/login?next=${encodeURIComponent("/dashboard/billing")}`;
+      .use(apiCall(ctx, "OpenBillingPortal", ({ body, principal }) => openBillingPortal({ ctx, principal, orgId: body.orgId })))
+      .use(
+        new Elysia().use(authPlugin(ctx, routeAccess("GET /api/StripeRedirect"))).get(
+          "/api/StripeRedirect",
+          async ({ query, principal, set }) => {
+            set.status = 302;
+            set.headers["cache-control"] = "no-store";
+            if (principal?.kind !== "user") {
+              set.headers.location = `/login?next=${encodeURIComponent("/dashboard/billing")}`;
+              return "";
+            }
+            try {
+              set.headers.location = await startCheckout({ ctx, principal, orgId: query.org_id, tierName: query.tier_name });
+            } catch (err) {
+              if (!(err instanceof AppError)) throw err;
+              // A navigation: the billing screen shows why.
+              set.headers.location = `/dashboard/billing?error=${encodeURIComponent(err.message)}`;
+            }
             return "";
-          }
-          try {
-            set.headers.location = await startCheckout({ ctx, principal, orgId: query.org_id, tierName: query.tier_name });
-          } catch (err) {
-            if (!(err instanceof AppError)) throw err;
-            // A navigation: the billing screen shows why.
-            set.headers.location = `/dashboard/billing?error=${encodeURIComponent(err.message)}`;
-          }
-          return "";
-        },
-        { query: t.Object({ org_id: t.String({ maxLength: 64 }), tier_name: t.String({ maxLength: 64 }) }) },
+          },
+          { query: t.Object({ org_id: t.String({ maxLength: 64 }), tier_name: t.String({ maxLength: 64 }) }) },
+        ),
       )
       // The body arrives as its exact text (body-limit keeps it raw for this path), read up to the API's body limit.
       .post("/api/StripeWebhook", ({ body, request }) =>

@@ -1,6 +1,6 @@
 import { existsSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { embedded, sourceRoot } from "~/lib/embedded.ts";
+import { embedded, sourceRoot } from "~/lib/server/embedded.ts";
 
 export const DOWNLOADS = {
   "tapscope-linux-x64": "x64",

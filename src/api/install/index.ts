@@ -1,7 +1,7 @@
 import { statSync } from "node:fs";
 import { Elysia, t } from "elysia";
-import type { Config } from "~/lib/env.ts";
 import { AppError } from "~/lib/errors.ts";
+import type { Config } from "~/lib/server/env.ts";
 import { binarySha256, DOWNLOADS, findBinary, isDownloadName } from "./binaries.ts";
 import { installScript } from "./script.ts";
 

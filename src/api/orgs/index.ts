@@ -1,6 +1,5 @@
 import { Elysia } from "elysia";
-import { callSchemas } from "~/api/call-schemas.ts";
-import { authPlugin } from "~/api/plugins/auth.ts";
+import { apiCall } from "~/api/call-schemas.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { createNamespace } from "~/services/namespaces/create-namespace.ts";
 import { deleteNamespace } from "~/services/namespaces/delete-namespace.ts";
@@ -11,33 +10,18 @@ import { listOrgs } from "~/services/orgs/list-orgs.ts";
 /** ListOrgs, ListNamespaces, CreateNamespace, DeleteNamespace, OnboardNewUser. `dropEvents`: the store's part of a deletion. */
 export function orgRoutes(ctx: ServiceContext, dropEvents?: (namespaceId: string) => Promise<void>) {
   return new Elysia()
-    .use(authPlugin(ctx))
-    .post(
-      "/api/ListOrgs",
-      async ({ requireUser }) => ({ orgs: await listOrgs({ ctx, userId: requireUser().userId }) }),
-      callSchemas("ListOrgs"),
+    .use(apiCall(ctx, "ListOrgs", async ({ principal }) => ({ orgs: await listOrgs({ ctx, userId: principal.userId }) })))
+    .use(
+      apiCall(ctx, "ListNamespaces", async ({ body, principal }) => ({
+        namespaces: await listNamespaces({ ctx, principal, orgId: body.orgId }),
+      })),
     )
-    .post(
-      "/api/ListNamespaces",
-      async ({ body, principal }) => ({ namespaces: await listNamespaces({ ctx, principal, orgId: body.orgId }) }),
-      callSchemas("ListNamespaces"),
-    )
-    .post(
-      "/api/CreateNamespace",
-      ({ body, requireUser }) => createNamespace({ ctx, principal: requireUser(), orgId: body.orgId, name: body.name }),
-      callSchemas("CreateNamespace"),
-    )
-    .post(
-      "/api/DeleteNamespace",
-      async ({ body, requireUser }) => {
-        await deleteNamespace({ ctx, principal: requireUser(), namespaceId: body.namespaceId, dropEvents });
+    .use(apiCall(ctx, "CreateNamespace", ({ body, principal }) => createNamespace({ ctx, principal, orgId: body.orgId, name: body.name })))
+    .use(
+      apiCall(ctx, "DeleteNamespace", async ({ body, principal }) => {
+        await deleteNamespace({ ctx, principal, namespaceId: body.namespaceId, dropEvents });
         return {};
-      },
-      callSchemas("DeleteNamespace"),
+      }),
     )
-    .post(
-      "/api/OnboardNewUser",
-      ({ body, requireUser }) => onboardNewUser({ ctx, principal: requireUser(), namespaceName: body.namespaceName }),
-      callSchemas("OnboardNewUser"),
-    );
+    .use(apiCall(ctx, "OnboardNewUser", ({ body, principal }) => onboardNewUser({ ctx, principal, namespaceName: body.namespaceName })));
 }

@@ -1,6 +1,5 @@
 import { Elysia } from "elysia";
-import { callSchemas } from "~/api/call-schemas.ts";
-import { authPlugin } from "~/api/plugins/auth.ts";
+import { apiCall } from "~/api/call-schemas.ts";
 import type { ClientLimits } from "~/engines/limits/client-limits.ts";
 import type { OtlpExporter } from "~/engines/otlp/otlp-exporter.ts";
 import type { ServiceContext } from "~/services/context.ts";
@@ -12,34 +11,22 @@ import { OTLP_TEST_SPANS_RATE_LIMITED, sendOtlpTestSpan } from "~/services/otlp/
 /** A namespace's OpenTelemetry export: GetOtlpExport, SaveOtlpExport, DeleteOtlpExport, SendOtlpTestSpan (admins). */
 export function otlpRoutes(ctx: ServiceContext, exporter: OtlpExporter, limits: ClientLimits) {
   return new Elysia()
-    .use(authPlugin(ctx))
-    .post(
-      "/api/GetOtlpExport",
-      ({ body, requireUser }) => getOtlpExport({ ctx, principal: requireUser(), namespaceId: body.namespaceId, exporter }),
-      callSchemas("GetOtlpExport"),
-    )
-    .post(
-      "/api/SaveOtlpExport",
-      ({ body, requireUser }) => saveOtlpExport({ ctx, principal: requireUser(), input: body, exporter }),
-      callSchemas("SaveOtlpExport"),
-    )
-    .post(
-      "/api/DeleteOtlpExport",
-      async ({ body, requireUser }) => {
-        await deleteOtlpExport({ ctx, principal: requireUser(), namespaceId: body.namespaceId, exporter });
+    .use(apiCall(ctx, "GetOtlpExport", ({ body, principal }) => getOtlpExport({ ctx, principal, namespaceId: body.namespaceId, exporter })))
+    .use(apiCall(ctx, "SaveOtlpExport", ({ body, principal }) => saveOtlpExport({ ctx, principal, input: body, exporter })))
+    .use(
+      apiCall(ctx, "DeleteOtlpExport", async ({ body, principal }) => {
+        await deleteOtlpExport({ ctx, principal, namespaceId: body.namespaceId, exporter });
         return {};
-      },
-      callSchemas("DeleteOtlpExport"),
+      }),
     )
-    .post(
-      "/api/SendOtlpTestSpan",
-      ({ body, requireUser }) =>
+    .use(
+      apiCall(ctx, "SendOtlpTestSpan", ({ body, principal }) =>
         sendOtlpTestSpan({
           ctx,
-          principal: requireUser(),
+          principal,
           namespaceId: body.namespaceId,
           admit: () => limits.admit("otlpTestSpans", body.namespaceId, OTLP_TEST_SPANS_RATE_LIMITED),
         }),
-      callSchemas("SendOtlpTestSpan"),
+      ),
     );
 }

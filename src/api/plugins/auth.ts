@@ -1,58 +1,58 @@
 import { Elysia } from "elysia";
 import { parseCookies } from "~/lib/cookies.ts";
-import type { Config } from "~/lib/env.ts";
 import { AppError } from "~/lib/errors.ts";
+import type { CallerKind } from "~/lib/protocol/api/callers.ts";
+import type { Config } from "~/lib/server/env.ts";
+import { admitCaller, type Credential } from "~/services/auth/admit-caller.ts";
 import { authenticate } from "~/services/auth/authenticate.ts";
-import type { Principal, UserPrincipal } from "~/services/auth/principal.ts";
 import { SESSION_COOKIE } from "~/services/auth/session-token.ts";
 import type { ServiceContext } from "~/services/context.ts";
 
+/** Who may reach the routes a plugin guards: their declaration (lib/protocol/api/calls.ts, src/api/routes.ts). */
+type RouteAccess<K extends CallerKind> = {
+  callers: readonly K[];
+  /** The call's or route's name, for a refusal's text. */
+  what: string;
+  /** Only our own pages may call it, with a session or without (a sign-in is a write). */
+  isSameOriginOnly?: boolean;
+};
+
 /**
- * Gives controllers `ctx` (the service context), `principal` (nullable) and `requireUser()`.
- * Cookie-authenticated writes are guarded against CSRF here: the Origin must be ours and a body must be JSON.
- * Use it in each controller: `new Elysia().use(authPlugin(ctx)).post(...)`.
+ * Guards the routes after it in the instance that uses it: cookie-authenticated writes are refused unless they come
+ * from our Origin with a JSON body (CSRF), then the caller is admitted by the declaration (admitCaller: 401 or 403),
+ * both before the body is validated. Handlers get `principal`, of the declared kinds.
+ * One declaration per instance: `new Elysia().use(authPlugin(ctx, access)).get(...)`; a JSON call uses apiCall.
  */
-export function authPlugin(ctx: ServiceContext) {
-  return (
-    new Elysia()
-      .decorate("ctx", ctx)
-      // Before body validation, so a cross-site form post is refused as such (403) rather than as a bad body.
-      .onTransform({ as: "scoped" }, ({ request }) => {
-        if (isSafeMethod(request.method) || request.headers.has("authorization")) return;
-        if (sessionCookieFromRequest(request)) assertNotCrossSite(request, ctx.config);
-      })
-      .resolve({ as: "scoped" }, async ({ request, set }) => {
-        // Answers depend on who asks (and carry secrets such as new tokens): never cache them.
-        set.headers["cache-control"] = "no-store";
-        const principal = await principalFromRequest({ ctx, request });
-        return {
-          principal,
-          requireUser: (): UserPrincipal => {
-            if (principal?.kind !== "user") throw new AppError("UNAUTHORIZED", "not signed in");
-            return principal;
-          },
-        };
-      })
-  );
+export function authPlugin<const K extends CallerKind>(ctx: ServiceContext, access: RouteAccess<K>) {
+  return new Elysia()
+    .onTransform({ as: "scoped" }, ({ request }) => {
+      if (access.isSameOriginOnly && !isAllowedOrigin(request, ctx.config)) throw crossSite();
+      if (isSafeMethod(request.method) || request.headers.has("authorization")) return;
+      if (sessionCookieFromRequest(request)) assertNotCrossSite(request, ctx.config);
+    })
+    .derive({ as: "scoped" }, async ({ request, set }) => {
+      // Answers depend on who asks (and carry secrets such as new tokens): never cache them.
+      set.headers["cache-control"] = "no-store";
+      const credential = await credentialFromRequest({ ctx, request });
+      return { principal: admitCaller({ callers: access.callers, credential, what: access.what }) };
+    });
 }
 
-/** The caller of a Request: `Authorization: Bearer` first, else the session cookie. For HTTP and WebSocket upgrades. */
-export function principalFromRequest({ ctx, request }: { ctx: ServiceContext; request: Request }): Promise<Principal | null> {
-  return authenticate({
-    ctx,
-    sessionCookie: sessionCookieFromRequest(request),
-    authorization: request.headers.get("authorization") ?? undefined,
-  });
+/** What a Request presents: `Authorization: Bearer` first (never falling back to the cookie), else the session cookie. */
+export async function credentialFromRequest({ ctx, request }: { ctx: ServiceContext; request: Request }): Promise<Credential> {
+  const authorization = request.headers.get("authorization") ?? undefined;
+  const principal = await authenticate({ ctx, sessionCookie: sessionCookieFromRequest(request), authorization });
+  return { principal, hasInvalidToken: authorization !== undefined && principal === null };
 }
 
 /**
- * For WebSocket upgrades: like principalFromRequest, but a cookie session only counts when the Origin is ours
+ * For WebSocket upgrades: like credentialFromRequest, but a cookie session only counts when the Origin is ours
  * (browsers always send Origin on WebSocket handshakes; this stops cross-site WebSocket hijacking).
  */
-export async function principalFromUpgrade({ ctx, request }: { ctx: ServiceContext; request: Request }): Promise<Principal | null> {
-  const principal = await principalFromRequest({ ctx, request });
-  if (principal?.kind === "user" && !isAllowedOrigin(request, ctx.config)) return null;
-  return principal;
+export async function credentialFromUpgrade({ ctx, request }: { ctx: ServiceContext; request: Request }): Promise<Credential> {
+  const credential = await credentialFromRequest({ ctx, request });
+  if (credential.principal?.kind === "user" && !isAllowedOrigin(request, ctx.config)) return { principal: null, hasInvalidToken: false };
+  return credential;
 }
 
 export function sessionCookieFromRequest(request: Request): string | undefined {
@@ -88,8 +88,12 @@ export function isSameOriginNavigation(request: Request, config: Pick<Config, "p
   return origin === new URL(config.publicUrl).origin || origin === new URL(request.url).origin;
 }
 
+function crossSite(): AppError {
+  return new AppError("FORBIDDEN", "forbidden: cross-site request refused");
+}
+
 function assertNotCrossSite(request: Request, config: Config): void {
-  if (!isAllowedOrigin(request, config)) throw new AppError("FORBIDDEN", "forbidden: cross-site request refused");
+  if (!isAllowedOrigin(request, config)) throw crossSite();
   // Cross-site pages can only send form, text/plain or untyped bodies without a preflight: accept JSON alone.
   const contentType = request.headers.get("content-type");
   const hasBody = request.headers.has("transfer-encoding") || Number(request.headers.get("content-length") ?? "0") > 0;

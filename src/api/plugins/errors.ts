@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import { AppError, TRACE_ID_HEADER } from "~/lib/errors.ts";
-import { randomId } from "~/lib/ids.ts";
-import { log } from "~/lib/logger.ts";
+import { randomId } from "~/lib/server/ids.ts";
+import { log } from "~/lib/server/logger.ts";
 
 /**
  * Gives every request a trace id (answer header and the request's log line) and renders every

@@ -1,5 +1,6 @@
 import { Elysia, t } from "elysia";
 import { authPlugin, isAllowedOrigin } from "~/api/plugins/auth.ts";
+import { routeAccess } from "~/api/routes.ts";
 import type { ClientLimits, PeerServer } from "~/engines/limits/client-limits.ts";
 import type { EventLogBudget } from "~/engines/limits/event-log-budget.ts";
 import type { ServiceContext } from "~/services/context.ts";
@@ -34,7 +35,6 @@ export function eventRoutes(ctx: ServiceContext, limits: ClientLimits, budget: E
     };
   const options = { parse: "none" as const, response: { 200: t.Object({}) } };
   return new Elysia()
-    .use(authPlugin(ctx))
-    .post("/api/Event", handler("Event"), options)
-    .post("/api/LogEvent", handler("LogEvent"), options);
+    .use(new Elysia().use(authPlugin(ctx, routeAccess("POST /api/Event"))).post("/api/Event", handler("Event"), options))
+    .use(new Elysia().use(authPlugin(ctx, routeAccess("POST /api/LogEvent"))).post("/api/LogEvent", handler("LogEvent"), options));
 }

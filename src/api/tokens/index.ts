@@ -1,6 +1,5 @@
 import { Elysia } from "elysia";
-import { callSchemas } from "~/api/call-schemas.ts";
-import { authPlugin } from "~/api/plugins/auth.ts";
+import { apiCall } from "~/api/call-schemas.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { deleteNamespaceToken, deleteOrgToken } from "~/services/tokens/delete-token.ts";
 import { generateNamespaceToken } from "~/services/tokens/generate-namespace-token.ts";
@@ -10,43 +9,32 @@ import { listNamespaceTokens, listOrgTokens } from "~/services/tokens/list-token
 /** Namespace (tracer) and org (worker) tokens: generate (shown once), list (masked), delete. */
 export function tokenRoutes(ctx: ServiceContext) {
   return new Elysia()
-    .use(authPlugin(ctx))
-    .post(
-      "/api/GenerateNamespaceToken",
-      ({ body, requireUser }) => generateNamespaceToken({ ctx, principal: requireUser(), namespaceId: body.namespaceId }),
-      callSchemas("GenerateNamespaceToken"),
+    .use(
+      apiCall(ctx, "GenerateNamespaceToken", ({ body, principal }) =>
+        generateNamespaceToken({ ctx, principal, namespaceId: body.namespaceId }),
+      ),
     )
-    .post(
-      "/api/GenerateOrgToken",
-      ({ body, requireUser }) => generateOrgToken({ ctx, principal: requireUser(), orgId: body.orgId }),
-      callSchemas("GenerateOrgToken"),
+    .use(apiCall(ctx, "GenerateOrgToken", ({ body, principal }) => generateOrgToken({ ctx, principal, orgId: body.orgId })))
+    .use(
+      apiCall(ctx, "ListNamespaceTokens", async ({ body, principal }) => ({
+        tokens: await listNamespaceTokens({ ctx, principal, namespaceId: body.namespaceId }),
+      })),
     )
-    .post(
-      "/api/ListNamespaceTokens",
-      async ({ body, requireUser }) => ({
-        tokens: await listNamespaceTokens({ ctx, principal: requireUser(), namespaceId: body.namespaceId }),
+    .use(
+      apiCall(ctx, "ListOrgTokens", async ({ body, principal }) => ({
+        tokens: await listOrgTokens({ ctx, principal, orgId: body.orgId }),
+      })),
+    )
+    .use(
+      apiCall(ctx, "DeleteNamespaceToken", async ({ body, principal }) => {
+        await deleteNamespaceToken({ ctx, principal, tokenId: body.tokenId });
+        return {};
       }),
-      callSchemas("ListNamespaceTokens"),
     )
-    .post(
-      "/api/ListOrgTokens",
-      async ({ body, requireUser }) => ({ tokens: await listOrgTokens({ ctx, principal: requireUser(), orgId: body.orgId }) }),
-      callSchemas("ListOrgTokens"),
-    )
-    .post(
-      "/api/DeleteNamespaceToken",
-      async ({ body, requireUser }) => {
-        await deleteNamespaceToken({ ctx, principal: requireUser(), tokenId: body.tokenId });
+    .use(
+      apiCall(ctx, "DeleteOrgToken", async ({ body, principal }) => {
+        await deleteOrgToken({ ctx, principal, tokenId: body.tokenId });
         return {};
-      },
-      callSchemas("DeleteNamespaceToken"),
-    )
-    .post(
-      "/api/DeleteOrgToken",
-      async ({ body, requireUser }) => {
-        await deleteOrgToken({ ctx, principal: requireUser(), tokenId: body.tokenId });
-        return {};
-      },
-      callSchemas("DeleteOrgToken"),
+      }),
     );
 }

@@ -1,9 +1,10 @@
 import { Elysia } from "elysia";
-import { callSchemas } from "~/api/call-schemas.ts";
+import { apiCall } from "~/api/call-schemas.ts";
 import { authPlugin } from "~/api/plugins/auth.ts";
+import { routeAccess } from "~/api/routes.ts";
+import type { ExportSlots } from "~/engines/limits/export-slots.ts";
 import type { OpenTunnels } from "~/engines/workers/open-tunnels.ts";
 import type { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
-import { AppError } from "~/lib/errors.ts";
 import { DownloadHarQuery, DownloadHarRequest } from "~/lib/protocol/api/tunnel.ts";
 import type { QueryFilter } from "~/lib/protocol/query.ts";
 import type { ServiceContext } from "~/services/context.ts";
@@ -24,66 +25,68 @@ function attachment(har: ReadableStream<Uint8Array>, filename: string): Response
 }
 
 /** CreateTunnel, ListOpenTunnels, and HAR downloads (one request, or a query's result set). */
-export function tunnelRoutes({ ctx, workers, tunnels }: { ctx: ServiceContext; workers: WorkerRegistry; tunnels: OpenTunnels }) {
+export function tunnelRoutes({
+  ctx,
+  workers,
+  tunnels,
+  exportSlots,
+}: {
+  ctx: ServiceContext;
+  workers: WorkerRegistry;
+  tunnels: OpenTunnels;
+  exportSlots: ExportSlots;
+}) {
   return new Elysia()
-    .use(authPlugin(ctx))
-    .post(
-      "/api/CreateTunnel",
-      ({ body, principal }) =>
-        createTunnel({
-          ctx,
+    .use(
+      apiCall(ctx, "CreateTunnel", ({ body, principal }) =>
+        createTunnel({ ctx, tunnels, principal, namespaceId: body.namespaceId, role: body.role }),
+      ),
+    )
+    .use(
+      apiCall(ctx, "ListOpenTunnels", async ({ body, principal }) => ({
+        tunnels: await listOpenTunnels({
           tunnels,
-          principal,
-          namespaceId: body.namespaceId,
-          role: body.role,
+          principalKey: principalKey(principal),
+          createAfterTime: body.create_after_time,
+          now: ctx.now(),
         }),
-      callSchemas("CreateTunnel"),
+      })),
     )
-    .post(
-      "/api/ListOpenTunnels",
-      async ({ body, principal }) => {
-        if (!principal) throw new AppError("UNAUTHORIZED", "not signed in");
-        return {
-          tunnels: await listOpenTunnels({
-            tunnels,
-            principalKey: principalKey(principal),
-            createAfterTime: body.create_after_time,
-            now: ctx.now(),
-          }),
-        };
-      },
-      callSchemas("ListOpenTunnels"),
+    .use(
+      new Elysia().use(authPlugin(ctx, routeAccess("GET /api/DownloadHar"))).get(
+        "/api/DownloadHar",
+        async ({ query, principal }) => {
+          const { har, filename } = await exportHar({
+            ctx,
+            workers,
+            principal,
+            namespaceId: query.namespaceId,
+            selection: { eventId: query.eventId },
+          });
+          return attachment(har, filename);
+        },
+        { query: DownloadHarQuery },
+      ),
     )
-    .get(
-      "/api/DownloadHar",
-      async ({ query, principal }) => {
-        const { har, filename } = await exportHar({
-          ctx,
-          workers,
-          principal,
-          namespaceId: query.namespaceId,
-          selection: { eventId: query.eventId },
-        });
-        return attachment(har, filename);
-      },
-      { query: DownloadHarQuery },
-    )
-    .post(
-      "/api/DownloadHar",
-      async ({ body, principal }) => {
-        const { har, filename } = await exportHar({
-          ctx,
-          workers,
-          principal,
-          namespaceId: body.namespaceId,
-          selection: {
-            filter: body.filter as QueryFilter,
-            filterText: body.filterText,
-            limit: body.limit,
-          },
-        });
-        return attachment(har, filename);
-      },
-      { body: DownloadHarRequest },
+    .use(
+      new Elysia().use(authPlugin(ctx, routeAccess("POST /api/DownloadHar"))).post(
+        "/api/DownloadHar",
+        async ({ body, principal }) => {
+          const { har, filename } = await exportHar({
+            ctx,
+            workers,
+            slots: exportSlots,
+            principal,
+            namespaceId: body.namespaceId,
+            selection: {
+              filter: body.filter as QueryFilter,
+              filterText: body.filterText,
+              limit: body.limit,
+            },
+          });
+          return attachment(har, filename);
+        },
+        { body: DownloadHarRequest },
+      ),
     );
 }

@@ -1,6 +1,5 @@
 import { Elysia } from "elysia";
-import { callSchemas } from "~/api/call-schemas.ts";
-import { authPlugin } from "~/api/plugins/auth.ts";
+import { apiCall } from "~/api/call-schemas.ts";
 import type { ClientLimits } from "~/engines/limits/client-limits.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { addUser, INVITATIONS_RATE_LIMITED } from "~/services/users/add-user.ts";
@@ -17,18 +16,16 @@ import { revokeInvitation } from "~/services/users/revoke-invitation.ts";
  */
 export function userRoutes(ctx: ServiceContext, limits: ClientLimits) {
   return new Elysia()
-    .use(authPlugin(ctx))
-    .post(
-      "/api/ListUsers",
-      async ({ body, requireUser }) => ({ users: await listUsers({ ctx, principal: requireUser(), namespaceId: body.namespaceId }) }),
-      callSchemas("ListUsers"),
+    .use(
+      apiCall(ctx, "ListUsers", async ({ body, principal }) => ({
+        users: await listUsers({ ctx, principal, namespaceId: body.namespaceId }),
+      })),
     )
-    .post(
-      "/api/AddUser",
-      ({ body, requireUser }) =>
+    .use(
+      apiCall(ctx, "AddUser", ({ body, principal }) =>
         addUser({
           ctx,
-          principal: requireUser(),
+          principal,
           namespaceId: body.namespaceId,
           email: body.email,
           admitInvitation: ({ userId, orgId }) =>
@@ -40,43 +37,30 @@ export function userRoutes(ctx: ServiceContext, limits: ClientLimits) {
               INVITATIONS_RATE_LIMITED,
             ),
         }),
-      callSchemas("AddUser"),
+      ),
     )
-    .post(
-      "/api/RemoveUser",
-      ({ body, requireUser }) =>
-        removeUser({ ctx, principal: requireUser(), namespaceId: body.namespaceId, userId: body.userId, deleteTokens: body.deleteTokens }),
-      callSchemas("RemoveUser"),
+    .use(
+      apiCall(ctx, "RemoveUser", ({ body, principal }) =>
+        removeUser({ ctx, principal, namespaceId: body.namespaceId, userId: body.userId, deleteTokens: body.deleteTokens }),
+      ),
     )
-    .post(
-      "/api/RevokeInvitation",
-      async ({ body, requireUser }) => {
-        await revokeInvitation({ ctx, principal: requireUser(), invitationId: body.invitationId });
+    .use(
+      apiCall(ctx, "RevokeInvitation", async ({ body, principal }) => {
+        await revokeInvitation({ ctx, principal, invitationId: body.invitationId });
         return {};
-      },
-      callSchemas("RevokeInvitation"),
+      }),
     )
-    .post(
-      "/api/EndUserSessions",
-      ({ body, requireUser }) => endUserSessions({ ctx, principal: requireUser(), namespaceId: body.namespaceId, userId: body.userId }),
-      callSchemas("EndUserSessions"),
+    .use(
+      apiCall(ctx, "EndUserSessions", ({ body, principal }) =>
+        endUserSessions({ ctx, principal, namespaceId: body.namespaceId, userId: body.userId }),
+      ),
     )
-    .post(
-      "/api/ListMyInvitations",
-      async ({ requireUser }) => ({ invitations: await listMyInvitations({ ctx, principal: requireUser() }) }),
-      callSchemas("ListMyInvitations"),
-    )
-    .post(
-      "/api/AcceptInvitation",
-      ({ body, requireUser }) => acceptInvitation({ ctx, principal: requireUser(), invitationId: body.invitationId }),
-      callSchemas("AcceptInvitation"),
-    )
-    .post(
-      "/api/DeclineInvitation",
-      async ({ body, requireUser }) => {
-        await declineInvitation({ ctx, principal: requireUser(), invitationId: body.invitationId });
+    .use(apiCall(ctx, "ListMyInvitations", async ({ principal }) => ({ invitations: await listMyInvitations({ ctx, principal }) })))
+    .use(apiCall(ctx, "AcceptInvitation", ({ body, principal }) => acceptInvitation({ ctx, principal, invitationId: body.invitationId })))
+    .use(
+      apiCall(ctx, "DeclineInvitation", async ({ body, principal }) => {
+        await declineInvitation({ ctx, principal, invitationId: body.invitationId });
         return {};
-      },
-      callSchemas("DeclineInvitation"),
+      }),
     );
 }

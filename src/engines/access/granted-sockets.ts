@@ -1,6 +1,6 @@
 import { errorMessage } from "~/lib/errors.ts";
-import { log } from "~/lib/logger.ts";
-import { type Grant, grantKey, type SocketRevoker } from "~/services/access/grants.ts";
+import { log } from "~/lib/server/logger.ts";
+import { type Grant, grantEndedReason, grantKey, type SocketRevoker } from "~/services/access/grants.ts";
 
 /** What the registry needs of an open socket. */
 export type ClosableSocket = { close(code: number, reason: string): void };
@@ -9,14 +9,6 @@ export type ClosableSocket = { close(code: number, reason: string): void };
 
 /** The close code of a socket whose credential was revoked; the reason says which. */
 export const REVOKED_CLOSE_CODE = 4401;
-
-const reasons: Record<Grant["kind"], string> = {
-  session: "signed out",
-  namespaceToken: "token deleted",
-  orgToken: "token deleted",
-  member: "no longer a member of this namespace",
-  namespace: "namespace deleted",
-};
 
 type Entry = { grants: Grant[]; socket: ClosableSocket };
 
@@ -110,7 +102,7 @@ export class GrantedSockets implements SocketRevoker {
   private close(entry: Entry, grant: Grant): void {
     this.forget(entry);
     try {
-      entry.socket.close(REVOKED_CLOSE_CODE, reasons[grant.kind]);
+      entry.socket.close(REVOKED_CLOSE_CODE, grantEndedReason[grant.kind]);
     } catch (err) {
       log.warn("could not close a revoked socket", { err: errorMessage(err) });
     }

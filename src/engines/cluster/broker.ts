@@ -1,6 +1,6 @@
 import Redis from "ioredis";
 import { errorMessage } from "~/lib/errors.ts";
-import { log } from "~/lib/logger.ts";
+import { log } from "~/lib/server/logger.ts";
 
 /**
  * The message broker that joins a cluster's server nodes: Redis pub/sub through ioredis, which reconnects and takes

@@ -1,11 +1,12 @@
 import { errorMessage } from "~/lib/errors.ts";
-import { log } from "~/lib/logger.ts";
+import { targetKey } from "~/lib/protocol/channel-key.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { isEventBatchFrame } from "~/lib/protocol/event-batch.ts";
 import { type PublishErrorCode, type PublishServerMessage, publishLimits } from "~/lib/protocol/publish.ts";
+import { validateEvent } from "~/lib/protocol/validate-event.ts";
+import { type BatchValidation, validateEventBatch } from "~/lib/protocol/validate-event-batch.ts";
 import { RateLimiter, rateLimitFor } from "~/lib/rate-limit.ts";
-import { validateEvent } from "~/services/ingest/validate-event.ts";
-import { type BatchValidation, validateEventBatch } from "~/services/ingest/validate-event-batch.ts";
+import { log } from "~/lib/server/logger.ts";
 import type { EventSink, EventTarget, Offered } from "./sinks.ts";
 
 export type IngestCounts = {
@@ -19,10 +20,6 @@ export type IngestCounts = {
 
 const zero = (): IngestCounts => ({ accepted: 0, refused: 0, rateLimited: 0, truncated: 0, badMessages: 0 });
 
-export function targetKey(target: EventTarget): string {
-  return target.namespaceId ? `ns:${target.namespaceId}` : `link:${target.linkId ?? ""}`;
-}
-
 const decoder = new TextDecoder();
 
 /** The ids among `ids` the target's store holds, for events timed between `fromMicros` and `toMicros`. */
@@ -34,7 +31,7 @@ const MAX_RESENT_EVENTS = 200_000;
 /**
  * One publisher socket's resent messages: looked up one after another (a store query each), no sooner than
  * `settleMs` after the first arrived, and at most MAX_RESENT_EVENTS events in all; beyond that they are taken as new
- * ones (stored again if they were).
+ * ones (stored again if they were). The wait is a timer's, so it is measured by the process's clock.
  */
 export class ResendLookups {
   private events = 0;
@@ -86,12 +83,15 @@ export class Ingest {
        * the publisher's connection was lost) and write it within its store sink's flush interval.
        */
       resendSettleMs?: number;
+      /** This server is a node of a cluster: each limiter records what it grants for the other nodes (ClusterNode). */
+      isShared?: boolean;
     },
   ) {
     this.now = options.now ?? Date.now;
     this.storedIds = options.storedIds;
     this.resendSettleMs = options.resendSettleMs ?? 2000;
-    this.namespaceLimiter = new RateLimiter(rateLimitFor(options.rateLimit), { now: this.now });
+    this.isShared = options.isShared === true;
+    this.namespaceLimiter = new RateLimiter(rateLimitFor(options.rateLimit), { now: this.now, isShared: this.isShared });
   }
 
   private readonly now: () => number;
@@ -112,8 +112,7 @@ export class Ingest {
   private orgLimiter(ratePerSecond: number): RateLimiter {
     let limiter = this.orgLimiters.get(ratePerSecond);
     if (!limiter) {
-      limiter = new RateLimiter(rateLimitFor(ratePerSecond), { now: this.now });
-      if (this.sharing) limiter.shareConsumption();
+      limiter = new RateLimiter(rateLimitFor(ratePerSecond), { now: this.now, isShared: this.isShared });
       this.orgLimiters.set(ratePerSecond, limiter);
     }
     return limiter;
@@ -134,14 +133,7 @@ export class Ingest {
     return ["ns", ...[...this.orgLimiters.keys()].map((rate) => `org:${rate}`)];
   }
 
-  /** From now on every limiter records what it grants, for the other nodes (RateLimiter.shareConsumption). */
-  shareLimits(): void {
-    this.sharing = true;
-    this.namespaceLimiter.shareConsumption();
-    for (const l of this.orgLimiters.values()) l.shareConsumption();
-  }
-
-  private sharing = false;
+  private readonly isShared: boolean;
 
   countsFor(target: EventTarget): IngestCounts {
     return { ...(this.counts.get(targetKey(target)) ?? zero()) };

@@ -1,3 +1,4 @@
+import type { ChannelTarget } from "~/lib/protocol/channel-key.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 
 /**
@@ -5,10 +6,7 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
  * live fan-out to subscribers (issue 5). A run with a token publishes into its namespace; an anonymous
  * run publishes into its shared link (and namespaceId is null).
  */
-export type EventTarget = {
-  namespaceId: string | null;
-  linkId: string | null;
-};
+export type EventTarget = ChannelTarget;
 
 export type EventSink = {
   /** Must not block: called on the publisher socket's path. */

@@ -1,7 +1,7 @@
-import { clientAddress, type TrustedProxies, trustedProxies } from "~/lib/client-address.ts";
-import type { Config } from "~/lib/env.ts";
 import { AppError } from "~/lib/errors.ts";
 import { ClientRateLimit, type RateLimit } from "~/lib/rate-limit.ts";
+import { clientAddress, type TrustedProxies, trustedProxies } from "~/lib/server/client-address.ts";
+import type { Config } from "~/lib/server/env.ts";
 
 const perMinute = (n: number): RateLimit => ({ ratePerSecond: n / 60, burst: n });
 const perHour = (n: number): RateLimit => ({ ratePerSecond: n / 3600, burst: n });
@@ -57,6 +57,8 @@ export type ClientLimitsDeps = {
   now?: () => Date;
   /** The socket peer of a request; default Bun's server.requestIP (tests calling app.handle, which has no socket, give theirs). */
   peerAddress?: (request: Request) => string | undefined;
+  /** This server is a node of a cluster: what each limiter admits is recorded for the other nodes (ClusterNode). */
+  isShared?: boolean;
 };
 
 export class ClientLimits {
@@ -67,16 +69,17 @@ export class ClientLimits {
     this.trusted = trustedProxies(deps.config.trustProxy);
     const clock = deps.now ?? (() => new Date());
     const now = () => clock().getTime();
+    const shared = deps.isShared === true;
     this.limits = {
-      telemetry: new ClientRateLimit(clientLimits.telemetry, now),
-      telemetryBytes: new ClientRateLimit(clientLimits.telemetryBytes(deps.config.eventLogMaxBytes ?? 64 * 1024 ** 2), now),
-      emailLogin: new ClientRateLimit(clientLimits.emailLogin, now),
-      signIn: new ClientRateLimit(clientLimits.signIn, now),
-      anonymousLinks: new ClientRateLimit(clientLimits.anonymousLinks(deps.config.anonymousLinksPerHour), now),
-      invitations: new ClientRateLimit(clientLimits.invitations, now),
-      orgInvitations: new ClientRateLimit(clientLimits.orgInvitations, now),
-      otlpTestSpans: new ClientRateLimit(clientLimits.otlpTestSpans, now),
-      mcp: new ClientRateLimit(clientLimits.mcp, now),
+      telemetry: new ClientRateLimit(clientLimits.telemetry, now, shared),
+      telemetryBytes: new ClientRateLimit(clientLimits.telemetryBytes(deps.config.eventLogMaxBytes ?? 64 * 1024 ** 2), now, shared),
+      emailLogin: new ClientRateLimit(clientLimits.emailLogin, now, shared),
+      signIn: new ClientRateLimit(clientLimits.signIn, now, shared),
+      anonymousLinks: new ClientRateLimit(clientLimits.anonymousLinks(deps.config.anonymousLinksPerHour), now, shared),
+      invitations: new ClientRateLimit(clientLimits.invitations, now, shared),
+      orgInvitations: new ClientRateLimit(clientLimits.orgInvitations, now, shared),
+      otlpTestSpans: new ClientRateLimit(clientLimits.otlpTestSpans, now, shared),
+      mcp: new ClientRateLimit(clientLimits.mcp, now, shared),
     };
   }
 
@@ -86,7 +89,7 @@ export class ClientLimits {
     return clientAddress(peer, request.headers.get("x-forwarded-for"), this.trusted);
   }
 
-  /** Each kind's limiter (a cluster node shares what they admit with the other nodes). */
+  /** Each kind's limiter (a cluster node shares what they admit with the other nodes, when isShared). */
   get all(): Readonly<Record<ClientLimitKind, ClientRateLimit>> {
     return this.limits;
   }

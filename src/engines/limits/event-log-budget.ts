@@ -1,5 +1,5 @@
 import { errorMessage } from "~/lib/errors.ts";
-import { log } from "~/lib/logger.ts";
+import { log } from "~/lib/server/logger.ts";
 
 /**
  * Holds the pages' reports (event_log) within their size budget: every time this node has stored a sixteenth of the

@@ -1,9 +1,9 @@
 import type { EventSink, EventTarget } from "~/engines/ingest/sinks.ts";
-import type { Config } from "~/lib/env.ts";
 import { errorMessage } from "~/lib/errors.ts";
-import { log } from "~/lib/logger.ts";
 import type { OtlpStats } from "~/lib/protocol/api/otlp.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import type { Config } from "~/lib/server/env.ts";
+import { log } from "~/lib/server/logger.ts";
 import type { NamespaceExport } from "~/services/otlp/export-destinations.ts";
 import { destinationProblem, type ExportAnswer, encodeSpans, postExport } from "~/services/otlp/otlp-http.ts";
 import {
@@ -83,7 +83,7 @@ type Lane = {
 const emptyStats = (): Stats => ({ exported: 0, dropped: 0, failed: 0, rejected: 0, lastExportMs: null, lastError: null });
 
 /**
- * OTLP trace export, one more event sink (ADR 0026). `accept` runs on ingest's path and only maps events to spans and
+ * OTLP trace export, one more event sink (ADR 0031). `accept` runs on ingest's path and only maps events to spans and
  * queues them (bounded, per namespace and in all): it never waits on the database or a collector. A timer sends full
  * batches, or a partial one after `flushIntervalMs`; a batch that fails in a way worth retrying is sent again with
  * backoff for `retryForMs`, while newer spans queue behind it up to the bound, then are dropped and counted.

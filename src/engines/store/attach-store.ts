@@ -1,7 +1,7 @@
 import type { Db } from "#db/client.ts";
 import type { EventSinks } from "~/engines/ingest/sinks.ts";
-import { type Config, memoryShares } from "~/lib/env.ts";
-import { log } from "~/lib/logger.ts";
+import { type Config, memoryShares } from "~/lib/server/env.ts";
+import { log } from "~/lib/server/logger.ts";
 import type { EventStore } from "~/store/types.ts";
 import { startRetention } from "./retention.ts";
 import { StoreSink } from "./store-sink.ts";

@@ -1,8 +1,8 @@
 import { eq } from "drizzle-orm";
 import type { Db } from "#db/client.ts";
 import { namespaces, orgs } from "#db/schema/index.ts";
-import type { Config } from "~/lib/env.ts";
-import { log } from "~/lib/logger.ts";
+import type { Config } from "~/lib/server/env.ts";
+import { log } from "~/lib/server/logger.ts";
 import { pruneMetadata } from "~/services/store/prune-metadata.ts";
 import type { EventStore } from "~/store/types.ts";
 

@@ -1,8 +1,8 @@
 import type { EventSink, EventTarget, Offered } from "~/engines/ingest/sinks.ts";
 import { AppError, errorMessage } from "~/lib/errors.ts";
-import { log } from "~/lib/logger.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { type RateLimit, RateLimiter, rateLimitFor } from "~/lib/rate-limit.ts";
+import { log } from "~/lib/server/logger.ts";
 import { type EventRows, linkStoreId, sliceRows, toEventRows } from "~/store/table.ts";
 import type { EventStore } from "~/store/types.ts";
 

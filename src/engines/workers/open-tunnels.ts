@@ -1,20 +1,10 @@
 import type { ClusterNode } from "~/engines/cluster/cluster-node.ts";
 import { errorMessage } from "~/lib/errors.ts";
-import { log } from "~/lib/logger.ts";
-import type { TunnelRole } from "~/lib/protocol/tunnel.ts";
+import type { OpenTunnel } from "~/lib/protocol/cluster.ts";
+import { log } from "~/lib/server/logger.ts";
 
 /** How long ListOpenTunnels waits for the other nodes of a cluster. */
 const CLUSTER_LIST_TIMEOUT_MS = 2_000;
-
-export type OpenTunnel = {
-  tunnelId: string;
-  principalKey: string;
-  namespaceId: string;
-  role: TunnelRole;
-  createTimeMs: number;
-  /** Until the ticket is redeemed: when it expires; while connected: null. */
-  expiresAtMs: number | null;
-};
 
 /**
  * Tunnels created and not yet expired unredeemed or closed: this process's, and in a cluster every node's (a tunnel is
@@ -22,32 +12,37 @@ export type OpenTunnel = {
  */
 export class OpenTunnels {
   private readonly tunnels = new Map<string, OpenTunnel>();
-  private cluster: ClusterNode | null = null;
 
-  joinCluster(cluster: ClusterNode): void {
-    this.cluster = cluster;
-    cluster.handle("tunnels", async (body) => {
-      const { principalKey, createdAfterMs } = JSON.parse(body) as { principalKey: string; createdAfterMs: number };
-      return JSON.stringify(this.list(String(principalKey), Number(createdAfterMs) || 0, Date.now()));
-    });
+  constructor(
+    private readonly deps: {
+      /** The runtime's clock (ms): tickets' expiry is set by it. */
+      now: () => number;
+      /** With a broker: this node of the cluster, which answers the others' ListOpenTunnels from here. */
+      cluster?: ClusterNode | null;
+    },
+  ) {
+    deps.cluster?.calls.handle("tunnels", async ({ principalKey, createdAfterMs }) => this.list(principalKey, createdAfterMs, deps.now()));
   }
 
   /** list, over every node of the cluster (those that answer within two seconds); a connected entry wins over a pending one. */
   async listEverywhere(principalKey: string, createdAfterMs: number, nowMs: number): Promise<OpenTunnel[]> {
     const byId = new Map(this.list(principalKey, createdAfterMs, nowMs).map((t) => [t.tunnelId, t]));
-    const cluster = this.cluster;
+    const cluster = this.deps.cluster;
     if (cluster) {
-      const body = JSON.stringify({ principalKey, createdAfterMs });
+      const none: OpenTunnel[] = [];
       const answers = await Promise.all(
         cluster.otherNodes().map((node) =>
-          Promise.race([cluster.request(node, "tunnels", body), Bun.sleep(CLUSTER_LIST_TIMEOUT_MS).then(() => "[]")]).catch((err) => {
+          Promise.race([
+            cluster.calls.request(node, "tunnels", { principalKey, createdAfterMs }),
+            Bun.sleep(CLUSTER_LIST_TIMEOUT_MS).then(() => none),
+          ]).catch((err) => {
             log.warn("cluster: a node did not list its tunnels", { node, err: errorMessage(err) });
-            return "[]";
+            return none;
           }),
         ),
       );
       for (const answer of answers) {
-        for (const t of JSON.parse(answer) as OpenTunnel[]) {
+        for (const t of answer) {
           const known = byId.get(t.tunnelId);
           if (!known || (known.expiresAtMs !== null && t.expiresAtMs === null)) byId.set(t.tunnelId, t);
         }
@@ -57,7 +52,7 @@ export class OpenTunnels {
   }
 
   created(t: OpenTunnel): void {
-    if (this.tunnels.size > 50_000) this.sweep(Date.now());
+    if (this.tunnels.size > 50_000) this.sweep(this.deps.now());
     this.tunnels.set(t.tunnelId, t);
   }
 

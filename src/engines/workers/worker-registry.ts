@@ -2,9 +2,8 @@ import { existsSync, readFileSync, renameSync } from "node:fs";
 import { and, eq } from "drizzle-orm";
 import type { Db } from "#db/client.ts";
 import { namespaces, workerOrgs } from "#db/schema/index.ts";
-import type { ClusterNode } from "~/engines/cluster/cluster-node.ts";
+import type { NodeCalls } from "~/engines/cluster/node-calls.ts";
 import { AppError, errorMessage } from "~/lib/errors.ts";
-import { log } from "~/lib/logger.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import {
   decodeResult,
@@ -17,6 +16,7 @@ import {
   type TunnelResult,
   type TunnelRole,
 } from "~/lib/protocol/tunnel.ts";
+import { log } from "~/lib/server/logger.ts";
 import { executeRequest, isAllowedFor } from "~/services/tunnel/execute-request.ts";
 import { markWorkerSeen } from "~/services/tunnel/mark-worker-seen.ts";
 import { type EventRows, eventsOfRows } from "~/store/table.ts";
@@ -116,7 +116,6 @@ export class WorkerRegistry {
   private readonly rows = new Map<string, { row: { nodeId: string | null } | null; at: number }>();
   private readonly orgOfNamespace = new Map<string, string>();
   private readonly seenAt = new Map<string, number>();
-  private cluster: ClusterNode | null = null;
   private readonly ready: Promise<void>;
 
   constructor(
@@ -126,11 +125,20 @@ export class WorkerRegistry {
       now?: () => Date;
       /** The list of orgs with workers that servers before worker_orgs kept (DATA_DIR/worker-orgs.json): imported once. */
       statePath?: string;
+      /** With a broker: this node's calls to the others, so workers held by other nodes are reached through them. */
+      cluster?: NodeCalls | null;
     },
   ) {
     this.ready = this.importLegacyList().catch((err) =>
       log.error("could not import the orgs with self-hosted workers", { err: errorMessage(err) }),
     );
+    deps.cluster?.handle("worker", async ({ orgId, request }) => {
+      const remote = this.remote.get(orgId);
+      const frame = remote
+        ? await remote.request(request)
+        : encodeResult(errorResult(request.queryId, { tunnelError: "the org's worker is not connected" }));
+      return Buffer.from(frame).toString("base64");
+    });
   }
 
   private async importLegacyList(): Promise<void> {
@@ -144,28 +152,15 @@ export class WorkerRegistry {
     if (path && existsSync(path)) renameSync(path, `${path}.imported`);
   }
 
-  /** This node of a cluster: workers held by other nodes are reached through it. */
-  joinCluster(cluster: ClusterNode): void {
-    this.cluster = cluster;
-    cluster.handle("worker", async (body) => {
-      const { orgId, request } = JSON.parse(body) as { orgId: string; request: TunnelRequest };
-      const remote = this.remote.get(orgId);
-      const frame = remote
-        ? await remote.request(request)
-        : encodeResult(errorResult(request.queryId, { tunnelError: "the org's worker is not connected" }));
-      return Buffer.from(frame).toString("base64");
-    });
-  }
-
   private get nodeId(): string {
-    return this.cluster?.nodeId ?? "local";
+    return this.deps.cluster?.nodeId ?? "local";
   }
 
   /** The org's worker row (cached for a second): null when the org has no self-hosted worker. */
   private async workerRow(orgId: string): Promise<{ nodeId: string | null } | null> {
     await this.ready;
     const cached = this.rows.get(orgId);
-    const nowMs = Date.now();
+    const nowMs = this.now().getTime();
     if (cached && nowMs - cached.at < WORKER_ROW_TTL_MS) return cached.row;
     const [row] = await this.deps.db.select({ nodeId: workerOrgs.nodeId }).from(workerOrgs).where(eq(workerOrgs.orgId, orgId)).limit(1);
     if (this.rows.size > 100_000) this.rows.clear();
@@ -174,7 +169,7 @@ export class WorkerRegistry {
   }
 
   private record(orgId: string, write: () => Promise<unknown>, row: { nodeId: string | null } | null): void {
-    this.rows.set(orgId, { row, at: Date.now() });
+    this.rows.set(orgId, { row, at: this.now().getTime() });
     this.ready.then(write).catch((err) => log.error("could not record the org's self-hosted worker", { orgId, err: errorMessage(err) }));
   }
 
@@ -316,9 +311,10 @@ export class WorkerRegistry {
   /** A request for a worker whose socket another node of the cluster holds: sent there through the broker. */
   private async forward(orgId: string, nodeId: string | null, request: TunnelRequest): Promise<Uint8Array> {
     const away = (why: string) => encodeResult(errorResult(request.queryId, { tunnelError: why }));
-    if (!nodeId || nodeId === this.nodeId || !this.cluster) return away("the org's worker is not connected");
+    const cluster = this.deps.cluster;
+    if (!nodeId || nodeId === this.nodeId || !cluster) return away("the org's worker is not connected");
     try {
-      const answer = await this.cluster.request(nodeId, "worker", JSON.stringify({ orgId, request }));
+      const answer = await cluster.request(nodeId, "worker", { orgId, request });
       return new Uint8Array(Buffer.from(answer, "base64"));
     } catch (err) {
       return away(`the org's worker could not be reached: ${errorMessage(err)}`);

@@ -1,5 +1,6 @@
 import { latin1, utf16le } from "~/lib/bytes.ts";
-import { type CapturedEvent, fieldsOfKind } from "./event.ts";
+import { type CapturedEvent, eventFields } from "./event.ts";
+import type { EventFields, FieldType } from "./event-fields.ts";
 
 /**
  * The binary publish frame: one batch of events, column by column. JSON cost the publisher ~7 us and the
@@ -37,23 +38,46 @@ const MAX_HEADER_BYTES = 64 * 1024;
 
 export type ColumnKind = "str" | "f64" | "bool" | "pairs" | "body";
 
-/** Bodies travel in "body" sections (bytes or base64), not in the string table. */
-export const bodyColumns = ["http_req_body", "http_resp_body"] as const;
-type BodyField = (typeof bodyColumns)[number];
+const columnKinds: Record<FieldType, ColumnKind> = {
+  time: "f64",
+  id: "str",
+  kind: "str",
+  text: "str",
+  int: "f64",
+  flag: "bool",
+  body: "body",
+  headers: "pairs",
+  tags: "pairs",
+};
 
-/** The batch's sections by field kind (eventFields): its names travel in the header, so the order is free. */
-export const stringColumns = fieldsOfKind("string").filter(
-  (name): name is Exclude<typeof name, BodyField> => name !== "http_req_body" && name !== "http_resp_body",
-);
-export const numberColumns = fieldsOfKind("int");
-export const boolColumns = fieldsOfKind("flag");
-export const pairColumns = fieldsOfKind("json");
+/** Each field's column kind in a frame, by name (a field table's names travel in the header, so the order is free). */
+export function batchColumnKinds(fields: EventFields): Map<string, ColumnKind> {
+  return new Map(fields.rows.map((f) => [f.name, columnKinds[f.type]]));
+}
 
 /**
- * Strings (nearly) unique to each event: a hash lookup to de-duplicate them would cost more than it saves.
- * Every string column still skips a value equal to the previous event's (one compare).
+ * The sections of a table's frames, by column kind. `isUnique`: values (nearly) unique to each event, where a hash
+ * lookup to de-duplicate them would cost more than it saves; every string column still skips a value equal to the
+ * previous event's (one compare).
  */
-const uniqueStrings = new Set<string>(["event_id", "parent_event_id", "http_req_path", "http_client_addr"]);
+type BatchLayout = {
+  str: Array<{ name: string; isUnique: boolean; missing: string }>;
+  f64: string[];
+  bool: string[];
+  pairs: Array<{ name: string; isMap: boolean }>;
+  body: string[];
+};
+
+function batchLayout(fields: EventFields): BatchLayout {
+  const of = (kind: ColumnKind) => fields.rows.filter((f) => columnKinds[f.type] === kind);
+  return {
+    str: of("str").map((f) => ({ name: f.name, isUnique: f.isUnique === true, missing: f.type === "kind" ? fields.kind.values[0]! : "" })),
+    f64: of("f64").map((f) => f.name),
+    bool: of("bool").map((f) => f.name),
+    pairs: of("pairs").map((f) => ({ name: f.name, isMap: f.type === "tags" })),
+    body: of("body").map((f) => f.name),
+  };
+}
 
 const BODY_EMPTY = 0;
 const BODY_BYTES = 1;
@@ -101,52 +125,60 @@ type Section = { name: string; kind: ColumnKind; bytes: Uint8Array; bodies?: Uin
 
 const sectionLength = (s: Section) => s.bytes.byteLength + (s.bodyBytes ?? 0);
 
+type AnyEvent = Readonly<Record<string, unknown>>;
+
 /**
- * One binary frame for these events. Values of a wrong type (outside CapturedEvent's types) are written as
- * their field's neutral value; `protocol` defaults to "http" as it does on the server.
+ * The encoder of one field table's frames (encodeEventBatch is eventFields'). Values of a wrong type (outside the
+ * event type's) are written as their field's neutral value; the kind field defaults to the first kind, as it does on
+ * the server.
  */
-export function encodeEventBatch(seq: number, events: readonly CapturedEvent[]): Uint8Array {
-  const n = events.length;
-  const table = new StringTable();
-  const sections: Section[] = [];
-
-  for (const name of stringColumns) {
-    const column = new Uint32Array(n);
-    const isUnique = uniqueStrings.has(name);
-    const missing = name === "protocol" ? "http" : "";
-    let last: string | undefined;
-    let lastIndex = 0;
-    for (let i = 0; i < n; i++) {
-      const value = events[i]![name];
-      const s = typeof value === "string" ? value : missing;
-      if (s !== last) {
-        lastIndex = isUnique ? table.append(s) : table.intern(s);
-        last = s;
+export function eventBatchEncoder(fields: EventFields): (seq: number, events: readonly AnyEvent[]) => Uint8Array {
+  const layout = batchLayout(fields);
+  return (seq, events) => {
+    const n = events.length;
+    const table = new StringTable();
+    const sections: Section[] = [];
+    for (const { name, isUnique, missing } of layout.str) {
+      const column = new Uint32Array(n);
+      let last: string | undefined;
+      let lastIndex = 0;
+      for (let i = 0; i < n; i++) {
+        const value = events[i]![name];
+        const s = typeof value === "string" ? value : missing;
+        if (s !== last) {
+          lastIndex = isUnique ? table.append(s) : table.intern(s);
+          last = s;
+        }
+        column[i] = lastIndex;
       }
-      column[i] = lastIndex;
+      sections.push({ name, kind: "str", bytes: new Uint8Array(column.buffer) });
     }
-    sections.push({ name, kind: "str", bytes: new Uint8Array(column.buffer) });
-  }
-  for (const name of numberColumns) {
-    const column = new Float64Array(n);
-    for (let i = 0; i < n; i++) {
-      const value = events[i]![name];
-      column[i] = typeof value === "number" ? value : Number.NaN;
+    for (const name of layout.f64) {
+      const column = new Float64Array(n);
+      for (let i = 0; i < n; i++) {
+        const value = events[i]![name];
+        column[i] = typeof value === "number" ? value : Number.NaN;
+      }
+      sections.push({ name, kind: "f64", bytes: new Uint8Array(column.buffer) });
     }
-    sections.push({ name, kind: "f64", bytes: new Uint8Array(column.buffer) });
-  }
-  for (const name of boolColumns) {
-    const column = new Uint8Array(n);
-    for (let i = 0; i < n; i++) column[i] = events[i]![name] === true ? 1 : 0;
-    sections.push({ name, kind: "bool", bytes: column });
-  }
-  for (const name of pairColumns) sections.push({ name, kind: "pairs", bytes: encodePairs(events, name, table) });
-  for (const name of bodyColumns) sections.push({ name, kind: "body", ...encodeBodies(events, name, table) });
-
-  return assemble(seq, n, table, sections);
+    for (const name of layout.bool) {
+      const column = new Uint8Array(n);
+      for (let i = 0; i < n; i++) column[i] = events[i]![name] === true ? 1 : 0;
+      sections.push({ name, kind: "bool", bytes: column });
+    }
+    for (const { name, isMap } of layout.pairs) {
+      sections.push({ name, kind: "pairs", bytes: encodePairs(events, name, isMap, table) });
+    }
+    for (const name of layout.body) sections.push({ name, kind: "body", ...encodeBodies(events, name, table) });
+    return assemble(seq, n, table, sections);
+  };
 }
 
-function encodePairs(events: readonly CapturedEvent[], name: (typeof pairColumns)[number], table: StringTable): Uint8Array {
+/** One binary frame for these events. */
+export const encodeEventBatch: (seq: number, events: readonly CapturedEvent[]) => Uint8Array = eventBatchEncoder(eventFields);
+
+/** Header lists (pairs in wire order) or maps (tags), as one pairs section. */
+function encodePairs(events: readonly AnyEvent[], name: string, isMap: boolean, table: StringTable): Uint8Array {
   const n = events.length;
   let out = new Uint32Array(n + 32 * n);
   let at = n;
@@ -160,13 +192,13 @@ function encodePairs(events: readonly CapturedEvent[], name: (typeof pairColumns
   };
   for (let i = 0; i < n; i++) {
     const value = events[i]![name];
-    if (name === "tags") {
+    if (isMap) {
       if (typeof value !== "object" || value === null) continue;
-      const tags = value as Record<string, unknown>;
-      for (const key of Object.keys(tags)) {
+      const map = value as Record<string, unknown>;
+      for (const key of Object.keys(map)) {
         room(2);
         out[at++] = table.intern(key);
-        out[at++] = table.intern(text(tags[key]));
+        out[at++] = table.intern(text(map[key]));
         out[i]!++;
       }
     } else if (Array.isArray(value)) {
@@ -194,8 +226,8 @@ function encodePairs(events: readonly CapturedEvent[], name: (typeof pairColumns
 const text = (value: unknown): string => (typeof value === "string" ? value : "");
 
 function encodeBodies(
-  events: readonly CapturedEvent[],
-  name: (typeof bodyColumns)[number],
+  events: readonly AnyEvent[],
+  name: string,
   table: StringTable,
 ): { bytes: Uint8Array; bodies: Uint8Array[]; bodyBytes: number } {
   const n = events.length;

@@ -51,6 +51,9 @@ export const liveLimits = {
 /** The live socket's path; the query carries `ticket` (namespace members) or `link_id` (link viewers). */
 export const liveSubscribePath = "/api/LiveSubscribe";
 
+/** The /link page's presence socket; the query carries `link_id`. */
+export const linkPingPath = "/api/PingLink";
+
 /**
  * The socket the live frame opens for the URL it was given (/iframer#url=...): JoinSubscriber's websocketUrl as is,
  * or, for a shared link's linkUrl (<origin>/link/<id>?expiry=...), the link's socket on the same origin.
@@ -73,6 +76,11 @@ export function liveSocketUrl(url: string): string | null {
 }
 
 /** Validates a message that crossed the socket; null when it is not a well-formed setConfig. */
+/** The close code of a viewer that read too slowly: what it held unsent went over the server's bound. */
+export const slowViewerCloseCode = 4408;
+/** The close code of a viewer turned away because viewers who do not read hold the live view's send budget. */
+export const liveBusyCloseCode = 1013;
+
 export function parseLiveClientMessage(raw: unknown): LiveClientMessage | null {
   let value = raw;
   if (typeof value === "string") {

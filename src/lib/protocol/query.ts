@@ -1,5 +1,5 @@
 import type { FilterExpr } from "~/lib/filter/ast.ts";
-import { specColumns, type TracedEvent } from "~/lib/protocol/event.ts";
+import { type EventFieldName, eventFields, type TracedEvent } from "~/lib/protocol/event.ts";
 
 /**
  * Queries against a namespace's events: what the dashboard, `tapscope query` and the tunnel send.
@@ -13,49 +13,12 @@ export type NumberOp = (typeof numberOps)[number];
 export const stringOps = ["Equals", "DoesNotEqual", "Like", "NotLike"] as const;
 export type StringOp = (typeof stringOps)[number];
 
-/** Columns a clause may name: the event columns, by type. Anything else is refused. */
-export const numberColumns = [
-  "process_id",
-  "process_executable_size",
-  "http_duration",
-  "http_req_body_size_bytes_wire",
-  "http_req_content_length",
-  "http_resp_status_code",
-  "http_resp_body_size_bytes_wire",
-  "http_resp_content_length",
-  "http_is_outgoing",
-] as const;
-export type NumberColumn = (typeof numberColumns)[number];
+/** Columns a clause may name, by clause type: the field table's queryable fields. Anything else is refused. */
+export type NumberColumn = EventFieldName<{ isQueryable: true; type: "int" | "flag" }>;
+export const numberClauseColumns = eventFields.numberClauseColumns as readonly NumberColumn[];
 
-export const stringColumns = [
-  "event_id",
-  "service",
-  "hostname",
-  "gcp_project",
-  "kubernetes_namespace",
-  "gke_cluster_location",
-  "gke_cluster_name",
-  "gke_node_name",
-  "process_executable_name",
-  "process_command_line",
-  "process_user",
-  "protocol",
-  "tls_server_name",
-  "http_version",
-  "http_client_addr",
-  "http_server_addr",
-  "http_req_method",
-  "http_req_path",
-  "http_req_transfer_encoding",
-  "http_req_content_type",
-  "http_req_content_encoding",
-  "http_req_host",
-  "http_req_x_forwarded_for",
-  "http_resp_transfer_encoding",
-  "http_resp_content_type",
-  "http_resp_content_encoding",
-] as const;
-export type StringColumn = (typeof stringColumns)[number];
+export type StringColumn = EventFieldName<{ isQueryable: true; type: "id" | "kind" | "text" }>;
+export const stringClauseColumns = eventFields.stringClauseColumns as readonly StringColumn[];
 
 export type NumberClause = {
   type: "Number";
@@ -96,25 +59,20 @@ export type RowsQuery = QueryBase & {
   /** At most maxRowLimit (the default). */
   limit?: number;
   /**
-   * Which row columns to return (time and event_id always come); all of rowColumns when absent.
+   * Which row columns to return (time and event_id always come); all of the row columns when absent.
    * The explorer's list asks for listColumns: fewer bytes to read, move and parse.
    */
   columns?: RowColumn[];
 };
 
-export type RowColumn = (typeof rowColumns)[number];
+/** What a result row may hold: the field table's fields shown in rows (time and event_id in every row). */
+export type RowColumn = EventFieldName<{ shown: "export" | "rows" }>;
 
-/** One row of a result page: the event columns plus parent_event_id. */
+/** One row of a result page. */
 export type EventRow = Pick<TracedEvent, RowColumn>;
 
 /** A row as returned: the columns named in the result's meta (always time and event_id). */
 export type ResultRow = Partial<EventRow> & Pick<EventRow, "time" | "event_id">;
-
-const [timeColumn, eventIdColumn, ...otherSpecColumns] = specColumns;
-/** tags come last: what an event's TLS state is read from (tags.tls, tags.tls_reason). */
-export const rowColumns = [timeColumn, eventIdColumn, "parent_event_id", ...otherSpecColumns, "tags"] as const satisfies ReadonlyArray<
-  keyof TracedEvent
->;
 
 /** What the requests explorer's list shows (the detail comes from getEvent). */
 export const listColumns = [

@@ -6,7 +6,7 @@ import { timeRangeProblem } from "~/lib/time/bounds.ts";
  * Query tunnels: binary messages on a WebSocket, shared by the CLI, the server, the
  * self-hosted worker and the browser explorer. Browser-safe: gzip through CompressionStream.
  *
- * Frame: "TS" magic, version byte, kind byte (1 request, 2 result), u32 header length (big endian),
+ * Frame: "TS" magic, version byte, kind byte (1 request, 2 result, 3 part of a split result), u32 header length (big endian),
  * header JSON (UTF-8), then the payload bytes. A request's payload is the JSON of what is wanted
  * (compressed per header.bodyCompression); a result's payload is the result data (per header.compression),
  * which decodes to JSON {meta, data, rows_before_limit_at_least, ...}.
@@ -305,4 +305,66 @@ export function errorResult(
     compression: "none",
     data: new Uint8Array(0),
   };
+}
+
+const KIND_PART = 3;
+
+/** A worker's result frames: sent in parts of at most `partBytes`, joined up to `maxResultBytes` by the server. */
+export const workerLimits = { partBytes: 4 * 1024 * 1024, maxResultBytes: 256 * 1024 * 1024 };
+
+/**
+ * A worker's result frame larger than one WebSocket frame may be (the server takes frames of up to 16 MiB) is sent
+ * in parts: each a "TS" frame of kind 3 with header `{ part, of, bytes }` and a slice of the result as payload.
+ * A result that fits goes whole, as before.
+ */
+export function splitFrame(bytes: Uint8Array, partBytes: number, streamId: string): Uint8Array[] {
+  if (bytes.length <= partBytes) return [bytes];
+  const parts: Uint8Array[] = [];
+  const of = Math.ceil(bytes.length / partBytes);
+  for (let part = 0; part < of; part++) {
+    parts.push(
+      frame(KIND_PART, { stream: streamId, part, of, bytes: bytes.length }, bytes.subarray(part * partBytes, (part + 1) * partBytes)),
+    );
+  }
+  return parts;
+}
+
+/**
+ * Joins the parts of split frames (splitFrame) as they arrive on one socket; any other frame passes through. A
+ * stream over `maxBytes`, or whose parts come out of order, is dropped and reported (the request it answers times
+ * out or fails as a lost answer would).
+ */
+export class FrameJoiner {
+  private stream: { id: string; next: number; of: number; bytes: Uint8Array; at: number } | null = null;
+
+  constructor(private readonly maxBytes: number) {}
+
+  /** The whole frame once complete; null while parts are missing. Throws TunnelProtocolError for a bad part. */
+  push(bytes: Uint8Array): Uint8Array | null {
+    if (bytes.length < PREFIX || bytes[3] !== KIND_PART) return bytes;
+    const { header, payload } = unframe(bytes, KIND_PART, 1024);
+    const id = String(header.stream ?? "");
+    const part = Number(header.part);
+    const of = Number(header.of);
+    const total = Number(header.bytes);
+    if (part === 0) {
+      if (!Number.isSafeInteger(total) || total <= 0 || total > this.maxBytes || !Number.isSafeInteger(of) || of < 2) {
+        this.stream = null;
+        throw new TunnelProtocolError(`a split result of ${total} bytes is over the ${this.maxBytes} allowed`);
+      }
+      this.stream = { id, next: 0, of, bytes: new Uint8Array(total), at: 0 };
+    }
+    const s = this.stream;
+    if (!s || s.id !== id || s.next !== part || s.at + payload.length > s.bytes.length) {
+      this.stream = null;
+      throw new TunnelProtocolError("a split result's parts came out of order");
+    }
+    s.bytes.set(payload, s.at);
+    s.at += payload.length;
+    s.next++;
+    if (s.next < s.of) return null;
+    this.stream = null;
+    if (s.at !== s.bytes.length) throw new TunnelProtocolError("a split result came short");
+    return s.bytes;
+  }
 }

@@ -1,6 +1,6 @@
 import { and, eq, gt, inArray, isNull } from "drizzle-orm";
 import { namespaceMembers, namespaces, namespaceTokens, orgTokens, sessions } from "#db/schema/index.ts";
-import { uuidSource } from "~/lib/ids.ts";
+import { uuidSource } from "~/lib/server/ids.ts";
 import type { Principal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
 
@@ -16,6 +16,15 @@ export type Grant =
   | { kind: "orgToken"; tokenId: string }
   | { kind: "member"; userId: string; namespaceId: string; write: boolean }
   | { kind: "namespace"; namespaceId: string };
+
+/** What a person is told when a grant has ended: a closed socket's reason, a refused ticket's error. */
+export const grantEndedReason: Record<Grant["kind"], string> = {
+  session: "signed out",
+  namespaceToken: "token deleted",
+  orgToken: "token deleted",
+  member: "no longer a member of this namespace",
+  namespace: "namespace deleted",
+};
 
 /** Closes what a grant authorised once it ends (the open sockets registered under it). */
 export type SocketRevoker = { revoke(grant: Grant): void };

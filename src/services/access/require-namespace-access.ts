@@ -1,7 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import { namespaceMembers, namespaces } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
-import { isUuid } from "~/lib/ids.ts";
+import { isUuid } from "~/lib/server/ids.ts";
 import type { Principal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
 
@@ -21,13 +21,12 @@ export async function requireNamespaceAccess({
   forbiddenMessage = "forbidden: you do not have write access to this namespace",
 }: {
   ctx: ServiceContext;
-  principal: Principal | null;
+  principal: Principal;
   namespaceId: string;
   write?: boolean;
   /** The FORBIDDEN text when the caller can see the namespace but lacks write. */
   forbiddenMessage?: string;
 }): Promise<NamespaceAccess> {
-  if (!principal) throw new AppError("UNAUTHORIZED", "not signed in");
   const notFound = new AppError("NOT_FOUND", "namespace not found");
   if (!isUuid(namespaceId)) throw notFound;
 

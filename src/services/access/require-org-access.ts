@@ -1,7 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import { memberships, namespaceMembers, namespaces } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
-import { isUuid } from "~/lib/ids.ts";
+import { isUuid } from "~/lib/server/ids.ts";
 import type { Principal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
 
@@ -18,12 +18,11 @@ export async function requireOrgAccess({
   forbiddenMessage = "forbidden: you do not have write access to this org",
 }: {
   ctx: ServiceContext;
-  principal: Principal | null;
+  principal: Principal;
   orgId: string;
   write?: boolean;
   forbiddenMessage?: string;
 }): Promise<{ orgId: string }> {
-  if (!principal) throw new AppError("UNAUTHORIZED", "not signed in");
   const notFound = new AppError("NOT_FOUND", "org not found");
   if (!isUuid(orgId)) throw notFound;
 

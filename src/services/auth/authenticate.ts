@@ -1,6 +1,6 @@
 import { and, eq, gt, isNull } from "drizzle-orm";
 import { namespaces, namespaceTokens, orgTokens, sessions, users } from "#db/schema/index.ts";
-import { isUuid } from "~/lib/ids.ts";
+import { isUuid } from "~/lib/server/ids.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import type { Principal } from "./principal.ts";
 import { verifySessionToken } from "./session-token.ts";

@@ -1,7 +1,7 @@
 import { and, eq, gt, isNull } from "drizzle-orm";
 import { loginLinks } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
-import { safeEqual, sha256Hex } from "~/lib/ids.ts";
+import { safeEqual, sha256Hex } from "~/lib/server/ids.ts";
 import type { ServiceContext } from "~/services/context.ts";
 
 export type LoginLinkOutcome = { kind: "spent"; email: string; next: string | null } | { kind: "confirm"; email: string };

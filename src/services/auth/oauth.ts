@@ -1,6 +1,6 @@
 import { CodeChallengeMethod, generateCodeVerifier, generateState, OAuth2Client } from "arctic";
-import type { OAuthProviderConfig } from "~/lib/env.ts";
 import { AppError } from "~/lib/errors.ts";
+import type { OAuthProviderConfig } from "~/lib/server/env.ts";
 import type { ServiceContext } from "~/services/context.ts";
 
 export type OAuthProviderName = "google" | "github";

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { sha256Hex } from "~/lib/ids.ts";
+import { sha256Hex } from "~/lib/server/ids.ts";
 
 /** Namespace (tracer) tokens and org (worker) tokens: a fixed prefix and 256 random bits, base64url. */
 export const NAMESPACE_TOKEN_PREFIX = "tsk_";

@@ -12,7 +12,7 @@ export async function getBillingStatus({
   orgId,
 }: {
   ctx: ServiceContext;
-  principal: Principal | null;
+  principal: Principal;
   orgId: string;
 }): Promise<GetBillingStatusResponse> {
   await requireOrgAccess({ ctx, principal, orgId });

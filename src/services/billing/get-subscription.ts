@@ -11,7 +11,7 @@ export async function getSubscription({
   orgId,
 }: {
   ctx: ServiceContext;
-  principal: Principal | null;
+  principal: Principal;
   orgId: string;
 }): Promise<GetSubscriptionResponse> {
   await requireOrgAccess({ ctx, principal, orgId });

@@ -2,7 +2,7 @@ import { and, desc, eq, inArray } from "drizzle-orm";
 import type Stripe from "stripe";
 import { orgs, stripeEvents, subscriptions } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
-import { log } from "~/lib/logger.ts";
+import { log } from "~/lib/server/logger.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { notifyPaymentFailed } from "./notify-payment-failed.ts";
 import { LIVE_STATUSES, planOfTier } from "./subscription.ts";

@@ -1,6 +1,6 @@
 import { and, eq } from "drizzle-orm";
 import { namespaceMembers, namespaces, users } from "#db/schema/index.ts";
-import { log } from "~/lib/logger.ts";
+import { log } from "~/lib/server/logger.ts";
 import type { ServiceContext } from "~/services/context.ts";
 
 /** What a failed invoice says (Stripe's invoice object, from a signed webhook). */

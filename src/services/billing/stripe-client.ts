@@ -1,5 +1,5 @@
 import Stripe from "stripe";
-import type { BillingConfig } from "~/lib/env.ts";
+import type { BillingConfig } from "~/lib/server/env.ts";
 
 /** The Stripe client for the configured API (Stripe itself, or a local stand-in in tests). */
 export function createStripe(config: BillingConfig): Stripe {

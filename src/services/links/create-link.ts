@@ -1,5 +1,5 @@
 import { links } from "#db/schema/index.ts";
-import { randomId } from "~/lib/ids.ts";
+import { randomId } from "~/lib/server/ids.ts";
 import type { ServiceContext } from "~/services/context.ts";
 
 /** An anonymous run's link lives for a day (issue 3). */

@@ -3,7 +3,7 @@ import { orgs } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
 import type { HasSeenPublisherResponse } from "~/lib/protocol/api/live.ts";
 import { requireOrgAccess } from "~/services/access/require-org-access.ts";
-import type { Principal } from "~/services/auth/principal.ts";
+import type { UserPrincipal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
 
 /** Onboarding's poll: has any publisher of this org ever connected (set by the publisher socket). Members only. */
@@ -13,10 +13,9 @@ export async function hasSeenPublisher({
   orgId,
 }: {
   ctx: ServiceContext;
-  principal: Principal | null;
+  principal: UserPrincipal;
   orgId: string;
 }): Promise<HasSeenPublisherResponse> {
-  if (principal?.kind !== "user") throw new AppError("UNAUTHORIZED", "not signed in");
   await requireOrgAccess({ ctx, principal, orgId });
   const [row] = await ctx.db.select({ hasSeenPublisher: orgs.hasSeenPublisher }).from(orgs).where(eq(orgs.id, orgId)).limit(1);
   if (!row) throw new AppError("NOT_FOUND", "org not found");

@@ -4,14 +4,15 @@ import { liveSubscribePath } from "~/lib/protocol/live.ts";
 import { websocketUrl } from "~/lib/websocket-url.ts";
 import { grantsOf } from "~/services/access/grants.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
-import type { Principal } from "~/services/auth/principal.ts";
+import type { NamespaceTokenPrincipal, UserPrincipal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { issueSubscriberTicket } from "./subscriber-ticket.ts";
 
 /**
  * A signed-in member of the namespace, or a token of that namespace (`tapscope tail`; its own namespace when none is
  * named), gets a live socket URL carrying a one-minute, single-use ticket. The socket stands on the same grants, so it
- * closes when the session, membership or token ends. Org tokens belong to self-hosted workers and are refused.
+ * closes when the session, membership or token ends. Org tokens belong to self-hosted workers: the call's declared
+ * callers refuse them.
  */
 export async function joinSubscriber({
   ctx,
@@ -19,11 +20,9 @@ export async function joinSubscriber({
   namespaceId,
 }: {
   ctx: ServiceContext;
-  principal: Principal | null;
+  principal: UserPrincipal | NamespaceTokenPrincipal;
   namespaceId: string | undefined;
 }): Promise<JoinSubscriberResponse> {
-  if (!principal) throw new AppError("UNAUTHORIZED", "not signed in");
-  if (principal.kind === "orgToken") throw new AppError("FORBIDDEN", "forbidden: the live view takes a namespace token, not a worker's");
   const target = namespaceId ?? (principal.kind === "namespaceToken" ? principal.namespaceId : undefined);
   if (!target) throw new AppError("BAD_REQUEST", "namespaceId is required");
   const access = await requireNamespaceAccess({ ctx, principal, namespaceId: target });

@@ -1,6 +1,6 @@
-import { isUuid } from "~/lib/ids.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { type GetRequestInput, mcpLimits } from "~/lib/protocol/mcp.ts";
+import { isUuid } from "~/lib/server/ids.ts";
 import { eventSummary, type McpDeps, McpToolError, type RequestSummary, runQuery } from "./namespace-query.ts";
 
 /** A body as an agent reads it: text when it is text, else what it is; cut at maxBodyChars. */

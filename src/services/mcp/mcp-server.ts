@@ -3,9 +3,9 @@ import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema } fr
 import type { TSchema } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { AppError, errorMessage } from "~/lib/errors.ts";
-import { log } from "~/lib/logger.ts";
 import { type McpToolName, mcpTools } from "~/lib/protocol/mcp.ts";
-import { buildInfo } from "~/lib/version.ts";
+import { log } from "~/lib/server/logger.ts";
+import { buildInfo } from "~/lib/server/version.ts";
 import { getRequest } from "./get-request.ts";
 import { listServices } from "./list-services.ts";
 import { type McpDeps, McpToolError } from "./namespace-query.ts";

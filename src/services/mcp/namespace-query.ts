@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
 import { eventUrl } from "~/lib/event-url.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import type { RowColumn } from "~/lib/protocol/query.ts";
 import { decodeResult, decodeResultData, type TunnelResultData, type TunnelWant } from "~/lib/protocol/tunnel.ts";
 import { timeRangeProblem } from "~/lib/time/bounds.ts";
 
@@ -97,6 +98,7 @@ export function summaryOf(row: Record<string, unknown>): RequestSummary {
   };
 }
 
+/** The row columns a summary reads (the field table's row fields, so a renamed field fails to compile here). */
 export const summaryColumns = [
   "time",
   "event_id",
@@ -112,7 +114,7 @@ export const summaryColumns = [
   "http_resp_status_code",
   "http_duration",
   "tags",
-] as const;
+] as const satisfies ReadonlyArray<RowColumn>;
 
 export function eventSummary(e: TracedEvent): RequestSummary {
   return summaryOf(e as unknown as Record<string, unknown>);

@@ -1,7 +1,7 @@
 import { count, eq, sql } from "drizzle-orm";
 import { namespaceMembers, namespaces, namespaceTokens, orgs } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
-import { log } from "~/lib/logger.ts";
+import { log } from "~/lib/server/logger.ts";
 import { endEmptyOrgMemberships } from "~/services/access/org-membership.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
 import type { UserPrincipal } from "~/services/auth/principal.ts";

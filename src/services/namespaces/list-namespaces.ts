@@ -12,12 +12,12 @@ export async function listNamespaces({
   orgId,
 }: {
   ctx: ServiceContext;
-  principal: Principal | null;
+  principal: Principal;
   orgId: string;
 }): Promise<Namespace[]> {
   await requireOrgAccess({ ctx, principal, orgId });
   const columns = { namespaceId: namespaces.id, name: namespaces.name };
-  if (principal?.kind === "user") {
+  if (principal.kind === "user") {
     return ctx.db
       .select(columns)
       .from(namespaces)
@@ -30,5 +30,5 @@ export async function listNamespaces({
     .from(namespaces)
     .where(eq(namespaces.orgId, orgId))
     .orderBy(asc(namespaces.createdAt), asc(namespaces.name));
-  return principal?.kind === "namespaceToken" ? rows.filter((r) => r.namespaceId === principal.namespaceId) : rows;
+  return principal.kind === "namespaceToken" ? rows.filter((r) => r.namespaceId === principal.namespaceId) : rows;
 }

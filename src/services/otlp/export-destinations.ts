@@ -1,6 +1,6 @@
 import { inArray, sql } from "drizzle-orm";
 import { namespaces, otlpExports } from "#db/schema/index.ts";
-import type { Config, OtlpDestination, OtlpProtocol } from "~/lib/env.ts";
+import type { Config, OtlpDestination, OtlpProtocol } from "~/lib/server/env.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { openHeaders } from "./sealed-headers.ts";
 

@@ -1,10 +1,10 @@
 import { eq } from "drizzle-orm";
 import { otlpExports, users } from "#db/schema/index.ts";
 import type { OtlpExporter } from "~/engines/otlp/otlp-exporter.ts";
-import type { Config } from "~/lib/env.ts";
 import { type OtlpExportResponse, otlpForbiddenText } from "~/lib/protocol/api/otlp.ts";
+import type { Config } from "~/lib/server/env.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
-import type { Principal } from "~/services/auth/principal.ts";
+import type { UserPrincipal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { openHeaders } from "./sealed-headers.ts";
 
@@ -34,7 +34,7 @@ export async function getOtlpExport({
   exporter,
 }: {
   ctx: ServiceContext;
-  principal: Principal | null;
+  principal: UserPrincipal;
   namespaceId: string;
   exporter: OtlpExporter;
 }): Promise<OtlpExportResponse> {

@@ -2,8 +2,8 @@ import { lookup } from "node:dns/promises";
 import { BlockList, isIP } from "node:net";
 import root from "@opentelemetry/otlp-transformer/build/esm/generated/root.js";
 import protobuf from "protobufjs/minimal.js";
-import type { OtlpDestination, OtlpProtocol } from "~/lib/env.ts";
 import { errorMessage } from "~/lib/errors.ts";
+import type { OtlpDestination, OtlpProtocol } from "~/lib/server/env.ts";
 import { type ExportTraceServiceRequest, exportRequest, type KeyValue, type ResourceSpan, type Span } from "./spans.ts";
 
 /**

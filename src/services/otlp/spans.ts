@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { eventUrl, isDecrypted } from "~/lib/event-url.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { buildInfo } from "~/lib/version.ts";
+import { buildInfo } from "~/lib/server/version.ts";
 
 /**
  * TracedEvents as OpenTelemetry spans, in the shape of opentelemetry-proto's ExportTraceServiceRequest (plain objects

@@ -6,7 +6,7 @@ import type { JoinPublisherResponse } from "~/lib/protocol/api/publish.ts";
 import { publishPath } from "~/lib/protocol/publish.ts";
 import { websocketUrl } from "~/lib/websocket-url.ts";
 import { grantsOf } from "~/services/access/grants.ts";
-import type { Principal } from "~/services/auth/principal.ts";
+import type { NamespaceTokenPrincipal } from "~/services/auth/principal.ts";
 import { assertContainerLimit, containerLimit, limitingPlan } from "~/services/billing/limits.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { createLink, linkPageUrl } from "~/services/links/create-link.ts";
@@ -31,17 +31,14 @@ export async function joinPublisher({
   runningPublishers,
 }: {
   ctx: ServiceContext;
-  principal: Principal | null;
+  principal: NamespaceTokenPrincipal | null;
   linkId?: string;
   admitNewLink?: () => void;
   /** Publishers of an org connected now (the containers limit's early answer; the socket's upgrade decides). */
   runningPublishers?: (orgId: string) => number;
 }): Promise<JoinPublisherResponse> {
-  if (principal?.kind === "orgToken") {
-    throw new AppError("FORBIDDEN", "organization tokens are for workers; publish with a namespace token (tsk_...)");
-  }
-  const namespaceId = principal?.kind === "namespaceToken" ? principal.namespaceId : null;
-  const orgId = principal?.kind === "namespaceToken" ? principal.orgId : null;
+  const namespaceId = principal?.namespaceId ?? null;
+  const orgId = principal?.orgId ?? null;
   const plan = orgId ? await limitingPlan(ctx, orgId) : null;
   if (orgId && runningPublishers) assertContainerLimit(plan, runningPublishers(orgId));
   const orgRateLimit = plan ? PLAN_RATE_LIMIT_PER_SECOND : undefined;

@@ -1,5 +1,5 @@
 import { createHmac, randomBytes } from "node:crypto";
-import { safeEqual } from "~/lib/ids.ts";
+import { safeEqual } from "~/lib/server/ids.ts";
 
 /**
  * Short-lived, single-use capabilities carried in WebSocket URLs (publish, live subscribe, tunnel): the

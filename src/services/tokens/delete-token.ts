@@ -1,8 +1,8 @@
 import { eq } from "drizzle-orm";
 import { namespaceTokens, orgTokens } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
-import { isUuid } from "~/lib/ids.ts";
 import { tokenForbiddenText } from "~/lib/protocol/token-messages.ts";
+import { isUuid } from "~/lib/server/ids.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
 import { requireOrgAccess } from "~/services/access/require-org-access.ts";
 import type { UserPrincipal } from "~/services/auth/principal.ts";

@@ -3,7 +3,7 @@ import { namespaceTokens, orgTokens, users } from "#db/schema/index.ts";
 import type { Token } from "~/lib/protocol/api/tokens.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
 import { requireOrgAccess } from "~/services/access/require-org-access.ts";
-import type { Principal } from "~/services/auth/principal.ts";
+import type { UserPrincipal } from "~/services/auth/principal.ts";
 import { displayName } from "~/services/auth/token-format.ts";
 import type { ServiceContext } from "~/services/context.ts";
 
@@ -14,7 +14,7 @@ export async function listNamespaceTokens({
   namespaceId,
 }: {
   ctx: ServiceContext;
-  principal: Principal | null;
+  principal: UserPrincipal;
   namespaceId: string;
 }): Promise<Token[]> {
   await requireNamespaceAccess({ ctx, principal, namespaceId });
@@ -34,7 +34,7 @@ export async function listOrgTokens({
   orgId,
 }: {
   ctx: ServiceContext;
-  principal: Principal | null;
+  principal: UserPrincipal;
   orgId: string;
 }): Promise<Token[]> {
   await requireOrgAccess({ ctx, principal, orgId });

@@ -30,23 +30,22 @@ export async function createTunnel({
   ctx: ServiceContext;
   /** The open tunnels ListOpenTunnels answers from. */
   tunnels: OpenTunnels;
-  principal: Principal | null;
+  principal: Principal;
   namespaceId: string | undefined;
   role: TunnelRole;
 }): Promise<CreateTunnelResponse> {
   if (role !== "SELECT" && role !== "INSERT") throw new AppError("BAD_REQUEST", 'role must be "SELECT" or "INSERT"');
-  if (!principal) throw new AppError("UNAUTHORIZED", "not signed in");
   namespaceId ??= principal.kind === "namespaceToken" ? principal.namespaceId : undefined;
   if (!namespaceId) throw new AppError("BAD_REQUEST", "namespaceId is required");
   const access = await requireNamespaceAccess({
     ctx,
     principal,
     namespaceId,
-    write: role === "INSERT" && principal?.kind === "user",
+    write: role === "INSERT" && principal.kind === "user",
     forbiddenMessage: "forbidden: you do not have write access to this namespace",
   });
   const tunnelId = randomUUID();
-  const key = principalKey(principal!);
+  const key = principalKey(principal);
   const ticket = issueTunnelTicket(
     ctx.config.sessionSecret,
     {

@@ -1,8 +1,6 @@
 import { AppError } from "~/lib/errors.ts";
 import type { FilterExpr } from "~/lib/filter/ast.ts";
 import { parseFilter } from "~/lib/filter/parse.ts";
-import { isUuid } from "~/lib/ids.ts";
-import { log } from "~/lib/logger.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { QueryBase, QueryFilter, RowsQuery } from "~/lib/protocol/query.ts";
 import {
@@ -14,7 +12,9 @@ import {
   type TunnelResultData,
   type TunnelRole,
 } from "~/lib/protocol/tunnel.ts";
-import { validateEvent } from "~/services/ingest/validate-event.ts";
+import { validateEvent } from "~/lib/protocol/validate-event.ts";
+import { isUuid } from "~/lib/server/ids.ts";
+import { log } from "~/lib/server/logger.ts";
 import type { EventStore } from "~/store/types.ts";
 
 /** A query's problem the client caused (bad filter, bad range): reported as a database error. */

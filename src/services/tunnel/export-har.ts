@@ -1,16 +1,18 @@
 import { fullGC } from "bun:jsc";
 import { randomUUID } from "node:crypto";
+import type { ExportSlots } from "~/engines/limits/export-slots.ts";
 import type { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
-import { memoryShares } from "~/lib/env.ts";
 import { AppError } from "~/lib/errors.ts";
 import { harPageIds, harSizeColumns, harStream, storedBodyBytes } from "~/lib/har.ts";
 import type { QueryFilter } from "~/lib/protocol/query.ts";
 import { decodeResult, decodeResultData, type TunnelResultData, type TunnelWant } from "~/lib/protocol/tunnel.ts";
+import { memoryShares } from "~/lib/server/env.ts";
+import { buildInfo } from "~/lib/server/version.ts";
 import { checkTimeRange } from "~/lib/time/bounds.ts";
-import { buildInfo } from "~/lib/version.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
 import type { Principal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
+import { principalKey } from "~/services/tunnel/create-tunnel.ts";
 import type { HarTexts } from "./har-entry-texts.ts";
 import { writeHarEntries } from "./har-writer.ts";
 
@@ -84,6 +86,7 @@ async function entriesOf(workers: WorkerRegistry, namespaceId: string, orgId: st
 export async function exportHar({
   ctx,
   workers,
+  slots,
   principal,
   namespaceId,
   selection,
@@ -91,7 +94,9 @@ export async function exportHar({
 }: {
   ctx: ServiceContext;
   workers: WorkerRegistry;
-  principal: Principal | null;
+  /** Places for exports of a query's rows (one request's HAR is one page and needs none); absent: unlimited. */
+  slots?: ExportSlots;
+  principal: Principal;
   namespaceId: string;
   selection: { eventId: string } | { filter: QueryFilter; filterText?: string; limit?: number };
   maxBytes?: number;
@@ -113,6 +118,69 @@ export async function exportHar({
     if (!detail.isFound) throw new AppError("NOT_FOUND", "request not found");
     return { har: harStream([detail].values(), options), filename: `tapscope-${selection.eventId}.har` };
   }
+  const release = slots ? await slots.acquire(principalKey(principal)) : () => {};
+  if (!release) {
+    throw new AppError("RATE_LIMITED", "too many HAR exports at once: wait for one to finish, then try again", { retryAfterMs: 5_000 });
+  }
+  try {
+    const { har, filename } = await exportRows({ ctx, workers, namespaceId, orgId, name: access.name, selection, options });
+    return { har: whenDone(har, release), filename };
+  } catch (err) {
+    release();
+    throw err;
+  }
+}
+
+/** The stream, calling `done` once when it ends, fails or its reader cancels it (the export's place is given back). */
+function whenDone(stream: ReadableStream<Uint8Array>, done: () => void): ReadableStream<Uint8Array> {
+  const reader = stream.getReader();
+  let isDone = false;
+  const finish = () => {
+    if (isDone) return;
+    isDone = true;
+    done();
+  };
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        try {
+          const next = await reader.read();
+          if (next.done) {
+            finish();
+            controller.close();
+          } else controller.enqueue(next.value);
+        } catch (err) {
+          finish();
+          controller.error(err);
+        }
+      },
+      async cancel(reason) {
+        finish();
+        await reader.cancel(reason);
+      },
+    },
+    // Nothing read ahead: the export's stream fetches a page only when its reader takes what is queued.
+    { highWaterMark: 0 },
+  );
+}
+
+async function exportRows({
+  ctx,
+  workers,
+  namespaceId,
+  orgId,
+  name,
+  selection,
+  options,
+}: {
+  ctx: ServiceContext;
+  workers: WorkerRegistry;
+  namespaceId: string;
+  orgId: string;
+  name: string;
+  selection: { filter: QueryFilter; filterText?: string; limit?: number };
+  options: { version: string; maxBytes: number; hint: string };
+}): Promise<{ har: ReadableStream<Uint8Array>; filename: string }> {
   const rows = await ask(workers, namespaceId, orgId, {
     kind: "rows",
     query: {
@@ -133,6 +201,6 @@ export async function exportHar({
       yield await inTurn(() => entriesOf(workers, namespaceId, orgId, { kind: "events", eventIds: page.ids, range }, page.ids));
     }
   }
-  const filename = `tapscope-${access.name}-${new Date(ctx.now()).toISOString().replace(/[:.]/g, "-")}.har`;
+  const filename = `tapscope-${name}-${new Date(ctx.now()).toISOString().replace(/[:.]/g, "-")}.har`;
   return { har: harStream(pages(), { ...options, total: ids.length }), filename };
 }

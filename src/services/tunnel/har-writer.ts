@@ -2,7 +2,7 @@ import { dirname } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { AppError } from "~/lib/errors.ts";
-import { log } from "~/lib/logger.ts";
+import { log } from "~/lib/server/logger.ts";
 import { type HarTexts, type HarTextsError, type HarTextsJob, harEntryTexts } from "./har-entry-texts.ts";
 
 /**

@@ -1,7 +1,7 @@
 import { and, eq, isNotNull, isNull } from "drizzle-orm";
 import { invitations, namespaceMembers, users } from "#db/schema/index.ts";
-import { log } from "~/lib/logger.ts";
 import type { AddUserResponse } from "~/lib/protocol/api/users.ts";
+import { log } from "~/lib/server/logger.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
 import type { UserPrincipal } from "~/services/auth/principal.ts";
 import { normalizeEmail } from "~/services/auth/sign-in.ts";

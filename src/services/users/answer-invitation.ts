@@ -1,8 +1,8 @@
 import { and, eq, isNull } from "drizzle-orm";
 import { invitations, memberships, namespaceMembers, namespaces } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
-import { isUuid } from "~/lib/ids.ts";
 import type { AcceptInvitationResponse } from "~/lib/protocol/api/users.ts";
+import { isUuid } from "~/lib/server/ids.ts";
 import type { UserPrincipal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
 

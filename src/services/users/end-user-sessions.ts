@@ -1,8 +1,8 @@
 import { and, eq, gt, isNull } from "drizzle-orm";
 import { namespaceMembers, sessions } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
-import { isUuid } from "~/lib/ids.ts";
 import type { EndUserSessionsResponse } from "~/lib/protocol/api/users.ts";
+import { isUuid } from "~/lib/server/ids.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
 import type { UserPrincipal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";

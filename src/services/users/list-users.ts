@@ -2,7 +2,7 @@ import { and, asc, eq, isNull } from "drizzle-orm";
 import { invitations, namespaceMembers, users } from "#db/schema/index.ts";
 import type { NamespaceUser } from "~/lib/protocol/api/users.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
-import type { Principal } from "~/services/auth/principal.ts";
+import type { UserPrincipal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";
 
 /** Members, then invited addresses that have not accepted yet (lib/protocol/api/users.ts). */
@@ -12,7 +12,7 @@ export async function listUsers({
   namespaceId,
 }: {
   ctx: ServiceContext;
-  principal: Principal | null;
+  principal: UserPrincipal;
   namespaceId: string;
 }): Promise<NamespaceUser[]> {
   await requireNamespaceAccess({ ctx, principal, namespaceId });

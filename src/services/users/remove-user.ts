@@ -1,8 +1,8 @@
 import { and, eq, sql } from "drizzle-orm";
 import { namespaceMembers, namespaces, namespaceTokens } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
-import { isUuid } from "~/lib/ids.ts";
 import type { RemoveUserResponse } from "~/lib/protocol/api/users.ts";
+import { isUuid } from "~/lib/server/ids.ts";
 import { endEmptyOrgMemberships } from "~/services/access/org-membership.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
 import type { UserPrincipal } from "~/services/auth/principal.ts";

@@ -1,7 +1,7 @@
 import { and, eq, isNull } from "drizzle-orm";
 import { invitations } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
-import { isUuid } from "~/lib/ids.ts";
+import { isUuid } from "~/lib/server/ids.ts";
 import { requireNamespaceAccess } from "~/services/access/require-namespace-access.ts";
 import type { UserPrincipal } from "~/services/auth/principal.ts";
 import type { ServiceContext } from "~/services/context.ts";

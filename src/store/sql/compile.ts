@@ -1,14 +1,14 @@
 import { AppError } from "~/lib/errors.ts";
 import { type CompareOp, type FilterExpr, type StringOp as FilterStringOp, tlsStates } from "~/lib/filter/ast.ts";
 import { compileRegex, RegexSyntaxError, storeRegexCost } from "~/lib/filter/regex.ts";
+import { eventFields } from "~/lib/protocol/event.ts";
+import type { EventFields } from "~/lib/protocol/event-fields.ts";
 import {
   type Clause,
   type NumberOp,
-  numberColumns,
   numberOps,
   type QueryBase,
   type StringOp,
-  stringColumns,
   stringOps,
   type TimestampFilter,
 } from "~/lib/protocol/query.ts";
@@ -91,15 +91,15 @@ function checkPattern(value: unknown, budget: RegexBudget): string {
   return pattern;
 }
 
-function compileClause(d: Dialect, clause: Clause): string {
+function compileClause(d: Dialect, clause: Clause, fields: EventFields): string {
   if (typeof clause !== "object" || clause === null) bad("invalid clause");
   if (clause.type === "Number") {
-    if (!(numberColumns as readonly string[]).includes(clause.column)) bad("unknown number column");
+    if (!fields.numberClauseColumns.includes(clause.column)) bad("unknown number column");
     if (!(numberOps as readonly string[]).includes(clause.op)) bad("unknown number operator");
     return `${clause.column} ${numberSql[clause.op]} ${d.literal(checkNumber(clause.value))}`;
   }
   if (clause.type === "String") {
-    if (!(stringColumns as readonly string[]).includes(clause.column)) bad("unknown string column");
+    if (!fields.stringClauseColumns.includes(clause.column)) bad("unknown string column");
     if (!(stringOps as readonly string[]).includes(clause.op)) bad("unknown string operator");
     const lit = d.literal(checkString(clause.value));
     const op: Record<StringOp, string> = {
@@ -124,31 +124,34 @@ const compareSql: Record<CompareOp, string> = {
 const isCompareOp = (op: unknown): op is CompareOp => typeof op === "string" && Object.hasOwn(compareSql, op);
 const urlOps: readonly FilterStringOp[] = ["startsWith", "endsWith", "contains", "matches"];
 
-function compileLeaf(d: Dialect, e: Extract<FilterExpr, { kind: "compare" }>, regexBudget: RegexBudget): string {
+function compileLeaf(d: Dialect, e: Extract<FilterExpr, { kind: "compare" }>, regexBudget: RegexBudget, fields: EventFields): string {
+  // The column behind a readable name, as the field table maps it (tls and tls.reason are tags).
+  const column = () => fields.filterColumns.get(e.field) ?? bad(`${e.field} is not a stored column`);
   switch (e.field) {
     case "request.method": {
       if (e.op !== "==" && e.op !== "!=") bad("request.method supports == and !=");
       // Case-insensitive, like the live view's evaluator.
-      return `upper(http_req_method) ${compareSql[e.op]} ${d.literal(checkString(e.value, 64).toUpperCase())}`;
+      return `upper(${column()}) ${compareSql[e.op]} ${d.literal(checkString(e.value, 64).toUpperCase())}`;
     }
     case "response.status": {
       if (!isCompareOp(e.op)) bad("response.status supports ==, !=, <, >, <=, >=");
-      return `http_resp_status_code ${compareSql[e.op]} ${d.literal(checkNumber(e.value))}`;
+      return `${column()} ${compareSql[e.op]} ${d.literal(checkNumber(e.value))}`;
     }
     case "duration": {
       if (!isCompareOp(e.op)) bad("duration supports <, >, <=, >=");
-      return `http_duration ${compareSql[e.op]} ${d.literal(checkNumber(e.value))}`;
+      return `${column()} ${compareSql[e.op]} ${d.literal(checkNumber(e.value))}`;
     }
     case "request.url": {
+      const url = column();
       if (isCompareOp(e.op) && (e.op === "==" || e.op === "!=")) {
-        return `http_req_path ${compareSql[e.op]} ${d.literal(checkString(e.value))}`;
+        return `${url} ${compareSql[e.op]} ${d.literal(checkString(e.value))}`;
       }
       if (!urlOps.includes(e.op as FilterStringOp)) bad("request.url supports startsWith, endsWith, contains, matches");
-      if (e.op === "matches") return d.matches("http_req_path", d.literal(checkPattern(e.value, regexBudget)));
+      if (e.op === "matches") return d.matches(url, d.literal(checkPattern(e.value, regexBudget)));
       const lit = d.literal(checkString(e.value));
-      if (e.op === "startsWith") return d.startsWith("http_req_path", lit);
-      if (e.op === "endsWith") return d.endsWith("http_req_path", lit);
-      return d.contains("http_req_path", lit);
+      if (e.op === "startsWith") return d.startsWith(url, lit);
+      if (e.op === "endsWith") return d.endsWith(url, lit);
+      return d.contains(url, lit);
     }
     case "tls": {
       if (e.op !== "==" && e.op !== "!=") bad("tls supports == and !=");
@@ -158,12 +161,12 @@ function compileLeaf(d: Dialect, e: Extract<FilterExpr, { kind: "compare" }>, re
     }
     case "tls.reason":
     case "tls.server_name": {
-      const column = e.field === "tls.reason" ? d.tag("tls_reason") : "tls_server_name";
-      if (e.op === "==" || e.op === "!=") return `${column} ${compareSql[e.op]} ${d.literal(checkString(e.value))}`;
+      const text = e.field === "tls.reason" ? d.tag("tls_reason") : column();
+      if (e.op === "==" || e.op === "!=") return `${text} ${compareSql[e.op]} ${d.literal(checkString(e.value))}`;
       const lit = d.literal(checkString(e.value));
-      if (e.op === "contains") return d.contains(column, lit);
-      if (e.field === "tls.server_name" && e.op === "startsWith") return d.startsWith(column, lit);
-      if (e.field === "tls.server_name" && e.op === "endsWith") return d.endsWith(column, lit);
+      if (e.op === "contains") return d.contains(text, lit);
+      if (e.field === "tls.server_name" && e.op === "startsWith") return d.startsWith(text, lit);
+      if (e.field === "tls.server_name" && e.op === "endsWith") return d.endsWith(text, lit);
       return bad(
         e.field === "tls.reason"
           ? "tls.reason supports ==, != and contains"
@@ -175,14 +178,16 @@ function compileLeaf(d: Dialect, e: Extract<FilterExpr, { kind: "compare" }>, re
   }
 }
 
-function compileExpr(d: Dialect, e: FilterExpr, depth: number, budget: { nodes: number; regex: RegexBudget }): string {
+type ExprBudget = { nodes: number; regex: RegexBudget };
+
+function compileExpr(d: Dialect, e: FilterExpr, depth: number, budget: ExprBudget, fields: EventFields): string {
   if (typeof e !== "object" || e === null) bad("invalid filter expression");
   if (depth > limits.expressionDepth) bad("filter expression nested too deeply");
   if (--budget.nodes < 0) bad("filter expression too large");
-  if (e.kind === "compare") return `(${compileLeaf(d, e, budget.regex)})`;
+  if (e.kind === "compare") return `(${compileLeaf(d, e, budget.regex, fields)})`;
   if (e.kind === "and" || e.kind === "or") {
     const joiner = e.kind === "and" ? "AND" : "OR";
-    return `(${compileExpr(d, e.left, depth + 1, budget)} ${joiner} ${compileExpr(d, e.right, depth + 1, budget)})`;
+    return `(${compileExpr(d, e.left, depth + 1, budget, fields)} ${joiner} ${compileExpr(d, e.right, depth + 1, budget, fields)})`;
   }
   return bad("invalid filter expression");
 }
@@ -203,17 +208,17 @@ export function checkRange(range: TimestampFilter | null | undefined, what: stri
   return { lowerMs, upperMs };
 }
 
-/** The condition of a query over one time range: bounds, clauses, and filter expressions. */
-export function compileWhere(d: Dialect, query: QueryBase, range: TimestampFilter): string {
+/** The condition of a query over one time range: bounds, clauses, and filter expressions; columns from `fields`. */
+export function compileWhere(d: Dialect, query: QueryBase, range: TimestampFilter, fields: EventFields = eventFields): string {
   const parts = [`time >= ${d.literal(toMicros(range.lowerMs))}`, `time < ${d.literal(toMicros(range.upperMs))}`];
   const clauses = query.filter?.clauses ?? [];
   if (!Array.isArray(clauses)) bad("clauses must be a list");
   if (clauses.length > limits.clauses) bad("too many clauses");
-  for (const clause of clauses) parts.push(compileClause(d, clause));
+  for (const clause of clauses) parts.push(compileClause(d, clause, fields));
   const expressions = query.expressions ?? [];
   if (!Array.isArray(expressions)) bad("expressions must be a list");
   if (expressions.length > limits.expressions) bad("too many filter expressions");
   const budget = { nodes: limits.expressionNodes, regex: { cost: 0, steps: limits.regexCostSteps } };
-  for (const e of expressions) parts.push(compileExpr(d, e, 0, budget));
+  for (const e of expressions) parts.push(compileExpr(d, e, 0, budget, fields));
   return parts.join(" AND ");
 }

@@ -1,5 +1,5 @@
 import { useState } from "react";
-import { type Clause, numberColumns, numberOps, stringColumns, stringOps } from "~/lib/protocol/query.ts";
+import { type Clause, numberClauseColumns, numberOps, stringClauseColumns, stringOps } from "~/lib/protocol/query.ts";
 import type { TimeRange } from "~/lib/time/range.ts";
 import { parseTypedUtc } from "~/lib/time/typed-time.ts";
 
@@ -43,7 +43,7 @@ export function ClauseEditor({
   const [column, setColumn] = useState<string>("http_resp_status_code");
   const [op, setOp] = useState<string>("Equals");
   const [value, setValue] = useState("");
-  const kind = column === "time" ? "Timestamp" : (numberColumns as readonly string[]).includes(column) ? "Number" : "String";
+  const kind = column === "time" ? "Timestamp" : (numberClauseColumns as readonly string[]).includes(column) ? "Number" : "String";
   const ops: readonly string[] = kind === "Timestamp" ? timestampOps : kind === "Number" ? numberOps : stringOps;
   const validOp = ops.includes(op) ? op : ops[0]!;
 
@@ -113,12 +113,12 @@ export function ClauseEditor({
         >
           <option value="time">time</option>
           <optgroup label="Number">
-            {numberColumns.map((c) => (
+            {numberClauseColumns.map((c) => (
               <option key={c}>{c}</option>
             ))}
           </optgroup>
           <optgroup label="String">
-            {stringColumns.map((c) => (
+            {stringClauseColumns.map((c) => (
               <option key={c}>{c}</option>
             ))}
           </optgroup>

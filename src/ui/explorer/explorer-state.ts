@@ -1,4 +1,4 @@
-import { type Clause, numberColumns, numberOps, type QueryFilter, stringColumns, stringOps } from "~/lib/protocol/query.ts";
+import { type Clause, numberClauseColumns, numberOps, type QueryFilter, stringClauseColumns, stringOps } from "~/lib/protocol/query.ts";
 import { isAllowedRange, isValidFocus, type TimeRange } from "~/lib/time/range.ts";
 import type { TimeZoneMode } from "~/lib/time/ticks.ts";
 
@@ -60,14 +60,14 @@ function isClause(v: unknown): v is Clause {
   const c = v as Record<string, unknown>;
   if (c.type === "Number") {
     return (
-      (numberColumns as readonly unknown[]).includes(c.column) &&
+      (numberClauseColumns as readonly unknown[]).includes(c.column) &&
       (numberOps as readonly unknown[]).includes(c.op) &&
       Number.isFinite(c.value)
     );
   }
   if (c.type === "String") {
     return (
-      (stringColumns as readonly unknown[]).includes(c.column) &&
+      (stringClauseColumns as readonly unknown[]).includes(c.column) &&
       (stringOps as readonly unknown[]).includes(c.op) &&
       typeof c.value === "string"
     );

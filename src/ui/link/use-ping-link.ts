@@ -1,4 +1,5 @@
 import { useEffect } from "react";
+import { linkPingPath } from "~/lib/protocol/live.ts";
 import { websocketUrl } from "~/lib/websocket-url.ts";
 
 export const PING_MS = 1000;
@@ -16,7 +17,7 @@ export function usePingLink(linkId: string, isActive: boolean) {
     let reopen: ReturnType<typeof setTimeout> | undefined;
     let isStopped = false;
     const open = () => {
-      ws = new WebSocket(websocketUrl(window.location.origin, `/api/PingLink?link_id=${encodeURIComponent(linkId)}`));
+      ws = new WebSocket(websocketUrl(window.location.origin, `${linkPingPath}?link_id=${encodeURIComponent(linkId)}`));
       ws.onopen = () => {
         ping = setInterval(() => {
           if (ws?.readyState === WebSocket.OPEN) ws.send("ping");

@@ -4,7 +4,7 @@ import { basename } from "node:path";
 import { hostMetadata, readProcessInfo } from "~/agent/event.ts";
 import { sniff, tlsServerName } from "~/agent/parse/sniff.ts";
 import { isSensitiveHeader, isSensitiveParam, maskSecret, redactQuery, redactTarget } from "~/agent/redact.ts";
-import { parseHostEnvironment } from "~/lib/env.ts";
+import { parseHostEnvironment } from "~/lib/server/env.ts";
 import { body, c, s, trace } from "./helpers.ts";
 
 describe("process and host metadata", () => {

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { BatchQueue } from "~/agent/publisher/batch-queue.ts";
 import { estimateBytes } from "~/agent/publisher/estimate-bytes.ts";
-import type { CapturedEvent } from "~/lib/protocol/event.ts";
+import { type CapturedEvent, eventFieldTable } from "~/lib/protocol/event.ts";
 import { sampleEvent } from "./server.ts";
 
 type Item = { id: number; size: number };
@@ -78,5 +78,16 @@ describe("estimateBytes", () => {
     expect(estimateBytes(withBody) - estimateBytes(empty)).toBe(1000);
     const odd = { ...empty, http_req_headers: "nope", tags: null, http_req_path: 42 } as unknown as CapturedEvent;
     expect(estimateBytes(odd)).toBeGreaterThan(0);
+  });
+
+  test("counts every text field of the event field table, so a batch of long values stays under the server's bound", () => {
+    const event = sampleEvent();
+    for (const f of eventFieldTable) {
+      if (f.type !== "text") continue;
+      const long = { ...event, [f.name]: "x".repeat(f.max) };
+      expect(estimateBytes(long) - estimateBytes(event)).toBeGreaterThanOrEqual(
+        f.max - String(event[f.name as keyof CapturedEvent]).length,
+      );
+    }
   });
 });

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { Ingest } from "~/engines/ingest/ingest.ts";
 import { EventSinks, type EventTarget } from "~/engines/ingest/sinks.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { validateEvent } from "~/services/ingest/validate-event.ts";
+import { validateEvent } from "~/lib/protocol/validate-event.ts";
 import { rng } from "../../support/rng.ts";
 import { sampleEvent } from "./server.ts";
 

@@ -16,6 +16,7 @@ function setup(options: { recordEmptyConnections?: boolean; payloadLimit?: numbe
     parents: new ParentTracker<Exchange>(),
     enqueue: (w) => work.push(w),
     newEventId: () => `id-${++nextId}`,
+    processInfo: fakeProcess,
   };
   const open = (id: number, direction: "inbound" | "outbound", pid = 7) => {
     deps.stats.openConnections++;
@@ -62,6 +63,28 @@ describe("TracedConnection, alone", () => {
     const [call, served] = work;
     expect(call?.kind === "http" && call.ex.parentEventId).toBe("id-1");
     expect(served?.kind === "http" && served.ex.eventId).toBe("id-1");
+  });
+
+  test("an inbound connection shown before its accept (the listener's process) takes the accepting process when it comes: its events and its calls' parent", () => {
+    const { work, deps, open } = setup();
+    const inbound = open(1, "inbound", 7);
+    inbound.onData(true, bytes(REQUEST), 10);
+    expect(deps.parents.current(7)).toBe("id-1");
+    inbound.onProcess(9);
+    // The request in flight is now the accepting process's: its outbound call finds it.
+    expect([deps.parents.current(7), deps.parents.current(9)]).toEqual(["", "id-1"]);
+    const outbound = open(2, "outbound", 9);
+    outbound.onData(true, bytes("GET /db HTTP/1.1\r\nHost: db\r\n\r\n"), 20);
+    outbound.onData(false, bytes(RESPONSE), 30);
+    inbound.onData(false, bytes(RESPONSE), 40);
+    inbound.onData(true, bytes(REQUEST), 50);
+    inbound.onData(false, bytes(RESPONSE), 60);
+    expect([deps.parents.current(7), deps.parents.current(9)]).toEqual(["", ""]);
+    const [call, served, next] = work;
+    expect(call?.kind === "http" && call.ex.parentEventId).toBe("id-1");
+    for (const item of [served, next]) {
+      expect(item?.kind === "http" && [item.conn.pid, item.proc.pid]).toEqual([9, 9]);
+    }
   });
 
   test("a connection that is not HTTP becomes one tcp summary at close, with its byte counts and parent", () => {

@@ -10,6 +10,7 @@ import {
   OpenBillingPortalRequest,
   OpenBillingPortalResponse,
 } from "./billing.ts";
+import { anyone, anyPrincipal, type Callers, signedInUser } from "./callers.ts";
 import {
   GetLinkRequest,
   GetLinkResponse,
@@ -67,50 +68,60 @@ import {
   RevokeInvitationResponse,
 } from "./users.ts";
 
-type Call = { body: TSchema; response: TSchema };
+type Call = {
+  body: TSchema;
+  response: TSchema;
+  /** Who may make the call (callers.ts); anyone else is answered 401 or 403 before the body is read (ADR 0028). */
+  callers: Callers;
+  /** Only our own pages may make it: the Origin must be ours even without a session (a sign-in is a write). */
+  isSameOriginOnly?: true;
+};
 
 /**
  * The JSON calls (POST /api/<name>, a JSON body, a JSON answer on 200): the controllers
- * validate with these schemas, and the browser's api() takes its types from them.
+ * validate with these schemas, src/api/call-schemas.ts admits only the declared callers, and the browser's api() takes
+ * its types from them.
  */
 export const apiCalls = {
-  EmailLogin: { body: EmailLoginRequest, response: EmailLoginResponse },
-  FinishEmailLogin: { body: FinishEmailLoginRequest, response: FinishEmailLoginResponse },
-  ListOrgs: { body: ListOrgsRequest, response: ListOrgsResponse },
-  ListNamespaces: { body: ListNamespacesRequest, response: ListNamespacesResponse },
-  CreateNamespace: { body: CreateNamespaceRequest, response: CreateNamespaceResponse },
-  DeleteNamespace: { body: DeleteNamespaceRequest, response: DeleteNamespaceResponse },
-  OnboardNewUser: { body: OnboardNewUserRequest, response: OnboardNewUserResponse },
-  CreateTunnel: { body: CreateTunnelRequest, response: CreateTunnelResponse },
-  ListOpenTunnels: { body: ListOpenTunnelsRequest, response: ListOpenTunnelsResponse },
-  HasSeenPublisher: { body: HasSeenPublisherRequest, response: HasSeenPublisherResponse },
-  GenerateNamespaceToken: { body: NamespaceTokensRequest, response: GenerateTokenResponse },
-  GenerateOrgToken: { body: OrgTokensRequest, response: GenerateTokenResponse },
-  GetBillingStatus: { body: GetBillingStatusRequest, response: GetBillingStatusResponse },
-  GetSubscription: { body: GetSubscriptionRequest, response: GetSubscriptionResponse },
-  CancelSubscription: { body: CancelSubscriptionRequest, response: CancelSubscriptionResponse },
-  OpenBillingPortal: { body: OpenBillingPortalRequest, response: OpenBillingPortalResponse },
-  ListNamespaceTokens: { body: NamespaceTokensRequest, response: ListTokensResponse },
-  ListOrgTokens: { body: OrgTokensRequest, response: ListTokensResponse },
-  DeleteNamespaceToken: { body: DeleteTokenRequest, response: DeleteTokenResponse },
-  DeleteOrgToken: { body: DeleteTokenRequest, response: DeleteTokenResponse },
-  ListUsers: { body: ListUsersRequest, response: ListUsersResponse },
-  AddUser: { body: AddUserRequest, response: AddUserResponse },
-  RemoveUser: { body: RemoveUserRequest, response: RemoveUserResponse },
-  RevokeInvitation: { body: RevokeInvitationRequest, response: RevokeInvitationResponse },
-  EndUserSessions: { body: EndUserSessionsRequest, response: EndUserSessionsResponse },
-  ListMyInvitations: { body: ListMyInvitationsRequest, response: ListMyInvitationsResponse },
-  AcceptInvitation: { body: AnswerInvitationRequest, response: AcceptInvitationResponse },
-  DeclineInvitation: { body: AnswerInvitationRequest, response: DeclineInvitationResponse },
-  JoinSubscriber: { body: JoinSubscriberRequest, response: JoinSubscriberResponse },
-  JoinPublisher: { body: JoinPublisherRequest, response: JoinPublisherResponse },
-  GetLink: { body: GetLinkRequest, response: GetLinkResponse },
-  GetOtlpExport: { body: GetOtlpExportRequest, response: OtlpExportResponse },
-  SaveOtlpExport: { body: SaveOtlpExportRequest, response: OtlpExportResponse },
-  DeleteOtlpExport: { body: DeleteOtlpExportRequest, response: DeleteOtlpExportResponse },
-  SendOtlpTestSpan: { body: SendOtlpTestSpanRequest, response: SendOtlpTestSpanResponse },
+  EmailLogin: { body: EmailLoginRequest, response: EmailLoginResponse, callers: anyone },
+  FinishEmailLogin: { body: FinishEmailLoginRequest, response: FinishEmailLoginResponse, callers: anyone, isSameOriginOnly: true },
+  ListOrgs: { body: ListOrgsRequest, response: ListOrgsResponse, callers: signedInUser },
+  ListNamespaces: { body: ListNamespacesRequest, response: ListNamespacesResponse, callers: anyPrincipal },
+  CreateNamespace: { body: CreateNamespaceRequest, response: CreateNamespaceResponse, callers: signedInUser },
+  DeleteNamespace: { body: DeleteNamespaceRequest, response: DeleteNamespaceResponse, callers: signedInUser },
+  OnboardNewUser: { body: OnboardNewUserRequest, response: OnboardNewUserResponse, callers: signedInUser },
+  CreateTunnel: { body: CreateTunnelRequest, response: CreateTunnelResponse, callers: anyPrincipal },
+  ListOpenTunnels: { body: ListOpenTunnelsRequest, response: ListOpenTunnelsResponse, callers: anyPrincipal },
+  HasSeenPublisher: { body: HasSeenPublisherRequest, response: HasSeenPublisherResponse, callers: signedInUser },
+  GenerateNamespaceToken: { body: NamespaceTokensRequest, response: GenerateTokenResponse, callers: signedInUser },
+  GenerateOrgToken: { body: OrgTokensRequest, response: GenerateTokenResponse, callers: signedInUser },
+  GetBillingStatus: { body: GetBillingStatusRequest, response: GetBillingStatusResponse, callers: anyPrincipal },
+  GetSubscription: { body: GetSubscriptionRequest, response: GetSubscriptionResponse, callers: anyPrincipal },
+  CancelSubscription: { body: CancelSubscriptionRequest, response: CancelSubscriptionResponse, callers: signedInUser },
+  OpenBillingPortal: { body: OpenBillingPortalRequest, response: OpenBillingPortalResponse, callers: signedInUser },
+  ListNamespaceTokens: { body: NamespaceTokensRequest, response: ListTokensResponse, callers: signedInUser },
+  ListOrgTokens: { body: OrgTokensRequest, response: ListTokensResponse, callers: signedInUser },
+  DeleteNamespaceToken: { body: DeleteTokenRequest, response: DeleteTokenResponse, callers: signedInUser },
+  DeleteOrgToken: { body: DeleteTokenRequest, response: DeleteTokenResponse, callers: signedInUser },
+  ListUsers: { body: ListUsersRequest, response: ListUsersResponse, callers: signedInUser },
+  AddUser: { body: AddUserRequest, response: AddUserResponse, callers: signedInUser },
+  RemoveUser: { body: RemoveUserRequest, response: RemoveUserResponse, callers: signedInUser },
+  RevokeInvitation: { body: RevokeInvitationRequest, response: RevokeInvitationResponse, callers: signedInUser },
+  EndUserSessions: { body: EndUserSessionsRequest, response: EndUserSessionsResponse, callers: signedInUser },
+  ListMyInvitations: { body: ListMyInvitationsRequest, response: ListMyInvitationsResponse, callers: signedInUser },
+  AcceptInvitation: { body: AnswerInvitationRequest, response: AcceptInvitationResponse, callers: signedInUser },
+  DeclineInvitation: { body: AnswerInvitationRequest, response: DeclineInvitationResponse, callers: signedInUser },
+  JoinSubscriber: { body: JoinSubscriberRequest, response: JoinSubscriberResponse, callers: ["user", "namespaceToken"] },
+  JoinPublisher: { body: JoinPublisherRequest, response: JoinPublisherResponse, callers: ["anonymous", "namespaceToken"] },
+  GetLink: { body: GetLinkRequest, response: GetLinkResponse, callers: anyone },
+  GetOtlpExport: { body: GetOtlpExportRequest, response: OtlpExportResponse, callers: signedInUser },
+  SaveOtlpExport: { body: SaveOtlpExportRequest, response: OtlpExportResponse, callers: signedInUser },
+  DeleteOtlpExport: { body: DeleteOtlpExportRequest, response: DeleteOtlpExportResponse, callers: signedInUser },
+  SendOtlpTestSpan: { body: SendOtlpTestSpanRequest, response: SendOtlpTestSpanResponse, callers: signedInUser },
 } as const satisfies Record<string, Call>;
 
 export type ApiCallName = keyof typeof apiCalls;
 export type ApiRequest<Name extends ApiCallName> = Static<(typeof apiCalls)[Name]["body"]>;
 export type ApiResponse<Name extends ApiCallName> = Static<(typeof apiCalls)[Name]["response"]>;
+/** The kinds of caller a call admits. */
+export type ApiCallers<Name extends ApiCallName> = (typeof apiCalls)[Name]["callers"][number];

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { availableParallelism, totalmem } from "node:os";
-import { join, resolve } from "node:path";
+import { availableParallelism, tmpdir, totalmem } from "node:os";
+import { isAbsolute, join, resolve } from "node:path";
 import { parseTrustedProxies } from "./client-address.ts";
 import { buildInfo } from "./version.ts";
 
@@ -52,6 +52,12 @@ export type Config = {
   anonymousLinksPerHour: number;
   /** EVENT_LOG_MAX_BYTES: what the pages' reports (/api/Event, /api/LogEvent) may take in the database, oldest dropped first. */
   eventLogMaxBytes: number;
+  /** MAX_WEBSOCKETS: open WebSockets of every kind in all; 0: from the descriptor limit and MEMORY_LIMIT's share (defaultMaxSockets). */
+  maxWebSockets: number;
+  /** WEBSOCKETS_PER_ADDRESS: open WebSockets of every kind from one client address. */
+  webSocketsPerAddress: number;
+  /** WEBSOCKETS_PER_LINK: open /link pages (their PingLink sockets) of one link, all addresses together. */
+  webSocketsPerLink: number;
   /**
    * The OpenTelemetry collector every namespace's spans go to unless the namespace has settings of its own
    * (OTEL_EXPORTER_OTLP_ENDPOINT or _TRACES_ENDPOINT, _HEADERS, _PROTOCOL, _TIMEOUT); undefined: no server-wide export.
@@ -90,23 +96,31 @@ export function parseBytes(raw: string): number | null {
 }
 
 /**
- * How the budget is shared: an idle server already holds about 390 MB (the runtime, PGlite's WebAssembly
- * memory, DuckDB's own), so DuckDB's buffer manager gets a quarter (it spills beyond it to DATA_DIR); the store
- * sink's buffer (what waits while the store is slow) a quarter, counted in characters (EventRows sizes: about
- * two bytes each as JS strings); the live views' retained history an eighth; the rest is the runtime and
- * sockets. A HAR export is streamed (one page of events held at a time), so its cap bounds the download's size,
- * not memory: a quarter of the budget.
+ * How the budget is shared. Each share caps what one part of the server may hold: DuckDB's buffer manager a quarter
+ * (it spills beyond it to DATA_DIR); the store sink's buffer (what waits while the store is slow) a quarter, counted
+ * in characters (EventRows sizes: about two bytes each as JS strings); a sixteenth each for the live views' retained
+ * history, what viewers hold unsent (their queues and socket buffers), HAR exports running at once (a page of
+ * bodies and the response's buffer each: ExportSlots) and open WebSockets (16 KiB each: the default MAX_WEBSOCKETS).
+ * The rest, a quarter, is the runtime itself (an idle server holds about 390 MB: the runtime, PGlite's WebAssembly
+ * memory, DuckDB's own), which the MemoryGuard keeps from growing with garbage. An export is streamed, so its cap
+ * on size bounds the download, not memory: a quarter of the budget.
  */
 export function memoryShares(limitBytes: number): {
   duckdbBytes: number;
   storeBufferChars: number;
   liveHistoryBytes: number;
+  liveSendBytes: number;
+  harExportBytes: number;
+  socketBytes: number;
   harMaxBytes: number;
 } {
   return {
     duckdbBytes: Math.floor(limitBytes / 4),
     storeBufferChars: Math.floor(limitBytes / 4 / 2),
-    liveHistoryBytes: Math.floor(limitBytes / 8),
+    liveHistoryBytes: Math.floor(limitBytes / 16),
+    liveSendBytes: Math.floor(limitBytes / 16),
+    harExportBytes: Math.floor(limitBytes / 16),
+    socketBytes: Math.floor(limitBytes / 16),
     harMaxBytes: Math.floor(limitBytes / 4),
   };
 }
@@ -250,6 +264,9 @@ export function parseConfig(env: Env = process.env): Config {
     eventLogMaxBytes: eventLogMaxBytes(env),
     otlp: otlpDestination(env),
     otlpDestinations: otlpDestinations(env),
+    maxWebSockets: int(env, "MAX_WEBSOCKETS", 0, 0, 10_000_000),
+    webSocketsPerAddress: int(env, "WEBSOCKETS_PER_ADDRESS", 256, 1, 10_000_000),
+    webSocketsPerLink: int(env, "WEBSOCKETS_PER_LINK", 1000, 1, 10_000_000),
   };
 }
 
@@ -358,6 +375,8 @@ export type AgentConfig = {
   endpoint: string;
   service: string | undefined;
   linkId: string | undefined;
+  /** NO_COLOR set and not empty (no-color.org): terminal output stays plain. */
+  isColorRefused: boolean;
 };
 
 /**
@@ -380,7 +399,26 @@ export function parseAgentConfig(env: Env = process.env): AgentConfig {
     endpoint: (url(env, "TAPSCOPE_ENDPOINT") ?? "http://localhost:4000").replace(/\/+$/, ""),
     service: env.TAPSCOPE_SERVICE || undefined,
     linkId: env.TAPSCOPE_LINK_ID || undefined,
+    isColorRefused: Boolean(env.NO_COLOR),
   };
+}
+
+/**
+ * Where a `tapscope run` that goes on in the background (its program daemonized) writes its messages, best first:
+ * the user's runtime directory, the user's state directory, then a directory of the user's own under the temp dir.
+ */
+export function runLogDirs(env: Env = process.env, uid = process.getuid?.() ?? 0): string[] {
+  const dirs: string[] = [];
+  if (env.XDG_RUNTIME_DIR && isAbsolute(env.XDG_RUNTIME_DIR)) dirs.push(join(env.XDG_RUNTIME_DIR, "tapscope"));
+  const state =
+    env.XDG_STATE_HOME && isAbsolute(env.XDG_STATE_HOME)
+      ? env.XDG_STATE_HOME
+      : env.HOME && isAbsolute(env.HOME)
+        ? join(env.HOME, ".local/state")
+        : "";
+  if (state) dirs.push(join(state, "tapscope"));
+  dirs.push(join(tmpdir(), `tapscope-${uid}`));
+  return dirs;
 }
 
 /** Where the traced program runs, from the environment it inherits (Kubernetes downward API, GCP). */

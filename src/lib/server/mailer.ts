@@ -1,5 +1,5 @@
 import nodemailer from "nodemailer";
-import type { Config } from "~/lib/env.ts";
+import type { Config } from "~/lib/server/env.ts";
 
 export type MailMessage = { to: string; subject: string; text: string; html?: string };
 

@@ -28,7 +28,7 @@ export function embedded(): EmbeddedManifest | undefined {
 }
 
 /** The project root when running from source (db/, build/, dist/ live there). */
-export const sourceRoot = resolve(import.meta.dir, "../..");
+export const sourceRoot = resolve(import.meta.dir, "../../..");
 
 let cacheRoot: string | undefined;
 

@@ -1,6 +1,6 @@
+import { RequestsExplorer } from "~/ui/explorer/requests-screen.tsx";
 import { useDashboard } from "~/ui/pages/dashboard/dashboard-state.ts";
 import { DashboardIndex } from "~/ui/pages/dashboard/live-screen.tsx";
-import { RequestsExplorer } from "./requests-screen.tsx";
 
 /** Route body of /dashboard/{ns}/requests. */
 export function RequestsRoute() {

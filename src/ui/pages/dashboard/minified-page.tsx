@@ -1,9 +1,9 @@
 import { useMemo } from "react";
 import { useSearchParams } from "react-router";
 import { joinFilterChips } from "~/lib/filter/parse.ts";
-import { decodeState, toQueryFilter } from "./explorer-state.ts";
-import { useTunnelClient } from "./requests-screen.tsx";
-import { ResultsPanel } from "./results-panel.tsx";
+import { decodeState, toQueryFilter } from "~/ui/explorer/explorer-state.ts";
+import { useTunnelClient } from "~/ui/explorer/requests-screen.tsx";
+import { ResultsPanel } from "~/ui/explorer/results-panel.tsx";
 
 /**
  * /minified/?namespace={id}&filter={state}: the explorer's results on their own page,
