@@ -3,7 +3,6 @@ import type { GrantedSockets } from "~/engines/access/granted-sockets.ts";
 import type { Ingest, ResendLookups } from "~/engines/ingest/ingest.ts";
 import type { EventTarget } from "~/engines/ingest/sinks.ts";
 import type { OrgPublishers } from "~/engines/limits/org-publishers.ts";
-import { AppError } from "~/lib/errors.ts";
 import { EVENT_BATCH_FORMAT } from "~/lib/protocol/event-batch.ts";
 import { type PublishServerMessage, publishLimits, publishPath } from "~/lib/protocol/publish.ts";
 import { log } from "~/lib/server/logger.ts";

@@ -3,7 +3,6 @@ import type { GrantedSockets } from "~/engines/access/granted-sockets.ts";
 import type { Ingest } from "~/engines/ingest/ingest.ts";
 import type { OpenTunnels } from "~/engines/workers/open-tunnels.ts";
 import type { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
-import { AppError } from "~/lib/errors.ts";
 import { publishLimits } from "~/lib/protocol/publish.ts";
 import { decodeRequest, encodeResult, errorResult, TunnelProtocolError, type TunnelRequest, tunnelPath } from "~/lib/protocol/tunnel.ts";
 import { log } from "~/lib/server/logger.ts";

@@ -2,7 +2,6 @@ import { Elysia } from "elysia";
 import { credentialFromUpgrade } from "~/api/plugins/auth.ts";
 import type { GrantedSockets } from "~/engines/access/granted-sockets.ts";
 import type { RemoteWorker, WorkerRegistry } from "~/engines/workers/worker-registry.ts";
-import { AppError } from "~/lib/errors.ts";
 import { socketChannels } from "~/lib/protocol/sockets.ts";
 import { FrameJoiner, TunnelProtocolError, workerLimits, workerPath } from "~/lib/protocol/tunnel.ts";
 import { log } from "~/lib/server/logger.ts";

@@ -2,10 +2,9 @@ import { readFileSync } from "node:fs";
 import type { Socket } from "bun";
 import { relayInboundConnection } from "../relay/inbound-connection.ts";
 import { legOptions } from "../relay/leg-options.ts";
-import { nowMicros } from "../relay/observer.ts";
 import type { LegData } from "../relay/pipe.ts";
 import type { RelayThreads } from "../relay/relay-threads.ts";
-import { decodeSockAddr, encodeSockAddr, formatSockAddr, fromHostPort, type SockAddr } from "../relay/sockaddr.ts";
+import { decodeSockAddr, encodeSockAddr, formatSockAddr, type SockAddr } from "../relay/sockaddr.ts";
 import {
   E,
   errno,
@@ -26,7 +25,7 @@ import {
 } from "../seccomp/ffi.ts";
 import type { AcceptMsg, BindMsg, ListenMsg } from "../seccomp/messages.ts";
 import { addFdAndReply, isValid, replyContinue, replyError, replyValue } from "../seccomp/notif.ts";
-import { AF_INET, AF_INET6, bindTo, connectTo, localAddr, newSocket, socketInode, writeAddrResult } from "../seccomp/sockets.ts";
+import { AF_INET6, bindTo, localAddr, newSocket, socketInode, writeAddrResult } from "../seccomp/sockets.ts";
 import { type Context, processOf, type Takeover } from "./context.ts";
 import { asProgram, credentialsFor } from "./credentials.ts";
 import { listeningInodes } from "./listening.ts";

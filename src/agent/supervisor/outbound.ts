@@ -7,7 +7,6 @@ import { decodeSockAddr, encodeSockAddr, formatSockAddr, fromHostPort, type Sock
 import { TlsGate } from "../relay/tls-gate.ts";
 import {
   E,
-  errno,
   F_GETFL,
   getIntOpt,
   IPPROTO_IPV6,

@@ -13,7 +13,6 @@ import {
   errorResult,
   relabelResult,
   type TunnelRequest,
-  type TunnelResult,
   type TunnelRole,
 } from "~/lib/protocol/tunnel.ts";
 import { log } from "~/lib/server/logger.ts";

@@ -1,4 +1,4 @@
-import { and, eq, gt, inArray, isNull } from "drizzle-orm";
+import { and, gt, inArray, isNull } from "drizzle-orm";
 import { namespaceMembers, namespaces, namespaceTokens, orgTokens, sessions } from "#db/schema/index.ts";
 import { uuidSource } from "~/lib/server/ids.ts";
 import type { Principal } from "~/services/auth/principal.ts";

@@ -1,5 +1,4 @@
 import { formatClock, pad } from "~/lib/format.ts";
-import type { TracedEvent } from "~/lib/protocol/event.ts";
 
 export function formatDateTime(timeUs: number): string {
   const d = new Date(Math.floor(timeUs / 1000));
