@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { type Subprocess, spawn } from "bun";
 import { TunnelClient } from "~/agent/query-client.ts";
-import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { eventFields, type TracedEvent } from "~/lib/protocol/event.ts";
 import { tracedEvent } from "../support/event-factory.ts";
 import { type ServerProcess, seedNamespaceToken, spawnServer } from "../support/server-process.ts";
 
@@ -101,6 +101,8 @@ describe("tapscope tail", () => {
       expect(lines.length).toBeGreaterThan(0);
       for (const line of lines) expect(line.http_resp_status_code).toBeGreaterThanOrEqual(500);
       expect(lines[0].time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+      // Each line holds what a query's rows show, as the field table lists them.
+      expect(Object.keys(lines[0])).toEqual([...eventFields.rowColumns]);
       const printed = tail.stdout();
       for (const e of good) expect(printed).not.toContain(e.event_id);
     } finally {
