@@ -1,5 +1,5 @@
 #!/usr/bin/env bun
-/** The single binary's entry: `tapscope server|run|proxy|worker|query|version`. */
+/** The single binary's entry: `tapscope server|run|proxy|worker|query|tail|version`. */
 import { versionLine } from "./lib/server/version.ts";
 
 const [command = "help", ...rest] = process.argv.slice(2);
@@ -10,6 +10,7 @@ const commands: Record<string, () => Promise<{ main: (args: string[]) => Promise
   proxy: () => import("./commands/proxy.ts"),
   worker: () => import("./commands/worker.ts"),
   query: () => import("./commands/query.ts"),
+  tail: () => import("./commands/tail.ts"),
   __supervise: () => import("./commands/supervise.ts"),
   __tracee: () => import("./commands/tracee.ts"),
 };
@@ -22,6 +23,7 @@ Usage:
   tapscope server                                  run the Tapscope server (dashboard and API)
   tapscope worker --server URL --token TOKEN       keep an org's events on this machine (self-hosted worker)
   tapscope query --since 1h [--filter F] [--format table|json|har]   search captured requests
+  tapscope tail [--filter F] [--format line|json]  follow captured requests as they happen
   tapscope version                                 print the version
 `;
 

@@ -16,6 +16,7 @@ import { defaultMaxSockets, SocketLimits } from "~/engines/limits/socket-limits.
 import { FilterAllowance } from "~/engines/live/filter-allowance.ts";
 import { LiveHub } from "~/engines/live/hub.ts";
 import { defaultLiveHubOptions, defaultSendBudget } from "~/engines/live/options.ts";
+import { OtlpExporter } from "~/engines/otlp/otlp-exporter.ts";
 import { type AttachedStore, attachStore } from "~/engines/store/attach-store.ts";
 import { OpenTunnels } from "~/engines/workers/open-tunnels.ts";
 import { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
@@ -26,6 +27,7 @@ import { createMailer, type Mailer } from "~/lib/server/mailer.ts";
 import { findRevokedGrants } from "~/services/access/grants.ts";
 import { createStripe } from "~/services/billing/stripe-client.ts";
 import type { ServiceContext } from "~/services/context.ts";
+import { hasNamespaceExports, loadExportDestinations } from "~/services/otlp/export-destinations.ts";
 import { trimEventLog } from "~/services/telemetry/trim-event-log.ts";
 import { linkStoreId } from "~/store/table.ts";
 import type { EventStore } from "~/store/types.ts";
@@ -89,6 +91,11 @@ export type Runtime = {
   attached: AttachedStore | null;
   /** With a broker: this node of the cluster (live fan-out, presence and rate limits shared with the other nodes). */
   cluster: ClusterNode | null;
+  /**
+   * OpenTelemetry trace export, one more sink: each namespace's events as spans to its collector (or the server-wide
+   * one), batched from a bounded queue; what this node accepted, so each event once in a cluster.
+   */
+  otlp: OtlpExporter;
   /** Starts what needs the network before the server listens (the cluster's subscriptions). */
   start: () => Promise<void>;
   /** Writes the events still batched and stops the timers; the store and database are the caller's to close. */
@@ -138,6 +145,12 @@ export function createRuntime(input: RuntimeInput): Runtime {
     : undefined;
   // In a cluster every limiter records what it grants, for the other nodes to spend too.
   const ingest = new Ingest(sinks, { rateLimit: config.ingestRateLimit, storedIds, now: nowMs, isShared: broker !== undefined });
+  const otlp = new OtlpExporter({
+    config,
+    loadDestinations: (namespaceIds) => loadExportDestinations({ ctx, namespaceIds }),
+    hasNamespaceExports: () => hasNamespaceExports({ ctx }),
+  });
+  sinks.add(otlp);
   const attached = store ? attachStore({ config, db, store: workers.route(), sinks, now, storeLinks: broker !== undefined }) : null;
   // In a cluster an org's publishers are one set in Redis, so a place is taken atomically whichever node is asked.
   const orgPublishers = new OrgPublishers({
@@ -189,6 +202,7 @@ export function createRuntime(input: RuntimeInput): Runtime {
     store,
     attached,
     cluster,
+    otlp,
     start: async () => {
       await cluster?.start();
       memoryGuard?.start();
@@ -199,6 +213,7 @@ export function createRuntime(input: RuntimeInput): Runtime {
       orgPublishers.stop();
       await eventLog.settled();
       await attached?.close();
+      await otlp.close();
       mailer?.close();
       broker?.close();
     },

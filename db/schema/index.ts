@@ -3,5 +3,6 @@ export * from "./event-log.ts";
 export * from "./links.ts";
 export * from "./namespaces.ts";
 export * from "./orgs.ts";
+export * from "./otlp-exports.ts";
 export * from "./users.ts";
 export * from "./workers.ts";

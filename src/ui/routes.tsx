@@ -77,6 +77,7 @@ export const routes: RouteObject[] = [
           { path: ":namespaceName/requests", ...inArea("dashboard", (m) => ({ Component: m.RequestsRoute })) },
           { path: ":namespaceName/tokens", ...inArea("dashboard", (m) => ({ Component: m.TokensScreen })) },
           { path: ":namespaceName/users", ...inArea("dashboard", (m) => ({ Component: m.UsersScreen })) },
+          { path: ":namespaceName/export", ...inArea("dashboard", (m) => ({ Component: m.ExportScreen })) },
         ],
       },
       { path: "iframer", ...inArea("frames", (m) => ({ Component: m.IframerPage })) },

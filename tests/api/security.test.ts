@@ -189,7 +189,7 @@ function matrixOf(t: TestApp) {
     return token;
   }
 
-  type RouteRow = { path: string; method?: "POST"; headers?: Record<string, string>; body?: string; admitted?: Expected };
+  type RouteRow = { path: string; method?: "POST" | "DELETE"; headers?: Record<string, string>; body?: string; admitted?: Expected };
   const json = { "content-type": "application/json" };
 
   /** A request to each route of src/api/routes.ts; `admitted` when an admitted caller's answer is not 200. */
@@ -222,6 +222,14 @@ function matrixOf(t: TestApp) {
     "GET /api/GithubRedirect": () => ({ path: "/api/GithubRedirect" }),
     "GET /api/GithubCallback": () => ({ path: "/api/GithubCallback?code=x&state=y" }),
     "POST /api/StripeWebhook": () => ({ path: "/api/StripeWebhook", method: "POST", headers: json, body: "{}" }),
+    "POST /mcp": () => ({
+      path: "/mcp",
+      method: "POST",
+      headers: { ...json, accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    }),
+    "GET /mcp": () => ({ path: "/mcp" }),
+    "DELETE /mcp": () => ({ path: "/mcp", method: "DELETE" }),
     "GET /install.sh": () => ({ path: "/install.sh" }),
     "GET /download/:file": () => ({ path: "/download/tapscope-linux-x64.sha256" }),
     "GET /": () => ({ path: "/" }),
@@ -299,6 +307,16 @@ const callRows: { [N in ApiCallName]: (f: Fixture, m: Matrix) => CallRow | Promi
   JoinSubscriber: (f) => ({ body: { namespaceId: f.namespaceId } }),
   JoinPublisher: () => ({ body: {} }),
   GetLink: async (_f, m) => ({ body: { linkId: await m.liveLink() } }),
+  GetOtlpExport: (f) => ({ body: { namespaceId: f.namespaceId } }),
+  SaveOtlpExport: (f) => ({
+    body: { namespaceId: f.namespaceId, endpoint: "http://collector.example:4318", protocol: "http/protobuf", isEnabled: true },
+  }),
+  DeleteOtlpExport: (f) => ({ body: { namespaceId: f.namespaceId } }),
+  // No collector is set in this app: an admitted caller reaches the verb, which says so (tests/otlp/settings.test.ts sends one).
+  SendOtlpTestSpan: (f) => ({
+    body: { namespaceId: f.namespaceId },
+    admitted: { status: 400, error: "no collector is set for this namespace: save an endpoint first" },
+  }),
 };
 
 /** A real WebSocket to the listening app, recording what it is sent. */
@@ -618,6 +636,10 @@ const adminOnly = new Set<ApiCallName>([
   "EndUserSessions",
   "DeleteNamespaceToken",
   "DeleteOrgToken",
+  "GetOtlpExport",
+  "SaveOtlpExport",
+  "DeleteOtlpExport",
+  "SendOtlpTestSpan",
 ]);
 
 const userCalls = (Object.keys(apiCalls) as ApiCallName[]).filter((name) => (apiCalls[name].callers as Callers).includes("user"));

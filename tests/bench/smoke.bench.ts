@@ -54,6 +54,11 @@ const tables: Record<string, RegExp[]> = {
     /^ {2}across nodes\s+p50 [\d.]+ ms, p99 [\d.]+ ms, seen [\d,]+ of [\d,]+/m,
     /^ {2}2 nodes, 2 shards\s+median [\d,]+ ms, p90 [\d,]+ ms over 10,000 rows/m,
   ],
+  "bench:otlp": [
+    /^\| export off \| \d+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| \d+ \| 0 \|$/m,
+    /^\| export on \| \d+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| \d+ \| [1-9]\d* \|$/m,
+    /^export on \/ off: CPU [\d.]+x \([+-][\d.]+ µs per event\), \d+ of \d+ spans delivered$/m,
+  ],
   "bench/cluster/receive.ts": [/^receive CPU per event: before [\d.]+ µs, now [\d.]+ µs \(now\/before [\d.]+\)$/m],
   "bench/capture/startup.ts": [/^ {2}start: traced minus direct +-?\d+$/m],
   "bench/capture/body-sample-bench.ts": [/before [\d.]+ µs, now [\d.]+ µs \(now\/before [\d.]+\)/],

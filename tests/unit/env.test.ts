@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ConfigError, parseConfig } from "~/lib/server/env.ts";
+import { ConfigError, parseAgentConfig, parseConfig } from "~/lib/server/env.ts";
 
 describe("parseConfig", () => {
   test("needs no configuration: defaults, and a session secret generated once and kept", () => {
@@ -62,5 +62,14 @@ describe("parseConfig", () => {
     expect(() => parseConfig({ ...base, STRIPE_SECRET_KEY: "sk", STRIPE_PRICE_TEAM: "p" })).toThrow(
       "billing needs STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET, STRIPE_PRICE_TEAM, STRIPE_PRICE_SCALE together; missing STRIPE_WEBHOOK_SECRET, STRIPE_PRICE_SCALE",
     );
+  });
+});
+
+describe("parseAgentConfig", () => {
+  test("NO_COLOR set to anything but empty keeps terminal output plain (no-color.org)", () => {
+    expect(parseAgentConfig({}).isColorRefused).toBe(false);
+    expect(parseAgentConfig({ NO_COLOR: "" }).isColorRefused).toBe(false);
+    expect(parseAgentConfig({ NO_COLOR: "1" }).isColorRefused).toBe(true);
+    expect(parseAgentConfig({ NO_COLOR: "0" }).isColorRefused).toBe(true);
   });
 });

@@ -33,6 +33,10 @@ export const clientLimits = {
   invitations: { perClient: perHour(20), global: perHour(1000) },
   /** Invitation mails by org, whichever of its admins sends them. */
   orgInvitations: { perClient: perHour(50), global: perHour(1000) },
+  /** "Send a test span", by namespace: each is a request to an address an admin chose. */
+  otlpTestSpans: { perClient: perMinute(20), global: perMinute(600) },
+  /** MCP requests, by token: an agent's tool calls, each a store query at most. */
+  mcp: { perClient: { ratePerSecond: 5, burst: 60 }, global: { ratePerSecond: 200, burst: 1000 } },
 };
 
 export type ClientLimitKind =
@@ -42,7 +46,9 @@ export type ClientLimitKind =
   | "signIn"
   | "anonymousLinks"
   | "invitations"
-  | "orgInvitations";
+  | "orgInvitations"
+  | "otlpTestSpans"
+  | "mcp";
 
 export type PeerServer = { requestIP: (request: Request) => { address: string } | null } | null | undefined;
 
@@ -72,6 +78,8 @@ export class ClientLimits {
       anonymousLinks: new ClientRateLimit(clientLimits.anonymousLinks(deps.config.anonymousLinksPerHour), now, shared),
       invitations: new ClientRateLimit(clientLimits.invitations, now, shared),
       orgInvitations: new ClientRateLimit(clientLimits.orgInvitations, now, shared),
+      otlpTestSpans: new ClientRateLimit(clientLimits.otlpTestSpans, now, shared),
+      mcp: new ClientRateLimit(clientLimits.mcp, now, shared),
     };
   }
 

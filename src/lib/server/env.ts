@@ -58,6 +58,27 @@ export type Config = {
   webSocketsPerAddress: number;
   /** WEBSOCKETS_PER_LINK: open /link pages (their PingLink sockets) of one link, all addresses together. */
   webSocketsPerLink: number;
+  /**
+   * The OpenTelemetry collector every namespace's spans go to unless the namespace has settings of its own
+   * (OTEL_EXPORTER_OTLP_ENDPOINT or _TRACES_ENDPOINT, _HEADERS, _PROTOCOL, _TIMEOUT); undefined: no server-wide export.
+   */
+  otlp: OtlpDestination | undefined;
+  /**
+   * OTLP_DESTINATIONS: "any" (default), or "public": a namespace's own collector must resolve to public addresses only
+   * (a hosted server, where namespace admins must not reach the server's own network).
+   */
+  otlpDestinations: "any" | "public";
+};
+
+export const otlpProtocols = ["http/protobuf", "http/json"] as const;
+export type OtlpProtocol = (typeof otlpProtocols)[number];
+
+/** Where and how spans are sent: OTLP/HTTP to this URL (the traces path included). */
+export type OtlpDestination = {
+  url: string;
+  headers: Array<[string, string]>;
+  protocol: OtlpProtocol;
+  timeoutMs: number;
 };
 
 /** The default budget: 1 GiB or a quarter of the machine's memory, whichever is smaller. */
@@ -241,10 +262,65 @@ export function parseConfig(env: Env = process.env): Config {
     trustProxy: trustProxy(env),
     anonymousLinksPerHour: int(env, "ANONYMOUS_LINKS_PER_HOUR", 100, 0, 1_000_000),
     eventLogMaxBytes: eventLogMaxBytes(env),
+    otlp: otlpDestination(env),
+    otlpDestinations: otlpDestinations(env),
     maxWebSockets: int(env, "MAX_WEBSOCKETS", 0, 0, 10_000_000),
     webSocketsPerAddress: int(env, "WEBSOCKETS_PER_ADDRESS", 256, 1, 10_000_000),
     webSocketsPerLink: int(env, "WEBSOCKETS_PER_LINK", 1000, 1, 10_000_000),
   };
+}
+
+/**
+ * The standard exporter variables (the OpenTelemetry specification's "OTLP Exporter Configuration"): a base endpoint
+ * gets `/v1/traces` appended, a traces endpoint is used as it is; the signal-specific variables win.
+ */
+function otlpDestination(env: Env): OtlpDestination | undefined {
+  const tracesUrl = url(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+  const baseUrl = url(env, "OTEL_EXPORTER_OTLP_ENDPOINT");
+  const target = tracesUrl ?? (baseUrl ? `${baseUrl.replace(/\/+$/, "")}/v1/traces` : undefined);
+  if (!target) return undefined;
+  const protocolName = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" : "OTEL_EXPORTER_OTLP_PROTOCOL";
+  const protocol = env[protocolName] || "http/protobuf";
+  if (!(otlpProtocols as readonly string[]).includes(protocol)) {
+    throw new ConfigError(`${protocolName} must be http/protobuf or http/json (gRPC is not supported), got "${protocol}"`);
+  }
+  const headersName = env.OTEL_EXPORTER_OTLP_TRACES_HEADERS ? "OTEL_EXPORTER_OTLP_TRACES_HEADERS" : "OTEL_EXPORTER_OTLP_HEADERS";
+  const headers = parseOtlpHeaders(env[headersName] ?? "");
+  if ("error" in headers) throw new ConfigError(`${headersName}: ${headers.error} (example: api-key=abc,x-team=ops)`);
+  const timeoutName = env.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT ? "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT" : "OTEL_EXPORTER_OTLP_TIMEOUT";
+  return {
+    url: target,
+    headers: headers.headers,
+    protocol: protocol as OtlpProtocol,
+    timeoutMs: int(env, timeoutName, 10_000, 1, 600_000),
+  };
+}
+
+/** `name=value,name2=value2`, values percent-decoded (the specification's W3C Baggage-like form). */
+export function parseOtlpHeaders(raw: string): { headers: Array<[string, string]> } | { error: string } {
+  const headers: Array<[string, string]> = [];
+  for (const part of raw.split(",")) {
+    if (!part.trim()) continue;
+    const eq = part.indexOf("=");
+    if (eq <= 0) return { error: `"${part.trim().slice(0, 40)}" is not name=value` };
+    const name = part.slice(0, eq).trim();
+    let value: string;
+    try {
+      value = decodeURIComponent(part.slice(eq + 1).trim());
+    } catch {
+      return { error: `the value of ${name} is not percent-encoded correctly` };
+    }
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) return { error: `"${name.slice(0, 40)}" is not a header name` };
+    if (/[\r\n\0]/.test(value)) return { error: `the value of ${name} holds a line break` };
+    headers.push([name, value]);
+  }
+  return { headers };
+}
+
+function otlpDestinations(env: Env): "any" | "public" {
+  const raw = env.OTLP_DESTINATIONS || "any";
+  if (raw !== "any" && raw !== "public") throw new ConfigError(`OTLP_DESTINATIONS must be any or public, got "${raw}"`);
+  return raw;
 }
 
 function eventLogMaxBytes(env: Env): number {
@@ -299,6 +375,8 @@ export type AgentConfig = {
   endpoint: string;
   service: string | undefined;
   linkId: string | undefined;
+  /** NO_COLOR set and not empty (no-color.org): terminal output stays plain. */
+  isColorRefused: boolean;
 };
 
 /**
@@ -321,6 +399,7 @@ export function parseAgentConfig(env: Env = process.env): AgentConfig {
     endpoint: (url(env, "TAPSCOPE_ENDPOINT") ?? "http://localhost:4000").replace(/\/+$/, ""),
     service: env.TAPSCOPE_SERVICE || undefined,
     linkId: env.TAPSCOPE_LINK_ID || undefined,
+    isColorRefused: Boolean(env.NO_COLOR),
   };
 }
 

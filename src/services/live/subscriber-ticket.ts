@@ -7,6 +7,7 @@ import { issueTicket, redeemTicket } from "~/services/tickets/signed-ticket.ts";
  */
 export const TICKET_TTL_MS = 60_000;
 
+/** `userId`: the viewer, a user's id or, for `tapscope tail`, the namespace token's. */
 export type TicketClaims = { userId: string; namespaceId: string; grants: Grant[] };
 
 export function issueSubscriberTicket(secret: string, claims: TicketClaims, now: Date): string {

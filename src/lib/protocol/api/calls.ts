@@ -31,6 +31,15 @@ import {
   OnboardNewUserRequest,
   OnboardNewUserResponse,
 } from "./orgs.ts";
+import {
+  DeleteOtlpExportRequest,
+  DeleteOtlpExportResponse,
+  GetOtlpExportRequest,
+  OtlpExportResponse,
+  SaveOtlpExportRequest,
+  SendOtlpTestSpanRequest,
+  SendOtlpTestSpanResponse,
+} from "./otlp.ts";
 import { JoinPublisherRequest, JoinPublisherResponse } from "./publish.ts";
 import {
   DeleteTokenRequest,
@@ -102,9 +111,13 @@ export const apiCalls = {
   ListMyInvitations: { body: ListMyInvitationsRequest, response: ListMyInvitationsResponse, callers: signedInUser },
   AcceptInvitation: { body: AnswerInvitationRequest, response: AcceptInvitationResponse, callers: signedInUser },
   DeclineInvitation: { body: AnswerInvitationRequest, response: DeclineInvitationResponse, callers: signedInUser },
-  JoinSubscriber: { body: JoinSubscriberRequest, response: JoinSubscriberResponse, callers: signedInUser },
+  JoinSubscriber: { body: JoinSubscriberRequest, response: JoinSubscriberResponse, callers: ["user", "namespaceToken"] },
   JoinPublisher: { body: JoinPublisherRequest, response: JoinPublisherResponse, callers: ["anonymous", "namespaceToken"] },
   GetLink: { body: GetLinkRequest, response: GetLinkResponse, callers: anyone },
+  GetOtlpExport: { body: GetOtlpExportRequest, response: OtlpExportResponse, callers: signedInUser },
+  SaveOtlpExport: { body: SaveOtlpExportRequest, response: OtlpExportResponse, callers: signedInUser },
+  DeleteOtlpExport: { body: DeleteOtlpExportRequest, response: DeleteOtlpExportResponse, callers: signedInUser },
+  SendOtlpTestSpan: { body: SendOtlpTestSpanRequest, response: SendOtlpTestSpanResponse, callers: signedInUser },
 } as const satisfies Record<string, Call>;
 
 export type ApiCallName = keyof typeof apiCalls;

@@ -1,7 +1,8 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { Id, OptionalError } from "./common.ts";
 
-export const JoinSubscriberRequest = Type.Object({ namespaceId: Id });
+/** A namespace token may leave namespaceId out: its own namespace. */
+export const JoinSubscriberRequest = Type.Object({ namespaceId: Type.Optional(Id) });
 export type JoinSubscriberRequest = Static<typeof JoinSubscriberRequest>;
 /** ws(s)://.../api/LiveSubscribe?ticket=...: the live frame's source (lib/protocol/live.ts has its messages). */
 export const JoinSubscriberResponse = Type.Object({ websocketUrl: Type.String(), error: OptionalError });

@@ -50,6 +50,9 @@ export function SideNav({ onHide }: { onHide: () => void }) {
           <NavLink to={`${base}/users`} className={linkClass}>
             <Dot /> Users
           </NavLink>
+          <NavLink to={`${base}/export`} className={linkClass}>
+            <Dot /> Export
+          </NavLink>
         </div>
       ) : null}
       <div className="mt-auto flex flex-col gap-0.5 border-t border-zinc-900 pt-3">
