@@ -13,10 +13,13 @@ let page: Page;
 const TOTAL = 100_000;
 const BATCH = 1000;
 
+// In the page, NEUTRAL is the literal set by the init script below; here it names the same row.
+const NEUTRAL = neutralEvent();
+
 function event(i: number): TracedEvent {
   const isOut = i % 10 === 3;
   return {
-    ...neutralEvent(),
+    ...NEUTRAL,
     time: 1_763_700_000_000_000 + i * 1000,
     event_id: `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`,
     parent_event_id: isOut ? `00000000-0000-4000-8000-${String(i - 1).padStart(12, "0")}` : "",
@@ -91,7 +94,8 @@ async function sendEvents(from: number, count: number) {
 
 test("100,000 events: a window of rows in the DOM, smooth scrolling, live follow", async () => {
   const errors = watchPageErrors(page);
-  await page.addInitScript(`window.__makeEvent = ${event.toString()};`);
+  // The maker runs inside the page: the neutral row travels with it as a literal.
+  await page.addInitScript(`const NEUTRAL = ${JSON.stringify(neutralEvent())}; window.__makeEvent = ${event.toString()};`);
   await page.addInitScript(() => {
     const NativeWebSocket = window.WebSocket;
     class BenchSocket extends EventTarget {
