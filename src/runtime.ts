@@ -149,6 +149,7 @@ export function createRuntime(input: RuntimeInput): Runtime {
     config,
     loadDestinations: (namespaceIds) => loadExportDestinations({ ctx, namespaceIds }),
     hasNamespaceExports: () => hasNamespaceExports({ ctx }),
+    maxQueuedBytes: shares.otlpQueueBytes,
   });
   sinks.add(otlp);
   const attached = store ? attachStore({ config, db, store: workers.route(), sinks, now, storeLinks: broker !== undefined }) : null;

@@ -69,6 +69,40 @@ describe("OTLP exporter bounds", () => {
     }
   }, 30_000);
 
+  test("spans with long URLs: the queue holds the export's memory share, not a count's worth of them", async () => {
+    const hanging = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Promise<Response>(() => {}) });
+    const other = "0c5e7a3b-9d21-4f6e-8b4a-1e2f3a4b5c6d";
+    const maxQueuedBytes = 1024 ** 2;
+    const exporter = exporterTo(`http://127.0.0.1:${hanging.port}/v1/traces`, {
+      batchSize: 100,
+      flushIntervalMs: 10,
+      maxConcurrentExports: 1,
+      maxQueuedBytes,
+    });
+    try {
+      const path = `/search?q=${"x".repeat(8000)}`;
+      const total = 1000;
+      for (let i = 0; i < total; i += 100) {
+        exporter.accept(
+          { namespaceId: ns, linkId: null },
+          Array.from({ length: 100 }, () => tracedEvent({ http_req_path: path })),
+        );
+        await Bun.sleep(0);
+      }
+      const stats = exporter.statsFor(ns);
+      // A namespace holds at most a quarter of the share: about 30 spans of 8 KB, where the count alone allows 1,000.
+      expect(stats.queued).toBeGreaterThan(0);
+      expect(stats.queued * path.length).toBeLessThanOrEqual(maxQueuedBytes / 4);
+      expect(stats.queued + stats.dropped).toBe(total);
+      // Another namespace still has room of its own.
+      exporter.accept({ namespaceId: other, linkId: null }, [tracedEvent({ http_req_path: path })]);
+      expect(exporter.statsFor(other)).toMatchObject({ queued: 1, dropped: 0 });
+    } finally {
+      hanging.stop(true);
+      await exporter.close();
+    }
+  }, 30_000);
+
   test("a batch larger than one encoding slice arrives whole, as protobuf and as JSON", async () => {
     for (const protocol of ["http/protobuf", "http/json"] as const) {
       const destination: NamespaceExport = {

@@ -27,6 +27,7 @@ test("the guard collects only above its share of the budget, and at most once pe
 test("the memory shares leave a quarter of MEMORY_LIMIT to the runtime itself", () => {
   const limit = 1024 ** 3;
   const s = memoryShares(limit);
-  const held = s.duckdbBytes + s.storeBufferChars * 2 + s.liveHistoryBytes + s.liveSendBytes + s.harExportBytes + s.socketBytes;
+  const held =
+    s.duckdbBytes + s.storeBufferChars * 2 + s.liveHistoryBytes + s.liveSendBytes + s.harExportBytes + s.socketBytes + s.otlpQueueBytes;
   expect(held).toBe(limit * 0.75);
 });

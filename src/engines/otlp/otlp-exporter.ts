@@ -2,6 +2,7 @@ import type { EventSink, EventTarget } from "~/engines/ingest/sinks.ts";
 import { errorMessage } from "~/lib/errors.ts";
 import type { OtlpStats } from "~/lib/protocol/api/otlp.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { estimateJsonLength } from "~/lib/protocol/event-size.ts";
 import type { Config } from "~/lib/server/env.ts";
 import { log } from "~/lib/server/logger.ts";
 import type { NamespaceExport } from "~/services/otlp/export-destinations.ts";
@@ -30,6 +31,11 @@ export type OtlpExporterOptions = {
   maxQueuedPerNamespace?: number;
   /** The same bound for all namespaces together. */
   maxQueuedTotal?: number;
+  /**
+   * About the memory all of it may hold, spans and events waiting for their namespace's settings (the export's share
+   * of MEMORY_LIMIT); a namespace may hold a quarter of it.
+   */
+  maxQueuedBytes?: number;
   /** Events of a namespace held while its settings are first read. */
   maxUndecidedPerNamespace?: number;
   /**
@@ -67,6 +73,8 @@ type Lane = {
   loadedMs: number;
   /** Events that came before the settings were first read. */
   undecided: TracedEvent[];
+  /** What this lane holds, about, in bytes (its spans, waiting or not, and its undecided events). */
+  bytes: number;
   queue: ResourceSpan[];
   oldestQueuedMs: number;
   /** Inbound requests' trace contexts by event id, oldest first (bounded): what their outbound calls join. */
@@ -97,6 +105,7 @@ export class OtlpExporter implements EventSink {
   private readonly flushIntervalMs: number;
   private readonly maxQueuedPerNamespace: number;
   private readonly maxQueuedTotal: number;
+  private readonly maxQueuedBytes: number;
   private readonly maxUndecided: number;
   private readonly parentWaitMs: number;
   private readonly retryForMs: number;
@@ -110,6 +119,7 @@ export class OtlpExporter implements EventSink {
   private isCheckingMayExport = false;
   private mayExportCheckedMs = 0;
   private queuedTotal = 0;
+  private queuedBytes = 0;
   private inFlight = 0;
   private readonly sends = new Set<Promise<void>>();
   private readonly loads = new Set<Promise<void>>();
@@ -122,6 +132,7 @@ export class OtlpExporter implements EventSink {
     this.flushIntervalMs = options.flushIntervalMs ?? 1000;
     this.maxQueuedPerNamespace = options.maxQueuedPerNamespace ?? 20_000;
     this.maxQueuedTotal = options.maxQueuedTotal ?? 200_000;
+    this.maxQueuedBytes = options.maxQueuedBytes ?? 64 * 1024 ** 2;
     this.maxUndecided = options.maxUndecidedPerNamespace ?? 5000;
     this.parentWaitMs = options.parentWaitMs ?? 30_000;
     this.retryForMs = options.retryForMs ?? 60_000;
@@ -145,9 +156,15 @@ export class OtlpExporter implements EventSink {
     }
     lane.seenMs = this.now();
     if (!lane.settings) {
-      const room = Math.max(0, this.maxUndecided - lane.undecided.length);
-      for (const e of room >= events.length ? events : events.slice(0, room)) lane.undecided.push(e);
-      if (events.length > room) lane.stats.dropped += events.length - room;
+      for (const e of events) {
+        const bytes = estimateJsonLength(e);
+        if (lane.undecided.length >= this.maxUndecided || !this.hasBytes(lane, bytes)) {
+          lane.stats.dropped++;
+          continue;
+        }
+        lane.undecided.push(e);
+        this.hold(lane, bytes);
+      }
       return;
     }
     if (!lane.settings.destination) return;
@@ -247,6 +264,7 @@ export class OtlpExporter implements EventSink {
       isLoading: false,
       loadedMs: 0,
       undecided: [],
+      bytes: 0,
       queue: [],
       oldestQueuedMs: 0,
       contexts: new Map(),
@@ -268,6 +286,31 @@ export class OtlpExporter implements EventSink {
     return this.queuedOf(lane) < this.maxQueuedPerNamespace && this.queuedTotal < this.maxQueuedTotal;
   }
 
+  private hasBytes(lane: Lane, bytes: number): boolean {
+    return this.queuedBytes + bytes <= this.maxQueuedBytes && lane.bytes + bytes <= this.maxQueuedBytes / 4;
+  }
+
+  /** Counts `bytes` as held by the lane (negative: let go). */
+  private hold(lane: Lane, bytes: number): void {
+    lane.bytes += bytes;
+    this.queuedBytes += bytes;
+  }
+
+  private releaseSpans(lane: Lane, spans: Iterable<ResourceSpan>): void {
+    let bytes = 0;
+    for (const s of spans) bytes += s.bytes;
+    this.hold(lane, -bytes);
+  }
+
+  private releaseUndecided(lane: Lane): TracedEvent[] {
+    const undecided = lane.undecided;
+    lane.undecided = [];
+    let bytes = 0;
+    for (const e of undecided) bytes += estimateJsonLength(e);
+    this.hold(lane, -bytes);
+    return undecided;
+  }
+
   private link(lane: Lane, e: TracedEvent): string {
     return requestLink(this.options.config.publicUrl, lane.settings?.namespaceName ?? "", e.event_id, e.time);
   }
@@ -283,6 +326,11 @@ export class OtlpExporter implements EventSink {
       // Provisional until the parent is seen: its trace if it started one, which is what most requests do.
       const context = childContext(parent ?? { traceId: traceIdOf(parentId), parentSpanId: null, traceState: "" }, parentId);
       const span = this.spanOf(lane, e, context);
+      if (!this.hasBytes(lane, span.bytes)) {
+        lane.stats.dropped++;
+        return;
+      }
+      this.hold(lane, span.bytes);
       if (parent) {
         this.push(lane, span);
         return;
@@ -300,6 +348,12 @@ export class OtlpExporter implements EventSink {
       return;
     }
     const context = contextFromHeaders(e);
+    const span = this.spanOf(lane, e, context);
+    if (!this.hasBytes(lane, span.bytes)) {
+      lane.stats.dropped++;
+      return;
+    }
+    this.hold(lane, span.bytes);
     if (!e.http_is_outgoing) {
       lane.contexts.set(e.event_id, context);
       if (lane.contexts.size > this.maxQueuedPerNamespace) {
@@ -307,7 +361,7 @@ export class OtlpExporter implements EventSink {
         if (oldest !== undefined) lane.contexts.delete(oldest);
       }
     }
-    this.push(lane, this.spanOf(lane, e, context));
+    this.push(lane, span);
     const children = lane.waiting.get(e.event_id);
     if (children) {
       lane.waiting.delete(e.event_id);
@@ -383,7 +437,7 @@ export class OtlpExporter implements EventSink {
     try {
       const has = await this.options.hasNamespaceExports();
       this.mayExport = Boolean(this.options.config.otlp) || has;
-      if (!this.mayExport) for (const lane of this.lanes.values()) lane.undecided = [];
+      if (!this.mayExport) for (const lane of this.lanes.values()) this.releaseUndecided(lane);
     } catch (err) {
       log.warn("OTLP export settings could not be read", { err: errorMessage(err) });
     } finally {
@@ -414,6 +468,8 @@ export class OtlpExporter implements EventSink {
         lane.settings = settings;
         if (!settings.destination) {
           this.queuedTotal -= lane.queue.length + lane.waitingCount;
+          this.releaseSpans(lane, lane.queue);
+          for (const w of lane.waitingOrder) if (!w.isDone) this.hold(lane, -w.span.bytes);
           lane.queue = [];
           lane.waiting.clear();
           lane.waitingOrder = [];
@@ -421,14 +477,14 @@ export class OtlpExporter implements EventSink {
           // A send in flight settles its own batch.
           if (lane.retry && !lane.isSending) {
             this.queuedTotal -= lane.retry.spans.length;
+            this.releaseSpans(lane, lane.retry.spans);
             lane.retry = null;
           }
           if (settings.problem && settings.problem !== "namespace deleted") {
             lane.stats.lastError = { atMs: this.now(), message: settings.problem };
           }
         }
-        const undecided = lane.undecided;
-        lane.undecided = [];
+        const undecided = this.releaseUndecided(lane);
         if (settings.destination) for (const e of undecided) this.enqueue(lane, e);
       }
     } catch (err) {
@@ -512,6 +568,7 @@ export class OtlpExporter implements EventSink {
     }
     if (lane.retry === retry) lane.retry = null;
     this.queuedTotal -= count;
+    this.releaseSpans(lane, retry.spans);
   }
 
   private async publicProblem(url: string): Promise<string | null> {

@@ -97,8 +97,9 @@ export function parseBytes(raw: string): number | null {
 
 /**
  * How the budget is shared. Each share caps what one part of the server may hold: DuckDB's buffer manager a quarter
- * (it spills beyond it to DATA_DIR); the store sink's buffer (what waits while the store is slow) a quarter, counted
- * in characters (EventRows sizes: about two bytes each as JS strings); a sixteenth each for the live views' retained
+ * (it spills beyond it to DATA_DIR); the store sink's buffer (what waits while the store is slow) a quarter less a
+ * thirty-second, counted in characters (EventRows sizes: about two bytes each as JS strings); that thirty-second is
+ * the OTLP export's queue (spans waiting for a batch, a parent or a retry); a sixteenth each for the live views' retained
  * history, what viewers hold unsent (their queues and socket buffers), HAR exports running at once (a page of
  * bodies and the response's buffer each: ExportSlots) and open WebSockets (16 KiB each: the default MAX_WEBSOCKETS).
  * The rest, a quarter, is the runtime itself (an idle server holds about 390 MB: the runtime, PGlite's WebAssembly
@@ -113,15 +114,17 @@ export function memoryShares(limitBytes: number): {
   harExportBytes: number;
   socketBytes: number;
   harMaxBytes: number;
+  otlpQueueBytes: number;
 } {
   return {
     duckdbBytes: Math.floor(limitBytes / 4),
-    storeBufferChars: Math.floor(limitBytes / 4 / 2),
+    storeBufferChars: Math.floor((limitBytes / 4 - limitBytes / 32) / 2),
     liveHistoryBytes: Math.floor(limitBytes / 16),
     liveSendBytes: Math.floor(limitBytes / 16),
     harExportBytes: Math.floor(limitBytes / 16),
     socketBytes: Math.floor(limitBytes / 16),
     harMaxBytes: Math.floor(limitBytes / 4),
+    otlpQueueBytes: Math.floor(limitBytes / 32),
   };
 }
 

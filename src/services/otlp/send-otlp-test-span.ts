@@ -44,6 +44,7 @@ export async function sendOtlpTestSpan({
   const request = exportRequest([
     {
       resourceKey: "test",
+      bytes: 0,
       resource: [{ key: "service.name", value: { stringValue: "tapscope" } }],
       span: {
         traceId,

@@ -37,7 +37,8 @@ export type Span = {
 };
 
 /** A span with the process it came from, grouped into resourceSpans when a batch is encoded. */
-export type ResourceSpan = { resourceKey: string; resource: KeyValue[]; span: Span };
+/** A span with its resource; `bytes` is about what it holds in memory (the exporter's queue is bounded by it). */
+export type ResourceSpan = { resourceKey: string; resource: KeyValue[]; span: Span; bytes: number };
 
 export type ExportTraceServiceRequest = {
   resourceSpans: Array<{
@@ -211,7 +212,14 @@ export function spanOf(e: TracedEvent, context: TraceContext, link: string): Res
   if (context.parentSpanId) span.parentSpanId = context.parentSpanId;
   if (context.traceState) span.traceState = context.traceState;
   const resource = resourceOf(e);
-  return { resourceKey: resource.key, resource: resource.attributes, span };
+  return { resourceKey: resource.key, resource: resource.attributes, span, bytes: heldBytes(resource.key, attributes) };
+}
+
+/** About the bytes a queued span keeps alive: its texts (the resource's are its key's) and a fixed cost per object. */
+function heldBytes(resourceKey: string, attributes: KeyValue[]): number {
+  let n = 512 + 2 * resourceKey.length;
+  for (const a of attributes) n += 64 + a.key.length + ("stringValue" in a.value ? a.value.stringValue.length : 0);
+  return n;
 }
 
 /** The export request for these spans: one resourceSpans entry per process, in order of first appearance. */
