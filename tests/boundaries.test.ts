@@ -7,7 +7,7 @@ import { Glob } from "bun";
  * The dependency direction of ARCHITECTURE.md, checked on every import so a violation fails the
  * suite instead of waiting for review.
  */
-const root = resolve(import.meta.dir, "../..");
+const root = resolve(import.meta.dir, "..");
 
 /**
  * `typeOnly`: folders this one may name in `import type` only (it receives those objects, it never makes them).

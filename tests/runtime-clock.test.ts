@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { sampleEvent } from "../agent/publish/server.ts";
-import { startTestApp, type TestApp } from "../support/app.ts";
+import { startTestApp, type TestApp } from "./support/app.ts";
+import { sampleEvent } from "./support/publish-server.ts";
 
 // The runtime's clock reaches the engines that decide by time: a test that holds the clock still, or moves it, sees
 // them follow it rather than the machine's.

@@ -5,7 +5,7 @@ import { hostMetadata, readProcessInfo } from "~/agent/event.ts";
 import { sniff, tlsServerName } from "~/agent/parse/sniff.ts";
 import { isSensitiveHeader, isSensitiveParam, maskSecret, redactQuery, redactTarget } from "~/agent/redact.ts";
 import { parseHostEnvironment } from "~/lib/server/env.ts";
-import { body, c, s, trace } from "./helpers.ts";
+import { body, c, s, trace } from "./parse/helpers.ts";
 
 describe("process and host metadata", () => {
   test("read from /proc for a live process", () => {

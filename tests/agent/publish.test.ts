@@ -5,7 +5,7 @@ import { createPublisher, type NoticeKind } from "~/agent/publish.ts";
 import type { CapturedEvent } from "~/lib/protocol/event.ts";
 import { EVENT_BATCH_FORMAT, encodeEventBatch, readEventBatch, SEQ_SET_LATER } from "~/lib/protocol/event-batch.ts";
 import { type PublishServerMessage, publishLimits } from "~/lib/protocol/publish.ts";
-import { sampleEvent, startServer, type TestServer } from "./server.ts";
+import { sampleEvent, startServer, type TestServer } from "../support/publish-server.ts";
 
 let server: TestServer;
 beforeAll(async () => {

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { join } from "node:path";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { startServer, type TestServer } from "../support/publish-server.ts";
 import { BUN, MAIN, ROOT } from "./harness.ts";
-import { startServer, type TestServer } from "./publish/server.ts";
 
 /**
  * Secrets a real program sends and is started with, through `tapscope run` to a real server: none of the values

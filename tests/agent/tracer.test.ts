@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { createTracer } from "~/agent/tracer.ts";
 import { type CapturedEvent, type TracedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
-import { bytes, connection, fakeProcess, host } from "./helpers.ts";
+import { bytes, connection, fakeProcess, host } from "./parse/helpers.ts";
 
 function setup(redact: "redact" | "hash" | "keep" = "redact") {
   const events: TracedEvent[] = [];

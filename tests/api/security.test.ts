@@ -274,7 +274,7 @@ const callRows: { [N in ApiCallName]: (f: Fixture, m: Matrix) => CallRow | Promi
   GenerateOrgToken: (f) => ({ body: { orgId: f.orgId } }),
   GetBillingStatus: (f) => ({ body: { orgId: f.orgId } }),
   GetSubscription: (f) => ({ body: { orgId: f.orgId } }),
-  // Billing is off in this app: an admitted caller reaches the verb, which says so (tests/api/billing.test.ts has it on).
+  // Billing is off in this app: an admitted caller reaches the verb, which says so (tests/api/billing/billing.test.ts has it on).
   CancelSubscription: () => ({
     body: { stripeSubscriptionId: "sub_matrix" },
     admitted: { status: 404, error: "billing is not enabled on this server" },

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { start } from "./harness.ts";
+import { start } from "../agent/harness.ts";
 
 /** The program behaves the same with and without tracing: argv, env, stdio, exit status, signals. */
 async function both(argv: string[], options: { env?: Record<string, string>; stdin?: string } = {}) {

@@ -3,9 +3,9 @@ import { join } from "node:path";
 import { type Subprocess, spawn } from "bun";
 import { TunnelClient } from "~/agent/query-client.ts";
 import { openClickHouseStore } from "~/store/clickhouse.ts";
-import { makeEvent } from "../services/live-fixtures.ts";
 import { clickhouseUrl } from "../support/clickhouse.ts";
-import { startTunnelServer, type TunnelServer } from "./support.ts";
+import { tracedEvent as makeEvent } from "../support/event-factory.ts";
+import { startTunnelServer, type TunnelServer } from "../support/tunnel-server.ts";
 
 const root = join(import.meta.dir, "../..");
 

@@ -12,8 +12,8 @@ import { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { decodeResult, decodeResultData } from "~/lib/protocol/tunnel.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
-import { makeEvent } from "../services/live-fixtures.ts";
-import { startTunnelServer, type TunnelServer } from "./support.ts";
+import { tracedEvent as makeEvent } from "../support/event-factory.ts";
+import { startTunnelServer, type TunnelServer } from "../support/tunnel-server.ts";
 
 const root = join(import.meta.dir, "../..");
 const bun = process.execPath;

@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
 import { harEntryText, harStream, inWriteOrder } from "~/lib/har.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { makeEvent } from "../services/live-fixtures.ts";
+import { tracedEvent as makeEvent } from "../support/event-factory.ts";
 
 const T0 = Date.UTC(2026, 10, 20, 12, 0, 0) * 1000;
 const http = (i: number, overrides: Partial<TracedEvent> = {}) =>

@@ -3,8 +3,8 @@ import { gzipSync } from "node:zlib";
 import { formatLogLine } from "~/agent/log-line.ts";
 import { toHarEntry, toHarLog } from "~/lib/har.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { tracedEvent } from "../../support/event-factory.ts";
-import { c, s, trace } from "./helpers.ts";
+import { c, s, trace } from "../agent/parse/helpers.ts";
+import { tracedEvent } from "../support/event-factory.ts";
 
 type Leaf = "string" | "number" | "boolean" | "array" | "object";
 type Shape = Leaf | `${Leaf}?` | { [key: string]: Shape } | [Shape];

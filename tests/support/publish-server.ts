@@ -11,7 +11,7 @@ import { setLogSink } from "~/lib/server/logger.ts";
 import { createRuntime } from "~/runtime.ts";
 import { createApp } from "~/server.ts";
 import { newToken } from "~/services/auth/token-format.ts";
-import { tracedEvent } from "../../support/event-factory.ts";
+import { tracedEvent } from "./event-factory.ts";
 
 /** A real server (createApp on a fresh PGlite) listening on a free loopback port, with a sink that records. */
 export async function startServer(env: Record<string, string> = {}) {

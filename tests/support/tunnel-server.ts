@@ -11,7 +11,7 @@ import { SESSION_COOKIE } from "~/services/auth/session-token.ts";
 import { signIn } from "~/services/auth/sign-in.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
 import type { StoreLimits } from "~/store/types.ts";
-import { createTestPglite } from "../support/pglite.ts";
+import { createTestPglite } from "./pglite.ts";
 
 if (!process.env.TEST_LOG) setLogSink(() => {});
 

@@ -4,8 +4,8 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { publishLimits } from "~/lib/protocol/publish.ts";
 import type { QueryFilter } from "~/lib/protocol/query.ts";
 import { encodeRequest } from "~/lib/protocol/tunnel.ts";
-import { makeEvent } from "../services/live-fixtures.ts";
-import { startTunnelServer, type TunnelServer } from "./support.ts";
+import { tracedEvent as makeEvent } from "../support/event-factory.ts";
+import { startTunnelServer, type TunnelServer } from "../support/tunnel-server.ts";
 
 const RATE = 1;
 /** What a namespace may send at once: ten seconds' worth (src/lib/rate-limit.ts). */

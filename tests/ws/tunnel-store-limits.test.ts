@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { TunnelClient } from "~/agent/query-client.ts";
-import { makeEvent } from "../services/live-fixtures.ts";
-import { startTunnelServer, type TunnelServer } from "./support.ts";
+import { tracedEvent as makeEvent } from "../support/event-factory.ts";
+import { startTunnelServer, type TunnelServer } from "../support/tunnel-server.ts";
 
 /** The store's protections (per-namespace concurrency, query timeout) reach the client as database errors. */
 describe("store limits through the tunnel", () => {

@@ -5,8 +5,8 @@ import { TunnelClient, TunnelQueryError } from "~/agent/query-client.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { QueryFilter } from "~/lib/protocol/query.ts";
 import { decodeResult, decodeResultData, encodeRequest, encodeResult, TunnelProtocolError } from "~/lib/protocol/tunnel.ts";
-import { makeEvent } from "../services/live-fixtures.ts";
-import { startTunnelServer, type TunnelServer } from "./support.ts";
+import { tracedEvent as makeEvent } from "../support/event-factory.ts";
+import { startTunnelServer, type TunnelServer } from "../support/tunnel-server.ts";
 
 const T0 = Date.UTC(2026, 10, 20, 10, 0, 0);
 const global = { lowerMs: T0 - 3_600_000, upperMs: T0 + 3_600_000 };

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { descendants, describeProcess } from "~/agent/lifecycle/processes.ts";
 import { openRunLog, pruneRunLogs } from "~/agent/lifecycle/run-log.ts";
 import { runLogDirs } from "~/lib/server/env.ts";
-import { scratchDir } from "./harness.ts";
+import { scratchDir } from "../harness.ts";
 
 describe("the background supervisor's log", () => {
   test("goes in the first directory that is the user's own and private; a symlink or another user's directory is passed over", () => {

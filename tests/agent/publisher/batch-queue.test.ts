@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { BatchQueue } from "~/agent/publisher/batch-queue.ts";
 import { estimateBytes } from "~/agent/publisher/estimate-bytes.ts";
 import { type CapturedEvent, eventFieldTable } from "~/lib/protocol/event.ts";
-import { sampleEvent } from "./server.ts";
+import { sampleEvent } from "../../support/publish-server.ts";
 
 type Item = { id: number; size: number };
 const item = (id: number, size = 10): Item => ({ id, size });

@@ -5,8 +5,8 @@ import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { createPublisher } from "~/agent/publish.ts";
 import { tableName } from "~/store/table.ts";
+import { sampleEvent } from "../../support/publish-server.ts";
 import { seedNamespaceToken, spawnServer } from "../../support/server-process.ts";
-import { sampleEvent } from "./server.ts";
 
 async function storedCount(dataDir: string, namespaceId: string): Promise<number> {
   const instance = await DuckDBInstance.create(":memory:");

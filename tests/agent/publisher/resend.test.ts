@@ -10,8 +10,8 @@ import { createRuntime } from "~/runtime.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
 import { tableName } from "~/store/table.ts";
 import { createTestPglite } from "../../support/pglite.ts";
+import { sampleEvent } from "../../support/publish-server.ts";
 import { seedNamespaceToken, spawnServer } from "../../support/server-process.ts";
-import { sampleEvent } from "./server.ts";
 
 /** Rows and distinct event ids in the namespace's table of a stopped server's DATA_DIR. */
 async function stored(dataDir: string, namespaceId: string): Promise<{ rows: number; ids: number }> {

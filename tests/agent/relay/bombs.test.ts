@@ -7,7 +7,7 @@ import { type ReverseProxy, startReverseProxy } from "~/agent/relay/reverse-prox
 import { createTracer, type Tracer } from "~/agent/tracer.ts";
 import { type TracedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
 import { parseHostEnvironment } from "~/lib/server/env.ts";
-import { h2 } from "./parse/helpers.ts";
+import { h2 } from "../parse/helpers.ts";
 
 /**
  * The relay fuzz's expansion bombs: bytes that decode to far more than they are (HPACK references to a large table

@@ -6,8 +6,8 @@ import type { Server } from "bun";
 import { formatLogLine } from "~/agent/log-line.ts";
 import { parseAuthority } from "~/agent/relay/connect-tunnel.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { ROOT, scratchDir, start } from "./harness.ts";
-import { makeCa, makeLeaf } from "./tls-pki.ts";
+import { ROOT, scratchDir, start } from "../harness.ts";
+import { makeCa, makeLeaf } from "../tls-pki.ts";
 
 /**
  * Programs that reach HTTPS through a forward proxy (curl -x, Python requests with HTTPS_PROXY, Node with a proxy

@@ -2,8 +2,8 @@ import { afterAll, expect, test } from "bun:test";
 import { connect as h2connect } from "node:http2";
 import { connect } from "node:net";
 import { join } from "node:path";
-import { freePort, ROOT, type Running, start } from "./harness.ts";
-import { h2 } from "./parse/helpers.ts";
+import { freePort, ROOT, type Running, start } from "../harness.ts";
+import { h2 } from "../parse/helpers.ts";
 
 /**
  * A traced server under `tapscope run` whose peer is hostile: while one sends what the tracer has to work hard on,

@@ -15,9 +15,9 @@ import { type Peer, type TlsOutcome, TlsRelay, type TlsRelayConfig, TlsRelayCont
 import { ParentTracker } from "~/agent/tracer/parent-tracker.ts";
 import { emptyTracerStats } from "~/agent/tracer/stats.ts";
 import { type FinishedWork, TracedConnection, type TracedConnectionDeps } from "~/agent/tracer/traced-connection.ts";
-import { scratchDir } from "./harness.ts";
-import { fakeProcess } from "./parse/helpers.ts";
-import { makeCa, makeLeaf, type Pem } from "./tls-pki.ts";
+import { scratchDir } from "../harness.ts";
+import { fakeProcess } from "../parse/helpers.ts";
+import { makeCa, makeLeaf, type Pem } from "../tls-pki.ts";
 
 const NAME = "upstream.test";
 const H2_PREFACE = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";

@@ -1,7 +1,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
-import { ROOT, scratchDir, start } from "./harness.ts";
+import { ROOT, scratchDir, start } from "../harness.ts";
 
 /** io_uring's network operations bypass seccomp: tapscope refuses the ring (ENOSYS, the "not available" answer programs fall back on) and says so. */
 const scratch = scratchDir();

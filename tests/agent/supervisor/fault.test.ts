@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
 import { join } from "node:path";
 import { launch } from "~/agent/launch.ts";
-import { BUN, MAIN, ROOT } from "./harness.ts";
+import { BUN, MAIN, ROOT } from "../harness.ts";
 
 /** A fault inside the supervisor never reaches the program: everything switches to passthrough, with a short report. */
 test("a supervisor fault switches to passthrough; the program keeps serving", async () => {

@@ -2,7 +2,7 @@ import { afterAll, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { connect } from "node:net";
 import { join } from "node:path";
-import { ROOT, scratchDir, start } from "./harness.ts";
+import { ROOT, scratchDir, start } from "../harness.ts";
 
 /** accept4 flags are kept exactly, and a dup'd listener is the same intercepted socket. */
 const scratch = scratchDir();

@@ -5,8 +5,8 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import type { Server, TCPSocketListener } from "bun";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { ROOT, scratchDir, start } from "./harness.ts";
-import { makeCa, makeLeaf, type Pem } from "./tls-pki.ts";
+import { ROOT, scratchDir, start } from "../harness.ts";
+import { makeCa, makeLeaf, type Pem } from "../tls-pki.ts";
 
 /**
  * `tapscope run` decrypts a program's outbound HTTPS: real curl against local HTTPS servers signed by a test CA the

@@ -3,8 +3,8 @@ import { copyFileSync, linkSync, mkdirSync, readdirSync, realpathSync, symlinkSy
 import { dirname, join } from "node:path";
 import type { Server } from "bun";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { hasCommand, ROOT, scratchDir, start } from "./harness.ts";
-import { makeCa, makeLeaf } from "./tls-pki.ts";
+import { hasCommand, ROOT, scratchDir, start } from "../harness.ts";
+import { makeCa, makeLeaf } from "../tls-pki.ts";
 
 /**
  * Real JVMs under `tapscope run`, trusting a company CA the ways Java programs do: the JDK's own cacerts with the CA

@@ -4,8 +4,8 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Server } from "bun";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { hasCommand, ROOT, scratchDir, start } from "./harness.ts";
-import { makeCa, makeLeaf } from "./tls-pki.ts";
+import { hasCommand, ROOT, scratchDir, start } from "../harness.ts";
+import { makeCa, makeLeaf } from "../tls-pki.ts";
 
 /**
  * Outbound HTTPS decrypted in every common runtime: each client makes a GET and a POST (on one keep-alive

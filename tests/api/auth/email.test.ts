@@ -4,8 +4,8 @@ import { loginLinks, sessions } from "#db/schema/index.ts";
 import { LOGIN_BROWSER_COOKIE } from "~/api/auth/cookies.ts";
 import { sha256Hex } from "~/lib/server/ids.ts";
 import { SESSION_COOKIE } from "~/services/auth/session-token.ts";
-import { backends, captureLogs, cookieFrom, PUBLIC_URL, setCookieLine, startTestApp, type TestApp } from "../support/app.ts";
-import { startSmtpServer } from "../support/smtp.ts";
+import { backends, captureLogs, cookieFrom, PUBLIC_URL, setCookieLine, startTestApp, type TestApp } from "../../support/app.ts";
+import { startSmtpServer } from "../../support/smtp.ts";
 
 const LINK = /http:\/\/tapscope\.test\/login\/link\?token=[A-Za-z0-9_-]+/;
 

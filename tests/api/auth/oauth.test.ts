@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { SESSION_COOKIE } from "~/services/auth/session-token.ts";
-import { backends, cookieFrom, PUBLIC_URL, setCookieLine, startTestApp, type TestApp } from "../support/app.ts";
-import { startOAuthProvider } from "../support/oauth-provider.ts";
+import { backends, cookieFrom, PUBLIC_URL, setCookieLine, startTestApp, type TestApp } from "../../support/app.ts";
+import { startOAuthProvider } from "../../support/oauth-provider.ts";
 
 const OAUTH_COOKIES = ["tapscope_oauth_state", "tapscope_oauth_verifier", "tapscope_oauth_next"];
 

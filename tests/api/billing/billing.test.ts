@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { startTestApp, type TestApp } from "../support/app.ts";
-import { startSmtpServer } from "../support/smtp.ts";
-import { startStripeStandin, WEBHOOK_SECRET } from "../support/stripe-standin.ts";
+import { startTestApp, type TestApp } from "../../support/app.ts";
+import { startSmtpServer } from "../../support/smtp.ts";
+import { startStripeStandin, WEBHOOK_SECRET } from "../../support/stripe-standin.ts";
 
 // Billing against the local Stripe stand-in (tests/support/stripe-standin.ts): checkout, webhooks, cancel.
 let t: TestApp;

@@ -5,9 +5,9 @@ import { liveSocketUrl } from "~/lib/protocol/live.ts";
 import { randomId } from "~/lib/server/ids.ts";
 import { createRuntime, type Runtime } from "~/runtime.ts";
 import { createApp } from "~/server.ts";
-import { makeEvent } from "../services/live-fixtures.ts";
-import { backends, startTestApp, type TestApp } from "../support/app.ts";
-import { isRefused, LiveClient, RawWsClient } from "./live-support.ts";
+import { backends, startTestApp, type TestApp } from "../../support/app.ts";
+import { tracedEvent as makeEvent } from "../../support/event-factory.ts";
+import { isRefused, LiveClient, RawWsClient } from "../../support/live-client.ts";
 
 for (const backend of backends) {
   describe(`live view and links [${backend}]`, () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { backends, startTestApp, type TestApp } from "../support/app.ts";
+import { backends, startTestApp, type TestApp } from "../../support/app.ts";
 
 for (const backend of backends) {
   describe(`namespaces [${backend}]`, () => {

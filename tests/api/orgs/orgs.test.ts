@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { orgs } from "#db/schema/index.ts";
-import { backends, startTestApp, type TestApp } from "../support/app.ts";
+import { backends, startTestApp, type TestApp } from "../../support/app.ts";
 
 for (const backend of backends) {
   describe(`orgs and namespaces [${backend}]`, () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { credentialFromRequest, credentialFromUpgrade } from "~/api/plugins/auth.ts";
-import { backends, ORIGIN, startTestApp, type TestApp } from "../support/app.ts";
+import { backends, ORIGIN, startTestApp, type TestApp } from "../../support/app.ts";
 
 for (const backend of backends) {
   describe(`principal from a Request (WebSocket upgrades, SSR) [${backend}]`, () => {

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { JSON_BODY_LIMIT, SERVER_BODY_LIMIT } from "~/api/plugins/body-limit.ts";
 import { publishLimits } from "~/lib/protocol/publish.ts";
-import { pollHealth, responsiveness, type ServerProcess, seedNamespaceToken, spawnServer } from "../support/server-process.ts";
+import { pollHealth, responsiveness, type ServerProcess, seedNamespaceToken, spawnServer } from "../../support/server-process.ts";
 
 const CHUNK = 64 * 1024;
 /** What a streaming client may have pushed into loopback socket buffers by the time the refusal reaches it. */

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { JSON_BODY_LIMIT } from "~/api/plugins/body-limit.ts";
-import { startTestApp, type TestApp } from "../support/app.ts";
+import { startTestApp, type TestApp } from "../../support/app.ts";
 
 describe("JSON API body limit (issue 14 item 6)", () => {
   let t: TestApp;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { connect } from "node:net";
-import { listenTestApp, startTestApp, type TestApp } from "../support/app.ts";
+import { listenTestApp, startTestApp, type TestApp } from "../../support/app.ts";
 
 let t: TestApp;
 let listener: ReturnType<typeof listenTestApp>;

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { links } from "#db/schema/index.ts";
 import { joinPublisher } from "~/agent/publisher/join.ts";
-import { startServer, type TestServer } from "../agent/publish/server.ts";
+import { startServer, type TestServer } from "../../support/publish-server.ts";
 
 let server: TestServer;
 beforeAll(async () => {

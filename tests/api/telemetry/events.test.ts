@@ -3,7 +3,7 @@ import { desc, sql } from "drizzle-orm";
 import { eventLog } from "#db/schema/index.ts";
 import { formatTagsHeader } from "~/api/telemetry/tags.ts";
 import { pruneMetadata } from "~/services/store/prune-metadata.ts";
-import { backends, startTestApp, type TestApp } from "../support/app.ts";
+import { backends, startTestApp, type TestApp } from "../../support/app.ts";
 
 for (const backend of backends) {
   describe(`Event and LogEvent [${backend}]`, () => {

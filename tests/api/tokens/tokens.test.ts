@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { namespaceTokens, orgTokens } from "#db/schema/index.ts";
 import { sha256Hex } from "~/lib/server/ids.ts";
-import { backends, startTestApp, type TestApp } from "../support/app.ts";
+import { backends, startTestApp, type TestApp } from "../../support/app.ts";
 
 const NS_TOKEN = /^tsk_[A-Za-z0-9_-]{43}$/;
 const ORG_TOKEN = /^tso_[A-Za-z0-9_-]{43}$/;

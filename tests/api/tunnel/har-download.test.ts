@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { harPageSize } from "~/lib/har.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { makeEvent } from "../services/live-fixtures.ts";
-import { startTunnelServer, type TunnelServer } from "../tunnel/support.ts";
+import { tracedEvent as makeEvent } from "../../support/event-factory.ts";
+import { startTunnelServer, type TunnelServer } from "../../support/tunnel-server.ts";
 
 /** HAR downloads for the dashboard: one request, or a query's result set; members of the namespace only. */
 describe("HAR download", () => {

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { connect, type Socket } from "node:net";
-import { makeEvent } from "../services/live-fixtures.ts";
-import { startTunnelServer, type TunnelServer } from "../tunnel/support.ts";
+import { tracedEvent as makeEvent } from "../../support/event-factory.ts";
+import { startTunnelServer, type TunnelServer } from "../../support/tunnel-server.ts";
 
 /**
  * Issue 28, Medium 5: twelve concurrent DownloadHar calls by one read-only member took the server from 0.68 to

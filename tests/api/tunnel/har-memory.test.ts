@@ -4,8 +4,8 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createPublisher } from "~/agent/publish.ts";
-import { sampleEvent } from "../agent/publish/server.ts";
-import { pollHealth, requestHar, type ServerProcess, seedNamespaceToken, spawnServer } from "../support/server-process.ts";
+import { sampleEvent } from "../../support/publish-server.ts";
+import { pollHealth, requestHar, type ServerProcess, seedNamespaceToken, spawnServer } from "../../support/server-process.ts";
 
 /**
  * Issue 14 item 7: three concurrent DownloadHar calls of 100 events with 1 MiB bodies once took the server from

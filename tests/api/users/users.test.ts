@@ -6,9 +6,9 @@ import { and, eq } from "drizzle-orm";
 import { invitations, memberships, namespaceMembers } from "#db/schema/index.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
 import type { SqlEventStore } from "~/store/sql-store.ts";
-import { sampleEvent } from "../agent/publish/server.ts";
-import { backends, startTestApp, type TestApp } from "../support/app.ts";
-import { startSmtpServer } from "../support/smtp.ts";
+import { backends, startTestApp, type TestApp } from "../../support/app.ts";
+import { sampleEvent } from "../../support/publish-server.ts";
+import { startSmtpServer } from "../../support/smtp.ts";
 
 type Person = Awaited<ReturnType<TestApp["user"]>>;
 

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { and, eq } from "drizzle-orm";
 import { namespaceMembers, namespaces } from "#db/schema/index.ts";
 import { SESSION_TTL_MS } from "~/services/auth/session-token.ts";
-import { backends, listenTestApp, startTestApp, type TestApp } from "../support/app.ts";
-import { LiveClient } from "./live-support.ts";
+import { backends, listenTestApp, startTestApp, type TestApp } from "../../support/app.ts";
+import { LiveClient } from "../../support/live-client.ts";
 
 /**
  * Revoking a credential closes the sockets it authorised (issue 14, item 4): deleting a token, signing out or

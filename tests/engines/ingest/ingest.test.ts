@@ -3,8 +3,8 @@ import { Ingest } from "~/engines/ingest/ingest.ts";
 import { EventSinks, type EventTarget } from "~/engines/ingest/sinks.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { validateEvent } from "~/lib/protocol/validate-event.ts";
+import { sampleEvent } from "../../support/publish-server.ts";
 import { rng } from "../../support/rng.ts";
-import { sampleEvent } from "./server.ts";
 
 function randomValue(rnd: () => number, depth = 0): unknown {
   const r = rnd();

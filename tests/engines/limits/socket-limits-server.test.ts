@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
-import { pollHealth, type ServerProcess, spawnServer } from "../support/server-process.ts";
+import { pollHealth, type ServerProcess, spawnServer } from "../../support/server-process.ts";
 
 /**
  * Issue 28, High 1: one address with no account opened ~19,000 /api/PingLink sockets on a link it made itself and

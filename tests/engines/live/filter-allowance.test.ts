@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { makeEvent } from "../services/live-fixtures.ts";
-import { rng } from "../support/rng.ts";
-import { pollHealth, type ServerProcess, spawnServer } from "../support/server-process.ts";
-import { LiveClient } from "./live-support.ts";
+import { tracedEvent as makeEvent } from "../../support/event-factory.ts";
+import { LiveClient } from "../../support/live-client.ts";
+import { rng } from "../../support/rng.ts";
+import { pollHealth, type ServerProcess, spawnServer } from "../../support/server-process.ts";
 
 /**
  * Issue 28, High 3: the filter-step budget was per channel, so ten anonymous links with four viewers each holding

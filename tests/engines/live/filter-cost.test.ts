@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { liveSocketUrl } from "~/lib/protocol/live.ts";
-import { makeEvent } from "../services/live-fixtures.ts";
-import { listenTestApp, startTestApp, type TestApp } from "../support/app.ts";
-import { rng } from "../support/rng.ts";
-import { LiveClient } from "./live-support.ts";
+import { listenTestApp, startTestApp, type TestApp } from "../../support/app.ts";
+import { tracedEvent as makeEvent } from "../../support/event-factory.ts";
+import { LiveClient } from "../../support/live-client.ts";
+import { rng } from "../../support/rng.ts";
 
 /**
  * Issue 14, item 2, end to end: an anonymous link, a publisher on the real publish socket, a viewer on the real live

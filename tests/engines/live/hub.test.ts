@@ -8,8 +8,8 @@ import { compileFilterChips } from "~/lib/filter/evaluate.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { estimateJsonLength } from "~/lib/protocol/event-size.ts";
 import type { LiveServerMessage } from "~/lib/protocol/live.ts";
-import { rng } from "../support/rng.ts";
-import { makeEvent } from "./live-fixtures.ts";
+import { tracedEvent as makeEvent } from "../../support/event-factory.ts";
+import { rng } from "../../support/rng.ts";
 
 /** A socket stand-in with Bun's send semantics and a buffer the test can fill (a slow reader). */
 class TestSocket implements SubscriberTransport {

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { liveSocketUrl } from "~/lib/protocol/live.ts";
-import { makeEvent } from "../services/live-fixtures.ts";
-import { backends, listenTestApp, startTestApp, type TestApp } from "../support/app.ts";
-import { LiveClient } from "./live-support.ts";
+import { backends, listenTestApp, startTestApp, type TestApp } from "../../support/app.ts";
+import { tracedEvent as makeEvent } from "../../support/event-factory.ts";
+import { LiveClient } from "../../support/live-client.ts";
 
 /** The whole path: a publisher on the real publish socket -> ingest -> live hub -> viewers on the live socket. */
 for (const backend of backends) {

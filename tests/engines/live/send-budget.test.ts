@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { makeEvent } from "../services/live-fixtures.ts";
-import { pollHealth, type ServerProcess, spawnServer } from "../support/server-process.ts";
-import { LiveClient, RawWsClient } from "./live-support.ts";
+import { tracedEvent as makeEvent } from "../../support/event-factory.ts";
+import { LiveClient, RawWsClient } from "../../support/live-client.ts";
+import { pollHealth, type ServerProcess, spawnServer } from "../../support/server-process.ts";
 
 /**
  * Issue 28, High 2: on an anonymous link carrying 1 MB events, each viewer that completed the upgrade and never read

@@ -7,8 +7,8 @@ import { parseConfig } from "~/lib/server/env.ts";
 import { setLogSink } from "~/lib/server/logger.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
 import type { EventStore } from "~/store/types.ts";
-import { createTestPglite } from "../support/pglite.ts";
-import { generateEvents } from "./generate.ts";
+import { generateEvents } from "../../store/generate.ts";
+import { createTestPglite } from "../../support/pglite.ts";
 
 let database: Database;
 let store: EventStore;

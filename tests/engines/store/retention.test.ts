@@ -5,8 +5,8 @@ import { applyRetention, retentionDaysFor } from "~/engines/store/retention.ts";
 import { parseConfig } from "~/lib/server/env.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
 import type { EventStore } from "~/store/types.ts";
-import { createTestPglite } from "../support/pglite.ts";
-import { generateEvents } from "./generate.ts";
+import { generateEvents } from "../../store/generate.ts";
+import { createTestPglite } from "../../support/pglite.ts";
 
 const day = 86_400_000;
 const now = new Date(Date.UTC(2026, 0, 31, 12));

@@ -6,7 +6,7 @@ import { StoreSink } from "~/engines/store/store-sink.ts";
 import { setLogSink } from "~/lib/server/logger.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
 import type { EventStore } from "~/store/types.ts";
-import { generateEvents } from "./generate.ts";
+import { generateEvents } from "../../store/generate.ts";
 
 const endMs = Date.UTC(2026, 0, 10, 12);
 const all = { clauses: [], global: { lowerMs: endMs - 3_600_000, upperMs: endMs } };

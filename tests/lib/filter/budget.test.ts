@@ -2,8 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { boundedPredicate, compileFilterChips, filterMeter, filterStepsPerEvent, maxMatchedUrlLength } from "~/lib/filter/evaluate.ts";
 import { filterLimits, parseFilterChips } from "~/lib/filter/parse.ts";
 import { compileRegex } from "~/lib/filter/regex.ts";
-import { makeEvent } from "../services/live-fixtures.ts";
-import { rng } from "../support/rng.ts";
+import { tracedEvent as makeEvent } from "../../support/event-factory.ts";
+import { rng } from "../../support/rng.ts";
 
 /** A random a/b path: what makes `[ab]*a[ab]{99}z`'s DFA (2^100 states) rebuild a state on nearly every character. */
 function abPath(length: number, seed = 1): string {

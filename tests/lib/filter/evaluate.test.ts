@@ -3,7 +3,7 @@ import { compileFilter } from "~/lib/filter/evaluate.ts";
 import { parseFilter, parseFilterChips } from "~/lib/filter/parse.ts";
 import { compileRegex } from "~/lib/filter/regex.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { makeEvent } from "../services/live-fixtures.ts";
+import { tracedEvent as makeEvent } from "../../support/event-factory.ts";
 
 function matches(filter: string, event: TracedEvent): boolean {
   const r = parseFilter(filter);

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { compileFilter } from "~/lib/filter/evaluate.ts";
 import { parseFilter } from "~/lib/filter/parse.ts";
 import { compileRegex, RegexSyntaxError } from "~/lib/filter/regex.ts";
-import { makeEvent } from "../services/live-fixtures.ts";
+import { tracedEvent as makeEvent } from "../../support/event-factory.ts";
 
 /** A small deterministic PRNG so a failure reproduces. */
 function rng(seed: number) {

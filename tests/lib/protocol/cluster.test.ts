@@ -15,7 +15,7 @@ import {
   type NodeCallKind,
   nodeCalls,
 } from "~/lib/protocol/cluster.ts";
-import { sampleEvent } from "../agent/publish/server.ts";
+import { sampleEvent } from "../../support/publish-server.ts";
 
 /** What a node sends on each broker channel, as ClusterNode and NodeCalls build it. */
 const sent: { [K in BrokerMessageKind]: BrokerMessage<K> } = {

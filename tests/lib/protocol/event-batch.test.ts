@@ -5,9 +5,9 @@ import { EventSinks, type EventTarget } from "~/engines/ingest/sinks.ts";
 import type { CapturedEvent, TracedEvent } from "~/lib/protocol/event.ts";
 import { encodeEventBatch, SEQ_SET_LATER, setEventBatchSeq } from "~/lib/protocol/event-batch.ts";
 import { type PublishServerMessage, publishLimits, TRUNCATION_MARKER } from "~/lib/protocol/publish.ts";
-import { generateEvents } from "../store/generate.ts";
-import { tracedEvent } from "../support/event-factory.ts";
-import { rng } from "../support/rng.ts";
+import { generateEvents } from "../../store/generate.ts";
+import { tracedEvent } from "../../support/event-factory.ts";
+import { rng } from "../../support/rng.ts";
 
 const target: EventTarget = { namespaceId: "00000000-0000-0000-0000-000000000001", linkId: null };
 const encoder = new TextEncoder();

@@ -17,8 +17,8 @@ import { openDuckDbStore } from "~/store/duckdb.ts";
 import { compileWhere } from "~/store/sql/compile.ts";
 import { duckdbDialect } from "~/store/sql/dialect.ts";
 import { eventLayout, missingColumns, rowToEvent, storeLayout } from "~/store/table.ts";
-import { type RoutedEvent, routed, routedEvent } from "../store/added-field.ts";
-import { tracedEvent } from "../support/event-factory.ts";
+import { type RoutedEvent, routed, routedEvent } from "../../store/added-field.ts";
+import { tracedEvent } from "../../support/event-factory.ts";
 
 /**
  * The event field table (src/lib/protocol/event.ts) is the one place a field is declared. These tests add a field to a
@@ -245,7 +245,7 @@ describe("what the table drives beyond the wire and the store", () => {
 describe("code made from the table stays on the server", () => {
   test("no page code reaches a module that makes code (the pages' content security policy forbids it)", async () => {
     const makesCode = ["src/lib/protocol/validate-event.ts", "src/lib/protocol/validate-event-batch.ts", "src/lib/protocol/event-size.ts"];
-    const root = join(import.meta.dir, "../..");
+    const root = join(import.meta.dir, "../../..");
     const transpiler = new Bun.Transpiler({ loader: "tsx" });
     const seen = new Set<string>();
     const pending = [...new Bun.Glob("src/ui/**/*.{ts,tsx}").scanSync({ cwd: root })];

@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
 import { join } from "node:path";
 
-const root = join(import.meta.dir, "../..");
+const root = join(import.meta.dir, "../../..");
 
 /**
  * Bun raises the soft limit itself when it starts, so the server's own call is checked in a child that first

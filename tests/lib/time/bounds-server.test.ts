@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createPublisher } from "~/agent/publish.ts";
 import { TunnelClient } from "~/agent/query-client.ts";
-import { sampleEvent } from "../agent/publish/server.ts";
-import { type ServerProcess, seedNamespaceToken, spawnServer } from "../support/server-process.ts";
+import { sampleEvent } from "../../support/publish-server.ts";
+import { type ServerProcess, seedNamespaceToken, spawnServer } from "../../support/server-process.ts";
 
 /**
  * Issue 14 item 1: a huge time range once looped forever in the bucket maths and froze the whole server. The

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { DOC_SECTIONS, searchDocs } from "~/lib/docs.ts";
-import { renderDocs, renderPage } from "../../scripts/docs/render-docs.ts";
-import { ROOT } from "../agent/harness.ts";
+import { renderDocs, renderPage } from "../../../scripts/docs/render-docs.ts";
+import { ROOT } from "../../agent/harness.ts";
 
 const usage = (args: string[]) => `usage of ${args.join(" ")}\n`;
 const front = (extra = "") => `---\ntitle: A page\nsection: Guides\norder: 2\ndescription: What it is.\n${extra}---\n`;

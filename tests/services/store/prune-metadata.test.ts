@@ -3,7 +3,7 @@ import { eventLog, links, loginLinks } from "#db/schema/index.ts";
 import { startRetention } from "~/engines/store/retention.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
 import type { EventStore } from "~/store/types.ts";
-import { backends, startTestApp, type TestApp } from "../support/app.ts";
+import { backends, startTestApp, type TestApp } from "../../support/app.ts";
 
 const minute = 60_000;
 const day = 86_400_000;

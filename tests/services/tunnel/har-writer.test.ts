@@ -4,7 +4,7 @@ import { harEntryText, inWriteOrder } from "~/lib/har.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { encodeResult, encodeResultData, errorResult, type TunnelResultData } from "~/lib/protocol/tunnel.ts";
 import { writeHarEntries } from "~/services/tunnel/har-writer.ts";
-import { makeEvent } from "./live-fixtures.ts";
+import { tracedEvent as makeEvent } from "../../support/event-factory.ts";
 
 /** The HAR writer's thread: a tunnel reply's events in, their HAR entries as text out, nothing decoded on the event loop. */
 const T0 = Date.UTC(2026, 10, 20, 12, 0, 0) * 1000;
