@@ -1,9 +1,9 @@
 import { afterAll, beforeAll } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { freePort } from "../support/ports.ts";
 
 export const root = resolve(import.meta.dir, "../..");
 export const artifactsDir = join(root, "test-artifacts");
@@ -17,18 +17,6 @@ export function buildClient(): Promise<void> {
     if ((await proc.exited) !== 0) throw new Error(`client build failed: ${await new Response(proc.stderr).text()}`);
   })();
   return built;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolvePort(port));
-    });
-  });
 }
 
 export type RunningServer = { baseUrl: string; logs: string[]; stop: () => Promise<void> };

@@ -5,8 +5,9 @@ import { basename, join } from "node:path";
 import type { Socket, Subprocess } from "bun";
 import { descendants } from "~/agent/lifecycle/processes.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { freePort } from "../../support/ports.ts";
 import { startServer, type TestServer } from "../../support/publish-server.ts";
-import { BUN, freePort, hasCommand, MAIN, ROOT, scratchDir, waitForPort, waitUntil } from "../harness.ts";
+import { BUN, hasCommand, MAIN, ROOT, scratchDir, waitForPort, waitUntil } from "../harness.ts";
 
 /**
  * Programs that daemonize or put themselves in the background, under `tapscope run`, publishing to a real server:

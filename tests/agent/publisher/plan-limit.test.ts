@@ -3,6 +3,7 @@ import type { Subprocess } from "bun";
 import { createRuntime } from "~/runtime.ts";
 import { createApp } from "~/server.ts";
 import { startTestApp, type TestApp } from "../../support/app.ts";
+import { freePort } from "../../support/ports.ts";
 import { BUN, MAIN } from "../harness.ts";
 
 // The containers limit as a user meets it: on the Free plan (billing on) three `tapscope run`s publish; a fourth is
@@ -11,13 +12,6 @@ let t: TestApp;
 let listening: { stop: () => Promise<void> };
 let base = "";
 const runs: Subprocess[] = [];
-
-async function freePort(): Promise<number> {
-  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = probe.port;
-  probe.stop(true);
-  return port;
-}
 
 beforeAll(async () => {
   const port = await freePort();

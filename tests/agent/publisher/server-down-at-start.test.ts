@@ -1,6 +1,7 @@
 import { afterAll, expect, test } from "bun:test";
+import { freePort } from "../../support/ports.ts";
 import { startServer, type TestServer } from "../../support/publish-server.ts";
-import { BUN, freePort, MAIN, ROOT, waitForPort, waitUntil } from "../harness.ts";
+import { BUN, MAIN, ROOT, waitForPort, waitUntil } from "../harness.ts";
 
 /** `tapscope run` started while its server is down: it says it will retry, and says so again when it connects. */
 let server: TestServer | undefined;

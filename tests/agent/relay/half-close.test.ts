@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { connect } from "node:net";
 import { join } from "node:path";
-import { freePort, ROOT, type Running, start } from "../harness.ts";
+import { freePort } from "../../support/ports.ts";
+import { ROOT, type Running, start } from "../harness.ts";
 
 /** Half-closed connections and resets behave under `tapscope run` as they do without it. */
 const fixture = join(ROOT, "tests/agent/fixtures/closer.py");

@@ -2,7 +2,8 @@ import { afterAll, expect, test } from "bun:test";
 import { connect as h2connect } from "node:http2";
 import { connect } from "node:net";
 import { join } from "node:path";
-import { freePort, ROOT, type Running, start } from "../harness.ts";
+import { freePort } from "../../support/ports.ts";
+import { ROOT, type Running, start } from "../harness.ts";
 import { h2 } from "../parse/helpers.ts";
 
 /**

@@ -4,8 +4,9 @@ import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { freePort } from "../../support/ports.ts";
 import { requestHar, seedNamespaceToken, spawnServer } from "../../support/server-process.ts";
-import { BUN, freePort, MAIN, ROOT, type Running, start } from "../harness.ts";
+import { BUN, MAIN, ROOT, type Running, start } from "../harness.ts";
 
 /**
  * Issue 20: `tapscope run --relay-threads N` relays and parses inbound connections on N threads. The same workload

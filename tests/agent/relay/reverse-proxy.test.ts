@@ -4,7 +4,8 @@ import { join } from "node:path";
 import type { Server } from "bun";
 import { parseHostPort } from "~/agent/relay/reverse-proxy.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { BUN, freePort, MAIN, scratchDir, waitForPort, waitUntil } from "../harness.ts";
+import { freePort } from "../../support/ports.ts";
+import { BUN, MAIN, scratchDir, waitForPort, waitUntil } from "../harness.ts";
 
 /** `tapscope proxy`: the fallback reverse proxy captures the same events as `tapscope run`. */
 const scratch = scratchDir();

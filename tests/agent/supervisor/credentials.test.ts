@@ -2,7 +2,8 @@ import { expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Socket } from "bun";
-import { BUN, freePort, MAIN, ROOT } from "../harness.ts";
+import { freePort } from "../../support/ports.ts";
+import { BUN, MAIN, ROOT } from "../harness.ts";
 
 /**
  * `tapscope run` as root binds and dials on the program's behalf. A program that dropped its privileges must get

@@ -1,6 +1,7 @@
 import { expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
-import { freePort, start, waitForPort, waitUntil } from "../harness.ts";
+import { freePort } from "../../support/ports.ts";
+import { start, waitForPort, waitUntil } from "../harness.ts";
 
 /** A program must not outlive its supervisor: after kill -9 of tapscope it is gone too, so a process manager sees it. */
 

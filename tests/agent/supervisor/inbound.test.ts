@@ -4,7 +4,8 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { freePort, hasCommand, ROOT, type Running, rawExchange, scratchDir, start, waitForPort } from "../harness.ts";
+import { freePort } from "../../support/ports.ts";
+import { hasCommand, ROOT, type Running, rawExchange, scratchDir, start, waitForPort } from "../harness.ts";
 
 /** Real servers under `tapscope run`: each serves as usual and every request it served is an event. */
 const fixtures = join(ROOT, "tests/agent/fixtures");

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Server } from "bun";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { freePort, start } from "../harness.ts";
+import { freePort } from "../../support/ports.ts";
+import { start } from "../harness.ts";
 
 /** Outbound calls made by traced programs go through the relay, arrive intact, and are events. */
 let server: Server<undefined>;
