@@ -7,7 +7,7 @@
  */
 import { createPublisher } from "~/agent/publish.ts";
 import { encodeEventBatch } from "~/lib/protocol/event-batch.ts";
-import { sampleEvent, startServer } from "../../tests/agent/publish/server.ts";
+import { sampleEvent, startServer } from "../../tests/support/publish-server.ts";
 import { isSmoke, positional } from "../options.ts";
 
 const total = Number(positional[0] ?? (isSmoke ? 2000 : 200_000));

@@ -8,7 +8,7 @@
 import { decodeBrokerMessage, encodeBrokerMessage } from "~/lib/protocol/cluster.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { validateEvent } from "~/lib/protocol/validate-event.ts";
-import { sampleEvent } from "../../tests/agent/publish/server.ts";
+import { sampleEvent } from "../../tests/support/publish-server.ts";
 import { optionOf } from "../options.ts";
 
 const option = optionOf(process.argv.slice(2));

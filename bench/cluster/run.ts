@@ -14,11 +14,12 @@ import { createPublisher } from "~/agent/publish.ts";
 import { TunnelClient } from "~/agent/query-client.ts";
 import type { LiveServerMessage } from "~/lib/protocol/live.ts";
 import { tableName } from "~/store/table.ts";
-import { sampleEvent } from "../../tests/agent/publish/server.ts";
-import { freePort, startClickHouseServer } from "../../tests/support/clickhouse.ts";
+import { startClickHouseServer } from "../../tests/support/clickhouse.ts";
 import { startClickHouseCluster } from "../../tests/support/clickhouse-cluster.ts";
 import { seedOrg, startRedis } from "../../tests/support/cluster.ts";
+import { freePort } from "../../tests/support/ports.ts";
 import { createTestDatabase } from "../../tests/support/postgres.ts";
+import { sampleEvent } from "../../tests/support/publish-server.ts";
 import { type ServerProcess, spawnServer } from "../../tests/support/server-process.ts";
 import { isSmoke, optionOf } from "../options.ts";
 

@@ -1,6 +1,5 @@
 import { join } from "node:path";
-import type { Page } from "playwright-core";
-import { launchBrowser, root, screenshot, startServer } from "../../tests/e2e/harness.ts";
+import { launchBrowser, namespaceTokenOf, root, screenshot, signInByEmail, startServer } from "../../tests/e2e/harness.ts";
 import { startSmtpServer } from "../../tests/support/smtp.ts";
 import { optionOf } from "../options.ts";
 
@@ -27,26 +26,8 @@ const browser = await launchBrowser();
 const page = await browser.context.newPage();
 page.setDefaultTimeout(120_000);
 
-async function signIn(p: Page): Promise<{ token: string; path: string }> {
-  await p.goto(`${server.baseUrl}/login`);
-  await p.waitForFunction(() => (window as unknown as { __reactRouterVersion?: string }).__reactRouterVersion !== undefined);
-  await p.getByPlaceholder("Enter your email...").fill("bench@example.test");
-  await p.getByRole("button", { name: "Sign in" }).click();
-  const mail = await smtp.waitFor("bench@example.test");
-  const link = /https?:\/\/[^\s"'<>]+\/login\/link\?[^\s"'<>]+/.exec(mail.text)?.[0];
-  await p.goto(String(link).replaceAll("&amp;", "&"));
-  await p.waitForURL(/\/dashboard\/[^/]+\/live$/);
-  const token = await p.evaluate(async () => {
-    const post = async (name: string, body: unknown) =>
-      (await fetch(`/api/${name}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })).json();
-    const { orgs } = await post("ListOrgs", {});
-    const { namespaces } = await post("ListNamespaces", { orgId: orgs[0].orgId });
-    return (await post("GenerateNamespaceToken", { namespaceId: namespaces[0].namespaceId })).token as string;
-  });
-  return { token, path: new URL(p.url()).pathname.replace(/\/live$/, "/requests") };
-}
-
-const { token, path } = await signIn(page);
+const path = (await signInByEmail(page, server.baseUrl, smtp, "bench@example.test")).replace(/\/live$/, "/requests");
+const token = await namespaceTokenOf(page);
 const ingestStart = performance.now();
 const child = Bun.spawn(
   [

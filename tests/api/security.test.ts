@@ -282,7 +282,7 @@ const callRows: { [N in ApiCallName]: (f: Fixture, m: Matrix) => CallRow | Promi
   GenerateOrgToken: (f) => ({ body: { orgId: f.orgId } }),
   GetBillingStatus: (f) => ({ body: { orgId: f.orgId } }),
   GetSubscription: (f) => ({ body: { orgId: f.orgId } }),
-  // Billing is off in this app: an admitted caller reaches the verb, which says so (tests/api/billing.test.ts has it on).
+  // Billing is off in this app: an admitted caller reaches the verb, which says so (tests/api/billing/billing.test.ts has it on).
   CancelSubscription: () => ({
     body: { stripeSubscriptionId: "sub_matrix" },
     admitted: { status: 404, error: "billing is not enabled on this server" },
@@ -312,7 +312,7 @@ const callRows: { [N in ApiCallName]: (f: Fixture, m: Matrix) => CallRow | Promi
     body: { namespaceId: f.namespaceId, endpoint: "http://collector.example:4318", protocol: "http/protobuf", isEnabled: true },
   }),
   DeleteOtlpExport: (f) => ({ body: { namespaceId: f.namespaceId } }),
-  // No collector is set in this app: an admitted caller reaches the verb, which says so (tests/otlp/settings.test.ts sends one).
+  // No collector is set in this app: an admitted caller reaches the verb, which says so (tests/services/otlp/settings.test.ts sends one).
   SendOtlpTestSpan: (f) => ({
     body: { namespaceId: f.namespaceId },
     admitted: { status: 400, error: "no collector is set for this namespace: save an endpoint first" },

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chownSync, closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { freePort } from "../support/ports.ts";
 import { isRoot, sh, tempDir } from "./support.ts";
 
 /**
@@ -29,7 +30,7 @@ async function startBinaryServer(
   const dataDir = tempDir("bin-data");
   const home = tempDir("bin-home"); // its ~/.cache gets the 70 MB libduckdb.so
   bulky.push(dataDir, home);
-  const port = freePort();
+  const port = await freePort();
   const proc = Bun.spawn([...prefix, binary, "server"], {
     env: { PATH: BASE_PATH, HOME: home, DATA_DIR: dataDir, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, ...env },
     cwd: dataDir,
@@ -102,13 +103,6 @@ async function signInRoundTrip(server: Running, email: string) {
   const self = await fetch(`${server.url}/api/GetSelf`, { headers: { cookie } });
   expect(self.status).toBe(200);
   expect(await self.json()).toMatchObject({ email, isLoggedIn: true });
-}
-
-function freePort(): number {
-  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const { port } = probe;
-  probe.stop(true);
-  return port;
 }
 
 function elfMachine(path: string): number {
@@ -260,7 +254,7 @@ describe.skipIf(skip)("compiled binary", () => {
     test.skipIf(!Bun.which("python3"))(
       "a request to a program under tapscope run shows up live on its shared link (binary CLI -> binary server)",
       async () => {
-        const port = freePort();
+        const port = await freePort();
         const proc = Bun.spawn([join(dist, "tapscope"), "run", "--", "python3", "-m", "http.server", String(port), "--bind", "127.0.0.1"], {
           env: { PATH: BASE_PATH, HOME: tempDir("run-home"), TAPSCOPE_ENDPOINT: server.url },
           cwd: tempDir("run-cwd"),
@@ -313,7 +307,7 @@ describe.skipIf(skip)("compiled binary", () => {
 
     test("tapscope proxy from the binary forwards and publishes what it forwards", async () => {
       const upstream = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("from upstream") });
-      const port = freePort();
+      const port = await freePort();
       const proc = Bun.spawn([join(dist, "tapscope"), "proxy", "--listen", `127.0.0.1:${port}`, "--to", `127.0.0.1:${upstream.port}`], {
         env: { PATH: BASE_PATH, HOME: tempDir("proxy-home"), TAPSCOPE_ENDPOINT: server.url },
         stdout: "ignore",

@@ -4,8 +4,8 @@ import type { SubscriberTransport } from "~/engines/live/subscriber.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { LiveServerMessage } from "~/lib/protocol/live.ts";
 import type { Runtime } from "~/runtime.ts";
-import { sampleEvent } from "../agent/publish/server.ts";
 import { type Service, startNodeRuntime, startRedis } from "../support/cluster.ts";
+import { sampleEvent } from "../support/publish-server.ts";
 
 // One node made by createRuntime on a real Redis, and a raw Redis client playing another node that sends what no node of
 // ours would: what arrives from the broker is checked where it arrives, and what fails is dropped and counted, never

@@ -6,11 +6,11 @@ import { createPublisher } from "~/agent/publish.ts";
 import { TunnelClient } from "~/agent/query-client.ts";
 import { brokerDownNotice } from "~/engines/cluster/cluster-node.ts";
 import type { LiveServerMessage } from "~/lib/protocol/live.ts";
-import { sampleEvent } from "../agent/publish/server.ts";
-import { freePort } from "../support/clickhouse.ts";
 import { type ClickHouseCluster, startClickHouseCluster } from "../support/clickhouse-cluster.ts";
 import { type Service, seedOrg, startHaproxy, startRedis } from "../support/cluster.ts";
+import { freePort } from "../support/ports.ts";
 import { createTestDatabase } from "../support/postgres.ts";
+import { sampleEvent } from "../support/publish-server.ts";
 import { type ServerProcess, spawnServer } from "../support/server-process.ts";
 
 // Two `tapscope server` nodes behind haproxy, on one PostgreSQL, a 2-shard ClickHouse cluster (Debian's 18.16 with a

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { limitsEveryMs } from "~/engines/cluster/cluster-node.ts";
-import { sampleEvent } from "../agent/publish/server.ts";
 import { type Service, startNodeRuntime, startRedis } from "../support/cluster.ts";
+import { sampleEvent } from "../support/publish-server.ts";
 
 // Two server nodes' runtimes in one process, each with its own connection to a real Redis: what one node grants under a
 // rate limit, or counts as a connected publisher, the other takes into account.

@@ -1,24 +1,12 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import type { Page } from "playwright-core";
-import { startSmtpServer } from "../support/smtp.ts";
-import {
-  hasHorizontalScroll,
-  launchBrowser,
-  mailedSignInLink,
-  type RunningBrowser,
-  type RunningServer,
-  screenshot,
-  signInByEmail,
-  startServer,
-  watchPageErrors,
-} from "./harness.ts";
+import { hasHorizontalScroll, mailedSignInLink, type RunningServer, type SignedInSuite, screenshot, signedInSuite } from "./harness.ts";
 
 // Taking access back, as people click it: an admin invites, the invited person accepts on their own dashboard, the
 // admin removes them, signs them out everywhere, revokes an invitation, deletes a namespace; and a sign-in link opened
 // in a browser that did not ask for it. Each person has a browser (profile) of their own.
-let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
+let smtp: SignedInSuite["smtp"];
 let server: RunningServer;
-const browsers: RunningBrowser[] = [];
 /** Each page's uncaught errors (checked by the last test). */
 const pageErrorLists: string[][] = [];
 let admin: Page;
@@ -28,13 +16,12 @@ const ADMIN = "admin@example.test";
 const BOB = "bob@example.test";
 const CAROL = "carol@example.test";
 
-async function newPerson(): Promise<Page> {
-  const browser = await launchBrowser();
-  browsers.push(browser);
-  const page = await browser.context.newPage();
-  page.setDefaultTimeout(20_000);
-  pageErrorLists.push(watchPageErrors(page));
-  return page;
+const suite = signedInSuite({ email: ADMIN, timeoutMs: 20_000 });
+
+async function newPerson(email?: string): Promise<Page> {
+  const person = await suite.newPerson(email);
+  pageErrorLists.push(person.pageErrors);
+  return person.page;
 }
 
 /** The same moment at both widths people use: a desktop and a phone (which must not scroll sideways). */
@@ -67,19 +54,10 @@ async function accept(page: Page, namespace: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  smtp = await startSmtpServer();
-  server = await startServer({ SMTP_URL: smtp.url });
-  admin = await newPerson();
-  bob = await newPerson();
-  await signInByEmail(admin, server.baseUrl, smtp, ADMIN);
-  await signInByEmail(bob, server.baseUrl, smtp, BOB);
-}, 120_000);
-
-afterAll(async () => {
-  for (const browser of browsers) await browser.close();
-  await server?.stop();
-  await smtp?.close();
-});
+  ({ smtp, server, page: admin } = suite);
+  pageErrorLists.push(suite.pageErrors);
+  bob = await newPerson(BOB);
+}, 60_000);
 
 describe("taking access back, in Chromium against the real server", () => {
   test("an invited account joins only when it accepts, on its own dashboard; both orgs are in its switcher", async () => {
@@ -139,7 +117,7 @@ describe("taking access back, in Chromium against the real server", () => {
     await bob.goto(`${server.baseUrl}/dashboard/admin/live`);
     await bob.waitForURL(/\/login\?next=/);
     // Still a member: signing in again brings them back.
-    await signInByEmail(bob, server.baseUrl, smtp, BOB, /\/dashboard\/[^/]+\/live$/);
+    await suite.signIn(BOB, { page: bob, landing: /\/dashboard\/[^/]+\/live$/ });
   }, 60_000);
 
   test("revoke an invitation; a new user invited before signing up chooses on a welcome screen", async () => {
@@ -152,7 +130,7 @@ describe("taking access back, in Chromium against the real server", () => {
 
     await invite(CAROL);
     const carol = await newPerson();
-    await signInByEmail(carol, server.baseUrl, smtp, CAROL, /\/dashboard$/);
+    await suite.signIn(CAROL, { page: carol, landing: /\/dashboard$/ });
     await carol.getByRole("heading", { name: "You are invited" }).waitFor();
     await bothWidths(carol, "invited-welcome");
     await carol.getByRole("article", { name: "Invitation to admin" }).getByRole("button", { name: "Accept" }).click();

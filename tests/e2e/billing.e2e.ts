@@ -1,16 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { startSmtpServer } from "../support/smtp.ts";
 import { startStripeStandin, WEBHOOK_SECRET } from "../support/stripe-standin.ts";
-import { browserSuite, screenshot, signInByEmail } from "./harness.ts";
+import { screenshot, signedInSuite } from "./harness.ts";
 
 // Billing as a person goes through it, against the real server and the local Stripe stand-in: Upgrade, the checkout
 // page, 'Subscribed!' once the webhook arrived, a failed payment and Manage billing (Stripe's customer portal), then
 // Cancel? and the banner.
-let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
 let stripe: ReturnType<typeof startStripeStandin>;
 
-beforeAll(async () => {
-  smtp = await startSmtpServer();
+beforeAll(() => {
   stripe = startStripeStandin((payload, signature) =>
     fetch(`${suite.server.baseUrl}/api/StripeWebhook`, {
       method: "POST",
@@ -19,17 +16,17 @@ beforeAll(async () => {
     }),
   );
 });
-const suite = browserSuite(() => ({
-  SMTP_URL: smtp.url,
-  STRIPE_SECRET_KEY: "sk_test_standin",
-  STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
-  STRIPE_PRICE_TEAM: "price_team_test",
-  STRIPE_PRICE_SCALE: "price_scale_test",
-  STRIPE_API_URL: stripe.url,
-}));
-afterAll(async () => {
+const suite = signedInSuite({
+  env: () => ({
+    STRIPE_SECRET_KEY: "sk_test_standin",
+    STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
+    STRIPE_PRICE_TEAM: "price_team_test",
+    STRIPE_PRICE_SCALE: "price_scale_test",
+    STRIPE_API_URL: stripe.url,
+  }),
+});
+afterAll(() => {
   stripe?.stop();
-  await smtp?.close();
 });
 
 describe("billing with Stripe", () => {
@@ -39,7 +36,7 @@ describe("billing with Stripe", () => {
   ]) {
     test(`${viewport.width} px: Upgrade to Team, pay on the checkout page, 'Subscribed!'; cancel, the banner`, async () => {
       await suite.page.setViewportSize(viewport);
-      await signInByEmail(suite.page, suite.server.baseUrl, smtp, `billing-${viewport.width}@example.test`);
+      await suite.signIn(`billing-${viewport.width}@example.test`);
       await suite.page.goto(`${suite.server.baseUrl}/dashboard/billing`);
       await suite.page.getByRole("region", { name: "Free" }).getByText("ACTIVE").waitFor();
       await screenshot(suite.page, `billing-plans-${viewport.width}`);

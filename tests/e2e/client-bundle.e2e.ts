@@ -1,23 +1,11 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import type { Page } from "playwright-core";
 import type { ClientManifest } from "~/ssr/assets.ts";
 import type { Area } from "~/ui/routes.tsx";
-import { startSmtpServer } from "../support/smtp.ts";
-import {
-  buildClient,
-  launchBrowser,
-  type RunningBrowser,
-  type RunningServer,
-  root,
-  screenshot,
-  signInByEmail,
-  startServer,
-  waitForHydration,
-  watchPageErrors,
-} from "./harness.ts";
+import { buildClient, type RunningServer, root, screenshot, signedInSuite, waitForHydration } from "./harness.ts";
 
 // The browser bundle: no server-only code in it, split so that each area of the site loads its own chunk (the landing
 // page none of the dashboard's), and what a browser is sent for each: compressed, hydrated in place.
@@ -119,42 +107,34 @@ describe("the build", () => {
 });
 
 describe("in Chromium", () => {
-  let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
   let server: RunningServer;
-  let browser: RunningBrowser;
   let page: Page;
   let pageErrors: string[];
 
-  beforeAll(async () => {
-    smtp = await startSmtpServer();
-    server = await startServer({ SMTP_URL: smtp.url });
-    browser = await launchBrowser();
-    page = await browser.context.newPage();
-    await page.setViewportSize(DESKTOP);
-    page.setDefaultTimeout(20_000);
-    pageErrors = watchPageErrors(page);
-    // The server-rendered page's root element, as the HTML parser made it: hydration must keep that very node.
-    await page.addInitScript(() => {
-      const w = window as unknown as { __ssrRoot?: Element };
-      new MutationObserver((_, observer) => {
-        const first = document.body?.firstElementChild;
-        if (first && first.tagName !== "SCRIPT") {
-          w.__ssrRoot = first;
-          observer.disconnect();
-        }
-      }).observe(document, { childList: true, subtree: true });
-    });
-    // A slow network: each area's chunk arrives well after the entry has run.
-    await page.route(/\/assets\/[a-z]+-area-[a-z0-9]+\.js$/, async (route) => {
-      await Bun.sleep(1500);
-      await route.continue();
-    });
-  }, 60_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await server?.stop();
-    await smtp?.close();
+  const suite = signedInSuite({
+    timeoutMs: 20_000,
+    prepare: async ({ page }) => {
+      await page.setViewportSize(DESKTOP);
+      // The server-rendered page's root element, as the HTML parser made it: hydration must keep that very node.
+      await page.addInitScript(() => {
+        const w = window as unknown as { __ssrRoot?: Element };
+        new MutationObserver((_, observer) => {
+          const first = document.body?.firstElementChild;
+          if (first && first.tagName !== "SCRIPT") {
+            w.__ssrRoot = first;
+            observer.disconnect();
+          }
+        }).observe(document, { childList: true, subtree: true });
+      });
+      // A slow network: each area's chunk arrives well after the entry has run.
+      await page.route(/\/assets\/[a-z]+-area-[a-z0-9]+\.js$/, async (route) => {
+        await Bun.sleep(1500);
+        await route.continue();
+      });
+    },
+  });
+  beforeAll(() => {
+    ({ server, page, pageErrors } = suite);
   });
 
   type Loaded = { url: string; encoding: string | undefined };
@@ -232,7 +212,7 @@ describe("in Chromium", () => {
   });
 
   test("signed in, the dashboard loads its own chunk and no site chunk, hydrated in place; in-app navigation crosses areas", async () => {
-    const live = await signInByEmail(page, server.baseUrl, smtp, "chunks@example.test");
+    const live = await suite.signIn("chunks@example.test");
     const { document, scripts } = await open(live);
     expect(compressed(document)).toBe(`${document.url}: compressed`);
     const urls = scripts.map((s) => s.url);

@@ -1,40 +1,22 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { BrowserContext, Page } from "playwright-core";
-import { startSmtpServer } from "../support/smtp.ts";
-import {
-  launchBrowser,
-  type RunningBrowser,
-  type RunningServer,
-  screenshot,
-  startServer,
-  waitForHydration,
-  watchPageErrors,
-} from "./harness.ts";
+import { beforeAll, describe, expect, test } from "bun:test";
+import type { Page } from "playwright-core";
+import { type RunningServer, type SignedInSuite, screenshot, signedInSuite, waitForHydration } from "./harness.ts";
 
-let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
+// Signing in is what these tests are about: they go through it step by step instead of letting the suite sign in.
+const suite = signedInSuite({
+  env: () => ({ SUPPORT_EMAIL: "help@example.test" }),
+  // Generous: CI machines run other suites alongside.
+  timeoutMs: 20_000,
+  prepare: ({ browser, server }) => browser.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.baseUrl }),
+});
+let smtp: SignedInSuite["smtp"];
 let server: RunningServer;
-let browser: RunningBrowser;
-let context: BrowserContext;
 let page: Page;
 let pageErrors: string[];
 const email = "ada@example.test";
 
-beforeAll(async () => {
-  smtp = await startSmtpServer();
-  server = await startServer({ SMTP_URL: smtp.url, SUPPORT_EMAIL: "help@example.test" });
-  browser = await launchBrowser();
-  context = browser.context;
-  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.baseUrl });
-  page = await context.newPage();
-  pageErrors = watchPageErrors(page);
-  // Generous: CI machines run other suites alongside.
-  page.setDefaultTimeout(20_000);
-}, 120_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await server?.stop();
-  await smtp?.close();
+beforeAll(() => {
+  ({ smtp, server, page, pageErrors } = suite);
 });
 
 describe("sign-in and the dashboard, in Chromium against the real server", () => {

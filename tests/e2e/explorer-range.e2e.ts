@@ -1,26 +1,16 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import type { Page } from "playwright-core";
-import { startSmtpServer } from "../support/smtp.ts";
-import {
-  launchBrowser,
-  type RunningBrowser,
-  type RunningServer,
-  screenshot,
-  signInByEmail,
-  startServer,
-  watchPageErrors,
-} from "./harness.ts";
+import { type RunningServer, screenshot, signedInSuite } from "./harness.ts";
 
 // Issue 14: the histogram draws exactly the chosen range (the 1h preset ends at now, in 30 s buckets), and the
 // brush, its handles and "Zoom to focus" stay inside it.
 
-let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
+const email = "range@example.test";
+const suite = signedInSuite({ email, timeoutMs: 15_000 });
 let server: RunningServer;
-let browser: RunningBrowser;
 let page: Page;
 let pageErrors: string[];
 let requestsPath = "";
-const email = "range@example.test";
 
 type Wire = { global: { lowerMs: number; upperMs: number }; focus: { lowerMs: number; upperMs: number } | null };
 const currentState = () => {
@@ -29,20 +19,9 @@ const currentState = () => {
 };
 const waitForUrlChange = (before: string) => page.waitForFunction((b) => document.location.search !== b, before);
 
-beforeAll(async () => {
-  smtp = await startSmtpServer();
-  server = await startServer({ SMTP_URL: smtp.url });
-  browser = await launchBrowser();
-  page = await browser.context.newPage();
-  page.setDefaultTimeout(15_000);
-  pageErrors = watchPageErrors(page);
-  requestsPath = (await signInByEmail(page, server.baseUrl, smtp, email)).replace(/\/live$/, "/requests");
-}, 120_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await server?.stop();
-  await smtp?.close();
+beforeAll(() => {
+  ({ server, page, pageErrors } = suite);
+  requestsPath = suite.home.replace(/\/live$/, "/requests");
 });
 
 describe("explorer histogram range", () => {

@@ -2,17 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
-import { startSmtpServer } from "../support/smtp.ts";
-import {
-  launchBrowser,
-  type RunningBrowser,
-  type RunningServer,
-  root,
-  screenshot,
-  signInByEmail,
-  startServer,
-  watchPageErrors,
-} from "./harness.ts";
+import { namespaceTokenOf, type RunningServer, root, screenshot, signedInSuite } from "./harness.ts";
 import { type RunningProgram, startProgram, startUpstream } from "./live-harness.ts";
 
 // The requests explorer in Chromium over the real query tunnel: a namespace filled through the real ingest
@@ -21,9 +11,7 @@ import { type RunningProgram, startProgram, startUpstream } from "./live-harness
 
 const bun = join(root, "node_modules/.bin/bun");
 const H = 3_600_000;
-let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
 let server: RunningServer;
-let browser: RunningBrowser;
 let program: RunningProgram | undefined;
 let page: Page;
 let pageErrors: string[];
@@ -52,52 +40,37 @@ async function settled() {
   await page.waitForFunction(() => !document.querySelector("[data-testid=results]")?.textContent?.includes("Loading…"));
 }
 
-beforeAll(async () => {
-  smtp = await startSmtpServer();
-  server = await startServer({ SMTP_URL: smtp.url });
-  browser = await launchBrowser();
-  page = await browser.context.newPage();
-  page.setDefaultTimeout(15_000);
-  pageErrors = watchPageErrors(page);
+const suite = signedInSuite({
+  timeoutMs: 15_000,
   // Keeps the page's WebSockets reachable, so a test can break the query tunnel.
-  await page.addInitScript(() => {
-    const Original = window.WebSocket;
-    const sockets: WebSocket[] = [];
-    (window as unknown as { __sockets: WebSocket[] }).__sockets = sockets;
-    window.WebSocket = class extends Original {
-      constructor(url: string | URL, protocols?: string | string[]) {
-        super(url, protocols);
-        sockets.push(this);
-      }
-    };
-  });
-}, 120_000);
+  prepare: ({ page }) =>
+    page.addInitScript(() => {
+      const Original = window.WebSocket;
+      const sockets: WebSocket[] = [];
+      (window as unknown as { __sockets: WebSocket[] }).__sockets = sockets;
+      window.WebSocket = class extends Original {
+        constructor(url: string | URL, protocols?: string | string[]) {
+          super(url, protocols);
+          sockets.push(this);
+        }
+      };
+    }),
+});
+
+beforeAll(() => {
+  ({ server, page, pageErrors } = suite);
+});
 
 afterAll(async () => {
-  await browser?.close();
   await program?.stop();
-  await server?.stop();
-  await smtp?.close();
   upstream.stop();
 });
 
 describe("Requests explorer", () => {
   test("sign in, fill the namespace through the publisher and tapscope run", async () => {
-    requestsPath = (await signInByEmail(page, server.baseUrl, smtp, email)).replace(/\/live$/, "/requests");
+    requestsPath = (await suite.signIn(email)).replace(/\/live$/, "/requests");
 
-    const token = await page.evaluate(async () => {
-      const post = async (name: string, body: unknown) => {
-        const r = await fetch(`/api/${name}`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify(body),
-        });
-        return r.json();
-      };
-      const { orgs } = await post("ListOrgs", {});
-      const { namespaces } = await post("ListNamespaces", { orgId: orgs[0].orgId });
-      return (await post("GenerateNamespaceToken", { namespaceId: namespaces[0].namespaceId })).token as string;
-    });
+    const token = await namespaceTokenOf(page);
     expect(token.length).toBeGreaterThan(20);
 
     // Generated traffic over the six hours before now, through JoinPublisher + the publisher WebSocket.

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { freePort } from "../support/ports.ts";
+import { startSmtpServer } from "../support/smtp.ts";
 
 export const root = resolve(import.meta.dir, "../..");
 export const artifactsDir = join(root, "test-artifacts");
@@ -17,18 +18,6 @@ export function buildClient(): Promise<void> {
     if ((await proc.exited) !== 0) throw new Error(`client build failed: ${await new Response(proc.stderr).text()}`);
   })();
   return built;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolvePort(port));
-    });
-  });
 }
 
 export type RunningServer = { baseUrl: string; logs: string[]; stop: () => Promise<void> };
@@ -181,7 +170,26 @@ export function signInLinkIn(text: string): string | null {
   return /https?:\/\/[^\s"'<>]+\/login\/link\?[^\s"'<>]+/.exec(text)?.[0]?.replaceAll("&amp;", "&") ?? null;
 }
 
+/** A new token for the first namespace a signed-in page's user may see, asked for as the Tokens screen asks. */
+export function namespaceTokenOf(page: Page): Promise<string> {
+  return page.evaluate(async () => {
+    const post = async (name: string, body: unknown) =>
+      (await fetch(`/api/${name}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })).json();
+    const { orgs } = await post("ListOrgs", {});
+    const { namespaces } = await post("ListNamespaces", { orgId: orgs[0].orgId });
+    return (await post("GenerateNamespaceToken", { namespaceId: namespaces[0].namespaceId })).token as string;
+  });
+}
+
 export type PageSuite = { server: RunningServer; browser: RunningBrowser; page: Page; pageErrors: string[] };
+
+async function startPageSuite(suite: PageSuite, env: Record<string, string>, timeoutMs?: number): Promise<void> {
+  suite.server = await startServer(env);
+  suite.browser = await launchBrowser();
+  suite.page = await suite.browser.context.newPage();
+  if (timeoutMs) suite.page.setDefaultTimeout(timeoutMs);
+  suite.pageErrors = watchPageErrors(suite.page);
+}
 
 /**
  * The usual browser suite: a real server (with `env()`, read when the suite starts), Chromium and one page whose
@@ -189,15 +197,66 @@ export type PageSuite = { server: RunningServer; browser: RunningBrowser; page: 
  */
 export function browserSuite(env: () => Record<string, string> = () => ({})): PageSuite {
   const suite = {} as PageSuite;
-  beforeAll(async () => {
-    suite.server = await startServer(env());
-    suite.browser = await launchBrowser();
-    suite.page = await suite.browser.context.newPage();
-    suite.pageErrors = watchPageErrors(suite.page);
-  }, 60_000);
+  beforeAll(() => startPageSuite(suite, env()), 120_000);
   afterAll(async () => {
     await suite.browser?.close();
     await suite.server?.stop();
+  });
+  return suite;
+}
+
+export type Person = { page: Page; pageErrors: string[] };
+
+export type SignedInSuite = PageSuite & {
+  /** The SMTP server the server mails its sign-in links (and invitations) to. */
+  smtp: Awaited<ReturnType<typeof startSmtpServer>>;
+  /** Where the suite's page landed when it signed in as `email` (a new user's first namespace's Live screen). */
+  home: string;
+  /** Signs a page (the suite's own unless given) in as `email` the way a person does; resolves with where it lands. */
+  signIn: (email: string, options?: { page?: Page; landing?: RegExp }) => Promise<string>;
+  /** Another person: a browser with a profile of its own, signed in as `email` when given; closed with the suite. */
+  newPerson: (email?: string) => Promise<Person>;
+};
+
+export type SignedInOptions = {
+  /** Signs the suite's page in before the file's tests; without it, nobody is signed in until a test calls signIn. */
+  email?: string;
+  /** More of the server's environment (read when the suite starts); SMTP_URL is the suite's. */
+  env?: () => Record<string, string>;
+  /** Each page's default timeout for its waits, in ms. */
+  timeoutMs?: number;
+  /** Runs once the page exists and before it signs in: init scripts, routes, permissions, the viewport. */
+  prepare?: (suite: SignedInSuite) => unknown;
+};
+
+/**
+ * The browser suite of a signed-in user: an SMTP server, the real server mailing its sign-in links to it, Chromium
+ * and one page signed in through the login form and the mailed link, as a person signs in.
+ */
+export function signedInSuite(options: SignedInOptions = {}): SignedInSuite {
+  const suite = {} as SignedInSuite;
+  const others: RunningBrowser[] = [];
+  suite.signIn = (email, { page = suite.page, landing } = {}) => signInByEmail(page, suite.server.baseUrl, suite.smtp, email, landing);
+  suite.newPerson = async (email) => {
+    const browser = await launchBrowser();
+    others.push(browser);
+    const page = await browser.context.newPage();
+    if (options.timeoutMs) page.setDefaultTimeout(options.timeoutMs);
+    const person = { page, pageErrors: watchPageErrors(page) };
+    if (email) await suite.signIn(email, { page });
+    return person;
+  };
+  beforeAll(async () => {
+    suite.smtp = await startSmtpServer();
+    await startPageSuite(suite, { ...options.env?.(), SMTP_URL: suite.smtp.url }, options.timeoutMs);
+    await options.prepare?.(suite);
+    if (options.email) suite.home = await suite.signIn(options.email);
+  }, 120_000);
+  afterAll(async () => {
+    for (const browser of others) await browser.close();
+    await suite.browser?.close();
+    await suite.server?.stop();
+    await suite.smtp?.close();
   });
   return suite;
 }

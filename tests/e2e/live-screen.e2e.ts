@@ -1,23 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Page } from "playwright-core";
-import { startSmtpServer } from "../support/smtp.ts";
-import {
-  launchBrowser,
-  type RunningBrowser,
-  type RunningServer,
-  screenshot,
-  signInByEmail,
-  startServer,
-  watchPageErrors,
-} from "./harness.ts";
+import { type RunningServer, screenshot, signedInSuite } from "./harness.ts";
 import { liveFrame, type RunningProgram, startProgram, startUpstream } from "./live-harness.ts";
 
 // The signed-in Live screen in Chromium: onboarding with a real token, a program under `tapscope run` with
 // that token, live rows, filters, saved suggestions, and Copy link reopening a request.
 
-let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
 let server: RunningServer;
-let browser: RunningBrowser;
 let program: RunningProgram | undefined;
 let page: Page;
 let pageErrors: string[];
@@ -26,21 +15,17 @@ let livePath = "";
 const email = "grace@example.test";
 const rows = () => liveFrame(page).locator.locator("[role=row][data-event-id]");
 
-beforeAll(async () => {
-  smtp = await startSmtpServer();
-  server = await startServer({ SMTP_URL: smtp.url });
-  browser = await launchBrowser();
-  await browser.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.baseUrl });
-  page = await browser.context.newPage();
-  page.setDefaultTimeout(10_000);
-  pageErrors = watchPageErrors(page);
-}, 120_000);
+const suite = signedInSuite({
+  timeoutMs: 10_000,
+  prepare: ({ browser, server }) => browser.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.baseUrl }),
+});
+
+beforeAll(() => {
+  ({ server, page, pageErrors } = suite);
+});
 
 afterAll(async () => {
-  await browser?.close();
   await program?.stop();
-  await server?.stop();
-  await smtp?.close();
   upstream.stop();
 });
 
@@ -48,7 +33,7 @@ const call = (path: string, init?: RequestInit) => fetch(`http://127.0.0.1:${pro
 
 describe("Live screen", () => {
   test("a new user lands on the Live screen with the onboarding overlay", async () => {
-    livePath = await signInByEmail(page, server.baseUrl, smtp, email);
+    livePath = await suite.signIn(email);
     await page.getByRole("heading", { name: "Connect your backend" }).waitFor();
     for (const stack of ["Python", "Node.js", "Next.js", "Go", "Other"])
       expect(await page.getByRole("button", { name: stack, exact: true }).count()).toBe(1);

@@ -2,16 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Frame, Page } from "playwright-core";
 import { createPublisher, type Publisher } from "~/agent/publish.ts";
 import { tracedEvent } from "../support/event-factory.ts";
-import { startSmtpServer } from "../support/smtp.ts";
-import {
-  launchBrowser,
-  type RunningBrowser,
-  type RunningServer,
-  screenshot,
-  signInByEmail,
-  startServer,
-  watchPageErrors,
-} from "./harness.ts";
+import { namespaceTokenOf, type RunningServer, screenshot, signedInSuite } from "./harness.ts";
 import { liveFrame } from "./live-harness.ts";
 
 // The data screens on a 390 px phone (and at 1440 px for comparison): the Live screen, a shared link, the
@@ -20,9 +11,7 @@ import { liveFrame } from "./live-harness.ts";
 
 const PHONE = { width: 390, height: 844 };
 const DESKTOP = { width: 1440, height: 900 };
-let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
 let server: RunningServer;
-let browser: RunningBrowser;
 let page: Page;
 let pageErrors: string[];
 let anonymous: Publisher;
@@ -51,23 +40,17 @@ const sampleEvents = (n: number) =>
     }),
   );
 
+const suite = signedInSuite({ timeoutMs: 15_000 });
+
 beforeAll(async () => {
-  smtp = await startSmtpServer();
-  server = await startServer({ SMTP_URL: smtp.url });
+  ({ server, page, pageErrors } = suite);
   anonymous = createPublisher({ endpoint: server.baseUrl, batchIntervalMs: 20 });
   linkUrl = (await anonymous.join()).linkUrl!;
-  browser = await launchBrowser();
-  page = await browser.context.newPage();
-  page.setDefaultTimeout(15_000);
-  pageErrors = watchPageErrors(page);
-}, 120_000);
+}, 60_000);
 
 afterAll(async () => {
-  await browser?.close();
   await anonymous?.close();
   await namespaced?.close();
-  await server?.stop();
-  await smtp?.close();
 });
 
 /** How many text lines tall an element is, in its own line height (toolbars: at most two). */
@@ -189,16 +172,8 @@ describe("data screens on a 390 px phone", () => {
 
   test("signed in: the Live screen on a phone", async () => {
     await page.setViewportSize(PHONE);
-    dashboardPath = (await signInByEmail(page, server.baseUrl, smtp, email)).replace(/\/live$/, "");
-    const token = await page.evaluate(async () => {
-      const post = async (name: string, body: unknown) =>
-        (
-          await fetch(`/api/${name}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
-        ).json();
-      const { orgs } = await post("ListOrgs", {});
-      const { namespaces } = await post("ListNamespaces", { orgId: orgs[0].orgId });
-      return (await post("GenerateNamespaceToken", { namespaceId: namespaces[0].namespaceId })).token as string;
-    });
+    dashboardPath = (await suite.signIn(email)).replace(/\/live$/, "");
+    const token = await namespaceTokenOf(page);
     namespaced = createPublisher({ endpoint: server.baseUrl, token, batchIntervalMs: 20 });
     await namespaced.join();
     for (const event of sampleEvents(30)) namespaced.send(event);

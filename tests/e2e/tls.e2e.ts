@@ -1,21 +1,11 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { makeCa, makeLeaf } from "../agent/tls-pki.ts";
-import { startSmtpServer } from "../support/smtp.ts";
-import {
-  launchBrowser,
-  type RunningBrowser,
-  type RunningServer,
-  root,
-  screenshot,
-  signInByEmail,
-  startServer,
-  watchPageErrors,
-} from "./harness.ts";
+import { namespaceTokenOf, type RunningServer, root, screenshot, signedInSuite } from "./harness.ts";
 
 // TLS in the requests explorer, in Chromium at 1440 and 390 px: generated traffic (published through the real
 // publisher) whose outbound calls are decrypted, not decrypted, or plaintext; filtered with the tls fields.
@@ -23,9 +13,7 @@ import {
 const bun = join(root, "node_modules/.bin/bun");
 const DESKTOP = { width: 1440, height: 900 };
 const PHONE = { width: 390, height: 844 };
-let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
 let server: RunningServer;
-let browser: RunningBrowser;
 let page: Page;
 let pageErrors: string[];
 let requestsPath = "";
@@ -52,33 +40,16 @@ async function applyFilter(text: string, everyRowHas?: string) {
   }, everyRowHas);
 }
 
-beforeAll(async () => {
-  smtp = await startSmtpServer();
-  server = await startServer({ SMTP_URL: smtp.url });
-  browser = await launchBrowser();
-  page = await browser.context.newPage();
-  page.setDefaultTimeout(15_000);
-  pageErrors = watchPageErrors(page);
-}, 120_000);
+const suite = signedInSuite({ timeoutMs: 15_000 });
 
-afterAll(async () => {
-  await browser?.close();
-  await server?.stop();
-  await smtp?.close();
+beforeAll(() => {
+  ({ server, page, pageErrors } = suite);
 });
 
 describe("TLS in the requests explorer", () => {
   test("generated calls arrive through the publisher", async () => {
-    requestsPath = (await signInByEmail(page, server.baseUrl, smtp, "tls@example.test")).replace(/\/live$/, "/requests");
-    token = await page.evaluate(async () => {
-      const post = async (name: string, body: unknown) =>
-        (
-          await fetch(`/api/${name}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
-        ).json();
-      const { orgs } = await post("ListOrgs", {});
-      const { namespaces } = await post("ListNamespaces", { orgId: orgs[0].orgId });
-      return (await post("GenerateNamespaceToken", { namespaceId: namespaces[0].namespaceId })).token as string;
-    });
+    requestsPath = (await suite.signIn("tls@example.test")).replace(/\/live$/, "/requests");
+    token = await namespaceTokenOf(page);
     const child = Bun.spawn(
       [
         bun,

@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ClickHouseServer, freePort, killWatched, startClickHouseServer } from "./clickhouse.ts";
+import { type ClickHouseServer, killWatched, startClickHouseServer } from "./clickhouse.ts";
+import { freePort } from "./ports.ts";
 
 /**
  * A ClickHouse cluster for tests, from Debian's packages: one ZooKeeper (the `zookeeper` package's jars, for

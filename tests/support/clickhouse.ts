@@ -1,8 +1,8 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Subprocess, spawn } from "bun";
+import { freePort } from "./ports.ts";
 
 /**
  * A real ClickHouse for tests: CLICKHOUSE_URL when set, otherwise Debian's clickhouse-server (18.16)
@@ -17,19 +17,6 @@ const packagedConfig = "/etc/clickhouse-server";
 export function killWatched(watchdog: { pid: number; kill: (signal?: number | NodeJS.Signals) => void }): void {
   Bun.spawnSync(["pkill", "-KILL", "-P", String(watchdog.pid)]);
   watchdog.kill("SIGKILL");
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const address = srv.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 function binary(): string {

@@ -9,7 +9,8 @@ import { createRuntime, type Runtime } from "~/runtime.ts";
 import { grantsOf } from "~/services/access/grants.ts";
 import { newToken } from "~/services/auth/token-format.ts";
 import { issueSubscriberTicket } from "~/services/live/subscriber-ticket.ts";
-import { freePort, killWatched } from "./clickhouse.ts";
+import { killWatched } from "./clickhouse.ts";
+import { freePort } from "./ports.ts";
 
 /** A process the tests own, gone with the test process (a watchdog shell), killable and restartable on the same port. */
 export type Service = { port: number; url: string; kill: () => Promise<void>; restart: () => Promise<void>; stop: () => void };

@@ -1,9 +1,9 @@
 import { spawnSync } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
+import { freePort } from "./ports.ts";
 
 /**
  * A real PostgreSQL for tests. With TEST_DATABASE_URL, that server is used; otherwise a throwaway cluster
@@ -47,17 +47,6 @@ export async function dropTestDatabase(url: string): Promise<void> {
   } finally {
     await admin.end();
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const address = srv.address();
-      srv.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
-    });
-  });
 }
 
 function asPostgres(args: string[]): void {

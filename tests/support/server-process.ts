@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { openDatabase } from "#db/client.ts";
 import { namespaces, namespaceTokens, orgs } from "#db/schema/index.ts";
 import { newToken } from "~/services/auth/token-format.ts";
+import { freePort } from "./ports.ts";
 
 const root = join(import.meta.dir, "../..");
 
@@ -19,13 +20,6 @@ export type ServerProcess = {
   /** SIGKILL, then the data dir removed unless keepDataDir. */
   kill: () => Promise<void>;
 };
-
-async function freePort(): Promise<number> {
-  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = probe.port;
-  probe.stop(true);
-  return port;
-}
 
 /**
  * The real CLI (`bun src/main.ts server`) as a child process on a free loopback port, on the embedded default

@@ -175,7 +175,7 @@ describe("explorer URL state", () => {
     const wire = JSON.parse(atob(encodeState(s)));
     expect(Object.keys(wire)).toEqual(expect.arrayContaining(["clauses", "global", "focus"]));
     expect(decodeState("not base64!")).toBeNull();
-    // A global range the server would refuse falls back to the last hour (tests/unit/time-bounds.test.ts).
+    // A global range the server would refuse falls back to the last hour (tests/lib/time/bounds.test.ts).
     expect(decodeState(btoa('{"global":{"lowerMs":5,"upperMs":1}}'), NOW)?.global).toEqual({ startMs: NOW - H, endMs: NOW });
     expect(
       decodeState(

@@ -36,7 +36,7 @@ async function ask(workers: WorkerRegistry, namespaceId: string, orgId: string, 
  * The tunnel reply of each page of large bodies still leaves several copies of them on this thread as garbage (the
  * store's text, the reply's JSON and bytes), which the collector, left to itself, frees too late: three concurrent
  * exports of 100 requests with 1 MiB bodies grew the server by 150-450 MB. A full collection once every 16 MiB
- * of bodies fetched by all exports keeps that at 30-100 MB (tests/api/har-memory.test.ts). JSC's own full
+ * of bodies fetched by all exports keeps that at 30-100 MB (tests/api/tunnel/har-memory.test.ts). JSC's own full
  * collection pauses for about 20 ms here; Bun.gc(true) also throws away compiled code and took 30-60 ms.
  */
 const collectEveryBytes = 16 * 1024 * 1024;
