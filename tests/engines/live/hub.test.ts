@@ -586,13 +586,18 @@ describe("the process's filter allowance", () => {
 
   test("costly filters on ten links cost the process one allowance, not ten channels' budgets; a signed-in viewer is not starved", () => {
     // Baseline, in this test: the same attack with only the per-channel budgets (what the hub did before).
-    const unbounded = attack(
-      new LiveHub({ flushIntervalMs: 1 }, { filterAllowance: new FilterAllowance({ stepsPerSecond: 1e12, burstSteps: 1e12 }) }),
-      20,
-    );
-    const bounded = attack(new LiveHub({ flushIntervalMs: 1 }), 20);
+    // Interleaved, and the quickest of three of each: a busy machine's pauses land in one run, not in all of them.
+    const runs = Array.from({ length: 3 }, () => ({
+      unbounded: attack(
+        new LiveHub({ flushIntervalMs: 1 }, { filterAllowance: new FilterAllowance({ stepsPerSecond: 1e12, burstSteps: 1e12 }) }),
+        20,
+      ),
+      bounded: attack(new LiveHub({ flushIntervalMs: 1 }), 20),
+    }));
+    const quickest = (of: "bounded" | "unbounded") => Math.min(...runs.map((r) => r[of].elapsed));
+    const bounded = runs[0]!.bounded;
     // Ten channels' bursts (5,000,000 steps) against one allowance's (400,000), of which anonymous viewers get half.
-    expect(bounded.elapsed).toBeLessThan(unbounded.elapsed / 4);
+    expect(quickest("bounded")).toBeLessThan(quickest("unbounded") / 4);
     expect(bounded.signedIn.paths()).toHaveLength(20);
     expect(bounded.signedIn.of("dropped")).toEqual([]);
     for (const s of bounded.sockets) expect(s.of("dropped").at(-1)?.total).toBe(20);

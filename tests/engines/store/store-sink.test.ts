@@ -40,7 +40,7 @@ describe("store sink", () => {
     sinks.add(sink);
     sinks.accept({ namespaceId: ns, linkId: null }, events(250));
     // 2 full batches are written straight away; the remaining 50 by the timer.
-    await Bun.sleep(200);
+    for (let waited = 0; sink.statsFor(ns).written < 250 && waited < 5000; waited += 10) await Bun.sleep(10);
     expect((await store.queryRows(ns, { filter: all })).actualNumberOfRows).toBe(250);
     expect(sink.statsFor(ns)).toEqual({
       accepted: 250,
@@ -58,10 +58,12 @@ describe("store sink", () => {
     await Bun.sleep(50);
     const secondAt = performance.now();
     sink.accept({ namespaceId: ns, linkId: null }, events(100, 5));
-    await Bun.sleep(100);
-    // Two full batches at once; the 30 left are not written as an odd-sized insert while they are fresh.
-    expect(written).toEqual([100, 100]);
-    expect((await store.queryRows(ns, { filter: all })).actualNumberOfRows).toBe(200);
+    for (let waited = 0; sink.statsFor(ns).written < 200 && waited < 5000; waited += 10) await Bun.sleep(10);
+    // Two full batches at once; the 30 left are not written as an odd-sized insert while they are fresh (a busy
+    // machine may take past the interval to get here: then they may have gone, after the two).
+    if (performance.now() - secondAt < 300) expect(written).toEqual([100, 100]);
+    expect(written.slice(0, 2)).toEqual([100, 100]);
+    expect((await store.queryRows(ns, { filter: all })).actualNumberOfRows).toBeGreaterThanOrEqual(200);
     // Once the oldest of them has waited the interval, the partial batch goes too.
     for (let waited = 0; sink.statsFor(ns).written < 230 && waited < 5000; waited += 20) await Bun.sleep(20);
     expect(performance.now() - secondAt).toBeGreaterThanOrEqual(300);
