@@ -2,6 +2,8 @@ import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { useSearchParams } from "react-router";
 import { joinFilterChips } from "~/lib/filter/parse.ts";
 import { gridRange, type TimeRange } from "~/lib/time/range.ts";
+import { formatInZone } from "~/lib/time/typed-time.ts";
+import { useTimeZone } from "~/ui/lib/time-zone.ts";
 import { ClauseEditor } from "./clause-editor.tsx";
 import { ExplorerFilterBar } from "./explorer-filter-bar.tsx";
 import { decodeState, defaultState, type ExplorerState, encodeState, toQueryFilter } from "./explorer-state.ts";
@@ -61,6 +63,7 @@ function ExplorerBody({
   namespaceId: string;
   now: () => number;
 }) {
+  const [tz] = useTimeZone();
   const filterText = joinFilterChips(state.text);
   const histFilter = useMemo(() => toQueryFilter(state, false), [state]);
   const rowsFilter = useMemo(() => toQueryFilter(state, true), [state]);
@@ -102,10 +105,9 @@ function ExplorerBody({
       <RangeControls
         global={state.global}
         focus={state.focus}
-        tz={state.tz}
+        tz={tz}
         now={now}
         onChange={({ global, focus }) => setState({ ...state, global, focus })}
-        onZone={(tz) => setState({ ...state, tz })}
       />
       <div className="rounded-lg border border-zinc-800 bg-zinc-950 p-2">
         <div className="mb-1 flex flex-wrap items-center gap-x-3 gap-y-1 text-xs text-zinc-400">
@@ -124,16 +126,16 @@ function ExplorerBody({
           </span>
           {state.focus ? (
             <span className="ml-auto max-sm:ml-0 max-sm:basis-full" data-testid="focus-range">
-              focus {new Date(state.focus.startMs).toISOString()} → {new Date(state.focus.endMs).toISOString()}
+              focus {formatInZone(state.focus.startMs, tz)} → {formatInZone(state.focus.endMs, tz)}
             </span>
           ) : (
             <span className="ml-auto text-zinc-500 max-sm:hidden">Drag on the chart to focus a range</span>
           )}
         </div>
         {hist.status === "failed" ? <QueryError what="The histogram" message={hist.message} onRetry={hist.retry} /> : null}
-        <Histogram global={state.global} focus={state.focus} buckets={showBuckets} tz={state.tz} onFocus={onFocus} />
+        <Histogram global={state.global} focus={state.focus} buckets={showBuckets} tz={tz} onFocus={onFocus} />
       </div>
-      <ResultsPanel client={client} filter={rowsFilter} filterText={filterText} tz={state.tz} />
+      <ResultsPanel client={client} filter={rowsFilter} filterText={filterText} tz={tz} />
       <a
         className="self-end text-xs text-zinc-500 underline-offset-2 hover:text-zinc-300 hover:underline"
         href={`/minified/?${new URLSearchParams({ namespace: namespaceId, filter: encodeState(state) })}`}

@@ -4,6 +4,7 @@ import { displayUrl, eventOrigin } from "~/lib/event-url.ts";
 import { formatBytes, formatDuration } from "~/lib/format.ts";
 import type { ResultRow } from "~/lib/protocol/query.ts";
 import type { TimeZoneMode } from "~/lib/time/ticks.ts";
+import { zoneName } from "~/lib/time/zone.ts";
 import { TlsMarker } from "~/ui/components/tls-marker.tsx";
 import { statusClass } from "~/ui/live/format.ts";
 
@@ -111,6 +112,9 @@ export function ResultsList({
                   }
                 >
                   {c.label}
+                  {c.key === "time" ? (
+                    <span className="ml-1 font-normal tracking-normal text-zinc-500 normal-case">{zoneName(tz)}</span>
+                  ) : null}
                   {active ? (sort.dir === "desc" ? " ↓" : " ↑") : ""}
                 </button>
               </span>

@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { ZoneToggle } from "~/ui/components/zone-toggle.tsx";
 import { downloadHar } from "../request-detail/har-download.ts";
 import { RequestDetail } from "../request-detail/request-detail.tsx";
 import { EventList } from "./event-list.tsx";
@@ -140,6 +141,7 @@ export function LiveFrame({
           </span>
         ) : null}
         <span className="flex-1" />
+        <ZoneToggle className="max-sm:hidden" />
         {pause ? (
           <button
             type="button"

@@ -2,8 +2,10 @@ import { type ReactNode, useMemo } from "react";
 import { displayUrl, eventUrl, isDecrypted } from "~/lib/event-url.ts";
 import { formatBytes, formatDuration } from "~/lib/format.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { formatFullTime } from "~/lib/time/zone.ts";
+import { useTimeZone } from "~/ui/lib/time-zone.ts";
 import { LockIcon } from "../components/tls-marker.tsx";
-import { formatDateTime, statusClass } from "../live/format.ts";
+import { statusClass } from "../live/format.ts";
 import { BodyView } from "./body-view.tsx";
 import { toCurl } from "./curl.ts";
 import { useCopy } from "./use-copy.ts";
@@ -37,6 +39,7 @@ function isTunnel(event: TracedEvent): boolean {
 
 export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClose, onSaveHar, onSaveAllHar, link }: RequestDetailProps) {
   const { copiedKey, failedKey, copy } = useCopy();
+  const [zone] = useTimeZone();
   // The live frame re-renders as events stream in: decode the body for cURL once per event.
   const curl = useMemo(() => (event.protocol === "http" ? toCurl(event) : null), [event]);
   const label = (key: string, idle: string) => (copiedKey === key ? "Copied!" : failedKey === key ? "Copy failed" : idle);
@@ -60,7 +63,8 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
               {event.protocol === "tcp" || isTunnel(event) ? displayUrl(event) : eventUrl(event)}
             </p>
             <p className="mt-1 text-xs text-zinc-500">
-              {formatDateTime(event.time)} · HTTP/{event.http_version || "?"} · {event.http_client_addr} → {event.http_server_addr}
+              <time data-testid="detail-time">{formatFullTime(event.time, zone)}</time> · HTTP/{event.http_version || "?"} ·{" "}
+              {event.http_client_addr} → {event.http_server_addr}
               {event.process_executable_name ? ` · ${event.process_executable_name} (pid ${event.process_id})` : ""}
             </p>
             {tlsSummary(event) ? (
