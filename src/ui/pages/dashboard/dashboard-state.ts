@@ -27,6 +27,8 @@ export type DashboardState = {
   createNamespace: () => Promise<void>;
   /** Loads orgs, namespaces and invitations again (after joining, leaving or deleting a namespace). */
   reload: () => Promise<void>;
+  /** Reads the orgs again (what they have seen: a store for the Requests link); the new list. */
+  refreshOrgs: () => Promise<Org[]>;
   acceptInvitation: (invitation: Invitation) => Promise<void>;
   declineInvitation: (invitation: Invitation) => Promise<void>;
   /** A new user who was invited but would rather have their own: onboarding as usual. */
@@ -152,6 +154,12 @@ export function useDashboardState(self: Self): DashboardState {
     setLoaded(await load());
   }, [load]);
 
+  const refreshOrgs = useCallback(async () => {
+    const { orgs } = await api("ListOrgs", {});
+    setLoaded((current) => (current ? { ...current, orgs } : current));
+    return orgs;
+  }, []);
+
   const createNamespace = useCallback(async () => {
     if (!org || !loaded) return;
     const name = window.prompt("Name of the new namespace")?.trim();
@@ -220,6 +228,7 @@ export function useDashboardState(self: Self): DashboardState {
     selectNamespace,
     createNamespace,
     reload,
+    refreshOrgs,
     acceptInvitation,
     declineInvitation,
     startOwnNamespace,
