@@ -187,9 +187,7 @@ function LogoStrip({ stories }: { stories: CustomerStory[] }) {
         ))}
       </ul>
       <p className="mt-4 text-center text-sm text-zinc-400 opacity-0 transition-opacity group-focus-within:opacity-100 group-hover:opacity-100">
-        {isExample
-          ? "Example companies: an operator lists real ones in content/customers."
-          : "Developers at these teams signed up and trace with Tapscope."}
+        {isExample ? "Example companies: their stories show what Tapscope is used for." : "Developers at these teams trace with Tapscope."}
       </p>
     </section>
   );
