@@ -124,8 +124,13 @@ describe("taking access back, in Chromium against the real server", () => {
     await admin.getByText(`${BOB} was removed, with 0 tokens they created.`).waitFor();
     expect(await admin.getByRole("region", { name: "Namespace members" }).getByText(BOB).count()).toBe(0);
 
+    // An old link to the namespace says it is not his (it does not quietly open another one), and offers his own.
     await bob.goto(`${server.baseUrl}/dashboard/admin/users`);
-    await bob.waitForURL(/\/dashboard\/bob\/users$/);
+    await bob.getByRole("heading", { name: "There is no namespace named “admin”" }).waitFor();
+    expect(new URL(bob.url()).pathname).toBe("/dashboard/admin/users");
+    await bothWidths(bob, "namespace-not-found");
+    await bob.getByRole("link", { name: "bob" }).click();
+    await bob.waitForURL(/\/dashboard\/bob\/live$/);
     await bob.getByRole("button", { name: "Switch namespace" }).click();
     expect(await bob.getByRole("menuitem", { name: "admin" }).count()).toBe(0);
     await bob.keyboard.press("Escape");
@@ -177,7 +182,7 @@ describe("taking access back, in Chromium against the real server", () => {
     await dialog.getByLabel("Namespace name to confirm").fill("scratch");
     await bothWidths(admin, "delete-namespace-dialog");
     await confirm.click();
-    await admin.waitForURL(/\/dashboard\/admin\/users$/);
+    await admin.waitForURL(/\/dashboard\/admin\/live$/);
     await admin.getByRole("button", { name: "Switch namespace" }).click();
     expect(await admin.getByRole("menuitem", { name: "scratch" }).count()).toBe(0);
     await admin.keyboard.press("Escape");

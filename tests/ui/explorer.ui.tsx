@@ -345,8 +345,11 @@ describe("results", () => {
     fireEvent.click(alert.querySelector("button")!);
     await waitFor(() => expect(screen.getByTestId("row-limit").textContent).toBe(rowLimitText(10_050)));
     expect(rowLimitText(12345)).toBe(
-      "Row limit of 10000 reached. Your query would have returned 12345 rows. Consider narrowing the time window or adding filters to reduce the number of rows returned.",
+      "Row limit of 10,000 reached. Your query would have returned 12,345 rows. Consider narrowing the time window or adding filters to reduce the number of rows returned.",
     );
+    // The same number, written the same way, as the count above it.
+    expect(screen.getByTestId("result-count").textContent).toBe("10,050 requests");
+    expect(screen.getByTestId("row-limit").textContent).toContain("returned 10,050 rows");
     // The failed try, then the retry.
     expect(calls.rows.length).toBe(2);
     await waitFor(() => expect(document.querySelector("[role=table][aria-label=Results]")?.getAttribute("aria-rowcount")).toBe("10000"));

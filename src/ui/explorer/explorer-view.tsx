@@ -132,7 +132,9 @@ function ExplorerBody({
             <span className="ml-auto text-zinc-500 max-sm:hidden">Drag on the chart to focus a range</span>
           )}
         </div>
-        {hist.status === "failed" ? <QueryError what="The histogram" message={hist.message} onRetry={hist.retry} /> : null}
+        {hist.status === "failed" ? (
+          <QueryError what="The histogram" message={hist.message} details={hist.details} onRetry={hist.retry} />
+        ) : null}
         <Histogram global={state.global} focus={state.focus} buckets={showBuckets} tz={tz} onFocus={onFocus} />
       </div>
       <ResultsPanel client={client} filter={rowsFilter} filterText={filterText} tz={tz} />

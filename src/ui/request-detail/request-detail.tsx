@@ -8,6 +8,7 @@ import { LockIcon } from "../components/tls-marker.tsx";
 import { statusClass } from "../live/format.ts";
 import { BodyView } from "./body-view.tsx";
 import { toCurl } from "./curl.ts";
+import { tagLabel, tagValue } from "./tag-labels.ts";
 import { useCopy } from "./use-copy.ts";
 import { Waterfall } from "./waterfall.tsx";
 
@@ -242,7 +243,7 @@ function Facts({ event }: { event: TracedEvent }) {
     ["event id", event.event_id],
     ...Object.entries(event.tags ?? {})
       .filter(([k]) => !tlsTags.has(k))
-      .map(([k, v]) => [`tag ${k}`, String(v)] as [string, string]),
+      .map(([k, v]) => [tagLabel(k), tagValue(k, String(v))] as [string, string]),
   ];
   return <Headers label="Details" headers={rows.filter(([, value]) => value !== "")} />;
 }

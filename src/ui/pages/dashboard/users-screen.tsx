@@ -1,4 +1,5 @@
 import { type FormEvent, type ReactNode, useCallback, useEffect, useState } from "react";
+import { useNavigate } from "react-router";
 import type { NamespaceUser } from "~/lib/protocol/api/users.ts";
 import { Button } from "~/ui/components/button.tsx";
 import { Modal } from "~/ui/components/modal.tsx";
@@ -25,6 +26,7 @@ type Pending =
 
 function UsersOfNamespace({ namespace }: { namespace: DashboardNamespace }) {
   const { self, reload } = useDashboard();
+  const navigate = useNavigate();
   const { namespaceId, name: namespaceName } = namespace;
   const [users, setUsers] = useState<NamespaceUser[] | null>(null);
   const [email, setEmail] = useState("");
@@ -158,6 +160,8 @@ function UsersOfNamespace({ namespace }: { namespace: DashboardNamespace }) {
                 return run("Could not leave the namespace", async () => {
                   await api("RemoveUser", { namespaceId, userId: pending.user.userId ?? "" });
                   await reload();
+                  // Out of this namespace: the dashboard opens another one (this URL now names none of the user's).
+                  navigate("/dashboard", { replace: true });
                   return null;
                 });
               case "sign-out":
@@ -174,6 +178,8 @@ function UsersOfNamespace({ namespace }: { namespace: DashboardNamespace }) {
                 return run("Could not delete the namespace", async () => {
                   await api("DeleteNamespace", { namespaceId });
                   await reload();
+                  // Out of this namespace: the dashboard opens another one (this URL now names none of the user's).
+                  navigate("/dashboard", { replace: true });
                   return null;
                 });
             }
