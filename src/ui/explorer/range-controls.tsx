@@ -28,7 +28,7 @@ export function jumpTarget(
 
 /**
  * The explorer's range controls: shift (beside the range), presets ending now, now, jump to a typed time, zoom,
- * clear, and the display zone.
+ * clear, and the display zone. `foldedClass` goes on all but the range and its shift buttons (a phone folds them).
  */
 export function RangeControls({
   global,
@@ -36,12 +36,14 @@ export function RangeControls({
   tz,
   onChange,
   now = Date.now,
+  foldedClass = "",
 }: {
   global: TimeRange;
   focus: TimeRange | null;
   tz: TimeZoneMode;
   onChange: (next: RangeChange) => void;
   now?: () => number;
+  foldedClass?: string;
 }) {
   const [typed, setTyped] = useState("");
   const [problem, setProblem] = useState<string | null>(null);
@@ -53,7 +55,7 @@ export function RangeControls({
 
   return (
     <div className="flex flex-wrap items-center gap-2">
-      <div className="flex max-w-full min-w-0 items-center gap-2">
+      <div className="flex max-w-full min-w-0 items-center gap-2 max-sm:w-full max-sm:justify-between">
         <button
           type="button"
           className={btn}
@@ -64,7 +66,7 @@ export function RangeControls({
         >
           ◀
         </button>
-        <span className="min-w-0 font-mono text-xs text-zinc-300" data-testid="global-range">
+        <span className="min-w-0 font-mono text-xs text-zinc-300 max-sm:text-center" data-testid="global-range">
           {formatInZone(global.startMs, tz)} → {formatInZone(global.endMs, tz)}
         </span>
         <button
@@ -78,75 +80,77 @@ export function RangeControls({
           ▶
         </button>
       </div>
-      <span className="mx-1 h-5 w-px bg-zinc-800 max-sm:hidden" />
-      {presets.map((p) => (
+      <div className={`contents ${foldedClass}`}>
+        <span className="mx-1 h-5 w-px bg-zinc-800 max-sm:hidden" />
+        {presets.map((p) => (
+          <button
+            key={p.label}
+            type="button"
+            className={btn}
+            title={`Last ${p.label}`}
+            onClick={() => onChange({ global: endingAt(p.ms, now()), focus: null })}
+          >
+            {p.label}
+          </button>
+        ))}
+        <button type="button" className={btn} onClick={() => onChange({ global: endingAt(duration, now()), focus: null })}>
+          Now
+        </button>
+        <form
+          className="flex items-center gap-1"
+          noValidate
+          onSubmit={(e) => {
+            e.preventDefault();
+            const target = jumpTarget(typed, global, tz, now());
+            if (!target.ok) {
+              setProblem(target.reason);
+              return;
+            }
+            setProblem(null);
+            onChange({ global: target.range, focus: null });
+          }}
+        >
+          <input
+            aria-label={`Jump to time (${zoneName(tz)})`}
+            aria-invalid={problem !== null}
+            aria-describedby={problem ? "jump-problem" : undefined}
+            className={`w-52 rounded-md border bg-zinc-900 px-2 py-1 font-mono text-xs text-zinc-100 placeholder:text-zinc-600 ${problem ? "border-red-500/70" : "border-zinc-700"}`}
+            placeholder={placeholder}
+            value={typed}
+            spellCheck={false}
+            onChange={(e) => {
+              setTyped(e.target.value);
+              setProblem(null);
+            }}
+          />
+          <button
+            type="submit"
+            className={btn}
+            disabled={typed.trim() === ""}
+            title={`${jumpTimeHint}; without a zone it is read in ${zoneName(tz)}`}
+          >
+            Go
+          </button>
+        </form>
+        <span className="mx-1 h-5 w-px bg-zinc-800 max-sm:hidden" />
         <button
-          key={p.label}
           type="button"
           className={btn}
-          title={`Last ${p.label}`}
-          onClick={() => onChange({ global: endingAt(p.ms, now()), focus: null })}
+          disabled={!focus}
+          onClick={() => focus && onChange({ global: zoomToFocus(focus), focus: null })}
         >
-          {p.label}
+          Zoom to focus
         </button>
-      ))}
-      <button type="button" className={btn} onClick={() => onChange({ global: endingAt(duration, now()), focus: null })}>
-        Now
-      </button>
-      <form
-        className="flex items-center gap-1"
-        noValidate
-        onSubmit={(e) => {
-          e.preventDefault();
-          const target = jumpTarget(typed, global, tz, now());
-          if (!target.ok) {
-            setProblem(target.reason);
-            return;
-          }
-          setProblem(null);
-          onChange({ global: target.range, focus: null });
-        }}
-      >
-        <input
-          aria-label={`Jump to time (${zoneName(tz)})`}
-          aria-invalid={problem !== null}
-          aria-describedby={problem ? "jump-problem" : undefined}
-          className={`w-52 rounded-md border bg-zinc-900 px-2 py-1 font-mono text-xs text-zinc-100 placeholder:text-zinc-600 ${problem ? "border-red-500/70" : "border-zinc-700"}`}
-          placeholder={placeholder}
-          value={typed}
-          spellCheck={false}
-          onChange={(e) => {
-            setTyped(e.target.value);
-            setProblem(null);
-          }}
-        />
-        <button
-          type="submit"
-          className={btn}
-          disabled={typed.trim() === ""}
-          title={`${jumpTimeHint}; without a zone it is read in ${zoneName(tz)}`}
-        >
-          Go
+        <button type="button" className={btn} disabled={!focus} onClick={() => onChange({ global, focus: null })}>
+          Clear focus
         </button>
-      </form>
-      <span className="mx-1 h-5 w-px bg-zinc-800 max-sm:hidden" />
-      <button
-        type="button"
-        className={btn}
-        disabled={!focus}
-        onClick={() => focus && onChange({ global: zoomToFocus(focus), focus: null })}
-      >
-        Zoom to focus
-      </button>
-      <button type="button" className={btn} disabled={!focus} onClick={() => onChange({ global, focus: null })}>
-        Clear focus
-      </button>
-      <ZoneToggle className="ml-auto" />
-      {problem ? (
-        <p id="jump-problem" role="alert" className="basis-full text-xs text-red-400">
-          {problem}
-        </p>
-      ) : null}
+        <ZoneToggle className="ml-auto" />
+        {problem ? (
+          <p id="jump-problem" role="alert" className="basis-full text-xs text-red-400">
+            {problem}
+          </p>
+        ) : null}
+      </div>
     </div>
   );
 }

@@ -10,12 +10,14 @@ import { useTimeZone } from "~/ui/lib/time-zone.ts";
 import { statusClass } from "./format.ts";
 
 export const ROW_HEIGHT = 28;
-// By the list's own width (a phone, or beside an open detail): a narrow list keeps status, method and URL;
-// time, duration and size come back from 36rem on. The time column is wider when it holds dates (a day other than
-// today in the display zone).
-const COLUMNS = "grid-cols-[3.25rem_3.5rem_minmax(0,1fr)] @xl:grid-cols-[6rem_4.5rem_3.25rem_3.75rem_minmax(0,1fr)_4.5rem]";
-const DATED_COLUMNS = "grid-cols-[3.25rem_3.5rem_minmax(0,1fr)] @xl:grid-cols-[9.5rem_4.5rem_3.25rem_3.75rem_minmax(0,1fr)_4.5rem]";
+// By the list's own width (a phone, or beside an open detail): a narrow list keeps status, method, URL and the
+// duration (moved to the row's end); time and size come back from 36rem on. The time column is wider when it holds
+// dates (a day other than today in the display zone).
+const NARROW_COLUMNS = "grid-cols-[3.25rem_3.25rem_minmax(0,1fr)_3.75rem] @max-xl:gap-x-1.5 @max-xl:px-2";
+const COLUMNS = `${NARROW_COLUMNS} @xl:grid-cols-[6rem_4.5rem_3.25rem_3.75rem_minmax(0,1fr)_4.5rem]`;
+const DATED_COLUMNS = `${NARROW_COLUMNS} @xl:grid-cols-[9.5rem_4.5rem_3.25rem_3.75rem_minmax(0,1fr)_4.5rem]`;
 const WIDE_ONLY = "@max-xl:hidden";
+const LAST_WHEN_NARROW = "@max-xl:order-last";
 
 /**
  * The event list, newest first, virtualised: only the rows in view (plus a few) are in the DOM, so
@@ -65,11 +67,14 @@ export function EventList({
   return (
     <div className="@container flex min-h-0 flex-1 flex-col" role="table" aria-label="Requests" aria-rowcount={count}>
       <div role="rowgroup" className="border-b border-zinc-800 bg-zinc-900/80">
-        <div role="row" className={`grid ${columns} gap-2 px-3 py-1.5 text-[11px] font-semibold tracking-wider text-zinc-400 uppercase`}>
+        <div
+          role="row"
+          className={`grid ${columns} gap-2 px-3 py-1.5 text-[11px] font-semibold tracking-wider text-zinc-400 uppercase @max-xl:tracking-normal`}
+        >
           <span role="columnheader" className={WIDE_ONLY}>
             Time <span className="font-normal tracking-normal text-zinc-500 normal-case">{zoneName(zone, nowMs)}</span>
           </span>
-          <span role="columnheader" className={`text-right ${WIDE_ONLY}`}>
+          <span role="columnheader" className={`text-right ${LAST_WHEN_NARROW}`}>
             Duration
           </span>
           <span role="columnheader">Status</span>
@@ -147,7 +152,7 @@ const Row = memo(function Row({
       <span role="cell" className={`text-zinc-400 tabular-nums ${WIDE_ONLY}`}>
         {formatListTime(event.time, zone, nowMs)}
       </span>
-      <span role="cell" className={`text-right text-zinc-300 tabular-nums ${WIDE_ONLY}`}>
+      <span role="cell" className={`text-right text-zinc-300 tabular-nums ${LAST_WHEN_NARROW}`}>
         {formatDuration(event.http_duration)}
       </span>
       <span role="cell" className={statusClass(event.http_resp_status_code)}>

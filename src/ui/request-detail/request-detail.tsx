@@ -1,5 +1,5 @@
 import { type ReactNode, useMemo } from "react";
-import { displayUrl, eventUrl, isDecrypted } from "~/lib/event-url.ts";
+import { displayUrl, eventUrl, isDecrypted, splitUrlTail } from "~/lib/event-url.ts";
 import { formatBytes, formatDuration } from "~/lib/format.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { formatFullTime } from "~/lib/time/zone.ts";
@@ -266,6 +266,17 @@ function TlsFacts({ event }: { event: TracedEvent }) {
   return <Headers label="TLS" headers={rows.filter(([, value]) => value !== "")} isProse />;
 }
 
+/** One line of text shortened in the middle when it does not fit: the URL's last segment and query stay whole. */
+function MiddleCutText({ text }: { text: string }) {
+  const { head, tail } = splitUrlTail(text);
+  return (
+    <span className="flex min-w-0 text-zinc-300" title={text} data-testid="call-url">
+      <span className="truncate">{head}</span>
+      <span className="max-w-full shrink-0 truncate whitespace-pre">{tail}</span>
+    </span>
+  );
+}
+
 function EventLine({
   event,
   onOpen,
@@ -290,7 +301,7 @@ function EventLine({
       <span className="font-semibold">{event.http_req_method}</span>
       <span className={statusClass(event.http_resp_status_code)}>{event.http_resp_status_code || "—"}</span>
       <span className="min-w-0">
-        <span className="block truncate text-zinc-300">{event.protocol === "tcp" ? displayUrl(event) : eventUrl(event)}</span>
+        <MiddleCutText text={event.protocol === "tcp" ? displayUrl(event) : eventUrl(event)} />
         {offsetUs !== undefined ? (
           <span className="relative mt-0.5 block h-1 rounded bg-zinc-800">
             <span className="absolute inset-y-0 rounded bg-sky-500" style={{ left: `${left}%`, width: `max(2px, ${width}%)` }} />
