@@ -187,6 +187,7 @@ describe("taking access back, in Chromium against the real server", () => {
     expect(await admin.getByRole("menuitem", { name: "scratch" }).count()).toBe(0);
     await admin.keyboard.press("Escape");
     // The org's last namespace stays: the server says why.
+    await usersScreen(admin, "admin");
     let alerted = "";
     admin.once("dialog", (d) => {
       alerted = d.message();
