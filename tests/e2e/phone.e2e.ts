@@ -386,6 +386,24 @@ describe("data screens on a 390 px phone", () => {
       await remove.click();
       await page.getByRole("dialog").getByText(`delete token ${masked}`).waitFor();
       await page.getByRole("button", { name: "Cancel" }).click();
+      // A new token: shown whole once, then its row (marked NEW) ends with the same last part, not cut.
+      await section.getByRole("button", { name: "Create" }).click();
+      const created = page.getByTestId("new-token");
+      await created.waitFor();
+      const token = (await created.textContent())!;
+      const tokenBox = (await created.boundingBox())!;
+      expect(tokenBox.x + tokenBox.width).toBeLessThanOrEqual(PHONE.width);
+      expect(await created.evaluate((el) => el.scrollWidth <= el.clientWidth + 1)).toBe(true);
+      await screenshot(page, "phone-390-new-token");
+      await page.getByRole("button", { name: "Done" }).click();
+      const newRow = section
+        .getByRole("listitem")
+        .filter({ hasText: "NEW" })
+        .filter({ hasText: token.slice(-6) });
+      await newRow.waitFor();
+      expect(await newRow.locator("code").evaluate((el) => el.scrollWidth <= el.clientWidth + 1)).toBe(true);
+      const suffixBox = (await newRow.locator("code").boundingBox())!;
+      expect(suffixBox.x + suffixBox.width).toBeLessThanOrEqual(PHONE.width);
     } finally {
       await cdp.send("Emulation.setTouchEmulationEnabled", { enabled: false });
       await cdp.detach();
