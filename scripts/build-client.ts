@@ -77,7 +77,7 @@ const docsManifest: DocsManifest = {
 const content = renderContent(join(root, "content"), { usage: cliUsage, root });
 const contentManifest: ContentManifest = {
   site: content.site,
-  customers: hashedJson("customers", content.customers),
+  customers: content.customers.length > 0 ? hashedJson("customers", content.customers) : null,
   changelog: hashedJson("changelog", content.changelog),
 };
 
@@ -86,7 +86,7 @@ const files = [
   cssName,
   docsManifest.index,
   ...Object.values(docsManifest.pages),
-  contentManifest.customers,
+  ...(contentManifest.customers ? [contentManifest.customers] : []),
   contentManifest.changelog,
 ];
 // Precompressed copies, at the slowest and smallest settings since it is done once: the server sends the one the

@@ -42,8 +42,12 @@ export const namespaceTokens = pgTable(
       .references(() => namespaces.id, { onDelete: "cascade" }),
     tokenHash: text().notNull().unique(),
     suffix: text().notNull(),
+    // What the token is for, named by its admins ("staging api", "Onboarding"); empty when unnamed.
+    label: text().notNull().default(""),
     creatorUserId: uuid().references(() => users.id, { onDelete: "set null" }),
     createdAt: createdAt(),
+    // Written when the token authenticates, at most once a minute (lib/protocol/api/tokens.ts).
+    lastUsedAt: time(),
   },
   (t) => [index("namespace_tokens_namespace_idx").on(t.namespaceId)],
 );

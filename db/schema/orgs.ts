@@ -38,8 +38,10 @@ export const orgTokens = pgTable(
     tokenHash: text().notNull().unique(),
     // The displayable last part of the token, never enough to use it.
     suffix: text().notNull(),
+    label: text().notNull().default(""),
     creatorUserId: uuid().references(() => users.id, { onDelete: "set null" }),
     createdAt: createdAt(),
+    lastUsedAt: time(),
   },
   (t) => [index("org_tokens_org_idx").on(t.orgId)],
 );

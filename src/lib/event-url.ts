@@ -52,3 +52,17 @@ export function displayUrl(event: UrlFields): string {
   if (!event.http_is_outgoing) return event.http_req_path || "/";
   return eventUrl(event);
 }
+
+/**
+ * A URL cut in two for a narrow line that shortens it in the middle: the head (scheme, host, the path's first
+ * segments) may be cut, the tail (the path's last segment and the query, at most `maxTail` characters) stays whole, so
+ * `/items` and `/slow` of one host stay apart.
+ */
+export function splitUrlTail(url: string, maxTail = 28): { head: string; tail: string } {
+  const pathStart = url.indexOf("/", url.indexOf("://") + 3);
+  if (url.indexOf("://") < 0 || pathStart < 0) return { head: url, tail: "" };
+  const end = url.search(/[?#]/);
+  const lastSlash = url.lastIndexOf("/", end < 0 ? url.length : end);
+  const at = Math.max(lastSlash, pathStart, url.length - maxTail);
+  return { head: url.slice(0, at), tail: url.slice(at) };
+}

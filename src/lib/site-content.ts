@@ -31,7 +31,10 @@ export type ChangelogEntry = { version: string; date: string; html: string };
 
 export type SiteContent = { site: SiteInfo; customers: CustomerStory[]; changelog: ChangelogEntry[] };
 
-/** Asset names (below /assets/) of the rendered content, in the client manifest; the site info itself is inline. */
-export type ContentManifest = { site: SiteInfo; customers: string; changelog: string };
+/**
+ * Asset names (below /assets/) of the rendered content, in the client manifest; the site info itself is inline.
+ * `customers` is null when content/customers has no story: the site then has no Customers links.
+ */
+export type ContentManifest = { site: SiteInfo; customers: string | null; changelog: string };
 
 export const emptySite: SiteInfo = { starCount: null, repoUrl: null, discordUrl: null, socialUrl: null, backedBy: null };

@@ -35,7 +35,7 @@ export function pageRoutes({ ctx, config }: Pick<Runtime, "ctx" | "config">, opt
       },
       site: manifest?.content?.site ?? emptySite,
       content: {
-        customers: manifest?.content ? `${ASSET_PREFIX}${manifest.content.customers}` : null,
+        customers: manifest?.content?.customers ? `${ASSET_PREFIX}${manifest.content.customers}` : null,
         changelog: manifest?.content ? `${ASSET_PREFIX}${manifest.content.changelog}` : null,
       },
       config: {

@@ -28,7 +28,7 @@ export function createServerEnv(ctx: ServiceContext, assets: AssetSource): PageE
     },
     async getContent(_request, kind) {
       const content = assets.manifest()?.content;
-      return ((await readJson(content?.[kind])) ?? []) as never;
+      return ((await readJson(content?.[kind] ?? undefined)) ?? []) as never;
     },
     async getDocs(_request, slug) {
       const docs = assets.manifest()?.docs;

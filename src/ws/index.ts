@@ -12,7 +12,7 @@ export function wsRoutes({ ctx, hub, ingest, workers, sockets, tunnels, orgPubli
   return new Elysia({ name: "ws" })
     .use(subscribeSocket({ ctx, hub, sockets, server }))
     .use(linkPingSocket({ ctx, server }))
-    .use(publishSocket({ ctx, ingest, presence: hub, sockets, orgPublishers, server }))
+    .use(publishSocket({ ctx, ingest, presence: hub, sockets, orgPublishers, workers, server }))
     .use(tunnelSocket({ ctx, workers, ingest, sockets, tunnels, server }))
     .use(workerSocket({ ctx, workers, sockets, server }));
 }

@@ -3,6 +3,8 @@ import type { GrantedSockets } from "~/engines/access/granted-sockets.ts";
 import type { Ingest, ResendLookups } from "~/engines/ingest/ingest.ts";
 import type { EventTarget } from "~/engines/ingest/sinks.ts";
 import type { OrgPublishers } from "~/engines/limits/org-publishers.ts";
+import type { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
+import { AppError } from "~/lib/errors.ts";
 import { EVENT_BATCH_FORMAT } from "~/lib/protocol/event-batch.ts";
 import { type PublishServerMessage, publishLimits, publishPath } from "~/lib/protocol/publish.ts";
 import { log } from "~/lib/server/logger.ts";
@@ -30,10 +32,13 @@ export function publishSocket({
   presence,
   sockets,
   orgPublishers,
+  workers,
   server,
 }: {
   ctx: ServiceContext;
   ingest: Ingest;
+  /** Told when an org's program connects (its store is then searchable: the dashboard's Requests link). */
+  workers?: Pick<WorkerRegistry, "publisherConnected">;
   presence?: PublisherPresence;
   sockets: GrantedSockets;
   /** Each org's publishers: a place under the plan's containers limit is taken at the upgrade (the containers limit). */
@@ -91,6 +96,7 @@ export function publishSocket({
       presence?.publisherConnected(target);
       if (claims.orgId) {
         markPublisherSeen({ ctx, orgId: claims.orgId }).catch((err) => log.warn("could not mark publisher seen", { err }));
+        workers?.publisherConnected(claims.orgId).catch((err) => log.warn("could not mark the org's store seen", { err }));
       }
     },
     message: receive,

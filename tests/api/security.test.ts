@@ -296,6 +296,15 @@ const callRows: { [N in ApiCallName]: (f: Fixture, m: Matrix) => CallRow | Promi
   DeleteOrgToken: async (f, m) => ({
     body: { tokenId: (await m.generated("/api/GenerateOrgToken", { orgId: f.orgId }, f.cookie)).tokenId },
   }),
+  RenameNamespaceToken: async (f, m) => ({
+    body: {
+      tokenId: (await m.generated("/api/GenerateNamespaceToken", { namespaceId: f.namespaceId }, f.cookie)).tokenId,
+      label: "renamed",
+    },
+  }),
+  RenameOrgToken: async (f, m) => ({
+    body: { tokenId: (await m.generated("/api/GenerateOrgToken", { orgId: f.orgId }, f.cookie)).tokenId, label: "renamed" },
+  }),
   ListUsers: (f) => ({ body: { namespaceId: f.namespaceId } }),
   AddUser: (f) => ({ body: { namespaceId: f.namespaceId, email: `a-${crypto.randomUUID().slice(0, 8)}@example.com` } }),
   RemoveUser: async (f, m) => ({ body: { namespaceId: f.namespaceId, userId: await m.spareMember(f) } }),

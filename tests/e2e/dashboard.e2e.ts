@@ -125,7 +125,7 @@ describe("sign-in and the dashboard, in Chromium against the real server", () =>
     await admins.getByText(email).waitFor();
     await page.getByLabel("Email to invite").fill("bob@example.test");
     await page.getByRole("button", { name: "Invite" }).click();
-    await page.getByText("bob@example.test").waitFor();
+    await page.getByRole("region", { name: "Invited" }).getByText("bob@example.test").waitFor();
     expect(await page.getByLabel("Email to invite").inputValue()).toBe("");
     expect(await page.getByRole("columnheader", { name: "Joined" }).count()).toBe(2);
     await screenshot(page, "08-users");

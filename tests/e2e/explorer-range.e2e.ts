@@ -114,6 +114,8 @@ describe("explorer histogram range", () => {
     const bad = Buffer.from(JSON.stringify({ clauses: [], global: { lowerMs: 0, upperMs: 1e300 }, focus: null })).toString("base64");
     const started = Date.now();
     await page.goto(`${server.baseUrl}${requestsPath}?filter=${encodeURIComponent(bad)}`);
+    // A phone folds the chart with the filters: open them.
+    await page.getByRole("button", { name: "Filters and chart" }).click();
     await page.getByTestId("histogram").waitFor();
     await page.getByTestId("histogram-total").filter({ hasText: "request" }).waitFor();
     const end = Number(await page.getByTestId("histogram").getAttribute("data-end"));

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Page } from "playwright-core";
-import { type RunningServer, screenshot, signedInSuite } from "./harness.ts";
+import { hasHorizontalScroll, type RunningServer, screenshot, signedInSuite } from "./harness.ts";
 import { liveFrame, type RunningProgram, startProgram, startUpstream } from "./live-harness.ts";
 
 // The signed-in Live screen in Chromium: onboarding with a real token, a program under `tapscope run` with
@@ -8,6 +8,7 @@ import { liveFrame, type RunningProgram, startProgram, startUpstream } from "./l
 
 let server: RunningServer;
 let program: RunningProgram | undefined;
+let secondProgram: RunningProgram | undefined;
 let page: Page;
 let pageErrors: string[];
 const upstream = startUpstream();
@@ -26,6 +27,7 @@ beforeAll(() => {
 
 afterAll(async () => {
   await program?.stop();
+  await secondProgram?.stop();
   upstream.stop();
 });
 
@@ -115,4 +117,47 @@ describe("Live screen", () => {
     await screenshot(page, "live-16-screen-copy-link");
     expect(pageErrors).toEqual([]);
   });
+
+  test("a new namespace with no program says how to connect one, at 1440 and 390 px, until one connects", async () => {
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await page.evaluate(async () => {
+      const post = async (name: string, body: unknown) =>
+        (
+          await fetch(`/api/${name}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+        ).json();
+      const { orgs } = await post("ListOrgs", {});
+      await post("CreateNamespace", { orgId: orgs[0].orgId, name: "payments" });
+    });
+    await page.goto(`${server.baseUrl}/dashboard/payments/live`);
+    const connect = page.getByRole("region", { name: "No program is connected to payments" });
+    await connect.waitFor();
+    // The org has seen a program already: no overlay, the panel above the list says what to do.
+    expect(await page.getByRole("dialog").count()).toBe(0);
+    expect(await connect.getByTestId("command-0").textContent()).toBe(`curl -fsSL ${server.baseUrl}/install.sh | sh`);
+    await connect
+      .getByTestId("command-1")
+      .filter({ hasText: /^export TAPSCOPE_TOKEN=\S{20,}$/ })
+      .waitFor();
+    expect(await connect.getByTestId("command-2").textContent()).toBe("tapscope run -- <your command>");
+    await liveFrame(page).locator.getByText("No program is connected.").waitFor();
+    expect(await liveFrame(page).locator.getByText("Send a request to your program").count()).toBe(0);
+    await screenshot(page, "live-17-new-namespace-1440");
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.waitForTimeout(200);
+    expect(await hasHorizontalScroll(page)).toBe(false);
+    const token = (await connect.getByTestId("command-1").textContent())!.replace("export TAPSCOPE_TOKEN=", "");
+    const tokenBox = (await connect.getByTestId("command-1").boundingBox())!;
+    expect(tokenBox.x + tokenBox.width).toBeLessThanOrEqual(390);
+    await screenshot(page, "live-18-new-namespace-390");
+
+    // The token shown is the namespace's: a program run with it is listed here, and the panel goes.
+    secondProgram = await startProgram(server.baseUrl, { token, upstreamUrl: upstream.url });
+    await connect.waitFor({ state: "detached", timeout: 5000 });
+    await fetch(`http://127.0.0.1:${secondProgram.port}/hello?q=payments`);
+    await rows().filter({ hasText: "/hello?q=payments" }).waitFor();
+    expect(await rows().filter({ hasText: "/checkout" }).count()).toBe(0);
+    await screenshot(page, "live-19-new-namespace-connected-390");
+    await page.setViewportSize({ width: 1440, height: 900 });
+    expect(pageErrors).toEqual([]);
+  }, 30_000);
 });

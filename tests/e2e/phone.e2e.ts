@@ -91,6 +91,7 @@ async function visibleColumnsOf(target: Page | Frame, table: string): Promise<st
     (label) =>
       Array.from(document.querySelectorAll(`[role=table][aria-label="${label}"] [role=columnheader]`))
         .filter((h) => (h as HTMLElement).getBoundingClientRect().width > 24)
+        .sort((a, b) => a.getBoundingClientRect().left - b.getBoundingClientRect().left)
         .map((h) => (h.textContent ?? "").replace(/[↑↓]/g, "").trim()),
     table,
   );
@@ -100,7 +101,42 @@ async function visibleColumns(frame: Frame): Promise<string[]> {
   return frame.evaluate(() =>
     Array.from(document.querySelectorAll("[role=columnheader]"))
       .filter((h) => (h as HTMLElement).getBoundingClientRect().width > 24)
+      .sort((a, b) => a.getBoundingClientRect().left - b.getBoundingClientRect().left)
       .map((h) => (h.textContent ?? "").trim()),
+  );
+}
+
+/** The texts of the first row's cells that show whole on screen (not hidden, cut or past the edge), left to right. */
+function shownCellTexts(target: Page | Frame): Promise<string[]> {
+  return target.evaluate(() => {
+    const row = document.querySelector("[role=row][data-event-id]");
+    if (!row) throw new Error("no row");
+    const width = document.documentElement.clientWidth;
+    return Array.from(row.querySelectorAll("[role=cell]"))
+      .filter((c) => {
+        const r = c.getBoundingClientRect();
+        return r.width > 0 && r.right <= width + 1 && c.scrollWidth <= c.clientWidth + 1;
+      })
+      .sort((a, b) => a.getBoundingClientRect().left - b.getBoundingClientRect().left)
+      .map((c) => (c.textContent ?? "").trim());
+  });
+}
+
+/** Selects narrower than their chosen option (the text is cut): measured against a copy free to take its own width. */
+function cutSelects(page: Page): Promise<string[]> {
+  return page.evaluate(() =>
+    Array.from(document.querySelectorAll("select"))
+      .filter((el) => el.getBoundingClientRect().width > 0)
+      .filter((el) => {
+        const copy = el.cloneNode(true) as HTMLSelectElement;
+        copy.value = el.value;
+        copy.style.cssText = "position:absolute;width:auto;min-width:0;max-width:none;flex:none";
+        document.body.append(copy);
+        const natural = copy.getBoundingClientRect().width;
+        copy.remove();
+        return el.getBoundingClientRect().width + 1 < natural;
+      })
+      .map((el) => el.getAttribute("aria-label") ?? el.value),
   );
 }
 
@@ -113,14 +149,54 @@ describe("data screens on a 390 px phone", () => {
     for (const event of sampleEvents(30)) anonymous.send(event);
     await frame.locator.locator("[role=row][data-event-id]").filter({ hasText: "/api/v1/customers/1029/" }).waitFor();
     const columns = await visibleColumns(frame.frame());
-    expect(columns).toEqual(expect.arrayContaining(["Status", "Method", "URL"]));
-    const url = frame.locator.locator("[role=row][data-event-id]").first().locator("[role=cell]").filter({ hasText: "/api/v1/customers/" });
+    expect(columns).toEqual(["Status", "Method", "URL", "Duration"]);
+    const firstRow = frame.locator.locator("[role=row][data-event-id]").first();
+    const url = firstRow.locator("[role=cell]").filter({ hasText: "/api/v1/customers/" });
     expect((await url.boundingBox())!.width).toBeGreaterThan(150);
+    expect(await shownCellTexts(frame.frame())).toContain("1.5ms");
     expect(await lineCount(frame.frame(), "[data-testid=frame-toolbar]")).toBeLessThanOrEqual(2);
     expect(await lineCount(page, "header")).toBeLessThanOrEqual(2);
     expect(await offScreen(page)).toEqual([]);
     expect(await offScreen(frame.frame())).toEqual([]);
     await screenshot(page, "phone-390-link");
+  });
+
+  test("outbound calls in the detail are shortened in the middle: /items and /slow stay apart", async () => {
+    const frame = liveFrame(page);
+    const parent = tracedEvent({ http_req_method: "GET", http_req_path: "/api/orders/77", http_duration: 300_000 });
+    const call = (path: string, offsetUs: number) =>
+      tracedEvent({
+        time: parent.time + offsetUs,
+        parent_event_id: parent.event_id,
+        http_is_outgoing: true,
+        http_req_method: "GET",
+        http_req_host: "inventory-service.internal.example.com:8443",
+        http_req_path: path,
+        http_duration: 100_000,
+      });
+    for (const event of [parent, call("/v1/warehouses/eu-west/items", 10_000), call("/v1/warehouses/eu-west/slow", 120_000)])
+      anonymous.send(event);
+    await frame.locator.locator("[role=row][data-event-id]").filter({ hasText: "/api/orders/77" }).click();
+    const calls = frame.locator.getByRole("list", { name: "Outbound calls" });
+    await calls.locator("[data-testid=call-url]").nth(1).waitFor();
+    // What shows of each URL (its parts that are not cut) ends with its own last segment.
+    const shown = await frame.frame().evaluate(() =>
+      Array.from(document.querySelectorAll("[data-testid=call-url]")).map((line) =>
+        Array.from(line.children)
+          .filter(
+            (part) =>
+              part.scrollWidth <= part.clientWidth + 1 && part.getBoundingClientRect().right <= line.getBoundingClientRect().right + 1,
+          )
+          .map((part) => part.textContent)
+          .join("…"),
+      ),
+    );
+    expect(shown).toHaveLength(2);
+    expect(shown[0]).toEndWith("/items");
+    expect(shown[1]).toEndWith("/slow");
+    expect(await offScreen(frame.frame())).toEqual([]);
+    await screenshot(page, "phone-390-detail-calls");
+    await frame.locator.getByRole("region", { name: "Request detail" }).getByRole("button", { name: "Close detail" }).click();
   });
 
   test("the request detail is a full-screen sheet with whole-word labels, and closes back to the list", async () => {
@@ -160,7 +236,14 @@ describe("data screens on a 390 px phone", () => {
     await page.setViewportSize(DESKTOP);
     await page.waitForTimeout(200);
     const frame = liveFrame(page);
-    expect(await visibleColumns(frame.frame())).toEqual(["Time", "Duration", "Status", "Method", "URL", "Size"]);
+    expect((await visibleColumns(frame.frame())).map((c) => c.replace(/^Time .+$/, "Time"))).toEqual([
+      "Time",
+      "Duration",
+      "Status",
+      "Method",
+      "URL",
+      "Size",
+    ]);
     await screenshot(page, "desktop-1440-link");
     await frame.locator.locator("[role=row][data-event-id]").filter({ hasText: "/api/v1/customers/1029/" }).click();
     const detail = frame.locator.getByRole("region", { name: "Request detail" });
@@ -186,7 +269,8 @@ describe("data screens on a 390 px phone", () => {
     if (await skip.count()) await skip.click();
     const frame = liveFrame(page);
     await frame.locator.locator("[role=row][data-event-id]").first().waitFor();
-    expect(await visibleColumns(frame.frame())).toEqual(expect.arrayContaining(["Status", "Method", "URL"]));
+    expect(await visibleColumns(frame.frame())).toEqual(["Status", "Method", "URL", "Duration"]);
+    expect(await shownCellTexts(frame.frame())).toContain("1.5ms");
     expect(await offScreen(page)).toEqual([]);
     await screenshot(page, "phone-390-live");
     await page.setViewportSize(DESKTOP);
@@ -209,6 +293,34 @@ describe("data screens on a 390 px phone", () => {
     expect(await offScreen(page)).toEqual([]);
     await screenshot(page, "phone-390-explorer");
     expect(await visibleColumnsOf(page, "Results")).toEqual(["Method", "Status", "URL"]);
+    // The controls are folded: the list takes the screen, and ◀ and ▶ stay beside the range.
+    const toggle = page.getByRole("button", { name: "Filters and chart" });
+    expect(await toggle.getAttribute("aria-expanded")).toBe("false");
+    expect(await page.getByRole("textbox", { name: "Filter" }).isVisible()).toBe(false);
+    const list = (await page.getByTestId("results-scroll").boundingBox())!;
+    expect(list.height).toBeGreaterThan(PHONE.height * 0.6);
+    expect(list.y + list.height).toBeLessThanOrEqual(PHONE.height);
+    const range = (await page.getByTestId("global-range").boundingBox())!;
+    for (const name of ["Shift back", "Shift forward"]) {
+      const b = (await page.getByRole("button", { name }).boundingBox())!;
+      expect(b.y + b.height / 2).toBeGreaterThan(range.y);
+      expect(b.y + b.height / 2).toBeLessThan(range.y + range.height);
+    }
+    // Open: every control is there, no select is cut, and the list keeps most of a screen (the page scrolls).
+    await toggle.click();
+    await page.getByRole("textbox", { name: "Filter" }).waitFor();
+    expect(await page.getByRole("button", { name: "Hide filters and chart" }).getAttribute("aria-expanded")).toBe("true");
+    for (const name of ["1h", "Now", "Go", "Zoom to focus", "Add clause"])
+      expect(await page.getByRole("button", { name, exact: true }).isVisible()).toBe(true);
+    await page.getByRole("combobox", { name: "Column" }).selectOption("http_resp_body_size_bytes_wire");
+    await page.getByRole("combobox", { name: "Operator" }).selectOption("GreaterThanOrEquals");
+    expect(await cutSelects(page)).toEqual([]);
+    expect(await offScreen(page)).toEqual([]);
+    await screenshot(page, "phone-390-explorer-open");
+    await page.getByTestId("results-scroll").scrollIntoViewIfNeeded();
+    expect((await page.getByTestId("results-scroll").boundingBox())!.height).toBeGreaterThan(PHONE.height * 0.5);
+    await screenshot(page, "phone-390-explorer-open-scrolled");
+    await page.getByRole("button", { name: "Hide filters and chart" }).click();
     const row = page.locator("[role=row][data-event-id]").first();
     {
       await row.click();
@@ -222,6 +334,59 @@ describe("data screens on a 390 px phone", () => {
     await page.waitForTimeout(300);
     expect(await offScreen(page)).toEqual([]);
     await screenshot(page, "desktop-1440-explorer");
+    expect(pageErrors).toEqual([]);
+  }, 30_000);
+
+  test("tokens on a touch phone: delete is reachable, the creator and the token's last part show", async () => {
+    await page.setViewportSize(PHONE);
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send("Emulation.setTouchEmulationEnabled", { enabled: true, maxTouchPoints: 5 });
+    try {
+      await page.goto(`${server.baseUrl}${dashboardPath}/tokens`);
+      expect(await page.evaluate(() => matchMedia("(pointer: fine)").matches)).toBe(false);
+      const section = page.getByRole("region", { name: "Namespace tokens" });
+      const row = section.getByRole("listitem").first();
+      await row.waitFor();
+      const masked = (await row.locator("code").textContent())!;
+      expect(masked).toMatch(/\.\.\.\S{6}$/);
+      const code = row.locator("code");
+      expect(await code.evaluate((el) => el.scrollWidth <= el.clientWidth + 1)).toBe(true);
+      expect(await row.getByText(email).isVisible()).toBe(true);
+      const remove = row.getByRole("button", { name: `Delete token ${masked}` });
+      expect(await remove.evaluate((el) => getComputedStyle(el).opacity)).toBe("1");
+      const box = (await remove.boundingBox())!;
+      expect(box.x + box.width).toBeLessThanOrEqual(PHONE.width);
+      expect(await offScreen(page)).toEqual([]);
+      await screenshot(page, "phone-390-tokens");
+      await remove.click();
+      await page.getByRole("dialog").getByText(`delete token ${masked}`).waitFor();
+      await page.getByRole("button", { name: "Cancel" }).click();
+      // A new token: shown whole once, then its row (marked NEW) ends with the same last part, not cut.
+      await section.getByRole("button", { name: "Create" }).click();
+      const created = page.getByTestId("new-token");
+      await created.waitFor();
+      const token = (await created.textContent())!;
+      const tokenBox = (await created.boundingBox())!;
+      expect(tokenBox.x + tokenBox.width).toBeLessThanOrEqual(PHONE.width);
+      expect(await created.evaluate((el) => el.scrollWidth <= el.clientWidth + 1)).toBe(true);
+      await screenshot(page, "phone-390-new-token");
+      await page.getByRole("button", { name: "Done" }).click();
+      const newRow = section
+        .getByRole("listitem")
+        .filter({ hasText: "NEW" })
+        .filter({ hasText: token.slice(-6) });
+      await newRow.waitFor();
+      expect(await newRow.locator("code").evaluate((el) => el.scrollWidth <= el.clientWidth + 1)).toBe(true);
+      const suffixBox = (await newRow.locator("code").boundingBox())!;
+      expect(suffixBox.x + suffixBox.width).toBeLessThanOrEqual(PHONE.width);
+    } finally {
+      await cdp.send("Emulation.setTouchEmulationEnabled", { enabled: false });
+      await cdp.detach();
+    }
+    await page.setViewportSize(DESKTOP);
+    await page.reload();
+    await page.getByRole("region", { name: "Namespace tokens" }).getByRole("listitem").first().waitFor();
+    await screenshot(page, "desktop-1440-tokens");
     expect(pageErrors).toEqual([]);
   }, 30_000);
 });

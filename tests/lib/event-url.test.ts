@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { displayUrl, eventUrl } from "~/lib/event-url.ts";
+import { displayUrl, eventUrl, splitUrlTail } from "~/lib/event-url.ts";
 
 /** How an event's URL reads in lists, the detail view, cURL and HAR exports. */
 describe("event URLs", () => {
@@ -15,5 +15,30 @@ describe("event URLs", () => {
     const connect = { ...call, http_req_method: "CONNECT", http_req_host: "api.test:443", http_req_path: "api.test:443" };
     expect(displayUrl(connect)).toBe("api.test:443");
     expect(eventUrl(connect)).toBe("http://api.test:443");
+  });
+});
+
+describe("splitUrlTail", () => {
+  test("the last path segment and the query stay whole; the host and the first segments go first", () => {
+    expect(splitUrlTail("http://inventory.internal.example.com:8443/v1/items")).toEqual({
+      head: "http://inventory.internal.example.com:8443/v1",
+      tail: "/items",
+    });
+    expect(splitUrlTail("http://inventory.internal.example.com:8443/v1/slow?delay=250")).toEqual({
+      head: "http://inventory.internal.example.com:8443/v1",
+      tail: "/slow?delay=250",
+    });
+    // A slash in the query is not the path's.
+    expect(splitUrlTail("http://h/a/b?next=/c/d").tail).toBe("/b?next=/c/d");
+  });
+
+  test("a long tail keeps only its end; a URL without a path has no tail; the parts always join to the URL", () => {
+    const long = `http://h/${"x".repeat(60)}`;
+    const { head, tail } = splitUrlTail(long, 20);
+    expect(tail).toBe("x".repeat(20));
+    expect(head + tail).toBe(long);
+    expect(splitUrlTail("http://h")).toEqual({ head: "http://h", tail: "" });
+    expect(splitUrlTail("payments.example.com:443 (tcp)")).toEqual({ head: "payments.example.com:443 (tcp)", tail: "" });
+    expect(splitUrlTail("http://h/")).toEqual({ head: "http://h", tail: "/" });
   });
 });

@@ -46,6 +46,9 @@ describe("routes of the spec's route table", () => {
       const res = await page(path);
       expect(res.status).toBe(404);
       expect(String(res.body)).toContain("Unexpected Application Error!");
+      // Inside the site's header and footer, not a bare page.
+      expect(String(res.body)).toContain('<nav aria-label="Site"');
+      expect(String(res.body)).toContain("<footer");
     }
   });
 

@@ -49,7 +49,32 @@ describe("customers, changelog and the community link", () => {
     expect(to?.status).toBe(302);
     expect(to?.headers.get("location")).toBe("https://discord.example/invite");
     expect(discordLoader(args(env(null)))).toBeNull();
-    expect(String((await t.request("/discord")).body)).toContain("no community link configured");
+    const page = String((await t.request("/discord")).body);
+    expect(page).toContain("There is no community chat here yet. For help, write to");
+  });
+
+  test("visitors read no operator's notes, and no link goes to what is not set up", async () => {
+    const pages = [
+      "/",
+      "/customers",
+      "/customers/example-payments",
+      "/customers/example-logistics",
+      "/discord",
+      "/changelog",
+      "/pricing",
+      "/blog",
+    ];
+    for (const path of pages) {
+      const res = await t.request(path);
+      // The visible text: the page without its scripts (the hydration data carries the content's file names).
+      const text = String(res.body)
+        .replace(/<script[\s\S]*?<\/script>/g, "")
+        .replace(/<[^>]+>/g, " ");
+      for (const note of ["content/", "site.json", "discordUrl", "Replace it", "an operator", "operator lists"])
+        expect(`${path}: ${text.includes(note) ? note : "none"}`).toBe(`${path}: none`);
+      // content/site.json has no community link: nothing links to /discord.
+      expect(`${path}: ${String(res.body).includes('href="/discord"')}`).toBe(`${path}: false`);
+    }
   });
 
   test("malformed content stops the build with the file named", () => {

@@ -185,9 +185,10 @@ export async function captureLogs(fn: () => Promise<unknown>): Promise<string[]>
 /**
  * A second app on the test app's database and clock, listening on a free loopback port: for suites that need real
  * sockets (WebSockets, a fetch from outside). `socketUrl` points a socket URL the server handed out at this listener.
+ * `store`: the listener's event store (none by default).
  */
-export function listenTestApp(t: TestApp) {
-  const runtime = createRuntime({ config: t.config, db: t.db, now: t.clock.now });
+export function listenTestApp(t: TestApp, { store }: { store?: EventStore } = {}) {
+  const runtime = createRuntime({ config: t.config, db: t.db, now: t.clock.now, store });
   const server = createApp(runtime).listen({ port: 0, hostname: "127.0.0.1" });
   const port = server.server!.port!;
   return {

@@ -132,7 +132,6 @@ const base: ExplorerState = {
   global,
   focus: null,
   text: [],
-  tz: "UTC",
 };
 const geo = { width: 1200, height: 160 };
 
@@ -169,7 +168,6 @@ describe("explorer URL state", () => {
         },
       ],
       text: ['request.url contains "/ü"'],
-      tz: "Local",
     };
     expect(decodeState(encodeState(s))).toEqual(s);
     const wire = JSON.parse(atob(encodeState(s)));
@@ -289,24 +287,29 @@ describe("range controls", () => {
     await waitFor(() => expect(current()!.focus).toEqual(focus));
   });
 
-  test("Go stays disabled unless the typed UTC time round-trips; placeholder is a week ago at 12:34:56", async () => {
+  test("Go jumps to an ISO 8601 time, with or without Z, and says why it cannot parse instead of greying out", async () => {
+    localStorage.removeItem("tapscope:timeZone");
     const { client } = memoryClient([]);
     const { current } = mount(client, base);
     const input = await screen.findByLabelText("Jump to time (UTC)");
-    expect(input.getAttribute("placeholder")).toBe("2026-11-14 12:34:56");
     const go = screen.getByRole("button", { name: "Go" });
     fireEvent.change(input, { target: { value: "2026-11-31 10:00:00" } });
-    expect(go.hasAttribute("disabled")).toBe(true);
-    fireEvent.change(input, { target: { value: "2026-11-20 10:00:00" } });
     expect(go.hasAttribute("disabled")).toBe(false);
     fireEvent.click(go);
+    expect((await screen.findByRole("alert")).textContent).toBe("2026-11-31 is not a date.");
+    fireEvent.change(input, { target: { value: "yesterday" } });
+    expect(screen.queryByRole("alert")).toBeNull();
+    fireEvent.click(go);
+    expect((await screen.findByRole("alert")).textContent).toContain('"yesterday" is not a time.');
+    fireEvent.change(input, { target: { value: "2026-11-20T10:00:00" } });
+    fireEvent.click(go);
     const t = Date.UTC(2026, 10, 20, 10);
-    await waitFor(() =>
-      expect(current()!.global).toEqual({
-        startMs: t - H / 2,
-        endMs: t + H / 2,
-      }),
-    );
+    await waitFor(() => expect(current()!.global).toEqual({ startMs: t - H / 2, endMs: t + H / 2 }));
+    expect(screen.queryByRole("alert")).toBeNull();
+    fireEvent.change(input, { target: { value: "2026-11-19T10:00:00+02:00" } });
+    fireEvent.click(go);
+    const t2 = Date.UTC(2026, 10, 19, 8);
+    await waitFor(() => expect(current()!.global).toEqual({ startMs: t2 - H / 2, endMs: t2 + H / 2 }));
   });
 
   test("presets end now; Now keeps the duration", async () => {
@@ -319,11 +322,17 @@ describe("range controls", () => {
     expect(screen.getByText("bucket 5m").textContent).toBe("bucket 5m");
   });
 
-  test("UTC/Local toggle is kept in the URL", async () => {
+  test("the UTC/Local toggle is the browser's one setting, not the URL's", async () => {
+    localStorage.removeItem("tapscope:timeZone");
     const { client } = memoryClient([]);
     const { current } = mount(client, base);
+    const before = new URLSearchParams(window.location.search).get("filter");
     fireEvent.click(await screen.findByRole("button", { name: "Local" }));
-    await waitFor(() => expect(current()!.tz).toBe("Local"));
+    await waitFor(() => expect(localStorage.getItem("tapscope:timeZone")).toBe("Local"));
+    expect(screen.getByRole("button", { name: "Local" }).getAttribute("aria-pressed")).toBe("true");
+    expect(JSON.parse(atob(new URLSearchParams(window.location.search).get("filter") ?? before ?? btoa("{}")))).not.toHaveProperty("tz");
+    expect(current()).not.toHaveProperty("tz");
+    localStorage.removeItem("tapscope:timeZone");
   });
 });
 
@@ -336,8 +345,11 @@ describe("results", () => {
     fireEvent.click(alert.querySelector("button")!);
     await waitFor(() => expect(screen.getByTestId("row-limit").textContent).toBe(rowLimitText(10_050)));
     expect(rowLimitText(12345)).toBe(
-      "Row limit of 10000 reached. Your query would have returned 12345 rows. Consider narrowing the time window or adding filters to reduce the number of rows returned.",
+      "Row limit of 10,000 reached. Your query would have returned 12,345 rows. Consider narrowing the time window or adding filters to reduce the number of rows returned.",
     );
+    // The same number, written the same way, as the count above it.
+    expect(screen.getByTestId("result-count").textContent).toBe("10,050 requests");
+    expect(screen.getByTestId("row-limit").textContent).toContain("returned 10,050 rows");
     // The failed try, then the retry.
     expect(calls.rows.length).toBe(2);
     await waitFor(() => expect(document.querySelector("[role=table][aria-label=Results]")?.getAttribute("aria-rowcount")).toBe("10000"));

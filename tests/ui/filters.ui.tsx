@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
 import { useReducer, useState } from "react";
+import { parseFilter } from "~/lib/filter/parse.ts";
 import { type ChipState, chipReducer, commitBlocker, initialChipState } from "~/ui/filters/chip-state.ts";
 import { FilterInput } from "~/ui/filters/filter-input.tsx";
 import {
@@ -214,5 +215,48 @@ describe("FilterInput", () => {
     fireEvent.change(input, { target: { value: "tls" } });
     const list = screen.getByRole("list", { name: "Suggestions" });
     expect(list.textContent).toContain('tls == "not decrypted"');
+  });
+
+  test("suggestions close after a commit (Enter, a click, the add button) and open again when typing", async () => {
+    render(<Harness onState={() => {}} />);
+    const input = screen.getByRole("textbox", { name: "Filter" });
+    fireEvent.focus(input);
+    fireEvent.change(input, { target: { value: "duration > 5ms" } });
+    fireEvent.keyDown(input, { key: "Enter" });
+    expect(screen.queryByRole("list", { name: "Suggestions" })).toBeNull();
+    fireEvent.click(screen.getByRole("button", { name: "apply" }));
+    fireEvent.change(input, { target: { value: "response" } });
+    expect(screen.getByRole("list", { name: "Suggestions" })).not.toBeNull();
+    await act(async () => {
+      fireEvent.click(screen.getByRole("button", { name: /response\.status >= 500/ }));
+    });
+    expect(screen.queryByRole("list", { name: "Suggestions" })).toBeNull();
+    fireEvent.click(screen.getByRole("button", { name: "apply" }));
+    fireEvent.change(input, { target: { value: "request.method" } });
+    fireEvent.keyDown(input, { key: "Escape" });
+    expect(screen.queryByRole("list", { name: "Suggestions" })).toBeNull();
+  });
+
+  test("a filter error clears with its draft", () => {
+    render(<Harness onState={() => {}} />);
+    const input = screen.getByRole("textbox", { name: "Filter" });
+    fireEvent.change(input, { target: { value: "duration >> 5" } });
+    fireEvent.keyDown(input, { key: "Enter" });
+    fireEvent.click(screen.getByRole("button", { name: "fail" }));
+    expect(screen.getByRole("alert").textContent).toBe("bad filter at 3");
+    // Still there while the text is being corrected...
+    fireEvent.change(input, { target: { value: "duration >> " } });
+    expect(screen.getByRole("alert").textContent).toBe("bad filter at 3");
+    // ...and gone with the text.
+    fireEvent.change(input, { target: { value: "" } });
+    expect(screen.queryByRole("alert")).toBeNull();
+    expect(screen.getByRole("button", { name: "Add filter" })).not.toBeNull();
+  });
+
+  test("the placeholder's example is one the filter language accepts", () => {
+    render(<Harness onState={() => {}} />);
+    const placeholder = screen.getByRole("textbox", { name: "Filter" }).getAttribute("placeholder") ?? "";
+    expect(placeholder).toStartWith("Filter, e.g. ");
+    expect(parseFilter(placeholder.slice("Filter, e.g. ".length)).ok).toBe(true);
   });
 });

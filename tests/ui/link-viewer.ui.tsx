@@ -106,6 +106,7 @@ describe("LinkViewer against a real server", () => {
     render(<LinkViewer linkId="expiredlink1" commitHash="abc123" />);
     expect(screen.queryByRole("status", { name: "Loading" })).not.toBeNull();
     const panel = await screen.findByTestId("expired-panel");
+    expect(screen.queryByTestId("share-url")).toBeNull();
     expect(panel.textContent).toBe(`${EXPIRED_TITLE}${EXPIRED_HINT}`);
     expect(document.querySelector("iframe")).toBeNull();
     expect(screen.queryByTestId("countdown")).toBeNull();
@@ -176,6 +177,8 @@ describe("LinkViewer against a real server", () => {
     expect(alert.textContent).not.toContain("unexpected status code");
     expect(within(alert).getByText(UNKNOWN_LINK)).toBeDefined();
     expect(within(alert).getByTestId("error-details").textContent).toBe("Details: status 404, trace id trace-1");
+    // Nothing to share: no share box for a link that does not exist.
+    expect(screen.queryByTestId("share-url")).toBeNull();
     cleanup();
     links.set("noexpiry0001", "ws://127.0.0.1/api/LiveSubscribe?link_id=noexpiry0001");
     render(<LinkViewer linkId="noexpiry0001" commitHash="abc123" />);

@@ -3,7 +3,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { OnboardingOverlay } from "~/ui/onboarding/onboarding-overlay.tsx";
-import { setupCommands } from "~/ui/onboarding/stacks.ts";
+import { runCommand, setupCommands } from "~/ui/onboarding/stacks.ts";
 
 afterEach(cleanup);
 
@@ -12,6 +12,9 @@ let origin = "";
 let hasSeen = false;
 let forbidToken = false;
 const calls: Array<{ path: string; body: unknown; at: number }> = [];
+/** The tokens of each namespace, as the server would list them. */
+const tokens = new Map<string, Array<Record<string, unknown>>>();
+let minted = 0;
 
 beforeAll(async () => {
   server = createServer((req, res) => {
@@ -27,7 +30,28 @@ beforeAll(async () => {
           res.statusCode = 403;
           return res.end(JSON.stringify({ error: "forbidden" }));
         }
-        return res.end(JSON.stringify({ token: "tsn_live_abc123" }));
+        const token = minted === 0 ? "tsn_live_abc123" : `tsn_live_new${minted}`;
+        const tokenId = `tok-${++minted}`;
+        const list = tokens.get(body.namespaceId) ?? [];
+        list.unshift({
+          tokenId,
+          name: `tsk_...${token.slice(-6)}`,
+          createTime: new Date().toISOString(),
+          creatorEmail: "me@example.test",
+          label: body.label ?? "",
+          lastUsedTime: null,
+        });
+        tokens.set(body.namespaceId, list);
+        return res.end(JSON.stringify({ token, tokenId }));
+      }
+      if (req.url === "/api/ListNamespaceTokens") return res.end(JSON.stringify({ tokens: tokens.get(body.namespaceId) ?? [] }));
+      if (req.url === "/api/DeleteNamespaceToken") {
+        for (const [ns, list] of tokens)
+          tokens.set(
+            ns,
+            list.filter((t) => t.tokenId !== body.tokenId),
+          );
+        return res.end("{}");
       }
       res.statusCode = 404;
       res.end("{}");
@@ -41,15 +65,15 @@ afterAll(() => server.close());
 
 describe("setup commands", () => {
   test("install, token and run lines per stack", () => {
-    expect(setupCommands("python", "https://tapscope.example.com/", "tok")).toEqual([
+    expect(setupCommands(runCommand("python"), "https://tapscope.example.com/", "tok")).toEqual([
       "curl -fsSL https://tapscope.example.com/install.sh | sh",
       "export TAPSCOPE_TOKEN=tok",
       "tapscope run -- python3 main.py",
     ]);
-    expect(setupCommands("node", "http://x", "t")[2]).toBe("tapscope run -- node server.js");
-    expect(setupCommands("next", "http://x", "t")[2]).toBe("tapscope run -- npm run start");
-    expect(setupCommands("go", "http://x", "t")[2]).toBe("tapscope run -- ./main");
-    expect(setupCommands("other", "http://x", "t")[2]).toBe("tapscope run -- <your command>");
+    expect(setupCommands(runCommand("node"), "http://x", "t")[2]).toBe("tapscope run -- node server.js");
+    expect(setupCommands(runCommand("next"), "http://x", "t")[2]).toBe("tapscope run -- npm run start");
+    expect(setupCommands(runCommand("go"), "http://x", "t")[2]).toBe("tapscope run -- ./main");
+    expect(setupCommands(runCommand("other"), "http://x", "t")[2]).toBe("tapscope run -- <your command>");
   });
 });
 
@@ -69,7 +93,7 @@ describe("onboarding overlay", () => {
     await waitFor(() => expect(screen.getByTestId("command-1").textContent).toBe("export TAPSCOPE_TOKEN=tsn_live_abc123"));
     expect(screen.getByTestId("command-0").textContent).toBe(`curl -fsSL ${origin}/install.sh | sh`);
     expect(screen.getByTestId("command-2").textContent).toBe("tapscope run -- node server.js");
-    expect(calls.find((c) => c.path === "/api/GenerateNamespaceToken")?.body).toEqual({ namespaceId: "ns-1" });
+    expect(calls.find((c) => c.path === "/api/GenerateNamespaceToken")?.body).toEqual({ namespaceId: "ns-1", label: "Onboarding" });
 
     // the stack can be changed on step 2; the token stays
     fireEvent.click(screen.getByRole("tab", { name: "Go" }));
@@ -103,7 +127,7 @@ describe("onboarding overlay", () => {
     hasSeen = false;
     forbidToken = true;
     let closed = 0;
-    render(<OnboardingOverlay orgId="org-1" namespaceId="ns-1" publicUrl={origin} onClose={() => closed++} />);
+    render(<OnboardingOverlay orgId="org-1" namespaceId="ns-forbidden" publicUrl={origin} onClose={() => closed++} />);
     fireEvent.click(screen.getByRole("button", { name: "I'll do this later" }));
     expect(closed).toBe(1);
     fireEvent.click(screen.getByRole("button", { name: "Python" }));
@@ -111,5 +135,45 @@ describe("onboarding overlay", () => {
     expect(screen.getByTestId("command-1").textContent).toBe("export TAPSCOPE_TOKEN=<your-token>");
     fireEvent.click(screen.getByRole("button", { name: "I'll do this later" }));
     expect(closed).toBe(2);
+  });
+
+  test("opening step 2 again shows the same token: one token however often setup opens", async () => {
+    hasSeen = false;
+    forbidToken = false;
+    calls.length = 0;
+    for (let opening = 0; opening < 3; opening++) {
+      render(<OnboardingOverlay orgId="org-1" namespaceId="ns-again" publicUrl={origin} onClose={() => {}} />);
+      fireEvent.click(screen.getByRole("button", { name: "Python" }));
+      await waitFor(() => expect(screen.getByTestId("command-1").textContent).toMatch(/^export TAPSCOPE_TOKEN=tsn_live_/));
+      cleanup();
+    }
+    expect(calls.filter((c) => c.path === "/api/GenerateNamespaceToken").length).toBe(1);
+    expect(tokens.get("ns-again")).toHaveLength(1);
+  });
+
+  test("a namespace that has a token gets none made unasked; 'make a new token' replaces an unused setup token", async () => {
+    hasSeen = false;
+    forbidToken = false;
+    calls.length = 0;
+    tokens.set("ns-has", [
+      {
+        tokenId: "old-1",
+        name: "tsk_...OLDOLD",
+        createTime: new Date().toISOString(),
+        creatorEmail: "me@example.test",
+        label: "Onboarding",
+        lastUsedTime: null,
+      },
+    ]);
+    render(<OnboardingOverlay orgId="org-1" namespaceId="ns-has" publicUrl={origin} onClose={() => {}} />);
+    fireEvent.click(screen.getByRole("button", { name: "Go" }));
+    await waitFor(() => expect(screen.getByTestId("command-1").textContent).toBe("export TAPSCOPE_TOKEN=<your token tsk_...OLDOLD>"));
+    expect(screen.getByTestId("existing-token").textContent).toContain("A token is shown only when it is made");
+    expect(calls.filter((c) => c.path === "/api/GenerateNamespaceToken").length).toBe(0);
+    fireEvent.click(screen.getByRole("button", { name: "make a new token" }));
+    await waitFor(() => expect(screen.getByTestId("command-1").textContent).toMatch(/^export TAPSCOPE_TOKEN=tsn_live_new/));
+    expect(calls.find((c) => c.path === "/api/DeleteNamespaceToken")?.body).toEqual({ tokenId: "old-1" });
+    expect(tokens.get("ns-has")!.map((t) => t.label)).toEqual(["Onboarding"]);
+    expect(tokens.get("ns-has")![0]!.tokenId).not.toBe("old-1");
   });
 });

@@ -17,7 +17,7 @@ function deferred<T>() {
 function renderForm(props: Partial<Parameters<typeof LoginForm>[0]> = {}) {
   const alerts: string[] = [];
   const calls: Array<{ email: string; next: string | null }> = [];
-  const pending = deferred<{ error?: string }>();
+  const pending = deferred<{ error?: string; delivery?: "email" | "log" }>();
   const submitEmail: SubmitEmail = (email, next) => {
     calls.push({ email, next });
     return pending.promise;
@@ -103,5 +103,16 @@ describe("login form", () => {
     await submit("ada@example.test");
     await act(async () => pending.resolve({ error: "mail server unavailable" }));
     expect(alerts).toEqual(["login failed: mail server unavailable"]);
+  });
+
+  test("without SMTP the server logged the link: the page says where it went, not that it was e-mailed", async () => {
+    const { pending } = renderForm();
+    await submit("ada@example.test");
+    await act(async () => pending.resolve({ delivery: "log" }));
+    const message = screen.getByRole("status").textContent ?? "";
+    expect(message).toContain("This server cannot send e-mail");
+    expect(message).toContain("the sign-in link for ada@example.test was written to the server's log");
+    expect(message).toContain("magic link for");
+    expect(message).not.toContain("We emailed");
   });
 });

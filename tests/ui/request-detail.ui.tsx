@@ -179,8 +179,19 @@ describe("bodies", () => {
     expect(detail.querySelector("b")).toBeNull();
     expect(screen.getByLabelText("Response body").textContent).toContain(hostile);
     expect(screen.getByRole("table", { name: "Request headers" }).textContent).toContain(hostile);
-    expect(screen.getByRole("table", { name: "Details" }).textContent).toContain(`tag note${hostile}`);
+    expect(screen.getByRole("table", { name: "Details" }).textContent).toContain(`note${hostile}`);
     expect((window as unknown as { __pwned?: number }).__pwned).toBeUndefined();
+  });
+
+  test("tags read as words in Details, not as keys", () => {
+    render(<RequestDetail event={makeEvent({ tags: { http_resp_version: "1.0", grpc_status: "5", db_system: "postgresql" } })} />);
+    const details = screen.getByRole("table", { name: "Details" });
+    const rows = Array.from(details.querySelectorAll("tr")).map((tr) => Array.from(tr.querySelectorAll("td")).map((td) => td.textContent));
+    expect(rows).toContainEqual(["response HTTP version", "HTTP/1.0"]);
+    expect(rows).toContainEqual(["gRPC status", "5"]);
+    expect(rows).toContainEqual(["db system", "postgresql"]);
+    expect(details.textContent).not.toContain("tag ");
+    expect(details.textContent).not.toContain("http_resp_version");
   });
 
   test("truncation is shown with the wire size", () => {

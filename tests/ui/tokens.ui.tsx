@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
+import { act, cleanup, fireEvent, render, screen, within } from "@testing-library/react";
 import type { Token } from "~/lib/protocol/api/tokens.ts";
 import { ApiError } from "~/ui/lib/api.ts";
 import { formatAge, isNewToken, maskToken } from "~/ui/lib/format.ts";
@@ -33,7 +33,14 @@ describe("token age", () => {
   });
 
   test("rows show the masked token, creator, age and the NEW badge only while new", () => {
-    const token: Token = { tokenId: "t1", name: "tsk_...Ab3xYz", createTime: ago(5000), creatorEmail: "ada@example.test" };
+    const token: Token = {
+      tokenId: "t1",
+      name: "tsk_...Ab3xYz",
+      createTime: ago(5000),
+      creatorEmail: "ada@example.test",
+      label: "",
+      lastUsedTime: null,
+    };
     const { rerender } = render(
       <ul>
         <TokenRow token={token} now={NOW} onDelete={() => {}} />
@@ -41,7 +48,7 @@ describe("token age", () => {
     );
     expect(screen.queryByText("tsk_...Ab3xYz")).not.toBeNull();
     expect(screen.queryByText("ada@example.test")).not.toBeNull();
-    expect(screen.queryByText("5 seconds ago")).not.toBeNull();
+    expect(screen.queryByText("created 5 seconds ago · never used")).not.toBeNull();
     expect(screen.queryByText("NEW")).not.toBeNull();
     rerender(
       <ul>
@@ -49,7 +56,7 @@ describe("token age", () => {
       </ul>,
     );
     expect(screen.queryByText("NEW")).toBeNull();
-    expect(screen.queryByText("1 minute ago")).not.toBeNull();
+    expect(screen.queryByText("created 1 minute ago · never used")).not.toBeNull();
   });
 
   test("a bare last part gets the fixed prefix", () => {
@@ -58,7 +65,13 @@ describe("token age", () => {
 });
 
 function fakeCalls(initial: Token[]) {
-  const state = { tokens: [...initial], generated: 0, removed: [] as string[], failWith: null as ApiError | null };
+  const state = {
+    tokens: [...initial],
+    generated: 0,
+    removed: [] as string[],
+    renamed: [] as Array<[string, string]>,
+    failWith: null as ApiError | null,
+  };
   const calls: TokenCalls = {
     list: async () => [...state.tokens],
     generate: async () => {
@@ -70,8 +83,15 @@ function fakeCalls(initial: Token[]) {
         name: `tsk_...${token.slice(-6)}`,
         createTime: new Date().toISOString(),
         creatorEmail: "me@example.test",
+        label: "",
+        lastUsedTime: null,
       });
-      return token;
+      return { token, tokenId: `g${state.generated}` };
+    },
+    rename: async (tokenId, label) => {
+      if (state.failWith) throw state.failWith;
+      state.renamed.push([tokenId, label]);
+      state.tokens = state.tokens.map((t) => (t.tokenId === tokenId ? { ...t, label: label.trim() } : t));
     },
     remove: async (tokenId) => {
       if (state.failWith) throw state.failWith;
@@ -120,7 +140,9 @@ describe("token section", () => {
   });
 
   test("delete asks for confirmation with the token name; Cancel keeps it, Delete removes it", async () => {
-    const { calls, state } = fakeCalls([{ tokenId: "t1", name: "tsk_...Ab3xYz", createTime: ago(3_600_000), creatorEmail: "a@b.test" }]);
+    const { calls, state } = fakeCalls([
+      { tokenId: "t1", name: "tsk_...Ab3xYz", createTime: ago(3_600_000), creatorEmail: "a@b.test", label: "", lastUsedTime: null },
+    ]);
     render(<TokenSection title="Namespace tokens" scope="namespace" calls={calls} />);
     await screen.findByText("tsk_...Ab3xYz");
     fireEvent.click(screen.getByRole("button", { name: "Delete token tsk_...Ab3xYz" }));
@@ -135,7 +157,9 @@ describe("token section", () => {
   });
 
   test("403 on generate and delete shows the spec's modal texts per scope", async () => {
-    const { calls, state } = fakeCalls([{ tokenId: "o1", name: "tso_...QQQQQQ", createTime: ago(1000), creatorEmail: null }]);
+    const { calls, state } = fakeCalls([
+      { tokenId: "o1", name: "tso_...QQQQQQ", createTime: ago(1000), creatorEmail: null, label: "", lastUsedTime: null },
+    ]);
     state.failWith = forbidden;
     render(<TokenSection title="Organization worker tokens" scope="org" calls={calls} />);
     await screen.findByText("tso_...QQQQQQ");
@@ -145,5 +169,42 @@ describe("token section", () => {
     fireEvent.click(screen.getByRole("button", { name: "Delete token tso_...QQQQQQ" }));
     await act(async () => fireEvent.click(screen.getByRole("button", { name: "Delete" })));
     expect((await screen.findByRole("dialog")).textContent).toContain("You do not have permissions to delete a token in this org.");
+  });
+
+  test("a token is named in the new-token dialog, and renamed in its row (Enter saves, Escape keeps the old name)", async () => {
+    const { calls, state } = fakeCalls([]);
+    render(<TokenSection title="Namespace tokens" scope="namespace" calls={calls} />);
+    await screen.findByText(/No tokens yet/);
+    await act(async () => fireEvent.click(screen.getByRole("button", { name: "Create" })));
+    const dialog = await screen.findByRole("dialog", { name: "New token" });
+    fireEvent.change(within(dialog).getByRole("textbox", { name: /^Name/ }), { target: { value: "staging api" } });
+    await act(async () => fireEvent.click(screen.getByRole("button", { name: "Done" })));
+    expect(state.renamed).toEqual([["g1", "staging api"]]);
+    const masked = state.tokens[0]!.name;
+    await act(async () => fireEvent.click(await screen.findByRole("button", { name: `Rename token ${masked}` })));
+    const input = screen.getByRole("textbox", { name: `Name of token ${masked}` });
+    expect((input as HTMLInputElement).value).toBe("staging api");
+    fireEvent.change(input, { target: { value: "discarded" } });
+    fireEvent.keyDown(input, { key: "Escape" });
+    expect(screen.getByRole("button", { name: `Rename token ${masked}` }).textContent).toBe("staging api");
+    fireEvent.click(screen.getByRole("button", { name: `Rename token ${masked}` }));
+    fireEvent.change(screen.getByRole("textbox", { name: `Name of token ${masked}` }), { target: { value: "prod api" } });
+    await act(async () => fireEvent.submit(screen.getByRole("textbox", { name: `Name of token ${masked}` }).closest("form")!));
+    expect(state.renamed.at(-1)).toEqual(["g1", "prod api"]);
+    expect((await screen.findByRole("button", { name: `Rename token ${masked}` })).textContent).toBe("prod api");
+  });
+
+  test("a member's rename gets the permission modal and keeps the name", async () => {
+    const { calls, state } = fakeCalls([
+      { tokenId: "t1", name: "tsk_...Ab3xYz", createTime: ago(1000), creatorEmail: "a@b.test", label: "ci", lastUsedTime: ago(120_000) },
+    ]);
+    state.failWith = forbidden;
+    render(<TokenSection title="Namespace tokens" scope="namespace" calls={calls} now={NOW} />);
+    expect((await screen.findByText(/last used/)).textContent).toMatch(/last used 2 minutes ago/);
+    fireEvent.click(screen.getByRole("button", { name: "Rename token tsk_...Ab3xYz" }));
+    fireEvent.change(screen.getByRole("textbox", { name: "Name of token tsk_...Ab3xYz" }), { target: { value: "mine" } });
+    await act(async () => fireEvent.submit(screen.getByRole("textbox", { name: "Name of token tsk_...Ab3xYz" }).closest("form")!));
+    expect((await screen.findByRole("dialog")).textContent).toContain("You do not have permissions to rename a token in this namespace.");
+    expect(state.tokens[0]!.label).toBe("ci");
   });
 });

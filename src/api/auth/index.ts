@@ -108,9 +108,9 @@ export function authRoutes(ctx: ServiceContext) {
         apiCall(ctx, "EmailLogin", async ({ body, request, cookie }) => {
           // One secret per browser, kept across its requests, so each of its links opens there without asking.
           const browserSecret = loginBrowserSecret(parseCookies(request.headers.get("cookie"))) ?? randomBytes(32).toString("base64url");
-          await requestLoginLink({ ctx, email: body.email, next: body.next, browserSecret });
+          const delivery = await requestLoginLink({ ctx, email: body.email, next: body.next, browserSecret });
           setLoginBrowserCookie(cookie, ctx.config, browserSecret, LOGIN_LINK_TTL_MS / 1000);
-          return {};
+          return { delivery };
         }),
       )
       // Signing someone in is a write even without a session: the table lets only our own pages ask.

@@ -201,6 +201,16 @@ export class WorkerRegistry {
     );
   }
 
+  /**
+   * A program of the org connected to publish. When the org's events are stored here (no self-hosted worker), this
+   * server's store is its worker and can be searched from now: recorded as seen, so the dashboard offers Requests
+   * before the first event is written.
+   */
+  async publisherConnected(orgId: string): Promise<void> {
+    if (!this.deps.local || this.remote.has(orgId) || (await this.workerRow(orgId))) return;
+    this.seen(orgId);
+  }
+
   connect(orgId: string, socket: WorkerSocket): RemoteWorker {
     const previous = this.remote.get(orgId);
     const worker = new RemoteWorker(orgId, socket);

@@ -124,10 +124,14 @@ export function endingAt(durationMs: number, nowMs: number): TimeRange {
   return { startMs: endMs - durationMs, endMs };
 }
 
-/** Jump: the same duration, centred on t (whole milliseconds). */
+/**
+ * Jump: the same duration, centred on t. A range of seconds starts on a whole second (half of an odd number of
+ * seconds would otherwise put half a second on both ends); a shorter one on a whole millisecond.
+ */
 export function centredOn(global: TimeRange, t: number): TimeRange {
   const width = global.endMs - global.startMs;
-  const startMs = Math.round(t - width / 2);
+  const start = t - width / 2;
+  const startMs = width >= 2000 ? Math.round(start / 1000) * 1000 : Math.round(start);
   return { startMs, endMs: startMs + width };
 }
 

@@ -1,4 +1,4 @@
-import { and, eq, gt, isNull } from "drizzle-orm";
+import { and, eq, gt, isNull, lt, or } from "drizzle-orm";
 import { namespaces, namespaceTokens, orgTokens, sessions, users } from "#db/schema/index.ts";
 import { isUuid } from "~/lib/server/ids.ts";
 import type { ServiceContext } from "~/services/context.ts";
@@ -44,20 +44,50 @@ async function authenticateBearer(ctx: ServiceContext, authorization: string): P
   const kind = tokenKind(token);
   if (kind === "namespace") {
     const [row] = await ctx.db
-      .select({ tokenId: namespaceTokens.id, namespaceId: namespaceTokens.namespaceId, orgId: namespaces.orgId })
+      .select({
+        tokenId: namespaceTokens.id,
+        namespaceId: namespaceTokens.namespaceId,
+        orgId: namespaces.orgId,
+        lastUsedAt: namespaceTokens.lastUsedAt,
+      })
       .from(namespaceTokens)
       .innerJoin(namespaces, eq(namespaces.id, namespaceTokens.namespaceId))
       .where(eq(namespaceTokens.tokenHash, hashToken(token)))
       .limit(1);
-    return row ? { kind: "namespaceToken", ...row } : null;
+    if (!row) return null;
+    const { lastUsedAt, ...principal } = row;
+    if (isStale(ctx, lastUsedAt)) {
+      const since = new Date(ctx.now().getTime() - LAST_USED_EVERY_MS);
+      await ctx.db
+        .update(namespaceTokens)
+        .set({ lastUsedAt: ctx.now() })
+        .where(and(eq(namespaceTokens.id, row.tokenId), or(isNull(namespaceTokens.lastUsedAt), lt(namespaceTokens.lastUsedAt, since))));
+    }
+    return { kind: "namespaceToken", ...principal };
   }
   if (kind === "org") {
     const [row] = await ctx.db
-      .select({ tokenId: orgTokens.id, orgId: orgTokens.orgId })
+      .select({ tokenId: orgTokens.id, orgId: orgTokens.orgId, lastUsedAt: orgTokens.lastUsedAt })
       .from(orgTokens)
       .where(eq(orgTokens.tokenHash, hashToken(token)))
       .limit(1);
-    return row ? { kind: "orgToken", ...row } : null;
+    if (!row) return null;
+    const { lastUsedAt, ...principal } = row;
+    if (isStale(ctx, lastUsedAt)) {
+      const since = new Date(ctx.now().getTime() - LAST_USED_EVERY_MS);
+      await ctx.db
+        .update(orgTokens)
+        .set({ lastUsedAt: ctx.now() })
+        .where(and(eq(orgTokens.id, row.tokenId), or(isNull(orgTokens.lastUsedAt), lt(orgTokens.lastUsedAt, since))));
+    }
+    return { kind: "orgToken", ...principal };
   }
   return null;
+}
+
+/** A token's "last used" is written at most this often: a busy token costs one write a minute, not one per call. */
+const LAST_USED_EVERY_MS = 60_000;
+
+function isStale(ctx: ServiceContext, lastUsedAt: Date | null): boolean {
+  return lastUsedAt === null || ctx.now().getTime() - lastUsedAt.getTime() >= LAST_USED_EVERY_MS;
 }

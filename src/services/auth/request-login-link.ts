@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { and, count, eq, gt, lt, min } from "drizzle-orm";
 import { loginLinks } from "#db/schema/index.ts";
 import { AppError } from "~/lib/errors.ts";
+import type { LinkDelivery } from "~/lib/protocol/api/auth.ts";
 import { sha256Hex } from "~/lib/server/ids.ts";
 import { log } from "~/lib/server/logger.ts";
 import type { ServiceContext } from "~/services/context.ts";
@@ -19,7 +20,7 @@ export const LOGIN_LINK_PAGE = "/login/link";
  * Sends a single-use sign-in link (15 minutes). Only the SHA-256 of its secret is stored, with the SHA-256 of the
  * asking browser's secret (`browserSecret`, kept in a cookie there): that browser signs in on opening the link, any
  * other asks first. Without SMTP the link goes to the server log as one line containing "magic link", so the embedded
- * default can sign in.
+ * default can sign in. Says where it went (the login page tells the person).
  */
 export async function requestLoginLink({
   ctx,
@@ -31,7 +32,7 @@ export async function requestLoginLink({
   email: string;
   next?: string;
   browserSecret?: string;
-}): Promise<void> {
+}): Promise<LinkDelivery> {
   const address = normalizeEmail(email);
   const now = ctx.now();
   const [recent] = await ctx.db
@@ -59,7 +60,7 @@ export async function requestLoginLink({
 
   if (!ctx.mailer) {
     log.info(`magic link for ${address}: ${url}`);
-    return;
+    return "log";
   }
   try {
     await ctx.mailer.send({
@@ -72,4 +73,5 @@ export async function requestLoginLink({
     log.error("sign-in e-mail failed", { to: address, err });
     throw new AppError("UNAVAILABLE", "could not send the sign-in e-mail; try again later");
   }
+  return "email";
 }

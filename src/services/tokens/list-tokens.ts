@@ -19,7 +19,14 @@ export async function listNamespaceTokens({
 }): Promise<Token[]> {
   await requireNamespaceAccess({ ctx, principal, namespaceId });
   const rows = await ctx.db
-    .select({ id: namespaceTokens.id, createdAt: namespaceTokens.createdAt, suffix: namespaceTokens.suffix, email: users.email })
+    .select({
+      id: namespaceTokens.id,
+      createdAt: namespaceTokens.createdAt,
+      suffix: namespaceTokens.suffix,
+      label: namespaceTokens.label,
+      lastUsedAt: namespaceTokens.lastUsedAt,
+      email: users.email,
+    })
     .from(namespaceTokens)
     .leftJoin(users, eq(users.id, namespaceTokens.creatorUserId))
     .where(eq(namespaceTokens.namespaceId, namespaceId))
@@ -39,7 +46,14 @@ export async function listOrgTokens({
 }): Promise<Token[]> {
   await requireOrgAccess({ ctx, principal, orgId });
   const rows = await ctx.db
-    .select({ id: orgTokens.id, createdAt: orgTokens.createdAt, suffix: orgTokens.suffix, email: users.email })
+    .select({
+      id: orgTokens.id,
+      createdAt: orgTokens.createdAt,
+      suffix: orgTokens.suffix,
+      label: orgTokens.label,
+      lastUsedAt: orgTokens.lastUsedAt,
+      email: users.email,
+    })
     .from(orgTokens)
     .leftJoin(users, eq(users.id, orgTokens.creatorUserId))
     .where(eq(orgTokens.orgId, orgId))
@@ -47,6 +61,16 @@ export async function listOrgTokens({
   return rows.map((r) => summary("org", r));
 }
 
-function summary(kind: "namespace" | "org", r: { id: string; createdAt: Date; suffix: string; email: string | null }): Token {
-  return { tokenId: r.id, createTime: r.createdAt.toISOString(), name: displayName(kind, r.suffix), creatorEmail: r.email };
+function summary(
+  kind: "namespace" | "org",
+  r: { id: string; createdAt: Date; suffix: string; label: string; lastUsedAt: Date | null; email: string | null },
+): Token {
+  return {
+    tokenId: r.id,
+    createTime: r.createdAt.toISOString(),
+    name: displayName(kind, r.suffix),
+    creatorEmail: r.email,
+    label: r.label,
+    lastUsedTime: r.lastUsedAt?.toISOString() ?? null,
+  };
 }

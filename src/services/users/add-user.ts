@@ -14,8 +14,9 @@ export const INVITATIONS_RATE_LIMITED = "too many invitations sent; wait a while
 /**
  * Namespace admins invite by address, with or without an account: the invitation waits until the person signed in
  * with that address accepts it (nobody is added to anything unasked). One mail per new invitation; `admitInvitation`
- * is asked before each (it throws when the inviter or the org has sent too many lately). Inviting a member or an
- * address already invited changes nothing and sends nothing.
+ * is asked before each (it throws when the inviter or the org has sent too many lately). Without SMTP the invitation
+ * goes to the server log instead, and the answer says so. Inviting a member or an address already invited changes
+ * nothing and sends nothing.
  */
 export async function addUser({
   ctx,
@@ -56,15 +57,20 @@ export async function addUser({
     .values({ namespaceId, email: address, ...fresh })
     .onConflictDoUpdate({ target: [invitations.namespaceId, invitations.email], set: fresh, where: isNotNull(invitations.acceptedAt) })
     .returning({ id: invitations.id });
-  if (created.length > 0 && ctx.mailer) {
-    const text =
-      `${principal.email} invited you to the Tapscope namespace "${access.name}".\n\n` +
-      `Sign in with this address to accept or decline: ${ctx.config.publicUrl}/dashboard\n\n` +
-      "Nothing changes until you accept. If you do not know the sender, decline or ignore this e-mail.\n";
-    // The invitation is saved; a failed notice must not fail the call (the person sees it when they sign in).
-    ctx.mailer.send({ to: address, subject: `You are invited to ${access.name} on Tapscope`, text }).catch((err) => {
-      log.warn("invitation e-mail failed", { to: address, err });
-    });
+  if (created.length === 0) return { isPending: true };
+  const signIn = `${ctx.config.publicUrl}/dashboard`;
+  if (!ctx.mailer) {
+    // No e-mail here: the log says whom to tell, as it does for sign-in links.
+    log.info(`invitation for ${address} to namespace "${access.name}" from ${principal.email}: sign in with that address at ${signIn}`);
+    return { isPending: true, delivery: "log" };
   }
-  return { isPending: true };
+  const text =
+    `${principal.email} invited you to the Tapscope namespace "${access.name}".\n\n` +
+    `Sign in with this address to accept or decline: ${signIn}\n\n` +
+    "Nothing changes until you accept. If you do not know the sender, decline or ignore this e-mail.\n";
+  // The invitation is saved; a failed notice must not fail the call (the person sees it when they sign in).
+  ctx.mailer.send({ to: address, subject: `You are invited to ${access.name} on Tapscope`, text }).catch((err) => {
+    log.warn("invitation e-mail failed", { to: address, err });
+  });
+  return { isPending: true, delivery: "email" };
 }

@@ -107,7 +107,7 @@ export function ClauseEditor({
       >
         <select
           aria-label="Column"
-          className={`${field} min-w-0 max-sm:flex-[1_1_40%]`}
+          className={`${field} max-w-full max-sm:flex-auto sm:min-w-0`}
           value={column}
           onChange={(e) => setColumn(e.target.value)}
         >
@@ -125,7 +125,7 @@ export function ClauseEditor({
         </select>
         <select
           aria-label="Operator"
-          className={`${field} min-w-0 max-sm:flex-[1_1_40%]`}
+          className={`${field} max-w-full max-sm:flex-auto sm:min-w-0`}
           value={validOp}
           onChange={(e) => setOp(e.target.value)}
         >

@@ -1,18 +1,17 @@
 import { type Clause, numberClauseColumns, numberOps, type QueryFilter, stringClauseColumns, stringOps } from "~/lib/protocol/query.ts";
 import { isAllowedRange, isValidFocus, type TimeRange } from "~/lib/time/range.ts";
-import type { TimeZoneMode } from "~/lib/time/ticks.ts";
 
 /**
  * The explorer's whole state, as it lives in the `filter` query parameter: base64 of a
- * JSON object with the clauses, the global timestamp filter and the focused one. Two additions ride
- * along: the filter-language chips (`text`) and the display zone (`tz`).
+ * JSON object with the clauses, the global timestamp filter and the focused one, and the filter-language chips
+ * (`text`). The display zone is the browser's one setting for every screen (ui/lib/time-zone.ts), not the URL's: a
+ * `tz` in an older URL is ignored.
  */
 export type ExplorerState = {
   clauses: Clause[];
   global: TimeRange;
   focus: TimeRange | null;
   text: string[];
-  tz: TimeZoneMode;
 };
 
 type Wire = {
@@ -20,7 +19,6 @@ type Wire = {
   global: { lowerMs: number; upperMs: number };
   focus: { lowerMs: number; upperMs: number } | null;
   text?: string[];
-  tz?: TimeZoneMode;
 };
 
 function toBase64(text: string): string {
@@ -44,7 +42,6 @@ export function encodeState(state: ExplorerState): string {
     focus: state.focus ? { lowerMs: state.focus.startMs, upperMs: state.focus.endMs } : null,
   };
   if (state.text.length) wire.text = state.text;
-  if (state.tz !== "UTC") wire.tz = state.tz;
   return toBase64(JSON.stringify(wire));
 }
 
@@ -99,7 +96,6 @@ export function decodeState(param: string | null, nowMs: number = Date.now()): E
     global,
     focus: focus && isValidFocus(global, focus) ? focus : null,
     text,
-    tz: wire.tz === "Local" ? "Local" : "UTC",
   };
 }
 
@@ -110,7 +106,6 @@ export function defaultState(nowMs: number): ExplorerState {
     global: { startMs: endMs - 3_600_000, endMs },
     focus: null,
     text: [],
-    tz: "UTC",
   };
 }
 

@@ -2,6 +2,8 @@ import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { useSearchParams } from "react-router";
 import { joinFilterChips } from "~/lib/filter/parse.ts";
 import { gridRange, type TimeRange } from "~/lib/time/range.ts";
+import { formatInZone } from "~/lib/time/typed-time.ts";
+import { useTimeZone } from "~/ui/lib/time-zone.ts";
 import { ClauseEditor } from "./clause-editor.tsx";
 import { ExplorerFilterBar } from "./explorer-filter-bar.tsx";
 import { decodeState, defaultState, type ExplorerState, encodeState, toQueryFilter } from "./explorer-state.ts";
@@ -61,6 +63,7 @@ function ExplorerBody({
   namespaceId: string;
   now: () => number;
 }) {
+  const [tz] = useTimeZone();
   const filterText = joinFilterChips(state.text);
   const histFilter = useMemo(() => toQueryFilter(state, false), [state]);
   const rowsFilter = useMemo(() => toQueryFilter(state, true), [state]);
@@ -78,6 +81,11 @@ function ExplorerBody({
   });
   const [lastBrush, setLastBrush] = useState(0);
 
+  // On a phone the filters, the range's other controls and the chart fold away so that the list takes the screen.
+  const [areControlsOpen, setControlsOpen] = useState(false);
+  const folded = areControlsOpen ? "" : "max-sm:hidden";
+  const numFilters = state.text.length + state.clauses.length;
+
   const grid = gridRange(state.global);
   const showBuckets = hist.data && hist.data.startMs === grid.originMs && hist.data.bucketMs === grid.bucketMs ? hist.data.buckets : null;
   const onFocus = (focus: TimeRange) => {
@@ -86,28 +94,45 @@ function ExplorerBody({
   };
 
   return (
-    <div className="flex min-h-0 flex-1 flex-col gap-3" data-last-brush={lastBrush || undefined}>
-      <ExplorerFilterBar
-        key={JSON.stringify(state.text)}
-        chips={state.text}
-        namespaceId={namespaceId}
-        onChips={(text) => setState({ ...state, text })}
-      />
-      <ClauseEditor
-        clauses={state.clauses}
-        global={state.global}
-        onClauses={(clauses) => setState({ ...state, clauses })}
-        onGlobal={(global) => setState({ ...state, global, focus: null })}
-      />
+    <div className="flex min-h-0 flex-1 flex-col gap-3 max-sm:min-h-auto" data-last-brush={lastBrush || undefined}>
+      <button
+        type="button"
+        aria-expanded={areControlsOpen}
+        aria-controls="explorer-controls"
+        onClick={() => setControlsOpen((isOpen) => !isOpen)}
+        className="flex items-center gap-2 rounded-md border border-zinc-800 bg-zinc-900 px-3 py-1.5 text-left text-xs text-zinc-200 sm:hidden"
+      >
+        <span aria-hidden="true">{areControlsOpen ? "▾" : "▸"}</span>
+        <span className="flex-1">{areControlsOpen ? "Hide filters and chart" : "Filters and chart"}</span>
+        {numFilters > 0 ? (
+          <span className="rounded bg-sky-500/15 px-1.5 text-sky-300">
+            {numFilters} {numFilters === 1 ? "filter" : "filters"}
+          </span>
+        ) : null}
+      </button>
+      <div id="explorer-controls" className={`flex flex-col gap-3 ${folded}`}>
+        <ExplorerFilterBar
+          key={JSON.stringify(state.text)}
+          chips={state.text}
+          namespaceId={namespaceId}
+          onChips={(text) => setState({ ...state, text })}
+        />
+        <ClauseEditor
+          clauses={state.clauses}
+          global={state.global}
+          onClauses={(clauses) => setState({ ...state, clauses })}
+          onGlobal={(global) => setState({ ...state, global, focus: null })}
+        />
+      </div>
       <RangeControls
         global={state.global}
         focus={state.focus}
-        tz={state.tz}
+        tz={tz}
         now={now}
         onChange={({ global, focus }) => setState({ ...state, global, focus })}
-        onZone={(tz) => setState({ ...state, tz })}
+        foldedClass={folded}
       />
-      <div className="rounded-lg border border-zinc-800 bg-zinc-950 p-2">
+      <div className={`rounded-lg border border-zinc-800 bg-zinc-950 p-2 ${folded}`}>
         <div className="mb-1 flex flex-wrap items-center gap-x-3 gap-y-1 text-xs text-zinc-400">
           <span data-testid="histogram-total">
             {hist.data ? `${hist.data.total.toLocaleString("en-US")} request${hist.data.total === 1 ? "" : "s"}` : "…"}
@@ -124,16 +149,21 @@ function ExplorerBody({
           </span>
           {state.focus ? (
             <span className="ml-auto max-sm:ml-0 max-sm:basis-full" data-testid="focus-range">
-              focus {new Date(state.focus.startMs).toISOString()} → {new Date(state.focus.endMs).toISOString()}
+              focus {formatInZone(state.focus.startMs, tz)} → {formatInZone(state.focus.endMs, tz)}
             </span>
           ) : (
             <span className="ml-auto text-zinc-500 max-sm:hidden">Drag on the chart to focus a range</span>
           )}
         </div>
-        {hist.status === "failed" ? <QueryError what="The histogram" message={hist.message} onRetry={hist.retry} /> : null}
-        <Histogram global={state.global} focus={state.focus} buckets={showBuckets} tz={state.tz} onFocus={onFocus} />
+        {hist.status === "failed" ? (
+          <QueryError what="The histogram" message={hist.message} details={hist.details} onRetry={hist.retry} />
+        ) : null}
+        <Histogram global={state.global} focus={state.focus} buckets={showBuckets} tz={tz} onFocus={onFocus} />
       </div>
-      <ResultsPanel client={client} filter={rowsFilter} filterText={filterText} tz={state.tz} />
+      {/* On a phone the list is a screenful below the folded controls; opened, they push it down and the page scrolls. */}
+      <div className="flex min-h-0 flex-1 flex-col max-sm:h-[calc(100dvh-12rem)] max-sm:min-h-80 max-sm:flex-none">
+        <ResultsPanel client={client} filter={rowsFilter} filterText={filterText} tz={tz} />
+      </div>
       <a
         className="self-end text-xs text-zinc-500 underline-offset-2 hover:text-zinc-300 hover:underline"
         href={`/minified/?${new URLSearchParams({ namespace: namespaceId, filter: encodeState(state) })}`}

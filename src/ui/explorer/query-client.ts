@@ -3,7 +3,7 @@ import type { CreateTunnelResponse } from "~/lib/protocol/api/tunnel.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { type HistogramBucket, listColumns, type QueryFilter, type ResultRow } from "~/lib/protocol/query.ts";
 import { decodeResult, decodeResultData, encodeRequest, type TunnelResultData, type TunnelWant } from "~/lib/protocol/tunnel.ts";
-import { api } from "~/ui/lib/api.ts";
+import { api, describeError } from "~/ui/lib/api.ts";
 import { reportEvent } from "~/ui/lib/events.ts";
 
 /** The query connection's states: not started, pending, open, failed or cancelled. */
@@ -36,8 +36,15 @@ export type QueryClient = {
   close(): void;
 };
 
+/** A query that failed, in words for the person (`message`), with the status and trace id for support (`details`). */
 export class QueryFailure extends Error {
   override name = "QueryFailure";
+  constructor(
+    message: string,
+    readonly details: string | null = null,
+  ) {
+    super(message);
+  }
 }
 
 type Pending = {
@@ -76,7 +83,8 @@ export function tunnelQueryClient(namespaceId: string, onState: (s: ConnectionSt
         void reportEvent("CreateTunnelFailure", {
           error_message: errorMessage(err),
         });
-        throw new QueryFailure(`Could not open the query tunnel: ${errorMessage(err)}`);
+        const { message, details } = describeError(err);
+        throw new QueryFailure(`Could not open the query tunnel. ${message}`, details);
       }
       const ws = new WebSocket(answer.endpoint);
       ws.binaryType = "arraybuffer";

@@ -1,5 +1,15 @@
-/** A failed query: what failed, why, and a retry (never a blank panel). */
-export function QueryError({ what, message, onRetry }: { what: string; message: string; onRetry: () => void }) {
+/** A failed query: what failed, why, and a retry (never a blank panel); the status and trace id in small print. */
+export function QueryError({
+  what,
+  message,
+  details = null,
+  onRetry,
+}: {
+  what: string;
+  message: string;
+  details?: string | null;
+  onRetry: () => void;
+}) {
   return (
     <div role="alert" className="m-3 rounded-lg border border-red-500/30 bg-red-500/10 p-3 text-sm text-red-300">
       {what} could not be loaded: {message}
@@ -10,6 +20,11 @@ export function QueryError({ what, message, onRetry }: { what: string; message: 
       >
         Retry
       </button>
+      {details ? (
+        <p data-testid="error-details" className="mt-1.5 font-mono text-[11px] text-red-300/60">
+          {details}
+        </p>
+      ) : null}
     </div>
   );
 }

@@ -1,123 +1,156 @@
 import { useEffect, useState } from "react";
 import { centredOn, endingAt, isAllowedRange, presets, shiftGlobal, type TimeRange, zoomToFocus } from "~/lib/time/range.ts";
 import type { TimeZoneMode } from "~/lib/time/ticks.ts";
-import { formatInZone, parseTypedUtc, typedTimePlaceholder } from "~/lib/time/typed-time.ts";
+import { formatInZone, jumpTimeHint, parseJumpTime } from "~/lib/time/typed-time.ts";
+import { zoneName } from "~/lib/time/zone.ts";
+import { ZoneToggle } from "~/ui/components/zone-toggle.tsx";
 
 const btn =
   "rounded-md border border-zinc-700 bg-zinc-900 px-2 py-1 text-xs text-zinc-200 hover:bg-zinc-800 disabled:cursor-not-allowed disabled:opacity-40";
 
 export type RangeChange = { global: TimeRange; focus: TimeRange | null };
 
-/** The explorer's range controls: shift, presets ending now, now, jump to a typed UTC time, zoom, clear, zone. */
+/** What the jump box says about the text when Go is pressed: the range it moves to, or why it cannot. */
+export function jumpTarget(
+  text: string,
+  global: TimeRange,
+  tz: TimeZoneMode,
+  nowMs: number,
+): { ok: true; range: TimeRange } | { ok: false; reason: string } {
+  const typed = parseJumpTime(text, tz, nowMs);
+  if (!typed.ok) return typed;
+  const range = centredOn(global, typed.ms);
+  // Only ranges the server accepts (from 2000 to a day from now) can be chosen.
+  if (!isAllowedRange(range, nowMs))
+    return { ok: false, reason: `${formatInZone(typed.ms, tz)} is outside what can be searched (from 2000 to a day from now).` };
+  return { ok: true, range };
+}
+
+/**
+ * The explorer's range controls: shift (beside the range), presets ending now, now, jump to a typed time, zoom,
+ * clear, and the display zone. `foldedClass` goes on all but the range and its shift buttons (a phone folds them).
+ */
 export function RangeControls({
   global,
   focus,
   tz,
   onChange,
-  onZone,
   now = Date.now,
+  foldedClass = "",
 }: {
   global: TimeRange;
   focus: TimeRange | null;
   tz: TimeZoneMode;
   onChange: (next: RangeChange) => void;
-  onZone: (tz: TimeZoneMode) => void;
   now?: () => number;
+  foldedClass?: string;
 }) {
   const [typed, setTyped] = useState("");
+  const [problem, setProblem] = useState<string | null>(null);
   const [placeholder, setPlaceholder] = useState("");
-  useEffect(() => setPlaceholder(typedTimePlaceholder(now())), [now]);
-  const typedTime = parseTypedUtc(typed);
-  // Only ranges the server accepts (from 2000 to a day from now) can be chosen.
-  const jumpTo = typedTime !== null && isAllowedRange(centredOn(global, typedTime), now()) ? typedTime : null;
+  useEffect(() => setPlaceholder(`e.g. ${new Date(now() - 7 * 86_400_000).toISOString().slice(0, 11)}12:34:56 or 12:34`), [now]);
   const back = shiftGlobal(global, -1);
   const forward = shiftGlobal(global, 1);
   const duration = global.endMs - global.startMs;
 
   return (
     <div className="flex flex-wrap items-center gap-2">
-      <button
-        type="button"
-        className={btn}
-        aria-label="Shift back"
-        title="Shift back by 30 buckets"
-        disabled={!isAllowedRange(back, now())}
-        onClick={() => onChange({ global: back, focus: null })}
-      >
-        ◀
-      </button>
-      <span className="min-w-0 font-mono text-xs text-zinc-300" data-testid="global-range">
-        {formatInZone(global.startMs, tz)} → {formatInZone(global.endMs, tz)}
-      </span>
-      <button
-        type="button"
-        className={btn}
-        aria-label="Shift forward"
-        title="Shift forward by 30 buckets"
-        disabled={!isAllowedRange(forward, now())}
-        onClick={() => onChange({ global: forward, focus: null })}
-      >
-        ▶
-      </button>
-      <span className="mx-1 h-5 w-px bg-zinc-800" />
-      {presets.map((p) => (
+      <div className="flex max-w-full min-w-0 items-center gap-2 max-sm:w-full max-sm:justify-between">
         <button
-          key={p.label}
           type="button"
           className={btn}
-          title={`Last ${p.label}`}
-          onClick={() => onChange({ global: endingAt(p.ms, now()), focus: null })}
+          aria-label="Shift back"
+          title="Shift back by 30 buckets"
+          disabled={!isAllowedRange(back, now())}
+          onClick={() => onChange({ global: back, focus: null })}
         >
-          {p.label}
+          ◀
         </button>
-      ))}
-      <button type="button" className={btn} onClick={() => onChange({ global: endingAt(duration, now()), focus: null })}>
-        Now
-      </button>
-      <form
-        className="flex items-center gap-1"
-        onSubmit={(e) => {
-          e.preventDefault();
-          if (jumpTo !== null) onChange({ global: centredOn(global, jumpTo), focus: null });
-        }}
-      >
-        <input
-          aria-label="Jump to time (UTC)"
-          className="w-40 rounded-md border border-zinc-700 bg-zinc-900 px-2 py-1 font-mono text-xs text-zinc-100 placeholder:text-zinc-600"
-          placeholder={placeholder}
-          value={typed}
-          spellCheck={false}
-          onChange={(e) => setTyped(e.target.value)}
-        />
-        <button type="submit" className={btn} disabled={jumpTo === null} title="Times are UTC, as YYYY-MM-DD HH:MM:SS">
-          Go
+        <span className="min-w-0 font-mono text-xs text-zinc-300 max-sm:text-center" data-testid="global-range">
+          {formatInZone(global.startMs, tz)} → {formatInZone(global.endMs, tz)}
+        </span>
+        <button
+          type="button"
+          className={btn}
+          aria-label="Shift forward"
+          title="Shift forward by 30 buckets"
+          disabled={!isAllowedRange(forward, now())}
+          onClick={() => onChange({ global: forward, focus: null })}
+        >
+          ▶
         </button>
-      </form>
-      <span className="mx-1 h-5 w-px bg-zinc-800" />
-      <button
-        type="button"
-        className={btn}
-        disabled={!focus}
-        onClick={() => focus && onChange({ global: zoomToFocus(focus), focus: null })}
-      >
-        Zoom to focus
-      </button>
-      <button type="button" className={btn} disabled={!focus} onClick={() => onChange({ global, focus: null })}>
-        Clear focus
-      </button>
-      <fieldset aria-label="Time zone" className="ml-auto flex overflow-hidden rounded-md border border-zinc-700 text-xs">
-        {(["UTC", "Local"] as const).map((z) => (
+      </div>
+      <div className={`contents ${foldedClass}`}>
+        <span className="mx-1 h-5 w-px bg-zinc-800 max-sm:hidden" />
+        {presets.map((p) => (
           <button
-            key={z}
+            key={p.label}
             type="button"
-            aria-pressed={tz === z}
-            onClick={() => onZone(z)}
-            className={`px-2 py-1 ${tz === z ? "bg-zinc-700 text-zinc-50" : "bg-zinc-900 text-zinc-400 hover:bg-zinc-800"}`}
+            className={btn}
+            title={`Last ${p.label}`}
+            onClick={() => onChange({ global: endingAt(p.ms, now()), focus: null })}
           >
-            {z}
+            {p.label}
           </button>
         ))}
-      </fieldset>
+        <button type="button" className={btn} onClick={() => onChange({ global: endingAt(duration, now()), focus: null })}>
+          Now
+        </button>
+        <form
+          className="flex items-center gap-1"
+          noValidate
+          onSubmit={(e) => {
+            e.preventDefault();
+            const target = jumpTarget(typed, global, tz, now());
+            if (!target.ok) {
+              setProblem(target.reason);
+              return;
+            }
+            setProblem(null);
+            onChange({ global: target.range, focus: null });
+          }}
+        >
+          <input
+            aria-label={`Jump to time (${zoneName(tz)})`}
+            aria-invalid={problem !== null}
+            aria-describedby={problem ? "jump-problem" : undefined}
+            className={`w-52 rounded-md border bg-zinc-900 px-2 py-1 font-mono text-xs text-zinc-100 placeholder:text-zinc-600 ${problem ? "border-red-500/70" : "border-zinc-700"}`}
+            placeholder={placeholder}
+            value={typed}
+            spellCheck={false}
+            onChange={(e) => {
+              setTyped(e.target.value);
+              setProblem(null);
+            }}
+          />
+          <button
+            type="submit"
+            className={btn}
+            disabled={typed.trim() === ""}
+            title={`${jumpTimeHint}; without a zone it is read in ${zoneName(tz)}`}
+          >
+            Go
+          </button>
+        </form>
+        <span className="mx-1 h-5 w-px bg-zinc-800 max-sm:hidden" />
+        <button
+          type="button"
+          className={btn}
+          disabled={!focus}
+          onClick={() => focus && onChange({ global: zoomToFocus(focus), focus: null })}
+        >
+          Zoom to focus
+        </button>
+        <button type="button" className={btn} disabled={!focus} onClick={() => onChange({ global, focus: null })}>
+          Clear focus
+        </button>
+        <ZoneToggle className="ml-auto" />
+        {problem ? (
+          <p id="jump-problem" role="alert" className="basis-full text-xs text-red-400">
+            {problem}
+          </p>
+        ) : null}
+      </div>
     </div>
   );
 }

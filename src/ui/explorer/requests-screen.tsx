@@ -21,7 +21,7 @@ export function useTunnelClient(namespaceId: string): {
 export function RequestsExplorer({ namespaceId }: { namespaceId: string }) {
   const { client, connection } = useTunnelClient(namespaceId);
   return (
-    <div className="flex min-h-0 flex-1 flex-col" data-connection={connection}>
+    <div className="flex min-h-0 flex-1 flex-col max-sm:min-h-auto" data-connection={connection}>
       {client ? <ExplorerView client={client} namespaceId={namespaceId} /> : <p className="p-6 text-sm text-zinc-500">Loading…</p>}
     </div>
   );

@@ -2,8 +2,9 @@ import { observeElementRect, useVirtualizer } from "@tanstack/react-virtual";
 import { useMemo, useRef } from "react";
 import { displayUrl, eventOrigin } from "~/lib/event-url.ts";
 import { formatBytes, formatDuration } from "~/lib/format.ts";
-import type { ResultRow } from "~/lib/protocol/query.ts";
+import { maxRowLimit, type ResultRow } from "~/lib/protocol/query.ts";
 import type { TimeZoneMode } from "~/lib/time/ticks.ts";
+import { zoneName } from "~/lib/time/zone.ts";
 import { TlsMarker } from "~/ui/components/tls-marker.tsx";
 import { statusClass } from "~/ui/live/format.ts";
 
@@ -53,8 +54,10 @@ export function sortRows(rows: ResultRow[], sort: Sort): ResultRow[] {
   });
 }
 
+/** The row-limit sentence, its numbers written as the count beside it is ("15,300"). */
 export function rowLimitText(n: number): string {
-  return `Row limit of 10000 reached. Your query would have returned ${n} rows. Consider narrowing the time window or adding filters to reduce the number of rows returned.`;
+  const count = (v: number) => v.toLocaleString("en-US");
+  return `Row limit of ${count(maxRowLimit)} reached. Your query would have returned ${count(n)} rows. Consider narrowing the time window or adding filters to reduce the number of rows returned.`;
 }
 
 /** The results of the focus range: newest first by default, sortable by column, virtualised. */
@@ -111,6 +114,9 @@ export function ResultsList({
                   }
                 >
                   {c.label}
+                  {c.key === "time" ? (
+                    <span className="ml-1 font-normal tracking-normal text-zinc-500 normal-case">{zoneName(tz)}</span>
+                  ) : null}
                   {active ? (sort.dir === "desc" ? " ↓" : " ↑") : ""}
                 </button>
               </span>

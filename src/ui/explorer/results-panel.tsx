@@ -98,7 +98,9 @@ export function ResultsPanel({
             {rowLimitText(answer.actualNumberOfRows)}
           </p>
         ) : null}
-        {rows.status === "failed" ? <QueryError what="The requests" message={rows.message} onRetry={rows.retry} /> : null}
+        {rows.status === "failed" ? (
+          <QueryError what="The requests" message={rows.message} details={rows.details} onRetry={rows.retry} />
+        ) : null}
         {answer && answer.rows.length === 0 && rows.status === "done" ? (
           <p className="p-6 text-sm text-zinc-500">No requests in this time range match.</p>
         ) : null}

@@ -1,11 +1,12 @@
 import { useEffect, useState } from "react";
 import { errorMessage } from "~/lib/errors.ts";
 import { isAbortError } from "~/ui/lib/api.ts";
+import { QueryFailure } from "./query-client.ts";
 
 export type QueryState<T> =
   | { status: "loading"; data: T | null }
   | { status: "done"; data: T }
-  | { status: "failed"; data: T | null; message: string };
+  | { status: "failed"; data: T | null; message: string; details: string | null };
 
 /**
  * Runs `run` whenever `key` changes (the previous run is aborted) or retry() is called. The last data stays
@@ -38,6 +39,7 @@ export function useQuery<T>(
           status: "failed",
           data: s.data,
           message: errorMessage(err) || "The query failed.",
+          details: err instanceof QueryFailure ? err.details : null,
         }));
       },
     );

@@ -2,7 +2,7 @@
  * The filter chips of the Live screen as a pure state machine.
  * A committed change is sent to the live frame and stays pending until the frame answers
  * markApplied (all chips applied) or setFilterError (the change is rolled back, its text returns to the
- * input, and the error shows under it).
+ * input, and the error shows under it until that text is committed again or cleared).
  */
 export type ChipState = {
   /** The chips as shown, in order. */
@@ -63,7 +63,8 @@ function send(state: ChipState, chips: string[], pendingText: string | null): Ch
 export function chipReducer(state: ChipState, action: ChipAction): ChipState {
   switch (action.type) {
     case "draft":
-      return { ...state, draft: action.text };
+      // The error belongs to the text it came back with: emptying that text clears it.
+      return { ...state, draft: action.text, error: action.text.trim() === "" ? null : state.error };
     case "commit": {
       if (commitBlocker(state) !== null) return state;
       const text = state.draft.trim();

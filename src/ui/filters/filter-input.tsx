@@ -1,4 +1,5 @@
 import { type Dispatch, useMemo, useState } from "react";
+import { placeholderExample } from "~/lib/filter/examples.ts";
 import { type ChipAction, type ChipState, commitBlocker } from "./chip-state.ts";
 import { AlertIcon, CloseIcon, PlusIcon } from "./icons.tsx";
 import { type FilterSuggestion, pickSuggestions } from "./suggestions.ts";
@@ -25,12 +26,17 @@ export function FilterInput({
   suggestions: FilterSuggestion[];
   onForget?: (text: string) => void;
 }) {
-  const [isFocused, setFocused] = useState(false);
+  // Suggestions open when the input gets focus or the text changes, and close once a filter is committed.
+  const [isSuggesting, setSuggesting] = useState(false);
   const blocker = commitBlocker(state);
   const shown = useMemo(
-    () => (isFocused ? pickSuggestions(suggestions, state.draft, state.chips) : []),
-    [isFocused, suggestions, state.draft, state.chips],
+    () => (isSuggesting ? pickSuggestions(suggestions, state.draft, state.chips) : []),
+    [isSuggesting, suggestions, state.draft, state.chips],
   );
+  const commit = () => {
+    setSuggesting(false);
+    dispatch({ type: "commit" });
+  };
   const hasError = state.error !== null;
 
   return (
@@ -75,17 +81,22 @@ export function FilterInput({
           aria-invalid={hasError}
           aria-describedby={hasError ? "filter-error" : undefined}
           className="min-w-64 flex-1 bg-transparent px-1 py-0.5 font-mono text-sm text-zinc-100 placeholder:text-zinc-500 outline-none"
-          placeholder='Filter, e.g. response.status >= 500 or request.url contains "/api/"'
+          placeholder={`Filter, e.g. ${placeholderExample}`}
           value={state.draft}
           spellCheck={false}
           autoComplete="off"
-          onFocus={() => setFocused(true)}
-          onBlur={() => setTimeout(() => setFocused(false), 150)}
-          onChange={(e) => dispatch({ type: "draft", text: e.target.value })}
+          onFocus={() => setSuggesting(true)}
+          onBlur={() => setTimeout(() => setSuggesting(false), 150)}
+          onChange={(e) => {
+            setSuggesting(true);
+            dispatch({ type: "draft", text: e.target.value });
+          }}
           onKeyDown={(e) => {
             if (e.key === "Enter") {
               e.preventDefault();
-              dispatch({ type: "commit" });
+              commit();
+            } else if (e.key === "Escape") {
+              setSuggesting(false);
             }
           }}
         />
@@ -94,7 +105,7 @@ export function FilterInput({
           aria-label={hasError ? "Add filter (the last filter has an error)" : "Add filter"}
           title={blocker ? blockerText[blocker] : "Add filter"}
           disabled={blocker !== null}
-          onClick={() => dispatch({ type: "commit" })}
+          onClick={commit}
           className={`flex size-7 items-center justify-center rounded-md disabled:cursor-not-allowed disabled:opacity-50 ${hasError ? "text-red-400 hover:bg-red-500/10" : "text-zinc-300 hover:bg-zinc-800"}`}
         >
           {hasError ? <AlertIcon /> : <PlusIcon />}
@@ -118,7 +129,7 @@ export function FilterInput({
                 onMouseDown={(e) => e.preventDefault()}
                 onClick={() => {
                   dispatch({ type: "draft", text: s.text });
-                  dispatch({ type: "commit" });
+                  commit();
                 }}
               >
                 <span>{s.text}</span>

@@ -1,3 +1,5 @@
+import { suggestedFilters } from "~/lib/filter/examples.ts";
+
 /**
  * Saved filter suggestions, kept per namespace in localStorage: the 100 most
  * recently used are kept, at most 7 are shown. Built-in suggestions are always offered and never stored.
@@ -18,17 +20,13 @@ export const MAX_KEPT = 100;
 
 export const suggestionsKey = (namespaceId: string) => `tapscope:filterSuggestions:${namespaceId}`;
 
-export const builtInSuggestions: FilterSuggestion[] = [
-  'request.method == "POST"',
-  "response.status >= 500",
-  "response.status >= 400",
-  'request.url contains "/api/"',
-  "duration > 1000ms",
-  'request.url startsWith "/"',
-  'request.method == "GET"',
-  "response.status == 404",
-  'tls == "not decrypted"',
-].map((text) => ({ text, kinds: kindsOf(text), useCount: 0, lastUsed: 0, builtIn: true }));
+export const builtInSuggestions: FilterSuggestion[] = suggestedFilters.map((text) => ({
+  text,
+  kinds: kindsOf(text),
+  useCount: 0,
+  lastUsed: 0,
+  builtIn: true,
+}));
 
 export function kindsOf(text: string): SuggestionKind[] {
   const kinds: SuggestionKind[] = [];

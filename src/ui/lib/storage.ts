@@ -2,6 +2,8 @@
 export const storageKeys = {
   lastNamespaceId: "tapscope:lastNamespaceId",
   navHidden: "tapscope:navHidden",
+  /** The display zone of every time shown: "UTC" or "Local" (ui/lib/time-zone.ts). */
+  timeZone: "tapscope:timeZone",
 } as const;
 
 export function readLocal(key: string): string | null {

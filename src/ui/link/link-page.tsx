@@ -66,8 +66,13 @@ export function LinkViewer({ linkId, commitHash }: { linkId: string; commitHash:
           <span>Tapscope</span>
         </a>
         <span className="flex-1" />
-        {state.status === "ready" && !state.isExpiredOnLoad ? <Countdown expiry={state.expiry} /> : null}
-        <ShareBox url={`${origin}/link/${linkId}`} />
+        {/* Only a live link is worth sharing: not one that does not exist or has expired. */}
+        {state.status === "ready" && !state.isExpiredOnLoad ? (
+          <>
+            <Countdown expiry={state.expiry} />
+            <ShareBox url={`${origin}/link/${linkId}`} />
+          </>
+        ) : null}
       </header>
       <main className="flex min-h-0 flex-1 flex-col p-4">
         {state.status === "failed" ? (

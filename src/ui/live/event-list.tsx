@@ -1,16 +1,23 @@
 import { observeElementRect, useVirtualizer } from "@tanstack/react-virtual";
 import { memo, type RefObject, useRef } from "react";
 import { displayUrl } from "~/lib/event-url.ts";
-import { formatBytes, formatClock, formatDuration } from "~/lib/format.ts";
+import { formatBytes, formatDuration } from "~/lib/format.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import type { TimeZoneMode } from "~/lib/time/ticks.ts";
+import { formatListTime, isSameDay, noonOfDay, zoneName } from "~/lib/time/zone.ts";
 import { TlsMarker } from "~/ui/components/tls-marker.tsx";
+import { useTimeZone } from "~/ui/lib/time-zone.ts";
 import { statusClass } from "./format.ts";
 
 export const ROW_HEIGHT = 28;
-// By the list's own width (a phone, or beside an open detail): a narrow list keeps status, method and URL;
-// time, duration and size come back from 36rem on.
-const COLUMNS = "grid-cols-[3.25rem_3.5rem_minmax(0,1fr)] @xl:grid-cols-[6rem_4.5rem_3.25rem_3.75rem_minmax(0,1fr)_4.5rem]";
+// By the list's own width (a phone, or beside an open detail): a narrow list keeps status, method, URL and the
+// duration (moved to the row's end); time and size come back from 36rem on. The time column is wider when it holds
+// dates (a day other than today in the display zone).
+const NARROW_COLUMNS = "grid-cols-[3.25rem_3.25rem_minmax(0,1fr)_3.75rem] @max-xl:gap-x-1.5 @max-xl:px-2";
+const COLUMNS = `${NARROW_COLUMNS} @xl:grid-cols-[6rem_4.5rem_3.25rem_3.75rem_minmax(0,1fr)_4.5rem]`;
+const DATED_COLUMNS = `${NARROW_COLUMNS} @xl:grid-cols-[9.5rem_4.5rem_3.25rem_3.75rem_minmax(0,1fr)_4.5rem]`;
 const WIDE_ONLY = "@max-xl:hidden";
+const LAST_WHEN_NARROW = "@max-xl:order-last";
 
 /**
  * The event list, newest first, virtualised: only the rows in view (plus a few) are in the DOM, so
@@ -49,14 +56,25 @@ export function EventList({
   });
 
   const items = virtualizer.getVirtualItems();
+  const [zone] = useTimeZone();
+  // Rows are memoised: they are given today (its noon), which changes once a day, not the clock.
+  const nowMs = noonOfDay(Date.now(), zone);
+  // Oldest first: when the oldest and newest are today, the rows between are too (in practice).
+  const first = events[0];
+  const last = events[count - 1];
+  const isDated = Boolean((first && !isSameDay(first.time / 1000, nowMs, zone)) || (last && !isSameDay(last.time / 1000, nowMs, zone)));
+  const columns = isDated ? DATED_COLUMNS : COLUMNS;
   return (
     <div className="@container flex min-h-0 flex-1 flex-col" role="table" aria-label="Requests" aria-rowcount={count}>
       <div role="rowgroup" className="border-b border-zinc-800 bg-zinc-900/80">
-        <div role="row" className={`grid ${COLUMNS} gap-2 px-3 py-1.5 text-[11px] font-semibold tracking-wider text-zinc-400 uppercase`}>
+        <div
+          role="row"
+          className={`grid ${columns} gap-2 px-3 py-1.5 text-[11px] font-semibold tracking-wider text-zinc-400 uppercase @max-xl:tracking-normal`}
+        >
           <span role="columnheader" className={WIDE_ONLY}>
-            Time
+            Time <span className="font-normal tracking-normal text-zinc-500 normal-case">{zoneName(zone, nowMs)}</span>
           </span>
-          <span role="columnheader" className={`text-right ${WIDE_ONLY}`}>
+          <span role="columnheader" className={`text-right ${LAST_WHEN_NARROW}`}>
             Duration
           </span>
           <span role="columnheader">Status</span>
@@ -86,6 +104,9 @@ export function EventList({
                 index={item.index}
                 isSelected={event.event_id === selectedId}
                 onSelect={onSelect}
+                columns={columns}
+                zone={zone}
+                nowMs={nowMs}
               />
             );
           })}
@@ -101,12 +122,18 @@ const Row = memo(function Row({
   index,
   isSelected,
   onSelect,
+  columns,
+  zone,
+  nowMs,
 }: {
   event: TracedEvent;
   top: number;
   index: number;
   isSelected: boolean;
   onSelect: (event: TracedEvent) => void;
+  columns: string;
+  zone: TimeZoneMode;
+  nowMs: number;
 }) {
   return (
     <div
@@ -120,12 +147,12 @@ const Row = memo(function Row({
         if (e.key === "Enter") onSelect(event);
       }}
       style={{ position: "absolute", top: 0, left: 0, right: 0, height: ROW_HEIGHT, transform: `translateY(${top}px)` }}
-      className={`grid ${COLUMNS} cursor-pointer items-center gap-2 border-b border-zinc-900 px-3 font-mono text-xs ${isSelected ? "bg-zinc-800" : "hover:bg-zinc-900"}`}
+      className={`grid ${columns} cursor-pointer items-center gap-2 border-b border-zinc-900 px-3 font-mono text-xs ${isSelected ? "bg-zinc-800" : "hover:bg-zinc-900"}`}
     >
       <span role="cell" className={`text-zinc-400 tabular-nums ${WIDE_ONLY}`}>
-        {formatClock(event.time)}
+        {formatListTime(event.time, zone, nowMs)}
       </span>
-      <span role="cell" className={`text-right text-zinc-300 tabular-nums ${WIDE_ONLY}`}>
+      <span role="cell" className={`text-right text-zinc-300 tabular-nums ${LAST_WHEN_NARROW}`}>
         {formatDuration(event.http_duration)}
       </span>
       <span role="cell" className={statusClass(event.http_resp_status_code)}>

@@ -35,6 +35,7 @@ export function FilteredLiveFrame({
   src,
   suggestionsScope,
   onEvent,
+  onStats,
   title = "Live requests",
   applyTimeoutMs = APPLY_TIMEOUT_MS,
 }: {
@@ -42,6 +43,8 @@ export function FilteredLiveFrame({
   /** Whose saved suggestions these are: a namespace id, or "shared-links". */
   suggestionsScope: string;
   onEvent?: (event: EventSummary) => void;
+  /** The frame's programs and whether it has requests, when they change. */
+  onStats?: (stats: { numPublishers: number; hasEvents: boolean }) => void;
   title?: string;
   applyTimeoutMs?: number;
 }) {
@@ -53,6 +56,8 @@ export function FilteredLiveFrame({
   stateRef.current = state;
   const onEventRef = useRef(onEvent);
   onEventRef.current = onEvent;
+  const onStatsRef = useRef(onStats);
+  onStatsRef.current = onStats;
 
   useEffect(() => setSuggestions(loadSuggestions(suggestionsScope)), [suggestionsScope]);
 
@@ -97,6 +102,10 @@ export function FilteredLiveFrame({
       }
       if (msg.type === "detailOpen") {
         setIsDetailOpen(msg.isOpen);
+        return;
+      }
+      if (msg.type === "stats") {
+        onStatsRef.current?.({ numPublishers: msg.numPublishers, hasEvents: msg.hasEvents });
         return;
       }
       if (msg.type === "markApplied") {

@@ -1,10 +1,3 @@
-import { formatClock, pad } from "~/lib/format.ts";
-
-export function formatDateTime(timeUs: number): string {
-  const d = new Date(Math.floor(timeUs / 1000));
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${formatClock(timeUs)}`;
-}
-
 /** Tailwind text colour for a status code; 0 means no response was seen. */
 export function statusClass(status: number): string {
   if (status === 0) return "text-zinc-500";

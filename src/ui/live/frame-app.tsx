@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { ZoneToggle } from "~/ui/components/zone-toggle.tsx";
 import { downloadHar } from "../request-detail/har-download.ts";
 import { RequestDetail } from "../request-detail/request-detail.tsx";
 import { EventList } from "./event-list.tsx";
@@ -72,6 +73,12 @@ export function LiveFrame({
   const onSelect = useCallback((e: TracedEvent) => setSelectedId(e.event_id), []);
   const isDetailOpen = selected !== undefined;
   useEffect(() => postToParent({ type: "detailOpen", isOpen: isDetailOpen }), [isDetailOpen]);
+  // What the page shows beside the frame (how to connect a program) follows these, once the socket has said them.
+  const hasEvents = store.all.length > 0;
+  const isOpen = socketState === "open";
+  useEffect(() => {
+    if (isOpen) postToParent({ type: "stats", numPublishers: stats.numPublishers, hasEvents });
+  }, [isOpen, stats.numPublishers, hasEvents]);
   const follow = useCallback(() => {
     setPause(null);
     scrollRef.current?.scrollTo({ top: 0 });
@@ -140,6 +147,7 @@ export function LiveFrame({
           </span>
         ) : null}
         <span className="flex-1" />
+        <ZoneToggle className="max-sm:hidden" />
         {pause ? (
           <button
             type="button"
@@ -171,7 +179,7 @@ export function LiveFrame({
       <div className="flex min-h-0 flex-1">
         <div className={`flex min-h-0 w-full min-w-0 flex-col ${selected ? "sm:w-[55%] sm:border-r sm:border-zinc-800" : ""}`}>
           {shown.length === 0 ? (
-            <EmptyState state={socketState} hasFilteredOut={store.all.length > 0} />
+            <EmptyState state={socketState} hasFilteredOut={store.all.length > 0} numPublishers={stats.numPublishers} />
           ) : (
             <EventList
               events={shown}
@@ -222,11 +230,18 @@ function ConnectionBadge({ state }: { state: SocketState }) {
   );
 }
 
-function EmptyState({ state, hasFilteredOut }: { state: SocketState; hasFilteredOut: boolean }) {
+function EmptyState({ state, hasFilteredOut, numPublishers }: { state: SocketState; hasFilteredOut: boolean; numPublishers: number }) {
   return (
     <div className="flex flex-1 flex-col items-center justify-center gap-1 p-6 text-center text-sm text-zinc-500">
       {hasFilteredOut ? (
         <p>No request matches the filters.</p>
+      ) : state === "open" && numPublishers === 0 ? (
+        <>
+          <p>No program is connected.</p>
+          <p className="text-xs">
+            Start one under <code className="font-mono text-zinc-400">tapscope run</code> and the requests it serves and makes show up here.
+          </p>
+        </>
       ) : state === "open" ? (
         <>
           <p>Waiting for requests…</p>

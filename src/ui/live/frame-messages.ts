@@ -1,7 +1,8 @@
 /**
  * postMessage between a page and its live frame (/iframer): the page sends setFilters;
  * the frame answers markApplied or setFilterError and reports each event with onEvent, and says when its
- * request detail opens or closes (detailOpen), so a phone-sized page can give the frame the whole screen.
+ * request detail opens or closes (detailOpen), so a phone-sized page can give the frame the whole screen, and how many
+ * programs publish to it and whether it has any request (stats), so the page can say how to connect one.
  * Both sides accept messages only from their own origin and from the expected window.
  */
 export type SetFiltersMessage = { type: "setFilters"; revision: number; filters: string[] };
@@ -21,7 +22,8 @@ export type FrameMessage =
   | { type: "markApplied"; revision: number }
   | { type: "setFilterError"; revision: number; message: string; position: number; index: number }
   | { type: "onEvent"; event: EventSummary }
-  | { type: "detailOpen"; isOpen: boolean };
+  | { type: "detailOpen"; isOpen: boolean }
+  | { type: "stats"; numPublishers: number; hasEvents: boolean };
 
 /** Same origin, and from the window we expect (the parent for the frame, the iframe for the page). */
 export function isTrustedMessage(event: MessageEvent, expectedSource: MessageEventSource | null | undefined): boolean {
@@ -54,6 +56,9 @@ export function parseFrameMessage(data: unknown): FrameMessage | null {
     return { type: "onEvent", event: msg.event as EventSummary };
   }
   if (msg.type === "detailOpen" && typeof msg.isOpen === "boolean") return { type: "detailOpen", isOpen: msg.isOpen };
+  if (msg.type === "stats" && Number.isSafeInteger(msg.numPublishers) && typeof msg.hasEvents === "boolean") {
+    return { type: "stats", numPublishers: msg.numPublishers as number, hasEvents: msg.hasEvents };
+  }
   return null;
 }
 

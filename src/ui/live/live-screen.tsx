@@ -2,18 +2,39 @@ import { useEffect, useState } from "react";
 import { ErrorNotice } from "~/ui/components/error-notice.tsx";
 import { api, describeError, type ErrorText, isAbortError } from "~/ui/lib/api.ts";
 import { OnboardingOverlay } from "../onboarding/onboarding-overlay.tsx";
+import { SetupCommands } from "../onboarding/setup-commands.tsx";
 import { FilteredLiveFrame, iframerSrc } from "./filtered-live-frame.tsx";
 
 type Join = { status: "joining" } | { status: "joined"; websocketUrl: string } | { status: "failed"; error: ErrorText };
 
 /**
- * The Live screen (/dashboard/{ns}/live): filters plus the live frame fed by JoinSubscriber, and the
- * onboarding overlay while the org has not seen a publisher yet.
+ * The Live screen (/dashboard/{ns}/live): filters plus the live frame fed by JoinSubscriber, the onboarding overlay
+ * while the org has not seen a publisher yet, and how to connect a program while none is connected and nothing was
+ * seen. `onProgramConnected` is told when a program of the namespace is connected.
  */
-export function LiveScreenView({ namespaceId, orgId, commitHash }: { namespaceId: string; orgId: string; commitHash: string }) {
+export function LiveScreenView({
+  namespaceId,
+  namespaceName,
+  orgId,
+  commitHash,
+  onProgramConnected,
+}: {
+  namespaceId: string;
+  namespaceName?: string;
+  orgId: string;
+  commitHash: string;
+  onProgramConnected?: () => void;
+}) {
   const [join, setJoin] = useState<Join>({ status: "joining" });
   const [attempt, setAttempt] = useState(0);
   const [isOnboarding, setOnboarding] = useState(false);
+  const [frameStats, setFrameStats] = useState<{ numPublishers: number; hasEvents: boolean } | null>(null);
+  const isProgramConnected = (frameStats?.numPublishers ?? 0) > 0;
+  useEffect(() => {
+    if (isProgramConnected) onProgramConnected?.();
+  }, [isProgramConnected, onProgramConnected]);
+  const tokensHref = namespaceName ? `/dashboard/${encodeURIComponent(namespaceName)}/tokens` : undefined;
+  const showConnect = frameStats !== null && frameStats.numPublishers === 0 && !frameStats.hasEvents && !isOnboarding;
   const [context, setContext] = useState<{ origin: string; eventId: string | null } | null>(null);
 
   useEffect(() => {
@@ -54,16 +75,41 @@ export function LiveScreenView({ namespaceId, orgId, commitHash }: { namespaceId
           </button>
         </ErrorNotice>
       ) : join.status === "joined" && context ? (
-        <FilteredLiveFrame
-          key={join.websocketUrl}
-          src={iframerSrc({ commitHash, socketUrl: join.websocketUrl, namespaceId, eventId: context.eventId })}
-          suggestionsScope={namespaceId}
-        />
+        <>
+          {showConnect ? (
+            <section
+              aria-labelledby="connect-title"
+              data-testid="connect-program"
+              className="mb-3 rounded-lg border border-zinc-800 bg-zinc-900/60 p-4"
+            >
+              <h2 id="connect-title" className="text-sm font-semibold text-zinc-100">
+                No program is connected{namespaceName ? ` to ${namespaceName}` : ""}
+              </h2>
+              <p className="mt-1 mb-3 text-xs text-zinc-400">
+                Install the agent, give it this namespace's token and start your program under it: its requests show up below.
+              </p>
+              <SetupCommands namespaceId={namespaceId} publicUrl={context.origin} run="<your command>" tokensHref={tokensHref} />
+            </section>
+          ) : null}
+          <FilteredLiveFrame
+            key={join.websocketUrl}
+            src={iframerSrc({ commitHash, socketUrl: join.websocketUrl, namespaceId, eventId: context.eventId })}
+            suggestionsScope={namespaceId}
+            onStats={setFrameStats}
+          />
+        </>
       ) : (
         <p className="p-6 text-sm text-zinc-500">Connecting to the live view…</p>
       )}
       {isOnboarding && context ? (
-        <OnboardingOverlay orgId={orgId} namespaceId={namespaceId} publicUrl={context.origin} onClose={() => setOnboarding(false)} />
+        <OnboardingOverlay
+          orgId={orgId}
+          namespaceId={namespaceId}
+          publicUrl={context.origin}
+          tokensHref={tokensHref}
+          onClose={() => setOnboarding(false)}
+          onConnected={onProgramConnected}
+        />
       ) : null}
     </div>
   );

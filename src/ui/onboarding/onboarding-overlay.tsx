@@ -1,8 +1,7 @@
 import { useEffect, useState } from "react";
-import { tokenForbiddenText } from "~/lib/protocol/token-messages.ts";
-import { ApiError, api, describeError, isAbortError } from "~/ui/lib/api.ts";
-import { useCopy } from "../request-detail/use-copy.ts";
-import { type Stack, setupCommands, stacks } from "./stacks.ts";
+import { api, isAbortError } from "~/ui/lib/api.ts";
+import { SetupCommands } from "./setup-commands.tsx";
+import { runCommand, type Stack, stacks } from "./stacks.ts";
 
 export const PUBLISHER_POLL_MS = 1000;
 
@@ -35,45 +34,30 @@ export function usePublisherSeen(orgId: string, isActive = true): boolean {
 }
 
 /**
- * Onboarding of the Live screen: step 1 picks a stack, step 2 shows the commands
- * with a fresh namespace token, and waits for the first publisher. Finish needs a connection; "I'll do
- * this later" closes it while not connected.
+ * Onboarding of the Live screen: step 1 picks a stack, step 2 shows the commands with the namespace's setup token
+ * (made once, not at every opening: setup-token.ts), and waits for the first publisher. Finish needs a connection;
+ * "I'll do this later" closes it while not connected. `onConnected` is told when the first program connects.
  */
 export function OnboardingOverlay({
   orgId,
   namespaceId,
   publicUrl,
+  tokensHref,
   onClose,
+  onConnected,
 }: {
   orgId: string;
   namespaceId: string;
   publicUrl: string;
+  tokensHref?: string;
   onClose: () => void;
+  onConnected?: () => void;
 }) {
   const [stack, setStack] = useState<Stack | null>(null);
-  const [token, setToken] = useState<string | null>(null);
-  const [tokenError, setTokenError] = useState<string | null>(null);
   const isConnected = usePublisherSeen(orgId);
-  const { copiedKey, copy } = useCopy();
-
-  const needsToken = stack !== null && token === null && tokenError === null;
   useEffect(() => {
-    if (!needsToken) return;
-    const controller = new AbortController();
-    api("GenerateNamespaceToken", { namespaceId }, { signal: controller.signal })
-      .then((answer) => setToken(answer.token))
-      .catch((err) => {
-        if (isAbortError(err)) return;
-        setTokenError(
-          err instanceof ApiError && err.status === 403
-            ? tokenForbiddenText("generate", "namespace")
-            : `Could not create a token: ${describeError(err).message}`,
-        );
-      });
-    return () => controller.abort();
-  }, [needsToken, namespaceId]);
-
-  const commands = stack ? setupCommands(stack, publicUrl, token ?? "<your-token>") : [];
+    if (isConnected) onConnected?.();
+  }, [isConnected, onConnected]);
 
   return (
     <div className="absolute inset-0 z-30 flex items-center justify-center bg-zinc-950/80 p-4 backdrop-blur-sm">
@@ -126,30 +110,9 @@ export function OnboardingOverlay({
                 </button>
               ))}
             </div>
-            <ol className="mt-4 space-y-2">
-              {commands.map((command, i) => (
-                <li key={command} className="flex items-center gap-2">
-                  <code
-                    data-testid={`command-${i}`}
-                    className="flex-1 overflow-x-auto rounded-md bg-zinc-950 px-3 py-2 font-mono text-xs whitespace-pre text-zinc-100"
-                  >
-                    {command}
-                  </code>
-                  <button
-                    type="button"
-                    aria-label={`Copy command ${i + 1}`}
-                    onClick={() => copy(`cmd-${i}`, command)}
-                    className="w-16 rounded-md border border-zinc-700 px-2 py-1.5 text-xs text-zinc-300 hover:bg-zinc-800"
-                  >
-                    {copiedKey === `cmd-${i}` ? "✓" : "Copy"}
-                  </button>
-                </li>
-              ))}
-            </ol>
-            {tokenError ? <p className="mt-2 text-xs text-red-400">{tokenError}</p> : null}
-            {token ? (
-              <p className="mt-2 text-xs text-zinc-500">This token is shown once; it is also listed (masked) on the Tokens screen.</p>
-            ) : null}
+            <div className="mt-4">
+              <SetupCommands namespaceId={namespaceId} publicUrl={publicUrl} run={runCommand(stack)} tokensHref={tokensHref} />
+            </div>
             <div className="mt-5 flex items-center justify-between">
               <p role="status" className={`flex items-center gap-2 text-sm ${isConnected ? "text-emerald-400" : "text-zinc-400"}`}>
                 <span className={`size-2 rounded-full ${isConnected ? "bg-emerald-400" : "animate-pulse bg-amber-400"}`} />

@@ -8,8 +8,12 @@ export const stacks: Array<{ id: Stack; label: string; run: string }> = [
   { id: "other", label: "Other", run: "<your command>" },
 ];
 
-/** The three shell lines of step 2: install the agent, export the token, run the app under the agent. */
-export function setupCommands(stack: Stack, publicUrl: string, token: string): string[] {
-  const run = stacks.find((s) => s.id === stack)?.run ?? "<your command>";
+/** A stack's command line (what runs under the agent). */
+export function runCommand(stack: Stack): string {
+  return stacks.find((s) => s.id === stack)?.run ?? "<your command>";
+}
+
+/** The three shell lines of setup: install the agent, export the token, run the app (its command line) under the agent. */
+export function setupCommands(run: string, publicUrl: string, token: string): string[] {
   return [`curl -fsSL ${publicUrl.replace(/\/+$/, "")}/install.sh | sh`, `export TAPSCOPE_TOKEN=${token}`, `tapscope run -- ${run}`];
 }

@@ -1,11 +1,14 @@
 import { type ReactNode, useMemo } from "react";
-import { displayUrl, eventUrl, isDecrypted } from "~/lib/event-url.ts";
+import { displayUrl, eventUrl, isDecrypted, splitUrlTail } from "~/lib/event-url.ts";
 import { formatBytes, formatDuration } from "~/lib/format.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { formatFullTime } from "~/lib/time/zone.ts";
+import { useTimeZone } from "~/ui/lib/time-zone.ts";
 import { LockIcon } from "../components/tls-marker.tsx";
-import { formatDateTime, statusClass } from "../live/format.ts";
+import { statusClass } from "../live/format.ts";
 import { BodyView } from "./body-view.tsx";
 import { toCurl } from "./curl.ts";
+import { tagLabel, tagValue } from "./tag-labels.ts";
 import { useCopy } from "./use-copy.ts";
 import { Waterfall } from "./waterfall.tsx";
 
@@ -37,6 +40,7 @@ function isTunnel(event: TracedEvent): boolean {
 
 export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClose, onSaveHar, onSaveAllHar, link }: RequestDetailProps) {
   const { copiedKey, failedKey, copy } = useCopy();
+  const [zone] = useTimeZone();
   // The live frame re-renders as events stream in: decode the body for cURL once per event.
   const curl = useMemo(() => (event.protocol === "http" ? toCurl(event) : null), [event]);
   const label = (key: string, idle: string) => (copiedKey === key ? "Copied!" : failedKey === key ? "Copy failed" : idle);
@@ -60,7 +64,8 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
               {event.protocol === "tcp" || isTunnel(event) ? displayUrl(event) : eventUrl(event)}
             </p>
             <p className="mt-1 text-xs text-zinc-500">
-              {formatDateTime(event.time)} · HTTP/{event.http_version || "?"} · {event.http_client_addr} → {event.http_server_addr}
+              <time data-testid="detail-time">{formatFullTime(event.time, zone)}</time> · HTTP/{event.http_version || "?"} ·{" "}
+              {event.http_client_addr} → {event.http_server_addr}
               {event.process_executable_name ? ` · ${event.process_executable_name} (pid ${event.process_id})` : ""}
             </p>
             {tlsSummary(event) ? (
@@ -238,7 +243,7 @@ function Facts({ event }: { event: TracedEvent }) {
     ["event id", event.event_id],
     ...Object.entries(event.tags ?? {})
       .filter(([k]) => !tlsTags.has(k))
-      .map(([k, v]) => [`tag ${k}`, String(v)] as [string, string]),
+      .map(([k, v]) => [tagLabel(k), tagValue(k, String(v))] as [string, string]),
   ];
   return <Headers label="Details" headers={rows.filter(([, value]) => value !== "")} />;
 }
@@ -259,6 +264,17 @@ function TlsFacts({ event }: { event: TracedEvent }) {
     ["handshake", event.timing_tls >= 0 ? formatDuration(event.timing_tls) : ""],
   ];
   return <Headers label="TLS" headers={rows.filter(([, value]) => value !== "")} isProse />;
+}
+
+/** One line of text shortened in the middle when it does not fit: the URL's last segment and query stay whole. */
+function MiddleCutText({ text }: { text: string }) {
+  const { head, tail } = splitUrlTail(text);
+  return (
+    <span className="flex min-w-0 text-zinc-300" title={text} data-testid="call-url">
+      <span className="truncate">{head}</span>
+      <span className="max-w-full shrink-0 truncate whitespace-pre">{tail}</span>
+    </span>
+  );
 }
 
 function EventLine({
@@ -285,7 +301,7 @@ function EventLine({
       <span className="font-semibold">{event.http_req_method}</span>
       <span className={statusClass(event.http_resp_status_code)}>{event.http_resp_status_code || "—"}</span>
       <span className="min-w-0">
-        <span className="block truncate text-zinc-300">{event.protocol === "tcp" ? displayUrl(event) : eventUrl(event)}</span>
+        <MiddleCutText text={event.protocol === "tcp" ? displayUrl(event) : eventUrl(event)} />
         {offsetUs !== undefined ? (
           <span className="relative mt-0.5 block h-1 rounded bg-zinc-800">
             <span className="absolute inset-y-0 rounded bg-sky-500" style={{ left: `${left}%`, width: `max(2px, ${width}%)` }} />

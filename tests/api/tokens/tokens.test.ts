@@ -110,6 +110,8 @@ for (const backend of backends) {
           createTime: expect.any(String),
           name: `tso_...${gen.body.token.slice(-6)}`,
           creatorEmail: admin.email,
+          label: "",
+          lastUsedTime: t.clock.now().toISOString(),
         },
       ]);
       expect((await t.call("/api/DeleteOrgToken", { tokenId: gen.body.tokenId }, { cookie: admin.cookie })).status).toBe(200);

@@ -70,7 +70,7 @@ for (const backend of backends) {
         { namespaceId: admin.namespaceId, email: bob.email.toUpperCase() },
         { cookie: admin.cookie },
       );
-      expect([add.status, add.body]).toEqual([200, { isPending: true }]);
+      expect([add.status, add.body]).toEqual([200, { isPending: true, delivery: "email" }]);
       await mailArrives(bob.email);
 
       // Not a member yet: the org is not Bob's, its namespace answers as unknown.
@@ -117,6 +117,7 @@ for (const backend of backends) {
       const email = `new-${crypto.randomUUID().slice(0, 6)}@example.com`;
       expect((await t.call("/api/AddUser", { namespaceId: admin.namespaceId, email }, { cookie: admin.cookie })).body).toEqual({
         isPending: true,
+        delivery: "email",
       });
       const invited = await t.user(email); // signs in (the same path as the sign-in routes)
       expect(await orgsOf(invited)).toEqual([]);
@@ -146,6 +147,7 @@ for (const backend of backends) {
       expect((await t.call("/api/AddUser", { namespaceId: admin.namespaceId, email: carol.email }, { cookie: admin.cookie })).body).toEqual(
         {
           isPending: true,
+          delivery: "email",
         },
       );
       expect(await myInvitations(carol)).toHaveLength(1);
@@ -256,6 +258,7 @@ for (const backend of backends) {
         (await t.call("/api/AddUser", { namespaceId: admin.namespaceId, email: member.email }, { cookie: admin.cookie })).body,
       ).toEqual({
         isPending: true,
+        delivery: "email",
       });
       expect((await myInvitations(member)).map((i) => i.namespaceId)).toEqual([admin.namespaceId]);
       expect(await orgsOf(member)).toEqual([member.orgId]);

@@ -11,8 +11,13 @@ export const EmailLoginRequest = Type.Object({
 });
 export type EmailLoginRequest = Static<typeof EmailLoginRequest>;
 
-/** The spec allows an error beside the 200; this server refuses with a non-200 `{ error }` instead. */
-export const EmailLoginResponse = Type.Object({ error: OptionalError });
+/**
+ * Where the link went: "email", or "log" when the server cannot send e-mail (no SMTP) and wrote it to its log. The
+ * spec allows an error beside the 200; this server refuses with a non-200 `{ error }` instead.
+ */
+export const LinkDelivery = Type.Union([Type.Literal("email"), Type.Literal("log")]);
+export type LinkDelivery = Static<typeof LinkDelivery>;
+export const EmailLoginResponse = Type.Object({ error: OptionalError, delivery: Type.Optional(LinkDelivery) });
 export type EmailLoginResponse = Static<typeof EmailLoginResponse>;
 
 /** GET /api/GoogleRedirect, /api/GithubRedirect. */

@@ -44,10 +44,14 @@ import { JoinPublisherRequest, JoinPublisherResponse } from "./publish.ts";
 import {
   DeleteTokenRequest,
   DeleteTokenResponse,
+  GenerateNamespaceTokenRequest,
+  GenerateOrgTokenRequest,
   GenerateTokenResponse,
   ListTokensResponse,
   NamespaceTokensRequest,
   OrgTokensRequest,
+  RenameTokenRequest,
+  RenameTokenResponse,
 } from "./tokens.ts";
 import { CreateTunnelRequest, CreateTunnelResponse, ListOpenTunnelsRequest, ListOpenTunnelsResponse } from "./tunnel.ts";
 import {
@@ -93,8 +97,8 @@ export const apiCalls = {
   CreateTunnel: { body: CreateTunnelRequest, response: CreateTunnelResponse, callers: anyPrincipal },
   ListOpenTunnels: { body: ListOpenTunnelsRequest, response: ListOpenTunnelsResponse, callers: anyPrincipal },
   HasSeenPublisher: { body: HasSeenPublisherRequest, response: HasSeenPublisherResponse, callers: signedInUser },
-  GenerateNamespaceToken: { body: NamespaceTokensRequest, response: GenerateTokenResponse, callers: signedInUser },
-  GenerateOrgToken: { body: OrgTokensRequest, response: GenerateTokenResponse, callers: signedInUser },
+  GenerateNamespaceToken: { body: GenerateNamespaceTokenRequest, response: GenerateTokenResponse, callers: signedInUser },
+  GenerateOrgToken: { body: GenerateOrgTokenRequest, response: GenerateTokenResponse, callers: signedInUser },
   GetBillingStatus: { body: GetBillingStatusRequest, response: GetBillingStatusResponse, callers: anyPrincipal },
   GetSubscription: { body: GetSubscriptionRequest, response: GetSubscriptionResponse, callers: anyPrincipal },
   CancelSubscription: { body: CancelSubscriptionRequest, response: CancelSubscriptionResponse, callers: signedInUser },
@@ -103,6 +107,8 @@ export const apiCalls = {
   ListOrgTokens: { body: OrgTokensRequest, response: ListTokensResponse, callers: signedInUser },
   DeleteNamespaceToken: { body: DeleteTokenRequest, response: DeleteTokenResponse, callers: signedInUser },
   DeleteOrgToken: { body: DeleteTokenRequest, response: DeleteTokenResponse, callers: signedInUser },
+  RenameNamespaceToken: { body: RenameTokenRequest, response: RenameTokenResponse, callers: signedInUser },
+  RenameOrgToken: { body: RenameTokenRequest, response: RenameTokenResponse, callers: signedInUser },
   ListUsers: { body: ListUsersRequest, response: ListUsersResponse, callers: signedInUser },
   AddUser: { body: AddUserRequest, response: AddUserResponse, callers: signedInUser },
   RemoveUser: { body: RemoveUserRequest, response: RemoveUserResponse, callers: signedInUser },

@@ -23,8 +23,14 @@ export type ListUsersResponse = Static<typeof ListUsersResponse>;
 
 export const AddUserRequest = Type.Object({ namespaceId: Id, email: Type.String({ format: "email", maxLength: 254 }) });
 export type AddUserRequest = Static<typeof AddUserRequest>;
-/** Pending: the address was invited (or already was) and joins when that person accepts; false: already a member. */
-export const AddUserResponse = Type.Object({ isPending: Type.Boolean() });
+/**
+ * Pending: the address was invited (or already was) and joins when that person accepts; false: already a member.
+ * `delivery` (a new invitation only): "email", or "log" when the server cannot send e-mail and logged it instead.
+ */
+export const AddUserResponse = Type.Object({
+  isPending: Type.Boolean(),
+  delivery: Type.Optional(Type.Union([Type.Literal("email"), Type.Literal("log")])),
+});
 export type AddUserResponse = Static<typeof AddUserResponse>;
 
 /**

@@ -2,8 +2,9 @@ import { useCallback, useEffect, useState } from "react";
 import { useSearchParams } from "react-router";
 import { type Plan, plans } from "~/lib/plans.ts";
 import type { ActiveSubscription, GetBillingStatusResponse } from "~/lib/protocol/api/billing.ts";
+import { ErrorNotice } from "~/ui/components/error-notice.tsx";
 import { Spinner } from "~/ui/components/spinner.tsx";
-import { api, describeError } from "~/ui/lib/api.ts";
+import { api, describeError, type ErrorText } from "~/ui/lib/api.ts";
 import { useDashboard } from "~/ui/pages/dashboard/dashboard-state.ts";
 import { Screen } from "~/ui/pages/dashboard/screen.tsx";
 import { usePublicConfig } from "~/ui/shell.tsx";
@@ -29,7 +30,9 @@ export function BillingScreen() {
   const [isCancelling, setCancelling] = useState(false);
   const [isCancelledBanner, setCancelledBanner] = useState(false);
   const [isOpeningPortal, setOpeningPortal] = useState(false);
+  const [attempt, setAttempt] = useState(0);
   const isReturning = params.get("checkout") === "success";
+  const isCheckoutCancelled = params.get("checkout") === "cancelled";
 
   const load = useCallback(
     async (signal?: AbortSignal) => {
@@ -47,13 +50,16 @@ export function BillingScreen() {
     [orgId],
   );
 
+  const [loadError, setLoadError] = useState<ErrorText | null>(null);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: attempt re-runs the load on Retry
   useEffect(() => {
     const controller = new AbortController();
+    setLoadError(null);
     load(controller.signal).catch((err: unknown) => {
-      if (!controller.signal.aborted) setError(describeError(err).message);
+      if (!controller.signal.aborted) setLoadError(describeError(err));
     });
     return () => controller.abort();
-  }, [load]);
+  }, [load, attempt]);
 
   // Back from checkout: the subscription appears when Stripe's webhook has arrived; ask once a second until then.
   useEffect(() => {
@@ -110,6 +116,33 @@ export function BillingScreen() {
           {error}
         </p>
       ) : null}
+      {loadError ? (
+        <ErrorNotice error={loadError} lead="Billing could not be loaded:">
+          <button
+            type="button"
+            onClick={() => setAttempt((n) => n + 1)}
+            className="ml-3 rounded-md border border-red-400/40 px-2 py-0.5 text-red-200 hover:bg-red-500/20"
+          >
+            Retry
+          </button>
+        </ErrorNotice>
+      ) : null}
+      {isCheckoutCancelled ? (
+        <div
+          role="status"
+          className="flex items-center justify-between gap-3 rounded-md border border-zinc-700 bg-zinc-900 px-3 py-2 text-sm text-zinc-200"
+        >
+          Checkout was cancelled: nothing was charged and your plan did not change.
+          <button
+            type="button"
+            onClick={() => setParams({}, { replace: true })}
+            aria-label="Dismiss"
+            className="px-2 text-zinc-400 hover:text-zinc-100"
+          >
+            ×
+          </button>
+        </div>
+      ) : null}
       {isCancelledBanner ? (
         <div
           role="status"
@@ -126,7 +159,7 @@ export function BillingScreen() {
           </button>
         </div>
       ) : null}
-      {!loaded && !error ? (
+      {!loaded && !error && !loadError ? (
         <div className="flex items-center gap-2 text-sm text-zinc-400">
           <Spinner /> Loading billing…
         </div>
@@ -155,6 +188,15 @@ export function BillingScreen() {
       {loaded && !loaded.subscription ? <PlanTable orgId={orgId ?? ""} billingEnabled={loaded.status.billingEnabled} /> : null}
     </Screen>
   );
+}
+
+function isTrial(subscription: ActiveSubscription): boolean {
+  return subscription.status === "trialing";
+}
+
+/** A day as people write it: "Dec 11, 2026". */
+function day(iso: string): string {
+  return new Date(iso).toLocaleDateString("en-US", { dateStyle: "medium" });
 }
 
 function money(cents: number, currency: string): string {
@@ -195,9 +237,13 @@ function Subscribed({
           <dd className="truncate font-mono text-xs text-zinc-300">{subscription.stripeSubscriptionId}</dd>
         </div>
       </dl>
-      {subscription.status === "trialing" && subscription.trialEnd ? (
+      {isTrial(subscription) && subscription.trialEnd ? (
         <p className="mt-3 text-sm text-zinc-400">
-          Trial until {new Date(subscription.trialEnd).toLocaleDateString("en-US", { dateStyle: "medium" })}: no limits.
+          Trial until {day(subscription.trialEnd)}: no limits. The first payment is taken then, unless you cancel before.
+        </p>
+      ) : subscription.currentPeriodEnd && subscription.status !== "canceled" ? (
+        <p className="mt-3 text-sm text-zinc-400" data-testid="renewal">
+          Renews on {day(subscription.currentPeriodEnd)}.
         </p>
       ) : null}
       {subscription.status === "past_due" ? (
@@ -228,7 +274,11 @@ function Subscribed({
         </button>
         {isCancelOpen ? (
           <div className="mt-3 flex flex-wrap items-center gap-3">
-            <p className="text-sm text-zinc-400">The organization returns to the Free plan and its limits.</p>
+            <p className="text-sm text-zinc-400" data-testid="cancel-effect">
+              {isTrial(subscription)
+                ? "Cancelling ends the trial now: the organization returns to the Free plan and its limits at once, and nothing is charged."
+                : `Cancelling ends the plan now, not at the end of the paid period${subscription.currentPeriodEnd ? ` (${day(subscription.currentPeriodEnd)})` : ""}: the organization returns to the Free plan and its limits at once.`}
+            </p>
             <button
               type="button"
               disabled={isCancelling}

@@ -4,6 +4,7 @@ import { pageEnv } from "~/ui/env.ts";
 import { readLocal, storageKeys, writeLocal } from "~/ui/lib/storage.ts";
 import { DashboardContext, useDashboardState } from "~/ui/pages/dashboard/dashboard-state.ts";
 import { InvitationsBanner, InvitedWelcome } from "~/ui/pages/dashboard/invitations.tsx";
+import { NamespaceNotFound } from "~/ui/pages/dashboard/namespace-not-found.tsx";
 import { PanelIcon, SideNav } from "~/ui/pages/dashboard/side-nav.tsx";
 
 export async function dashboardLoader({ request, context }: LoaderFunctionArgs) {
@@ -63,6 +64,8 @@ export function DashboardLayout() {
           </button>
           {state.namespaces?.length === 0 ? (
             <InvitedWelcome />
+          ) : state.missingNamespace !== null ? (
+            <NamespaceNotFound name={state.missingNamespace} />
           ) : (
             <>
               <InvitationsBanner />

@@ -21,12 +21,16 @@ export type DashboardState = {
   /** Every namespace the user belongs to, across their orgs (null while loading; empty for a new user with invitations only). */
   namespaces: DashboardNamespace[] | null;
   namespace: DashboardNamespace | null;
+  /** The namespace name in the URL when the user has no namespace of that name (a typo, deleted, not theirs). */
+  missingNamespace: string | null;
   /** Invitations addressed to the user, waiting for their answer. */
   invitations: Invitation[];
   selectNamespace: (namespace: DashboardNamespace) => void;
   createNamespace: () => Promise<void>;
   /** Loads orgs, namespaces and invitations again (after joining, leaving or deleting a namespace). */
   reload: () => Promise<void>;
+  /** Reads the orgs again (what they have seen: a store for the Requests link); the new list. */
+  refreshOrgs: () => Promise<Org[]>;
   acceptInvitation: (invitation: Invitation) => Promise<void>;
   declineInvitation: (invitation: Invitation) => Promise<void>;
   /** A new user who was invited but would rather have their own: onboarding as usual. */
@@ -122,13 +126,14 @@ export function useDashboardState(self: Self): DashboardState {
     if (!namespaces) return null;
     const storedId = typeof window === "undefined" ? null : readLocal(storageKeys.lastNamespaceId);
     if (namespaceName) {
-      // Names are unique within an org only: the last one used wins among namesakes.
+      // Names are unique within an org only: the last one used wins among namesakes. A name the user has no
+      // namespace of is not quietly swapped for another one: the screen says it does not exist (missingNamespace).
       const named = namespaces.filter((ns) => ns.name === namespaceName);
-      const fromUrl = named.find((ns) => ns.namespaceId === storedId) ?? named[0];
-      if (fromUrl) return fromUrl;
+      return named.find((ns) => ns.namespaceId === storedId) ?? named[0] ?? null;
     }
     return namespaces.find((ns) => ns.namespaceId === storedId) ?? namespaces[0] ?? null;
   }, [namespaces, namespaceName]);
+  const missingNamespace = namespaces && namespaces.length > 0 && namespaceName && !namespace ? namespaceName : null;
   const org = useMemo(() => loaded?.orgs.find((o) => o.orgId === namespace?.orgId) ?? null, [loaded, namespace]);
 
   useEffect(() => {
@@ -151,6 +156,12 @@ export function useDashboardState(self: Self): DashboardState {
   const reload = useCallback(async () => {
     setLoaded(await load());
   }, [load]);
+
+  const refreshOrgs = useCallback(async () => {
+    const { orgs } = await api("ListOrgs", {});
+    setLoaded((current) => (current ? { ...current, orgs } : current));
+    return orgs;
+  }, []);
 
   const createNamespace = useCallback(async () => {
     if (!org || !loaded) return;
@@ -216,10 +227,12 @@ export function useDashboardState(self: Self): DashboardState {
     org,
     namespaces,
     namespace,
+    missingNamespace,
     invitations: loaded?.invitations ?? [],
     selectNamespace,
     createNamespace,
     reload,
+    refreshOrgs,
     acceptInvitation,
     declineInvitation,
     startOwnNamespace,

@@ -3,7 +3,7 @@ import { NavLink } from "react-router";
 import { LogoMark } from "~/ui/components/logo.tsx";
 import { isWorkerRecent, useDashboard } from "~/ui/pages/dashboard/dashboard-state.ts";
 import { NamespaceSwitcher } from "~/ui/pages/dashboard/namespace-switcher.tsx";
-import { usePublicConfig } from "~/ui/shell.tsx";
+import { usePublicConfig, useSite } from "~/ui/shell.tsx";
 
 const linkClass = ({ isActive }: { isActive: boolean }) =>
   `flex items-center gap-2 rounded-md px-2.5 py-1.5 text-sm ${isActive ? "bg-zinc-800 text-zinc-100" : "text-zinc-400 hover:bg-zinc-900 hover:text-zinc-100"}`;
@@ -11,6 +11,7 @@ const linkClass = ({ isActive }: { isActive: boolean }) =>
 export function SideNav({ onHide }: { onHide: () => void }) {
   const { self, org, orgs, namespaces, namespace, selectNamespace, createNamespace, startOwnNamespace } = useDashboard();
   const { supportEmail } = usePublicConfig();
+  const { discordUrl } = useSite();
   const base = namespace ? `/dashboard/${encodeURIComponent(namespace.name)}` : null;
   return (
     <nav aria-label="Dashboard" className="flex w-60 shrink-0 flex-col gap-4 border-r border-zinc-900 bg-zinc-950 p-3">
@@ -56,7 +57,7 @@ export function SideNav({ onHide }: { onHide: () => void }) {
         </div>
       ) : null}
       <div className="mt-auto flex flex-col gap-0.5 border-t border-zinc-900 pt-3">
-        <ExternalLink href="/discord">Community chat</ExternalLink>
+        {discordUrl ? <ExternalLink href="/discord">Community chat</ExternalLink> : null}
         <ExternalLink href="/docs">Docs</ExternalLink>
         <ExternalLink href={`mailto:${supportEmail}`}>Support</ExternalLink>
         <NavLink to="/dashboard/billing" className={linkClass}>

@@ -16,8 +16,9 @@ export function TokensScreen() {
       namespaceId
         ? {
             list: async (signal) => (await api("ListNamespaceTokens", { namespaceId }, { signal })).tokens,
-            generate: async () => (await api("GenerateNamespaceToken", { namespaceId })).token,
+            generate: () => api("GenerateNamespaceToken", { namespaceId }),
             remove: async (tokenId) => void (await api("DeleteNamespaceToken", { tokenId })),
+            rename: async (tokenId, label) => void (await api("RenameNamespaceToken", { tokenId, label })),
           }
         : null,
     [namespaceId],
@@ -27,8 +28,9 @@ export function TokensScreen() {
       orgId
         ? {
             list: async (signal) => (await api("ListOrgTokens", { orgId }, { signal })).tokens,
-            generate: async () => (await api("GenerateOrgToken", { orgId })).token,
+            generate: () => api("GenerateOrgToken", { orgId }),
             remove: async (tokenId) => void (await api("DeleteOrgToken", { tokenId })),
+            rename: async (tokenId, label) => void (await api("RenameOrgToken", { tokenId, label })),
           }
         : null,
     [orgId],

@@ -1,4 +1,5 @@
 import { type FormEvent, type ReactNode, useCallback, useEffect, useState } from "react";
+import { useNavigate } from "react-router";
 import type { NamespaceUser } from "~/lib/protocol/api/users.ts";
 import { Button } from "~/ui/components/button.tsx";
 import { Modal } from "~/ui/components/modal.tsx";
@@ -25,12 +26,15 @@ type Pending =
 
 function UsersOfNamespace({ namespace }: { namespace: DashboardNamespace }) {
   const { self, reload } = useDashboard();
+  const navigate = useNavigate();
   const { namespaceId, name: namespaceName } = namespace;
   const [users, setUsers] = useState<NamespaceUser[] | null>(null);
   const [email, setEmail] = useState("");
   const [isInviting, setIsInviting] = useState(false);
   const [pending, setPending] = useState<Pending | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
+  /** A notice that something did not happen as usual (no e-mail could be sent). */
+  const [isWarning, setWarning] = useState(false);
 
   const refresh = useCallback(
     async (signal?: AbortSignal) => {
@@ -55,9 +59,19 @@ function UsersOfNamespace({ namespace }: { namespace: DashboardNamespace }) {
     if (!address) return;
     setIsInviting(true);
     try {
-      await api("AddUser", { namespaceId, email: address });
+      const answer = await api("AddUser", { namespaceId, email: address });
       setEmail("");
       await refresh();
+      setWarning(answer.delivery === "log");
+      setNotice(
+        answer.delivery === "log"
+          ? `${address} is invited. This server cannot send e-mail, so no mail went out (the invitation is in the server log): tell them to sign in at ${window.location.origin}/login with this address to accept it.`
+          : answer.delivery === "email"
+            ? `${address} is invited: they get an e-mail, and join when they accept.`
+            : answer.isPending
+              ? `${address} was invited already: they join when they accept.`
+              : `${address} is a member already.`,
+      );
     } catch (err) {
       if (!isAbortError(err)) alertError("Could not add the user", err);
     } finally {
@@ -71,6 +85,7 @@ function UsersOfNamespace({ namespace }: { namespace: DashboardNamespace }) {
       const done = await action();
       await refresh();
       setPending(null);
+      setWarning(false);
       setNotice(done);
     } catch (err) {
       setPending(null);
@@ -79,8 +94,10 @@ function UsersOfNamespace({ namespace }: { namespace: DashboardNamespace }) {
   }
 
   const isAdmin = users?.some((user) => user.userId === self.userId && user.hasWrite) ?? false;
-  const admins = users?.filter((user) => user.hasWrite) ?? [];
-  const members = users?.filter((user) => !user.hasWrite) ?? [];
+  // Invited people are not members until they accept: they have their own list.
+  const admins = users?.filter((user) => user.hasWrite && !user.isPending) ?? [];
+  const members = users?.filter((user) => !user.hasWrite && !user.isPending) ?? [];
+  const invited = users?.filter((user) => user.isPending) ?? [];
   const actionsFor = (user: NamespaceUser) => (
     <RowActions user={user} selfId={self.userId} isAdmin={isAdmin} onAction={(kind) => setPending({ kind, user })} />
   );
@@ -109,7 +126,7 @@ function UsersOfNamespace({ namespace }: { namespace: DashboardNamespace }) {
         </Button>
       </form>
       {notice ? (
-        <p role="status" className="-mt-6 text-sm text-emerald-400">
+        <p role="status" className={`-mt-6 max-w-2xl text-sm ${isWarning ? "text-amber-300" : "text-emerald-400"}`}>
           {notice}
         </p>
       ) : null}
@@ -121,6 +138,7 @@ function UsersOfNamespace({ namespace }: { namespace: DashboardNamespace }) {
         <>
           <UserTable title="Namespace admins" users={admins} actions={actionsFor} />
           <UserTable title="Namespace members" users={members} actions={actionsFor} />
+          {invited.length > 0 ? <UserTable title="Invited" users={invited} actions={actionsFor} dateLabel="Invited" /> : null}
           {isAdmin ? <DeleteNamespaceSection name={namespaceName} onDelete={() => setPending({ kind: "delete-namespace" })} /> : null}
         </>
       )}
@@ -142,6 +160,8 @@ function UsersOfNamespace({ namespace }: { namespace: DashboardNamespace }) {
                 return run("Could not leave the namespace", async () => {
                   await api("RemoveUser", { namespaceId, userId: pending.user.userId ?? "" });
                   await reload();
+                  // Out of this namespace: the dashboard opens another one (this URL now names none of the user's).
+                  navigate("/dashboard", { replace: true });
                   return null;
                 });
               case "sign-out":
@@ -158,6 +178,8 @@ function UsersOfNamespace({ namespace }: { namespace: DashboardNamespace }) {
                 return run("Could not delete the namespace", async () => {
                   await api("DeleteNamespace", { namespaceId });
                   await reload();
+                  // Out of this namespace: the dashboard opens another one (this URL now names none of the user's).
+                  navigate("/dashboard", { replace: true });
                   return null;
                 });
             }
@@ -212,7 +234,18 @@ function RowActions({
   );
 }
 
-function UserTable({ title, users, actions }: { title: string; users: NamespaceUser[]; actions: (user: NamespaceUser) => ReactNode }) {
+function UserTable({
+  title,
+  users,
+  actions,
+  dateLabel = "Joined",
+}: {
+  title: string;
+  users: NamespaceUser[];
+  actions: (user: NamespaceUser) => ReactNode;
+  /** What the date column says: when they joined, or when they were invited. */
+  dateLabel?: "Joined" | "Invited";
+}) {
   return (
     <section aria-label={title}>
       <SectionTitle title={title} count={users.length} />
@@ -224,7 +257,7 @@ function UserTable({ title, users, actions }: { title: string; users: NamespaceU
                 Email
               </th>
               <th scope="col" className="hidden w-36 px-4 py-2 font-medium sm:table-cell">
-                Joined
+                {dateLabel}
               </th>
               <th scope="col" className="w-24 px-2 py-2 sm:w-40">
                 <span className="sr-only">Actions</span>
@@ -245,13 +278,13 @@ function UserTable({ title, users, actions }: { title: string; users: NamespaceU
                     <span className="block truncate" title={user.email}>
                       {user.email}
                     </span>
-                    {/* Phones: the date under the address, where the Joined column has no room. */}
+                    {/* Phones: the date under the address, where the date column has no room. */}
                     <span className="block text-xs text-zinc-500 sm:hidden">
                       {user.isPending ? "Invited" : "Joined"} {formatDate(user.joinTime)}
                     </span>
                     {user.isPending ? (
                       <span className="mt-0.5 hidden rounded bg-zinc-800 px-1.5 py-0.5 text-[10px] font-medium text-zinc-400 uppercase sm:inline-block">
-                        Invited
+                        Not joined yet
                       </span>
                     ) : null}
                   </td>

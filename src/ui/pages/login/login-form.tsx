@@ -10,7 +10,7 @@ export type SubmitEmail = (email: string, next: string | null) => Promise<EmailL
 
 const submitEmailLogin: SubmitEmail = (email, next) => api("EmailLogin", next ? { email, next } : { email });
 
-type State = { kind: "idle" } | { kind: "submitting" } | { kind: "sent"; email: string };
+type State = { kind: "idle" } | { kind: "submitting" } | { kind: "sent"; email: string; isLogged: boolean };
 
 /** The form's states: idle -> submitting (disabled, spinner) -> sent, or back to idle after an alert. */
 export function LoginForm({
@@ -37,9 +37,11 @@ export function LoginForm({
     const address = email.trim();
     setState({ kind: "submitting" });
     let failure: unknown;
+    let isLogged = false;
     try {
       const answer = await submitEmail(address, next);
       if (answer?.error) failure = new Error(answer.error);
+      isLogged = answer?.delivery === "log";
     } catch (err) {
       failure = toError(err);
     }
@@ -49,7 +51,22 @@ export function LoginForm({
       setState({ kind: "idle" });
       return;
     }
-    setState({ kind: "sent", email: address });
+    setState({ kind: "sent", email: address, isLogged });
+  }
+
+  if (state.kind === "sent" && state.isLogged) {
+    return (
+      <div role="status" className="rounded-lg border border-amber-500/30 bg-amber-500/5 p-4 text-sm leading-6 text-zinc-300">
+        This server cannot send e-mail (no SMTP server is set up), so the sign-in link for{" "}
+        <span className="font-medium text-zinc-100">{state.email}</span> was written to the server's log, on a line beginning{" "}
+        <code className="font-mono text-xs text-zinc-100">magic link for</code>. Open that link in this browser to continue. If you do not
+        run this server, ask the person who does. Need help?{" "}
+        <a className="text-zinc-100 underline" href={`mailto:${supportEmail}`}>
+          Contact support
+        </a>
+        .
+      </div>
+    );
   }
 
   if (state.kind === "sent") {

@@ -2,6 +2,7 @@ import { type LoaderFunctionArgs, redirect, useLoaderData } from "react-router";
 import type { ChangelogEntry } from "~/lib/site-content.ts";
 import { pageEnv } from "~/ui/env.ts";
 import { PlaceholderPage, SitePage } from "~/ui/pages/marketing/site-chrome.tsx";
+import { usePublicConfig } from "~/ui/shell.tsx";
 
 /** /changelog: content/changelog.md, newest first as written there. */
 export async function changelogLoader({ request, context }: LoaderFunctionArgs): Promise<ChangelogEntry[]> {
@@ -34,16 +35,23 @@ export function ChangelogPage() {
   );
 }
 
-/** /discord goes to the community link of content/site.json; without one, a page says so. */
+/** /discord goes to the community link of content/site.json; without one (no link points here then), help by e-mail. */
 export function discordLoader({ context }: LoaderFunctionArgs) {
   const url = pageEnv(context).getSite().discordUrl;
   return url ? redirect(url) : null;
 }
 
 export function DiscordPage() {
+  const { supportEmail } = usePublicConfig();
   return (
     <PlaceholderPage title="Community" heading="Community">
-      <p>This Tapscope server has no community link configured (discordUrl in content/site.json).</p>
+      <p>
+        There is no community chat here yet. For help, write to{" "}
+        <a className="text-zinc-200 underline" href={`mailto:${supportEmail}`}>
+          {supportEmail}
+        </a>
+        .
+      </p>
     </PlaceholderPage>
   );
 }

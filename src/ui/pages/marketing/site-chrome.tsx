@@ -2,7 +2,7 @@ import type { ReactNode } from "react";
 import { Link } from "react-router";
 import { Logo } from "~/ui/components/logo.tsx";
 import { reportEvent } from "~/ui/lib/events.ts";
-import { useSite } from "~/ui/shell.tsx";
+import { useShell, useSite } from "~/ui/shell.tsx";
 
 const currentPath = () => (typeof location === "undefined" ? "" : location.pathname);
 
@@ -14,7 +14,14 @@ const navLinks = [
   { to: "/discord", label: "Discord" },
 ];
 
+/** Links to what the operator has not set up (no customer stories, no community link) are left out. */
+function useIsLinkShown(): (to: string) => boolean {
+  const shell = useShell();
+  return (to) => (to === "/customers" ? shell.content.customers !== null : to === "/discord" ? shell.site.discordUrl !== null : true);
+}
+
 export function SiteHeader() {
+  const isShown = useIsLinkShown();
   return (
     <header className="sticky top-0 z-40 border-b border-zinc-900 bg-zinc-950/80 backdrop-blur">
       <div className="mx-auto flex h-14 max-w-6xl items-center gap-6 px-4">
@@ -24,15 +31,17 @@ export function SiteHeader() {
           aria-label="Site"
           className="flex min-w-0 flex-1 gap-1 overflow-x-auto text-sm [mask-image:linear-gradient(to_right,black_80%,transparent)] [scrollbar-width:none] sm:[mask-image:none]"
         >
-          {navLinks.map((link) => (
-            <Link
-              key={link.to}
-              to={link.to}
-              className="rounded-full px-3 py-1 whitespace-nowrap text-zinc-400 hover:bg-zinc-900 hover:text-zinc-100"
-            >
-              {link.label}
-            </Link>
-          ))}
+          {navLinks
+            .filter((link) => isShown(link.to))
+            .map((link) => (
+              <Link
+                key={link.to}
+                to={link.to}
+                className="rounded-full px-3 py-1 whitespace-nowrap text-zinc-400 hover:bg-zinc-900 hover:text-zinc-100"
+              >
+                {link.label}
+              </Link>
+            ))}
         </nav>
         <StarCount />
         <Link
@@ -67,6 +76,7 @@ function StarCount() {
 }
 
 export function SiteFooter() {
+  const isShown = useIsLinkShown();
   return (
     <footer className="border-t border-zinc-900">
       <div className="mx-auto grid max-w-6xl grid-cols-2 gap-8 px-4 py-10 text-sm sm:grid-cols-4">
@@ -81,12 +91,22 @@ export function SiteFooter() {
         />
         <FooterColumn
           title="Company"
-          links={[
-            ["/blog", "Blog"],
-            ["/customers", "Customers"],
-          ]}
+          links={(
+            [
+              ["/blog", "Blog"],
+              ["/customers", "Customers"],
+            ] as Array<[string, string]>
+          ).filter(([to]) => isShown(to))}
         />
-        <FooterColumn title="Help" links={[["/discord", "Discord"]]} />
+        <FooterColumn
+          title="Help"
+          links={(
+            [
+              ["/docs", "Docs"],
+              ["/discord", "Discord"],
+            ] as Array<[string, string]>
+          ).filter(([to]) => isShown(to))}
+        />
         <p className="col-span-2 text-zinc-400 sm:col-span-1">© {new Date().getUTCFullYear()} Tapscope</p>
       </div>
     </footer>

@@ -28,7 +28,8 @@ export function Http2PrefacePost() {
   }, []);
   return (
     <PostLayout title="Every byte explained" date="May 30, 2025" subtitle="The first 51 bytes of every HTTP/2 connection, one by one.">
-      <div className="sticky top-14 z-10 -mx-4 border-b border-zinc-900 bg-zinc-950/95 px-4 py-4 backdrop-blur">
+      {/* On wide screens the bytes reach out of the column, far enough for 16 a row. */}
+      <div className="sticky top-14 z-10 -mx-4 border-b border-zinc-900 bg-zinc-950/95 px-4 py-4 backdrop-blur xl:-mx-14">
         <HexViewer active={active} />
       </div>
       <div ref={article} className="docs-prose mt-8">

@@ -2,10 +2,13 @@ import type { ReactNode } from "react";
 import { Link } from "react-router";
 import { SitePage } from "~/ui/pages/marketing/site-chrome.tsx";
 
-/** A blog post's page: header, title (the document title ends in '| Tapscope'), date, body, a way back. */
+/**
+ * A blog post's page: header, title (the document title ends in '| Tapscope'), date, body, a way back. The post keeps
+ * the site's column: its first line starts where the header's logo does.
+ */
 export function PostLayout({ title, date, subtitle, children }: { title: string; date: string; subtitle: string; children: ReactNode }) {
   return (
-    <SitePage title={title} main="max-w-7xl py-10 sm:py-14">
+    <SitePage title={title} main="max-w-6xl py-10 sm:py-14">
       <p className="text-sm text-zinc-400">
         <Link to="/blog" className="hover:text-zinc-200">
           Blog

@@ -77,17 +77,22 @@ export function LandingPage() {
           </div>
         </section>
 
-        <LanguagePicker />
+        {/* The picker is pinned only while the demo it introduces is on screen. */}
+        <div>
+          <LanguagePicker />
 
-        <section className="mx-auto max-w-6xl px-4 py-20" aria-labelledby="demo-title">
-          <h2 id="demo-title" className="text-2xl font-semibold tracking-tight text-zinc-100 sm:text-3xl">
-            From your terminal to a live dashboard
-          </h2>
-          <p className="mt-2 max-w-2xl text-zinc-400">Start your server under tapscope run; open the link it prints; requests stream in.</p>
-          <div className="mt-8">
-            <DemoLoop />
-          </div>
-        </section>
+          <section className="mx-auto max-w-6xl px-4 py-20" aria-labelledby="demo-title">
+            <h2 id="demo-title" className="text-2xl font-semibold tracking-tight text-zinc-100 sm:text-3xl">
+              From your terminal to a live dashboard
+            </h2>
+            <p className="mt-2 max-w-2xl text-zinc-400">
+              Start your server under tapscope run; open the link it prints; requests stream in.
+            </p>
+            <div className="mt-8">
+              <DemoLoop />
+            </div>
+          </section>
+        </div>
 
         {stories.length > 0 ? <LogoStrip stories={stories} /> : null}
 
@@ -187,9 +192,7 @@ function LogoStrip({ stories }: { stories: CustomerStory[] }) {
         ))}
       </ul>
       <p className="mt-4 text-center text-sm text-zinc-400 opacity-0 transition-opacity group-focus-within:opacity-100 group-hover:opacity-100">
-        {isExample
-          ? "Example companies: an operator lists real ones in content/customers."
-          : "Developers at these teams signed up and trace with Tapscope."}
+        {isExample ? "Example companies: their stories show what Tapscope is used for." : "Developers at these teams trace with Tapscope."}
       </p>
     </section>
   );

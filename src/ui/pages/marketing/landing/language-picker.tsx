@@ -13,8 +13,10 @@ export const LANGUAGES = [
 type LanguageId = (typeof LANGUAGES)[number]["id"];
 
 /**
- * The language row: hover names it, a click shows the two commands (install, run) with copy buttons. It sticks under
- * the header once scrolled past its place, and then shows Python if nothing was picked.
+ * The language row: hover names it, a click shows the two commands (install, run) with copy buttons. On wider screens
+ * it sticks under the header once scrolled past its place, only as far as the section after it (its parent ends
+ * there), and then shows Python if nothing was picked; on a phone it stays in place, where a pinned bar would take a
+ * fifth of the screen.
  */
 export function LanguagePicker() {
   const { publicUrl } = usePublicConfig();
@@ -22,11 +24,13 @@ export function LanguagePicker() {
   const [hovered, setHovered] = useState<string | null>(null);
   const [isStuck, setStuck] = useState(false);
   const sentinel = useRef<HTMLDivElement>(null);
+  const bar = useRef<HTMLElement>(null);
   useEffect(() => {
     const el = sentinel.current;
     if (!el || typeof IntersectionObserver === "undefined") return;
     const observer = new IntersectionObserver(([entry]) => {
-      const stuck = Boolean(entry && !entry.isIntersecting && entry.boundingClientRect.top < 0);
+      const isSticky = bar.current !== null && getComputedStyle(bar.current).position === "sticky";
+      const stuck = Boolean(isSticky && entry && !entry.isIntersecting && entry.boundingClientRect.top < 0);
       setStuck(stuck);
       if (stuck) setPicked((current) => current ?? "python");
     });
@@ -39,9 +43,10 @@ export function LanguagePicker() {
     <>
       <div ref={sentinel} aria-hidden="true" className="h-px" />
       <section
+        ref={bar}
         aria-label="Pick your language"
         data-stuck={isStuck ? "true" : undefined}
-        className={`sticky top-14 z-30 border-y border-zinc-900 bg-zinc-950/90 backdrop-blur transition-shadow ${isStuck ? "shadow-lg shadow-black/40" : ""}`}
+        className={`z-30 border-y md:sticky md:top-14 border-zinc-900 bg-zinc-950/90 backdrop-blur transition-shadow ${isStuck ? "shadow-lg shadow-black/40" : ""}`}
       >
         <div className="mx-auto flex max-w-6xl flex-col gap-3 px-4 py-3 md:flex-row md:items-center">
           <p className="text-sm text-zinc-300 md:w-56" aria-live="polite">
@@ -59,7 +64,7 @@ export function LanguagePicker() {
                 onMouseLeave={() => setHovered(null)}
                 onFocus={() => setHovered(l.name)}
                 onBlur={() => setHovered(null)}
-                className={`flex size-14 shrink-0 items-center justify-center rounded-lg border font-mono text-sm font-semibold focus-visible:outline focus-visible:outline-2 focus-visible:outline-sky-400 ${
+                className={`flex size-12 shrink-0 items-center sm:size-14 justify-center rounded-lg border font-mono text-sm font-semibold focus-visible:outline focus-visible:outline-2 focus-visible:outline-sky-400 ${
                   picked === l.id
                     ? "border-emerald-400/60 bg-emerald-500/10 text-emerald-200"
                     : "border-zinc-800 text-zinc-300 hover:border-zinc-600"
@@ -75,7 +80,8 @@ export function LanguagePicker() {
             <div className="space-y-1 rounded-lg border border-zinc-800 bg-zinc-900 p-3 font-mono text-xs text-zinc-200 sm:text-sm">
               {[install, `tapscope run -- ${language.run}`].map((line) => (
                 <div key={line} className="flex items-center justify-between gap-3">
-                  <code className="min-w-0 overflow-x-auto whitespace-nowrap" data-command>
+                  {/* Wrapped, never cut: a phone shows the whole command. */}
+                  <code className="min-w-0 whitespace-pre-wrap [overflow-wrap:anywhere]" data-command>
                     <span className="text-zinc-500 select-none">$ </span>
                     {line}
                   </code>
