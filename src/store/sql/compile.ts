@@ -131,9 +131,8 @@ const isCompareOp = (op: unknown): op is CompareOp => typeof op === "string" && 
 const contentRegexCost = limits.regexCost;
 
 function checkNeedle(value: unknown): string {
-  const needle = checkString(value);
-  if (needle.length > maxNeedleLength) bad(`a body or header search is at most ${maxNeedleLength} characters`);
-  return needle;
+  if (typeof value === "string" && value.length > maxNeedleLength) bad(`a body or header search is at most ${maxNeedleLength} characters`);
+  return checkString(value);
 }
 
 /** The condition `op value` on a text expression (a column, a tag, a header value). */

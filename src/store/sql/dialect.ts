@@ -30,12 +30,18 @@ function plainKey(key: string): string {
   return key;
 }
 
-/** A pattern matching `text` literally in RE2: every ASCII character but letters, digits and _ as a \x escape. */
+/**
+ * A pattern matching `text` literally in RE2: punctuation escaped with a backslash, control characters as \x{..}.
+ * Not \x escapes for punctuation: ClickHouse 18.16 reads a pattern's literal part to prefilter rows, and takes `\x2d`
+ * for the three characters it is written with.
+ */
 export function re2Literal(text: string): string {
   let out = "";
   for (const ch of text) {
     const code = ch.charCodeAt(0);
-    out += code < 0x80 && !/[A-Za-z0-9_]/.test(ch) ? `\\x${code.toString(16).padStart(2, "0")}` : ch;
+    if (code < 0x20 || code === 0x7f) out += `\\x{${code.toString(16)}}`;
+    else if (code < 0x80 && !/[A-Za-z0-9_ ]/.test(ch)) out += `\\${ch}`;
+    else out += ch;
   }
   return out;
 }
