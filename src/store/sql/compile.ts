@@ -148,7 +148,7 @@ function textCondition(d: Dialect, text: string, op: FilterOp, value: unknown, r
     case "endsWith":
       return d.endsWith(text, lit);
     case "contains":
-      return d.contains(text, lit);
+      return d.contains(text, checkString(value));
     case "icontains":
       return d.icontains(text, checkString(value));
     default:
@@ -178,12 +178,12 @@ function bodyCondition(d: Dialect, column: string, op: FilterOp, value: unknown,
 /** A keyed header test over a side's headers form: some header of that name passes (`!=`: none is equal). */
 function headerCondition(d: Dialect, form: string, name: string, op: FilterOp, value: unknown, regexBudget: RegexBudget): string {
   const line = `\n${name}: `;
-  if (op === "exists") return d.contains(form, d.literal(line));
+  if (op === "exists") return d.contains(form, line);
   if (op === "==" || op === "!=") {
-    const equal = d.contains(form, d.literal(`${line}${headerLineValue(checkNeedle(value))}\n`));
+    const equal = d.contains(form, `${line}${headerLineValue(checkNeedle(value))}\n`);
     return op === "==" ? equal : `NOT ${equal}`;
   }
-  if (op === "startsWith") return d.contains(form, d.literal(line + headerLineValue(checkNeedle(value))));
+  if (op === "startsWith") return d.contains(form, line + headerLineValue(checkNeedle(value)));
   const needle = op === "matches" ? value : headerLineValue(checkNeedle(value));
   return d.anyHeader(form, name, (x) => textCondition(d, x, op, needle, regexBudget));
 }

@@ -6,7 +6,8 @@ export type Dialect = {
   literal(value: string | number): string;
   startsWith(column: string, literal: string): string;
   endsWith(column: string, literal: string): string;
-  contains(column: string, literal: string): string;
+  /** `needle` not yet a literal. */
+  contains(column: string, needle: string): string;
   /** RE2 in both engines: linear time, no catastrophic backtracking. */
   matches(column: string, literal: string): string;
   intDiv(a: string, b: string): string;
@@ -65,7 +66,7 @@ export const duckdbDialect: Dialect = {
   literal: duckdbLiteral,
   startsWith: (c, l) => `starts_with(${c}, ${l})`,
   endsWith: (c, l) => `ends_with(${c}, ${l})`,
-  contains: (c, l) => `contains(${c}, ${l})`,
+  contains: (c, needle) => `contains(${c}, ${duckdbLiteral(needle)})`,
   matches: (c, l) => `regexp_matches(${c}, ${l})`,
   intDiv: (a, b) => `(${a}) // (${b})`,
   countIf: (cond) => `count(*) FILTER (WHERE ${cond})`,
@@ -81,7 +82,8 @@ export const clickhouseDialect: Dialect = {
   literal: clickhouseLiteral,
   startsWith: (c, l) => `startsWith(${c}, ${l})`,
   endsWith: (c, l) => `endsWith(${c}, ${l})`,
-  contains: (c, l) => `(position(${c}, ${l}) > 0)`,
+  // LIKE rather than position(): the skip indexes of newer servers (clickhouse.ts) prune granules for LIKE, not position.
+  contains: (c, needle) => `like(${c}, ${clickhouseLiteral(`%${needle.replace(/[\\%_]/g, "\\$&")}%`)})`,
   matches: (c, l) => `match(${c}, ${l})`,
   intDiv: (a, b) => `intDiv(${a}, ${b})`,
   countIf: (cond) => `countIf(${cond})`,
