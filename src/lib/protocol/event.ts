@@ -66,7 +66,7 @@ export const eventFieldTable = [
   { name: "http_req_headers", type: "headers" },
   /** Base64 of the kept sample (decoded when the content encoding could be decoded). */
   { name: "http_req_body", type: "body", cutFlag: "http_req_body_truncated" },
-  { name: "http_req_body_truncated", type: "flag", filter: "request.body_truncated" },
+  { name: "http_req_body_truncated", type: "flag", shown: "rows", filter: "request.body_truncated" },
   /** 0 when no response was seen (connection reset, program exited). */
   { name: "http_resp_status_code", type: "int", min: 0, max: 999, ...column, filter: "response.status" },
   { name: "http_resp_body_size_bytes_wire", ...count, ...column, filter: "response.body_size" },
@@ -76,7 +76,7 @@ export const eventFieldTable = [
   { name: "http_resp_content_length", ...optional, ...column, filter: "response.content_length" },
   { name: "http_resp_headers", type: "headers" },
   { name: "http_resp_body", type: "body", cutFlag: "http_resp_body_truncated" },
-  { name: "http_resp_body_truncated", type: "flag", filter: "response.body_truncated" },
+  { name: "http_resp_body_truncated", type: "flag", shown: "rows", filter: "response.body_truncated" },
   /**
    * Latency breakdown in microseconds; -1 when it does not apply.
    * Outbound: connect, send (request), wait (to first response byte), receive (response).
