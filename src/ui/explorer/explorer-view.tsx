@@ -1,12 +1,15 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { useSearchParams } from "react-router";
+import type { KnownValues } from "~/lib/filter/complete.ts";
 import { joinFilterChips } from "~/lib/filter/parse.ts";
+import { highlightTerms } from "~/lib/filter/search.ts";
+import type { Clause } from "~/lib/protocol/query.ts";
 import { gridRange, type TimeRange } from "~/lib/time/range.ts";
-import { ClauseEditor } from "./clause-editor.tsx";
+import { SearchBox } from "~/ui/filters/search-box.tsx";
 import { ExplorerFilterBar } from "./explorer-filter-bar.tsx";
 import { decodeState, defaultState, type ExplorerState, encodeState, toQueryFilter } from "./explorer-state.ts";
 import { Histogram } from "./histogram.tsx";
-import type { HistogramAnswer, QueryClient } from "./query-client.ts";
+import type { HistogramAnswer, QueryClient, RowsAnswer } from "./query-client.ts";
 import { QueryError } from "./query-error.tsx";
 import { RangeControls } from "./range-controls.tsx";
 import { ResultsPanel } from "./results-panel.tsx";
@@ -77,6 +80,9 @@ function ExplorerBody({
     return answer;
   });
   const [lastBrush, setLastBrush] = useState(0);
+  const [known, setKnown] = useState<KnownValues>({});
+  const onRows = useCallback((answer: RowsAnswer) => setKnown(knownValues(answer)), []);
+  const highlight = useMemo(() => highlightTerms(state.text), [state.text]);
 
   const grid = gridRange(state.global);
   const showBuckets = hist.data && hist.data.startMs === grid.originMs && hist.data.bucketMs === grid.bucketMs ? hist.data.buckets : null;
@@ -87,18 +93,15 @@ function ExplorerBody({
 
   return (
     <div className="flex min-h-0 flex-1 flex-col gap-3" data-last-brush={lastBrush || undefined}>
+      <SearchBox chips={state.text} onChips={(text) => setState({ ...state, text })} />
       <ExplorerFilterBar
         key={JSON.stringify(state.text)}
         chips={state.text}
         namespaceId={namespaceId}
+        known={known}
         onChips={(text) => setState({ ...state, text })}
       />
-      <ClauseEditor
-        clauses={state.clauses}
-        global={state.global}
-        onClauses={(clauses) => setState({ ...state, clauses })}
-        onGlobal={(global) => setState({ ...state, global, focus: null })}
-      />
+      {state.clauses.length > 0 ? <OldClauses clauses={state.clauses} onClauses={(clauses) => setState({ ...state, clauses })} /> : null}
       <RangeControls
         global={state.global}
         focus={state.focus}
@@ -133,7 +136,7 @@ function ExplorerBody({
         {hist.status === "failed" ? <QueryError what="The histogram" message={hist.message} onRetry={hist.retry} /> : null}
         <Histogram global={state.global} focus={state.focus} buckets={showBuckets} tz={state.tz} onFocus={onFocus} />
       </div>
-      <ResultsPanel client={client} filter={rowsFilter} filterText={filterText} tz={state.tz} />
+      <ResultsPanel client={client} filter={rowsFilter} filterText={filterText} tz={state.tz} onRows={onRows} highlight={highlight} />
       <a
         className="self-end text-xs text-zinc-500 underline-offset-2 hover:text-zinc-300 hover:underline"
         href={`/minified/?${new URLSearchParams({ namespace: namespaceId, filter: encodeState(state) })}`}
@@ -151,4 +154,44 @@ function formatBucket(ms: number): string {
   if (ms < 3_600_000) return `${ms / 60_000}m`;
   if (ms < 86_400_000) return `${ms / 3_600_000}h`;
   return `${ms / 86_400_000}d`;
+}
+
+/** The services and hosts of the rows on screen, offered by the filter's autocomplete. */
+function knownValues(answer: RowsAnswer): KnownValues {
+  const services = new Set<string>();
+  const hosts = new Set<string>();
+  for (const row of answer.rows) {
+    if (row.service && services.size < 50) services.add(row.service);
+    if (row.http_req_host && hosts.size < 50) hosts.add(row.http_req_host);
+  }
+  return { service: [...services].sort(), "request.host": [...hosts].sort() };
+}
+
+/** Clauses of an old link that the filter language cannot say: shown so they can be seen and removed. */
+function OldClauses({ clauses, onClauses }: { clauses: Clause[]; onClauses: (clauses: Clause[]) => void }) {
+  return (
+    <div className="flex flex-wrap items-center gap-1.5 text-xs text-zinc-400">
+      <span>From an older link:</span>
+      {clauses.map((c, i) => {
+        const text = `${c.column} ${c.op} ${JSON.stringify(c.value)}`;
+        return (
+          <span
+            // biome-ignore lint/suspicious/noArrayIndexKey: clauses may repeat; their position is what tells them apart
+            key={`${text}-${i}`}
+            className="inline-flex items-center rounded-md border border-zinc-700 bg-zinc-800 font-mono text-zinc-100"
+          >
+            <span className="px-2 py-0.5">{text}</span>
+            <button
+              type="button"
+              aria-label={`Remove clause ${text}`}
+              className="px-1.5 text-zinc-400 hover:text-zinc-100"
+              onClick={() => onClauses(clauses.filter((_, j) => j !== i))}
+            >
+              ✕
+            </button>
+          </span>
+        );
+      })}
+    </div>
+  );
 }
