@@ -103,7 +103,7 @@ export function completeFilter(draft: string, known: KnownValues = {}): Completi
       const prefix = key[1]!.toLowerCase();
       return headerNames
         .filter((h) => h.startsWith(prefix) && h !== prefix)
-        .map((h) => ({ label: h, detail: "header", text: `${before}${named[0]}"${h}"] ` }));
+        .map((h) => ({ label: h, detail: "header", text: `${before}${named[1]}["${h}"] ` }));
     }
     if (!key[2].includes("]")) return [];
     isKeyed = true;

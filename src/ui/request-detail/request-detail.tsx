@@ -1,4 +1,4 @@
-import { type ReactNode, useMemo } from "react";
+import { type ReactNode, useEffect, useMemo, useRef } from "react";
 import { displayUrl, eventUrl, isDecrypted } from "~/lib/event-url.ts";
 import type { HighlightTerms } from "~/lib/filter/search.ts";
 import { formatBytes, formatDuration } from "~/lib/format.ts";
@@ -54,6 +54,13 @@ export function RequestDetail({
   // The live frame re-renders as events stream in: decode the body for cURL once per event.
   const curl = useMemo(() => (event.protocol === "http" ? toCurl(event) : null), [event]);
   const label = (key: string, idle: string) => (copiedKey === key ? "Copied!" : failedKey === key ? "Copy failed" : idle);
+  // A request opened from a search shows its first match.
+  const content = useRef<HTMLDivElement>(null);
+  const hasTerms = (highlight?.body.length ?? 0) + (highlight?.headers.length ?? 0) > 0;
+  // biome-ignore lint/correctness/useExhaustiveDependencies: once per request opened
+  useEffect(() => {
+    if (hasTerms) content.current?.querySelector("mark")?.scrollIntoView?.({ block: "center" });
+  }, [event.event_id, hasTerms]);
 
   return (
     <section aria-label="Request detail" className="@container flex h-full flex-col overflow-hidden bg-zinc-900 text-zinc-100">
@@ -109,7 +116,7 @@ export function RequestDetail({
         ) : null}
       </header>
 
-      <div className="flex-1 space-y-4 overflow-auto p-3">
+      <div ref={content} className="flex-1 space-y-4 overflow-auto p-3">
         <Section title="Timing">
           <Waterfall event={event} />
         </Section>

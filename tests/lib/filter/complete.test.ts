@@ -36,6 +36,7 @@ describe("filter autocomplete", () => {
 
   test("header names in brackets", () => {
     expect(take('request.headers["x-req', "x-request-id")).toBe('request.headers["x-request-id"] ');
+    expect(take('request.headers ["x-req', "x-request-id")).toBe('request.headers["x-request-id"] ');
   });
 
   test("only the condition being typed is completed; what came before is kept", () => {
