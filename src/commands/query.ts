@@ -14,7 +14,8 @@ import { buildInfo } from "~/lib/server/version.ts";
 
 const usage = `usage: tapscope query [--since 1h|15m|2d | --from ISO [--to ISO]] [--filter EXPR] [--limit N] [--format table|json|har]
   TAPSCOPE_TOKEN (a namespace token) and TAPSCOPE_ENDPOINT (the server) come from the environment.
-  --filter uses the filter language: response.status >= 500 && request.url contains "/api/", tls == "not decrypted"`;
+  --filter uses the filter language: response.status >= 500 && request.url contains "/api/", response.body icontains "E1042"
+  --format json prints every field of each request (bodies as text, or base64 with *_encoding saying so)`;
 
 const queryFlags = {
   since: { type: "string" },

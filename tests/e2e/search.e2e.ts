@@ -45,7 +45,7 @@ async function resultCount(): Promise<number> {
 async function openRequests() {
   await page.goto(requestsUrl);
   const deadline = Date.now() + 20_000;
-  while ((await resultCount()) < 3) {
+  while ((await resultCount()) < 4) {
     if (Date.now() > deadline) throw new Error(`only ${await resultCount()} requests stored`);
     await Bun.sleep(500);
     await page.reload();
@@ -93,6 +93,7 @@ describe("search by content", () => {
     const base = `http://127.0.0.1:${program.port}`;
     await fetch(`${base}/echo`, { method: "POST", headers: { "content-type": "application/json" }, body: '{"order":"zebra-7781"}' });
     await fetch(`${base}/hello?q=traced`, { headers: { "x-request-id": "rid-5521" } });
+    await fetch(`${base}/hello?api_token=tok-9931-secret`, { headers: { authorization: "Bearer sk-9931-secret" } });
     expect(await (await fetch(`${base}/gzip`)).json()).toEqual({ error: { code: "E1042", message: "quota exceeded" } });
   }, 60_000);
 
@@ -103,9 +104,9 @@ describe("search by content", () => {
     test(`${viewport.name} (${viewport.width} px): a body, a header and a gzip body are found and marked`, async () => {
       await page.setViewportSize({ width: viewport.width, height: viewport.height });
       await openRequests();
+      const search = page.getByRole("searchbox", { name: "Search headers and bodies" });
 
       // A body, by the search box.
-      const search = page.getByRole("searchbox", { name: "Search headers and bodies" });
       await search.fill("ZEBRA-7781");
       await search.press("Enter");
       await openOnlyRow("/echo");
@@ -152,4 +153,25 @@ describe("search by content", () => {
       expect(pageErrors).toEqual([]);
     }, 90_000);
   }
+
+  test.skipIf(isSelfPublishing)(
+    "redacted values were never stored, so they are never found",
+    async () => {
+      await page.setViewportSize({ width: 1440, height: 900 });
+      for (const secret of ["sk-9931-secret", "tok-9931-secret"]) {
+        await openRequests();
+        const search = page.getByRole("searchbox", { name: "Search headers and bodies" });
+        await search.fill(secret);
+        await search.press("Enter");
+        await page.waitForFunction(() => document.querySelector("[data-testid=result-count]")?.textContent === "0 requests");
+      }
+      // The header itself is there, its value redacted.
+      await openRequests();
+      const input = page.getByRole("textbox", { name: "Filter" });
+      await input.fill('request.headers["authorization"] == "Bearer [redacted]"');
+      await input.press("Enter");
+      await openOnlyRow("/hello?api_token=");
+    },
+    60_000,
+  );
 });

@@ -1,6 +1,6 @@
 /**
  * The searchable forms of bodies and headers (the event's `search_*` fields), and the needles that search them. The
- * server makes the forms when it accepts an event (src/engines/ingest/search-text.ts); the live evaluator, the SQL
+ * server makes the forms when it accepts an event (src/store/search-text.ts); the live evaluator, the SQL
  * compiler and the request detail's highlighting read them through these functions, so every screen agrees.
  */
 

@@ -94,7 +94,7 @@ export const eventFieldTable = [
   /** The upstream TLS handshake (outbound, decrypted, first exchange on the connection); -1 otherwise. */
   { name: "timing_tls", ...optional, filter: "timing.tls" },
   /**
-   * What content search reads, made by the server when it accepts an event (src/engines/ingest/search-text.ts, ADR
+   * What content search reads, made by the server when it accepts an event (src/store/search-text.ts, ADR
    * 0032) and never taken from a publisher: each body as the text a person reads (content encoding undone, charset
    * decoded, JSON strings unescaped; a binary body as its bytes, one character each, after a marker), and each side's
    * headers as `name: value` lines with lower-case names.
