@@ -1,6 +1,7 @@
 import { useMemo } from "react";
 import { useSearchParams } from "react-router";
 import { joinFilterChips } from "~/lib/filter/parse.ts";
+import { highlightTerms } from "~/lib/filter/search.ts";
 import { decodeState, toQueryFilter } from "~/ui/explorer/explorer-state.ts";
 import { useTunnelClient } from "~/ui/explorer/requests-screen.tsx";
 import { ResultsPanel } from "~/ui/explorer/results-panel.tsx";
@@ -28,6 +29,7 @@ export function MinifiedResultsPage() {
 function MinifiedResults({ namespaceId, state }: { namespaceId: string; state: NonNullable<ReturnType<typeof decodeState>> }) {
   const { client } = useTunnelClient(namespaceId);
   const filter = useMemo(() => toQueryFilter(state, true), [state]);
+  const highlight = useMemo(() => highlightTerms(state.text), [state]);
   if (!client) return null;
-  return <ResultsPanel client={client} filter={filter} filterText={joinFilterChips(state.text)} tz={state.tz} />;
+  return <ResultsPanel client={client} filter={filter} filterText={joinFilterChips(state.text)} tz={state.tz} highlight={highlight} />;
 }
