@@ -1,6 +1,8 @@
+import { isUtf8 } from "node:buffer";
 import { TunnelClient, TunnelConnectError, TunnelQueryError } from "~/agent/query-client.ts";
 import { errorMessage } from "~/lib/errors.ts";
 import { displayUrl } from "~/lib/event-url.ts";
+import type { FilterExpr } from "~/lib/filter/ast.ts";
 import { parseFilter } from "~/lib/filter/parse.ts";
 import { formatDuration } from "~/lib/format.ts";
 import { harPageSize, harPages, harSizeColumns, harStream, storedBodyBytes } from "~/lib/har.ts";
@@ -12,7 +14,8 @@ import { buildInfo } from "~/lib/server/version.ts";
 
 const usage = `usage: tapscope query [--since 1h|15m|2d | --from ISO [--to ISO]] [--filter EXPR] [--limit N] [--format table|json|har]
   TAPSCOPE_TOKEN (a namespace token) and TAPSCOPE_ENDPOINT (the server) come from the environment.
-  --filter uses the filter language: response.status >= 500 && request.url contains "/api/", tls == "not decrypted"`;
+  --filter uses the filter language: response.status >= 500 && request.url contains "/api/", response.body icontains "E1042"
+  --format json prints every field of each request (bodies as text, or base64 with *_encoding saying so)`;
 
 const queryFlags = {
   since: { type: "string" },
@@ -43,6 +46,56 @@ export function isoMicros(micros: number): string {
   const ms = Math.floor(micros / 1000);
   const frac = String(Math.floor(micros - Math.floor(micros / 1_000_000) * 1_000_000)).padStart(6, "0");
   return new Date(ms).toISOString().replace(/\.\d{3}Z$/, `.${frac}Z`);
+}
+
+const isSearchField = (name: string) => name.startsWith("search_");
+
+/** Whether a filter reads a body (its answer then depends on how much of each body was kept). */
+function searchesBodies(filterText: string): boolean {
+  const parsed = filterText.trim() ? parseFilter(filterText) : null;
+  if (!parsed?.ok) return false;
+  const reads = (e: FilterExpr): boolean =>
+    e.kind === "compare"
+      ? e.field === "request.body" || e.field === "response.body"
+      : e.kind === "not"
+        ? reads(e.expr)
+        : reads(e.left) || reads(e.right);
+  return reads(parsed.expr);
+}
+
+/** Control characters a text body does not hold (tab, line breaks and form feed aside). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: telling text from binary is the point
+const controlCharacters = /[\x00-\x08\x0b\x0e-\x1f\x7f]/;
+
+/** A stored body (base64) as text when it is UTF-8 text, else as it is, and which of the two it is. */
+export function bodyJson(base64: string): { text: string; encoding: "text" | "base64" } {
+  if (!base64) return { text: "", encoding: "text" };
+  const bytes = Buffer.from(base64, "base64");
+  if (isUtf8(bytes)) {
+    const text = bytes.toString("utf8");
+    if (!controlCharacters.test(text)) return { text, encoding: "text" };
+  }
+  return { text: base64, encoding: "base64" };
+}
+
+/**
+ * One event as `--format json` prints it: every field in the field table's order (the server's search columns aside),
+ * the time in ISO 8601 with microseconds, each body as its text when it is text and base64 otherwise, with
+ * `<body>_encoding` saying which (its `_truncated` flag beside it).
+ */
+export function eventJson(event: TracedEvent): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const f of eventFields.rows) {
+    if (isSearchField(f.name)) continue;
+    const value = (event as Record<string, unknown>)[f.name];
+    if (f.type === "time") out[f.name] = isoMicros(Number(value));
+    else if (f.type === "body") {
+      const body = bodyJson(typeof value === "string" ? value : "");
+      out[f.name] = body.text;
+      out[`${f.name}_encoding`] = body.encoding;
+    } else out[f.name] = value;
+  }
+  return out;
 }
 
 /** The URL column of a row as the server sent it (the rows crossed a socket: each field checked for its type). */
@@ -132,20 +185,20 @@ export async function main(args: string[]): Promise<number> {
   }
   try {
     const filter = { clauses: [], global: { lowerMs, upperMs } };
+    const cutFlags = ["http_req_body_truncated", "http_resp_body_truncated"] as const;
     const columns: RowColumn[] =
-      format === "har"
-        ? ["time", "event_id", ...harSizeColumns]
-        : format === "json"
-          ? ([...eventFields.exportColumns] as RowColumn[])
-          : [
-              "time",
-              "event_id",
-              "http_req_method",
-              "http_req_path",
-              "http_resp_status_code",
-              "http_duration",
-              ...(["protocol", "http_is_outgoing", "http_req_host", "tls_server_name", "http_server_addr", "tags"] as const),
-            ];
+      format === "har" || format === "json"
+        ? ["time", "event_id", ...harSizeColumns, ...cutFlags]
+        : [
+            ...cutFlags,
+            "time",
+            "event_id",
+            "http_req_method",
+            "http_req_path",
+            "http_resp_status_code",
+            "http_duration",
+            ...(["protocol", "http_is_outgoing", "http_req_host", "tls_server_name", "http_server_addr", "tags"] as const),
+          ];
     const rows = await client.query(
       {
         kind: "rows",
@@ -154,19 +207,30 @@ export async function main(args: string[]): Promise<number> {
       },
       { compression: "gzip" },
     );
+    if (searchesBodies(filterText)) {
+      const cut = rows.data.filter((r) => cutFlags.some((c) => r[c] === true)).length;
+      if (cut > 0) {
+        process.stderr.write(
+          `tapscope query: bodies cut at capture were searched as far as they were kept (${cut} of the ${rows.data.length} shown had one)\n`,
+        );
+      }
+    }
     if (rows.wasRowLimitExceeded) {
       process.stderr.write(
         `tapscope query: showing the newest ${rows.data.length} of ${rows.actualNumberOfRows} matching requests (--limit, --since or --filter narrow it)\n`,
       );
     }
     if (format === "json") {
-      let out = "";
-      for (const r of rows.data) {
-        const line: Record<string, unknown> = {};
-        for (const c of eventFields.exportColumns) line[c] = c === "time" ? isoMicros(Number(r.time)) : r[c as RowColumn];
-        out += `${JSON.stringify(line)}\n`;
-      }
-      await write(out);
+      // Newest first, a page of full events at a time, each printed as it comes.
+      const ids = rows.data.map((r) => String(r.event_id));
+      const pages = harPages(
+        ids,
+        async (page) =>
+          (await client.query({ kind: "events", eventIds: page, range: filter.global }, { compression: "gzip" }))
+            .data as unknown as TracedEvent[],
+        { sizeOf: (i) => storedBodyBytes(rows.data[i] ?? {}) },
+      );
+      for await (const page of pages) await write(page.map((e) => `${JSON.stringify(eventJson(e))}\n`).join(""));
     } else if (format === "table") {
       if (rows.data.length === 0) {
         process.stderr.write("tapscope query: no requests matched (widen --since or loosen --filter)\n");

@@ -83,13 +83,39 @@ export function localTable(table: string, cluster: ClusterLayout | undefined): s
   return cluster ? `${table}_local` : table;
 }
 
+/** Data skipping indexes are generally available from 20.1 (19.x had them behind a setting; 18.16 has none). */
+export function supportsSkipIndexes(version: string): boolean {
+  const [major = 0] = version.split(".").map(Number);
+  return major >= 20;
+}
+
+/**
+ * The skip indexes of the search columns (ADR 0032), where the server has them: an n-gram bloom filter per granule on
+ * each body's text, which lets a `LIKE '%needle%'` skip granules that cannot hold the needle, and a token bloom filter
+ * on each side's header lines, which an exact header search (`\nname: value\n`, whole tokens) uses.
+ */
+export function searchIndexes(stored: StoreLayout): string[] {
+  const has = (name: string) => stored.columns.some((c) => c.name === name);
+  const bodies = ["search_req_body", "search_resp_body"].filter(has);
+  const headers = ["search_req_headers", "search_resp_headers"].filter(has);
+  return [
+    ...bodies.map((c) => `INDEX ${c}_ngrams ${c} TYPE ngrambf_v1(4, 65536, 2, 0) GRANULARITY 1`),
+    ...headers.map((c) => `INDEX ${c}_tokens ${c} TYPE tokenbf_v1(32768, 3, 0) GRANULARITY 1`),
+  ];
+}
+
 /**
  * The DDL that makes a namespace's table: one statement on one server, two on a cluster (the shards' local tables,
- * then the Distributed table over them).
+ * then the Distributed table over them). `hasSkipIndexes`: the server has data skipping indexes (searchIndexes).
  */
-export function createTableStatements(table: string, cluster: ClusterLayout | undefined, stored: StoreLayout = eventLayout): string[] {
+export function createTableStatements(
+  table: string,
+  cluster: ClusterLayout | undefined,
+  stored: StoreLayout = eventLayout,
+  hasSkipIndexes = false,
+): string[] {
   const eventCols = stored.columns.map((c) => `${c.name} ${chType[c.type]} DEFAULT ${lit(c.fill)}`);
-  const cols = [...eventCols];
+  const cols = [...eventCols, ...(hasSkipIndexes ? searchIndexes(stored) : [])];
   cols.splice(1, 0, "ts DateTime MATERIALIZED toDateTime(intDiv(time, 1000000))");
   const layout = "PARTITION BY toDate(ts) ORDER BY time SETTINGS index_granularity = 8192";
   if (!cluster) return [`CREATE TABLE IF NOT EXISTS ${table} (${cols.join(", ")}) ENGINE = MergeTree ${layout}`];
@@ -145,7 +171,8 @@ class ClickHouseEngine implements Engine {
   }
 
   async createTable(table: string): Promise<void> {
-    for (const sql of createTableStatements(table, this.cluster, this.layout)) await this.command(sql);
+    const hasSkipIndexes = supportsSkipIndexes(this.version);
+    for (const sql of createTableStatements(table, this.cluster, this.layout, hasSkipIndexes)) await this.command(sql);
     // Columns added since the table was made (18.16 has no ADD COLUMN IF NOT EXISTS): the shards' tables first.
     const tables = this.cluster ? [localTable(table, this.cluster), table] : [table];
     for (const name of tables) {
@@ -159,6 +186,20 @@ class ClickHouseEngine implements Engine {
       )) {
         await this.command(`ALTER TABLE ${name}${this.onCluster} ADD COLUMN ${c.name} ${chType[c.type]} DEFAULT ${lit(c.fill)}`);
       }
+    }
+    if (hasSkipIndexes) await this.addSearchIndexes(localTable(table, this.cluster));
+  }
+
+  /** A table made before its search indexes gets them; parts written before keep being read whole (no MATERIALIZE). */
+  private async addSearchIndexes(local: string): Promise<void> {
+    const existing = await this.select(
+      `SELECT name FROM system.data_skipping_indices WHERE database = currentDatabase() AND table = ${lit(local)}`,
+      { timeoutMs: 10_000, queryId: "" },
+    );
+    const have = new Set(existing.map((r) => String(r.name)));
+    for (const index of searchIndexes(this.layout)) {
+      const name = index.split(" ")[1] ?? "";
+      if (!have.has(name)) await this.command(`ALTER TABLE ${local}${this.onCluster} ADD ${index}`);
     }
   }
 

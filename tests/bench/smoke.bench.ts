@@ -59,6 +59,12 @@ const tables: Record<string, RegExp[]> = {
     /^\| export on \| \d+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| \d+ \| [1-9]\d* \|$/m,
     /^export on \/ off: CPU [\d.]+x \([+-][\d.]+ µs per event\), \d+ of \d+ spans delivered$/m,
   ],
+  "bench:search": [
+    /^\| case \(whole 24 h, histogram \+ first page\) \| found \| histogram \(ms\) \| page \(ms\) \| both \(ms\) \| \/ baseline \|$/m,
+    /^\| request\.body contains "zebra-7781" \| [\d,]+ \| [\d.]+ \| [\d.]+ \| \*\*[\d.]+\*\* \| [\d.]+x \|$/m,
+    /^ingest duckdb: \d+ events\/s with the search columns made, \d+ events\/s without \(with\/without [\d.]+\)$/m,
+    /^stored bytes per event: \d+ with the search columns, \d+ without \([\d.]+x\)$/m,
+  ],
   "bench/cluster/receive.ts": [/^receive CPU per event: before [\d.]+ µs, now [\d.]+ µs \(now\/before [\d.]+\)$/m],
   "bench/capture/startup.ts": [/^ {2}start: traced minus direct +-?\d+$/m],
   "bench/capture/body-sample-bench.ts": [/before [\d.]+ µs, now [\d.]+ µs \(now\/before [\d.]+\)/],

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { spawn } from "bun";
-import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { eventFieldTable, type TracedEvent } from "~/lib/protocol/event.ts";
 import { tracedEvent as makeEvent } from "../support/event-factory.ts";
 import { startTunnelServer, type TunnelServer } from "../support/tunnel-server.ts";
 
@@ -138,7 +138,7 @@ describe("tapscope query (subprocess against a real server)", () => {
     ).toEqual(["pinned.test"]);
   }, 30_000);
 
-  test("--format json: one object per line, spec column names, ISO time with microseconds", async () => {
+  test("--format json: one object per line, every field of the event, ISO time with microseconds", async () => {
     const r = await runQuery(["--since", "15m", "--format", "json", "--limit", "2"], env);
     expect(r.code).toBe(0);
     const lines = r.stdout
@@ -150,48 +150,20 @@ describe("tapscope query (subprocess against a real server)", () => {
     expect(first.time).toBe(new Date(base + 4000).toISOString().replace(".000Z", ".000000Z"));
     expect(first.event_id).toBe(events[3]!.event_id);
     expect(second.event_id).toBe(events[2]!.event_id);
-    expect(Object.keys(first)).toEqual([
-      "time",
-      "event_id",
-      "service",
-      "hostname",
-      "gcp_project",
-      "kubernetes_namespace",
-      "gke_cluster_location",
-      "gke_cluster_name",
-      "gke_node_name",
-      "process_id",
-      "process_executable_name",
-      "process_executable_size",
-      "process_command_line",
-      "process_user",
-      "protocol",
-      "tls_server_name",
-      "http_version",
-      "http_is_outgoing",
-      "http_client_addr",
-      "http_server_addr",
-      "http_duration",
-      "http_req_method",
-      "http_req_path",
-      "http_req_body_size_bytes_wire",
-      "http_req_transfer_encoding",
-      "http_req_content_type",
-      "http_req_content_encoding",
-      "http_req_content_length",
-      "http_req_host",
-      "http_req_x_forwarded_for",
-      "http_resp_status_code",
-      "http_resp_body_size_bytes_wire",
-      "http_resp_transfer_encoding",
-      "http_resp_content_type",
-      "http_resp_content_encoding",
-      "http_resp_content_length",
-    ]);
+    // Every field in the field table's order (the server's search columns aside), each body followed by its encoding.
+    const expected = eventFieldTable
+      .filter((f) => !f.name.startsWith("search_"))
+      .flatMap((f) => (f.type === "body" ? [f.name, `${f.name}_encoding`] : [f.name]));
+    expect(Object.keys(first)).toEqual(expected);
     expect(first).toMatchObject({
+      parent_event_id: "",
       http_req_method: "DELETE",
       http_req_path: "/api/users/2",
+      http_req_headers: [["Host", "localhost:8080"]],
       http_resp_status_code: 500,
+      http_resp_body: "{}",
+      http_resp_body_encoding: "text",
+      http_resp_body_truncated: false,
       http_duration: 2_345_678,
     });
     expect(r.stderr).toContain("showing the newest 2 of 4 matching requests");
@@ -202,6 +174,72 @@ describe("tapscope query (subprocess against a real server)", () => {
       .map((l) => JSON.parse(l));
     expect(only.time).toBe(new Date(base + 1000).toISOString().replace(".000Z", ".000007Z"));
   }, 30_000);
+
+  test("--filter on bodies and headers: text bodies as text, binary as base64, cut bodies said", async () => {
+    const user = await s.onboardedUser();
+    const userEnv = { TAPSCOPE_TOKEN: await s.namespaceToken(user), TAPSCOPE_ENDPOINT: s.base };
+    const b64 = (b: string | Uint8Array) => Buffer.from(b).toString("base64");
+    const binary = new Uint8Array([0x0a, 0x05, 0x7a, 0x65, 0x62, 0x72, 0x61, 0x00, 0xff, 0x01]);
+    await s.ingest(user.namespaceId, [
+      makeEvent({
+        time: (base + 1000) * 1000,
+        http_req_path: "/orders",
+        http_req_body: b64('{"order":"zebra-7781"}'),
+        http_req_headers: [["X-Request-Id", "rid-5521"]],
+      }),
+      makeEvent({ time: (base + 2000) * 1000, http_req_path: "/proto", http_resp_body: b64(binary) }),
+      makeEvent({
+        time: (base + 3000) * 1000,
+        http_req_path: "/cut",
+        http_resp_body: b64("zebra-7781 and then the capture limit"),
+        http_resp_body_truncated: true,
+      }),
+      makeEvent({ time: (base + 4000) * 1000, http_req_path: "/other" }),
+    ]);
+    const paths = (out: string) =>
+      out
+        .trimEnd()
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l).http_req_path);
+
+    const byBody = await runQuery(["--since", "1h", "--format", "json", "--filter", 'request.body contains "zebra-7781"'], userEnv);
+    expect(byBody.code).toBe(0);
+    const [order] = byBody.stdout
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(order).toMatchObject({ http_req_path: "/orders", http_req_body: '{"order":"zebra-7781"}', http_req_body_encoding: "text" });
+    expect(byBody.stderr).toBe("");
+
+    const byHeader = await runQuery(
+      ["--since", "1h", "--format", "json", "--filter", 'request.headers["x-request-id"] == "rid-5521"'],
+      userEnv,
+    );
+    expect(paths(byHeader.stdout)).toEqual(["/orders"]);
+
+    const proto = await runQuery(["--since", "1h", "--format", "json", "--filter", 'request.url == "/proto"'], userEnv);
+    const [bin] = proto.stdout
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(bin.http_resp_body_encoding).toBe("base64");
+    expect(new Uint8Array(Buffer.from(bin.http_resp_body, "base64"))).toEqual(binary);
+
+    const cut = await runQuery(["--since", "1h", "--format", "table", "--filter", 'response.body contains "zebra"'], userEnv);
+    expect(cut.code).toBe(0);
+    // The protobuf body holds the bytes "zebra" too: binary bodies are searched by their bytes.
+    expect(cut.stdout).toContain("/cut");
+    expect(cut.stdout).toContain("/proto");
+    expect(cut.stderr).toContain("bodies cut at capture were searched as far as they were kept (1 of the 2 shown had one)");
+
+    const needle = await runQuery(["--since", "1h", "--filter", `request.body contains "${"x".repeat(5000)}"`], userEnv);
+    expect(needle.code).toBe(2);
+    expect(needle.stderr).toStartWith("tapscope query: bad filter: ");
+    const unterminated = await runQuery(["--since", "1h", "--filter", 'request.headers["x-request-id" == "a"'], userEnv);
+    expect(unterminated.code).toBe(2);
+    expect(unterminated.stderr).toStartWith("tapscope query: bad filter: ");
+  }, 60_000);
 
   test("--format har: a HAR 1.2 log with full detail (headers, bodies)", async () => {
     const r = await runQuery(["--since", "1h", "--format", "har"], env);

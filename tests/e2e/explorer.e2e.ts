@@ -178,21 +178,22 @@ describe("Requests explorer", () => {
     await page.getByRole("button", { name: "UTC", exact: true }).click();
     await page.getByTestId("global-range").filter({ hasText: "UTC" }).waitFor();
 
-    // Status by the clause editor (Number column, Equals).
-    await page.getByLabel("Column").selectOption("http_resp_status_code");
-    await page.getByLabel("Operator").selectOption("Equals");
-    await page.getByLabel("Value").fill("500");
-    await page.getByRole("button", { name: "Add clause" }).click();
-    await page.getByRole("button", { name: /Remove clause http_resp_status_code/ }).waitFor();
+    // Status by the filter input, its value picked from the autocomplete.
+    const input = page.getByRole("textbox", { name: "Filter" });
+    await input.click();
+    await input.pressSequentially("response.status == 50");
+    await page.getByRole("list", { name: "Completions" }).getByRole("button", { name: /^500/ }).click();
+    await input.press("Enter");
+    await page.getByRole("button", { name: "Remove filter response.status == 500" }).waitFor();
     await settled();
     const statuses = await rows().locator("[role=cell]:nth-child(3)").allTextContents();
     expect(statuses.length).toBeGreaterThan(0);
     expect(new Set(statuses)).toEqual(new Set(["500"]));
     await screenshot(page, "explorer-04-status-500");
-    await page.getByRole("button", { name: /Remove clause http_resp_status_code/ }).click();
+    await page.getByRole("button", { name: "Remove filter response.status == 500" }).click();
+    await page.waitForFunction(() => !document.querySelector("[data-pending]"));
 
     // URL by the filter language, as on the Live screen.
-    const input = page.getByRole("textbox", { name: "Filter" });
     await input.fill('request.url contains "/checkout"');
     await input.press("Enter");
     await page

@@ -6,6 +6,7 @@
  * Env: TAPSCOPE_ENDPOINT (server), TAPSCOPE_TOKEN (optional namespace token).
  */
 import { randomUUID } from "node:crypto";
+import { gzipSync } from "node:zlib";
 import { createPublisher } from "~/agent/publish.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { tracedEvent } from "../support/event-factory.ts";
@@ -82,6 +83,10 @@ async function handle(req: Request, eventId: string): Promise<Response> {
       headers: { "content-type": "text/html" },
     });
   if (url.pathname === "/fail") return Response.json({ error: "boom" }, { status: 500 });
+  if (url.pathname === "/gzip")
+    return new Response(gzipSync(JSON.stringify({ error: { code: "E1042", message: "quota exceeded" } })), {
+      headers: { "content-type": "application/json", "content-encoding": "gzip" },
+    });
   if (url.pathname === "/checkout") {
     const started = performance.now();
     const startedAt = Date.now() * 1000;
@@ -146,6 +151,7 @@ const server = Bun.serve({
         http_req_body_size_bytes_wire: reqBody.length,
         http_resp_status_code: res.status,
         http_resp_content_type: res.headers.get("content-type") ?? "",
+        http_resp_content_encoding: res.headers.get("content-encoding") ?? "",
         http_resp_headers: [...res.headers.entries()].map(([k, v]) => [k, v] as [string, string]),
         http_resp_body: b64(respBody),
         http_resp_body_size_bytes_wire: respBody.length,

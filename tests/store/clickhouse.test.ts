@@ -1,8 +1,8 @@
 import { expect, test } from "bun:test";
 import { randomUUID } from "node:crypto";
-import { openClickHouseStore } from "~/store/clickhouse.ts";
+import { createTableStatements, openClickHouseStore, supportsSkipIndexes } from "~/store/clickhouse.ts";
 import { clickhouseLiteral } from "~/store/sql/escape.ts";
-import { tableName } from "~/store/table.ts";
+import { eventLayout, tableName } from "~/store/table.ts";
 import { clickhouseUrl } from "../support/clickhouse.ts";
 import { testAddedField } from "./added-field.ts";
 import { runConformance } from "./conformance.ts";
@@ -42,3 +42,17 @@ test("ClickHouse: a table made before the TLS handshake column gets it when a se
 }, 60_000);
 
 testAddedField("ClickHouse", async (fields) => openClickHouseStore({ url: await clickhouseUrl(), fields }));
+
+test("ClickHouse 20.1 and later: the search columns get skip indexes on the table that holds the rows; 18.16 gets none", () => {
+  expect(supportsSkipIndexes("18.16.1")).toBe(false);
+  expect(supportsSkipIndexes("19.17.4.11")).toBe(false);
+  expect(supportsSkipIndexes("20.1.2.4")).toBe(true);
+  expect(supportsSkipIndexes("24.8.1")).toBe(true);
+  const [single] = createTableStatements("events_x", undefined, eventLayout, true);
+  expect(single).toContain("INDEX search_req_body_ngrams search_req_body TYPE ngrambf_v1(4, 65536, 2, 0) GRANULARITY 1");
+  expect(single).toContain("INDEX search_resp_headers_tokens search_resp_headers TYPE tokenbf_v1(32768, 3, 0) GRANULARITY 1");
+  const [local, distributed] = createTableStatements("events_x", { name: "c", replicated: false }, eventLayout, true);
+  expect(local).toContain("INDEX search_req_headers_tokens");
+  expect(distributed).not.toContain("INDEX");
+  expect(createTableStatements("events_x", undefined, eventLayout, false)[0]).not.toContain("INDEX");
+});

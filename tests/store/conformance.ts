@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomUUID } from "node:crypto";
+import { gzipSync } from "node:zlib";
 import { AppError } from "~/lib/errors.ts";
 import type { FilterExpr } from "~/lib/filter/ast.ts";
 import { compileFilter } from "~/lib/filter/evaluate.ts";
 import { parseFilter } from "~/lib/filter/parse.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { Clause, QueryBase, RowsQuery } from "~/lib/protocol/query.ts";
+import { SearchTexts } from "~/store/search-text.ts";
 import type { EventStore } from "~/store/types.ts";
 import { generateEvents, prng } from "./generate.ts";
 import { matching, newestFirst, referenceHistogram } from "./reference.ts";
@@ -339,6 +341,166 @@ export function runConformance(target: ConformanceTarget): void {
           }),
         );
       }
+    });
+
+    describe("content search: bodies, headers and tags as the live view reads them", () => {
+      const contentNs = randomUUID();
+      const texts = new SearchTexts();
+      const base = (i: number, overrides: Partial<TracedEvent>): TracedEvent => {
+        const e: TracedEvent = {
+          ...events[i]!,
+          event_id: randomUUID(),
+          http_req_headers: [["host", "shop.test"]],
+          http_resp_headers: [],
+          http_req_body: "",
+          http_resp_body: "",
+          http_req_content_encoding: "",
+          http_resp_content_encoding: "",
+          tags: {},
+          ...overrides,
+        };
+        texts.fill(e);
+        return e;
+      };
+      const b64 = (bytes: Uint8Array | string) => Buffer.from(bytes).toString("base64");
+      const utf8 = (text: string) => new TextEncoder().encode(text);
+      const crafted: TracedEvent[] = [
+        base(10, {
+          http_req_content_type: "application/json",
+          http_req_body: b64('{"order":"zebra-7781","city":"Z\\u00fcrich"}'),
+          http_req_headers: [
+            ["Host", "shop.test"],
+            ["X-Request-Id", "rid-5521"],
+            ["Accept", "application/json"],
+            ["Accept", "text/html"],
+          ],
+        }),
+        base(20, {
+          http_resp_content_type: "application/json",
+          http_resp_content_encoding: "gzip",
+          http_resp_body: b64(gzipSync('{"error":{"code":"QUOTA_EXCEEDED","detail":"École fermée"}}')),
+          http_resp_headers: [
+            ["Content-Type", "application/json"],
+            ["Set-Cookie", "a=1"],
+            ["Set-Cookie", "session=abc; HttpOnly"],
+            ["trailer:grpc-status", "0"],
+          ],
+        }),
+        base(30, {
+          http_resp_content_type: "application/x-protobuf",
+          http_resp_body: b64(new Uint8Array([0x0a, 0x07, ...utf8("order-7"), 0x12, 0x02, ...utf8("é"), 0x00, 0x1f, 0xff])),
+          tags: { grpc_status: "14", "x.y-z": "dots" },
+        }),
+        base(40, {
+          http_req_content_type: "text/plain; charset=iso-8859-1",
+          http_req_body: b64(Buffer.from("café ' \\ \" % _", "latin1")),
+          http_resp_content_type: "text/plain",
+          http_resp_body: b64("line one\nline 'two' with \\ and \" and % and _ and ÉCOLE"),
+          http_req_headers: [["Authorization", "Bearer [REDACTED]"]],
+        }),
+        base(50, {
+          http_resp_content_type: "application/json",
+          http_resp_body: b64(`[${'"pad",'.repeat(2000)}"tail-token"]`),
+          http_resp_body_truncated: true,
+        }),
+        base(60, { http_req_body: "", http_resp_body: "" }),
+      ];
+      beforeAll(async () => {
+        await store.insert(contentNs, crafted);
+      });
+      afterAll(async () => {
+        await store.dropNamespace(contentNs).catch(() => undefined);
+      });
+
+      const searches = [
+        'request.body contains "zebra-7781"',
+        'request.body contains "Zürich"',
+        'request.body icontains "ZEBRA"',
+        'request.body matches "zebra-[0-9]{4}"',
+        'response.body contains "QUOTA_EXCEEDED"',
+        'response.body icontains "quota_exceeded"',
+        'response.body icontains "école"',
+        'response.body contains "order-7"',
+        'response.body contains "é"',
+        'response.body icontains "ORDER-7"',
+        'response.body matches "order"',
+        'request.body contains "café"',
+        'request.body contains "\' \\\\ \\" % _"',
+        'response.body contains "% and _"',
+        'response.body contains "\\n"',
+        'response.body contains "tail-token"',
+        'response.body == ""',
+        'request.body != ""',
+        'request.body == "café \' \\\\ \\" % _"',
+        'request.headers["x-request-id"] == "rid-5521"',
+        'request.headers["X-Request-ID"] == "rid-5521"',
+        'request.headers["x-request-id"] == "rid-552"',
+        'request.headers["accept"] == "text/html"',
+        'request.headers["accept"] != "text/html"',
+        'request.headers["accept"] startsWith "application/"',
+        'request.headers["accept"] endsWith "/html"',
+        'request.headers["accept"] contains "json"',
+        'request.headers["accept"] icontains "JSON"',
+        'request.headers["accept"] matches "^text/h"',
+        'request.headers["x-request-id"] contains "accept"',
+        'request.headers["authorization"] exists',
+        '!request.headers["authorization"] exists',
+        'response.headers["set-cookie"] contains "session="',
+        'response.headers["trailer:grpc-status"] == "0"',
+        'request.headers contains "x-request-id: rid-5521"',
+        'response.headers icontains "SET-COOKIE: A=1"',
+        'request.headers contains "REDACTED"',
+        'tags["grpc_status"] == "14"',
+        'tags["grpc_status"] exists',
+        'tags["x.y-z"] == "dots"',
+        'tags["region"] exists',
+        'response.body_truncated == true && response.body contains "tail-token"',
+        '!(request.body contains "zebra") && request.headers["host"] exists',
+      ];
+      for (const text of searches) {
+        test(`agrees with the live view's evaluator: ${text}`, async () => {
+          const parsed = parseFilter(text);
+          if (!parsed.ok) throw new Error(parsed.error.message);
+          const expected = newestFirst(crafted.filter(compileFilter(parsed.expr))).map((e) => e.event_id);
+          const result = await store.queryRows(contentNs, { filter: { clauses: [], global: all }, expressions: [parsed.expr] });
+          expect([text, result.data.map((r) => r.event_id)]).toEqual([text, expected]);
+        });
+      }
+
+      test("the searches above find what they are meant to: a body, a header, a gzip body, binary bytes", () => {
+        const count = (text: string) => {
+          const parsed = parseFilter(text);
+          if (!parsed.ok) throw new Error(parsed.error.message);
+          return crafted.filter(compileFilter(parsed.expr)).length;
+        };
+        expect(searches.filter((text) => count(text) === 0)).toEqual([
+          'response.body matches "order"',
+          'request.headers["x-request-id"] == "rid-552"',
+          'request.headers["x-request-id"] contains "accept"',
+          'tags["region"] exists',
+        ]);
+      });
+
+      test("bad content searches are refused with a message, nothing searched", async () => {
+        const refused = async (expr: FilterExpr) => {
+          const err = await store.queryRows(contentNs, { filter: { clauses: [], global: all }, expressions: [expr] }).then(
+            () => null,
+            (e: unknown) => e,
+          );
+          expect(err).toBeInstanceOf(AppError);
+          return (err as AppError).message;
+        };
+        const two = parseFilter('request.body matches "a" || response.body matches "b"');
+        if (!two.ok) throw new Error(two.error.message);
+        expect(await refused(two.expr)).toMatch(/one per search/);
+        expect(await refused(cmp("request.body", "contains", "n".repeat(5000)))).toMatch(/at most 1024 characters/);
+        expect(await refused(cmp("response.body", "matches", "a.{50}b"))).toMatch(/too costly/);
+        expect(await refused({ ...(cmp("request.headers", "==", "x") as object), key: "x') OR 1=1 --" } as FilterExpr)).toMatch(
+          /invalid header name/,
+        );
+        expect(await refused({ ...(cmp("tags", "==", "x") as object), key: '"]) OR 1=1' } as FilterExpr)).toMatch(/invalid tag name/);
+        expect(await refused(cmp("request.body", "startsWith", "x"))).toMatch(/request.body supports/);
+      });
     });
 
     test("several expressions must all hold", async () => {

@@ -1,4 +1,5 @@
 import type { FilterExpr } from "~/lib/filter/ast.ts";
+import { compileFilter } from "~/lib/filter/evaluate.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { Clause, QueryBase, TimestampFilter } from "~/lib/protocol/query.ts";
 import { bucketGrid } from "~/lib/time/buckets.ts";
@@ -48,7 +49,7 @@ function clauseHolds(e: TracedEvent, c: Clause): boolean {
   return false;
 }
 
-function compare(a: number | string, op: string, b: number | string): boolean {
+function compare(a: number | string | boolean, op: string, b: number | string | boolean): boolean {
   switch (op) {
     case "==":
       return a === b;
@@ -69,6 +70,7 @@ function compare(a: number | string, op: string, b: number | string): boolean {
 export function exprHolds(e: TracedEvent, x: FilterExpr): boolean {
   if (x.kind === "and") return exprHolds(e, x.left) && exprHolds(e, x.right);
   if (x.kind === "or") return exprHolds(e, x.left) || exprHolds(e, x.right);
+  if (x.kind === "not") return !exprHolds(e, x.expr);
   switch (x.field) {
     case "request.method":
       return compare(e.http_req_method.toUpperCase(), x.op, String(x.value).toUpperCase());
@@ -93,6 +95,9 @@ export function exprHolds(e: TracedEvent, x: FilterExpr): boolean {
       if (x.op === "matches") return new RegExp(v).test(p);
       return compare(p, x.op, v);
     }
+    default:
+      // The content and other fields: the live view's evaluator is the reference the stores must agree with.
+      return compileFilter(x)(e);
   }
 }
 

@@ -10,6 +10,7 @@ import { createSession } from "~/services/auth/create-session.ts";
 import { SESSION_COOKIE } from "~/services/auth/session-token.ts";
 import { signIn } from "~/services/auth/sign-in.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
+import { SearchTexts } from "~/store/search-text.ts";
 import type { StoreLimits } from "~/store/types.ts";
 import { createTestPglite } from "./pglite.ts";
 
@@ -97,7 +98,10 @@ export async function startTunnelServer(
   }
 
   /** Ingest as the publish socket does: through the sinks, then written. */
+  const searchTexts = new SearchTexts();
   async function ingest(namespaceId: string, events: TracedEvent[]): Promise<void> {
+    // As the server's ingest does before the sinks: the search fields are its own.
+    for (const event of events) searchTexts.fill(event);
     sinks.accept({ namespaceId, linkId: null }, events);
     await attached?.sink.flush();
   }

@@ -155,7 +155,7 @@ async function drag(from: { x: number; y: number }, to: { x: number; y: number }
 }
 
 describe("explorer URL state", () => {
-  test("state round-trips through base64 JSON; junk is refused", () => {
+  test("state round-trips through base64 JSON; an old link's clauses become filters; junk is refused", () => {
     const s: ExplorerState = {
       ...base,
       focus: { startMs: NOW - 600_000, endMs: NOW - 300_000 },
@@ -169,7 +169,10 @@ describe("explorer URL state", () => {
       ],
       text: ['request.url contains "/ü"'],
     };
-    expect(decodeState(encodeState(s))).toEqual(s);
+    // The old column editor's clauses (still in saved links) open as the filters that say the same.
+    expect(decodeState(encodeState(s))).toEqual({ ...s, clauses: [], text: ['request.url contains "/ü"', "response.status >= 500"] });
+    const plain = { ...s, clauses: [] };
+    expect(decodeState(encodeState(plain))).toEqual(plain);
     const wire = JSON.parse(atob(encodeState(s)));
     expect(Object.keys(wire)).toEqual(expect.arrayContaining(["clauses", "global", "focus"]));
     expect(decodeState("not base64!")).toBeNull();
@@ -368,6 +371,42 @@ describe("results", () => {
     await screen.findByRole("alert");
     expect(current()!.text).toEqual(["response.status == 500"]);
     expect(calls.rows.length).toBeGreaterThan(1);
+  });
+
+  test("the search box adds a bodies-or-headers filter; an empty or over-long search says why", async () => {
+    const { client } = memoryClient([]);
+    const { current } = mount(client, base);
+    const search = await screen.findByLabelText("Search headers and bodies");
+    fireEvent.change(search, { target: { value: "zebra-7781" } });
+    fireEvent.submit(search.closest("form")!);
+    await waitFor(() =>
+      expect(current()!.text).toEqual([
+        'request.body icontains "zebra-7781" || response.body icontains "zebra-7781" || request.headers icontains "zebra-7781" || response.headers icontains "zebra-7781"',
+      ]),
+    );
+    const again = await screen.findByLabelText("Search headers and bodies");
+    fireEvent.change(again, { target: { value: "y".repeat(5000) } });
+    fireEvent.submit(again.closest("form")!);
+    expect((await screen.findByRole("alert")).textContent).toContain("at most 1,024 characters");
+    expect(current()!.text).toHaveLength(1);
+  });
+
+  test("the filter input completes fields, operators and the services on screen", async () => {
+    const rows = makeRows(3, global.startMs, global.endMs).map((r, i) => ({ ...r, service: i === 0 ? "checkout" : "api" }));
+    const { client } = memoryClient(rows);
+    mount(client, base);
+    await waitFor(() => expect(screen.getByTestId("result-count").textContent).toBe("3 requests"));
+    const input = (await screen.findByLabelText("Filter")) as HTMLInputElement;
+    fireEvent.focus(input);
+    fireEvent.change(input, { target: { value: "serv" } });
+    const list = await screen.findByRole("list", { name: "Completions" });
+    expect(list.textContent).toContain("service");
+    fireEvent.keyDown(input, { key: "Tab" });
+    expect(input.value).toBe("service ");
+    fireEvent.change(input, { target: { value: 'service == "ch' } });
+    fireEvent.keyDown(input, { key: "ArrowDown" });
+    fireEvent.keyDown(input, { key: "Enter" });
+    expect(input.value).toBe('service == "checkout"');
   });
 
   test("clicking a row opens the request detail from the detail query", async () => {

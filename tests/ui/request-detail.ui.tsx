@@ -194,6 +194,32 @@ describe("bodies", () => {
     expect(details.textContent).not.toContain("http_resp_version");
   });
 
+  test("what the filter looked for is marked in the headers and bodies, as text", () => {
+    const hostile = "<b>zebra-7781</b>";
+    render(
+      <RequestDetail
+        event={makeEvent({
+          http_req_headers: [
+            ["X-Request-Id", "rid-5521"],
+            ["X-Other", "rid-5521"],
+          ],
+          http_req_body: b64(`{"order":"ZEBRA-7781","note":"${hostile}"}`),
+          http_req_content_type: "application/json",
+        })}
+        highlight={{ body: ["zebra-7781"], headers: [{ name: "x-request-id", text: "RID-5521" }] }}
+      />,
+    );
+    const body = screen.getByLabelText("Request body");
+    expect([...body.querySelectorAll("mark")].map((m) => m.textContent)).toEqual(["ZEBRA-7781", "zebra-7781"]);
+    expect(body.querySelector("b")).toBeNull();
+    const headers = screen.getByRole("table", { name: "Request headers" });
+    // Only the header the condition named.
+    expect([...headers.querySelectorAll("mark")].map((m) => m.closest("tr")?.firstChild?.textContent)).toEqual(["X-Request-Id"]);
+    cleanup();
+    render(<RequestDetail event={makeEvent({ http_req_body: b64("zebra-7781") })} />);
+    expect(document.querySelector("mark")).toBeNull();
+  });
+
   test("truncation is shown with the wire size", () => {
     render(
       <RequestDetail

@@ -7,6 +7,7 @@ import { validateEvent } from "~/lib/protocol/validate-event.ts";
 import { type BatchValidation, validateEventBatch } from "~/lib/protocol/validate-event-batch.ts";
 import { RateLimiter, rateLimitFor } from "~/lib/rate-limit.ts";
 import { log } from "~/lib/server/logger.ts";
+import { SearchTexts } from "~/store/search-text.ts";
 import type { EventSink, EventTarget, Offered } from "./sinks.ts";
 
 export type IngestCounts = {
@@ -70,6 +71,7 @@ export class Ingest {
   private readonly orgLimiters = new Map<number, RateLimiter>();
   private readonly counts = new Map<string, IngestCounts>();
   readonly totals: IngestCounts = zero();
+  private readonly searchTexts = new SearchTexts();
 
   constructor(
     private readonly sinks: EventSink,
@@ -237,6 +239,8 @@ export class Ingest {
     if (rateLimited > 0) accepted.length = granted;
     let storeDropped = 0;
     let stored: Offered["stored"] = null;
+    // The search fields are the server's own, made once here for every sink (the store, the live view, the cluster).
+    for (const event of accepted) this.searchTexts.fill(event);
     if (accepted.length > 0) {
       if (this.sinks.offerDurable) {
         const offered = this.sinks.offerDurable(target, accepted);

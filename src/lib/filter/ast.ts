@@ -4,17 +4,36 @@
  *   request.method == "POST" && response.status >= 500
  *   request.url contains "/api/" || (request.url matches "^/users/[0-9]+$" && duration > 250ms)
  *   tls == "not decrypted" && tls.reason == "mutual TLS"
- *   tls == "decrypted" && tls.server_name endsWith ".stripe.com"
+ *   response.body icontains "quota exceeded" && request.headers["x-request-id"] == "rid-5521"
+ *   !(request.headers["authorization"] exists) && service == "checkout"
+ * The fields, their operators and values: fields.ts.
  */
-export type FilterField = "request.method" | "response.status" | "request.url" | "duration" | "tls" | "tls.reason" | "tls.server_name";
+
+/** A readable field name (fields.ts lists them): `request.url`, `request.headers`, `tags`. */
+export type FilterField = string;
 
 export type CompareOp = "==" | "!=" | "<" | ">" | "<=" | ">=";
-export type StringOp = "startsWith" | "endsWith" | "contains" | "matches";
+export type StringOp = "startsWith" | "endsWith" | "contains" | "icontains" | "matches";
+/** Takes no value: whether a header or tag is there. */
+export type PresenceOp = "exists";
+export type FilterOp = CompareOp | StringOp | PresenceOp;
+
+export type CompareExpr = {
+  kind: "compare";
+  field: FilterField;
+  /** The header name (lower case) or tag key of a keyed field: `request.headers["x-request-id"]`. */
+  key?: string;
+  op: FilterOp;
+  /** Text, a number (durations in microseconds, sizes in bytes), or true/false for flags; "" for `exists`. */
+  value: string | number | boolean;
+  pos: number;
+};
 
 export type FilterExpr =
-  | { kind: "compare"; field: FilterField; op: CompareOp | StringOp; value: string | number; pos: number }
+  | CompareExpr
   | { kind: "and"; left: FilterExpr; right: FilterExpr }
-  | { kind: "or"; left: FilterExpr; right: FilterExpr };
+  | { kind: "or"; left: FilterExpr; right: FilterExpr }
+  | { kind: "not"; expr: FilterExpr };
 
 /** The values of the `tls` field: the event's tags.tls (a plaintext event has neither). */
 export const tlsStates = ["decrypted", "not decrypted"] as const;

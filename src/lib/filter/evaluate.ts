@@ -1,4 +1,6 @@
-import type { FilterExpr, FilterParseError } from "~/lib/filter/ast.ts";
+import type { CompareExpr, FilterExpr, FilterParseError } from "~/lib/filter/ast.ts";
+import { binaryMarker, binaryNeedle, headerLineValue, headerValues, isBinaryForm } from "~/lib/filter/content.ts";
+import { filterFields, maxMatchedBodyLength } from "~/lib/filter/fields.ts";
 import { parseFilterChipList } from "~/lib/filter/parse.ts";
 import { compileRegex, type StepMeter } from "~/lib/filter/regex.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
@@ -22,8 +24,9 @@ export function filterMeter(): FilterMeter {
 }
 
 /**
- * `matches` looks at most at this many characters of the URL: the matcher is linear, this caps the constant.
- * Captured paths are far shorter in practice; on a longer one a match must lie within the prefix.
+ * `matches` looks at most at this many characters of the URL (and of any other text field or header value): the
+ * matcher is linear, this caps the constant. Captured paths are far shorter in practice; on a longer one a match must
+ * lie within the prefix. Bodies: maxMatchedBodyLength.
  */
 export const maxMatchedUrlLength = 4096;
 
@@ -33,25 +36,75 @@ function tag(e: TracedEvent, key: string): string {
   return typeof tags === "object" && tags !== null && Object.hasOwn(tags, key) && typeof tags[key] === "string" ? tags[key] : "";
 }
 
-/** Field accessors over TracedEvent: request.url is the request line's path and query. */
-const read = {
-  "request.method": (e: TracedEvent) => e.http_req_method,
-  "response.status": (e: TracedEvent) => e.http_resp_status_code,
-  "request.url": (e: TracedEvent) => e.http_req_path,
-  duration: (e: TracedEvent) => e.http_duration,
-  tls: (e: TracedEvent) => tag(e, "tls"),
-  "tls.reason": (e: TracedEvent) => tag(e, "tls_reason"),
-  "tls.server_name": (e: TracedEvent) => e.tls_server_name,
-} as const;
+function hasTag(e: TracedEvent, key: string): boolean {
+  const tags = e.tags;
+  return typeof tags === "object" && tags !== null && Object.hasOwn(tags, key) && typeof tags[key] === "string";
+}
 
-/** The text fields the string operators apply to. */
-const textOf = {
-  "request.url": read["request.url"],
-  "tls.reason": read["tls.reason"],
-  "tls.server_name": read["tls.server_name"],
-} as const;
+type Value = string | number | boolean;
 
-function compare(op: string, a: number | string, b: number | string): boolean {
+/**
+ * One accessor per readable name, written out: a keyed read (`e[column]`) per event costs about three times as much on
+ * the live path. tests/lib/protocol/event-fields.test.ts holds each to the column the field table gives its name.
+ */
+const read: Readonly<Record<string, (e: TracedEvent) => Value>> = {
+  "request.method": (e) => e.http_req_method,
+  "request.url": (e) => e.http_req_path,
+  "response.status": (e) => e.http_resp_status_code,
+  duration: (e) => e.http_duration,
+  "request.body": (e) => e.search_req_body,
+  "response.body": (e) => e.search_resp_body,
+  "request.headers": (e) => e.search_req_headers,
+  "response.headers": (e) => e.search_resp_headers,
+  service: (e) => e.service,
+  "request.host": (e) => e.http_req_host,
+  tls: (e) => tag(e, "tls"),
+  "tls.reason": (e) => tag(e, "tls_reason"),
+  "tls.server_name": (e) => e.tls_server_name,
+  protocol: (e) => e.protocol,
+  direction: (e) => (e.http_is_outgoing ? "outbound" : "inbound"),
+  "http.version": (e) => e.http_version,
+  "client.address": (e) => e.http_client_addr,
+  "server.address": (e) => e.http_server_addr,
+  "request.content_type": (e) => e.http_req_content_type,
+  "response.content_type": (e) => e.http_resp_content_type,
+  "request.content_encoding": (e) => e.http_req_content_encoding,
+  "response.content_encoding": (e) => e.http_resp_content_encoding,
+  "request.transfer_encoding": (e) => e.http_req_transfer_encoding,
+  "response.transfer_encoding": (e) => e.http_resp_transfer_encoding,
+  "request.content_length": (e) => e.http_req_content_length,
+  "response.content_length": (e) => e.http_resp_content_length,
+  "request.body_size": (e) => e.http_req_body_size_bytes_wire,
+  "response.body_size": (e) => e.http_resp_body_size_bytes_wire,
+  "request.body_truncated": (e) => e.http_req_body_truncated,
+  "response.body_truncated": (e) => e.http_resp_body_truncated,
+  "request.x_forwarded_for": (e) => e.http_req_x_forwarded_for,
+  "timing.connect": (e) => e.timing_connect,
+  "timing.tls": (e) => e.timing_tls,
+  "timing.send": (e) => e.timing_send,
+  "timing.wait": (e) => e.timing_wait,
+  "timing.receive": (e) => e.timing_receive,
+  bytes_sent: (e) => e.bytes_sent,
+  bytes_received: (e) => e.bytes_received,
+  hostname: (e) => e.hostname,
+  "process.name": (e) => e.process_executable_name,
+  "process.command_line": (e) => e.process_command_line,
+  "process.user": (e) => e.process_user,
+  "process.pid": (e) => e.process_id,
+  "process.size": (e) => e.process_executable_size,
+  "kubernetes.namespace": (e) => e.kubernetes_namespace,
+  "gcp.project": (e) => e.gcp_project,
+  "gke.cluster_name": (e) => e.gke_cluster_name,
+  "gke.cluster_location": (e) => e.gke_cluster_location,
+  "gke.node_name": (e) => e.gke_node_name,
+  id: (e) => e.event_id,
+  parent_id: (e) => e.parent_event_id,
+};
+
+/** The readable names the live evaluator reads (a test compares them with fields.ts and the field table). */
+export const evaluatedFields: readonly string[] = Object.keys(read);
+
+function compare(op: string, a: Value, b: Value): boolean {
   switch (op) {
     case "==":
       return a === b;
@@ -68,6 +121,79 @@ function compare(op: string, a: number | string, b: number | string): boolean {
     default:
       return false;
   }
+}
+
+/** RegExp source matching `text` literally. */
+const literalSource = (text: string): string => text.replace(/[\\^$.*+?()[\]{}|/]/g, "\\$&");
+
+/**
+ * A test of one text (a column, a body's form, a header value), and what it may cost: string comparisons one step per
+ * 4 Ki character pairs they may compare, a case-insensitive search a step per Ki characters more, `matches` the
+ * matcher's own steps over at most `matchedLength` characters.
+ */
+type TextTest = (text: string, meter: FilterMeter | undefined) => boolean;
+
+function textTest(op: string, value: string, matchedLength: number): TextTest {
+  const cost = value.length;
+  /** Charges the comparison to the meter; always true, so a test reads `charge(t, m) && ...`. */
+  const charge = (text: string, meter: FilterMeter | undefined, extra = 0): true => {
+    if (meter) meter.left -= 1 + ((text.length * cost) >>> 12) + extra;
+    return true;
+  };
+  switch (op) {
+    case "==":
+      return (t, m) => charge(t, m) && t === value;
+    case "!=":
+      return (t, m) => charge(t, m) && t !== value;
+    case "startsWith":
+      return (t, m) => charge(t, m) && t.startsWith(value);
+    case "endsWith":
+      return (t, m) => charge(t, m) && t.endsWith(value);
+    case "contains":
+      return (t, m) => charge(t, m) && t.includes(value);
+    case "icontains": {
+      // Unicode simple case folding, as RE2's case-insensitive match in the stores.
+      const re = new RegExp(literalSource(value), "iu");
+      return (t, m) => charge(t, m, t.length >>> 10) && re.test(t);
+    }
+    case "matches": {
+      const re = compileRegex(value);
+      return (t, m) => re.test(t, matchedLength, m);
+    }
+    default:
+      return () => false;
+  }
+}
+
+/** The body test: a binary body's form is searched for the needle's bytes; `matches` reads text bodies only. */
+function bodyTest(op: string, value: string): TextTest {
+  if (op === "matches") {
+    const text = textTest(op, value, maxMatchedBodyLength);
+    return (t, m) => !isBinaryForm(t) && text(t, m);
+  }
+  const asText = textTest(op === "!=" ? "==" : op, value, maxMatchedBodyLength);
+  const bytes = binaryNeedle(value);
+  const asBytes = op === "==" || op === "!=" ? textTest("==", binaryMarker + bytes, 0) : textTest(op, bytes, 0);
+  const isEqual = (t: string, m: FilterMeter | undefined) => (isBinaryForm(t) ? asBytes(t, m) : asText(t, m));
+  return op === "!=" ? (t, m) => !isEqual(t, m) : isEqual;
+}
+
+/** A keyed header test: true when some header of that name passes (`!=`: when none equals the value). */
+function headerTest(op: string, name: string, value: string): TextTest {
+  if (op === "exists") return (form, m) => charge1(form, m) && form.includes(`\n${name}: `);
+  const test = textTest(op === "!=" ? "==" : op, op === "matches" ? value : headerLineValue(value), maxMatchedUrlLength);
+  const some: TextTest = (form, m) => {
+    charge1(form, m);
+    for (const v of headerValues(form, name)) if (test(v, m)) return true;
+    return false;
+  };
+  return op === "!=" ? (form, m) => !some(form, m) : some;
+}
+
+/** Scanning a form for one name: a step per 4 Ki characters. Always true. */
+function charge1(text: string, meter: FilterMeter | undefined): true {
+  if (meter) meter.left -= 1 + (text.length >>> 12);
+  return true;
 }
 
 /**
@@ -88,55 +214,62 @@ export function compileFilter(expr: FilterExpr | null, meter?: FilterMeter, inde
       const right = compileFilter(expr.right, meter, index);
       return (e) => left(e) || right(e);
     }
+    case "not": {
+      const inner = compileFilter(expr.expr, meter, index);
+      return (e) => !inner(e);
+    }
     case "compare":
-      break;
+      return compileLeaf(expr, meter, index);
   }
-  const { field, op, value, pos } = expr;
-  if (field === "request.method") {
+}
+
+function compileLeaf(expr: CompareExpr, meter: FilterMeter | undefined, index: number): EventPredicate {
+  const { field, op, value, pos, key } = expr;
+  const spec = filterFields.get(field);
+  if (!spec) return () => false;
+  if (spec.kind === "tag") {
+    const name = key ?? "";
+    if (op === "exists") return (e) => hasTag(e, name);
+    return metered(textTest(op, String(value), maxMatchedUrlLength), (e) => tag(e, name), meter, index, pos);
+  }
+  const get = read[field];
+  if (!get) return () => false;
+  if (spec.kind === "method") {
     const want = String(value).toUpperCase();
     return op === "==" ? (e) => e.http_req_method.toUpperCase() === want : (e) => e.http_req_method.toUpperCase() !== want;
   }
-  if (field === "request.url" && op === "matches" && typeof value === "string") {
-    const re = compileRegex(value);
-    if (!meter) return (e) => re.test(e.http_req_path, maxMatchedUrlLength);
-    return (e) => {
-      if (meter.left < 0) return false;
-      const isMatch = re.test(e.http_req_path, maxMatchedUrlLength, meter);
-      if (meter.left < 0) meter.ranOutAt ??= { index, position: pos };
-      return isMatch;
-    };
+  const text = get as (e: TracedEvent) => string;
+  if (spec.kind === "body") return metered(bodyTest(op, String(value)), text, meter, index, pos);
+  if (spec.kind === "headers") {
+    const test = key === undefined ? textTest(op, String(value), maxMatchedBodyLength) : headerTest(op, key, String(value));
+    return metered(test, text, meter, index, pos);
   }
-  const test = typeof value === "string" ? stringTest(op, value) : null;
-  if (test && (field === "request.url" || field === "tls.reason" || field === "tls.server_name")) {
-    const text = textOf[field];
-    if (!meter) return (e) => test(text(e));
-    const cost = String(value).length;
-    return (e) => {
-      if (meter.left < 0) return false;
-      const t = text(e);
-      meter.left -= 1 + ((t.length * cost) >>> 12);
-      if (meter.left < 0) {
-        meter.ranOutAt ??= { index, position: pos };
-        return false;
-      }
-      return test(t);
-    };
+  if (spec.kind === "text" && typeof value === "string") {
+    return metered(textTest(op, value, maxMatchedUrlLength), text, meter, index, pos);
   }
-  const get = read[field];
+  const absent = spec.absent;
+  if (absent !== undefined) return (e) => get(e) !== absent && compare(op, get(e), value);
   return (e) => compare(op, get(e), value);
 }
 
-function stringTest(op: string, value: string): ((path: string) => boolean) | null {
-  switch (op) {
-    case "startsWith":
-      return (path) => path.startsWith(value);
-    case "endsWith":
-      return (path) => path.endsWith(value);
-    case "contains":
-      return (path) => path.includes(value);
-    default:
-      return null;
-  }
+/** The test over the text `of` gives, answering false once the meter is spent and naming this clause if it spent it. */
+function metered(
+  test: TextTest,
+  of: (e: TracedEvent) => string,
+  meter: FilterMeter | undefined,
+  index: number,
+  position: number,
+): EventPredicate {
+  if (!meter) return (e) => test(of(e), undefined);
+  return (e) => {
+    if (meter.left < 0) return false;
+    const isMatch = test(of(e), meter);
+    if (meter.left < 0) {
+      meter.ranOutAt ??= { index, position };
+      return false;
+    }
+    return isMatch;
+  };
 }
 
 export type ChipsCompileResult = Result<{ predicate: EventPredicate }, FilterParseError & { index: number }> & { compileSteps: number };

@@ -1,4 +1,16 @@
-import { type CompareOp, type FilterExpr, type FilterField, type FilterParseError, type StringOp, tlsStates } from "~/lib/filter/ast.ts";
+import type { CompareOp, FilterExpr, FilterOp, FilterParseError } from "~/lib/filter/ast.ts";
+import {
+  durationUnits,
+  type FilterFieldSpec,
+  filterFieldList,
+  filterFields,
+  headerNamePattern,
+  keyOf,
+  maxNeedleLength,
+  operatorsOf,
+  sizeUnits,
+  tagKeyPattern,
+} from "~/lib/filter/fields.ts";
 import { compileRegex, RegexSyntaxError } from "~/lib/filter/regex.ts";
 import type { Result } from "~/lib/result.ts";
 
@@ -15,7 +27,7 @@ export const filterLimits = {
 export type ParseResult = Result<{ expr: FilterExpr }, FilterParseError>;
 
 type Token =
-  | { k: "lparen" | "rparen" | "and" | "or" | "end"; pos: number; text: string }
+  | { k: "lparen" | "rparen" | "lbracket" | "rbracket" | "and" | "or" | "not" | "end"; pos: number; text: string }
   | { k: "cmp"; op: CompareOp; pos: number; text: string }
   | { k: "ident"; pos: number; text: string }
   | { k: "number"; value: number; unit: string; pos: number; text: string }
@@ -30,20 +42,43 @@ class FilterSyntaxError extends Error {
   }
 }
 
-const fields: readonly FilterField[] = [
-  "request.method",
-  "response.status",
-  "request.url",
-  "duration",
-  "tls",
-  "tls.reason",
-  "tls.server_name",
-];
-const stringOps: readonly StringOp[] = ["startsWith", "endsWith", "contains", "matches"];
-const fieldList = "request.method, response.status, request.url, duration, tls, tls.reason or tls.server_name";
+const wordOps: readonly FilterOp[] = ["startsWith", "endsWith", "contains", "icontains", "matches", "exists"];
 
-/** Microseconds per unit; a bare duration is in milliseconds. */
-const durationUnits: Record<string, number> = { us: 1, µs: 1, ms: 1000, s: 1_000_000 };
+/** The fields a mistyped name is most likely meant to be (at most three, closest first). */
+function closestFields(name: string): string[] {
+  const lower = name.toLowerCase();
+  const scored = filterFieldList.map((f) => ({ name: f.name, d: editDistance(lower, f.name.toLowerCase()) }));
+  return scored
+    .filter((s) => s.d <= Math.max(2, Math.floor(s.name.length / 3)))
+    .sort((a, b) => a.d - b.d)
+    .slice(0, 3)
+    .map((s) => s.name);
+}
+
+function editDistance(a: string, b: string): number {
+  if (Math.abs(a.length - b.length) > 8) return 99;
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min((prev[j] as number) + 1, (row[j - 1] as number) + 1, (prev[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    prev = row;
+  }
+  return prev[b.length] as number;
+}
+
+/** `written`: the name as typed up to the next space or operator, e.g. `request.headers.x-request-id`. */
+function unknownField(text: string, written: string): string {
+  const base = ["request.headers", "response.headers", "tags"].find((name) => written.toLowerCase().startsWith(`${name}.`));
+  if (base) {
+    const what = base === "tags" ? "tag" : "header";
+    return `write a ${what} as ${base}["${written.slice(base.length + 1).slice(0, 40)}"]`;
+  }
+  const near = closestFields(text);
+  const hint = near.length > 0 ? `did you mean ${near.join(", ")}?` : "see the list of fields in the filter docs (/docs/filters)";
+  return `unknown field "${text.slice(0, 40)}": ${hint}`;
+}
 
 function describe(tok: Token): string {
   if (tok.k === "end") return "the end of the filter";
@@ -65,6 +100,9 @@ function tokenize(src: string): Token[] {
     if (ch === "(" || ch === ")") {
       tokens.push({ k: ch === "(" ? "lparen" : "rparen", pos: i, text: ch });
       i++;
+    } else if (ch === "[" || ch === "]") {
+      tokens.push({ k: ch === "[" ? "lbracket" : "rbracket", pos: i, text: ch });
+      i++;
     } else if (two === "&&" || two === "||") {
       tokens.push({ k: two === "&&" ? "and" : "or", pos: i, text: two });
       i += 2;
@@ -73,6 +111,9 @@ function tokenize(src: string): Token[] {
       i += 2;
     } else if (ch === "<" || ch === ">") {
       tokens.push({ k: "cmp", op: ch, pos: i, text: ch });
+      i++;
+    } else if (ch === "!") {
+      tokens.push({ k: "not", pos: i, text: ch });
       i++;
     } else if (ch === "=") {
       throw new FilterSyntaxError('use "==" to compare', i);
@@ -90,7 +131,8 @@ function tokenize(src: string): Token[] {
       i += unit.length;
       tokens.push({ k: "number", value: Number(m[0]), unit, pos: start, text: src.slice(start, i) });
     } else if (/[A-Za-z_]/.test(ch)) {
-      const m = /^[A-Za-z_][A-Za-z0-9_.]*/.exec(src.slice(i, i + 64))!;
+      // Dashes and colons too, so that a header name written without its brackets reads as one word.
+      const m = /^[A-Za-z_][A-Za-z0-9_.:-]*/.exec(src.slice(i, i + 64))!;
       i += m[0].length;
       tokens.push({ k: "ident", pos: start, text: m[0] });
     } else {
@@ -140,6 +182,7 @@ class Parser {
   /** The NFA states of the patterns compiled so far. */
   regexStates = 0;
   constructor(
+    private readonly source: string,
     private readonly tokens: Token[],
     private readonly maxRegexStates: number,
   ) {}
@@ -175,12 +218,23 @@ class Parser {
     return left;
   }
 
+  private nest(tok: Token): void {
+    if (++this.depth > filterLimits.maxDepth) {
+      throw new FilterSyntaxError(`parentheses nested deeper than ${filterLimits.maxDepth}`, tok.pos);
+    }
+  }
+
   private primary(): FilterExpr {
     const tok = this.tok;
+    if (tok.k === "not") {
+      this.nest(tok);
+      this.i++;
+      const expr = this.primary();
+      this.depth--;
+      return { kind: "not", expr };
+    }
     if (tok.k === "lparen") {
-      if (++this.depth > filterLimits.maxDepth) {
-        throw new FilterSyntaxError(`parentheses nested deeper than ${filterLimits.maxDepth}`, tok.pos);
-      }
+      this.nest(tok);
       this.i++;
       const inner = this.or();
       if (this.tok.k !== "rparen") {
@@ -191,48 +245,82 @@ class Parser {
       return inner;
     }
     if (tok.k === "ident") return this.clause(tok);
-    if (tok.k === "end") throw new FilterSyntaxError(`expected a condition on ${fieldList}`, tok.pos);
-    throw new FilterSyntaxError(`expected a field (${fieldList}), found ${describe(tok)}`, tok.pos);
+    if (tok.k === "end") throw new FilterSyntaxError("expected a condition, e.g. response.status >= 500", tok.pos);
+    throw new FilterSyntaxError(`expected a field (request.url, response.status, request.body, ...), found ${describe(tok)}`, tok.pos);
   }
 
   private clause(fieldTok: Token & { k: "ident" }): FilterExpr {
     if (++this.clauses > filterLimits.maxClauses) {
       throw new FilterSyntaxError(`more than ${filterLimits.maxClauses} conditions`, fieldTok.pos);
     }
-    const field = fields.find((f) => f === fieldTok.text || f.toLowerCase() === fieldTok.text.toLowerCase());
-    if (!field) throw new FilterSyntaxError(`unknown field "${fieldTok.text}": use ${fieldList}`, fieldTok.pos);
+    const spec = filterFields.get(fieldTok.text) ?? filterFieldList.find((f) => f.name.toLowerCase() === fieldTok.text.toLowerCase());
+    if (!spec) {
+      const written = /^[A-Za-z0-9_.:-]+/.exec(this.source.slice(fieldTok.pos, fieldTok.pos + 300))?.[0] ?? fieldTok.text;
+      throw new FilterSyntaxError(unknownField(fieldTok.text, written), fieldTok.pos);
+    }
     this.i++;
+    const key = this.key(spec);
     const opTok = this.tok;
-    const op = this.operator(field, opTok);
+    const op = this.operator(spec, key !== undefined, opTok);
     this.i++;
+    if (op === "exists") return { kind: "compare", field: spec.name, key, op, value: "", pos: fieldTok.pos };
     const valueTok = this.tok;
-    const value = this.value(field, op, valueTok);
+    const value = this.value(spec, op, valueTok);
     this.i++;
-    return { kind: "compare", field, op, value, pos: fieldTok.pos };
+    return key === undefined
+      ? { kind: "compare", field: spec.name, op, value, pos: fieldTok.pos }
+      : { kind: "compare", field: spec.name, key, op, value, pos: fieldTok.pos };
   }
 
-  private operator(field: FilterField, tok: Token): CompareOp | StringOp {
-    const allowed: Record<FilterField, readonly (CompareOp | StringOp)[]> = {
-      "request.method": ["==", "!="],
-      "response.status": ["==", "!=", "<", ">", "<=", ">="],
-      "request.url": ["startsWith", "endsWith", "contains", "matches", "==", "!="],
-      duration: ["<", ">", "<=", ">="],
-      tls: ["==", "!="],
-      "tls.reason": ["==", "!=", "contains"],
-      "tls.server_name": ["==", "!=", "startsWith", "endsWith", "contains"],
-    };
-    const ops = allowed[field];
+  /** A header's name or a tag's key in brackets, when the field takes one. */
+  private key(spec: FilterFieldSpec): string | undefined {
+    const rule = keyOf(spec);
+    const what = spec.kind === "tag" ? "tag" : "header";
+    const example = spec.kind === "tag" ? `${spec.name}["grpc_status"]` : `${spec.name}["x-request-id"]`;
+    if (this.tok.k !== "lbracket") {
+      if (rule === "required") throw new FilterSyntaxError(`name the ${what} in brackets, e.g. ${example}`, this.tok.pos);
+      return undefined;
+    }
+    const open = this.tok;
+    if (rule === "none") throw new FilterSyntaxError(`${spec.name} takes no name in brackets`, open.pos);
+    const nameTok = this.tokens[++this.i]!;
+    if (nameTok.k !== "string") {
+      throw new FilterSyntaxError(`expected the ${what} name in quotes, e.g. ${example}, found ${describe(nameTok)}`, nameTok.pos);
+    }
+    const name = spec.kind === "tag" ? nameTok.value : nameTok.value.toLowerCase();
+    if (!(spec.kind === "tag" ? tagKeyPattern : headerNamePattern).test(name)) {
+      throw new FilterSyntaxError(`"${nameTok.value.slice(0, 40)}" is not a ${what} name`, nameTok.pos + 1);
+    }
+    const close = this.tokens[++this.i]!;
+    if (close.k !== "rbracket") {
+      throw new FilterSyntaxError(`expected "]" to close the "[" at ${open.pos}, found ${describe(close)}`, close.pos);
+    }
+    this.i++;
+    return name;
+  }
+
+  private operator(spec: FilterFieldSpec, isKeyed: boolean, tok: Token): FilterOp {
+    const ops = operatorsOf(spec, isKeyed);
     const candidate =
-      tok.k === "cmp" ? tok.op : tok.k === "ident" ? stringOps.find((o) => o.toLowerCase() === tok.text.toLowerCase()) : undefined;
+      tok.k === "cmp" ? tok.op : tok.k === "ident" ? wordOps.find((o) => o.toLowerCase() === tok.text.toLowerCase()) : undefined;
     if (candidate && ops.includes(candidate)) return candidate;
     const list = ops.join(", ");
-    if (candidate) throw new FilterSyntaxError(`${field} cannot use "${candidate}": use ${list}`, tok.pos);
-    throw new FilterSyntaxError(`expected an operator after ${field} (${list}), found ${describe(tok)}`, tok.pos);
+    const name = isKeyed ? `${spec.name}[…]` : spec.name;
+    if (candidate) {
+      const hint = spec.kind === "headers" && !isKeyed ? ` (or name one header: ${spec.name}["name"] ${candidate} …)` : "";
+      throw new FilterSyntaxError(`${name} cannot use "${candidate}": use ${list}${hint}`, tok.pos);
+    }
+    throw new FilterSyntaxError(`expected an operator after ${name} (${list}), found ${describe(tok)}`, tok.pos);
   }
 
-  private value(field: FilterField, op: CompareOp | StringOp, tok: Token): string | number {
-    switch (field) {
-      case "request.method": {
+  private quoted(tok: Token, example: string): string {
+    if (tok.k !== "string") throw new FilterSyntaxError(`expected a quoted string, e.g. ${example}, found ${describe(tok)}`, tok.pos);
+    return tok.value;
+  }
+
+  private value(spec: FilterFieldSpec, op: FilterOp, tok: Token): string | number | boolean {
+    switch (spec.kind) {
+      case "method": {
         if (tok.k !== "string") throw new FilterSyntaxError(`expected a quoted method, e.g. "GET", found ${describe(tok)}`, tok.pos);
         if (!/^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,32}$/.test(tok.value)) {
           throw new FilterSyntaxError(`"${tok.value.slice(0, 32)}" is not an HTTP method`, tok.pos);
@@ -240,41 +328,29 @@ class Parser {
         // Methods are case-sensitive on the wire but always upper case in practice; "post" means POST.
         return tok.value.toUpperCase();
       }
-      case "response.status": {
-        if (tok.k !== "number" || tok.unit !== "" || !Number.isInteger(tok.value) || tok.value < 0 || tok.value > 999) {
-          throw new FilterSyntaxError(`expected a status code (a whole number, e.g. 404), found ${describe(tok)}`, tok.pos);
+      case "status":
+      case "number": {
+        const max = spec.kind === "status" ? 999 : Number.MAX_SAFE_INTEGER;
+        if (tok.k !== "number" || tok.unit !== "" || !Number.isInteger(tok.value) || tok.value < 0 || tok.value > max) {
+          const what = spec.kind === "status" ? "a status code (a whole number, e.g. 404)" : "a whole number";
+          throw new FilterSyntaxError(`expected ${what}, found ${describe(tok)}`, tok.pos);
         }
         return tok.value;
       }
-      case "request.url": {
-        if (tok.k !== "string") throw new FilterSyntaxError(`expected a quoted string, e.g. "/api/", found ${describe(tok)}`, tok.pos);
-        if (op === "matches") {
-          try {
-            this.regexStates += compileRegex(tok.value).size;
-            if (this.regexStates > this.maxRegexStates) {
-              throw new FilterSyntaxError("regexes too complex in all filters together: use fewer or shorter repeats", tok.pos);
-            }
-          } catch (err) {
-            if (err instanceof RegexSyntaxError) throw new FilterSyntaxError(err.message, this.regexPosition(tok, err.position));
-            throw err;
-          }
+      case "size": {
+        if (tok.k !== "number" || tok.value < 0) {
+          throw new FilterSyntaxError(`expected a size, e.g. 512, 10KB or 1.5MiB, found ${describe(tok)}`, tok.pos);
         }
-        return tok.value;
-      }
-      case "tls": {
-        const states = tlsStates.map((state) => `"${state}"`).join(" or ");
-        if (tok.k !== "string") throw new FilterSyntaxError(`expected ${states}, found ${describe(tok)}`, tok.pos);
-        const state = tlsStates.find((x) => x === tok.value.toLowerCase());
-        if (!state) throw new FilterSyntaxError(`tls is ${states}, not "${tok.value.slice(0, 32)}"`, tok.pos);
-        return state;
-      }
-      case "tls.reason":
-      case "tls.server_name": {
-        if (tok.k !== "string") {
-          const example = field === "tls.reason" ? '"mutual TLS"' : '"api.example.com"';
-          throw new FilterSyntaxError(`expected a quoted string, e.g. ${example}, found ${describe(tok)}`, tok.pos);
+        const factor = sizeUnits[tok.unit === "" ? "b" : tok.unit.toLowerCase()];
+        if (factor === undefined) {
+          throw new FilterSyntaxError(
+            `unknown size unit "${tok.unit}": use B, KB, KiB, MB, MiB, GB or GiB`,
+            tok.pos + tok.text.length - tok.unit.length,
+          );
         }
-        return tok.value;
+        const bytes = Math.round(tok.value * factor);
+        if (!Number.isSafeInteger(bytes)) throw new FilterSyntaxError("size out of range", tok.pos);
+        return bytes;
       }
       case "duration": {
         if (tok.k !== "number" || tok.value < 0) {
@@ -288,6 +364,47 @@ class Parser {
         if (!Number.isSafeInteger(micros)) throw new FilterSyntaxError("duration out of range", tok.pos);
         return micros;
       }
+      case "enum": {
+        const values = spec.values ?? [];
+        const list = values.map((v) => `"${v}"`).join(" or ");
+        if (tok.k !== "string") throw new FilterSyntaxError(`expected ${list}, found ${describe(tok)}`, tok.pos);
+        const found = values.find((v) => v === tok.value.toLowerCase());
+        if (found === undefined) throw new FilterSyntaxError(`${spec.name} is ${list}, not "${tok.value.slice(0, 32)}"`, tok.pos);
+        return found;
+      }
+      case "flag": {
+        const word = tok.k === "ident" ? tok.text.toLowerCase() : "";
+        if (word !== "true" && word !== "false") throw new FilterSyntaxError(`expected true or false, found ${describe(tok)}`, tok.pos);
+        return word === "true";
+      }
+      case "text":
+      case "body":
+      case "headers":
+      case "tag": {
+        const example = spec.kind === "text" ? `"${spec.example.split('"')[1] ?? "/api/"}"` : '"zebra-7781"';
+        const value = this.quoted(tok, example);
+        const isContent = spec.kind !== "text";
+        if (isContent && op !== "matches" && value.length > maxNeedleLength) {
+          throw new FilterSyntaxError(
+            `a ${spec.kind === "body" ? "body" : spec.kind === "tag" ? "tag" : "header"} search is at most ${maxNeedleLength} characters`,
+            tok.pos,
+          );
+        }
+        if (op === "matches") this.checkPattern(tok as Token & { k: "string" });
+        return value;
+      }
+    }
+  }
+
+  private checkPattern(tok: Token & { k: "string" }): void {
+    try {
+      this.regexStates += compileRegex(tok.value).size;
+      if (this.regexStates > this.maxRegexStates) {
+        throw new FilterSyntaxError("regexes too complex in all filters together: use fewer or shorter repeats", tok.pos);
+      }
+    } catch (err) {
+      if (err instanceof RegexSyntaxError) throw new FilterSyntaxError(err.message, this.regexPosition(tok, err.position));
+      throw err;
     }
   }
 
@@ -318,7 +435,7 @@ function parseCounting(source: string, maxRegexStates: number = filterLimits.max
   }
   let parser: Parser | null = null;
   try {
-    parser = new Parser(tokenize(source), maxRegexStates);
+    parser = new Parser(source, tokenize(source), maxRegexStates);
     const expr = parser.parse();
     return { ok: true, expr, regexStates: parser.regexStates };
   } catch (err) {
@@ -381,5 +498,7 @@ export function joinFilterChips(chips: readonly string[]): string {
 }
 
 export function countClauses(expr: FilterExpr): number {
-  return expr.kind === "compare" ? 1 : countClauses(expr.left) + countClauses(expr.right);
+  if (expr.kind === "compare") return 1;
+  if (expr.kind === "not") return countClauses(expr.expr);
+  return countClauses(expr.left) + countClauses(expr.right);
 }

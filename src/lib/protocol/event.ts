@@ -8,6 +8,8 @@ const short = { type: "text", max: L.maxShortChars } as const;
 const count = { type: "int", min: 0, max: Number.MAX_SAFE_INTEGER } as const;
 /** -1 when it does not apply or was not seen. */
 const optional = { type: "int", min: -1, max: Number.MAX_SAFE_INTEGER, absent: -1 } as const;
+/** A search column: a decoded body (at most 1 MiB of bytes, so at most as many characters) or a side's headers. */
+const searchText = { type: "text", max: 3 * 1024 * 1024 } as const;
 /** In the explorer's clauses, the result rows and the JSON export: the product's documented event columns. */
 const column = { isQueryable: true, shown: "export" } as const;
 
@@ -24,73 +26,83 @@ const column = { isQueryable: true, shown: "export" } as const;
 export const eventFieldTable = [
   /** Start of the request: microseconds since the Unix epoch. */
   { name: "time", type: "time", shown: "export" },
-  { name: "event_id", type: "id", isUnique: true, ...column },
+  { name: "event_id", type: "id", isUnique: true, ...column, filter: "id" },
   /** The inbound request that was in flight when this outbound call was made; "" when none. */
-  { name: "parent_event_id", type: "text", max: 64, isUnique: true, shown: "rows" },
-  { name: "service", ...short, ...column },
-  { name: "hostname", ...short, ...column },
-  { name: "gcp_project", ...short, ...column },
-  { name: "kubernetes_namespace", ...short, ...column },
-  { name: "gke_cluster_location", ...short, ...column },
-  { name: "gke_cluster_name", ...short, ...column },
-  { name: "gke_node_name", ...short, ...column },
-  { name: "process_id", type: "int", min: 0, max: 2 ** 31, ...column },
-  { name: "process_executable_name", ...short, ...column },
-  { name: "process_executable_size", ...count, ...column },
-  { name: "process_command_line", type: "text", max: L.maxCommandLineChars, ...column },
-  { name: "process_user", ...short, ...column },
+  { name: "parent_event_id", type: "text", max: 64, isUnique: true, shown: "rows", filter: "parent_id" },
+  { name: "service", ...short, ...column, filter: "service" },
+  { name: "hostname", ...short, ...column, filter: "hostname" },
+  { name: "gcp_project", ...short, ...column, filter: "gcp.project" },
+  { name: "kubernetes_namespace", ...short, ...column, filter: "kubernetes.namespace" },
+  { name: "gke_cluster_location", ...short, ...column, filter: "gke.cluster_location" },
+  { name: "gke_cluster_name", ...short, ...column, filter: "gke.cluster_name" },
+  { name: "gke_node_name", ...short, ...column, filter: "gke.node_name" },
+  { name: "process_id", type: "int", min: 0, max: 2 ** 31, ...column, filter: "process.pid" },
+  { name: "process_executable_name", ...short, ...column, filter: "process.name" },
+  { name: "process_executable_size", ...count, ...column, filter: "process.size" },
+  { name: "process_command_line", type: "text", max: L.maxCommandLineChars, ...column, filter: "process.command_line" },
+  { name: "process_user", ...short, ...column, filter: "process.user" },
   /** "http" for an HTTP exchange, "tcp" for a connection of an unknown protocol. */
-  { name: "protocol", type: "kind", values: eventKinds, ...column },
+  { name: "protocol", type: "kind", values: eventKinds, ...column, filter: "protocol" },
   { name: "tls_server_name", ...short, ...column, filter: "tls.server_name" },
   /** "1.0", "1.1", "2". */
-  { name: "http_version", type: "text", max: 16, ...column },
-  { name: "http_is_outgoing", type: "flag", ...column },
+  { name: "http_version", type: "text", max: 16, ...column, filter: "http.version" },
+  { name: "http_is_outgoing", type: "flag", ...column, filter: "direction" },
   /** "ip:port" ("[v6]:port"): the real client and server, as the program would see them. */
-  { name: "http_client_addr", type: "text", max: 128, isUnique: true, ...column },
-  { name: "http_server_addr", type: "text", max: 128, ...column },
+  { name: "http_client_addr", type: "text", max: 128, isUnique: true, ...column, filter: "client.address" },
+  { name: "http_server_addr", type: "text", max: 128, ...column, filter: "server.address" },
   /** Microseconds from the first request byte to the last response byte. */
   { name: "http_duration", ...count, ...column, filter: "duration" },
   { name: "http_req_method", type: "text", max: 64, ...column, filter: "request.method" },
   /** Path and query, as sent on the request line (redacted). */
   { name: "http_req_path", type: "text", max: L.maxPathChars, isUnique: true, ...column, filter: "request.url" },
-  { name: "http_req_body_size_bytes_wire", ...count, ...column },
-  { name: "http_req_transfer_encoding", ...short, ...column },
-  { name: "http_req_content_type", ...short, ...column },
-  { name: "http_req_content_encoding", ...short, ...column },
-  { name: "http_req_content_length", ...optional, ...column },
-  { name: "http_req_host", ...short, ...column },
-  { name: "http_req_x_forwarded_for", ...short, ...column },
+  { name: "http_req_body_size_bytes_wire", ...count, ...column, filter: "request.body_size" },
+  { name: "http_req_transfer_encoding", ...short, ...column, filter: "request.transfer_encoding" },
+  { name: "http_req_content_type", ...short, ...column, filter: "request.content_type" },
+  { name: "http_req_content_encoding", ...short, ...column, filter: "request.content_encoding" },
+  { name: "http_req_content_length", ...optional, ...column, filter: "request.content_length" },
+  { name: "http_req_host", ...short, ...column, filter: "request.host" },
+  { name: "http_req_x_forwarded_for", ...short, ...column, filter: "request.x_forwarded_for" },
   /** Header name/value pairs in wire order (redacted). */
   { name: "http_req_headers", type: "headers" },
   /** Base64 of the kept sample (decoded when the content encoding could be decoded). */
   { name: "http_req_body", type: "body", cutFlag: "http_req_body_truncated" },
-  { name: "http_req_body_truncated", type: "flag" },
+  { name: "http_req_body_truncated", type: "flag", shown: "rows", filter: "request.body_truncated" },
   /** 0 when no response was seen (connection reset, program exited). */
   { name: "http_resp_status_code", type: "int", min: 0, max: 999, ...column, filter: "response.status" },
-  { name: "http_resp_body_size_bytes_wire", ...count, ...column },
-  { name: "http_resp_transfer_encoding", ...short, ...column },
-  { name: "http_resp_content_type", ...short, ...column },
-  { name: "http_resp_content_encoding", ...short, ...column },
-  { name: "http_resp_content_length", ...optional, ...column },
+  { name: "http_resp_body_size_bytes_wire", ...count, ...column, filter: "response.body_size" },
+  { name: "http_resp_transfer_encoding", ...short, ...column, filter: "response.transfer_encoding" },
+  { name: "http_resp_content_type", ...short, ...column, filter: "response.content_type" },
+  { name: "http_resp_content_encoding", ...short, ...column, filter: "response.content_encoding" },
+  { name: "http_resp_content_length", ...optional, ...column, filter: "response.content_length" },
   { name: "http_resp_headers", type: "headers" },
   { name: "http_resp_body", type: "body", cutFlag: "http_resp_body_truncated" },
-  { name: "http_resp_body_truncated", type: "flag" },
+  { name: "http_resp_body_truncated", type: "flag", shown: "rows", filter: "response.body_truncated" },
   /**
    * Latency breakdown in microseconds; -1 when it does not apply.
    * Outbound: connect, send (request), wait (to first response byte), receive (response).
    * Inbound: send = request receive, wait = processing until the first response byte, receive = response send.
    */
-  { name: "timing_connect", ...optional },
-  { name: "timing_send", ...optional },
-  { name: "timing_wait", ...optional },
-  { name: "timing_receive", ...optional },
+  { name: "timing_connect", ...optional, filter: "timing.connect" },
+  { name: "timing_send", ...optional, filter: "timing.send" },
+  { name: "timing_wait", ...optional, filter: "timing.wait" },
+  { name: "timing_receive", ...optional, filter: "timing.receive" },
   /** Bytes each way, for any connection (the only payload facts of a "tcp" event). */
-  { name: "bytes_sent", ...count },
-  { name: "bytes_received", ...count },
+  { name: "bytes_sent", ...count, filter: "bytes_sent" },
+  { name: "bytes_received", ...count, filter: "bytes_received" },
   /** Free-form extra tags (an event's TLS state is read from tags.tls and tags.tls_reason). */
   { name: "tags", type: "tags", shown: "rows" },
   /** The upstream TLS handshake (outbound, decrypted, first exchange on the connection); -1 otherwise. */
-  { name: "timing_tls", ...optional },
+  { name: "timing_tls", ...optional, filter: "timing.tls" },
+  /**
+   * What content search reads, made by the server when it accepts an event (src/store/search-text.ts, ADR
+   * 0032) and never taken from a publisher: each body as the text a person reads (content encoding undone, charset
+   * decoded, JSON strings unescaped; a binary body as its bytes, one character each, after a marker), and each side's
+   * headers as `name: value` lines with lower-case names.
+   */
+  { name: "search_req_body", ...searchText, filter: "request.body" },
+  { name: "search_resp_body", ...searchText, filter: "response.body" },
+  { name: "search_req_headers", ...searchText, filter: "request.headers" },
+  { name: "search_resp_headers", ...searchText, filter: "response.headers" },
 ] as const;
 
 type EventFieldTable = typeof eventFieldTable;

@@ -15,7 +15,11 @@ import {
 import { validateEvent } from "~/lib/protocol/validate-event.ts";
 import { isUuid } from "~/lib/server/ids.ts";
 import { log } from "~/lib/server/logger.ts";
+import { SearchTexts } from "~/store/search-text.ts";
 import type { EventStore } from "~/store/types.ts";
+
+/** The search fields of inserted events are made here, whatever the sender put in them. */
+const searchTexts = new SearchTexts();
 
 /** A query's problem the client caused (bad filter, bad range): reported as a database error. */
 class QueryInputError extends Error {}
@@ -134,8 +138,12 @@ async function run(store: EventStore, namespaceId: string, request: TunnelReques
       let refused = 0;
       for (const raw of want.events) {
         const v = validateEvent(raw);
-        if (v.ok) events.push(v.event);
-        else refused++;
+        if (!v.ok) {
+          refused++;
+          continue;
+        }
+        searchTexts.fill(v.event);
+        events.push(v.event);
       }
       await store.insert(namespaceId, events);
       return {

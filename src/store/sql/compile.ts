@@ -1,5 +1,7 @@
 import { AppError } from "~/lib/errors.ts";
-import { type CompareOp, type FilterExpr, type StringOp as FilterStringOp, tlsStates } from "~/lib/filter/ast.ts";
+import { type CompareExpr, type CompareOp, type FilterExpr, type FilterOp, tlsStates } from "~/lib/filter/ast.ts";
+import { binaryMarker, binaryNeedle, headerLineValue } from "~/lib/filter/content.ts";
+import { filterFields, headerNamePattern, maxNeedleLength, operatorsOf, tagKeyPattern } from "~/lib/filter/fields.ts";
 import { compileRegex, RegexSyntaxError, storeRegexCost } from "~/lib/filter/regex.ts";
 import { eventFields } from "~/lib/protocol/event.ts";
 import type { EventFields } from "~/lib/protocol/event-fields.ts";
@@ -71,7 +73,7 @@ function checkNumber(value: unknown): number {
  * Patterns must lie in the RE2 subset the live view's matcher accepts: the same filter then means the
  * same thing live and in the store, and nothing the engines would treat differently gets through.
  */
-function checkPattern(value: unknown, budget: RegexBudget): string {
+function checkPattern(value: unknown, budget: RegexBudget, weight = 1): string {
   const pattern = checkString(value, limits.regex);
   let regex: ReturnType<typeof compileRegex>;
   try {
@@ -79,13 +81,15 @@ function checkPattern(value: unknown, budget: RegexBudget): string {
   } catch (err) {
     bad(err instanceof RegexSyntaxError ? `invalid regular expression: ${err.message}` : "invalid regular expression");
   }
-  const cost = storeRegexCost(regex, budget);
+  const cost = storeRegexCost(regex, budget) * weight;
   budget.cost += cost;
   if (budget.cost > limits.regexCost) {
     bad(
-      cost > 1
+      cost > weight
         ? `regular expression "${pattern}" is too costly to run over stored events: it cannot be matched with a small automaton (fewer repeats, or anchoring it, help)`
-        : `too many regular expressions in one query: at most ${limits.regexCost}`,
+        : weight > 1
+          ? `a body or headers "matches" reads every stored body: one per search, with no other regular expression`
+          : `too many regular expressions in one query: at most ${limits.regexCost}`,
     );
   }
   return pattern;
@@ -122,61 +126,132 @@ const compareSql: Record<CompareOp, string> = {
   ">=": ">=",
 };
 const isCompareOp = (op: unknown): op is CompareOp => typeof op === "string" && Object.hasOwn(compareSql, op);
-const urlOps: readonly FilterStringOp[] = ["startsWith", "endsWith", "contains", "matches"];
 
-function compileLeaf(d: Dialect, e: Extract<FilterExpr, { kind: "compare" }>, regexBudget: RegexBudget, fields: EventFields): string {
-  // The column behind a readable name, as the field table maps it (tls and tls.reason are tags).
-  const column = () => fields.filterColumns.get(e.field) ?? bad(`${e.field} is not a stored column`);
-  switch (e.field) {
-    case "request.method": {
-      if (e.op !== "==" && e.op !== "!=") bad("request.method supports == and !=");
-      // Case-insensitive, like the live view's evaluator.
-      return `upper(${column()}) ${compareSql[e.op]} ${d.literal(checkString(e.value, 64).toUpperCase())}`;
-    }
-    case "response.status": {
-      if (!isCompareOp(e.op)) bad("response.status supports ==, !=, <, >, <=, >=");
-      return `${column()} ${compareSql[e.op]} ${d.literal(checkNumber(e.value))}`;
-    }
-    case "duration": {
-      if (!isCompareOp(e.op)) bad("duration supports <, >, <=, >=");
-      return `${column()} ${compareSql[e.op]} ${d.literal(checkNumber(e.value))}`;
-    }
-    case "request.url": {
-      const url = column();
-      if (isCompareOp(e.op) && (e.op === "==" || e.op === "!=")) {
-        return `${url} ${compareSql[e.op]} ${d.literal(checkString(e.value))}`;
-      }
-      if (!urlOps.includes(e.op as FilterStringOp)) bad("request.url supports startsWith, endsWith, contains, matches");
-      if (e.op === "matches") return d.matches(url, d.literal(checkPattern(e.value, regexBudget)));
-      const lit = d.literal(checkString(e.value));
-      if (e.op === "startsWith") return d.startsWith(url, lit);
-      if (e.op === "endsWith") return d.endsWith(url, lit);
-      return d.contains(url, lit);
-    }
-    case "tls": {
-      if (e.op !== "==" && e.op !== "!=") bad("tls supports == and !=");
-      const state = tlsStates.find((x) => x === e.value);
-      if (!state) bad(`tls is ${tlsStates.map((x) => `"${x}"`).join(" or ")}`);
-      return `${d.tag("tls")} ${compareSql[e.op]} ${d.literal(state)}`;
-    }
-    case "tls.reason":
-    case "tls.server_name": {
-      const text = e.field === "tls.reason" ? d.tag("tls_reason") : column();
-      if (e.op === "==" || e.op === "!=") return `${text} ${compareSql[e.op]} ${d.literal(checkString(e.value))}`;
-      const lit = d.literal(checkString(e.value));
-      if (e.op === "contains") return d.contains(text, lit);
-      if (e.field === "tls.server_name" && e.op === "startsWith") return d.startsWith(text, lit);
-      if (e.field === "tls.server_name" && e.op === "endsWith") return d.endsWith(text, lit);
-      return bad(
-        e.field === "tls.reason"
-          ? "tls.reason supports ==, != and contains"
-          : "tls.server_name supports ==, !=, startsWith, endsWith, contains",
-      );
-    }
+/** A `matches` over a whole body or a side's headers reads up to a megabyte per event: it costs the query's whole allowance. */
+const contentRegexCost = limits.regexCost;
+
+function checkNeedle(value: unknown): string {
+  if (typeof value === "string" && value.length > maxNeedleLength) bad(`a body or header search is at most ${maxNeedleLength} characters`);
+  return checkString(value);
+}
+
+/** The condition `op value` on a text expression (a column, a tag, a header value). */
+function textCondition(d: Dialect, text: string, op: FilterOp, value: unknown, regexBudget: RegexBudget, regexCost = 1): string {
+  if (op === "matches") return d.matches(text, d.literal(checkPattern(value, regexBudget, regexCost)));
+  const lit = d.literal(checkString(value));
+  switch (op) {
+    case "==":
+    case "!=":
+      return `${text} ${compareSql[op]} ${lit}`;
+    case "startsWith":
+      return d.startsWith(text, lit);
+    case "endsWith":
+      return d.endsWith(text, lit);
+    case "contains":
+      return d.contains(text, checkString(value));
+    case "icontains":
+      return d.icontains(text, checkString(value));
     default:
-      return bad("unknown filter field");
+      return bad(`unknown text operator ${String(op).slice(0, 20)}`);
   }
 }
+
+/**
+ * A body's search form: text, or a binary body's marker and bytes (lib/filter/content.ts). A needle is searched as text
+ * in text bodies and as its UTF-8 bytes in binary ones; `matches` reads text bodies only.
+ */
+function bodyCondition(d: Dialect, column: string, op: FilterOp, value: unknown, regexBudget: RegexBudget): string {
+  const isBinary = d.startsWith(column, d.literal(binaryMarker));
+  if (op === "matches") return `NOT ${isBinary} AND ${textCondition(d, column, op, value, regexBudget, contentRegexCost)}`;
+  const needle = checkNeedle(value);
+  const bytes = binaryNeedle(needle);
+  if (op === "==" || op === "!=") {
+    const equal = `${column} IN (${d.literal(needle)}, ${d.literal(binaryMarker + bytes)})`;
+    return op === "==" ? equal : `NOT (${equal})`;
+  }
+  if (op !== "contains" && op !== "icontains") bad(`a body supports contains, icontains, matches, == and !=`);
+  const asText = textCondition(d, column, op, needle, regexBudget);
+  if (bytes === needle) return asText;
+  return `((NOT ${isBinary} AND ${asText}) OR (${isBinary} AND ${textCondition(d, column, op, bytes, regexBudget)}))`;
+}
+
+/** A keyed header test over a side's headers form: some header of that name passes (`!=`: none is equal). */
+function headerCondition(d: Dialect, form: string, name: string, op: FilterOp, value: unknown, regexBudget: RegexBudget): string {
+  const line = `\n${name}: `;
+  if (op === "exists") return d.contains(form, line);
+  if (op === "==" || op === "!=") {
+    const equal = d.contains(form, `${line}${headerLineValue(checkNeedle(value))}\n`);
+    return op === "==" ? equal : `NOT ${equal}`;
+  }
+  if (op === "startsWith") return d.contains(form, line + headerLineValue(checkNeedle(value)));
+  const needle = op === "matches" ? value : headerLineValue(checkNeedle(value));
+  return d.anyHeader(form, name, (x) => textCondition(d, x, op, needle, regexBudget));
+}
+
+function checkKey(key: unknown, pattern: RegExp, what: string): string {
+  if (typeof key !== "string" || !pattern.test(key)) bad(`invalid ${what} name`);
+  return key;
+}
+
+function compileLeaf(d: Dialect, e: CompareExpr, regexBudget: RegexBudget, fields: EventFields): string {
+  const spec = typeof e.field === "string" ? filterFields.get(e.field) : undefined;
+  if (!spec) return bad("unknown filter field");
+  const isKeyed = e.key !== undefined;
+  if (!operatorsOf(spec, isKeyed).includes(e.op)) bad(`${spec.name} supports ${operatorsOf(spec, isKeyed).join(", ")}`);
+  if (spec.kind === "tag") {
+    const key = checkKey(e.key, tagKeyPattern, "tag");
+    if (e.op === "exists") return d.hasTag(key);
+    return textCondition(d, d.tag(key), e.op, e.value, regexBudget);
+  }
+  if (spec.name === "tls" || spec.name === "tls.reason") {
+    const text = d.tag(spec.name === "tls" ? "tls" : "tls_reason");
+    if (spec.kind === "enum") {
+      const state = tlsStates.find((x) => x === e.value);
+      if (!state) bad(`tls is ${tlsStates.map((x) => `"${x}"`).join(" or ")}`);
+      return `${text} ${compareSql[e.op as CompareOp]} ${d.literal(state)}`;
+    }
+    return textCondition(d, text, e.op, e.value, regexBudget);
+  }
+  // The column behind a readable name, as the field table maps it.
+  const column = fields.filterColumns.get(spec.name) ?? bad(`${spec.name} is not a stored column`);
+  switch (spec.kind) {
+    case "method":
+      // Case-insensitive, like the live view's evaluator.
+      return `upper(${column}) ${compareSql[e.op as CompareOp]} ${d.literal(checkString(e.value, 64).toUpperCase())}`;
+    case "status":
+    case "number":
+    case "size":
+    case "duration": {
+      if (!isCompareOp(e.op)) bad(`${spec.name} supports ${orderOps}`);
+      const cond = `${column} ${compareSql[e.op]} ${d.literal(checkNumber(e.value))}`;
+      return spec.absent === undefined ? cond : `${column} != ${d.literal(spec.absent)} AND ${cond}`;
+    }
+    case "flag": {
+      if (typeof e.value !== "boolean") bad(`${spec.name} is true or false`);
+      return `${column} ${compareSql[e.op as CompareOp]} ${e.value ? 1 : 0}`;
+    }
+    case "enum": {
+      const values = spec.values ?? [];
+      const value = values.find((v) => v === e.value) ?? bad(`${spec.name} is ${values.map((v) => `"${v}"`).join(" or ")}`);
+      // direction is the http_is_outgoing flag: inbound 0, outbound 1.
+      const stored = spec.name === "direction" ? values.indexOf(value) : d.literal(value);
+      return `${column} ${compareSql[e.op as CompareOp]} ${stored}`;
+    }
+    case "body":
+      return bodyCondition(d, column, e.op, e.value, regexBudget);
+    case "headers": {
+      if (!isKeyed) {
+        if (e.op === "matches") return textCondition(d, column, e.op, e.value, regexBudget, contentRegexCost);
+        return textCondition(d, column, e.op, checkNeedle(e.value), regexBudget);
+      }
+      return headerCondition(d, column, checkKey(e.key, headerNamePattern, "header"), e.op, e.value, regexBudget);
+    }
+    case "text":
+      return textCondition(d, column, e.op, e.value, regexBudget);
+  }
+}
+
+const orderOps = "==, !=, <, >, <=, >=";
 
 type ExprBudget = { nodes: number; regex: RegexBudget };
 
@@ -185,6 +260,7 @@ function compileExpr(d: Dialect, e: FilterExpr, depth: number, budget: ExprBudge
   if (depth > limits.expressionDepth) bad("filter expression nested too deeply");
   if (--budget.nodes < 0) bad("filter expression too large");
   if (e.kind === "compare") return `(${compileLeaf(d, e, budget.regex, fields)})`;
+  if (e.kind === "not") return `(NOT ${compileExpr(d, e.expr, depth + 1, budget, fields)})`;
   if (e.kind === "and" || e.kind === "or") {
     const joiner = e.kind === "and" ? "AND" : "OR";
     return `(${compileExpr(d, e.left, depth + 1, budget, fields)} ${joiner} ${compileExpr(d, e.right, depth + 1, budget, fields)})`;

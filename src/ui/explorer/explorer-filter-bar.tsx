@@ -1,4 +1,5 @@
 import { useEffect, useReducer, useRef, useState } from "react";
+import type { KnownValues } from "~/lib/filter/complete.ts";
 import { parseFilterChips } from "~/lib/filter/parse.ts";
 import { chipReducer, initialChipState } from "~/ui/filters/chip-state.ts";
 import { FilterInput } from "~/ui/filters/filter-input.tsx";
@@ -6,17 +7,19 @@ import { type FilterSuggestion, forgetSuggestion, loadSuggestions, recordUse } f
 import { filterErrorText } from "~/ui/live/frame-messages.ts";
 
 /**
- * The Live screen's chips and filter language, applied here by parsing locally (the worker parses again):
+ * The filter input (as on the Live screen), applied here by parsing locally (the worker parses again):
  * a committed change is confirmed (markApplied) when every chip parses, else rolled back with the error.
  * Remount it (key) when the chips in the URL change.
  */
 export function ExplorerFilterBar({
   chips,
   namespaceId,
+  known,
   onChips,
 }: {
   chips: string[];
   namespaceId: string;
+  known?: KnownValues;
   onChips: (chips: string[]) => void;
 }) {
   const [state, dispatch] = useReducer(chipReducer, chips, initialChipState);
@@ -46,6 +49,7 @@ export function ExplorerFilterBar({
       state={state}
       dispatch={dispatch}
       suggestions={suggestions}
+      known={known}
       onForget={(text) => setSuggestions(forgetSuggestion(namespaceId, text))}
     />
   );

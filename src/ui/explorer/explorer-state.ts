@@ -1,11 +1,14 @@
+import { clauseToFilterText } from "~/lib/filter/clause-text.ts";
+import { parseFilter } from "~/lib/filter/parse.ts";
 import { type Clause, numberClauseColumns, numberOps, type QueryFilter, stringClauseColumns, stringOps } from "~/lib/protocol/query.ts";
 import { isAllowedRange, isValidFocus, type TimeRange } from "~/lib/time/range.ts";
 
 /**
  * The explorer's whole state, as it lives in the `filter` query parameter: base64 of a
  * JSON object with the clauses, the global timestamp filter and the focused one, and the filter-language chips
- * (`text`). The display zone is the browser's one setting for every screen (ui/lib/time-zone.ts), not the URL's: a
- * `tz` in an older URL is ignored.
+ * (`text`). The explorer filters with the chips only; `clauses` come from links made by its old column editor and
+ * are turned into chips when read. The display zone is the browser's one setting for every screen
+ * (ui/lib/time-zone.ts), not the URL's: a `tz` in an older URL is ignored.
  */
 export type ExplorerState = {
   clauses: Clause[];
@@ -86,8 +89,15 @@ export function decodeState(param: string | null, nowMs: number = Date.now()): E
     return null;
   }
   if (typeof wire !== "object" || wire === null) return null;
-  const clauses = Array.isArray(wire.clauses) ? wire.clauses.filter(isClause) : [];
   const text = Array.isArray(wire.text) ? wire.text.filter((t): t is string => typeof t === "string").slice(0, 20) : [];
+  // An old link's clauses become the chips that say the same, where the filter language can say it.
+  const clauses: Clause[] = [];
+  for (const clause of Array.isArray(wire.clauses) ? wire.clauses.filter(isClause) : []) {
+    const chip = clauseToFilterText(clause);
+    if (chip !== null && parseFilter(chip).ok && text.length < 20) {
+      if (!text.includes(chip)) text.push(chip);
+    } else clauses.push(clause);
+  }
   const asked = rangeOf(wire.global);
   const global = asked && isAllowedRange(asked, nowMs) ? asked : defaultState(nowMs).global;
   const focus = global === asked ? rangeOf(wire.focus) : null;

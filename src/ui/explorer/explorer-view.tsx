@@ -1,14 +1,17 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { useSearchParams } from "react-router";
+import type { KnownValues } from "~/lib/filter/complete.ts";
 import { joinFilterChips } from "~/lib/filter/parse.ts";
+import { highlightTerms } from "~/lib/filter/search.ts";
+import type { Clause } from "~/lib/protocol/query.ts";
 import { gridRange, type TimeRange } from "~/lib/time/range.ts";
 import { formatInZone } from "~/lib/time/typed-time.ts";
+import { SearchBox } from "~/ui/filters/search-box.tsx";
 import { useTimeZone } from "~/ui/lib/time-zone.ts";
-import { ClauseEditor } from "./clause-editor.tsx";
 import { ExplorerFilterBar } from "./explorer-filter-bar.tsx";
 import { decodeState, defaultState, type ExplorerState, encodeState, toQueryFilter } from "./explorer-state.ts";
 import { Histogram } from "./histogram.tsx";
-import type { HistogramAnswer, QueryClient } from "./query-client.ts";
+import type { HistogramAnswer, QueryClient, RowsAnswer } from "./query-client.ts";
 import { QueryError } from "./query-error.tsx";
 import { RangeControls } from "./range-controls.tsx";
 import { ResultsPanel } from "./results-panel.tsx";
@@ -80,6 +83,9 @@ function ExplorerBody({
     return answer;
   });
   const [lastBrush, setLastBrush] = useState(0);
+  const [known, setKnown] = useState<KnownValues>({});
+  const onRows = useCallback((answer: RowsAnswer) => setKnown(knownValues(answer)), []);
+  const highlight = useMemo(() => highlightTerms(state.text), [state.text]);
 
   // On a phone the filters, the range's other controls and the chart fold away so that the list takes the screen.
   const [areControlsOpen, setControlsOpen] = useState(false);
@@ -111,18 +117,15 @@ function ExplorerBody({
         ) : null}
       </button>
       <div id="explorer-controls" className={`flex flex-col gap-3 ${folded}`}>
+        <SearchBox chips={state.text} onChips={(text) => setState({ ...state, text })} />
         <ExplorerFilterBar
           key={JSON.stringify(state.text)}
           chips={state.text}
           namespaceId={namespaceId}
+          known={known}
           onChips={(text) => setState({ ...state, text })}
         />
-        <ClauseEditor
-          clauses={state.clauses}
-          global={state.global}
-          onClauses={(clauses) => setState({ ...state, clauses })}
-          onGlobal={(global) => setState({ ...state, global, focus: null })}
-        />
+        {state.clauses.length > 0 ? <OldClauses clauses={state.clauses} onClauses={(clauses) => setState({ ...state, clauses })} /> : null}
       </div>
       <RangeControls
         global={state.global}
@@ -162,7 +165,7 @@ function ExplorerBody({
       </div>
       {/* On a phone the list is a screenful below the folded controls; opened, they push it down and the page scrolls. */}
       <div className="flex min-h-0 flex-1 flex-col max-sm:h-[calc(100dvh-12rem)] max-sm:min-h-80 max-sm:flex-none">
-        <ResultsPanel client={client} filter={rowsFilter} filterText={filterText} tz={tz} />
+        <ResultsPanel client={client} filter={rowsFilter} filterText={filterText} tz={tz} onRows={onRows} highlight={highlight} />
       </div>
       <a
         className="self-end text-xs text-zinc-500 underline-offset-2 hover:text-zinc-300 hover:underline"
@@ -181,4 +184,44 @@ function formatBucket(ms: number): string {
   if (ms < 3_600_000) return `${ms / 60_000}m`;
   if (ms < 86_400_000) return `${ms / 3_600_000}h`;
   return `${ms / 86_400_000}d`;
+}
+
+/** The services and hosts of the rows on screen, offered by the filter's autocomplete. */
+function knownValues(answer: RowsAnswer): KnownValues {
+  const services = new Set<string>();
+  const hosts = new Set<string>();
+  for (const row of answer.rows) {
+    if (row.service && services.size < 50) services.add(row.service);
+    if (row.http_req_host && hosts.size < 50) hosts.add(row.http_req_host);
+  }
+  return { service: [...services].sort(), "request.host": [...hosts].sort() };
+}
+
+/** Clauses of an old link that the filter language cannot say: shown so they can be seen and removed. */
+function OldClauses({ clauses, onClauses }: { clauses: Clause[]; onClauses: (clauses: Clause[]) => void }) {
+  return (
+    <div className="flex flex-wrap items-center gap-1.5 text-xs text-zinc-400">
+      <span>From an older link:</span>
+      {clauses.map((c, i) => {
+        const text = `${c.column} ${c.op} ${JSON.stringify(c.value)}`;
+        return (
+          <span
+            // biome-ignore lint/suspicious/noArrayIndexKey: clauses may repeat; their position is what tells them apart
+            key={`${text}-${i}`}
+            className="inline-flex items-center rounded-md border border-zinc-700 bg-zinc-800 font-mono text-zinc-100"
+          >
+            <span className="px-2 py-0.5">{text}</span>
+            <button
+              type="button"
+              aria-label={`Remove clause ${text}`}
+              className="px-1.5 text-zinc-400 hover:text-zinc-100"
+              onClick={() => onClauses(clauses.filter((_, j) => j !== i))}
+            >
+              ✕
+            </button>
+          </span>
+        );
+      })}
+    </div>
+  );
 }

@@ -1,4 +1,5 @@
 import { useEffect, useState } from "react";
+import type { HighlightTerms } from "~/lib/filter/search.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { maxRowLimit, type QueryFilter, type ResultRow } from "~/lib/protocol/query.ts";
 import { maxEventsPerRequest } from "~/lib/protocol/tunnel.ts";
@@ -31,12 +32,15 @@ export function ResultsPanel({
   filterText,
   tz,
   onRows,
+  highlight,
 }: {
   client: QueryClient;
   filter: QueryFilter;
   filterText: string;
   tz: TimeZoneMode;
   onRows?: (answer: RowsAnswer) => void;
+  /** What the filter's content conditions look for, marked in the detail's headers and bodies. */
+  highlight?: HighlightTerms;
 }) {
   const [sort, setSort] = useState<Sort>({ key: "time", dir: "desc" });
   const [detail, setDetail] = useState<Detail | null>(null);
@@ -115,6 +119,7 @@ export function ResultsPanel({
             <RequestDetail
               event={detail.event}
               outboundCalls={detail.children}
+              highlight={highlight}
               onOpen={(e) => open(e.event_id)}
               onClose={() => setDetail(null)}
               onSaveHar={(e) =>

@@ -1,4 +1,5 @@
-import { type Dispatch, useMemo, useState } from "react";
+import { type Dispatch, useMemo, useRef, useState } from "react";
+import { completeFilter, type KnownValues } from "~/lib/filter/complete.ts";
 import { placeholderExample } from "~/lib/filter/examples.ts";
 import { type ChipAction, type ChipState, commitBlocker } from "./chip-state.ts";
 import { AlertIcon, CloseIcon, PlusIcon } from "./icons.tsx";
@@ -11,33 +12,49 @@ const blockerText = {
 } as const;
 
 /**
- * The Live screen's filter input: chips for committed filters, a text input (Enter commits), saved
- * suggestions, and the error of the last change under it. State lives in the caller (chipReducer) so the
- * caller can talk to the live frame.
+ * The filter input of the Live and Requests screens: chips for committed filters, a text input (Enter commits),
+ * autocomplete of fields, operators and values (arrow keys pick one, Tab or Enter takes it), saved suggestions,
+ * and the error of the last change under it. State lives in the caller (chipReducer) so the caller can talk to the
+ * live frame or the URL.
  */
 export function FilterInput({
   state,
   dispatch,
   suggestions,
   onForget,
+  known,
 }: {
   state: ChipState;
   dispatch: Dispatch<ChipAction>;
   suggestions: FilterSuggestion[];
   onForget?: (text: string) => void;
+  /** Values seen in the events on screen, offered as completions (services, hosts). */
+  known?: KnownValues;
 }) {
   // Suggestions open when the input gets focus or the text changes, and close once a filter is committed.
   const [isSuggesting, setSuggesting] = useState(false);
+  const [isFocused, setFocused] = useState(false);
+  const [active, setActive] = useState(-1);
+  const input = useRef<HTMLInputElement>(null);
   const blocker = commitBlocker(state);
+  const completions = useMemo(
+    () => (isFocused && state.draft.trim() !== "" ? completeFilter(state.draft, known) : []),
+    [isFocused, state.draft, known],
+  );
   const shown = useMemo(
-    () => (isSuggesting ? pickSuggestions(suggestions, state.draft, state.chips) : []),
-    [isSuggesting, suggestions, state.draft, state.chips],
+    () => (isSuggesting ? pickSuggestions(suggestions, state.draft, state.chips).slice(0, completions.length > 0 ? 3 : undefined) : []),
+    [isSuggesting, completions.length, suggestions, state.draft, state.chips],
   );
   const commit = () => {
     setSuggesting(false);
     dispatch({ type: "commit" });
   };
   const hasError = state.error !== null;
+  const take = (text: string) => {
+    dispatch({ type: "draft", text });
+    setActive(-1);
+    input.current?.focus();
+  };
 
   return (
     <div className="relative w-full">
@@ -77,22 +94,47 @@ export function FilterInput({
           ),
         )}
         <input
+          ref={input}
           aria-label="Filter"
           aria-invalid={hasError}
+          aria-autocomplete="list"
+          aria-controls={completions.length > 0 ? "filter-completions" : undefined}
           aria-describedby={hasError ? "filter-error" : undefined}
           className="min-w-64 flex-1 bg-transparent px-1 py-0.5 font-mono text-sm text-zinc-100 placeholder:text-zinc-500 outline-none"
           placeholder={`Filter, e.g. ${placeholderExample}`}
           value={state.draft}
           spellCheck={false}
           autoComplete="off"
-          onFocus={() => setSuggesting(true)}
-          onBlur={() => setTimeout(() => setSuggesting(false), 150)}
+          onFocus={() => {
+            setFocused(true);
+            setSuggesting(true);
+          }}
+          onBlur={() =>
+            setTimeout(() => {
+              setFocused(false);
+              setSuggesting(false);
+            }, 150)
+          }
           onChange={(e) => {
             setSuggesting(true);
+            setActive(-1);
             dispatch({ type: "draft", text: e.target.value });
           }}
           onKeyDown={(e) => {
-            if (e.key === "Enter") {
+            const picked = completions[active];
+            if (e.key === "ArrowDown" && completions.length > 0) {
+              e.preventDefault();
+              setActive((active + 1) % completions.length);
+            } else if (e.key === "ArrowUp" && completions.length > 0) {
+              e.preventDefault();
+              setActive(active <= 0 ? completions.length - 1 : active - 1);
+            } else if (e.key === "Escape" && active >= 0) {
+              e.preventDefault();
+              setActive(-1);
+            } else if ((e.key === "Tab" && !e.shiftKey && completions.length > 0) || (e.key === "Enter" && picked)) {
+              e.preventDefault();
+              take((picked ?? completions[0])?.text ?? state.draft);
+            } else if (e.key === "Enter") {
               e.preventDefault();
               commit();
             } else if (e.key === "Escape") {
@@ -116,39 +158,59 @@ export function FilterInput({
           {state.error}
         </p>
       ) : null}
-      {shown.length > 0 ? (
-        <ul
-          aria-label="Suggestions"
-          className="absolute z-20 mt-1 w-full overflow-hidden rounded-lg border border-zinc-700 bg-zinc-900 py-1 shadow-xl"
-        >
-          {shown.map((s) => (
-            <li key={s.text} className="group flex items-center">
-              <button
-                type="button"
-                className="flex flex-1 items-center justify-between px-3 py-1.5 text-left font-mono text-xs text-zinc-200 hover:bg-zinc-800"
-                onMouseDown={(e) => e.preventDefault()}
-                onClick={() => {
-                  dispatch({ type: "draft", text: s.text });
-                  commit();
-                }}
-              >
-                <span>{s.text}</span>
-                <span className="text-[10px] text-zinc-500">{s.builtIn ? "suggested" : `used ${s.useCount}×`}</span>
-              </button>
-              {!s.builtIn && onForget ? (
-                <button
-                  type="button"
-                  aria-label={`Forget ${s.text}`}
-                  className="px-2 text-zinc-500 opacity-0 group-hover:opacity-100 hover:text-zinc-200"
-                  onMouseDown={(e) => e.preventDefault()}
-                  onClick={() => onForget(s.text)}
-                >
-                  <CloseIcon />
-                </button>
-              ) : null}
-            </li>
-          ))}
-        </ul>
+      {completions.length > 0 || shown.length > 0 ? (
+        <div className="absolute z-20 mt-1 w-full overflow-hidden rounded-lg border border-zinc-700 bg-zinc-900 py-1 shadow-xl">
+          {completions.length > 0 ? (
+            <ul id="filter-completions" aria-label="Completions" className={shown.length > 0 ? "border-b border-zinc-800 pb-1" : ""}>
+              {completions.map((c, i) => (
+                <li key={c.text}>
+                  <button
+                    type="button"
+                    id={`filter-completion-${i}`}
+                    aria-current={i === active || undefined}
+                    className={`flex w-full items-baseline justify-between gap-3 px-3 py-1.5 text-left font-mono text-xs text-zinc-200 ${i === active ? "bg-zinc-800" : "hover:bg-zinc-800"}`}
+                    onMouseDown={(e) => e.preventDefault()}
+                    onClick={() => take(c.text)}
+                  >
+                    <span className="shrink-0">{c.label}</span>
+                    <span className="truncate font-sans text-[11px] text-zinc-500">{c.detail}</span>
+                  </button>
+                </li>
+              ))}
+            </ul>
+          ) : null}
+          {shown.length > 0 ? (
+            <ul aria-label="Suggestions">
+              {shown.map((s) => (
+                <li key={s.text} className="group flex items-center">
+                  <button
+                    type="button"
+                    className="flex flex-1 items-center justify-between px-3 py-1.5 text-left font-mono text-xs text-zinc-200 hover:bg-zinc-800"
+                    onMouseDown={(e) => e.preventDefault()}
+                    onClick={() => {
+                      dispatch({ type: "draft", text: s.text });
+                      commit();
+                    }}
+                  >
+                    <span>{s.text}</span>
+                    <span className="text-[10px] text-zinc-500">{s.builtIn ? "suggested" : `used ${s.useCount}×`}</span>
+                  </button>
+                  {!s.builtIn && onForget ? (
+                    <button
+                      type="button"
+                      aria-label={`Forget ${s.text}`}
+                      className="px-2 text-zinc-500 opacity-0 group-hover:opacity-100 hover:text-zinc-200"
+                      onMouseDown={(e) => e.preventDefault()}
+                      onClick={() => onForget(s.text)}
+                    >
+                      <CloseIcon />
+                    </button>
+                  ) : null}
+                </li>
+              ))}
+            </ul>
+          ) : null}
+        </div>
       ) : null}
     </div>
   );

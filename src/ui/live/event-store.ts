@@ -73,8 +73,12 @@ export class EventStore {
     return fresh;
   }
 
-  setPredicate(predicate: EventPredicate | null) {
+  /** The filters in force (their text), whose content conditions the detail marks. */
+  filters: readonly string[] = [];
+
+  setPredicate(predicate: EventPredicate | null, filters: readonly string[] = []) {
     this.predicate = predicate;
+    this.filters = filters;
     this.filterVersion++;
     this.shown = predicate ? this.all.filter(predicate) : this.all.slice();
     this.changed();

@@ -1,4 +1,5 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { highlightTerms } from "~/lib/filter/search.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { ZoneToggle } from "~/ui/components/zone-toggle.tsx";
 import { downloadHar } from "../request-detail/har-download.ts";
@@ -65,6 +66,8 @@ export function LiveFrame({
   const selected = useMemo(() => (selectedId ? store.get(selectedId) : undefined), [selectedId, version, store]);
 
   const filterVersion = store.filterVersion;
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the filters change with filterVersion
+  const highlight = useMemo(() => highlightTerms(store.filters), [filterVersion, store]);
   // biome-ignore lint/correctness/useExhaustiveDependencies: refresh the frozen copy when the filters change
   useEffect(() => {
     setPause((current) => (current ? { ...current, frozen: store.shown.slice(), baseAdded: store.shownAdded } : current));
@@ -204,6 +207,7 @@ export function LiveFrame({
               onSaveHar={(e) => downloadHar([e, ...store.children(e.event_id)], `tapscope-${e.event_id}.har`)}
               onSaveAllHar={() => downloadHar(shown, "tapscope-requests.har")}
               link={link}
+              highlight={highlight}
             />
           </div>
         ) : null}

@@ -50,7 +50,7 @@ export function useLiveFrameState({ socketUrl, namespaceId }: { socketUrl: strin
   const applyLocally = useCallback(
     (revision: number, filters: string[]) => {
       // Each event gets the step bound the server gives it, and one the server dropped for cost stays hidden here.
-      store.setPredicate(filters.length > 0 ? boundedPredicate(filters) : null);
+      store.setPredicate(filters.length > 0 ? boundedPredicate(filters) : null, filters);
       config.current = { revision, filters };
       if (pending.current?.revision === revision) pending.current = null;
       postToParent({ type: "markApplied", revision });

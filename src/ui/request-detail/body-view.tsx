@@ -1,8 +1,10 @@
 import { useEffect, useMemo, useState } from "react";
 import { formatBytes } from "~/lib/format.ts";
 import { classifyBody, hexRows, mediaType } from "./body.ts";
+import { Marked } from "./marked.tsx";
 
 const MAX_HEX_ROWS = 4096;
+const noTerms: readonly string[] = [];
 
 /**
  * One captured body. Everything is rendered as React text nodes (or an <img> from a blob URL of a checked
@@ -14,12 +16,15 @@ export function BodyView({
   isTruncated,
   wireSize,
   label,
+  highlight = noTerms,
 }: {
   base64: string;
   contentType: string;
   isTruncated: boolean;
   wireSize: number;
   label: string;
+  /** Texts the filter looked for: marked in a text or JSON body. */
+  highlight?: readonly string[];
 }) {
   const view = useMemo(() => classifyBody(base64, contentType), [base64, contentType]);
   const sampleSize =
@@ -50,7 +55,7 @@ export function BodyView({
             </p>
           ) : null}
           <pre className="max-h-96 overflow-auto rounded-md bg-zinc-950 p-2 font-mono text-xs break-all whitespace-pre-wrap text-zinc-200">
-            {view.text}
+            <Marked text={view.text} terms={highlight} />
           </pre>
         </>
       )}

@@ -1,5 +1,6 @@
-import { type ReactNode, useMemo } from "react";
+import { type ReactNode, useEffect, useMemo, useRef } from "react";
 import { displayUrl, eventUrl, isDecrypted, splitUrlTail } from "~/lib/event-url.ts";
+import type { HighlightTerms } from "~/lib/filter/search.ts";
 import { formatBytes, formatDuration } from "~/lib/format.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { formatFullTime } from "~/lib/time/zone.ts";
@@ -8,6 +9,7 @@ import { LockIcon } from "../components/tls-marker.tsx";
 import { statusClass } from "../live/format.ts";
 import { BodyView } from "./body-view.tsx";
 import { toCurl } from "./curl.ts";
+import { Marked } from "./marked.tsx";
 import { tagLabel, tagValue } from "./tag-labels.ts";
 import { useCopy } from "./use-copy.ts";
 import { Waterfall } from "./waterfall.tsx";
@@ -27,6 +29,8 @@ export type RequestDetailProps = {
   onSaveAllHar?: () => void;
   /** A URL that reopens this request; Copy link is hidden without one. */
   link?: string;
+  /** Texts the filter looked for in headers and bodies: marked where they are. */
+  highlight?: HighlightTerms;
 };
 
 /**
@@ -38,12 +42,29 @@ function isTunnel(event: TracedEvent): boolean {
   return event.http_req_method === "CONNECT";
 }
 
-export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClose, onSaveHar, onSaveAllHar, link }: RequestDetailProps) {
+export function RequestDetail({
+  event,
+  outboundCalls = [],
+  parent,
+  onOpen,
+  onClose,
+  onSaveHar,
+  onSaveAllHar,
+  link,
+  highlight,
+}: RequestDetailProps) {
   const { copiedKey, failedKey, copy } = useCopy();
   const [zone] = useTimeZone();
   // The live frame re-renders as events stream in: decode the body for cURL once per event.
   const curl = useMemo(() => (event.protocol === "http" ? toCurl(event) : null), [event]);
   const label = (key: string, idle: string) => (copiedKey === key ? "Copied!" : failedKey === key ? "Copy failed" : idle);
+  // A request opened from a search shows its first match.
+  const content = useRef<HTMLDivElement>(null);
+  const hasTerms = (highlight?.body.length ?? 0) + (highlight?.headers.length ?? 0) > 0;
+  // biome-ignore lint/correctness/useExhaustiveDependencies: once per request opened
+  useEffect(() => {
+    if (hasTerms) content.current?.querySelector("mark")?.scrollIntoView?.({ block: "center" });
+  }, [event.event_id, hasTerms]);
 
   return (
     <section aria-label="Request detail" className="@container flex h-full flex-col overflow-hidden bg-zinc-900 text-zinc-100">
@@ -100,7 +121,7 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
         ) : null}
       </header>
 
-      <div className="flex-1 space-y-4 overflow-auto p-3">
+      <div ref={content} className="flex-1 space-y-4 overflow-auto p-3">
         <Section title="Timing">
           <Waterfall event={event} />
         </Section>
@@ -142,8 +163,9 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
         {event.protocol === "http" ? (
           <>
             <Section title="Request">
-              <Headers label="Request headers" headers={event.http_req_headers} />
+              <Headers label="Request headers" headers={event.http_req_headers} highlight={highlight?.headers} />
               <BodyView
+                highlight={highlight?.body}
                 label="Request body"
                 base64={event.http_req_body}
                 contentType={event.http_req_content_type}
@@ -152,8 +174,9 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
               />
             </Section>
             <Section title="Response">
-              <Headers label="Response headers" headers={event.http_resp_headers} />
+              <Headers label="Response headers" headers={event.http_resp_headers} highlight={highlight?.headers} />
               <BodyView
+                highlight={highlight?.body}
                 label="Response body"
                 base64={event.http_resp_body}
                 contentType={event.http_resp_content_type}
@@ -195,8 +218,21 @@ function Section({ title, children }: { title: string; children: ReactNode }) {
   );
 }
 
-/** `isProse`: values are words (wrapped between them), not tokens (broken anywhere). */
-function Headers({ label, headers, isProse = false }: { label: string; headers: Array<[string, string]>; isProse?: boolean }) {
+/**
+ * `isProse`: values are words (wrapped between them), not tokens (broken anywhere). `highlight`: texts looked for in
+ * the values of the header named (any header for "").
+ */
+function Headers({
+  label,
+  headers,
+  isProse = false,
+  highlight = [],
+}: {
+  label: string;
+  headers: Array<[string, string]>;
+  isProse?: boolean;
+  highlight?: HighlightTerms["headers"];
+}) {
   if (headers.length === 0) return <p className="text-xs text-zinc-500">No headers</p>;
   return (
     <table aria-label={label} className="w-full table-fixed font-mono text-xs">
@@ -205,7 +241,9 @@ function Headers({ label, headers, isProse = false }: { label: string; headers: 
           // biome-ignore lint/suspicious/noArrayIndexKey: headers repeat; wire order is the identity
           <tr key={i} className="align-top">
             <td className="w-[38%] py-0.5 pr-2 [overflow-wrap:anywhere] text-zinc-400 @lg:w-1/3">{name}</td>
-            <td className={`py-0.5 text-zinc-200 ${isProse ? "[overflow-wrap:anywhere]" : "break-all"}`}>{value}</td>
+            <td className={`py-0.5 text-zinc-200 ${isProse ? "[overflow-wrap:anywhere]" : "break-all"}`}>
+              <Marked text={value} terms={highlight.filter((h) => h.name === "" || h.name === name.toLowerCase()).map((h) => h.text)} />
+            </td>
           </tr>
         ))}
       </tbody>

@@ -57,20 +57,25 @@ describe("a costly live filter never holds the server", () => {
     return slowest;
   }
 
-  async function anonymousLink(paths: string[]) {
+  async function anonymousLink(paths: string[], bodyOf: (i: number) => string = () => "") {
     const join = await t.call("/api/JoinPublisher", {}, { origin: null });
     expect(join.status).toBe(200);
     const pub = await LiveClient.open(local(join.body.websocketUrl));
     await pub.until(() => pub.texts.some((m) => m.includes('"ready"')), "publisher ready");
     let seq = 0;
-    const send = (batch: string[]) => pub.send({ type: "events", seq: ++seq, events: batch.map((p) => makeEvent({ http_req_path: p })) });
+    let n = 0;
+    const event = (p: string) => {
+      const body = bodyOf(n++);
+      return makeEvent({ http_req_path: p, http_resp_content_type: "text/plain", http_resp_body: Buffer.from(body).toString("base64") });
+    };
+    const send = (batch: string[]) => pub.send({ type: "events", seq: ++seq, events: batch.map(event) });
     for (let i = 0; i < paths.length; i += 250) send(paths.slice(i, i + 250));
     await pub.until(() => pub.texts.filter((m) => m.includes('"ack"')).length === seq, "acks");
     const linkUrl = (await t.call("/api/GetLink", { linkId: join.body.linkId })).body.linkUrl;
     const viewer = await LiveClient.open(local(liveSocketUrl(linkUrl)!));
     await viewer.until(() => viewer.of("history").length === 1, "history");
     expect(viewer.of("history")[0]!.events).toHaveLength(paths.length);
-    return { pub, send, viewer };
+    return { pub, send, viewer, linkUrl };
   }
 
   function abPaths(count: number, length: number, seed: number): string[] {
@@ -132,5 +137,64 @@ describe("a costly live filter never holds the server", () => {
     await viewer.until(() => viewer.paths().includes("/after"), "the next event");
     viewer.close();
     pub.close();
+  }, 60_000);
+
+  test("a hostile body regex over 1,000 retained 5 KiB bodies is refused in slices; /api/health stays answered", async () => {
+    const bodies = abPaths(1000, 5 * 1024, 4);
+    const { pub, send, viewer } = await anonymousLink(
+      bodies.map((_, i) => `/b${i}`),
+      (i) => bodies[i] ?? "",
+    );
+    const baseline = await slowestHealthIdle(500);
+    const slowest = await slowestHealthDuring(async () => {
+      await Bun.sleep(30);
+      viewer.send({
+        type: "setConfig",
+        revision: 1,
+        filters: ['response.body matches "[ab]*a[ab]{12}z" || response.body matches "[ab]*b[ab]{12}z"'],
+      });
+      await viewer.until(() => viewer.of("setFilterError").length === 1, "setFilterError", 20_000);
+    });
+    expect(slowest).toBeLessThan(baseline + 1000);
+    expect(viewer.of("setFilterError")[0]).toMatchObject({ revision: 1, message: expect.stringContaining("too costly") });
+    // A body search it can afford is applied to the same history, and to what comes next.
+    viewer.send({ type: "setConfig", revision: 2, filters: ['response.body contains "abab"'] });
+    await viewer.until(() => viewer.of("history").length === 2, "history of revision 2");
+    const wanted = bodies.filter((b) => b.includes("abab")).length;
+    expect(viewer.of("history")[1]!.events).toHaveLength(wanted);
+    expect(wanted).toBeGreaterThan(900);
+    send(["/after"]);
+    await Bun.sleep(200);
+    expect(viewer.paths()).toEqual([]);
+    viewer.close();
+    pub.close();
+  }, 90_000);
+
+  test("a 1 MiB body is searched to its end by contains; matches reads its first 64 KiB; the server stays answered", async () => {
+    const big = `${"x".repeat(1024 * 1024 - 32)}order zebra-7781 end`;
+    const { pub, send, viewer, linkUrl } = await anonymousLink(["/first"], () => "small");
+    const finder = await LiveClient.open(local(liveSocketUrl(linkUrl)!));
+    const matcher = await LiveClient.open(local(liveSocketUrl(linkUrl)!));
+    finder.send({ type: "setConfig", revision: 1, filters: ['response.body contains "zebra-7781"'] });
+    matcher.send({ type: "setConfig", revision: 1, filters: ['response.body matches "zebra-[0-9]+"'] });
+    await finder.until(() => finder.of("config-applied").length === 1, "config applied");
+    await matcher.until(() => matcher.of("config-applied").length === 1, "config applied");
+    const baseline = await slowestHealthIdle(300);
+    const slowest = await slowestHealthDuring(async () => {
+      pub.send({
+        type: "events",
+        seq: 100,
+        events: [
+          makeEvent({ http_req_path: "/big", http_resp_content_type: "text/plain", http_resp_body: Buffer.from(big).toString("base64") }),
+        ],
+      });
+      await finder.until(() => finder.paths().includes("/big"), "the big event", 20_000);
+    });
+    expect(slowest).toBeLessThan(baseline + 1000);
+    send(["/next"]);
+    await viewer.until(() => viewer.paths().includes("/next"), "the next event");
+    expect(finder.paths()).toEqual(["/big"]);
+    expect(matcher.paths()).toEqual([]);
+    for (const c of [finder, matcher, viewer, pub]) c.close();
   }, 60_000);
 });

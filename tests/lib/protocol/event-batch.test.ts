@@ -5,6 +5,7 @@ import { EventSinks, type EventTarget } from "~/engines/ingest/sinks.ts";
 import type { CapturedEvent, TracedEvent } from "~/lib/protocol/event.ts";
 import { encodeEventBatch, SEQ_SET_LATER, setEventBatchSeq } from "~/lib/protocol/event-batch.ts";
 import { type PublishServerMessage, publishLimits, TRUNCATION_MARKER } from "~/lib/protocol/publish.ts";
+import { SearchTexts } from "~/store/search-text.ts";
 import { generateEvents } from "../../store/generate.ts";
 import { tracedEvent } from "../../support/event-factory.ts";
 import { rng } from "../../support/rng.ts";
@@ -37,6 +38,12 @@ function throughBoth(groups: ReadonlyArray<readonly CapturedEvent[]>) {
 }
 
 const bytes = (s: string) => new Uint8Array(Buffer.from(s));
+/** An event as ingest hands it on: with the search fields the server makes (src/store/search-text.ts). */
+function withSearch(e: TracedEvent): TracedEvent {
+  const copy = structuredClone(e);
+  new SearchTexts().fill(copy);
+  return copy;
+}
 const id = (n: number) => `0b0f3c1e-8d2a-4a57-9a3e-${n.toString(16).padStart(12, "0")}`;
 
 describe("binary event batches through Ingest.handle", () => {
@@ -77,7 +84,7 @@ describe("binary event batches through Ingest.handle", () => {
     const { ingest, delivered } = ingestWithSink();
     const reply = ingest.handle(target, encodeEventBatch(41, [captured]));
     expect(reply).toEqual({ type: "ack", seq: 41, accepted: 1, refused: 0, rateLimited: 0, truncated: 0 });
-    expect(delivered).toEqual([{ ...event, http_req_body: "eyJhIjoxfQ==", http_resp_body: "AP8B/g==" }]);
+    expect(delivered).toEqual([withSearch({ ...event, http_req_body: "eyJhIjoxfQ==", http_resp_body: "AP8B/g==" })]);
   });
 
   test("bodies as base64 strings and as bytes give the same event", () => {
@@ -86,7 +93,7 @@ describe("binary event batches through Ingest.handle", () => {
     const b = ingestWithSink();
     a.ingest.handle(target, encodeEventBatch(1, [event]));
     b.ingest.handle(target, encodeEventBatch(1, [{ ...event, http_req_body: bytes("hello"), http_resp_body: new Uint8Array(0) }]));
-    expect(a.delivered).toEqual([event]);
+    expect(a.delivered).toEqual([withSearch(event)]);
     expect(b.delivered).toEqual(a.delivered);
   });
 
@@ -223,7 +230,7 @@ describe("binary event batches through Ingest.handle", () => {
     });
     const { ingest, delivered } = ingestWithSink();
     expect(ingest.handle(target, frame)).toMatchObject({ type: "ack", seq: 2, accepted: 1 });
-    expect(delivered).toEqual([{ ...event, service: "", http_req_method: "" }]);
+    expect(delivered).toEqual([withSearch({ ...event, service: "", http_req_method: "" })]);
   });
 
   test("broken frames get a malformed error with the reason, or too_many_events", () => {

@@ -3,7 +3,8 @@ import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { compileFilter } from "~/lib/filter/evaluate.ts";
+import { compileFilter, evaluatedFields } from "~/lib/filter/evaluate.ts";
+import { filterFieldList, filterFields } from "~/lib/filter/fields.ts";
 import { parseFilter } from "~/lib/filter/parse.ts";
 import { eventFields, eventFieldTable, neutralEvent, type TracedEvent } from "~/lib/protocol/event.ts";
 import { encodeEventBatch, eventBatchEncoder } from "~/lib/protocol/event-batch.ts";
@@ -191,7 +192,7 @@ describe("the table's rules", () => {
 
   test("a stored table lacking columns gets them wherever they are in the table; columns it has that the table lacks are left alone", () => {
     const names = eventLayout.columns.map((c) => c.name);
-    expect(missingColumns(names.slice(0, -1)).map((c) => c.name)).toEqual(["timing_tls"]);
+    expect(missingColumns(names.slice(0, -1)).map((c) => c.name)).toEqual(names.slice(-1));
     expect(missingColumns(names.filter((n) => n !== "hostname" && n !== "tags")).map((c) => [c.name, c.fill])).toEqual([
       ["hostname", ""],
       ["tags", "{}"],
@@ -211,22 +212,40 @@ describe("what the table drives beyond the wire and the store", () => {
   });
 
   test("the live view's filters read the columns the table names for the readable names the store compiles", () => {
-    // One example per readable name: a table row given a filter name needs the live evaluator to follow.
-    const examples: Record<string, [string, number | string]> = {
-      "request.method": ['request.method == "PATCH"', "PATCH"],
-      "response.status": ["response.status == 417", 417],
-      "request.url": ['request.url == "/x/y"', "/x/y"],
-      duration: ["duration >= 417ms", 417_000],
-      "tls.server_name": ['tls.server_name == "a.example"', "a.example"],
+    // One clause per readable name, made from its kind: a table row given a filter name needs the live evaluator to follow.
+    const example = (name: string): [string, unknown] => {
+      const spec = filterFields.get(name);
+      if (!spec) throw new Error(`${name} is on the field table but not in lib/filter/fields.ts`);
+      switch (spec.kind) {
+        case "method":
+          return [`${name} == "PATCH"`, "PATCH"];
+        case "status":
+        case "number":
+        case "size":
+          return [`${name} == 417`, 417];
+        case "duration":
+          return [`${name} == 417ms`, 417_000];
+        case "flag":
+          return [`${name} == true`, true];
+        case "enum":
+          return name === "direction" ? [`${name} == "outbound"`, true] : [`${name} == "${spec.values?.at(-1)}"`, spec.values?.at(-1)];
+        case "headers":
+          return [`${name}["x-a"] == "b"`, "\nx-a: b\n"];
+        default:
+          return [`${name} == "a.example"`, "a.example"];
+      }
     };
-    expect(Object.keys(examples).sort()).toEqual([...eventFields.filterColumns.keys()].sort());
     for (const [name, column] of eventFields.filterColumns) {
-      const [text, value] = examples[name]!;
+      const [text, value] = example(name);
       const parsed = parseFilter(text);
       if (!parsed.ok) throw new Error(parsed.error.message);
       const matches = compileFilter(parsed.expr);
-      expect([matches({ ...neutralEvent(), [column]: value }), matches(neutralEvent())]).toEqual([true, false]);
+      expect([name, matches({ ...neutralEvent(), [column]: value }), matches(neutralEvent())]).toEqual([name, true, false]);
     }
+    // Every name the language knows is a column of the table or reads the tags.
+    const tagged = filterFieldList.filter((f) => !eventFields.filterColumns.has(f.name)).map((f) => f.name);
+    expect(tagged.sort()).toEqual(["tags", "tls", "tls.reason"]);
+    expect([...evaluatedFields, "tags"].sort()).toEqual(filterFieldList.map((f) => f.name).sort());
   });
 
   test("events from the JSON and binary paths and from the store have the table's keys in its order", () => {

@@ -1,6 +1,7 @@
 import { useEffect, useMemo, useState } from "react";
 import { useSearchParams } from "react-router";
 import { joinFilterChips } from "~/lib/filter/parse.ts";
+import { highlightTerms } from "~/lib/filter/search.ts";
 import { formatInZone } from "~/lib/time/typed-time.ts";
 import { ZoneToggle } from "~/ui/components/zone-toggle.tsx";
 import { decodeState, type ExplorerState, toQueryFilter } from "~/ui/explorer/explorer-state.ts";
@@ -56,6 +57,7 @@ function MinifiedResults({ namespaceId, state, filterParam }: { namespaceId: str
   const [tz] = useTimeZone();
   const name = useNamespaceName(namespaceId);
   const filter = useMemo(() => toQueryFilter(state, true), [state]);
+  const highlight = useMemo(() => highlightTerms(state.text), [state]);
   const range = state.focus ?? state.global;
   const filters = [
     ...state.text,
@@ -82,7 +84,9 @@ function MinifiedResults({ namespaceId, state, filterParam }: { namespaceId: str
           </a>
         ) : null}
       </header>
-      {client ? <ResultsPanel client={client} filter={filter} filterText={joinFilterChips(state.text)} tz={tz} /> : null}
+      {client ? (
+        <ResultsPanel client={client} filter={filter} filterText={joinFilterChips(state.text)} tz={tz} highlight={highlight} />
+      ) : null}
     </>
   );
 }

@@ -1,0 +1,214 @@
+import { isUtf8 } from "node:buffer";
+import { brotliDecompressSync, constants, gunzipSync, inflateRawSync, inflateSync, zstdDecompressSync } from "node:zlib";
+import { binaryForm, headerForm, jsonText, textForm } from "~/lib/filter/content.ts";
+import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { TokenBucket } from "~/lib/rate-limit.ts";
+
+/**
+ * The search fields of an event (`search_*`, ADR 0032), made once when the server accepts it: whatever a publisher sent
+ * in them is replaced. Bodies become the text a person reads: a content encoding the agent left in place (a body cut at
+ * capture, zstd, the agent's decoding time spent) is undone here within a hard bound, the charset is decoded, JSON's
+ * `\u` escapes are read; a body that is not text becomes its bytes (content.ts, binaryForm). Headers become
+ * `name: value` lines. The work per event is bounded by the kept body (at most 1 MiB) and, for decoding, by the
+ * output bound and a shared time allowance.
+ */
+
+/** The most a body decodes to for search: what the publish limit keeps of a body. */
+export const maxDecodedBodyBytes = 1024 * 1024;
+
+/** The most a body may expand to per byte received when decoded here (as the agent's bound). */
+const maxDecodedRatio = 64;
+
+/** Time the server may spend decoding bodies, all events together: a tenth of a core, 200 ms at once. */
+export const searchDecodeBudget = { ratePerSecond: 100, burst: 200 } as const;
+
+/** What a body that stayed encoded is told by (the event's tags `req_body_search` / `resp_body_search`). */
+type NotDecoded = { reason: string };
+
+/**
+ * Makes the search fields. One per server (ingest) and per worker (its inserts): the decoding allowance is shared by
+ * every event it makes fields for.
+ */
+export class SearchTexts {
+  private readonly budget: TokenBucket;
+
+  constructor(
+    private readonly now: () => number = () => performance.now(),
+    budget: { ratePerSecond: number; burst: number } = searchDecodeBudget,
+  ) {
+    this.budget = new TokenBucket(budget, now());
+  }
+
+  /** Sets the event's search fields from its headers and bodies (in place). Never throws, whatever the fields hold. */
+  fill(e: TracedEvent): void {
+    e.search_req_headers = safeHeaderForm(e.http_req_headers);
+    e.search_resp_headers = safeHeaderForm(e.http_resp_headers);
+    e.search_req_body = this.bodyForm(e, "req");
+    e.search_resp_body = this.bodyForm(e, "resp");
+  }
+
+  private bodyForm(e: TracedEvent, side: "req" | "resp"): string {
+    const base64 = side === "req" ? e.http_req_body : e.http_resp_body;
+    if (typeof base64 !== "string" || base64 === "") return "";
+    let bytes: Uint8Array = Buffer.from(base64, "base64");
+    if (bytes.length === 0) return "";
+    const tags = typeof e.tags === "object" && e.tags !== null ? e.tags : null;
+    const encoding = side === "req" ? e.http_req_content_encoding : e.http_resp_content_encoding;
+    const codings = codingsOf(encoding);
+    const isCut = (side === "req" ? e.http_req_body_truncated : e.http_resp_body_truncated) === true;
+    if (codings.length > 0 && !tags?.[`${side}_body_decoded`]) {
+      const decoded = this.decode(bytes, codings);
+      if (!(decoded instanceof Uint8Array)) {
+        if (tags) tags[`${side}_body_search`] = `searched by its bytes: ${decoded.reason}`;
+        // Still encoded: whatever its type says, these bytes are not its text.
+        return binaryForm(bytes);
+      }
+      bytes = decoded;
+    }
+    return bodyForm(bytes, side === "req" ? e.http_req_content_type : e.http_resp_content_type, isCut || codings.length > 0);
+  }
+
+  private decode(bytes: Uint8Array, codings: readonly string[]): Uint8Array | NotDecoded {
+    const started = this.now();
+    if (this.budget.available(started) <= 0) return { reason: "the server's time for decoding bodies was spent" };
+    try {
+      return decodeForSearch(bytes, codings);
+    } finally {
+      this.budget.spend(this.now() - started);
+    }
+  }
+}
+
+function safeHeaderForm(headers: unknown): string {
+  return Array.isArray(headers) ? headerForm(headers as Array<[string, string]>) : "";
+}
+
+function codingsOf(contentEncoding: unknown): string[] {
+  if (typeof contentEncoding !== "string" || contentEncoding === "") return [];
+  return contentEncoding
+    .toLowerCase()
+    .split(",")
+    .map((c) => c.trim())
+    .filter((c) => c !== "" && c !== "identity");
+}
+
+const isTooLarge = (error: unknown) => (error as { code?: string }).code === "ERR_BUFFER_TOO_LARGE" || error instanceof RangeError;
+
+/**
+ * Undoes the codings (applied left to right, undone right to left) within maxDecodedBodyBytes and maxDecodedRatio. A
+ * stream cut at capture is decoded as far as it goes (gzip and deflate; br and zstd give nothing until their end). A
+ * bomb stops the decompressor at the bound: it costs what decoding the bound costs, not what it would expand to.
+ */
+export function decodeForSearch(bytes: Uint8Array, codings: readonly string[]): Uint8Array | NotDecoded {
+  const limit = Math.max(1, Math.min(maxDecodedBodyBytes, bytes.length * maxDecodedRatio));
+  let data = bytes;
+  try {
+    for (let i = codings.length - 1; i >= 0; i--) {
+      const coding = codings[i];
+      const zlibOptions = { maxOutputLength: limit, finishFlush: constants.Z_SYNC_FLUSH };
+      if (coding === "gzip" || coding === "x-gzip") data = gunzipSync(data, zlibOptions);
+      else if (coding === "deflate") data = inflateDeflate(data, zlibOptions);
+      else if (coding === "br") data = brotliDecompressSync(data, { maxOutputLength: limit });
+      else if (coding === "zstd") data = zstdDecompressSync(data, { maxOutputLength: limit });
+      else return { reason: `${coding} is not decoded` };
+      if (data.length === 0) return { reason: `its ${coding} stream ends before any of it could be decoded` };
+    }
+  } catch (error) {
+    if (!isTooLarge(error)) return { reason: `its ${codings.join(", ")} could not be decoded` };
+    return {
+      reason: limit < maxDecodedBodyBytes ? `it expands over ${maxDecodedRatio} times its size` : `it decodes to over ${limit} bytes`,
+    };
+  }
+  return data;
+}
+
+function inflateDeflate(data: Uint8Array, options: { maxOutputLength: number; finishFlush: number }): Uint8Array {
+  // "deflate" is meant to be zlib-wrapped; some servers send raw deflate.
+  try {
+    return inflateSync(data, options);
+  } catch (error) {
+    if (isTooLarge(error)) throw error;
+    return inflateRawSync(data, options);
+  }
+}
+
+function mediaTypeOf(contentType: string): string {
+  return (contentType.split(";")[0] ?? "").trim().toLowerCase();
+}
+
+function charsetOf(contentType: string): string | null {
+  const m = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType);
+  return m?.[1] ? m[1].toLowerCase() : null;
+}
+
+const isJsonType = (type: string) =>
+  type === "application/json" || type.endsWith("+json") || type === "application/x-ndjson" || type === "text/json";
+
+/** Types whose bodies are text whatever bytes they hold (decoded with their charset, UTF-8 or Windows-1252 without one). */
+function isTextType(type: string): boolean {
+  return (
+    type.startsWith("text/") ||
+    isJsonType(type) ||
+    type.endsWith("+xml") ||
+    type === "application/xml" ||
+    type === "application/javascript" ||
+    type === "application/ecmascript" ||
+    type === "application/x-www-form-urlencoded" ||
+    type === "application/graphql" ||
+    type === "application/yaml" ||
+    type === "application/x-yaml" ||
+    type === "application/sql"
+  );
+}
+
+/** Characters a text has only if it is not text: C0 controls other than tab, line breaks and form feed; DEL. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: telling binary from text is the point
+const controlCharacters = /[\x00-\x08\x0b\x0e-\x1f\x7f]/;
+
+/**
+ * How many of the bytes are UTF-8: all of them, or when `isCut` all but a character cut at the end (a body cut at
+ * capture); -1 when they are not UTF-8.
+ */
+function utf8Length(bytes: Uint8Array, isCut: boolean): number {
+  if (isUtf8(bytes)) return bytes.length;
+  if (!isCut) return -1;
+  for (let back = 1; back <= 3 && back < bytes.length; back++) {
+    const b = bytes[bytes.length - back] as number;
+    if ((b & 0xc0) === 0xc0) return isUtf8(bytes.subarray(0, bytes.length - back)) ? bytes.length - back : -1;
+    if ((b & 0xc0) !== 0x80) return -1;
+  }
+  return -1;
+}
+
+function decodeCharset(bytes: Uint8Array, charset: string): string | null {
+  try {
+    return new TextDecoder(charset).decode(bytes);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A body's search form from its (decoded) bytes and its Content-Type. `isCut`: the bytes may end in the middle of a
+ * character (cut at capture, or a stream decoded as far as it was kept).
+ */
+export function bodyForm(bytes: Uint8Array, contentType: unknown, isCut = false): string {
+  if (bytes.length === 0) return "";
+  const type = typeof contentType === "string" ? contentType : "";
+  const media = mediaTypeOf(type);
+  const charset = charsetOf(type);
+  let text: string | null = charset && charset !== "utf-8" && charset !== "utf8" ? decodeCharset(bytes, charset) : null;
+  if (text === null) {
+    const length = utf8Length(bytes, isCut);
+    if (length >= 0) {
+      text = Buffer.from(bytes.buffer, bytes.byteOffset, length).toString("utf8");
+      if (!isTextType(media) && controlCharacters.test(text)) return binaryForm(bytes);
+    } else if (isTextType(media)) {
+      text = decodeCharset(bytes, "windows-1252") ?? "";
+    } else {
+      return binaryForm(bytes);
+    }
+  }
+  if (isJsonType(media) || /^\s*[[{]/.test(text.slice(0, 64))) text = jsonText(text);
+  return textForm(text);
+}
