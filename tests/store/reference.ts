@@ -93,6 +93,20 @@ export function exprHolds(e: TracedEvent, x: FilterExpr): boolean {
       if (x.op === "matches") return new RegExp(v).test(p);
       return compare(p, x.op, v);
     }
+    case "db.system":
+      return compare(e.db_system, x.op, String(x.value).toLowerCase());
+    case "db.operation":
+      return compare(e.db_operation, x.op, String(x.value).toUpperCase());
+    case "db.statement":
+    case "db.error":
+    case "db.error_message": {
+      const p = x.field === "db.statement" ? e.db_statement : x.field === "db.error" ? e.db_error_code : e.db_error_message;
+      const v = String(x.value);
+      if (x.op === "startsWith") return p.startsWith(v);
+      if (x.op === "contains") return p.includes(v);
+      if (x.op === "matches") return new RegExp(v).test(p);
+      return compare(p, x.op, v);
+    }
   }
 }
 

@@ -5,8 +5,21 @@
  *   request.url contains "/api/" || (request.url matches "^/users/[0-9]+$" && duration > 250ms)
  *   tls == "not decrypted" && tls.reason == "mutual TLS"
  *   tls == "decrypted" && tls.server_name endsWith ".stripe.com"
+ *   db.system == "postgresql" && db.statement contains "FROM orders" && duration > 50ms
+ *   db.error != "" || db.operation == "DEL"
  */
-export type FilterField = "request.method" | "response.status" | "request.url" | "duration" | "tls" | "tls.reason" | "tls.server_name";
+export type FilterField =
+  | "request.method"
+  | "response.status"
+  | "request.url"
+  | "duration"
+  | "tls"
+  | "tls.reason"
+  | "tls.server_name"
+  | DbFilterField;
+
+/** A database call's fields (kind "db"); an HTTP or tcp event has "" in each. */
+export type DbFilterField = "db.system" | "db.statement" | "db.operation" | "db.error" | "db.error_message";
 
 export type CompareOp = "==" | "!=" | "<" | ">" | "<=" | ">=";
 export type StringOp = "startsWith" | "endsWith" | "contains" | "matches";
@@ -15,6 +28,9 @@ export type FilterExpr =
   | { kind: "compare"; field: FilterField; op: CompareOp | StringOp; value: string | number; pos: number }
   | { kind: "and"; left: FilterExpr; right: FilterExpr }
   | { kind: "or"; left: FilterExpr; right: FilterExpr };
+
+/** The values of `db.system`: the database protocols the agent reads. */
+export const dbSystems = ["postgresql", "mysql", "redis"] as const;
 
 /** The values of the `tls` field: the event's tags.tls (a plaintext event has neither). */
 export const tlsStates = ["decrypted", "not decrypted"] as const;

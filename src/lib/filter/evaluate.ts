@@ -22,8 +22,8 @@ export function filterMeter(): FilterMeter {
 }
 
 /**
- * `matches` looks at most at this many characters of the URL: the matcher is linear, this caps the constant.
- * Captured paths are far shorter in practice; on a longer one a match must lie within the prefix.
+ * `matches` looks at most at this many characters of the URL (or statement): the matcher is linear, this caps the
+ * constant. Captured paths are far shorter in practice; on a longer one a match must lie within the prefix.
  */
 export const maxMatchedUrlLength = 4096;
 
@@ -42,6 +42,11 @@ const read = {
   tls: (e: TracedEvent) => tag(e, "tls"),
   "tls.reason": (e: TracedEvent) => tag(e, "tls_reason"),
   "tls.server_name": (e: TracedEvent) => e.tls_server_name,
+  "db.system": (e: TracedEvent) => e.db_system,
+  "db.statement": (e: TracedEvent) => e.db_statement,
+  "db.operation": (e: TracedEvent) => e.db_operation,
+  "db.error": (e: TracedEvent) => e.db_error_code,
+  "db.error_message": (e: TracedEvent) => e.db_error_message,
 } as const;
 
 /** The text fields the string operators apply to. */
@@ -49,7 +54,11 @@ const textOf = {
   "request.url": read["request.url"],
   "tls.reason": read["tls.reason"],
   "tls.server_name": read["tls.server_name"],
+  "db.statement": read["db.statement"],
+  "db.error": read["db.error"],
+  "db.error_message": read["db.error_message"],
 } as const;
+const isTextField = (field: string): field is keyof typeof textOf => Object.hasOwn(textOf, field);
 
 function compare(op: string, a: number | string, b: number | string): boolean {
   switch (op) {
@@ -96,18 +105,23 @@ export function compileFilter(expr: FilterExpr | null, meter?: FilterMeter, inde
     const want = String(value).toUpperCase();
     return op === "==" ? (e) => e.http_req_method.toUpperCase() === want : (e) => e.http_req_method.toUpperCase() !== want;
   }
-  if (field === "request.url" && op === "matches" && typeof value === "string") {
+  if (field === "db.operation") {
+    const want = String(value).toUpperCase();
+    return op === "==" ? (e) => e.db_operation === want : (e) => e.db_operation !== want;
+  }
+  if ((field === "request.url" || field === "db.statement") && op === "matches" && typeof value === "string") {
     const re = compileRegex(value);
-    if (!meter) return (e) => re.test(e.http_req_path, maxMatchedUrlLength);
+    const text = textOf[field];
+    if (!meter) return (e) => re.test(text(e), maxMatchedUrlLength);
     return (e) => {
       if (meter.left < 0) return false;
-      const isMatch = re.test(e.http_req_path, maxMatchedUrlLength, meter);
+      const isMatch = re.test(text(e), maxMatchedUrlLength, meter);
       if (meter.left < 0) meter.ranOutAt ??= { index, position: pos };
       return isMatch;
     };
   }
   const test = typeof value === "string" ? stringTest(op, value) : null;
-  if (test && (field === "request.url" || field === "tls.reason" || field === "tls.server_name")) {
+  if (test && isTextField(field)) {
     const text = textOf[field];
     if (!meter) return (e) => test(text(e));
     const cost = String(value).length;

@@ -1,4 +1,12 @@
-import { type CompareOp, type FilterExpr, type FilterField, type FilterParseError, type StringOp, tlsStates } from "~/lib/filter/ast.ts";
+import {
+  type CompareOp,
+  dbSystems,
+  type FilterExpr,
+  type FilterField,
+  type FilterParseError,
+  type StringOp,
+  tlsStates,
+} from "~/lib/filter/ast.ts";
 import { compileRegex, RegexSyntaxError } from "~/lib/filter/regex.ts";
 import type { Result } from "~/lib/result.ts";
 
@@ -38,9 +46,15 @@ const fields: readonly FilterField[] = [
   "tls",
   "tls.reason",
   "tls.server_name",
+  "db.system",
+  "db.statement",
+  "db.operation",
+  "db.error",
+  "db.error_message",
 ];
 const stringOps: readonly StringOp[] = ["startsWith", "endsWith", "contains", "matches"];
-const fieldList = "request.method, response.status, request.url, duration, tls, tls.reason or tls.server_name";
+const fieldList =
+  "request.method, response.status, request.url, duration, tls, tls.reason, tls.server_name, db.system, db.statement, db.operation, db.error or db.error_message";
 
 /** Microseconds per unit; a bare duration is in milliseconds. */
 const durationUnits: Record<string, number> = { us: 1, µs: 1, ms: 1000, s: 1_000_000 };
@@ -220,6 +234,11 @@ class Parser {
       tls: ["==", "!="],
       "tls.reason": ["==", "!=", "contains"],
       "tls.server_name": ["==", "!=", "startsWith", "endsWith", "contains"],
+      "db.system": ["==", "!="],
+      "db.statement": ["contains", "matches", "startsWith", "==", "!="],
+      "db.operation": ["==", "!="],
+      "db.error": ["==", "!=", "startsWith", "contains"],
+      "db.error_message": ["contains", "==", "!="],
     };
     const ops = allowed[field];
     const candidate =
@@ -246,8 +265,12 @@ class Parser {
         }
         return tok.value;
       }
-      case "request.url": {
-        if (tok.k !== "string") throw new FilterSyntaxError(`expected a quoted string, e.g. "/api/", found ${describe(tok)}`, tok.pos);
+      case "request.url":
+      case "db.statement": {
+        if (tok.k !== "string") {
+          const example = field === "db.statement" ? '"FROM orders"' : '"/api/"';
+          throw new FilterSyntaxError(`expected a quoted string, e.g. ${example}, found ${describe(tok)}`, tok.pos);
+        }
         if (op === "matches") {
           try {
             this.regexStates += compileRegex(tok.value).size;
@@ -269,12 +292,38 @@ class Parser {
         return state;
       }
       case "tls.reason":
-      case "tls.server_name": {
+      case "tls.server_name":
+      case "db.error":
+      case "db.error_message": {
         if (tok.k !== "string") {
-          const example = field === "tls.reason" ? '"mutual TLS"' : '"api.example.com"';
-          throw new FilterSyntaxError(`expected a quoted string, e.g. ${example}, found ${describe(tok)}`, tok.pos);
+          const examples: Record<string, string> = {
+            "tls.reason": '"mutual TLS"',
+            "tls.server_name": '"api.example.com"',
+            "db.error": '"23505" (a SQLSTATE, a MySQL error number, a Redis error prefix; "" for none)',
+            "db.error_message": '"duplicate key"',
+          };
+          throw new FilterSyntaxError(`expected a quoted string, e.g. ${examples[field]}, found ${describe(tok)}`, tok.pos);
         }
         return tok.value;
+      }
+      case "db.system": {
+        const systems = dbSystems.map((name) => `"${name}"`).join(", ");
+        if (tok.k !== "string") throw new FilterSyntaxError(`expected ${systems} or "", found ${describe(tok)}`, tok.pos);
+        const system = tok.value.toLowerCase();
+        if (system !== "" && !(dbSystems as readonly string[]).includes(system)) {
+          throw new FilterSyntaxError(
+            `db.system is ${systems} (or "" for events that are not database calls), not "${tok.value.slice(0, 32)}"`,
+            tok.pos,
+          );
+        }
+        return system;
+      }
+      case "db.operation": {
+        if (tok.k !== "string")
+          throw new FilterSyntaxError(`expected a quoted operation, e.g. "SELECT" or "GET", found ${describe(tok)}`, tok.pos);
+        if (!/^[A-Za-z_ ]{0,64}$/.test(tok.value))
+          throw new FilterSyntaxError(`"${tok.value.slice(0, 32)}" is not an operation (a word such as SELECT or HGETALL)`, tok.pos);
+        return tok.value.toUpperCase();
       }
       case "duration": {
         if (tok.k !== "number" || tok.value < 0) {

@@ -173,6 +173,28 @@ function compileLeaf(d: Dialect, e: Extract<FilterExpr, { kind: "compare" }>, re
           : "tls.server_name supports ==, !=, startsWith, endsWith, contains",
       );
     }
+    case "db.system":
+    case "db.operation": {
+      if (e.op !== "==" && e.op !== "!=") bad(`${e.field} supports == and !=`);
+      const value = checkString(e.value, 64);
+      return `${column()} ${compareSql[e.op]} ${d.literal(e.field === "db.operation" ? value.toUpperCase() : value.toLowerCase())}`;
+    }
+    case "db.statement":
+    case "db.error":
+    case "db.error_message": {
+      const text = column();
+      if (e.op === "==" || e.op === "!=") return `${text} ${compareSql[e.op]} ${d.literal(checkString(e.value))}`;
+      if (e.op === "contains") return d.contains(text, d.literal(checkString(e.value)));
+      if (e.op === "startsWith" && e.field !== "db.error_message") return d.startsWith(text, d.literal(checkString(e.value)));
+      if (e.op === "matches" && e.field === "db.statement") return d.matches(text, d.literal(checkPattern(e.value, regexBudget)));
+      return bad(
+        e.field === "db.statement"
+          ? "db.statement supports contains, matches, startsWith, == and !="
+          : e.field === "db.error"
+            ? "db.error supports ==, !=, startsWith and contains"
+            : "db.error_message supports contains, == and !=",
+      );
+    }
     default:
       return bad("unknown filter field");
   }
