@@ -447,10 +447,8 @@ export class MysqlSession implements DbSession {
       case "first": {
         if (first === 0x00) {
           if (call) call.rows = (call.rows < 0 ? 0 : call.rows) + okRows(p);
-          if (okStatus(p) & SERVER_MORE_RESULTS_EXISTS) {
-            command.results++;
-            return;
-          }
+          command.results++;
+          if (okStatus(p) & SERVER_MORE_RESULTS_EXISTS) return;
           this.done(command, at);
           return;
         }

@@ -277,13 +277,13 @@ export class RedisSession implements DbSession {
       this.unrecorded++;
       return;
     }
+    this.learn(command, args);
+    hideSecrets(command, args);
     const call = newCall("redis", this.hooks, startAt, this.database, this.user);
     call.bytesSent = this.cBytes;
     call.sentAt = startAt;
-    hideSecrets(command, args);
     call.args = args;
     if (this.cArgCount > args.length) tagCall(call, "arguments", `${this.cArgCount} (first ${args.length} kept)`);
-    this.learn(command, args);
     if (this.pending.length - this.pendingHead > MAX_PENDING)
       throw new ProtocolError(`more than ${MAX_PENDING} commands waiting for replies`);
     const isUnanswered = this.replies !== "on" || (this.isResp3 && (PUBSUB.has(command) || command.endsWith("UNSUBSCRIBE")));
@@ -558,7 +558,8 @@ export function hideSecrets(command: string, args: string[]): void {
   };
   switch (command) {
     case "AUTH":
-      for (let i = 1; i < args.length; i++) hide(i);
+      // AUTH password, or AUTH user password: the user name is no secret.
+      if (args.length > 1) hide(args.length - 1);
       return;
     case "HELLO":
     case "MIGRATE":
