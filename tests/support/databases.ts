@@ -71,8 +71,14 @@ function pgBin(): string {
   return `${root}/${versions.sort((a, b) => Number(b) - Number(a))[0] ?? "15"}/bin`;
 }
 
-/** PostgreSQL with SCRAM password logins over TCP; `tls`: a server certificate and key, and ssl on. */
-export async function startPostgres(options: { tls?: { cert: string; key: string } } = {}): Promise<DatabaseServer> {
+/**
+ * PostgreSQL with password logins over TCP: SCRAM (which over TLS offers channel binding), or MD5 (`auth: "md5"`, the
+ * password stored as MD5 too); `tls`: a server certificate and key, and ssl on.
+ */
+export async function startPostgres(
+  options: { tls?: { cert: string; key: string }; auth?: "scram" | "md5" } = {},
+): Promise<DatabaseServer> {
+  const auth = options.auth === "md5" ? "md5" : "scram-sha-256";
   const bin = pgBin();
   if (!existsSync(`${bin}/initdb`)) throw new Error("these tests need PostgreSQL (apt-get install postgresql)");
   const dir = mkdtempSync(join(tmpdir(), "tapscope-dbcalls-pg-"));
@@ -95,7 +101,7 @@ export async function startPostgres(options: { tls?: { cert: string; key: string
       "-U",
       "postgres",
       "--auth-local=trust",
-      "--auth-host=scram-sha-256",
+      `--auth-host=${auth}`,
       `--pwfile=${pwfile}`,
       "--no-sync",
       "-E",
@@ -104,7 +110,14 @@ export async function startPostgres(options: { tls?: { cert: string; key: string
     owner,
   );
   const port = await freePort();
-  const settings = [`port=${port}`, "listen_addresses='127.0.0.1'", `unix_socket_directories='${dir}'`, "fsync=off", "max_connections=100"];
+  const settings = [
+    `port=${port}`,
+    "listen_addresses='127.0.0.1'",
+    `unix_socket_directories='${dir}'`,
+    "fsync=off",
+    "max_connections=100",
+    `password_encryption='${auth}'`,
+  ];
   if (options.tls) {
     for (const [name, pem] of [
       ["server.crt", options.tls.cert],

@@ -30,6 +30,8 @@ export type ConnectionInfo = {
    * and the CONNECT's event, its exchanges' parent.
    */
   tunnel?: { proxyAddr: string; parentEventId: string };
+  /** The program asked for TLS in the database protocol's own words first (PostgreSQL's SSLRequest). */
+  startTls?: "postgresql";
 };
 
 export type TlsInfo = {

@@ -282,6 +282,7 @@ export class TracedConnection implements ConnectionTap {
     this.tags.tls_reason =
       conn.tlsReason ?? (conn.direction === "inbound" ? "inbound TLS (the program terminates it)" : "interception off");
     if (conn.tlsDetail) this.tags.tls_detail = conn.tlsDetail.slice(0, 500);
+    if (conn.startTls) this.tags.db = conn.startTls;
   }
 
   private helloData(fromClient: boolean, chunk: Uint8Array): void {
