@@ -111,6 +111,7 @@ export function createTracer(options: TracerOptions): Tracer {
     for (let item = queue.shift(); item !== undefined; item = queue.shift()) build(item);
   }
 
+  let releaseInbound: ((pid: number) => void) | null = null;
   const deps: TracedConnectionDeps = {
     payloadLimit: ctx.payloadLimit,
     recordEmptyConnections: options.recordEmptyConnections === true,
@@ -118,6 +119,7 @@ export function createTracer(options: TracerOptions): Tracer {
     parents: options.parents ?? new ParentTracker<Exchange>(),
     newEventId: randomUUID,
     processInfo: (pid) => processes.get(pid),
+    releaseInbound: (pid) => releaseInbound?.(pid),
     enqueue(item) {
       if (!queue.push(item)) return;
       if (!isScheduled) {
@@ -132,6 +134,9 @@ export function createTracer(options: TracerOptions): Tracer {
       stats.connections++;
       stats.openConnections++;
       return new TracedConnection(info, processes.get(info.pid), deps);
+    },
+    setInboundRelease(release) {
+      releaseInbound = release;
     },
     stats: () => ({ ...stats, droppedEvents: buildFailures + queue.dropped }),
     flush: drain,

@@ -69,6 +69,11 @@ export type ConnectionTap = {
 export type ConnectionObserver = {
   /** Return null to pass the connection through without observing it. */
   onOpen(info: ConnectionInfo): ConnectionTap | null;
+  /**
+   * Given by the supervisor: shows the observer now the inbound connections of process `pid` still held back until their
+   * accept is seen, so a call the process makes on a connection it already had can name the request it serves.
+   */
+  setInboundRelease?(release: (pid: number) => void): void;
 };
 
 export function nowMicros(): number {

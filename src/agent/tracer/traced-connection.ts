@@ -30,6 +30,8 @@ export type TracedConnectionDeps = {
   /** The tracer's counters: this connection adds its bytes, parser failures and tap errors. */
   stats: TracerStats;
   parents: Pick<ParentTracker<Exchange>, "current" | "parent" | "start" | "finish">;
+  /** Shows the tracer the inbound connections of `pid` still held back (see ConnectionObserver.setInboundRelease). */
+  releaseInbound?(pid: number): void;
   /** Takes finished work off the data path; must not throw. */
   enqueue(work: FinishedWork): void;
   newEventId(): string;
@@ -381,7 +383,11 @@ export class TracedConnection implements ConnectionTap {
       parent: conn.tunnel
         ? () => ({ id: this.parentEventId, candidates: 1 })
         : conn.direction === "outbound"
-          ? () => parents.parent(conn.pid)
+          ? () => {
+              // A pooled connection: the request that led to this call may still be held back, unseen.
+              this.deps.releaseInbound?.(conn.pid);
+              return parents.parent(conn.pid);
+            }
           : () => ({ id: "", candidates: 0 }),
       onCall: (call) => this.deps.enqueue({ kind: "db", call, conn, proc: this.proc }),
     };

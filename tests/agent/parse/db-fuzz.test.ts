@@ -80,7 +80,8 @@ describe("database parsers under fuzz", () => {
         let off = 0;
         while (off < data.length) {
           const n = Math.min(data.length - off, 1 + Math.floor(rnd() * 12));
-          tap.onData(isClient, data.subarray(off, off + n), (at += 3));
+          at += 3;
+          tap.onData(isClient, data.subarray(off, off + n), at);
           off += n;
         }
         if (isClient) fromClient += data.length;

@@ -144,7 +144,7 @@ function wholeCalls(turns: Turn[]): string[] {
   const events: TracedEvent[] = [];
   const tracer = createTracer({ onEvent: (e) => events.push(toTracedEvent(e)), host, processInfo: fakeProcess, redact: "keep" });
   const tap = tracer.onOpen(connection(1, "inbound"))!;
-  turns.forEach(([isClient, data], i) => tap.onData(isClient, data, 1000 + i));
+  for (const [i, [isClient, data]] of turns.entries()) tap.onData(isClient, data, 1000 + i);
   tap.onClose(2000);
   tracer.flush();
   return events.map(describeCall);
