@@ -28,6 +28,9 @@ export const builtInSuggestions: FilterSuggestion[] = [
   'request.method == "GET"',
   "response.status == 404",
   'tls == "not decrypted"',
+  // HTTP only (database calls left out), and the database calls that failed.
+  'db.system == ""',
+  'db.error != ""',
 ].map((text) => ({ text, kinds: kindsOf(text), useCount: 0, lastUsed: 0, builtIn: true }));
 
 export function kindsOf(text: string): SuggestionKind[] {

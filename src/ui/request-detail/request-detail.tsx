@@ -1,11 +1,14 @@
 import { type ReactNode, useMemo } from "react";
+import { dbOutcome, dbOutcomeClass, dbSystemName, isDbCall } from "~/lib/db-call.ts";
 import { displayUrl, eventUrl, isDecrypted } from "~/lib/event-url.ts";
 import { formatBytes, formatDuration } from "~/lib/format.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { LockIcon } from "../components/tls-marker.tsx";
 import { formatDateTime, statusClass } from "../live/format.ts";
 import { BodyView } from "./body-view.tsx";
+import { CallWaterfall } from "./call-waterfall.tsx";
 import { toCurl } from "./curl.ts";
+import { DbCallDetail } from "./db-call-detail.tsx";
 import { useCopy } from "./use-copy.ts";
 import { Waterfall } from "./waterfall.tsx";
 
@@ -52,15 +55,27 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
                   ↗
                 </span>
               ) : null}
-              <span className="font-semibold">{event.http_req_method || event.protocol.toUpperCase()}</span>
-              <span className={`font-semibold ${statusClass(event.http_resp_status_code)}`}>{event.http_resp_status_code || "—"}</span>
+              {isDbCall(event) ? (
+                <>
+                  <span className="font-semibold text-violet-300">
+                    {dbSystemName(event.db_system)} {event.db_operation}
+                  </span>
+                  <span className={`font-semibold ${dbOutcomeClass(event)}`}>{dbOutcome(event)}</span>
+                </>
+              ) : (
+                <>
+                  <span className="font-semibold">{event.http_req_method || event.protocol.toUpperCase()}</span>
+                  <span className={`font-semibold ${statusClass(event.http_resp_status_code)}`}>{event.http_resp_status_code || "—"}</span>
+                </>
+              )}
               <span className="text-zinc-400">{formatDuration(event.http_duration)}</span>
             </div>
             <p className="mt-1 font-mono text-xs break-all text-zinc-300" data-testid="detail-url">
-              {event.protocol === "tcp" || isTunnel(event) ? displayUrl(event) : eventUrl(event)}
+              {event.protocol === "tcp" || isDbCall(event) || isTunnel(event) ? displayUrl(event) : eventUrl(event)}
             </p>
             <p className="mt-1 text-xs text-zinc-500">
-              {formatDateTime(event.time)} · HTTP/{event.http_version || "?"} · {event.http_client_addr} → {event.http_server_addr}
+              {formatDateTime(event.time)} · {isDbCall(event) ? dbSystemName(event.db_system) : `HTTP/${event.http_version || "?"}`} ·{" "}
+              {event.http_client_addr} → {event.http_server_addr}
               {event.process_executable_name ? ` · ${event.process_executable_name} (pid ${event.process_id})` : ""}
             </p>
             {tlsSummary(event) ? (
@@ -102,6 +117,7 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
 
         {parent ? (
           <Section title={isTunnel(parent) ? "Through the proxy tunnel" : "Made while serving"}>
+            {parent && event.tags?.parent_guess ? <p className="text-xs text-amber-400">A guess: {event.tags.parent_guess}.</p> : null}
             <EventLine event={parent} onOpen={onOpen} />
           </Section>
         ) : null}
@@ -112,6 +128,8 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
               <p className="text-xs text-zinc-500">
                 {isTunnel(event) ? "Nothing was recorded through this tunnel." : "No outbound calls were made while serving this request."}
               </p>
+            ) : !isTunnel(event) ? (
+              <CallWaterfall request={event} calls={outboundCalls} onOpen={onOpen} />
             ) : (
               <ul aria-label={isTunnel(event) ? "Calls through this tunnel" : "Outbound calls"} className="space-y-0.5">
                 {outboundCalls.map((child) => (
@@ -157,6 +175,10 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
               />
             </Section>
           </>
+        ) : isDbCall(event) ? (
+          <Section title={event.db_system === "redis" ? "Command" : "Statement"}>
+            <DbCallDetail event={event} />
+          </Section>
         ) : (
           <Section title="Connection">
             <p className="text-xs text-zinc-300">
