@@ -54,6 +54,11 @@ const tables: Record<string, RegExp[]> = {
     /^ {2}across nodes\s+p50 [\d.]+ ms, p99 [\d.]+ ms, seen [\d,]+ of [\d,]+/m,
     /^ {2}2 nodes, 2 shards\s+median [\d,]+ ms, p90 [\d,]+ ms over 10,000 rows/m,
   ],
+  "bench:db": [
+    /^case {16}conns {2}mode {7}queries\/s {2}p50 µs {2}added p50 {2}relay CPU µs\/query$/m,
+    /^pgbench -S\s+\d+ {3}traced\s+\d+\s+\d+\s+[+-]\d+\s+-?[\d.]+$/m,
+    /^ {2}redis GET\/SET c=\d+: added p50 traced -?\d+ µs, haproxy -?\d+ µs/m,
+  ],
   "bench/cluster/receive.ts": [/^receive CPU per event: before [\d.]+ µs, now [\d.]+ µs \(now\/before [\d.]+\)$/m],
   "bench/capture/startup.ts": [/^ {2}start: traced minus direct +-?\d+$/m],
   "bench/capture/body-sample-bench.ts": [/before [\d.]+ µs, now [\d.]+ µs \(now\/before [\d.]+\)/],
