@@ -2,6 +2,8 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { cleanup, fireEvent, render, screen, within } from "@testing-library/react";
 import { parseFilter } from "~/lib/filter/parse.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { listColumns } from "~/lib/protocol/query.ts";
+import { ResultsList } from "~/ui/explorer/results-list.tsx";
 import { pickSuggestions } from "~/ui/filters/suggestions.ts";
 import { EventList } from "~/ui/live/event-list.tsx";
 import { callSteps } from "~/ui/request-detail/call-steps.ts";
@@ -142,6 +144,41 @@ describe("the live list", () => {
     expect(cells(rows[0]!).slice(2, 5)).toEqual(["42P01", "PG", "↗SELECT * FROM missing"]);
     expect(cells(rows[1]!).slice(2, 5)).toEqual(["OK", "Redis", "↗GET order:1"]);
     expect(within(rows[0]!).getAllByRole("cell")[2]!.className).toContain("text-red-400");
+  });
+});
+
+describe("the requests explorer", () => {
+  test("a database call's row: its system, OK or the error code, its statement", () => {
+    const request = makeEvent({ http_req_path: "/orders/1" });
+    const failed = dbCall(request, 20, 10, {
+      db_operation: "SELECT",
+      db_statement: "SELECT * FROM missing",
+      db_error_code: "1146",
+      db_system: "mysql",
+    });
+    const ok = dbCall(request, 10, 10, { db_system: "redis", db_operation: "GET", db_statement: "GET order:1" });
+    render(
+      <ResultsList
+        rows={[failed, ok, request]}
+        tz="UTC"
+        sort={{ key: "time", dir: "desc" }}
+        onSort={() => {}}
+        selectedId={null}
+        onSelect={() => {}}
+      />,
+    );
+    const rows = screen.getAllByRole("row").filter((r) => r.hasAttribute("data-event-id"));
+    const cells = (row: HTMLElement) =>
+      within(row)
+        .getAllByRole("cell")
+        .map((c) => c.textContent);
+    expect(rows.map((row) => cells(row).slice(1, 4))).toEqual([
+      ["MySQL", "1146", "SELECT * FROM missing"],
+      ["Redis", "OK", "GET order:1"],
+      ["GET", "200", "/orders/1"],
+    ]);
+    // The explorer asks the store for these columns only: what the row shows must be among them.
+    expect(listColumns).toEqual(expect.arrayContaining(["protocol", "db_system", "db_statement", "db_error_code"]));
   });
 });
 
