@@ -62,7 +62,8 @@ beforeAll(async () => {
   for (const stream of [proc.stdout, proc.stderr]) {
     void (async () => {
       const decoder = new TextDecoder();
-      for await (const chunk of stream) output.push(decoder.decode(chunk));
+      const reader = stream.getReader();
+      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) output.push(decoder.decode(chunk.value));
     })();
   }
   const deadline = Date.now() + 60_000;
