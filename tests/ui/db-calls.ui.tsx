@@ -103,7 +103,9 @@ describe("a database call's own detail", () => {
       db_error_message: 'relation "users" does not exist',
       tags: { prepared: "user-by-name" },
     });
-    const { container } = render(<RequestDetail event={call} parent={request} />);
+    const { container } = render(<RequestDetail event={call} parent={request} onSaveHar={() => {}} />);
+    // HAR holds HTTP exchanges: a statement is not offered as one.
+    expect(screen.queryByRole("button", { name: "Save as HAR" })).toBeNull();
     expect(screen.getByTestId("detail-url").textContent).toBe(call.db_statement);
     const statement = screen.getByTestId("statement");
     expect(statement.textContent).toBe(call.db_statement);
@@ -144,6 +146,7 @@ describe("the live list", () => {
     expect(cells(rows[0]!).slice(2, 5)).toEqual(["42P01", "PG", "↗SELECT * FROM missing"]);
     expect(cells(rows[1]!).slice(2, 5)).toEqual(["OK", "Redis", "↗GET order:1"]);
     expect(within(rows[0]!).getAllByRole("cell")[2]!.className).toContain("text-red-400");
+    expect(within(rows[0]!).getAllByRole("cell")[5]!.textContent).toBe(`${failed.bytes_received} B`);
   });
 });
 

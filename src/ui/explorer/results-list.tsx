@@ -176,7 +176,7 @@ export function ResultsList({
                   {formatDuration(row.http_duration ?? Number.NaN)}
                 </span>
                 <span role="cell" className={`text-right text-zinc-500 ${WIDE_ONLY}`}>
-                  {formatBytes(row.http_resp_body_size_bytes_wire ?? Number.NaN)}
+                  {isDbCall(row) ? "" : formatBytes(row.http_resp_body_size_bytes_wire ?? Number.NaN)}
                 </span>
               </div>
             );

@@ -162,7 +162,8 @@ const Row = memo(function Row({
         <span className="truncate">{displayUrl(event)}</span>
       </span>
       <span role="cell" className={`text-right text-zinc-400 tabular-nums ${WIDE_ONLY}`}>
-        {formatBytes(event.http_resp_body_size_bytes_wire)}
+        {/* A database call's result has no body: what came back is its bytes. */}
+        {formatBytes(isDbCall(event) ? event.bytes_received : event.http_resp_body_size_bytes_wire)}
       </span>
     </div>
   );

@@ -101,7 +101,7 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
         </div>
         <div className="mt-2 flex flex-wrap gap-1.5">
           {curl ? <ActionButton onClick={() => copy("curl", curl.command)}>{label("curl", "Copy as cURL")}</ActionButton> : null}
-          {onSaveHar ? <ActionButton onClick={() => onSaveHar(event)}>Save as HAR</ActionButton> : null}
+          {onSaveHar && !isDbCall(event) ? <ActionButton onClick={() => onSaveHar(event)}>Save as HAR</ActionButton> : null}
           {onSaveAllHar ? <ActionButton onClick={onSaveAllHar}>Save all shown as HAR</ActionButton> : null}
           {link ? <ActionButton onClick={() => copy("link", link)}>{label("link", "Copy link")}</ActionButton> : null}
         </div>
