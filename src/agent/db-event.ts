@@ -196,9 +196,8 @@ function quoteArg(arg: string): string {
 
 /** A key with its variable parts replaced: "session:3f2a9c" and "session:77" both read "session:?". */
 function keyTemplate(key: string): string {
-  return key
-    .split(/([:/.{}|#-])/)
-    .map((part) => (/\d/.test(part) || /^[0-9a-f]{16,}$/i.test(part) ? "?" : part))
-    .join("")
-    .slice(0, 256);
+  return key.replace(keyPart, (part) => (/\d/.test(part) || /^[0-9a-f]{16,}$/i.test(part) ? "?" : part)).slice(0, 256);
 }
+
+/** The parts of a key between its separators. */
+const keyPart = /[^:/.{}|#-]+/g;

@@ -167,9 +167,15 @@ export class RedisSession implements DbSession {
         case 4: {
           // An argument's bytes and their CR LF.
           const take = Math.min(this.cBulkLeft, n - p);
-          if (this.cArg && this.cArgLen < this.cArgKeep) {
+          if (this.cArgLen < this.cArgKeep) {
             const keep = Math.min(take, this.cArgKeep - this.cArgLen);
-            this.cArg.set(b.subarray(p, p + keep), this.cArgLen);
+            if (this.cArgLen === 0 && keep === this.cArgKeep) {
+              // All of what is kept is in this chunk (the usual case): a view of it, no copy.
+              this.cArg = b.subarray(p, p + keep);
+            } else {
+              this.cArg ??= new Uint8Array(this.cArgKeep);
+              this.cArg.set(b.subarray(p, p + keep), this.cArgLen);
+            }
             this.cArgLen += keep;
           }
           p += take;
@@ -249,7 +255,7 @@ export class RedisSession implements DbSession {
     this.cBulkLeft = value + 2;
     const index = this.cArgCount - this.cArgsLeft;
     this.cArgKeep = index < MAX_ARGS ? Math.min(value, index === 0 ? 64 : this.limit * 4) : 0;
-    this.cArg = this.cArgKeep > 0 ? new Uint8Array(this.cArgKeep) : null;
+    this.cArg = null;
     this.cArgLen = 0;
     this.cState = 4;
     void at;
