@@ -3,7 +3,7 @@ import { TRUNCATION_MARKER } from "~/lib/protocol/publish.ts";
 import { normalizeSql, type SqlDialect, secretSqlValues, sqlOperation, tokenizeSql } from "~/lib/sql.ts";
 import { baseEvent, type EventContext, type ProcessInfo, span } from "./event.ts";
 import type { DbCall } from "./parse/db-call.ts";
-import { isSensitiveJsonKey, maskSecret, type RedactMode } from "./redact.ts";
+import { isSensitiveJsonKey, maskSecret, mayNameSecret, type RedactMode } from "./redact.ts";
 import type { ConnectionInfo } from "./relay/observer.ts";
 
 /**
@@ -60,6 +60,8 @@ export function buildDbEvent(call: DbCall, conn: ConnectionInfo, proc: ProcessIn
   return e;
 }
 
+const noSecrets: ReturnType<typeof secretSqlValues> = { literals: new Set(), params: new Set() };
+
 function sqlFields(e: CapturedEvent, call: DbCall, dialect: SqlDialect, mode: RedactMode): void {
   const text = call.statement;
   const tokens = tokenizeSql(text, dialect);
@@ -71,7 +73,7 @@ function sqlFields(e: CapturedEvent, call: DbCall, dialect: SqlDialect, mode: Re
     e.db_parameters = parameters;
     return;
   }
-  const secrets = secretSqlValues(text, tokens, isSensitiveJsonKey);
+  const secrets = mayNameSecret(text) ? secretSqlValues(text, tokens, isSensitiveJsonKey) : noSecrets;
   if (secrets.literals.size === 0) e.db_statement = text;
   else {
     let out = "";
