@@ -62,18 +62,47 @@ export function buildDbEvent(call: DbCall, conn: ConnectionInfo, proc: ProcessIn
 
 const noSecrets: ReturnType<typeof secretSqlValues> = { literals: new Set(), params: new Set() };
 
+/** What a statement's text alone decides, kept for statements sent again and again (prepared, or from an ORM). */
+type StatementFacts = {
+  tokens: ReturnType<typeof tokenizeSql>;
+  operation: string;
+  normalized: string;
+  secrets: ReturnType<typeof secretSqlValues>;
+};
+const statementCache = new Map<string, StatementFacts>();
+const STATEMENT_CACHE_ENTRIES = 1024;
+const STATEMENT_CACHE_MAX_CHARS = 4096;
+
+function statementFacts(text: string, dialect: SqlDialect): StatementFacts {
+  const key = `${dialect}\0${text}`;
+  const known = text.length <= STATEMENT_CACHE_MAX_CHARS ? statementCache.get(key) : undefined;
+  if (known) return known;
+  const tokens = tokenizeSql(text, dialect);
+  const facts: StatementFacts = {
+    tokens,
+    operation: sqlOperation(text, dialect, tokens),
+    normalized: normalizeSql(text, dialect, tokens),
+    secrets: mayNameSecret(text) ? secretSqlValues(text, tokens, isSensitiveJsonKey) : noSecrets,
+  };
+  if (text.length <= STATEMENT_CACHE_MAX_CHARS) {
+    // Bounded the simple way: a full cache starts over (statements with literals in them rarely repeat anyway).
+    if (statementCache.size >= STATEMENT_CACHE_ENTRIES) statementCache.clear();
+    statementCache.set(key, facts);
+  }
+  return facts;
+}
+
 function sqlFields(e: CapturedEvent, call: DbCall, dialect: SqlDialect, mode: RedactMode): void {
   const text = call.statement;
-  const tokens = tokenizeSql(text, dialect);
-  e.db_operation = sqlOperation(text, dialect, tokens);
-  e.db_statement_normalized = normalizeSql(text, dialect, tokens);
+  const { tokens, operation, normalized, secrets } = statementFacts(text, dialect);
+  e.db_operation = operation;
+  e.db_statement_normalized = normalized;
   let parameters = call.parameters ?? [];
   if (mode === "keep") {
     e.db_statement = text;
     e.db_parameters = parameters;
     return;
   }
-  const secrets = mayNameSecret(text) ? secretSqlValues(text, tokens, isSensitiveJsonKey) : noSecrets;
   if (secrets.literals.size === 0) e.db_statement = text;
   else {
     let out = "";

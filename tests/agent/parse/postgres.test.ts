@@ -265,4 +265,37 @@ describe("PostgreSQL", () => {
     expect(JSON.stringify(e)).not.toContain("tok-9");
     expect(JSON.stringify(e)).not.toContain("hash-1");
   });
+
+  test("a statement sent again (its text's facts kept from the first time) is redacted and normalised the same", () => {
+    const update = (hash: string) =>
+      c(
+        Buffer.concat([
+          pg.parse("", "UPDATE users SET password_hash = $1 WHERE id = $2"),
+          pg.bind("", "", [hash, "3"]),
+          pg.execute(),
+          pg.sync(),
+        ]),
+      );
+    const done = s(Buffer.concat([pg.parseComplete(), pg.bindComplete(), pg.complete("UPDATE 1"), pg.ready()]));
+    const { events } = run([...login, update("hash-1"), done, update("hash-2"), done], whole, "redact");
+    expect(events.map((e) => [e.db_operation, e.db_statement_normalized, e.db_parameters])).toEqual([
+      [
+        "UPDATE",
+        "UPDATE users SET password_hash = $1 WHERE id = $2",
+        [
+          ["$1", "[redacted]"],
+          ["$2", "3"],
+        ],
+      ],
+      [
+        "UPDATE",
+        "UPDATE users SET password_hash = $1 WHERE id = $2",
+        [
+          ["$1", "[redacted]"],
+          ["$2", "3"],
+        ],
+      ],
+    ]);
+    expect(JSON.stringify(events)).not.toContain("hash-2");
+  });
 });
