@@ -27,6 +27,8 @@ run "$BUN" test --timeout 30000
 TAPSCOPE_RELAY_THREADS=2 run "$BUN" test --timeout 30000 ./tests/agent/supervisor/inbound.test.ts ./tests/agent/relay/half-close.test.ts ./tests/agent/supervisor/socket-flags.test.ts \
   ./tests/agent/relay/fuzz.test.ts ./tests/agent/redact-run.test.ts ./tests/commands/run.test.ts ./tests/agent/supervisor/outbound.test.ts \
   ./tests/agent/lifecycle/daemon.test.ts ./tests/agent/supervisor/credentials.test.ts
+# Database calls on pooled connections find their parent request across threads (the shared parent tracker).
+TAPSCOPE_RELAY_THREADS=2 run "$BUN" test --timeout 30000 ./tests/agent/db-run.test.ts
 shopt -s nullglob
 ui=(tests/ui/*.ui.tsx)
 if [ ${#ui[@]} -gt 0 ]; then run "$BUN" test --timeout 30000 --preload ./tests/ui/dom.ts "${ui[@]/#/./}"; fi

@@ -155,7 +155,7 @@ function withinDecodeBudget<T>(ctx: EventContext, decode: () => T): T | typeof s
 const budgetSpent = "the tracer's time for decoding bodies is spent for now";
 
 /** What every event of a connection carries; the rest starts neutral (the field table's neutral values). */
-function baseEvent(conn: ConnectionInfo, proc: ProcessInfo, ctx: EventContext): CapturedEvent {
+export function baseEvent(conn: ConnectionInfo, proc: ProcessInfo, ctx: EventContext): CapturedEvent {
   const e: CapturedEvent = neutralEvent();
   e.service = ctx.service || proc.executableName || "unknown";
   e.hostname = ctx.host.hostname;
@@ -176,7 +176,7 @@ function baseEvent(conn: ConnectionInfo, proc: ProcessInfo, ctx: EventContext): 
   return e;
 }
 
-const span = (from: number, to: number) => (from > 0 && to >= from ? Math.round(to - from) : from > 0 ? 0 : -1);
+export const span = (from: number, to: number) => (from > 0 && to >= from ? Math.round(to - from) : from > 0 ? 0 : -1);
 
 /**
  * One HTTP exchange -> the published event: redacted, bodies decoded for display. Bodies stay bytes (the kept

@@ -5,7 +5,9 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
  * The `--log` line on stderr, one per request:
  *   12:04:05.123  200 GET  /users?page=2                    3.2ms
  *   12:04:05.125 →200 GET  api.example.com/v1/items        41.0ms
- * Outbound calls get an arrow and their host. Non-HTTP connections show protocol, peer and bytes.
+ *   12:04:05.126 →pg    OK  SELECT * FROM users WHERE id = $1       0.9ms
+ * Outbound calls get an arrow and their host. Database calls show their system, OK or the error code, and the
+ * statement. Other connections show protocol, peer and bytes.
  */
 export type LogLineOptions = { color?: boolean; maxUrl?: number };
 
@@ -21,6 +23,13 @@ export function formatLogLine(e: Omit<TracedEvent, "http_req_body" | "http_resp_
   const color = options.color ?? false;
   const maxUrl = options.maxUrl ?? 120;
   const arrow = e.http_is_outgoing ? "→" : " ";
+  if (e.protocol === "db") {
+    const system = e.db_system === "postgresql" ? "pg" : e.db_system;
+    const outcome = e.db_error_code ? e.db_error_code.slice(0, 9) : e.tags.incomplete || e.tags.skipped ? "---" : "OK";
+    let statement = printable(e.db_statement || e.db_operation);
+    if (statement.length > maxUrl) statement = `${statement.slice(0, maxUrl - 1)}…`;
+    return `${formatClock(e.time)} ${arrow}${paint(2, system.padEnd(5), color)} ${paint(outcome === "OK" ? 32 : 31, outcome.padStart(3), color)} ${statement.padEnd(Math.min(40, maxUrl))} ${formatDuration(e.http_duration).padStart(8)}`;
+  }
   if (e.protocol !== "http") {
     const what = e.tags.tls ? `tls ${printable(e.tls_server_name || "")}`.trim() : e.http_version === "2" ? "h2" : "tcp";
     const peer = e.http_is_outgoing ? e.http_server_addr : e.http_client_addr;

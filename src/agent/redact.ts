@@ -97,6 +97,19 @@ export function isSensitiveParam(name: string): boolean {
   return remember(paramVerdicts, name, (n) => isSecretName(n) || n.toLowerCase() === "code");
 }
 
+/**
+ * Whether any name in `text` could be a secret one: false when no part or word a secret name needs appears in it, its
+ * separators left out (as a name's words are joined), so a statement that names nothing secret skips the name-by-name
+ * look.
+ */
+export function mayNameSecret(text: string): boolean {
+  const joined = text.toLowerCase().replace(/[^a-z0-9]+/g, "");
+  if (joined.includes("auth")) return true;
+  for (const part of secretParts) if (joined.includes(part)) return true;
+  for (const word of secretWords) if (joined.includes(word)) return true;
+  return false;
+}
+
 export function isSensitiveJsonKey(name: string): boolean {
   return remember(jsonVerdicts, name, (n) => {
     const lower = n.toLowerCase();

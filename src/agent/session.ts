@@ -11,7 +11,7 @@ import { pipeStats } from "./relay/pipe.ts";
 import { RelayThreads } from "./relay/relay-threads.ts";
 import { say } from "./say.ts";
 import { SharedParentTracker } from "./tracer/shared-parents.ts";
-import { createTracer, type Tracer } from "./tracer.ts";
+import { createTracer, type Tracer, type TracerStats } from "./tracer.ts";
 
 /**
  * What `tapscope run` and `tapscope proxy` share after the relay: the tracer (bytes -> events), the
@@ -46,6 +46,19 @@ export type Session = {
   /** Flushes the tracer and the publisher (bounded wait) and reports what was dropped. */
   finish(): Promise<void>;
 };
+
+/** The run's database calls per protocol, in a line: "database calls: 12 postgresql, 40 redis"; null when none. */
+export function databaseCalls(stats: TracerStats): string | null {
+  const counts: Array<[string, number]> = [
+    ["postgresql", stats.postgresqlCalls],
+    ["mysql", stats.mysqlCalls],
+    ["redis", stats.redisCalls],
+  ];
+  const seen = counts.filter(([, n]) => n > 0).map(([name, n]) => `${n} ${name}`);
+  if (seen.length === 0 && stats.dbUnrecorded === 0) return null;
+  const unrecorded = stats.dbUnrecorded > 0 ? ` (${stats.dbUnrecorded} pub/sub, MONITOR or NOTIFY messages counted, not recorded)` : "";
+  return `database calls: ${seen.join(", ") || "none"}${unrecorded}`;
+}
 
 function linkBox(url: string): string {
   const text = `See your requests live: ${url}`;
@@ -165,6 +178,8 @@ export function createSession(options: SessionOptions): Session {
       const tapErrors = pipeStats.tapErrors + fromThreads.tapErrors;
       if (tapErrors > 0) parts.push(`${tapErrors} connections passed through untraced after a parser fault`);
       if (parts.length > 0) say(parts.join(", "));
+      const calls = databaseCalls(stats);
+      if (calls) say(calls);
       if (threads) say(`${threads.count} relay threads served ${threads.served().join(", ")} inbound connections`);
       await threads?.close();
     },

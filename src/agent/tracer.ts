@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { CapturedEvent } from "~/lib/protocol/event.ts";
 import { TokenBucket } from "~/lib/rate-limit.ts";
 import { BoundedQueue } from "./bounded-queue.ts";
+import { buildDbEvent } from "./db-event.ts";
 import {
   buildHttpEvent,
   buildTcpEvent,
@@ -73,12 +74,17 @@ export function createTracer(options: TracerOptions): Tracer {
     let event: CapturedEvent;
     try {
       event =
-        item.kind === "http" ? buildHttpEvent(item.ex, item.conn, item.proc, ctx) : buildTcpEvent(item.sum, item.conn, item.proc, ctx);
+        item.kind === "http"
+          ? buildHttpEvent(item.ex, item.conn, item.proc, ctx)
+          : item.kind === "db"
+            ? buildDbEvent(item.call, item.conn, item.proc, ctx)
+            : buildTcpEvent(item.sum, item.conn, item.proc, ctx);
     } catch {
       buildFailures++;
       return;
     }
     if (item.kind === "http") stats.httpEvents++;
+    else if (item.kind === "db") stats[`${item.call.system}Calls`]++;
     else stats.tcpEvents++;
     try {
       options.onEvent(event);
@@ -105,6 +111,7 @@ export function createTracer(options: TracerOptions): Tracer {
     for (let item = queue.shift(); item !== undefined; item = queue.shift()) build(item);
   }
 
+  let releaseInbound: ((pid: number) => void) | null = null;
   const deps: TracedConnectionDeps = {
     payloadLimit: ctx.payloadLimit,
     recordEmptyConnections: options.recordEmptyConnections === true,
@@ -112,6 +119,7 @@ export function createTracer(options: TracerOptions): Tracer {
     parents: options.parents ?? new ParentTracker<Exchange>(),
     newEventId: randomUUID,
     processInfo: (pid) => processes.get(pid),
+    releaseInbound: (pid) => releaseInbound?.(pid),
     enqueue(item) {
       if (!queue.push(item)) return;
       if (!isScheduled) {
@@ -126,6 +134,9 @@ export function createTracer(options: TracerOptions): Tracer {
       stats.connections++;
       stats.openConnections++;
       return new TracedConnection(info, processes.get(info.pid), deps);
+    },
+    setInboundRelease(release) {
+      releaseInbound = release;
     },
     stats: () => ({ ...stats, droppedEvents: buildFailures + queue.dropped }),
     flush: drain,

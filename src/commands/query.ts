@@ -1,5 +1,6 @@
 import { isUtf8 } from "node:buffer";
 import { TunnelClient, TunnelConnectError, TunnelQueryError } from "~/agent/query-client.ts";
+import { dbOutcome, dbSystemShort } from "~/lib/db-call.ts";
 import { errorMessage } from "~/lib/errors.ts";
 import { displayUrl } from "~/lib/event-url.ts";
 import type { FilterExpr } from "~/lib/filter/ast.ts";
@@ -103,7 +104,8 @@ function rowUrl(r: Record<string, unknown>): string {
   const text = (v: unknown) => (typeof v === "string" ? v : "");
   const tags = typeof r.tags === "object" && r.tags !== null && !Array.isArray(r.tags) ? (r.tags as Record<string, string>) : {};
   return displayUrl({
-    protocol: r.protocol === "tcp" ? "tcp" : "http",
+    protocol: r.protocol === "tcp" || r.protocol === "db" ? r.protocol : "http",
+    db_statement: text(r.db_statement),
     http_is_outgoing: r.http_is_outgoing === true,
     http_req_host: text(r.http_req_host),
     http_req_path: text(r.http_req_path),
@@ -116,8 +118,13 @@ function rowUrl(r: Record<string, unknown>): string {
 export function formatTable(rows: Record<string, unknown>[]): string {
   const cells = rows.map((r) => [
     new Date(Number(r.time) / 1000).toISOString().replace("T", " ").replace("Z", ""),
-    Number(r.http_resp_status_code) ? String(r.http_resp_status_code) : "-",
-    String(r.http_req_method || "-"),
+    // A database call: OK or its error code where the status is, its system where the method is.
+    r.protocol === "db"
+      ? dbOutcome({ db_error_code: String(r.db_error_code ?? ""), db_error_message: String(r.db_error_message ?? "") })
+      : Number(r.http_resp_status_code)
+        ? String(r.http_resp_status_code)
+        : "-",
+    r.protocol === "db" ? dbSystemShort(String(r.db_system ?? "")) : String(r.http_req_method || "-"),
     rowUrl(r),
     formatDuration(Number(r.http_duration)),
   ]);
@@ -198,6 +205,7 @@ export async function main(args: string[]): Promise<number> {
             "http_resp_status_code",
             "http_duration",
             ...(["protocol", "http_is_outgoing", "http_req_host", "tls_server_name", "http_server_addr", "tags"] as const),
+            ...(["db_system", "db_statement", "db_error_code", "db_error_message"] as const),
           ];
     const rows = await client.query(
       {

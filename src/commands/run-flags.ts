@@ -16,10 +16,11 @@ export type RunOptions = CaptureOptions & {
 };
 
 export const usage = `usage: tapscope run [options] -- <command> [args...]
-  --log                    print one line per request on stderr
+  --log                    print one line per request and database call on stderr
   --service NAME           service name on every event (default: TAPSCOPE_SERVICE or the executable name)
-  --payload-limit BYTES    body bytes kept per request and response (default 65536)
-  --redact MODE            redact (default), hash or keep secret headers and query parameters
+  --payload-limit BYTES    body bytes kept per request and response, and characters per statement and
+                           parameter (default 65536)
+  --redact MODE            redact (default), hash or keep secret headers, query parameters and statement values
   --events-file FILE       also append every event to FILE as JSON lines
   --no-publish             do not send events to the server (TAPSCOPE_ENDPOINT)
   --tls on|off             decrypt the program's outbound HTTPS (default on); off records TLS connections only

@@ -12,6 +12,7 @@ export type UrlFields = Partial<
     | "tags"
     | "protocol"
     | "http_is_outgoing"
+    | "db_statement"
   >
 >;
 
@@ -44,6 +45,8 @@ export function eventUrl(event: UrlFields): string {
 
 /** The URL as a user reads it in a list: the full URL of an outbound call, the path of a request the program served. */
 export function displayUrl(event: UrlFields): string {
+  // A database call is read by its statement, where an HTTP exchange shows its URL.
+  if (event.protocol === "db") return event.db_statement || "(no statement)";
   if (event.protocol === "tcp") {
     const addr = event.http_server_addr ?? "";
     return event.tls_server_name ? `${event.tls_server_name} (${addr}, tcp)` : `${addr} (tcp)`;

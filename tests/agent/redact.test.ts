@@ -3,6 +3,7 @@ import {
   isSensitiveHeader,
   isSensitiveJsonKey,
   isSensitiveParam,
+  mayNameSecret,
   multipartBoundary,
   redactCommandLine,
   redactHeaders,
@@ -75,6 +76,28 @@ describe("one name rule", () => {
     for (const k of ["key", "code", "token_type", "password_expires_at", "api_key_id", "user", "spin", "author"]) {
       expect([k, isSensitiveJsonKey(k)]).toEqual([k, false]);
     }
+  });
+
+  test("a statement's quick look never misses a name the name rule calls secret", () => {
+    const letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_-.0123456789";
+    const pieces = ["pass", "Word", "pin", "secret", "Token", "api", "Key", "auth", "session", "sig", "x", "user", "id", "_"];
+    let seed = 7;
+    const rnd = (n: number) => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed % n;
+    };
+    let secret = 0;
+    for (let i = 0; i < 5000; i++) {
+      const name =
+        rnd(2) === 0
+          ? Array.from({ length: 1 + rnd(4) }, () => pieces[rnd(pieces.length)]).join("")
+          : Array.from({ length: 1 + rnd(12) }, () => letters[rnd(letters.length)]).join("");
+      if (!isSensitiveJsonKey(name)) continue;
+      secret++;
+      expect([name, mayNameSecret(`UPDATE t SET "${name}" = $1 WHERE id = 2`)]).toEqual([name, true]);
+    }
+    expect(secret).toBeGreaterThan(500);
+    expect(mayNameSecret("SELECT abalance FROM pgbench_accounts WHERE aid = 12345")).toBe(false);
   });
 });
 

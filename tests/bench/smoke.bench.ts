@@ -65,6 +65,11 @@ const tables: Record<string, RegExp[]> = {
     /^ingest duckdb: \d+ events\/s with the search columns made, \d+ events\/s without \(with\/without [\d.]+\)$/m,
     /^stored bytes per event: \d+ with the search columns, \d+ without \([\d.]+x\)$/m,
   ],
+  "bench:db": [
+    /^case {16}conns {2}mode {7}queries\/s {2}p50 µs {2}added p50 {2}relay CPU µs\/query$/m,
+    /^pgbench -S\s+\d+ {3}traced\s+\d+\s+\d+\s+[+-]\d+\s+-?[\d.]+$/m,
+    /^ {2}redis GET\/SET c=\d+: added p50 traced -?\d+ µs, haproxy -?\d+ µs/m,
+  ],
   "bench/cluster/receive.ts": [/^receive CPU per event: before [\d.]+ µs, now [\d.]+ µs \(now\/before [\d.]+\)$/m],
   "bench/capture/startup.ts": [/^ {2}start: traced minus direct +-?\d+$/m],
   "bench/capture/body-sample-bench.ts": [/before [\d.]+ µs, now [\d.]+ µs \(now\/before [\d.]+\)/],

@@ -138,6 +138,80 @@ describe("tapscope query (subprocess against a real server)", () => {
     ).toEqual(["pinned.test"]);
   }, 30_000);
 
+  test("database calls: the table shows their system, OK or the error code, and the statement; json has the db_ fields", async () => {
+    const other = await s.onboardedUser();
+    const otherEnv = { TAPSCOPE_TOKEN: await s.namespaceToken(other), TAPSCOPE_ENDPOINT: s.base };
+    const call = {
+      protocol: "db" as const,
+      http_is_outgoing: true,
+      http_req_method: "",
+      http_req_path: "",
+      http_resp_status_code: 0,
+      http_server_addr: "127.0.0.1:5432",
+      http_duration: 900,
+      db_system: "postgresql",
+      db_name: "shop",
+      db_user: "app",
+    };
+    await s.ingest(other.namespaceId, [
+      makeEvent({ time: (base + 1000) * 1000, http_req_path: "/orders/1", http_resp_status_code: 200 }),
+      makeEvent({
+        ...call,
+        time: (base + 2000) * 1000,
+        db_statement: "SELECT id FROM orders WHERE id = 1",
+        db_statement_normalized: "SELECT id FROM orders WHERE id = ?",
+        db_operation: "SELECT",
+        db_rows: 1,
+      }),
+      makeEvent({
+        ...call,
+        time: (base + 3000) * 1000,
+        db_statement: "SELECT * FROM missing",
+        db_statement_normalized: "SELECT * FROM missing",
+        db_operation: "SELECT",
+        db_error_code: "42P01",
+        db_error_message: 'relation "missing" does not exist',
+      }),
+    ]);
+    const table = await runQuery(["--since", "1h", "--format", "table"], otherEnv);
+    expect(table.code).toBe(0);
+    expect(
+      table.stdout
+        .trimEnd()
+        .split("\n")
+        .slice(1)
+        .map((line) => line.split(/ {2,}/).slice(1, 4)),
+    ).toEqual([
+      ["42P01", "PG", "SELECT * FROM missing"],
+      ["OK", "PG", "SELECT id FROM orders WHERE id = 1"],
+      ["200", "GET", "/orders/1"],
+    ]);
+    const failed = await runQuery(["--since", "1h", "--format", "json", "--filter", 'db.error == "42P01"'], otherEnv);
+    expect(failed.code).toBe(0);
+    const lines = failed.stdout
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({
+      protocol: "db",
+      db_system: "postgresql",
+      db_statement: "SELECT * FROM missing",
+      db_operation: "SELECT",
+      db_name: "shop",
+      db_user: "app",
+      db_error_code: "42P01",
+      db_error_message: 'relation "missing" does not exist',
+    });
+    const httpOnly = await runQuery(["--since", "1h", "--format", "json", "--filter", 'db.system == ""'], otherEnv);
+    expect(
+      httpOnly.stdout
+        .trimEnd()
+        .split("\n")
+        .map((l) => JSON.parse(l).http_req_path),
+    ).toEqual(["/orders/1"]);
+  }, 30_000);
+
   test("--format json: one object per line, every field of the event, ISO time with microseconds", async () => {
     const r = await runQuery(["--since", "15m", "--format", "json", "--limit", "2"], env);
     expect(r.code).toBe(0);

@@ -282,6 +282,17 @@ export function runConformance(target: ConformanceTarget): void {
       'tls.server_name == "api.stripe.com" && tls == "decrypted"',
       'tls.server_name startsWith "api." && tls.server_name endsWith ".com" && tls.server_name contains "stripe"',
       'tls == "decrypted" && response.status >= 500',
+      'db.system == "postgresql"',
+      'db.system != ""',
+      'db.system == "" && request.method == "GET"',
+      'db.statement contains "FROM orders"',
+      'db.statement matches "^(GET|HSET) [a-z]+:[0-9]+"',
+      'db.statement startsWith "UPDATE carts"',
+      'db.operation == "insert" || db.operation == "GET"',
+      'db.error != "" && db.system == "redis"',
+      'db.error startsWith "23"',
+      'db.error_message contains "duplicate key"',
+      'db.system == "mysql" && duration > 1ms',
     ];
     for (const text of filterTexts) {
       test(`parsed filter agrees with the live view's evaluator: ${text}`, async () => {

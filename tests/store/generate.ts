@@ -136,6 +136,70 @@ function passThrough(e: TracedEvent): void {
   } satisfies Partial<TracedEvent>);
 }
 
+const dbCalls: ReadonlyArray<Partial<TracedEvent>> = [
+  {
+    db_system: "postgresql",
+    db_statement: "SELECT id, total FROM orders WHERE customer_id = $1",
+    db_statement_normalized: "SELECT id, total FROM orders WHERE customer_id = $1",
+    db_operation: "SELECT",
+    db_parameters: [["$1", "42"]],
+    db_rows: 3,
+    http_server_addr: "10.0.0.5:5432",
+  },
+  {
+    db_system: "postgresql",
+    db_statement: "INSERT INTO users (email) VALUES ('a@example.com')",
+    db_statement_normalized: "INSERT INTO users (email) VALUES (?)",
+    db_operation: "INSERT",
+    db_error_code: "23505",
+    db_error_message: 'duplicate key value violates unique constraint "users_email_key"',
+    http_server_addr: "10.0.0.5:5432",
+  },
+  {
+    db_system: "mysql",
+    db_statement: "UPDATE carts SET items = ? WHERE id = ?",
+    db_statement_normalized: "UPDATE carts SET items = ? WHERE id = ?",
+    db_operation: "UPDATE",
+    db_rows: 1,
+    http_server_addr: "10.0.0.6:3306",
+  },
+  {
+    db_system: "redis",
+    db_statement: "GET session:{n}",
+    db_statement_normalized: "GET session:?",
+    db_operation: "GET",
+    http_server_addr: "10.0.0.7:6379",
+  },
+  {
+    db_system: "redis",
+    db_statement: "HSET cart:{n} qty 2",
+    db_statement_normalized: "HSET cart:? ? ?",
+    db_operation: "HSET",
+    db_error_code: "WRONGTYPE",
+    db_error_message: "WRONGTYPE Operation against a key holding the wrong kind of value",
+    http_server_addr: "10.0.0.7:6379",
+  },
+];
+
+/** An outbound call made into a database call (kind "db"): a statement where the URL was, no HTTP. */
+function databaseCall(e: TracedEvent, i: number): void {
+  const call = dbCalls[Math.floor(i / 10) % dbCalls.length]!;
+  passThrough(e);
+  Object.assign(e, {
+    db_name: "shop",
+    db_user: "app",
+    db_rows: -1,
+    ...call,
+    db_statement: call.db_statement!.replace("{n}", String(i)),
+    protocol: "db",
+    tls_server_name: "",
+    timing_send: Math.floor(e.http_duration * 0.1),
+    timing_wait: Math.floor(e.http_duration * 0.8),
+    timing_receive: Math.floor(e.http_duration * 0.1),
+    tags: {},
+  } satisfies Partial<TracedEvent>);
+}
+
 /** Realistic events spread evenly (with jitter) over [startMicros, endMicros), oldest first. */
 export function generateEvents(options: GenerateOptions): TracedEvent[] {
   const rand = prng(options.seed ?? 1);
@@ -223,6 +287,8 @@ export function generateEvents(options: GenerateOptions): TracedEvent[] {
           },
     };
     if (tls?.tls === "not decrypted") passThrough(event);
+    // Half of the plaintext outbound calls are database calls (by index, as the TLS cases).
+    if (isChild && i % 10 === 4) databaseCall(event, i);
     out.push(event);
     if (!isChild) {
       recentInbound.push(event);

@@ -30,6 +30,8 @@ export type ConnectionInfo = {
    * and the CONNECT's event, its exchanges' parent.
    */
   tunnel?: { proxyAddr: string; parentEventId: string };
+  /** The program asked for TLS in the database protocol's own words first (PostgreSQL's SSLRequest). */
+  startTls?: "postgresql";
 };
 
 export type TlsInfo = {
@@ -67,6 +69,11 @@ export type ConnectionTap = {
 export type ConnectionObserver = {
   /** Return null to pass the connection through without observing it. */
   onOpen(info: ConnectionInfo): ConnectionTap | null;
+  /**
+   * Given by the supervisor: shows the observer now the inbound connections of process `pid` still held back until their
+   * accept is seen, so a call the process makes on a connection it already had can name the request it serves.
+   */
+  setInboundRelease?(release: (pid: number) => void): void;
 };
 
 export function nowMicros(): number {

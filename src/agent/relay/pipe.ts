@@ -165,6 +165,14 @@ export class Pipe {
     if (to.queuedBytes > HIGH_WATER) this.legs[from].socket?.pause();
   }
 
+  /**
+   * Shows the tap bytes that whoever relayed this connection before forwarded itself (a gate that answered a protocol's
+   * request for TLS): they are not sent again.
+   */
+  observe(from: Side, chunk: Uint8Array): void {
+    if (this.isOpened) this.tapData(from, chunk);
+  }
+
   private enqueue(leg: Leg, bytes: Uint8Array, isTapped: boolean): void {
     leg.queue.push({ bytes, isTapped });
     leg.queuedBytes += bytes.length;

@@ -3,7 +3,9 @@ import { parseClientHello } from "../parse/sniff.ts";
 import type { TlsInterception } from "../tls/interception.ts";
 import { ConnectTunnel } from "./connect-tunnel.ts";
 import type { ConnectionObserver } from "./observer.ts";
+import { pgChannelBindingCheck } from "./pg-probe.ts";
 import type { LegData, LegOwner, Pipe, Side } from "./pipe.ts";
+import { PG_TLS_ACCEPTED, pgPreamble, pgSslRequest } from "./start-tls.ts";
 import type { Peer, TlsRelayContext } from "./tls-relay.ts";
 
 /**
@@ -12,7 +14,8 @@ import type { Peer, TlsRelayContext } from "./tls-relay.ts";
  * the connection already dialed for the program's connect(); a `CONNECT` to a forward proxy goes to the tunnel, whose
  * inner connection passes this gate again; anything else, a server that speaks first, or a host whose program refused
  * our certificate before, goes to the plain pipe with every byte replayed in order. Holding costs nothing a client
- * would notice: a client that speaks first waits for the server anyway.
+ * would notice: a client that speaks first waits for the server anyway. A PostgreSQL SSLRequest is forwarded and so is
+ * the server's one-byte answer; after an `S` the gate waits for the ClientHello as at the start (start-tls.ts).
  */
 /** How long a partial ClientHello (or "CONNECT ") is waited for before the bytes are let through as they are. */
 const HELLO_WAIT_MS = 2000;
@@ -29,7 +32,11 @@ function connectPrefix(bytes: Uint8Array, length: number): 0 | 1 | 2 {
 export type TunnelOptions = { nextConnectionId: () => number };
 
 export class TlsGate implements LegOwner {
-  private state: "sniff" | "plain" | "tls" | "tunnel" | "done" = "sniff";
+  /** "pg-ssl": a PostgreSQL SSLRequest was forwarded; the server's answer is awaited. */
+  private state: "sniff" | "pg-ssl" | "plain" | "tls" | "tunnel" | "done" = "sniff";
+  /** Bytes the gate forwarded itself (the SSLRequest and its answer): the pipe shows them to its tap, never sends them again. */
+  private forwarded: Array<{ side: Side; bytes: Uint8Array }> = [];
+  private isPgTls = false;
   private tunnel: ConnectTunnel | null = null;
   private client: Socket<LegData> | null = null;
   private server: Socket<LegData> | null = null;
@@ -82,6 +89,7 @@ export class TlsGate implements LegOwner {
     this.serverNoDelay = noDelay;
     socket.data = { pipe: this, side: "server" };
     if (this.state === "tls") this.startTls();
+    else if (this.state === "pg-ssl") socket.write(pgPreamble.send);
   }
 
   /** The dial failed after the program was told EINPROGRESS: reset the program's side. */
@@ -100,6 +108,10 @@ export class TlsGate implements LegOwner {
   }
 
   onData(from: Side, chunk: Uint8Array): void {
+    if (this.state === "pg-ssl") {
+      this.pgAnswer(from, chunk);
+      return;
+    }
     if (this.state !== "sniff") return;
     if (from === "server") {
       // A server that speaks first: not a TLS client.
@@ -115,6 +127,15 @@ export class TlsGate implements LegOwner {
     }
     if (connect === 1) {
       this.timer ??= setTimeout(() => this.goPlain(), HELLO_WAIT_MS);
+      return;
+    }
+    const pg = this.interception && !this.isPgTls ? pgSslRequest(this.held, this.heldLen) : 0;
+    if (pg === 1) {
+      this.timer ??= setTimeout(() => this.goPlain(), HELLO_WAIT_MS);
+      return;
+    }
+    if (pg === 2) {
+      this.askPgTls();
       return;
     }
     // Not a TLS record from its first bytes (0x16 0x03), or TLS not to be decrypted: plain at once.
@@ -135,6 +156,7 @@ export class TlsGate implements LegOwner {
     }
     const name = hello.serverName || this.peer.hostname;
     const interception = this.interception!;
+    if (this.isPgTls) this.pipe.info.startTls = "postgresql";
     if (interception.isPassedThrough(name)) {
       interception.notePassedThrough(this.pipe.info, name);
       this.goPlain();
@@ -156,7 +178,7 @@ export class TlsGate implements LegOwner {
   onDrain(_side: Side): void {}
 
   onEnd(side: Side): void {
-    if (this.state !== "sniff") return;
+    if (this.state !== "sniff" && this.state !== "pg-ssl") return;
     this.ends.push(side);
     this.goPlain();
   }
@@ -169,8 +191,38 @@ export class TlsGate implements LegOwner {
       this.pipe.fail(error ? String(error) : "closed");
       return;
     }
-    if (this.state !== "sniff") return;
+    if (this.state !== "sniff" && this.state !== "pg-ssl") return;
     this.closes.push({ side, error });
+    this.goPlain();
+  }
+
+  /** A PostgreSQL SSLRequest: forwarded now (or once the dial is up); the server's answer decides. */
+  private askPgTls(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.state = "pg-ssl";
+    const request = this.held.slice(0, pgPreamble.send.length);
+    this.forwarded.push({ side: "client", bytes: request });
+    this.held.copyWithin(0, request.length, this.heldLen);
+    this.heldLen -= request.length;
+    this.server?.write(request);
+  }
+
+  private pgAnswer(from: Side, chunk: Uint8Array): void {
+    if (from === "client") {
+      // A client waits for the answer; whatever it sends meanwhile is held.
+      this.keep(chunk);
+      return;
+    }
+    this.client?.write(chunk);
+    this.forwarded.push({ side: "server", bytes: chunk });
+    if (chunk[0] === PG_TLS_ACCEPTED && chunk.length === 1 && this.heldLen === 0) {
+      // TLS follows: the ClientHello is read as any TLS client's first bytes.
+      this.isPgTls = true;
+      this.state = "sniff";
+      return;
+    }
+    this.state = "sniff";
     this.goPlain();
   }
 
@@ -206,7 +258,15 @@ export class TlsGate implements LegOwner {
     const server = this.server;
     if (!client || !server || !this.hello || !this.interception) return;
     this.state = "done";
-    const relay = this.interception.relayFor(this.pipe.info, this.observer, this.peer, this.context, this.onRelayFinish);
+    const peer: Peer = this.isPgTls
+      ? {
+          ...this.peer,
+          preamble: pgPreamble,
+          check: (serverName) =>
+            pgChannelBindingCheck({ hostname: this.peer.hostname, port: this.peer.port, serverName, withRights: this.peer.withRights }),
+        }
+      : this.peer;
+    const relay = this.interception.relayFor(this.pipe.info, this.observer, peer, this.context, this.onRelayFinish);
     relay.attachClient(client, this.hello, server);
   }
 
@@ -218,6 +278,8 @@ export class TlsGate implements LegOwner {
     const pipe = this.pipe;
     if (this.client) pipe.attach("client", this.client);
     if (this.server) pipe.attach("server", this.server, this.serverNoDelay);
+    for (const { side, bytes } of this.forwarded) pipe.observe(side, bytes);
+    this.forwarded = [];
     for (const chunk of this.serverEarly) pipe.onData("server", chunk);
     if (this.heldLen > 0) pipe.onData("client", this.held.slice(0, this.heldLen));
     this.held = new Uint8Array(0);

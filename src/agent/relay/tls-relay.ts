@@ -6,6 +6,7 @@ import { dialThrough } from "./connect-tunnel.ts";
 import { legOptions } from "./leg-options.ts";
 import { type ConnectionInfo, type ConnectionObserver, type ConnectionTap, nowMicros } from "./observer.ts";
 import { type LegData, type LegOwner, Pipe, type Side } from "./pipe.ts";
+import { type Preamble, PreambleLeg } from "./start-tls.ts";
 
 /**
  * The TLS leg of the relay. The program's ClientHello is read (not answered) first; the relay opens TLS to the
@@ -38,7 +39,8 @@ export type PassthroughReason =
   | "upstream certificate not trusted"
   | "mutual TLS"
   | "upstream handshake failed"
-  | "upstream handshake timed out";
+  | "upstream handshake timed out"
+  | "channel binding";
 
 /**
  * "client rejected the certificate": the program's TLS said so (an alert or a TLS error), so its host is passed through
@@ -63,6 +65,13 @@ export type Peer = {
   via?: ProxyRoute;
   /** Runs a dial to the peer with the program's rights (its sockets are made with them); absent: ours are its own. */
   withRights?: <T>(dial: () => T) => T;
+  /** The program asked for TLS in plaintext first (PostgreSQL's SSLRequest): a passed-through connection repeats it. */
+  preamble?: Preamble;
+  /**
+   * Asked once the peer is verified, before the program is answered: null to decrypt, or why its TLS must pass
+   * through (a PostgreSQL server offering channel binding, pg-probe.ts).
+   */
+  check?: (serverName: string) => Promise<string | null>;
 };
 
 const DEFAULT_TIMEOUT_MS = 10_000;
@@ -184,7 +193,7 @@ export class TlsRelayContext {
   }
 }
 
-type State = "hello" | "upstream" | "grace" | "client-handshake" | "open" | "passthrough" | "done";
+type State = "hello" | "upstream" | "check" | "grace" | "client-handshake" | "open" | "passthrough" | "done";
 
 /**
  * One program connection whose first bytes are TLS. The accepted socket's events arrive through `legHandlers`
@@ -416,6 +425,26 @@ export class TlsRelay implements LegOwner {
     this.handshakeDoneAt = nowMicros();
     this.alpn = typeof socket.alpnProtocol === "string" ? socket.alpnProtocol : "";
     this.isSessionPending = true;
+    const check = this.peer.check;
+    if (check) {
+      this.state = "check";
+      check(this.serverName).then(
+        (reason) => {
+          if (this.state !== "check") return;
+          if (reason) this.passThrough("channel binding", reason);
+          else this.afterVerified(socket);
+        },
+        () => {
+          if (this.state === "check") this.passThrough("channel binding", "the check failed");
+        },
+      );
+      return;
+    }
+    this.afterVerified(socket);
+  }
+
+  /** The peer is verified (and checked): answer the program now, or after the grace a first TLS 1.3 peer gets. */
+  private afterVerified(socket: Socket<TlsRelay>): void {
     if (socket.getTLSVersion() !== "TLSv1.3" || this.ctx.isProven(this.peerKey())) {
       this.answerClient();
       return;
@@ -437,7 +466,7 @@ export class TlsRelay implements LegOwner {
       this.toClient(chunk);
       return;
     }
-    if (this.state === "grace" || this.state === "upstream") this.upEarly.push(chunk);
+    if (this.state === "grace" || this.state === "upstream" || this.state === "check") this.upEarly.push(chunk);
   }
 
   onUpDrain(): void {
@@ -472,7 +501,7 @@ export class TlsRelay implements LegOwner {
 
   onUpError(error: unknown): void {
     const text = errorText(error);
-    if (this.state === "upstream" || this.state === "grace") {
+    if (this.state === "upstream" || this.state === "grace" || this.state === "check") {
       const isMutual = /CERTIFICATE_REQUIRED/.test(text) || (this.state === "grace" && CLIENT_CERT_ALERT.test(text));
       if (isMutual) this.passThrough("mutual TLS", text);
       else this.passThrough("upstream handshake failed", text);
@@ -714,7 +743,11 @@ export class TlsRelay implements LegOwner {
         legOptions(
           { hostname: this.peer.hostname, port: this.peer.port },
           {
-            open: (socket: Socket<LegData>) => pipe.attach("server", socket),
+            open: (socket: Socket<LegData>) => {
+              const preamble = this.peer.preamble;
+              if (preamble) new PreambleLeg(pipe, socket, preamble);
+              else pipe.attach("server", socket);
+            },
             connectError: () => pipe.fail("connect failed"),
           },
         ),

@@ -11,7 +11,7 @@ import type { TlsInterception } from "../tls/interception.ts";
 import type { Context } from "./context.ts";
 import { handleAccept, handleBind, handleListen, retire, serveParked, sweepTakeovers } from "./inbound.ts";
 import { handleName } from "./names.ts";
-import { handleConnect, type OutboundRelay, startOutboundRelay } from "./outbound.ts";
+import { handleConnect, type OutboundRelay, releaseInboundOf, startOutboundRelay } from "./outbound.ts";
 import { handleTrustOpen } from "./trust-open.ts";
 
 /**
@@ -73,6 +73,7 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
     threadTakeovers: new Map(),
     stats: { intercepted: 0, inbound: 0, outbound: 0, refusedIoUring: 0, lostAccepts: 0 },
   };
+  options.observer?.setInboundRelease?.((pid) => releaseInboundOf(ctx, pid));
   const control = new SharedArrayBuffer(4);
   const flags = new Int32Array(control);
   let isPassthrough = false;

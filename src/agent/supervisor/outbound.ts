@@ -70,12 +70,18 @@ function errnoOf(error: unknown): number {
 /** Dials in flight by program socket (inode): a connect() restarted after a signal takes over its dial. */
 const pendingDials = new Map<string, { id: bigint; adopt(m: ConnectMsg): void }>();
 
-export function handleConnect(ctx: Context, relay: OutboundRelay, m: ConnectMsg): void {
-  const pid = processOf(m.pid);
-  // Requests this process received but has not been seen accepting (a native accept) are in flight now:
-  // show them to the tracer first, so this call can name its parent request.
+/**
+ * Requests `pid` received but has not been seen accepting (a native accept) are in flight now: shows them to the tracer
+ * first, so a call it makes (a new connection, or a statement on a pooled one) can name its parent request.
+ */
+export function releaseInboundOf(ctx: Context, pid: number): void {
   for (const pipe of ctx.deferredInbound) if (pipe.info.pid === pid) pipe.release(pid);
   ctx.threads?.releaseProcess(pid);
+}
+
+export function handleConnect(ctx: Context, relay: OutboundRelay, m: ConnectMsg): void {
+  const pid = processOf(m.pid);
+  releaseInboundOf(ctx, pid);
   const inode = socketInode(m.fd);
   const pending = inode ? pendingDials.get(inode) : undefined;
   if (pending) {

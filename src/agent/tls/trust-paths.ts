@@ -29,6 +29,8 @@ export const caFileVariables = [
   "DENO_CERT",
   "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",
   "NIX_SSL_CERT_FILE",
+  // libpq's root certificate for sslmode=verify-ca/verify-full (psql, psycopg, and drivers built on it).
+  "PGSSLROOTCERT",
 ] as const;
 
 /** The JDK's trust stores, relative to java.home: `jssecacerts` is preferred when it exists. */

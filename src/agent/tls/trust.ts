@@ -149,7 +149,7 @@ export type OfferOptions = {
 /**
  * Writes the merged trust into a private directory (0700, files 0600) and returns the variables that point the
  * program at it. A variable the user set is merged, not overwritten: its certificates are in the program's roots
- * (programTrust read them), and NODE_EXTRA_CA_CERTS keeps the user's file's certificates next to the CA.
+ * (programTrust read them), and NODE_EXTRA_CA_CERTS and PGSSLROOTCERT keep the user's file's certificates next to the CA.
  */
 export function offeredTrust(options: OfferOptions): OfferedTrust {
   const dir = mkdtempSync(join(tmpdir(), "tapscope-trust-"));
@@ -176,5 +176,11 @@ export function offeredTrust(options: OfferOptions): OfferedTrust {
       })()
     : [];
   env.NODE_EXTRA_CA_CERTS = write("node-extra.pem", [...userNodePems, ...ca].join(""));
+  // libpq's roots for verify-ca/verify-full replace the system's: the user's file and the CA, nothing more.
+  const userPg = options.env.PGSSLROOTCERT;
+  if (userPg && userPg !== "system") {
+    const read = readBounded(userPg);
+    if ("text" in read) env.PGSSLROOTCERT = write("pg-root.pem", [...pemCertificates(read.text), ...ca].join(""));
+  }
   return { dir, bundleFile, env, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }

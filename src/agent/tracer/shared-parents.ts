@@ -10,56 +10,72 @@ const WORDS = 2;
 export type SharedParentsBuffer = SharedArrayBuffer;
 
 export function newSharedParentsBuffer(): SharedParentsBuffer {
-  // The order counter, then the slots' words, then their ids.
-  return new SharedArrayBuffer(4 + SLOTS * WORDS * 4 + SLOTS * ID_BYTES);
+  // The order counter and the slots in use's high-water mark, then the slots' words, then their ids.
+  return new SharedArrayBuffer(8 + SLOTS * WORDS * 4 + SLOTS * ID_BYTES);
 }
 
 /**
  * The ParentTracker of a run whose inbound connections are relayed on several threads: an outbound call made on the
  * main thread still gets as its parent the newest inbound request of its process, whichever thread parsed that
  * request. Each thread writes the requests it starts into shared slots (an order number, the process id, the event
- * id) and clears them when they finish; `current` reads the newest slot of the process.
+ * id) and clears them when they finish; `current` reads the newest slot of the process. Slots are taken lowest first,
+ * so a read looks only as far as the most requests ever in flight at once (a database call asks on every statement).
  */
 export class SharedParentTracker<Request extends { eventId: string } = { eventId: string }>
-  implements Pick<ParentTracker<Request>, "current" | "start" | "finish">
+  implements Pick<ParentTracker<Request>, "current" | "inflight" | "parent" | "start" | "finish">
 {
-  private readonly order: Int32Array;
+  /** [0]: the order counter; [1]: one past the highest slot ever taken. */
+  private readonly header: Int32Array;
   private readonly words: Int32Array;
   private readonly ids: Uint8Array;
   private readonly mine = new Map<Request, number>();
-  private next = 0;
 
   constructor(buffer: SharedParentsBuffer) {
-    this.order = new Int32Array(buffer, 0, 1);
-    this.words = new Int32Array(buffer, 4, SLOTS * WORDS);
-    this.ids = new Uint8Array(buffer, 4 + SLOTS * WORDS * 4, SLOTS * ID_BYTES);
+    this.header = new Int32Array(buffer, 0, 2);
+    this.words = new Int32Array(buffer, 8, SLOTS * WORDS);
+    this.ids = new Uint8Array(buffer, 8 + SLOTS * WORDS * 4, SLOTS * ID_BYTES);
   }
 
   current(pid: number): string {
+    return this.parent(pid).id;
+  }
+
+  inflight(pid: number): number {
+    return this.parent(pid).candidates;
+  }
+
+  /** The newest request of `pid` in flight and how many it has, in one look at the slots. */
+  parent(pid: number): { id: string; candidates: number } {
     let best = -1;
     let bestOrder = 0;
-    for (let slot = 0; slot < SLOTS; slot++) {
+    let candidates = 0;
+    const limit = Atomics.load(this.header, 1);
+    for (let slot = 0; slot < limit; slot++) {
       const order = Atomics.load(this.words, slot * WORDS);
-      if (order > bestOrder && this.words[slot * WORDS + 1] === pid) {
-        best = slot;
-        bestOrder = order;
+      if (order > 0 && this.words[slot * WORDS + 1] === pid) {
+        candidates++;
+        if (order > bestOrder) {
+          best = slot;
+          bestOrder = order;
+        }
       }
     }
-    if (best < 0) return "";
+    if (best < 0) return { id: "", candidates: 0 };
     const id = String.fromCharCode(...this.ids.subarray(best * ID_BYTES, (best + 1) * ID_BYTES));
     // Freed (or reused) while it was read: that request is no longer in flight.
-    return Atomics.load(this.words, best * WORDS) === bestOrder ? id : "";
+    return Atomics.load(this.words, best * WORDS) === bestOrder ? { id, candidates } : { id: "", candidates: candidates - 1 };
   }
 
   start(pid: number, request: Request): void {
     if (request.eventId.length !== ID_BYTES) return;
-    for (let tries = 0; tries < SLOTS; tries++) {
-      const slot = this.next;
-      this.next = (this.next + 1) % SLOTS;
+    for (let slot = 0; slot < SLOTS; slot++) {
       if (Atomics.compareExchange(this.words, slot * WORDS, 0, -1) !== 0) continue;
       this.words[slot * WORDS + 1] = pid;
       for (let i = 0; i < ID_BYTES; i++) this.ids[slot * ID_BYTES + i] = request.eventId.charCodeAt(i);
-      Atomics.store(this.words, slot * WORDS, Atomics.add(this.order, 0, 1) + 1);
+      for (let seen = Atomics.load(this.header, 1); seen <= slot; seen = Atomics.load(this.header, 1)) {
+        if (Atomics.compareExchange(this.header, 1, seen, slot + 1) === seen) break;
+      }
+      Atomics.store(this.words, slot * WORDS, Atomics.add(this.header, 0, 1) + 1);
       this.mine.set(request, slot);
       return;
     }

@@ -3,6 +3,13 @@ export type TracerStats = {
   openConnections: number;
   httpEvents: number;
   tcpEvents: number;
+  /** Database calls recorded, per protocol, and the connections they came over. */
+  postgresqlCalls: number;
+  mysqlCalls: number;
+  redisCalls: number;
+  dbConnections: number;
+  /** Messages database connections carried without an event each (pub/sub, MONITOR, notifications). */
+  dbUnrecorded: number;
   /** Connections the parser gave up on (recorded as tcp). */
   parserGaveUp: number;
   /** Exceptions caught inside a tap: the connection became passthrough. */
@@ -18,6 +25,11 @@ export function emptyTracerStats(): TracerStats {
     openConnections: 0,
     httpEvents: 0,
     tcpEvents: 0,
+    postgresqlCalls: 0,
+    mysqlCalls: 0,
+    redisCalls: 0,
+    dbConnections: 0,
+    dbUnrecorded: 0,
     parserGaveUp: 0,
     tapErrors: 0,
     droppedEvents: 0,

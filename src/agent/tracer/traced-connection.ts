@@ -1,16 +1,25 @@
 import { errorMessage } from "~/lib/errors.ts";
 import type { ConnectionSummary, ProcessInfo } from "../event.ts";
+import type { DbCall, DbSession, DbSessionHooks } from "../parse/db-call.ts";
+import { isMysqlGreeting, sniffDbClient } from "../parse/db-sniff.ts";
 import type { Exchange } from "../parse/exchange.ts";
 import { Http1Session, type Http1SessionHooks } from "../parse/http1-session.ts";
 import { Http2Session } from "../parse/http2-session.ts";
+import { MysqlSession } from "../parse/mysql.ts";
+import { PostgresSession } from "../parse/postgres.ts";
+import { RedisSession } from "../parse/redis.ts";
 import { isHttp2PrefaceStart, MAX_SNIFF_BYTES, mayBeHttp2ServerPreface, sniff, tlsServerName } from "../parse/sniff.ts";
 import type { ConnectionInfo, ConnectionTap } from "../relay/observer.ts";
 import type { ParentTracker } from "./parent-tracker.ts";
 import type { TracerStats } from "./stats.ts";
 
-/** What a connection hands on to become an event: an HTTP exchange, or the summary of a connection that was not HTTP. */
+/**
+ * What a connection hands on to become an event: an HTTP exchange, a database call, or the summary of a connection that
+ * was neither.
+ */
 export type FinishedWork =
   | { kind: "http"; ex: Exchange; conn: ConnectionInfo; proc: ProcessInfo }
+  | { kind: "db"; call: DbCall; conn: ConnectionInfo; proc: ProcessInfo }
   | { kind: "tcp"; sum: ConnectionSummary; conn: ConnectionInfo; proc: ProcessInfo };
 
 export type TracedConnectionDeps = {
@@ -20,7 +29,9 @@ export type TracedConnectionDeps = {
   recordEmptyConnections: boolean;
   /** The tracer's counters: this connection adds its bytes, parser failures and tap errors. */
   stats: TracerStats;
-  parents: Pick<ParentTracker<Exchange>, "current" | "start" | "finish">;
+  parents: Pick<ParentTracker<Exchange>, "current" | "parent" | "start" | "finish">;
+  /** Shows the tracer the inbound connections of `pid` still held back (see ConnectionObserver.setInboundRelease). */
+  releaseInbound?(pid: number): void;
   /** Takes finished work off the data path; must not throw. */
   enqueue(work: FinishedWork): void;
   newEventId(): string;
@@ -28,8 +39,14 @@ export type TracedConnectionDeps = {
   processInfo(pid: number): ProcessInfo;
 };
 
-/** "http" covers HTTP/1.x and HTTP/2 (prior knowledge or h2c upgrade): a session parses the connection. */
-type Mode = "sniff" | "http" | "tls-hello" | "opaque";
+/**
+ * "http" covers HTTP/1.x and HTTP/2 (prior knowledge or h2c upgrade): a session parses the connection; "db" a database
+ * protocol's session (a program's calls to its databases, or, traced on the server's side, the calls it received).
+ */
+type Mode = "sniff" | "http" | "db" | "tls-hello" | "opaque";
+
+/** A MySQL greeting is far shorter; a server's first bytes are held this far while they may still be one. */
+const MAX_GREETING = 4096;
 
 /** A server's SETTINGS (and a WINDOW_UPDATE after it) sent before the client spoke. */
 const MAX_SERVER_EARLY = 4096;
@@ -45,6 +62,7 @@ const MAX_HELLO_RECORD = 5 + 16 * 1024;
 export class TracedConnection implements ConnectionTap {
   private mode: Mode = "sniff";
   private session: Http1Session | Http2Session | null = null;
+  private db: DbSession | null = null;
   private hooks: Http1SessionHooks | null = null;
   private sniffBuf: Uint8Array | null = null;
   private sniffLen = 0;
@@ -93,6 +111,11 @@ export class TracedConnection implements ConnectionTap {
     else this.bytesFromServer += chunk.length;
     if (this.mode === "opaque") return;
     try {
+      if (this.mode === "db") {
+        this.db!.onData(fromClient, chunk, at);
+        if (this.db!.state !== "db") this.checkDb();
+        return;
+      }
       if (this.mode === "http") {
         this.session!.onData(fromClient, chunk, at);
         this.checkSession(at);
@@ -125,6 +148,21 @@ export class TracedConnection implements ConnectionTap {
     if (this.mode === "sniff" && this.sniffLen === 0 && this.serverEarly) this.decideUnknown("server spoke first");
     else if (this.mode === "sniff" && this.sniffLen > 0) this.decideUnknown("closed before the protocol was known");
     if (this.mode === "tls-hello") this.finishHello();
+    if (this.db) {
+      const db = this.db;
+      if (db.state === "db") {
+        try {
+          db.onClose(at, error);
+        } catch {
+          stats.tapErrors++;
+        }
+      }
+      stats.dbUnrecorded += db.unrecorded;
+      // A database connection is described by its calls; one on which none was recorded is a tcp event, saying why.
+      if (db.state === "db" && db.calls > 0) return;
+      this.tags.db = db.system;
+      if (db.calls > 0) this.tags.db_calls = String(db.calls);
+    }
     if (this.session) {
       try {
         this.session.onClose(at, error);
@@ -158,6 +196,7 @@ export class TracedConnection implements ConnectionTap {
 
   private sniffData(fromClient: boolean, chunk: Uint8Array, at: number): void {
     if (!fromClient) {
+      if (this.sniffLen === 0 && this.greetingData(chunk, at)) return;
       if (this.holdServerPreface(chunk, at)) return;
       // The server spoke first (databases, SMTP) or answered a partial line: not HTTP from a client.
       this.tags.reason = this.sniffLen === 0 ? "server spoke first" : "not http";
@@ -177,6 +216,23 @@ export class TracedConnection implements ConnectionTap {
       this.sniffAt = at;
     }
     const kind = sniff(buf, len);
+    if (kind === "unknown" && !this.serverEarly) {
+      const db = sniffDbClient(buf, len);
+      if (db === "postgresql" || db === "redis") {
+        const sniffed = this.sniffBuf;
+        this.sniffBuf = null;
+        this.sniffLen = 0;
+        this.startDb(db);
+        if (held > 0 && sniffed) this.db!.onData(true, sniffed.subarray(0, held), this.sniffAt);
+        this.db!.onData(true, chunk, at);
+        this.checkDb();
+        return;
+      }
+      if (db === "more") {
+        if (this.sniffLen === 0) this.appendSniff(chunk);
+        return;
+      }
+    }
     if (this.serverEarly && kind !== "http2" && !(kind === "more" && isHttp2PrefaceStart(buf, len))) {
       this.decideUnknown("server spoke first");
       return;
@@ -228,6 +284,7 @@ export class TracedConnection implements ConnectionTap {
     this.tags.tls_reason =
       conn.tlsReason ?? (conn.direction === "inbound" ? "inbound TLS (the program terminates it)" : "interception off");
     if (conn.tlsDetail) this.tags.tls_detail = conn.tlsDetail.slice(0, 500);
+    if (conn.startTls) this.tags.db = conn.startTls;
   }
 
   private helloData(fromClient: boolean, chunk: Uint8Array): void {
@@ -276,6 +333,84 @@ export class TracedConnection implements ConnectionTap {
     if (!mayBeHttp2ServerPreface(early.bytes, early.length)) return false;
     this.serverEarly = early;
     return true;
+  }
+
+  /** A server's first bytes on an outbound connection that are (or may still be) a MySQL greeting: true when taken. */
+  private greetingData(chunk: Uint8Array, at: number): boolean {
+    const early = this.serverEarly;
+    let buf = chunk;
+    let len = chunk.length;
+    if (early) {
+      if (early.length + chunk.length > MAX_GREETING) return false;
+      early.bytes.set(chunk, early.length);
+      early.length += chunk.length;
+      buf = early.bytes;
+      len = early.length;
+    }
+    const verdict = isMysqlGreeting(buf, len);
+    if (verdict === false) {
+      if (early) {
+        // Not a greeting after all: what was held is what the server spoke first.
+        early.length -= chunk.length;
+        return false;
+      }
+      return false;
+    }
+    if (verdict === "more") {
+      if (!early) {
+        if (chunk.length > MAX_GREETING) return false;
+        const bytes = new Uint8Array(MAX_GREETING);
+        bytes.set(chunk);
+        this.serverEarly = { bytes, length: chunk.length, at };
+      }
+      return true;
+    }
+    this.serverEarly = null;
+    this.startDb("mysql");
+    this.db!.onData(false, early ? buf.subarray(0, len) : chunk, early ? early.at : at);
+    this.checkDb();
+    return true;
+  }
+
+  private startDb(system: "postgresql" | "mysql" | "redis"): void {
+    const conn = this.conn;
+    const { parents, payloadLimit } = this.deps;
+    this.mode = "db";
+    this.deps.stats.dbConnections++;
+    const hooks: DbSessionHooks = {
+      newEventId: this.deps.newEventId,
+      // A call the program made: the request it was serving; one it received (a traced database server) has none.
+      parent: conn.tunnel
+        ? () => ({ id: this.parentEventId, candidates: 1 })
+        : conn.direction === "outbound"
+          ? () => {
+              // A pooled connection: the request that led to this call may still be held back, unseen.
+              this.deps.releaseInbound?.(conn.pid);
+              return parents.parent(conn.pid);
+            }
+          : () => ({ id: "", candidates: 0 }),
+      onCall: (call) => this.deps.enqueue({ kind: "db", call, conn, proc: this.proc }),
+    };
+    const options = { payloadLimit };
+    this.db =
+      system === "postgresql"
+        ? new PostgresSession(hooks, options)
+        : system === "mysql"
+          ? new MysqlSession(hooks, options)
+          : new RedisSession(hooks, options);
+  }
+
+  /** The database session stopped parsing: encryption it cannot read, or bytes that made no sense. */
+  private checkDb(): void {
+    const db = this.db!;
+    if (db.state === "db") return;
+    if (db.state === "encrypted") {
+      if (db.failReason === "TLS") this.markNotDecrypted();
+      else this.tags.encrypted = db.failReason;
+      this.mode = "opaque";
+      return;
+    }
+    this.giveUp(db.failReason, false);
   }
 
   private startHttp(kind: "http1" | "http2"): void {

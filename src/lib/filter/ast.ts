@@ -6,6 +6,7 @@
  *   tls == "not decrypted" && tls.reason == "mutual TLS"
  *   response.body icontains "quota exceeded" && request.headers["x-request-id"] == "rid-5521"
  *   !(request.headers["authorization"] exists) && service == "checkout"
+ *   db.system == "postgresql" && db.statement contains "FROM orders" && duration > 50ms
  * The fields, their operators and values: fields.ts.
  */
 
@@ -34,6 +35,9 @@ export type FilterExpr =
   | { kind: "and"; left: FilterExpr; right: FilterExpr }
   | { kind: "or"; left: FilterExpr; right: FilterExpr }
   | { kind: "not"; expr: FilterExpr };
+
+/** The values of `db.system`: the database protocols the agent reads. */
+export const dbSystems = ["postgresql", "mysql", "redis"] as const;
 
 /** The values of the `tls` field: the event's tags.tls (a plaintext event has neither). */
 export const tlsStates = ["decrypted", "not decrypted"] as const;

@@ -99,6 +99,11 @@ const read: Readonly<Record<string, (e: TracedEvent) => Value>> = {
   "gke.node_name": (e) => e.gke_node_name,
   id: (e) => e.event_id,
   parent_id: (e) => e.parent_event_id,
+  "db.system": (e) => e.db_system,
+  "db.statement": (e) => e.db_statement,
+  "db.operation": (e) => e.db_operation,
+  "db.error": (e) => e.db_error_code,
+  "db.error_message": (e) => e.db_error_message,
 };
 
 /** The readable names the live evaluator reads (a test compares them with fields.ts and the field table). */

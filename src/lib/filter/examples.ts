@@ -18,6 +18,9 @@ export const suggestedFilters = [
   'request.method == "GET"',
   "response.status == 404",
   'tls == "not decrypted"',
+  // HTTP only (database calls left out), and the database calls that failed.
+  'db.system == ""',
+  'db.error != ""',
 ] as const;
 
 export const filterExamples: readonly string[] = [placeholderExample, ...suggestedFilters];

@@ -1,5 +1,5 @@
 import { eventKinds } from "~/lib/protocol/event.ts";
-import { type FilterOp, tlsStates } from "./ast.ts";
+import { dbSystems, type FilterOp, tlsStates } from "./ast.ts";
 
 /**
  * The filter language's fields: what each readable name is, which operators it takes and what values. The column a
@@ -42,6 +42,8 @@ export type FilterFieldSpec = {
   readonly values?: readonly string[];
   /** number, size, duration: the value the event holds when it does not apply; no comparison matches it. */
   readonly absent?: number;
+  /** text: held in upper case, so == and != compare the value in upper case too. */
+  readonly isUpperCase?: boolean;
 };
 
 const textOps: readonly FilterOp[] = ["==", "!=", "startsWith", "endsWith", "contains", "icontains", "matches"];
@@ -183,6 +185,27 @@ export const filterFieldList: readonly FilterFieldSpec[] = [
   text("id", "the event's id", 'id == "3f2b…"'),
   text("parent_id", "the inbound request an outbound call was made for", 'parent_id == "3f2b…"'),
   { name: "tags", kind: "tag", about: 'one tag of the event: tags["key"]', example: 'tags["grpc_status"] == "14"' },
+  {
+    name: "db.system",
+    kind: "enum",
+    values: [...dbSystems, ""],
+    about: 'a database call\'s protocol ("" for HTTP and tcp events)',
+    example: 'db.system == "postgresql"',
+  },
+  text("db.statement", "the SQL statement or Redis command, as sent (redacted)", 'db.statement contains "FROM orders"'),
+  {
+    name: "db.operation",
+    kind: "text",
+    isUpperCase: true,
+    about: "the statement's verb or the Redis command (SELECT, INSERT, GET…), any case",
+    example: 'db.operation == "select"',
+  },
+  text(
+    "db.error",
+    'the error code of a failed call (SQLSTATE, MySQL error number, Redis error prefix; "" when none)',
+    'db.error == "23505"',
+  ),
+  text("db.error_message", "the error message of a failed call", 'db.error_message contains "deadlock"'),
 ];
 
 export const filterFields: ReadonlyMap<string, FilterFieldSpec> = new Map(filterFieldList.map((f) => [f.name, f]));

@@ -391,7 +391,7 @@ class Parser {
           );
         }
         if (op === "matches") this.checkPattern(tok as Token & { k: "string" });
-        return value;
+        return spec.isUpperCase && (op === "==" || op === "!=") ? value.toUpperCase() : value;
       }
     }
   }

@@ -1,8 +1,11 @@
 import { deriveEventFields, type EventOf, type FieldNames, neutralEventOf } from "./event-fields.ts";
 import { publishLimits as L } from "./publish.ts";
 
-/** The kinds of event, the neutral one first; an event's kind is its `protocol` field. */
-export const eventKinds = ["http", "tcp"] as const;
+/**
+ * The kinds of event, the neutral one first; an event's kind is its `protocol` field. "db": one statement or command
+ * the program sent to a database or cache (its `db_` fields say which system).
+ */
+export const eventKinds = ["http", "tcp", "db"] as const;
 
 const short = { type: "text", max: L.maxShortChars } as const;
 const count = { type: "int", min: 0, max: Number.MAX_SAFE_INTEGER } as const;
@@ -41,7 +44,7 @@ export const eventFieldTable = [
   { name: "process_executable_size", ...count, ...column, filter: "process.size" },
   { name: "process_command_line", type: "text", max: L.maxCommandLineChars, ...column, filter: "process.command_line" },
   { name: "process_user", ...short, ...column, filter: "process.user" },
-  /** "http" for an HTTP exchange, "tcp" for a connection of an unknown protocol. */
+  /** "http" for an HTTP exchange, "tcp" for a connection of an unknown protocol, "db" for a database call. */
   { name: "protocol", type: "kind", values: eventKinds, ...column, filter: "protocol" },
   { name: "tls_server_name", ...short, ...column, filter: "tls.server_name" },
   /** "1.0", "1.1", "2". */
@@ -103,6 +106,28 @@ export const eventFieldTable = [
   { name: "search_resp_body", ...searchText, filter: "response.body" },
   { name: "search_req_headers", ...searchText, filter: "request.headers" },
   { name: "search_resp_headers", ...searchText, filter: "response.headers" },
+  /**
+   * A database call (kind "db"): one SQL statement or Redis command. Its duration is http_duration (first byte sent to
+   * the end of its result), its bytes bytes_sent and bytes_received, its server http_server_addr, its timings the
+   * outbound timing_ fields. "postgresql", "mysql" (MySQL and MariaDB) or "redis".
+   */
+  { name: "db_system", type: "text", max: 32, ...column, filter: "db.system" },
+  /** The statement or command as sent (redacted; prepared statements resolved to their text), cut to the payload limit. */
+  { name: "db_statement", type: "text", max: L.maxStatementChars, isUnique: true, ...column, filter: "db.statement" },
+  /** The statement with its literals replaced by `?`: equal for "the same query". */
+  { name: "db_statement_normalized", type: "text", max: L.maxStatementChars, ...column },
+  /** SELECT, INSERT, GET, HSET...; upper case. */
+  { name: "db_operation", type: "text", max: 64, ...column, filter: "db.operation" },
+  /** Bound parameters in order (`$1`, `?1`), decoded to text and redacted. */
+  { name: "db_parameters", type: "headers" },
+  /** The database (PostgreSQL, MySQL) or index (Redis) and the user the connection logged in as. */
+  { name: "db_name", ...short, ...column },
+  { name: "db_user", ...short, ...column },
+  /** Rows returned or affected; -1 when the server did not say. */
+  { name: "db_rows", ...optional, ...column },
+  /** The error when the call failed: SQLSTATE (PostgreSQL), error number (MySQL) or error prefix (Redis); "" when it did not. */
+  { name: "db_error_code", type: "text", max: 64, ...column, filter: "db.error" },
+  { name: "db_error_message", type: "text", max: L.maxShortChars, ...column, filter: "db.error_message" },
 ] as const;
 
 type EventFieldTable = typeof eventFieldTable;

@@ -62,6 +62,8 @@ export const publishLimits = {
   /** Longest body field: base64 of 1 MiB (the agent keeps 64 KiB by default, decoded bodies up to 1 MiB). */
   maxBodyChars: 4 * Math.ceil((1024 * 1024) / 3),
   maxPathChars: 8192,
+  /** A database call's statement (the agent cuts it to its payload limit first). */
+  maxStatementChars: 16384,
   maxHeaderCount: 256,
   maxHeaderNameChars: 256,
   maxHeaderValueChars: 8192,

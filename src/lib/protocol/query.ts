@@ -91,6 +91,9 @@ export const listColumns = [
   "tls_server_name",
   "http_server_addr",
   "tags",
+  "db_system",
+  "db_statement",
+  "db_error_code",
 ] as const satisfies ReadonlyArray<RowColumn>;
 
 export type ResultBase = {

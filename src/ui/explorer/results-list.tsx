@@ -1,5 +1,6 @@
 import { observeElementRect, useVirtualizer } from "@tanstack/react-virtual";
 import { useMemo, useRef } from "react";
+import { dbOutcome, dbOutcomeClass, dbSystemName, dbSystemShort, isDbCall } from "~/lib/db-call.ts";
 import { displayUrl, eventOrigin } from "~/lib/event-url.ts";
 import { formatBytes, formatDuration } from "~/lib/format.ts";
 import { maxRowLimit, type ResultRow } from "~/lib/protocol/query.ts";
@@ -146,16 +147,29 @@ export function ResultsList({
                 <span role="cell" className={`truncate text-zinc-400 ${WIDE_ONLY}`}>
                   {formatRowTime(row.time, tz)}
                 </span>
-                <span role="cell" className="truncate font-semibold text-zinc-200">
-                  {row.http_is_outgoing ? <span className="text-sky-400">↗ </span> : null}
-                  {row.http_req_method || "—"}
-                </span>
-                <span role="cell" className={statusClass(row.http_resp_status_code ?? 0)}>
-                  {row.http_resp_status_code || "—"}
-                </span>
+                {isDbCall(row) ? (
+                  <>
+                    <span role="cell" className="truncate font-semibold text-violet-300" title={dbSystemName(row.db_system)}>
+                      {dbSystemShort(row.db_system)}
+                    </span>
+                    <span role="cell" className={`truncate ${dbOutcomeClass(row)}`}>
+                      {dbOutcome(row)}
+                    </span>
+                  </>
+                ) : (
+                  <>
+                    <span role="cell" className="truncate font-semibold text-zinc-200">
+                      {row.http_is_outgoing ? <span className="text-sky-400">↗ </span> : null}
+                      {row.http_req_method || "—"}
+                    </span>
+                    <span role="cell" className={statusClass(row.http_resp_status_code ?? 0)}>
+                      {row.http_resp_status_code || "—"}
+                    </span>
+                  </>
+                )}
                 <span role="cell" className="truncate text-zinc-200" title={displayUrl(row)}>
                   <TlsMarker event={row} />
-                  {row.protocol === "tcp" || row.http_req_method === "CONNECT" ? (
+                  {row.protocol === "tcp" || row.protocol === "db" || row.http_req_method === "CONNECT" ? (
                     displayUrl(row)
                   ) : (
                     <>
@@ -168,7 +182,7 @@ export function ResultsList({
                   {formatDuration(row.http_duration ?? Number.NaN)}
                 </span>
                 <span role="cell" className={`text-right text-zinc-500 ${WIDE_ONLY}`}>
-                  {formatBytes(row.http_resp_body_size_bytes_wire ?? Number.NaN)}
+                  {isDbCall(row) ? "" : formatBytes(row.http_resp_body_size_bytes_wire ?? Number.NaN)}
                 </span>
               </div>
             );

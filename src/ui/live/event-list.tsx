@@ -1,5 +1,6 @@
 import { observeElementRect, useVirtualizer } from "@tanstack/react-virtual";
 import { memo, type RefObject, useRef } from "react";
+import { dbOutcome, dbOutcomeClass, dbSystemName, dbSystemShort, isDbCall } from "~/lib/db-call.ts";
 import { displayUrl } from "~/lib/event-url.ts";
 import { formatBytes, formatDuration } from "~/lib/format.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
@@ -155,12 +156,29 @@ const Row = memo(function Row({
       <span role="cell" className={`text-right text-zinc-300 tabular-nums ${LAST_WHEN_NARROW}`}>
         {formatDuration(event.http_duration)}
       </span>
-      <span role="cell" className={statusClass(event.http_resp_status_code)}>
-        {event.http_resp_status_code || "—"}
-      </span>
-      <span role="cell" className="font-semibold text-zinc-200">
-        {event.http_req_method || event.protocol.toUpperCase()}
-      </span>
+      {isDbCall(event) ? (
+        <>
+          <span role="cell" className={`truncate ${dbOutcomeClass(event)}`} title={event.db_error_message || undefined}>
+            {dbOutcome(event)}
+          </span>
+          <span
+            role="cell"
+            className="truncate font-semibold text-violet-300"
+            title={`${dbSystemName(event.db_system)} ${event.db_operation}`}
+          >
+            {dbSystemShort(event.db_system)}
+          </span>
+        </>
+      ) : (
+        <>
+          <span role="cell" className={statusClass(event.http_resp_status_code)}>
+            {event.http_resp_status_code || "—"}
+          </span>
+          <span role="cell" className="font-semibold text-zinc-200">
+            {event.http_req_method || event.protocol.toUpperCase()}
+          </span>
+        </>
+      )}
       <span role="cell" className="flex min-w-0 items-center gap-1.5 text-zinc-200">
         {event.http_is_outgoing ? (
           <span role="img" className="shrink-0 text-sky-400" title="Outbound call made by the program" aria-label="outbound">
@@ -171,7 +189,8 @@ const Row = memo(function Row({
         <span className="truncate">{displayUrl(event)}</span>
       </span>
       <span role="cell" className={`text-right text-zinc-400 tabular-nums ${WIDE_ONLY}`}>
-        {formatBytes(event.http_resp_body_size_bytes_wire)}
+        {/* A database call's result has no body: what came back is its bytes. */}
+        {formatBytes(isDbCall(event) ? event.bytes_received : event.http_resp_body_size_bytes_wire)}
       </span>
     </div>
   );

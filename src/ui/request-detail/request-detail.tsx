@@ -1,4 +1,5 @@
 import { type ReactNode, useEffect, useMemo, useRef } from "react";
+import { dbOutcome, dbOutcomeClass, dbSystemName, isDbCall } from "~/lib/db-call.ts";
 import { displayUrl, eventUrl, isDecrypted, splitUrlTail } from "~/lib/event-url.ts";
 import type { HighlightTerms } from "~/lib/filter/search.ts";
 import { formatBytes, formatDuration } from "~/lib/format.ts";
@@ -8,9 +9,12 @@ import { useTimeZone } from "~/ui/lib/time-zone.ts";
 import { LockIcon } from "../components/tls-marker.tsx";
 import { statusClass } from "../live/format.ts";
 import { BodyView } from "./body-view.tsx";
+import { CallWaterfall } from "./call-waterfall.tsx";
 import { toCurl } from "./curl.ts";
+import { DbCallDetail } from "./db-call-detail.tsx";
 import { Marked } from "./marked.tsx";
 import { tagLabel, tagValue } from "./tag-labels.ts";
+import { timingSteps } from "./timing.ts";
 import { useCopy } from "./use-copy.ts";
 import { Waterfall } from "./waterfall.tsx";
 
@@ -54,6 +58,11 @@ export function RequestDetail({
   highlight,
 }: RequestDetailProps) {
   const { copiedKey, failedKey, copy } = useCopy();
+  // One culprit for the whole request: its slowest timing step, or, when that is the processing and the calls made
+  // during it are shown, the slowest of those calls or the program's own time.
+  const hasCallBreakdown = !event.http_is_outgoing && !isTunnel(event) && outboundCalls.length > 0;
+  const timingCulprit = useMemo(() => timingSteps(event).find((s) => s.isCulprit)?.label, [event]);
+  const isCulpritInCalls = timingCulprit === undefined || timingCulprit === "processing";
   const [zone] = useTimeZone();
   // The live frame re-renders as events stream in: decode the body for cURL once per event.
   const curl = useMemo(() => (event.protocol === "http" ? toCurl(event) : null), [event]);
@@ -77,16 +86,28 @@ export function RequestDetail({
                   ↗
                 </span>
               ) : null}
-              <span className="font-semibold">{event.http_req_method || event.protocol.toUpperCase()}</span>
-              <span className={`font-semibold ${statusClass(event.http_resp_status_code)}`}>{event.http_resp_status_code || "—"}</span>
+              {isDbCall(event) ? (
+                <>
+                  <span className="font-semibold text-violet-300">
+                    {dbSystemName(event.db_system)} {event.db_operation}
+                  </span>
+                  <span className={`font-semibold ${dbOutcomeClass(event)}`}>{dbOutcome(event)}</span>
+                </>
+              ) : (
+                <>
+                  <span className="font-semibold">{event.http_req_method || event.protocol.toUpperCase()}</span>
+                  <span className={`font-semibold ${statusClass(event.http_resp_status_code)}`}>{event.http_resp_status_code || "—"}</span>
+                </>
+              )}
               <span className="text-zinc-400">{formatDuration(event.http_duration)}</span>
             </div>
             <p className="mt-1 font-mono text-xs break-all text-zinc-300" data-testid="detail-url">
-              {event.protocol === "tcp" || isTunnel(event) ? displayUrl(event) : eventUrl(event)}
+              {event.protocol === "tcp" || isDbCall(event) || isTunnel(event) ? displayUrl(event) : eventUrl(event)}
             </p>
             <p className="mt-1 text-xs text-zinc-500">
-              <time data-testid="detail-time">{formatFullTime(event.time, zone)}</time> · HTTP/{event.http_version || "?"} ·{" "}
-              {event.http_client_addr} → {event.http_server_addr}
+              <time data-testid="detail-time">{formatFullTime(event.time, zone)}</time> ·{" "}
+              {isDbCall(event) ? dbSystemName(event.db_system) : `HTTP/${event.http_version || "?"}`} · {event.http_client_addr} →{" "}
+              {event.http_server_addr}
               {event.process_executable_name ? ` · ${event.process_executable_name} (pid ${event.process_id})` : ""}
             </p>
             {tlsSummary(event) ? (
@@ -112,7 +133,7 @@ export function RequestDetail({
         </div>
         <div className="mt-2 flex flex-wrap gap-1.5">
           {curl ? <ActionButton onClick={() => copy("curl", curl.command)}>{label("curl", "Copy as cURL")}</ActionButton> : null}
-          {onSaveHar ? <ActionButton onClick={() => onSaveHar(event)}>Save as HAR</ActionButton> : null}
+          {onSaveHar && !isDbCall(event) ? <ActionButton onClick={() => onSaveHar(event)}>Save as HAR</ActionButton> : null}
           {onSaveAllHar ? <ActionButton onClick={onSaveAllHar}>Save all shown as HAR</ActionButton> : null}
           {link ? <ActionButton onClick={() => copy("link", link)}>{label("link", "Copy link")}</ActionButton> : null}
         </div>
@@ -123,11 +144,12 @@ export function RequestDetail({
 
       <div ref={content} className="flex-1 space-y-4 overflow-auto p-3">
         <Section title="Timing">
-          <Waterfall event={event} />
+          <Waterfall event={event} isProcessingBrokenDown={hasCallBreakdown} />
         </Section>
 
         {parent ? (
           <Section title={isTunnel(parent) ? "Through the proxy tunnel" : "Made while serving"}>
+            {parent && event.tags?.parent_guess ? <p className="text-xs text-amber-400">A guess: {event.tags.parent_guess}.</p> : null}
             <EventLine event={parent} onOpen={onOpen} />
           </Section>
         ) : null}
@@ -138,6 +160,8 @@ export function RequestDetail({
               <p className="text-xs text-zinc-500">
                 {isTunnel(event) ? "Nothing was recorded through this tunnel." : "No outbound calls were made while serving this request."}
               </p>
+            ) : !isTunnel(event) ? (
+              <CallWaterfall request={event} calls={outboundCalls} onOpen={onOpen} isCulpritHere={isCulpritInCalls} />
             ) : (
               <ul aria-label={isTunnel(event) ? "Calls through this tunnel" : "Outbound calls"} className="space-y-0.5">
                 {outboundCalls.map((child) => (
@@ -185,6 +209,10 @@ export function RequestDetail({
               />
             </Section>
           </>
+        ) : isDbCall(event) ? (
+          <Section title={event.db_system === "redis" ? "Command" : "Statement"}>
+            <DbCallDetail event={event} />
+          </Section>
         ) : (
           <Section title="Connection">
             <p className="text-xs text-zinc-300">

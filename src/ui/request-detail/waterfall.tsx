@@ -13,9 +13,14 @@ const colours: Record<string, string> = {
   "response send": "bg-emerald-500",
 };
 
-/** The latency breakdown as bars on one time axis; the slowest step is marked as the culprit. */
-export function Waterfall({ event }: { event: TracedEvent }) {
-  const steps = timingSteps(event);
+/**
+ * The latency breakdown as bars on one time axis; the slowest step is marked as the culprit, unless it is the
+ * processing that the calls' waterfall breaks down (`isProcessingBrokenDown`): then the culprit is flagged there.
+ */
+export function Waterfall({ event, isProcessingBrokenDown = false }: { event: TracedEvent; isProcessingBrokenDown?: boolean }) {
+  const steps = timingSteps(event).map((s) =>
+    isProcessingBrokenDown && s.isCulprit && s.label === "processing" ? { ...s, isCulprit: false } : s,
+  );
   if (steps.length === 0) return <p className="text-xs text-zinc-500">No timing breakdown for this exchange.</p>;
   const total = Math.max(event.http_duration, ...steps.map((s) => s.start + s.duration), 1);
   return (

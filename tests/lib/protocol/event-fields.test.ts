@@ -228,11 +228,14 @@ describe("what the table drives beyond the wire and the store", () => {
         case "flag":
           return [`${name} == true`, true];
         case "enum":
-          return name === "direction" ? [`${name} == "outbound"`, true] : [`${name} == "${spec.values?.at(-1)}"`, spec.values?.at(-1)];
+          return name === "direction"
+            ? [`${name} == "outbound"`, true]
+            : [`${name} == "${spec.values?.filter(Boolean).at(-1)}"`, spec.values?.filter(Boolean).at(-1)];
         case "headers":
           return [`${name}["x-a"] == "b"`, "\nx-a: b\n"];
         default:
-          return [`${name} == "a.example"`, "a.example"];
+          // A field held in upper case reads the value in upper case.
+          return [`${name} == "a.example"`, spec.isUpperCase ? "A.EXAMPLE" : "a.example"];
       }
     };
     for (const [name, column] of eventFields.filterColumns) {

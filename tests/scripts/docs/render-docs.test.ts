@@ -61,6 +61,7 @@ describe("docs rendering (build time)", () => {
       "cli",
       "filters",
       "https",
+      "database-calls",
       "self-hosting",
       "troubleshooting",
       "nodejs-express",
