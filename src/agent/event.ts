@@ -155,7 +155,7 @@ function withinDecodeBudget<T>(ctx: EventContext, decode: () => T): T | typeof s
 const budgetSpent = "the tracer's time for decoding bodies is spent for now";
 
 /** What every event of a connection carries; the rest starts neutral (the field table's neutral values). */
-function baseEvent(conn: ConnectionInfo, proc: ProcessInfo, ctx: EventContext): CapturedEvent {
+export function baseEvent(conn: ConnectionInfo, proc: ProcessInfo, ctx: EventContext): CapturedEvent {
   const e: CapturedEvent = neutralEvent();
   e.service = ctx.service || proc.executableName || "unknown";
   e.hostname = ctx.host.hostname;
@@ -243,6 +243,7 @@ export function buildHttpEvent(ex: Exchange, conn: ConnectionInfo, proc: Process
   if (conn.tunnel) e.tags.proxy = conn.tunnel.proxyAddr;
   if (ex.ambiguousFraming) e.tags.ambiguous_framing = ex.ambiguousFraming;
   if (resp?.status === 101 && resp.upgrade) e.tags.upgrade = resp.upgrade.toLowerCase();
+  else if (ex.connectProtocol && resp && resp.status >= 200 && resp.status < 300) e.tags.upgrade = ex.connectProtocol.toLowerCase();
   return e;
 }
 

@@ -93,6 +93,12 @@ export function exprHolds(e: TracedEvent, x: FilterExpr): boolean {
       if (x.op === "matches") return new RegExp(v).test(p);
       return compare(p, x.op, v);
     }
+    case "ws.message":
+      return x.op === "contains" ? e.ws_message.includes(String(x.value)) : new RegExp(String(x.value)).test(e.ws_message);
+    case "ws.direction":
+      return compare(e.ws_direction, x.op, String(x.value));
+    case "ws.opcode":
+      return compare(e.ws_opcode, x.op, String(x.value));
   }
 }
 

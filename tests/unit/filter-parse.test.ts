@@ -46,7 +46,23 @@ describe("parseFilter: the filter language", () => {
     expect(err('tls contains "crypt"').message).toMatch(/tls cannot use "contains": use ==, !=/);
     expect(err('tls.reason matches "x"').message).toMatch(/tls.reason cannot use "matches"/);
     expect(err("tls.server_name == 443").message).toMatch(/expected a quoted string/);
-    expect(err('tls.version == "1.3"').message).toMatch(/unknown field "tls.version": use .*tls, tls.reason or tls.server_name/);
+    expect(err('tls.version == "1.3"').message).toMatch(/unknown field "tls.version": use .*tls, tls.reason, tls.server_name/);
+  });
+
+  test("a WebSocket message's text (contains, matches), who sent it and its kind, from closed lists", () => {
+    expect(ok('ws.message contains "order"')).toEqual({ kind: "compare", field: "ws.message", op: "contains", value: "order", pos: 0 });
+    expect(ok('ws.message matches "^\\\\{\\"type\\""')).toMatchObject({ field: "ws.message", op: "matches", value: '^\\{"type"' });
+    expect(ok('ws.direction == "Server"')).toMatchObject({ field: "ws.direction", op: "==", value: "server" });
+    expect(ok("ws.opcode != 'PING'")).toMatchObject({ field: "ws.opcode", op: "!=", value: "ping" });
+    expect(err('ws.message == "x"').message).toBe('ws.message cannot use "==": use contains, matches');
+    expect(err("ws.message contains 42").message).toMatch(/expected a quoted string, e.g. "order"/);
+    expect(err('ws.message matches "(a"').message).toMatch(/\)/);
+    expect(err('ws.direction == "up"')).toEqual({ message: 'ws.direction is one of "client", "server", not "up"', position: 16 });
+    expect(err('ws.opcode == "continuation"').message).toBe(
+      'ws.opcode is one of "text", "binary", "close", "ping", "pong", not "continuation"',
+    );
+    expect(err("ws.opcode == text").message).toMatch(/expected one of "text", "binary", "close", "ping", "pong", found "text"/);
+    expect(err('ws.direction contains "c"').message).toBe('ws.direction cannot use "contains": use ==, !=');
   });
 
   test("durations normalise to microseconds, bare numbers are milliseconds", () => {

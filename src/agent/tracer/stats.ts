@@ -3,6 +3,9 @@ export type TracerStats = {
   openConnections: number;
   httpEvents: number;
   tcpEvents: number;
+  /** WebSocket messages recorded, and those the per-connection budget left out (counted when a connection ends). */
+  webSocketMessages: number;
+  webSocketDropped: number;
   /** Connections the parser gave up on (recorded as tcp). */
   parserGaveUp: number;
   /** Exceptions caught inside a tap: the connection became passthrough. */
@@ -18,6 +21,8 @@ export function emptyTracerStats(): TracerStats {
     openConnections: 0,
     httpEvents: 0,
     tcpEvents: 0,
+    webSocketMessages: 0,
+    webSocketDropped: 0,
     parserGaveUp: 0,
     tapErrors: 0,
     droppedEvents: 0,

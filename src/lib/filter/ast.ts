@@ -6,7 +6,22 @@
  *   tls == "not decrypted" && tls.reason == "mutual TLS"
  *   tls == "decrypted" && tls.server_name endsWith ".stripe.com"
  */
-export type FilterField = "request.method" | "response.status" | "request.url" | "duration" | "tls" | "tls.reason" | "tls.server_name";
+export type FilterField =
+  | "request.method"
+  | "response.status"
+  | "request.url"
+  | "duration"
+  | "tls"
+  | "tls.reason"
+  | "tls.server_name"
+  | WsFilterField;
+
+/**
+ * A WebSocket message's fields (events of protocol "ws"):
+ *   ws.message contains "order" && ws.direction == "server"
+ *   ws.opcode == "close" || ws.message matches "^\\{\"type\":\"error"
+ */
+export type WsFilterField = "ws.message" | "ws.direction" | "ws.opcode";
 
 export type CompareOp = "==" | "!=" | "<" | ">" | "<=" | ">=";
 export type StringOp = "startsWith" | "endsWith" | "contains" | "matches";
@@ -15,6 +30,11 @@ export type FilterExpr =
   | { kind: "compare"; field: FilterField; op: CompareOp | StringOp; value: string | number; pos: number }
   | { kind: "and"; left: FilterExpr; right: FilterExpr }
   | { kind: "or"; left: FilterExpr; right: FilterExpr };
+
+/** The values of `ws.direction`: who sent the message. */
+export const wsDirections = ["client", "server"] as const;
+/** The values of `ws.opcode`. */
+export const wsOpcodes = ["text", "binary", "close", "ping", "pong"] as const;
 
 /** The values of the `tls` field: the event's tags.tls (a plaintext event has neither). */
 export const tlsStates = ["decrypted", "not decrypted"] as const;

@@ -27,6 +27,9 @@ export function filterMeter(): FilterMeter {
  */
 export const maxMatchedUrlLength = 4096;
 
+/** `ws.message matches` looks at most at this many characters of a message (the default payload limit's worth). */
+export const maxMatchedMessageLength = 64 * 1024;
+
 /** A tag's value, "" when the event has none (as the stores read it). */
 function tag(e: TracedEvent, key: string): string {
   const tags = e.tags;
@@ -42,6 +45,9 @@ const read = {
   tls: (e: TracedEvent) => tag(e, "tls"),
   "tls.reason": (e: TracedEvent) => tag(e, "tls_reason"),
   "tls.server_name": (e: TracedEvent) => e.tls_server_name,
+  "ws.message": (e: TracedEvent) => e.ws_message,
+  "ws.direction": (e: TracedEvent) => e.ws_direction,
+  "ws.opcode": (e: TracedEvent) => e.ws_opcode,
 } as const;
 
 /** The text fields the string operators apply to. */
@@ -49,6 +55,13 @@ const textOf = {
   "request.url": read["request.url"],
   "tls.reason": read["tls.reason"],
   "tls.server_name": read["tls.server_name"],
+  "ws.message": read["ws.message"],
+} as const;
+
+/** The fields `matches` applies to, and how much of each it reads. */
+const matched = {
+  "request.url": { text: read["request.url"], maxLength: maxMatchedUrlLength },
+  "ws.message": { text: read["ws.message"], maxLength: maxMatchedMessageLength },
 } as const;
 
 function compare(op: string, a: number | string, b: number | string): boolean {
@@ -96,18 +109,19 @@ export function compileFilter(expr: FilterExpr | null, meter?: FilterMeter, inde
     const want = String(value).toUpperCase();
     return op === "==" ? (e) => e.http_req_method.toUpperCase() === want : (e) => e.http_req_method.toUpperCase() !== want;
   }
-  if (field === "request.url" && op === "matches" && typeof value === "string") {
+  if ((field === "request.url" || field === "ws.message") && op === "matches" && typeof value === "string") {
     const re = compileRegex(value);
-    if (!meter) return (e) => re.test(e.http_req_path, maxMatchedUrlLength);
+    const { text, maxLength } = matched[field];
+    if (!meter) return (e) => re.test(text(e), maxLength);
     return (e) => {
       if (meter.left < 0) return false;
-      const isMatch = re.test(e.http_req_path, maxMatchedUrlLength, meter);
+      const isMatch = re.test(text(e), maxLength, meter);
       if (meter.left < 0) meter.ranOutAt ??= { index, position: pos };
       return isMatch;
     };
   }
   const test = typeof value === "string" ? stringTest(op, value) : null;
-  if (test && (field === "request.url" || field === "tls.reason" || field === "tls.server_name")) {
+  if (test && (field === "request.url" || field === "tls.reason" || field === "tls.server_name" || field === "ws.message")) {
     const text = textOf[field];
     if (!meter) return (e) => test(text(e));
     const cost = String(value).length;

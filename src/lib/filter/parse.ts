@@ -1,4 +1,13 @@
-import { type CompareOp, type FilterExpr, type FilterField, type FilterParseError, type StringOp, tlsStates } from "~/lib/filter/ast.ts";
+import {
+  type CompareOp,
+  type FilterExpr,
+  type FilterField,
+  type FilterParseError,
+  type StringOp,
+  tlsStates,
+  wsDirections,
+  wsOpcodes,
+} from "~/lib/filter/ast.ts";
 import { compileRegex, RegexSyntaxError } from "~/lib/filter/regex.ts";
 import type { Result } from "~/lib/result.ts";
 
@@ -38,9 +47,13 @@ const fields: readonly FilterField[] = [
   "tls",
   "tls.reason",
   "tls.server_name",
+  "ws.message",
+  "ws.direction",
+  "ws.opcode",
 ];
 const stringOps: readonly StringOp[] = ["startsWith", "endsWith", "contains", "matches"];
-const fieldList = "request.method, response.status, request.url, duration, tls, tls.reason or tls.server_name";
+const fieldList =
+  "request.method, response.status, request.url, duration, tls, tls.reason, tls.server_name, ws.message, ws.direction or ws.opcode";
 
 /** Microseconds per unit; a bare duration is in milliseconds. */
 const durationUnits: Record<string, number> = { us: 1, µs: 1, ms: 1000, s: 1_000_000 };
@@ -220,6 +233,9 @@ class Parser {
       tls: ["==", "!="],
       "tls.reason": ["==", "!=", "contains"],
       "tls.server_name": ["==", "!=", "startsWith", "endsWith", "contains"],
+      "ws.message": ["contains", "matches"],
+      "ws.direction": ["==", "!="],
+      "ws.opcode": ["==", "!="],
     };
     const ops = allowed[field];
     const candidate =
@@ -246,8 +262,12 @@ class Parser {
         }
         return tok.value;
       }
-      case "request.url": {
-        if (tok.k !== "string") throw new FilterSyntaxError(`expected a quoted string, e.g. "/api/", found ${describe(tok)}`, tok.pos);
+      case "request.url":
+      case "ws.message": {
+        if (tok.k !== "string") {
+          const example = field === "ws.message" ? '"order"' : '"/api/"';
+          throw new FilterSyntaxError(`expected a quoted string, e.g. ${example}, found ${describe(tok)}`, tok.pos);
+        }
         if (op === "matches") {
           try {
             this.regexStates += compileRegex(tok.value).size;
@@ -260,6 +280,15 @@ class Parser {
           }
         }
         return tok.value;
+      }
+      case "ws.direction":
+      case "ws.opcode": {
+        const allowed: readonly string[] = field === "ws.direction" ? wsDirections : wsOpcodes;
+        const list = allowed.map((v) => `"${v}"`).join(", ");
+        if (tok.k !== "string") throw new FilterSyntaxError(`expected one of ${list}, found ${describe(tok)}`, tok.pos);
+        const known = allowed.find((v) => v === tok.value.toLowerCase());
+        if (!known) throw new FilterSyntaxError(`${field} is one of ${list}, not "${tok.value.slice(0, 32)}"`, tok.pos);
+        return known;
       }
       case "tls": {
         const states = tlsStates.map((state) => `"${state}"`).join(" or ");

@@ -1,5 +1,5 @@
 import { AppError } from "~/lib/errors.ts";
-import { type CompareOp, type FilterExpr, type StringOp as FilterStringOp, tlsStates } from "~/lib/filter/ast.ts";
+import { type CompareOp, type FilterExpr, type StringOp as FilterStringOp, tlsStates, wsDirections, wsOpcodes } from "~/lib/filter/ast.ts";
 import { compileRegex, RegexSyntaxError, storeRegexCost } from "~/lib/filter/regex.ts";
 import { eventFields } from "~/lib/protocol/event.ts";
 import type { EventFields } from "~/lib/protocol/event-fields.ts";
@@ -172,6 +172,18 @@ function compileLeaf(d: Dialect, e: Extract<FilterExpr, { kind: "compare" }>, re
           ? "tls.reason supports ==, != and contains"
           : "tls.server_name supports ==, !=, startsWith, endsWith, contains",
       );
+    }
+    case "ws.message": {
+      if (e.op === "contains") return d.contains(column(), d.literal(checkString(e.value)));
+      if (e.op === "matches") return d.matches(column(), d.literal(checkPattern(e.value, regexBudget)));
+      return bad("ws.message supports contains and matches");
+    }
+    case "ws.direction":
+    case "ws.opcode": {
+      if (e.op !== "==" && e.op !== "!=") bad(`${e.field} supports == and !=`);
+      const allowed: readonly string[] = e.field === "ws.direction" ? wsDirections : wsOpcodes;
+      if (!allowed.includes(e.value as string)) bad(`${e.field} is one of ${allowed.map((v) => `"${v}"`).join(", ")}`);
+      return `${column()} ${compareSql[e.op]} ${d.literal(e.value as string)}`;
     }
     default:
       return bad("unknown filter field");
