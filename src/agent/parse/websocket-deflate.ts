@@ -1,5 +1,4 @@
 import { constants, inflateRawSync } from "node:zlib";
-import { MAX_DECODED_RATIO } from "./body.ts";
 
 /** permessage-deflate as the server's 101 accepted it (RFC 7692 section 7). */
 export type DeflateParams = {
@@ -50,13 +49,13 @@ export function negotiatedExtensions(values: readonly string[]): Extensions {
 
 /** The compressed bytes of one message held to inflate it; a larger message stays compressed. */
 export const MAX_COMPRESSED_MESSAGE = 1024 * 1024;
-/** The most one message may inflate to, whatever its ratio. */
-export const MAX_INFLATED_MESSAGE = 8 * 1024 * 1024;
 /**
- * A message may always inflate to this much: with context takeover a short message is often a reference to the
- * window (a repeated JSON shape of a few hundred bytes costs a handful), far past the ratio bodies are held to.
+ * The most one message may inflate to. Not a ratio, unlike bodies (body.ts): deflate's own ratio stops near 1032:1,
+ * and legitimate messages come close to it (a repeated JSON shape sent with context takeover costs a handful of
+ * bytes; 100 KB of one character, a hundred), while a direction with context takeover cannot read any later message
+ * once one was not inflated. What inflating costs is bounded by the tracer's decoding time instead (websocket.ts).
  */
-const INFLATED_FLOOR = 64 * 1024;
+export const MAX_INFLATED_MESSAGE = 8 * 1024 * 1024;
 
 const tail = new Uint8Array([0, 0, 0xff, 0xff]);
 const options = { finishFlush: constants.Z_SYNC_FLUSH, windowBits: 15 } as const;
@@ -98,7 +97,7 @@ export class MessageInflater {
     const input = new Uint8Array(message.length + 4);
     input.set(message);
     input.set(tail, message.length);
-    const maxOutputLength = Math.max(1, Math.min(MAX_INFLATED_MESSAGE, Math.max(INFLATED_FLOOR, message.length * MAX_DECODED_RATIO)));
+    const maxOutputLength = MAX_INFLATED_MESSAGE;
     const dictionary = this.window();
     let out: Uint8Array;
     try {
