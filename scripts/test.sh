@@ -26,7 +26,7 @@ run "$BUN" test --timeout 30000
 # tests again with TAPSCOPE_RELAY_THREADS=2.
 TAPSCOPE_RELAY_THREADS=2 run "$BUN" test --timeout 30000 ./tests/agent/inbound.test.ts ./tests/agent/half-close.test.ts ./tests/agent/socket-flags.test.ts \
   ./tests/agent/relay-fuzz.test.ts ./tests/agent/redact-e2e.test.ts ./tests/agent/run-process.test.ts ./tests/agent/outbound.test.ts \
-  ./tests/agent/daemon.test.ts ./tests/agent/program-rights.test.ts
+  ./tests/agent/daemon.test.ts ./tests/agent/program-rights.test.ts ./tests/agent/websocket-run.test.ts
 shopt -s nullglob
 ui=(tests/ui/*.ui.tsx)
 if [ ${#ui[@]} -gt 0 ]; then run "$BUN" test --timeout 30000 --preload ./tests/ui/dom.ts "${ui[@]/#/./}"; fi

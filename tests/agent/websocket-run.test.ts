@@ -1,7 +1,9 @@
-import { describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { BUN, ROOT, start } from "./harness.ts";
+import { BUN, ROOT, scratchDir, start } from "./harness.ts";
+import { makeCa, makeLeaf } from "./tls-pki.ts";
 
 /**
  * Real WebSocket servers and clients under `tapscope run`, each library's own: `ws` (Node) with and without
@@ -123,6 +125,50 @@ describe("WebSocket libraries under tapscope run", () => {
       }
     }, 60_000);
   }
+
+  test("wss: the program's TLS decrypted, its messages read, to a TLS server with permessage-deflate", async () => {
+    const scratch = scratchDir("tapscope-wss-");
+    afterAll(() => scratch.cleanup());
+    const ca = makeCa(scratch.dir, "ca");
+    const caFile = join(scratch.dir, "trusted.pem");
+    writeFileSync(caFile, ca.cert);
+    const leaf = makeLeaf(scratch.dir, "ca", "leaf", ["DNS:localhost", "IP:127.0.0.1"]);
+    const server = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      tls: { cert: leaf.cert, key: leaf.key },
+      fetch: (req, srv) => (srv.upgrade(req) ? undefined : new Response("not a WebSocket", { status: 400 })),
+      websocket: {
+        perMessageDeflate: true,
+        message: (socket, message) => {
+          socket.send(typeof message === "string" ? `echo: ${message}` : message);
+        },
+      },
+    });
+    afterAll(() => server.stop(true));
+    const argv = ["node", join(fixtures, "ws-node.mjs"), "client", `wss://localhost:${server.port}/chat?room=1`];
+    const env = { NODE_EXTRA_CA_CERTS: caFile };
+    const direct = start(argv, { traced: false, env });
+    expect(await direct.exited).toBe(0);
+    const traced = start(argv, { env });
+    expect(await traced.exited).toBe(0);
+    expect(traced.stdout()).toBe(direct.stdout());
+    expect(traced.stdout()).toContain("closed 1000 done");
+    await traced.waitForEvents(1, isHandshake);
+    const { lines, handshake, messages } = transcript(traced.events(), true);
+    expect(handshake.tags.tls).toBe("decrypted");
+    expect(lines.filter((l) => l.startsWith("server text"))).toEqual([
+      "server text echo: hello",
+      'server text echo: {"op":"login","password":"s3cret","user":"ann"}',
+      "server text 65536 characters kept",
+      "server text echo: héllo wörld ✓",
+      "server text echo: fragmented",
+    ]);
+    expect(messages.every((e) => e.tags.tls === "decrypted" && e.tls_server_name === "localhost")).toBe(true);
+    // The extension was negotiated: the `ws` client compresses every text message (Bun's server chose not to).
+    const compressed = messages.filter((e) => e.ws_direction === "client" && e.ws_opcode === "text" && e.ws_is_compressed);
+    expect(compressed.map((e) => e.ws_size)).toEqual([5, 47, 100_000, Buffer.byteLength("héllo wörld ✓"), 10]);
+  }, 60_000);
 
   test("the per-connection budget: messages past it are counted on the last event and in the run's summary", async () => {
     const argv = ["node", join(fixtures, "ws-node.mjs"), "deflate"];
