@@ -126,6 +126,33 @@ describe("WebSocket libraries under tapscope run", () => {
     }, 60_000);
   }
 
+  test("over HTTP/2 (RFC 8441): node:http2's extended CONNECT on both ends, the stream's frames read", async () => {
+    const argv = ["node", join(fixtures, "h2-websocket.mjs")];
+    const direct = start(argv, { traced: false });
+    expect(await direct.exited).toBe(0);
+    const traced = start(argv);
+    expect(await traced.exited).toBe(0);
+    expect(traced.stdout()).toBe(direct.stdout());
+    expect(traced.stdout()).toContain("closed 8 1000 done");
+    const isConnect = (e: TracedEvent) => e.http_req_method === "CONNECT" && e.tags.upgrade === "websocket";
+    await traced.waitForEvents(2, isConnect);
+    const events = traced.events();
+    for (const isOutgoing of [true, false]) {
+      const connect = events.find((e) => isConnect(e) && e.http_is_outgoing === isOutgoing)!;
+      expect([connect.http_version, connect.http_req_path, connect.http_resp_status_code]).toEqual(["2", "/chat?room=1", 200]);
+      const messages = events.filter((e) => e.parent_event_id === connect.event_id);
+      expect(messages.map((e) => `${e.ws_direction} ${e.ws_opcode} ${e.ws_close_code} ${e.ws_message}`)).toEqual([
+        "client text -1 hello over h2",
+        "server text -1 echo: hello over h2",
+        'client text -1 {"op":"login","password":"[redacted]"}',
+        'server text -1 echo: {"op":"login","password":"s3cret"}',
+        "client close 1000 done",
+        "server close 1000 done",
+      ]);
+      expect(messages.every((e) => e.protocol === "ws" && e.http_version === "2")).toBe(true);
+    }
+  }, 60_000);
+
   test("wss: the program's TLS decrypted, its messages read, to a TLS server with permessage-deflate", async () => {
     const scratch = scratchDir("tapscope-wss-");
     afterAll(() => scratch.cleanup());
