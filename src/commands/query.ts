@@ -3,7 +3,7 @@ import { errorMessage } from "~/lib/errors.ts";
 import { displayUrl } from "~/lib/event-url.ts";
 import { parseFilter } from "~/lib/filter/parse.ts";
 import { formatDuration } from "~/lib/format.ts";
-import { harPageSize, harPages, harSizeColumns, harStream, storedBodyBytes } from "~/lib/har.ts";
+import { harEntryIds, harPageSize, harPages, harRowColumns, harStream, storedBodyBytes } from "~/lib/har.ts";
 import { eventFields, type TracedEvent } from "~/lib/protocol/event.ts";
 import { maxRowLimit, type RowColumn } from "~/lib/protocol/query.ts";
 import { parseAgentConfig } from "~/lib/server/env.ts";
@@ -134,7 +134,7 @@ export async function main(args: string[]): Promise<number> {
     const filter = { clauses: [], global: { lowerMs, upperMs } };
     const columns: RowColumn[] =
       format === "har"
-        ? ["time", "event_id", ...harSizeColumns]
+        ? ["time", "event_id", ...harRowColumns]
         : format === "json"
           ? ([...eventFields.exportColumns] as RowColumn[])
           : [
@@ -175,19 +175,22 @@ export async function main(args: string[]): Promise<number> {
       await write(formatTable(rows.data));
     } else {
       // Oldest first, a page of full events at a time, written as it comes: a large result never sits in memory.
-      const oldestFirst = rows.data.toReversed();
-      const ids = oldestFirst.map((r) => String(r.event_id));
+      // A WebSocket's messages go on its handshake's entry: the handshake is fetched with them, on a page of its own.
+      const { ids, rows: entryRows, handshakes } = harEntryIds(rows.data.toReversed());
       const isLong = ids.length > harPageSize * 4;
       let fetched = 0;
       const pages = harPages(
         ids,
         async (page) => {
-          const batch = await client.query({ kind: "events", eventIds: page, range: filter.global }, { compression: "gzip" });
+          const [first = ""] = page;
+          const batch = handshakes.has(first)
+            ? await client.query({ kind: "event", eventId: first }, { compression: "gzip" })
+            : await client.query({ kind: "events", eventIds: page, range: filter.global }, { compression: "gzip" });
           fetched += page.length;
           if (isLong) process.stderr.write(`\rtapscope query: fetched ${fetched}/${ids.length} requests`);
-          return batch.data as unknown as TracedEvent[];
+          return [...(batch.data as unknown as TracedEvent[]), ...(batch.children ?? [])];
         },
-        { sizeOf: (i) => storedBodyBytes(oldestFirst[i] ?? {}) },
+        { sizeOf: (i) => storedBodyBytes(entryRows[i] ?? {}), isAlone: (i) => handshakes.has(ids[i] ?? "") },
       );
       const reader = harStream(pages, { version: buildInfo.version }).getReader();
       for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) await Bun.write(Bun.stdout, chunk.value);

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { spawn } from "bun";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { makeEvent } from "../services/live-fixtures.ts";
+import { webSocketEvents } from "../support/websocket-events.ts";
 import { startTunnelServer, type TunnelServer } from "../tunnel/support.ts";
 
 const root = join(import.meta.dir, "../..");
@@ -187,6 +188,18 @@ describe("tapscope query (subprocess against a real server)", () => {
       "http_resp_content_type",
       "http_resp_content_encoding",
       "http_resp_content_length",
+      "ws_direction",
+      "ws_opcode",
+      "ws_wire_size",
+      "ws_size",
+      "ws_is_compressed",
+      "ws_message",
+      "ws_payload",
+      "ws_payload_truncated",
+      "ws_close_code",
+      "ws_client_messages",
+      "ws_server_messages",
+      "ws_dropped",
     ]);
     expect(first).toMatchObject({
       http_req_method: "DELETE",
@@ -218,6 +231,47 @@ describe("tapscope query (subprocess against a real server)", () => {
       value: "application/json",
     });
     expect(entry.response.content.text).toBe("{}");
+  }, 30_000);
+
+  test("WebSocket messages: one JSON line each, and on their handshake's HAR entry as _webSocketMessages", async () => {
+    const ws = await s.onboardedUser();
+    const wsEnv = { TAPSCOPE_TOKEN: await s.namespaceToken(ws), TAPSCOPE_ENDPOINT: s.base };
+    const { handshake, messages } = webSocketEvents((base + 1000) * 1000, [
+      { ws_direction: "client", ws_opcode: "text", ws_message: '{"subscribe":"prices"}' },
+      { ws_direction: "server", ws_opcode: "text", ws_message: '{"price":101}' },
+      { ws_direction: "server", ws_opcode: "binary", ws_payload: Buffer.from([1, 2, 3]).toString("base64") },
+      { ws_direction: "client", ws_opcode: "close", ws_close_code: 1000, ws_client_messages: 2, ws_server_messages: 2 },
+    ]);
+    await s.ingest(ws.namespaceId, [handshake, ...messages, makeEvent({ time: (base + 9000) * 1000, http_req_path: "/later" })]);
+
+    const json = await runQuery(["--since", "1h", "--format", "json", "--filter", 'ws.direction == "server"'], wsEnv);
+    expect(json.code).toBe(0);
+    const lines = json.stdout
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(lines.map((l) => [l.protocol, l.ws_opcode, l.ws_message, l.ws_payload])).toEqual([
+      ["ws", "binary", "", "AQID"],
+      ["ws", "text", '{"price":101}', ""],
+    ]);
+
+    // A filter on the messages exports their connection: the handshake with all its messages.
+    const har = await runQuery(["--since", "1h", "--format", "har", "--filter", 'ws.message contains "price"'], wsEnv);
+    expect(har.code).toBe(0);
+    const entries = JSON.parse(har.stdout).log.entries;
+    expect(entries.map((e: { request: { url: string } }) => new URL(e.request.url).pathname)).toEqual(["/chat"]);
+    expect(entries[0]._resourceType).toBe("websocket");
+    expect(entries[0]._webSocketMessages.map((m: { type: string; data: string }) => `${m.type} ${m.data}`)).toEqual([
+      'send {"subscribe":"prices"}',
+      'receive {"price":101}',
+      "receive AQID",
+    ]);
+    expect(entries[0].comment).toContain("closed 1000");
+    const all = await runQuery(["--since", "1h", "--format", "har"], wsEnv);
+    expect(JSON.parse(all.stdout).log.entries.map((e: { request: { url: string } }) => new URL(e.request.url).pathname)).toEqual([
+      "/chat",
+      "/later",
+    ]);
   }, 30_000);
 
   test("--from/--to select an absolute range", async () => {

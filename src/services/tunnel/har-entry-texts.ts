@@ -30,7 +30,7 @@ export async function harEntryTexts({ frame, ids }: HarTextsJob): Promise<HarTex
     else if (rows[0]) events = [rows[0], ...(data.children ?? [])];
     else return { texts: [], isFound: false };
     const encoder = new TextEncoder();
-    return { texts: inWriteOrder(events).map((e) => harEntryText(e, encoder)), isFound: true };
+    return { texts: inWriteOrder(events).map((item) => harEntryText(item, encoder)), isFound: true };
   } catch (err) {
     return { error: { code: null, message: err instanceof Error ? err.message : String(err) } };
   }
