@@ -91,6 +91,9 @@ export const listColumns = [
   "tls_server_name",
   "http_server_addr",
   "tags",
+  "ws_direction",
+  "ws_opcode",
+  "ws_size",
 ] as const satisfies ReadonlyArray<RowColumn>;
 
 export type ResultBase = {

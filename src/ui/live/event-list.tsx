@@ -4,6 +4,7 @@ import { displayUrl } from "~/lib/event-url.ts";
 import { formatBytes, formatClock, formatDuration } from "~/lib/format.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { TlsMarker } from "~/ui/components/tls-marker.tsx";
+import { directionOf, messagePreview } from "~/ui/request-detail/websocket-messages.tsx";
 import { statusClass } from "./format.ts";
 
 export const ROW_HEIGHT = 28;
@@ -108,6 +109,7 @@ const Row = memo(function Row({
   isSelected: boolean;
   onSelect: (event: TracedEvent) => void;
 }) {
+  if (event.protocol === "ws") return <MessageRow event={event} top={top} index={index} isSelected={isSelected} onSelect={onSelect} />;
   return (
     <div
       role="row"
@@ -149,3 +151,55 @@ const Row = memo(function Row({
     </div>
   );
 });
+
+/** A WebSocket message: an arrow for who sent it where the status goes, WS as its method, a preview as its URL. */
+function MessageRow({
+  event,
+  top,
+  index,
+  isSelected,
+  onSelect,
+}: {
+  event: TracedEvent;
+  top: number;
+  index: number;
+  isSelected: boolean;
+  onSelect: (event: TracedEvent) => void;
+}) {
+  const direction = directionOf(event);
+  return (
+    <div
+      role="row"
+      aria-rowindex={index + 1}
+      aria-selected={isSelected}
+      data-event-id={event.event_id}
+      data-ws-direction={event.ws_direction}
+      tabIndex={-1}
+      onClick={() => onSelect(event)}
+      onKeyDown={(e) => {
+        if (e.key === "Enter") onSelect(event);
+      }}
+      style={{ position: "absolute", top: 0, left: 0, right: 0, height: ROW_HEIGHT, transform: `translateY(${top}px)` }}
+      className={`grid ${COLUMNS} cursor-pointer items-center gap-2 border-b border-zinc-900 px-3 font-mono text-xs ${isSelected ? "bg-zinc-800" : "hover:bg-zinc-900"}`}
+    >
+      <span role="cell" className={`text-zinc-400 tabular-nums ${WIDE_ONLY}`}>
+        {formatClock(event.time)}
+      </span>
+      <span role="cell" className={`text-right text-zinc-500 ${WIDE_ONLY}`} />
+      <span role="cell" className={direction.className}>
+        <span role="img" aria-label={direction.label} title={direction.label}>
+          {direction.arrow}
+        </span>
+      </span>
+      <span role="cell" className="text-zinc-400">
+        WS
+      </span>
+      <span role="cell" className={`truncate pl-3 ${event.ws_opcode === "text" ? "text-zinc-300" : "text-zinc-400"}`}>
+        {messagePreview(event)}
+      </span>
+      <span role="cell" className={`text-right text-zinc-400 tabular-nums ${WIDE_ONLY}`}>
+        {formatBytes(event.ws_size >= 0 ? event.ws_size : event.ws_wire_size)}
+      </span>
+    </div>
+  );
+}

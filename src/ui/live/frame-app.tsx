@@ -140,6 +140,17 @@ export function LiveFrame({
           </span>
         ) : null}
         <span className="flex-1" />
+        {store.hasMessages ? (
+          <button
+            type="button"
+            aria-pressed={!store.isHidingMessages}
+            onClick={() => store.setHidingMessages(!store.isHidingMessages)}
+            title="Show WebSocket messages in the list, or only their connections (a connection's detail lists its messages)"
+            className={`rounded-md px-2 py-0.5 hover:bg-zinc-800 ${store.isHidingMessages ? "text-zinc-500" : "text-zinc-300"}`}
+          >
+            WS messages {store.isHidingMessages ? "off" : "on"}
+          </button>
+        ) : null}
         {pause ? (
           <button
             type="button"

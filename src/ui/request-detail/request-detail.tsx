@@ -2,21 +2,26 @@ import { type ReactNode, useMemo } from "react";
 import { displayUrl, eventUrl, isDecrypted } from "~/lib/event-url.ts";
 import { formatBytes, formatDuration } from "~/lib/format.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { isWebSocketHandshake, isWebSocketMessage } from "~/lib/websocket-messages.ts";
 import { LockIcon } from "../components/tls-marker.tsx";
 import { formatDateTime, statusClass } from "../live/format.ts";
 import { BodyView } from "./body-view.tsx";
 import { toCurl } from "./curl.ts";
 import { useCopy } from "./use-copy.ts";
 import { Waterfall } from "./waterfall.tsx";
+import { directionOf, MessageBody, WebSocketMessages } from "./websocket-messages.tsx";
 
 export type RequestDetailProps = {
   event: TracedEvent;
   /**
-   * Outbound calls made while this request was served, or the calls made through this CONNECT's tunnel (events whose
-   * parent_event_id is this event_id).
+   * Outbound calls made while this request was served, the calls made through this CONNECT's tunnel, or this
+   * WebSocket handshake's messages (events whose parent_event_id is this event_id).
    */
   outboundCalls?: TracedEvent[];
-  /** The inbound request this outbound call was made for, or the CONNECT whose tunnel carried it, when known. */
+  /**
+   * The inbound request this outbound call was made for, the CONNECT whose tunnel carried it, or the handshake of
+   * this WebSocket message, when known.
+   */
   parent?: TracedEvent;
   onOpen?: (event: TracedEvent) => void;
   onClose?: () => void;
@@ -40,6 +45,10 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
   // The live frame re-renders as events stream in: decode the body for cURL once per event.
   const curl = useMemo(() => (event.protocol === "http" ? toCurl(event) : null), [event]);
   const label = (key: string, idle: string) => (copiedKey === key ? "Copied!" : failedKey === key ? "Copy failed" : idle);
+  const isHandshake = isWebSocketHandshake(event);
+  const isMessage = isWebSocketMessage(event);
+  const messages = useMemo(() => (isHandshake ? outboundCalls.filter(isWebSocketMessage) : []), [isHandshake, outboundCalls]);
+  const calls = isHandshake ? outboundCalls.filter((c) => !isWebSocketMessage(c)) : outboundCalls;
 
   return (
     <section aria-label="Request detail" className="@container flex h-full flex-col overflow-hidden bg-zinc-900 text-zinc-100">
@@ -52,12 +61,28 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
                   ↗
                 </span>
               ) : null}
-              <span className="font-semibold">{event.http_req_method || event.protocol.toUpperCase()}</span>
-              <span className={`font-semibold ${statusClass(event.http_resp_status_code)}`}>{event.http_resp_status_code || "—"}</span>
-              <span className="text-zinc-400">{formatDuration(event.http_duration)}</span>
+              {isMessage ? (
+                <>
+                  <span role="img" aria-label={directionOf(event).label} className={directionOf(event).className}>
+                    {directionOf(event).arrow}
+                  </span>
+                  <span className="font-semibold">WebSocket {event.ws_opcode}</span>
+                  <span className="text-zinc-400">{formatBytes(event.ws_size >= 0 ? event.ws_size : event.ws_wire_size)}</span>
+                </>
+              ) : (
+                <>
+                  <span className="font-semibold">{event.http_req_method || event.protocol.toUpperCase()}</span>
+                  <span className={`font-semibold ${statusClass(event.http_resp_status_code)}`}>{event.http_resp_status_code || "—"}</span>
+                  <span className="text-zinc-400">{formatDuration(event.http_duration)}</span>
+                </>
+              )}
             </div>
             <p className="mt-1 font-mono text-xs break-all text-zinc-300" data-testid="detail-url">
-              {event.protocol === "tcp" || isTunnel(event) ? displayUrl(event) : eventUrl(event)}
+              {isMessage && parent
+                ? eventUrl(parent)
+                : event.protocol === "tcp" || isTunnel(event) || isMessage
+                  ? displayUrl(event)
+                  : eventUrl(event)}
             </p>
             <p className="mt-1 text-xs text-zinc-500">
               {formatDateTime(event.time)} · HTTP/{event.http_version || "?"} · {event.http_client_addr} → {event.http_server_addr}
@@ -96,25 +121,37 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
       </header>
 
       <div className="flex-1 space-y-4 overflow-auto p-3">
-        <Section title="Timing">
-          <Waterfall event={event} />
-        </Section>
+        {isMessage ? (
+          <Section title="Message">
+            <MessageBody message={event} />
+          </Section>
+        ) : (
+          <Section title="Timing">
+            <Waterfall event={event} />
+          </Section>
+        )}
 
         {parent ? (
-          <Section title={isTunnel(parent) ? "Through the proxy tunnel" : "Made while serving"}>
+          <Section title={isMessage ? "Message of the WebSocket" : isTunnel(parent) ? "Through the proxy tunnel" : "Made while serving"}>
             <EventLine event={parent} onOpen={onOpen} />
           </Section>
         ) : null}
 
-        {!event.http_is_outgoing || isTunnel(event) ? (
-          <Section title={`${isTunnel(event) ? "Calls through this tunnel" : "Outbound calls"} (${outboundCalls.length})`}>
-            {outboundCalls.length === 0 ? (
+        {isHandshake ? (
+          <Section title={`WebSocket messages (${messages.length.toLocaleString("en-US")})`}>
+            <WebSocketMessages messages={messages} openedAt={event.time} />
+          </Section>
+        ) : null}
+
+        {(!event.http_is_outgoing || isTunnel(event)) && !isMessage && !(isHandshake && calls.length === 0) ? (
+          <Section title={`${isTunnel(event) ? "Calls through this tunnel" : "Outbound calls"} (${calls.length})`}>
+            {calls.length === 0 ? (
               <p className="text-xs text-zinc-500">
                 {isTunnel(event) ? "Nothing was recorded through this tunnel." : "No outbound calls were made while serving this request."}
               </p>
             ) : (
               <ul aria-label={isTunnel(event) ? "Calls through this tunnel" : "Outbound calls"} className="space-y-0.5">
-                {outboundCalls.map((child) => (
+                {calls.map((child) => (
                   <li key={child.event_id}>
                     <EventLine event={child} onOpen={onOpen} offsetUs={child.time - event.time} parentDuration={event.http_duration} />
                   </li>
@@ -157,7 +194,7 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
               />
             </Section>
           </>
-        ) : (
+        ) : isMessage ? null : (
           <Section title="Connection">
             <p className="text-xs text-zinc-300">
               {formatBytes(event.bytes_sent)} sent, {formatBytes(event.bytes_received)} received (not HTTP).
