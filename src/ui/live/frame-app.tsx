@@ -144,11 +144,13 @@ export function LiveFrame({
           <button
             type="button"
             aria-pressed={!store.isHidingMessages}
+            aria-label="WebSocket messages"
             onClick={() => store.setHidingMessages(!store.isHidingMessages)}
             title="Show WebSocket messages in the list, or only their connections (a connection's detail lists its messages)"
             className={`rounded-md px-2 py-0.5 hover:bg-zinc-800 ${store.isHidingMessages ? "text-zinc-500" : "text-zinc-300"}`}
           >
-            WS messages {store.isHidingMessages ? "off" : "on"}
+            <span className="sm:hidden">WS {store.isHidingMessages ? "off" : "on"}</span>
+            <span className="max-sm:hidden">WS messages {store.isHidingMessages ? "off" : "on"}</span>
           </button>
         ) : null}
         {pause ? (
