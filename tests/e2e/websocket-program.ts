@@ -46,3 +46,5 @@ const server = Bun.serve({
   },
 });
 console.log(`listening ${server.port}`);
+
+export {};
