@@ -86,7 +86,7 @@ describe("HAR download", () => {
     expect((await filtered.json()).log.entries).toHaveLength(1);
   });
 
-  test("a WebSocket: its handshake's entry carries its messages, downloaded alone or selected by a message filter", async () => {
+  test("a WebSocket: its handshake's entry carries its messages, downloaded alone, from one of its messages, or selected by a message filter", async () => {
     const ws = await s.onboardedUser();
     const { handshake, messages } = webSocketEvents(T0 * 1000 + 20_000, [
       { ws_direction: "client", ws_opcode: "text", ws_message: "join #general" },
@@ -106,7 +106,13 @@ describe("HAR download", () => {
         body: JSON.stringify({ namespaceId: ws.namespaceId, filter, filterText: 'ws.message contains "welcome"' }),
       })
     ).json();
-    for (const har of [alone, selected]) {
+    // Saving one message saves its connection.
+    const ofMessage = await (
+      await fetch(`${s.base}/api/DownloadHar?namespaceId=${ws.namespaceId}&eventId=${messages[1]!.event_id}`, {
+        headers: { cookie: ws.cookie },
+      })
+    ).json();
+    for (const har of [alone, selected, ofMessage]) {
       expect(har.log.entries).toHaveLength(1);
       const [entry] = har.log.entries;
       expect(entry._resourceType).toBe("websocket");

@@ -114,7 +114,10 @@ export async function exportHar({
     hint: "narrow the time range or the filter for the rest (the cap is a quarter of MEMORY_LIMIT)",
   };
   if ("eventId" in selection) {
-    const detail = await entriesOf(workers, namespaceId, orgId, { kind: "event", eventId: selection.eventId });
+    let detail = await entriesOf(workers, namespaceId, orgId, { kind: "event", eventId: selection.eventId });
+    // A WebSocket message is exported as its connection: the handshake with all its messages.
+    if (detail.webSocketHandshake)
+      detail = await entriesOf(workers, namespaceId, orgId, { kind: "event", eventId: detail.webSocketHandshake });
     if (!detail.isFound) throw new AppError("NOT_FOUND", "request not found");
     return { har: harStream([detail].values(), options), filename: `tapscope-${selection.eventId}.har` };
   }

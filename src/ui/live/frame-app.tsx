@@ -206,7 +206,11 @@ export function LiveFrame({
               parent={selected.parent_event_id ? store.get(selected.parent_event_id) : undefined}
               onOpen={(e) => setSelectedId(e.event_id)}
               onClose={() => setSelectedId(null)}
-              onSaveHar={(e) => downloadHar([e, ...store.children(e.event_id)], `tapscope-${e.event_id}.har`)}
+              onSaveHar={(e) => {
+                // A WebSocket message is saved as its connection: the handshake with its messages.
+                const target = (e.protocol === "ws" && store.get(e.parent_event_id)) || e;
+                downloadHar([target, ...store.children(target.event_id)], `tapscope-${target.event_id}.har`);
+              }}
               onSaveAllHar={() => downloadHar(shown, "tapscope-requests.har")}
               link={link}
             />
