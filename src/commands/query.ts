@@ -1,8 +1,9 @@
 import { TunnelClient, TunnelConnectError, TunnelQueryError } from "~/agent/query-client.ts";
 import { errorMessage } from "~/lib/errors.ts";
 import { displayUrl } from "~/lib/event-url.ts";
+import { wsOpcodes } from "~/lib/filter/ast.ts";
 import { parseFilter } from "~/lib/filter/parse.ts";
-import { formatDuration } from "~/lib/format.ts";
+import { formatBytes, formatDuration } from "~/lib/format.ts";
 import { harEntryIds, harPageSize, harPages, harRowColumns, harStream, storedBodyBytes } from "~/lib/har.ts";
 import { eventFields, type TracedEvent } from "~/lib/protocol/event.ts";
 import { maxRowLimit, type RowColumn } from "~/lib/protocol/query.ts";
@@ -48,6 +49,13 @@ export function isoMicros(micros: number): string {
 /** The URL column of a row as the server sent it (the rows crossed a socket: each field checked for its type). */
 function rowUrl(r: Record<string, unknown>): string {
   const text = (v: unknown) => (typeof v === "string" ? v : "");
+  if (r.protocol === "ws") {
+    // Known words only: the row's text came from a traced peer.
+    const opcode = wsOpcodes.find((o) => o === r.ws_opcode) ?? "message";
+    const from = r.ws_direction === "client" ? " from the client" : r.ws_direction === "server" ? " from the server" : "";
+    const size = Number(r.ws_size);
+    return `WebSocket ${opcode}${from}${size >= 0 ? `, ${formatBytes(size)}` : ""}`;
+  }
   const tags = typeof r.tags === "object" && r.tags !== null && !Array.isArray(r.tags) ? (r.tags as Record<string, string>) : {};
   return displayUrl({
     protocol: r.protocol === "tcp" ? "tcp" : "http",
@@ -64,7 +72,7 @@ export function formatTable(rows: Record<string, unknown>[]): string {
   const cells = rows.map((r) => [
     new Date(Number(r.time) / 1000).toISOString().replace("T", " ").replace("Z", ""),
     Number(r.http_resp_status_code) ? String(r.http_resp_status_code) : "-",
-    String(r.http_req_method || "-"),
+    String(r.http_req_method || (r.protocol === "ws" ? "WS" : "-")),
     rowUrl(r),
     formatDuration(Number(r.http_duration)),
   ]);
@@ -145,6 +153,7 @@ export async function main(args: string[]): Promise<number> {
               "http_resp_status_code",
               "http_duration",
               ...(["protocol", "http_is_outgoing", "http_req_host", "tls_server_name", "http_server_addr", "tags"] as const),
+              ...(["ws_direction", "ws_opcode", "ws_size"] as const),
             ];
     const rows = await client.query(
       {

@@ -255,6 +255,22 @@ describe("tapscope query (subprocess against a real server)", () => {
       ["ws", "text", '{"price":101}', ""],
     ]);
 
+    const table = await runQuery(
+      ["--since", "1h", "--format", "table", "--filter", 'ws.opcode == "binary" || ws.message contains "subscribe"'],
+      wsEnv,
+    );
+    expect(table.code).toBe(0);
+    expect(
+      table.stdout
+        .trimEnd()
+        .split("\n")
+        .slice(1)
+        .map((line) => line.split(/ {2,}/).slice(1, 4)),
+    ).toEqual([
+      ["-", "WS", "WebSocket binary from the server, 3 B"],
+      ["-", "WS", "WebSocket text from the client, 22 B"],
+    ]);
+
     // A filter on the messages exports their connection: the handshake with all its messages.
     const har = await runQuery(["--since", "1h", "--format", "har", "--filter", 'ws.message contains "price"'], wsEnv);
     expect(har.code).toBe(0);
