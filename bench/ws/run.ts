@@ -3,7 +3,8 @@
  * `npm run bench:ws`: what tracing WebSocket messages costs. An echo server (bench/ws/echo-server.mjs, the `ws`
  * package) gets messages at a fixed rate over a few connections, 64 B and 16 KiB, and sends each back; measured side by
  * side in one run, alternated: **direct**, through **haproxy** (mode tcp, one thread: the floor of a user-space
- * relay), under **tapscope run --no-publish** (traced: relay, parsing and events), and under **tapscope run
+ * relay), under interception with the **relay** alone (bench/capture/relay-only.ts: no parsing, no events), under
+ * **tapscope run --no-publish** (traced: relay, parsing and events), and under **tapscope run
  * publishing** to a local `tapscope server`, every message recorded (--ws-message-rate 0, the most work a message can
  * cost). Prints the rate reached, round-trip p50/p99, and the
  * relay's CPU per message (haproxy's, or tapscope's front and supervisor, all threads; an echo is two messages).
@@ -27,10 +28,10 @@ const rate = Number(option("rate", "2000", "200"));
 const conns = Number(option("conns", "4", "2"));
 const sizes = option("sizes", "64,16384", "64").split(",").map(Number);
 
-type Mode = "direct" | "haproxy" | "traced" | "published";
+type Mode = "direct" | "haproxy" | "relay" | "traced" | "published";
 const hasHaproxy = !spawnSync("haproxy", ["-v"]).error;
 if (!hasHaproxy) console.error("haproxy is not installed: the floor is left out (Debian: apt-get install haproxy)");
-const modes: Mode[] = ["direct", ...(hasHaproxy ? (["haproxy"] as Mode[]) : []), "traced", "published"];
+const modes: Mode[] = ["direct", ...(hasHaproxy ? (["haproxy"] as Mode[]) : []), "relay", "traced", "published"];
 const eventServer = await spawnServer({ env: { LOG_LEVEL: "warn", ANONYMOUS_LINKS_PER_HOUR: "0" } });
 
 /** rate: echoes a second reached; p50/p99: round trip in µs; cpu: the relay's CPU per message in µs (0 direct). */
@@ -90,7 +91,13 @@ async function measure(mode: Mode, size: number): Promise<void> {
   const server = ["node", join(import.meta.dir, "echo-server.mjs"), String(appPort)];
   const tapscope = [process.execPath, join(root, "src/main.ts"), "run", "--relay-threads", "1", "--ws-message-rate", "0"];
   const command =
-    mode === "published" ? [...tapscope, "--", ...server] : mode === "traced" ? [...tapscope, "--no-publish", "--", ...server] : server;
+    mode === "published"
+      ? [...tapscope, "--", ...server]
+      : mode === "traced"
+        ? [...tapscope, "--no-publish", "--", ...server]
+        : mode === "relay"
+          ? [process.execPath, join(root, "bench/capture/relay-only.ts"), "--", ...server]
+          : server;
   const child = spawn(command[0]!, command.slice(1), {
     stdio: ["ignore", "ignore", "inherit"],
     env: { ...process.env, TAPSCOPE_ENDPOINT: eventServer.endpoint, TAPSCOPE_TOKEN: "" },
@@ -133,7 +140,7 @@ console.log(
   `\nWebSocket echo at ${rate} messages/s over ${conns} connections: median of ${rounds} alternated runs of ${duration}s (${navigator.hardwareConcurrency} CPUs)`,
 );
 console.log("traced = tapscope run --no-publish, published = tapscope run publishing, both recording every message (--ws-message-rate 0);");
-console.log("haproxy = mode tcp, one thread (the floor)\n");
+console.log("relay = intercepted and relayed, no parsing; haproxy = mode tcp, one thread (the floor)\n");
 console.log("message  mode       echoes/s  p50       p99       relay CPU/msg");
 const cpuOf = new Map<string, number>();
 for (const size of sizes) {
@@ -161,5 +168,8 @@ for (const size of sizes) {
 if (hasHaproxy) {
   console.log("\nrelay CPU per message against haproxy's (target 1.5 publishing):");
   const ratio = (mode: Mode, size: number) => ((cpuOf.get(`${mode}/${size}`) ?? 0) / (cpuOf.get(`haproxy/${size}`) ?? 1)).toFixed(2);
-  for (const size of sizes) console.log(`  ${label(size)}: published ${ratio("published", size)}, traced ${ratio("traced", size)}`);
+  for (const size of sizes)
+    console.log(
+      `  ${label(size)}: published ${ratio("published", size)}, traced ${ratio("traced", size)}, relay alone ${ratio("relay", size)}`,
+    );
 }
