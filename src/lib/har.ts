@@ -207,26 +207,44 @@ function ipOf(addr: string): string {
   return colon === -1 ? addr : addr.slice(0, colon);
 }
 
-/** Data messages as DevTools exports them (its format has no control frames: a close goes in the entry's comment). */
-function harWebSocketMessages(messages: readonly TracedEvent[]): HarWebSocketMessage[] {
+/**
+ * The most message data one entry carries (characters of text and base64): a connection may have thousands of
+ * recorded messages, and an entry is made as one text before the HAR's own cap is checked.
+ */
+export const harWebSocketDataChars = 32 * 1024 * 1024;
+
+/**
+ * Data messages as DevTools exports them (its format has no control frames: a close goes in the entry's comment), up
+ * to harWebSocketDataChars; `left` counts those left out past it.
+ */
+function harWebSocketMessages(messages: readonly TracedEvent[]): { list: HarWebSocketMessage[]; left: number } {
   const out: HarWebSocketMessage[] = [];
+  let chars = 0;
+  let left = 0;
   for (const m of messages) {
     if (m.ws_opcode !== "text" && m.ws_opcode !== "binary") continue;
+    const data = m.ws_opcode === "text" ? m.ws_message : m.ws_payload;
+    chars += data.length;
+    if (chars > harWebSocketDataChars) {
+      left++;
+      continue;
+    }
     out.push({
       type: m.ws_direction === "client" ? "send" : "receive",
       time: m.time / 1_000_000,
       opcode: m.ws_opcode === "text" ? 1 : 2,
-      data: m.ws_opcode === "text" ? m.ws_message : m.ws_payload,
+      data,
     });
   }
-  return out;
+  return { list: out, left };
 }
 
 /** What the entry's comment says of a WebSocket: its totals and close, and what was left out. */
-function webSocketNote(messages: readonly TracedEvent[]): string {
+function webSocketNote(messages: readonly TracedEvent[], leftOut: number): string {
   const sum = summarizeMessages(messages);
   const parts = [`WebSocket: ${sum.clientMessages} messages from the client, ${sum.serverMessages} from the server`];
   if (sum.dropped > 0) parts.push(`${sum.dropped} counted but not recorded (the message budget)`);
+  if (leftOut > 0) parts.push(`the last ${leftOut} left out of this entry (over ${harWebSocketDataChars} characters of data)`);
   if (messages.some((m) => m.ws_payload_truncated)) parts.push("payloads cut to the capture limit");
   if (sum.close) parts.push(`closed ${sum.close.code}${sum.close.reason ? ` ${sum.close.reason}` : ""}`);
   if (sum.ending) parts.push(sum.ending);
@@ -307,8 +325,9 @@ export function toHarEntry(e: TracedEvent, messages: readonly TracedEvent[] = []
   if (e.tags.incomplete) notes.push(e.tags.incomplete);
   if (isWebSocketHandshake(e)) {
     entry._resourceType = "websocket";
-    entry._webSocketMessages = harWebSocketMessages(messages);
-    notes.push(webSocketNote(messages));
+    const { list, left } = harWebSocketMessages(messages);
+    entry._webSocketMessages = list;
+    notes.push(webSocketNote(messages, left));
   }
   if (notes.length > 0) entry.comment = notes.join("; ");
   return entry;

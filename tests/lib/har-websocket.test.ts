@@ -1,5 +1,14 @@
 import { expect, test } from "bun:test";
-import { harEntryIds, harEntryText, harPageIds, harRowColumns, harStream, inWriteOrder, toHarLog } from "~/lib/har.ts";
+import {
+  harEntryIds,
+  harEntryText,
+  harPageIds,
+  harRowColumns,
+  harStream,
+  harWebSocketDataChars,
+  inWriteOrder,
+  toHarLog,
+} from "~/lib/har.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { makeEvent } from "../services/live-fixtures.ts";
 import { webSocketEvents } from "../support/websocket-events.ts";
@@ -89,4 +98,15 @@ test("a handshake's page written as text (the HAR writer's thread) gives the sam
   const fromTexts = await new Response(harStream([{ texts: inWriteOrder(page).map((item) => harEntryText(item)) }].values())).text();
   expect(fromTexts).toBe(fromEvents);
   expect(JSON.parse(fromEvents).log.entries[0]._webSocketMessages).toHaveLength(3);
+});
+
+test("an entry carries messages up to its data cap; the comment counts those left out", () => {
+  const big = "x".repeat(harWebSocketDataChars / 4 + 1);
+  const { handshake, messages } = webSocketEvents(
+    T0,
+    Array.from({ length: 6 }, () => ({ ws_direction: "server" as const, ws_opcode: "text" as const, ws_message: big })),
+  );
+  const [entry] = toHarLog([handshake, ...messages]).log.entries;
+  expect(entry!._webSocketMessages).toHaveLength(3);
+  expect(entry!.comment).toContain("the last 3 left out of this entry");
 });
