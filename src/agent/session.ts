@@ -165,7 +165,9 @@ export function createSession(options: SessionOptions): Session {
       const webSocketDropped = stats.webSocketDropped + fromThreads.webSocketDropped;
       if (webSocketDropped > 0) {
         const rate = options.webSocketMessageRate ?? DEFAULT_WS_MESSAGE_RATE;
-        parts.push(`${webSocketDropped} WebSocket messages counted but not recorded (over ${rate} a second on a connection: --ws-message-rate)`);
+        parts.push(
+          `${webSocketDropped} WebSocket messages counted but not recorded (over ${rate} a second on a connection: --ws-message-rate)`,
+        );
       }
       if (published && published.refused + published.rateLimited > 0) {
         parts.push(`${published.refused + published.rateLimited} refused or rate-limited by the server`);

@@ -87,7 +87,9 @@ describe("tapscope run flags (shared with tapscope proxy)", () => {
     expect(error(["--payload-limit"])).toBe("--payload-limit needs a whole number of bytes");
     expect(error(["--service"])).toBe("--service needs a name");
     for (const bad of ["-1", "2.5", "lots", "", "1000001"]) {
-      expect(error([`--ws-message-rate=${bad}`, "true"])).toBe("--ws-message-rate needs a whole number of messages a second, 0 (all) to 1000000");
+      expect(error([`--ws-message-rate=${bad}`, "true"])).toBe(
+        "--ws-message-rate needs a whole number of messages a second, 0 (all) to 1000000",
+      );
     }
     expect(error(["--events-file="])).toBe("--events-file needs a file name");
     expect(error(["--bogus", "true"])).toBe("unknown option --bogus");
