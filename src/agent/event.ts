@@ -243,6 +243,7 @@ export function buildHttpEvent(ex: Exchange, conn: ConnectionInfo, proc: Process
   if (conn.tunnel) e.tags.proxy = conn.tunnel.proxyAddr;
   if (ex.ambiguousFraming) e.tags.ambiguous_framing = ex.ambiguousFraming;
   if (resp?.status === 101 && resp.upgrade) e.tags.upgrade = resp.upgrade.toLowerCase();
+  else if (ex.connectProtocol && resp && resp.status >= 200 && resp.status < 300) e.tags.upgrade = ex.connectProtocol.toLowerCase();
   return e;
 }
 

@@ -1,13 +1,15 @@
 import { formatBytes, formatClock, formatDuration } from "~/lib/format.ts";
-import type { TracedEvent } from "~/lib/protocol/event.ts";
+import type { EventFieldName, TracedEvent } from "~/lib/protocol/event.ts";
 
 /**
  * The `--log` line on stderr, one per request:
  *   12:04:05.123  200 GET  /users?page=2                    3.2ms
  *   12:04:05.125 →200 GET  api.example.com/v1/items        41.0ms
  *   12:04:05.126 →pg    OK  SELECT * FROM users WHERE id = $1       0.9ms
+ *   12:04:05.130  ws  c→s text 18 B {"op":"subscribe"}
  * Outbound calls get an arrow and their host. Database calls show their system, OK or the error code, and the
- * statement. Other connections show protocol, peer and bytes.
+ * statement. WebSocket messages show who sent them, their kind, size and the start of their text. Other connections
+ * show protocol, peer and bytes.
  */
 export type LogLineOptions = { color?: boolean; maxUrl?: number };
 
@@ -19,7 +21,7 @@ function printable(s: string): string {
   return s.replace(/[\x00-\x1f\x7f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
 }
 
-export function formatLogLine(e: Omit<TracedEvent, "http_req_body" | "http_resp_body">, options: LogLineOptions = {}): string {
+export function formatLogLine(e: Omit<TracedEvent, EventFieldName<{ type: "body" }>>, options: LogLineOptions = {}): string {
   const color = options.color ?? false;
   const maxUrl = options.maxUrl ?? 120;
   const arrow = e.http_is_outgoing ? "→" : " ";
@@ -29,6 +31,18 @@ export function formatLogLine(e: Omit<TracedEvent, "http_req_body" | "http_resp_
     let statement = printable(e.db_statement || e.db_operation);
     if (statement.length > maxUrl) statement = `${statement.slice(0, maxUrl - 1)}…`;
     return `${formatClock(e.time)} ${arrow}${paint(2, system.padEnd(5), color)} ${paint(outcome === "OK" ? 32 : 31, outcome.padStart(3), color)} ${statement.padEnd(Math.min(40, maxUrl))} ${formatDuration(e.http_duration).padStart(8)}`;
+  }
+  if (e.protocol === "ws") {
+    const who = e.ws_direction === "client" ? "c→s" : e.ws_direction === "server" ? "s→c" : "   ";
+    const size = e.ws_size >= 0 ? formatBytes(e.ws_size) : `${formatBytes(e.ws_wire_size)} on the wire`;
+    let text = e.ws_opcode === "close" ? `${e.ws_close_code} ${e.ws_message}`.trim() : e.ws_message;
+    text = printable(text);
+    if (text.length > maxUrl) text = `${text.slice(0, maxUrl - 1)}…`;
+    const totals =
+      e.ws_client_messages + e.ws_server_messages > 0
+        ? `  (${e.ws_client_messages} c→s, ${e.ws_server_messages} s→c${e.ws_dropped > 0 ? `, ${e.ws_dropped} not recorded` : ""})`
+        : "";
+    return `${formatClock(e.time)} ${arrow}${paint(35, "ws ", color)} ${who} ${e.ws_opcode} ${size} ${text}${totals}`.trimEnd();
   }
   if (e.protocol !== "http") {
     const what = e.tags.tls ? `tls ${printable(e.tls_server_name || "")}`.trim() : e.http_version === "2" ? "h2" : "tcp";

@@ -11,7 +11,7 @@ import { pipeStats } from "./relay/pipe.ts";
 import { RelayThreads } from "./relay/relay-threads.ts";
 import { say } from "./say.ts";
 import { SharedParentTracker } from "./tracer/shared-parents.ts";
-import { createTracer, type Tracer, type TracerStats } from "./tracer.ts";
+import { createTracer, DEFAULT_WS_MESSAGE_RATE, type Tracer, type TracerStats } from "./tracer.ts";
 
 /**
  * What `tapscope run` and `tapscope proxy` share after the relay: the tracer (bytes -> events), the
@@ -24,6 +24,8 @@ export type SessionOptions = {
   service: string;
   redact: RedactMode;
   payloadLimit: number;
+  /** WebSocket messages recorded per second per connection; 0: all. */
+  webSocketMessageRate?: number;
   log: boolean;
   /** Also append every event as one JSON line to this file. */
   eventsFile?: string;
@@ -114,6 +116,7 @@ export function createSession(options: SessionOptions): Session {
     service: options.service,
     redact: options.redact,
     payloadLimit: options.payloadLimit,
+    webSocketMessageRate: options.webSocketMessageRate,
   };
   const threads =
     (options.relayThreads ?? 1) > 1
@@ -165,13 +168,20 @@ export function createSession(options: SessionOptions): Session {
       return `${endpoint} (once it answers)`;
     },
     async finish() {
-      const fromThreads = threads ? await threads.drain(1000) : { droppedEvents: 0, tapErrors: 0 };
+      const fromThreads = threads ? await threads.drain(1000) : { droppedEvents: 0, tapErrors: 0, webSocketDropped: 0 };
       tracer.flush();
       const stats = tracer.stats();
       const published = publisher ? await publisher.close(2000) : null;
       const dropped = stats.droppedEvents + fromThreads.droppedEvents + (published?.dropped ?? 0);
       const parts: string[] = [];
       if (dropped > 0) parts.push(`${dropped} events dropped`);
+      const webSocketDropped = stats.webSocketDropped + fromThreads.webSocketDropped;
+      if (webSocketDropped > 0) {
+        const rate = options.webSocketMessageRate ?? DEFAULT_WS_MESSAGE_RATE;
+        parts.push(
+          `${webSocketDropped} WebSocket messages counted but not recorded (over ${rate} a second on a connection: --ws-message-rate)`,
+        );
+      }
       if (published && published.refused + published.rateLimited > 0) {
         parts.push(`${published.refused + published.rateLimited} refused or rate-limited by the server`);
       }

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { CapturedEvent } from "~/lib/protocol/event.ts";
-import { TokenBucket } from "~/lib/rate-limit.ts";
+import { rateLimitFor, TokenBucket } from "~/lib/rate-limit.ts";
 import { BoundedQueue } from "./bounded-queue.ts";
 import { buildDbEvent } from "./db-event.ts";
 import {
@@ -19,6 +19,7 @@ import type { ConnectionInfo, ConnectionObserver, ConnectionTap } from "./relay/
 import { ParentTracker } from "./tracer/parent-tracker.ts";
 import { emptyTracerStats, type TracerStats } from "./tracer/stats.ts";
 import { type FinishedWork, TracedConnection, type TracedConnectionDeps } from "./tracer/traced-connection.ts";
+import { buildWsEvent } from "./ws-event.ts";
 
 export type { TracerStats } from "./tracer/stats.ts";
 
@@ -28,8 +29,10 @@ export type TracerOptions = {
   host: HostMetadata;
   service?: string;
   redact?: RedactMode;
-  /** Body bytes kept per message and direction. */
+  /** Body bytes kept per message and direction (and per WebSocket message). */
   payloadLimit?: number;
+  /** WebSocket messages recorded per second per connection (ten seconds' worth at once); 0: all of them. */
+  webSocketMessageRate?: number;
   /** Finished exchanges waiting to become events; beyond this they are dropped and counted. */
   maxQueued?: number;
   processInfo?: (pid: number) => ProcessInfo;
@@ -46,6 +49,9 @@ export type Tracer = ConnectionObserver & {
 };
 
 export const DEFAULT_PAYLOAD_LIMIT = 64 * 1024;
+
+/** WebSocket messages recorded per second on one connection, by default (a burst of ten seconds' worth at once). */
+export const DEFAULT_WS_MESSAGE_RATE = 100;
 
 /** Events built per event-loop turn: relayed traffic gets its turn between slices. */
 const SLICE = 256;
@@ -78,13 +84,16 @@ export function createTracer(options: TracerOptions): Tracer {
           ? buildHttpEvent(item.ex, item.conn, item.proc, ctx)
           : item.kind === "db"
             ? buildDbEvent(item.call, item.conn, item.proc, ctx)
-            : buildTcpEvent(item.sum, item.conn, item.proc, ctx);
+            : item.kind === "ws"
+              ? buildWsEvent(item.ws, item.conn, item.proc, ctx)
+              : buildTcpEvent(item.sum, item.conn, item.proc, ctx);
     } catch {
       buildFailures++;
       return;
     }
     if (item.kind === "http") stats.httpEvents++;
     else if (item.kind === "db") stats[`${item.call.system}Calls`]++;
+    else if (item.kind === "ws") stats.webSocketMessages++;
     else stats.tcpEvents++;
     try {
       options.onEvent(event);
@@ -114,6 +123,8 @@ export function createTracer(options: TracerOptions): Tracer {
   let releaseInbound: ((pid: number) => void) | null = null;
   const deps: TracedConnectionDeps = {
     payloadLimit: ctx.payloadLimit,
+    webSocketBudget: rateLimitFor(Math.max(0, options.webSocketMessageRate ?? DEFAULT_WS_MESSAGE_RATE)),
+    decodeBudget: ctx.decodeBudget,
     recordEmptyConnections: options.recordEmptyConnections === true,
     stats,
     parents: options.parents ?? new ParentTracker<Exchange>(),

@@ -10,7 +10,7 @@ import { captureFlags, captureOptions } from "./capture-flags.ts";
  * `tapscope proxy --listen :8080 --to 127.0.0.1:3000 [--log] [--service NAME] [--payload-limit BYTES] [--redact MODE]`
  * A reverse proxy that captures the same events as `tapscope run`, for machines where interception is impossible.
  */
-const usage = `usage: tapscope proxy --listen [HOST]:PORT --to HOST:PORT [--log] [--service NAME] [--payload-limit BYTES] [--redact redact|hash|keep] [--events-file FILE] [--no-publish]`;
+const usage = `usage: tapscope proxy --listen [HOST]:PORT --to HOST:PORT [--log] [--service NAME] [--payload-limit BYTES] [--ws-message-rate N] [--redact redact|hash|keep] [--events-file FILE] [--no-publish]`;
 
 const proxyFlags = {
   ...captureFlags,

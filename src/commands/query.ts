@@ -3,10 +3,10 @@ import { TunnelClient, TunnelConnectError, TunnelQueryError } from "~/agent/quer
 import { dbOutcome, dbSystemShort } from "~/lib/db-call.ts";
 import { errorMessage } from "~/lib/errors.ts";
 import { displayUrl } from "~/lib/event-url.ts";
-import type { FilterExpr } from "~/lib/filter/ast.ts";
+import { type FilterExpr, wsOpcodes } from "~/lib/filter/ast.ts";
 import { parseFilter } from "~/lib/filter/parse.ts";
-import { formatDuration } from "~/lib/format.ts";
-import { harPageSize, harPages, harSizeColumns, harStream, storedBodyBytes } from "~/lib/har.ts";
+import { formatBytes, formatDuration } from "~/lib/format.ts";
+import { harEntryIds, harPageSize, harPages, harRowColumns, harSizeColumns, harStream, storedBodyBytes } from "~/lib/har.ts";
 import { eventFields, type TracedEvent } from "~/lib/protocol/event.ts";
 import { maxRowLimit, type RowColumn } from "~/lib/protocol/query.ts";
 import { parseAgentConfig } from "~/lib/server/env.ts";
@@ -102,6 +102,13 @@ export function eventJson(event: TracedEvent): Record<string, unknown> {
 /** The URL column of a row as the server sent it (the rows crossed a socket: each field checked for its type). */
 function rowUrl(r: Record<string, unknown>): string {
   const text = (v: unknown) => (typeof v === "string" ? v : "");
+  if (r.protocol === "ws") {
+    // Known words only: the row's text came from a traced peer.
+    const opcode = wsOpcodes.find((o) => o === r.ws_opcode) ?? "message";
+    const from = r.ws_direction === "client" ? " from the client" : r.ws_direction === "server" ? " from the server" : "";
+    const size = Number(r.ws_size);
+    return `WebSocket ${opcode}${from}${size >= 0 ? `, ${formatBytes(size)}` : ""}`;
+  }
   const tags = typeof r.tags === "object" && r.tags !== null && !Array.isArray(r.tags) ? (r.tags as Record<string, string>) : {};
   return displayUrl({
     protocol: r.protocol === "tcp" || r.protocol === "db" ? r.protocol : "http",
@@ -124,7 +131,7 @@ export function formatTable(rows: Record<string, unknown>[]): string {
       : Number(r.http_resp_status_code)
         ? String(r.http_resp_status_code)
         : "-",
-    r.protocol === "db" ? dbSystemShort(String(r.db_system ?? "")) : String(r.http_req_method || "-"),
+    r.protocol === "db" ? dbSystemShort(String(r.db_system ?? "")) : String(r.http_req_method || (r.protocol === "ws" ? "WS" : "-")),
     rowUrl(r),
     formatDuration(Number(r.http_duration)),
   ]);
@@ -194,19 +201,22 @@ export async function main(args: string[]): Promise<number> {
     const filter = { clauses: [], global: { lowerMs, upperMs } };
     const cutFlags = ["http_req_body_truncated", "http_resp_body_truncated"] as const;
     const columns: RowColumn[] =
-      format === "har" || format === "json"
-        ? ["time", "event_id", ...harSizeColumns, ...cutFlags]
-        : [
-            ...cutFlags,
-            "time",
-            "event_id",
-            "http_req_method",
-            "http_req_path",
-            "http_resp_status_code",
-            "http_duration",
-            ...(["protocol", "http_is_outgoing", "http_req_host", "tls_server_name", "http_server_addr", "tags"] as const),
-            ...(["db_system", "db_statement", "db_error_code", "db_error_message"] as const),
-          ];
+      format === "har"
+        ? ["time", "event_id", ...harRowColumns]
+        : format === "json"
+          ? ["time", "event_id", ...harSizeColumns, ...cutFlags]
+          : [
+              ...cutFlags,
+              "time",
+              "event_id",
+              "http_req_method",
+              "http_req_path",
+              "http_resp_status_code",
+              "http_duration",
+              ...(["protocol", "http_is_outgoing", "http_req_host", "tls_server_name", "http_server_addr", "tags"] as const),
+              ...(["db_system", "db_statement", "db_error_code", "db_error_message"] as const),
+              ...(["ws_direction", "ws_opcode", "ws_size"] as const),
+            ];
     const rows = await client.query(
       {
         kind: "rows",
@@ -247,19 +257,22 @@ export async function main(args: string[]): Promise<number> {
       await write(formatTable(rows.data));
     } else {
       // Oldest first, a page of full events at a time, written as it comes: a large result never sits in memory.
-      const oldestFirst = rows.data.toReversed();
-      const ids = oldestFirst.map((r) => String(r.event_id));
+      // A WebSocket's messages go on its handshake's entry: the handshake is fetched with them, on a page of its own.
+      const { ids, rows: entryRows, handshakes } = harEntryIds(rows.data.toReversed());
       const isLong = ids.length > harPageSize * 4;
       let fetched = 0;
       const pages = harPages(
         ids,
         async (page) => {
-          const batch = await client.query({ kind: "events", eventIds: page, range: filter.global }, { compression: "gzip" });
+          const [first = ""] = page;
+          const batch = handshakes.has(first)
+            ? await client.query({ kind: "event", eventId: first }, { compression: "gzip" })
+            : await client.query({ kind: "events", eventIds: page, range: filter.global }, { compression: "gzip" });
           fetched += page.length;
           if (isLong) process.stderr.write(`\rtapscope query: fetched ${fetched}/${ids.length} requests`);
-          return batch.data as unknown as TracedEvent[];
+          return [...(batch.data as unknown as TracedEvent[]), ...(batch.children ?? [])];
         },
-        { sizeOf: (i) => storedBodyBytes(oldestFirst[i] ?? {}) },
+        { sizeOf: (i) => storedBodyBytes(entryRows[i] ?? {}), isAlone: (i) => handshakes.has(ids[i] ?? "") },
       );
       const reader = harStream(pages, { version: buildInfo.version }).getReader();
       for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) await Bun.write(Bun.stdout, chunk.value);

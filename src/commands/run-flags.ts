@@ -18,8 +18,10 @@ export type RunOptions = CaptureOptions & {
 export const usage = `usage: tapscope run [options] -- <command> [args...]
   --log                    print one line per request and database call on stderr
   --service NAME           service name on every event (default: TAPSCOPE_SERVICE or the executable name)
-  --payload-limit BYTES    body bytes kept per request and response, and characters per statement and
-                           parameter (default 65536)
+  --payload-limit BYTES    body bytes kept per request and response and per WebSocket message, and characters per
+                           statement and parameter (default 65536)
+  --ws-message-rate N      WebSocket messages recorded per second on each connection, ten seconds' worth at once
+                           (default 100; 0: all); the rest are counted on the connection's last event and at exit
   --redact MODE            redact (default), hash or keep secret headers, query parameters and statement values
   --events-file FILE       also append every event to FILE as JSON lines
   --no-publish             do not send events to the server (TAPSCOPE_ENDPOINT)

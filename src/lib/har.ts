@@ -1,6 +1,7 @@
 import { errorMessage } from "~/lib/errors.ts";
 import { eventUrl } from "~/lib/event-url.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { isWebSocketHandshake, isWebSocketMessage, messagesByHandshake, summarizeMessages } from "~/lib/websocket-messages.ts";
 
 /**
  * TracedEvent -> HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/). No Node-only APIs, so the
@@ -17,6 +18,13 @@ export type HarCookie = {
   httpOnly?: boolean;
   secure?: boolean;
 };
+
+/**
+ * A WebSocket message as Chrome's DevTools exports it on its handshake's entry: "send" from the client, "receive" from
+ * the server (an entry is always written from the client's side, as its request is); time in seconds since the epoch;
+ * opcode 1 (text, as text) or 2 (binary, as base64).
+ */
+export type HarWebSocketMessage = { type: "send" | "receive"; time: number; opcode: number; data: string };
 
 export type HarEntry = {
   startedDateTime: string;
@@ -52,6 +60,9 @@ export type HarEntry = {
   _isOutgoing: boolean;
   _requestBodyTruncated: boolean;
   _responseBodyTruncated: boolean;
+  /** A WebSocket's handshake: "websocket", as DevTools marks it, and its messages. */
+  _resourceType?: "websocket";
+  _webSocketMessages?: HarWebSocketMessage[];
 };
 
 export type HarLog = {
@@ -196,7 +207,52 @@ function ipOf(addr: string): string {
   return colon === -1 ? addr : addr.slice(0, colon);
 }
 
-export function toHarEntry(e: TracedEvent): HarEntry {
+/**
+ * The most message data one entry carries (characters of text and base64): a connection may have thousands of
+ * recorded messages, and an entry is made as one text before the HAR's own cap is checked.
+ */
+export const harWebSocketDataChars = 32 * 1024 * 1024;
+
+/**
+ * Data messages as DevTools exports them (its format has no control frames: a close goes in the entry's comment), up
+ * to harWebSocketDataChars; `left` counts those left out past it.
+ */
+function harWebSocketMessages(messages: readonly TracedEvent[]): { list: HarWebSocketMessage[]; left: number } {
+  const out: HarWebSocketMessage[] = [];
+  let chars = 0;
+  let left = 0;
+  for (const m of messages) {
+    if (m.ws_opcode !== "text" && m.ws_opcode !== "binary") continue;
+    const data = m.ws_opcode === "text" ? m.ws_message : m.ws_payload;
+    chars += data.length;
+    if (chars > harWebSocketDataChars) {
+      left++;
+      continue;
+    }
+    out.push({
+      type: m.ws_direction === "client" ? "send" : "receive",
+      time: m.time / 1_000_000,
+      opcode: m.ws_opcode === "text" ? 1 : 2,
+      data,
+    });
+  }
+  return { list: out, left };
+}
+
+/** What the entry's comment says of a WebSocket: its totals and close, and what was left out. */
+function webSocketNote(messages: readonly TracedEvent[], leftOut: number): string {
+  const sum = summarizeMessages(messages);
+  const parts = [`WebSocket: ${sum.clientMessages} messages from the client, ${sum.serverMessages} from the server`];
+  if (sum.dropped > 0) parts.push(`${sum.dropped} counted but not recorded (the message budget)`);
+  if (leftOut > 0) parts.push(`the last ${leftOut} left out of this entry (over ${harWebSocketDataChars} characters of data)`);
+  if (messages.some((m) => m.ws_payload_truncated)) parts.push("payloads cut to the capture limit");
+  if (sum.close) parts.push(`closed ${sum.close.code}${sum.close.reason ? ` ${sum.close.reason}` : ""}`);
+  if (sum.ending) parts.push(sum.ending);
+  return parts.join("; ");
+}
+
+/** One event's entry; a WebSocket handshake's carries `messages` (its events of protocol "ws", time order). */
+export function toHarEntry(e: TracedEvent, messages: readonly TracedEvent[] = []): HarEntry {
   const httpVersion = e.http_version ? `HTTP/${e.http_version}` : "";
   // HAR 1.2: `ssl` is also included in `connect` (for HAR 1.1 readers): connect is the TCP connect plus the handshake.
   const tlsMicros = e.timing_tls ?? -1;
@@ -267,12 +323,22 @@ export function toHarEntry(e: TracedEvent): HarEntry {
   const notes: string[] = [];
   if (e.http_req_body_truncated || e.http_resp_body_truncated) notes.push("body truncated to the capture limit");
   if (e.tags.incomplete) notes.push(e.tags.incomplete);
+  if (isWebSocketHandshake(e)) {
+    entry._resourceType = "websocket";
+    const { list, left } = harWebSocketMessages(messages);
+    entry._webSocketMessages = list;
+    notes.push(webSocketNote(messages, left));
+  }
   if (notes.length > 0) entry.comment = notes.join("; ");
   return entry;
 }
 
-/** A HAR log of the HTTP events (connections of other protocols have no HAR form). */
+/**
+ * A HAR log of the HTTP events (connections of other protocols have no HAR form); WebSocket messages go on their
+ * handshake's entry.
+ */
 export function toHarLog(events: readonly TracedEvent[], version = "0.1.0"): HarLog {
+  const messages = messagesByHandshake(events);
   return {
     log: {
       version: "1.2",
@@ -280,7 +346,7 @@ export function toHarLog(events: readonly TracedEvent[], version = "0.1.0"): Har
       pages: [],
       entries: events
         .filter((e) => e.protocol === "http")
-        .map(toHarEntry)
+        .map((e) => toHarEntry(e, messages.get(e.event_id)))
         .sort((a, b) => a.startedDateTime.localeCompare(b.startedDateTime)),
     },
   };
@@ -300,13 +366,45 @@ export function storedBodyBytes(row: Record<string, unknown>): number {
   return bytes;
 }
 
+/** The row columns a HAR of a query's rows reads to choose its entries (time and event_id come with every row). */
+export const harRowColumns = [...harSizeColumns, "protocol", "parent_event_id", "tags"] as const;
+
+/**
+ * The entries a HAR of `rows` (oldest first, with harRowColumns) is made of: each row's event, except that a WebSocket
+ * message stands for its handshake (once: the messages go on the handshake's entry). `handshakes` are the ids whose
+ * messages are fetched with them (getEvent's children); `rows[i]` is the row behind `ids[i]`, for its size.
+ */
+export function harEntryIds(rows: ReadonlyArray<Record<string, unknown>>): {
+  ids: string[];
+  rows: Array<Record<string, unknown>>;
+  handshakes: Set<string>;
+} {
+  const ids: string[] = [];
+  const kept: Array<Record<string, unknown>> = [];
+  const handshakes = new Set<string>();
+  for (const row of rows) {
+    const tags = typeof row.tags === "object" && row.tags !== null ? (row.tags as Record<string, string>) : {};
+    const isMessage = isWebSocketMessage({ protocol: row.protocol as TracedEvent["protocol"] });
+    const id = String(isMessage ? row.parent_event_id : row.event_id);
+    if (!id || (isMessage && handshakes.has(id))) continue;
+    if (isMessage || isWebSocketHandshake({ protocol: row.protocol as TracedEvent["protocol"], tags })) {
+      if (handshakes.has(id)) continue;
+      handshakes.add(id);
+    }
+    ids.push(id);
+    kept.push(isMessage ? {} : row);
+  }
+  return { ids, rows: kept, handshakes };
+}
+
 /** Which ids a page holds and the body bytes their rows say they have. */
 export type HarPageIds = { ids: string[]; bytes: number };
 
 /**
  * `ids` (oldest first) cut into pages of what a streamed HAR reads at a time, so an export holds one page of
  * events, never the whole set. A page ends at pageSize events or when the sizes (from `sizeOf`, known before
- * fetching) reach pageBytes, so large bodies come a few at a time.
+ * fetching) reach pageBytes, so large bodies come a few at a time; an id `isAlone` says so of (a WebSocket's
+ * handshake, fetched with its messages) is a page of its own.
  */
 export function* harPageIds(
   ids: readonly string[],
@@ -314,14 +412,15 @@ export function* harPageIds(
     pageSize = harPageSize,
     pageBytes = harPageBytes,
     sizeOf,
-  }: { pageSize?: number; pageBytes?: number; sizeOf?: (index: number) => number } = {},
+    isAlone,
+  }: { pageSize?: number; pageBytes?: number; sizeOf?: (index: number) => number; isAlone?: (index: number) => boolean } = {},
 ): Generator<HarPageIds> {
   for (let i = 0; i < ids.length; ) {
     let end = i + 1;
     let bytes = sizeOf?.(i) ?? 0;
-    while (end < ids.length && end - i < pageSize) {
+    while (end < ids.length && end - i < pageSize && !isAlone?.(i)) {
       const next = sizeOf?.(end) ?? 0;
-      if (bytes + next > pageBytes) break;
+      if (isAlone?.(end) || bytes + next > pageBytes) break;
       bytes += next;
       end++;
     }
@@ -336,17 +435,27 @@ export function inPageOrder(events: readonly TracedEvent[], ids: readonly string
   return [...events].sort((a, b) => (order.get(a.event_id) ?? 0) - (order.get(b.event_id) ?? 0));
 }
 
-/** The entries a page adds to a streamed HAR, in the order they are written: its HTTP events by time. */
-export function inWriteOrder(events: readonly TracedEvent[]): TracedEvent[] {
-  return events.filter((e) => e.protocol === "http").sort((a, b) => a.time - b.time);
+/** An entry to write: an HTTP event, and its messages when it is a WebSocket's handshake. */
+export type HarItem = { event: TracedEvent; messages?: readonly TracedEvent[] };
+
+/**
+ * The entries a page adds to a streamed HAR, in the order they are written: its HTTP events by time, each handshake
+ * with the page's messages of its WebSocket.
+ */
+export function inWriteOrder(events: readonly TracedEvent[]): HarItem[] {
+  const messages = messagesByHandshake(events);
+  return events
+    .filter((e) => e.protocol === "http")
+    .sort((a, b) => a.time - b.time)
+    .map((event) => ({ event, messages: messages.get(event.event_id) }));
 }
 
 /**
  * An entry as a streamed HAR writes it: a comma, then its JSON (the stream leaves the comma out before the first).
  * Kept as bytes, it can be made where the conversion's time and garbage do not hold up the server (a Worker).
  */
-export function harEntryText(e: TracedEvent, encoder: TextEncoder = new TextEncoder()): Uint8Array {
-  return encoder.encode(`,${JSON.stringify(toHarEntry(e))}`);
+export function harEntryText(item: HarItem, encoder: TextEncoder = new TextEncoder()): Uint8Array {
+  return encoder.encode(`,${JSON.stringify(toHarEntry(item.event, item.messages))}`);
 }
 
 /**
@@ -356,9 +465,13 @@ export function harEntryText(e: TracedEvent, encoder: TextEncoder = new TextEnco
 export async function* harPages(
   ids: readonly string[],
   fetchPage: (ids: string[], bytes: number) => Promise<readonly TracedEvent[]>,
-  options: { pageSize?: number; pageBytes?: number; sizeOf?: (index: number) => number } = {},
+  options: Parameters<typeof harPageIds>[1] = {},
 ): AsyncGenerator<readonly TracedEvent[]> {
-  for (const page of harPageIds(ids, options)) yield inPageOrder(await fetchPage(page.ids, page.bytes), page.ids);
+  for (const page of harPageIds(ids, options)) {
+    const events = await fetchPage(page.ids, page.bytes);
+    // A handshake's page holds its messages too, which are no entries of their own.
+    yield events.length > page.ids.length ? events : inPageOrder(events, page.ids);
+  }
 }
 
 /** Entries already turned into text (harEntryText), in the order they are written. */
@@ -395,7 +508,7 @@ export function harStream(
   let written = head.length;
   let entries = 0;
   let isDone = false;
-  let pending: Array<TracedEvent | Uint8Array> = [];
+  let pending: Array<HarItem | Uint8Array> = [];
   return new ReadableStream<Uint8Array>(
     {
       start(controller) {

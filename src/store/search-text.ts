@@ -29,6 +29,14 @@ type NotDecoded = { reason: string };
  * Makes the search fields. One per server (ingest) and per worker (its inserts): the decoding allowance is shared by
  * every event it makes fields for.
  */
+/** The columns SearchTexts fills: only filters read them; whole events are read without them (SqlStore.getEvents). */
+export const searchColumns: ReadonlySet<string> = new Set([
+  "search_req_body",
+  "search_resp_body",
+  "search_req_headers",
+  "search_resp_headers",
+]);
+
 export class SearchTexts {
   private readonly budget: TokenBucket;
 

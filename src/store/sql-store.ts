@@ -16,6 +16,7 @@ import {
 import { isUuid } from "~/lib/server/ids.ts";
 import { bucketGrid } from "~/lib/time/buckets.ts";
 import { NamespaceGate } from "./guard.ts";
+import { searchColumns } from "./search-text.ts";
 import { checkRange, compileWhere, toMicros } from "./sql/compile.ts";
 import { type EventRows, fromStored, namespaceIdOfTable, rowToEvent, type StoreLayout, tableName, toEventRows } from "./table.ts";
 import { defaultStoreLimits, type Engine, type EventStore, type StoreLimits } from "./types.ts";
@@ -71,7 +72,9 @@ export class SqlEventStore implements EventStore {
     private readonly engine: Engine,
     limits: Partial<StoreLimits> = {},
   ) {
-    this.fullSelect = engine.layout.columns.map((c) => c.name).join(", ");
+    // A whole event is read without its search texts: nothing shows them, and they would double what a page of
+    // events (a HAR export's, a detail's children) holds in the store's memory.
+    this.fullSelect = engine.layout.columns.map((c) => (searchColumns.has(c.name) ? `'' AS ${c.name}` : c.name)).join(", ");
     this.kind = engine.kind;
     this.insertBatchSize = engine.insertBatchSize;
     this.limits = { ...defaultStoreLimits, ...limits };

@@ -71,6 +71,11 @@ const tables: Record<string, RegExp[]> = {
     /^ {2}redis GET\/SET c=\d+: added p50 traced -?\d+ µs, haproxy -?\d+ µs/m,
   ],
   "bench/cluster/receive.ts": [/^receive CPU per event: before [\d.]+ µs, now [\d.]+ µs \(now\/before [\d.]+\)$/m],
+  "bench:ws": [
+    /^message {2}mode {7}echoes\/s {2}p50 {7}p99 {7}relay CPU\/msg$/m,
+    /^64 B {5}published\s+\d+\s+\d+µs\s+\d+µs\s+[\d.]+µs$/m,
+    /^ {2}64 B: published [\d.]+, traced [\d.]+, relay alone [\d.]+$/m,
+  ],
   "bench/capture/startup.ts": [/^ {2}start: traced minus direct +-?\d+$/m],
   "bench/capture/body-sample-bench.ts": [/before [\d.]+ µs, now [\d.]+ µs \(now\/before [\d.]+\)/],
   "bench/capture/field-table-bench.ts": [/^server: read \+ validate a batch\s+[\d.]+$/m, /^live history: size estimate\s+[\d.]+$/m],

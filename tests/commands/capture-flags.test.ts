@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { defaultRelayThreads } from "~/agent/relay/relay-threads.ts";
-import { DEFAULT_PAYLOAD_LIMIT } from "~/agent/tracer.ts";
+import { DEFAULT_PAYLOAD_LIMIT, DEFAULT_WS_MESSAGE_RATE } from "~/agent/tracer.ts";
 import { parseRunArgs } from "~/commands/run-flags.ts";
 
 const error = (args: string[]) => {
@@ -16,6 +16,7 @@ describe("tapscope run flags (shared with tapscope proxy)", () => {
         log: false,
         service: undefined,
         payloadLimit: DEFAULT_PAYLOAD_LIMIT,
+        webSocketMessageRate: DEFAULT_WS_MESSAGE_RATE,
         redact: "redact",
         eventsFile: undefined,
         publish: true,
@@ -40,6 +41,8 @@ describe("tapscope run flags (shared with tapscope proxy)", () => {
       "2",
       "--pass-credentials",
       "--wait",
+      "--ws-message-rate",
+      "0",
       "--",
       "node",
       "app.js",
@@ -50,6 +53,7 @@ describe("tapscope run flags (shared with tapscope proxy)", () => {
         log: true,
         service: "api",
         payloadLimit: 0,
+        webSocketMessageRate: 0,
         redact: "hash",
         eventsFile: "e.jsonl",
         publish: false,
@@ -82,6 +86,11 @@ describe("tapscope run flags (shared with tapscope proxy)", () => {
     expect(error(["--payload-limit", "1.5", "true"])).toBe("--payload-limit needs a whole number of bytes");
     expect(error(["--payload-limit"])).toBe("--payload-limit needs a whole number of bytes");
     expect(error(["--service"])).toBe("--service needs a name");
+    for (const bad of ["-1", "2.5", "lots", "", "1000001"]) {
+      expect(error([`--ws-message-rate=${bad}`, "true"])).toBe(
+        "--ws-message-rate needs a whole number of messages a second, 0 (all) to 1000000",
+      );
+    }
     expect(error(["--events-file="])).toBe("--events-file needs a file name");
     expect(error(["--bogus", "true"])).toBe("unknown option --bogus");
   });

@@ -4,6 +4,7 @@ import { spawn } from "bun";
 import { eventFieldTable, type TracedEvent } from "~/lib/protocol/event.ts";
 import { tracedEvent as makeEvent } from "../support/event-factory.ts";
 import { startTunnelServer, type TunnelServer } from "../support/tunnel-server.ts";
+import { webSocketEvents } from "../support/websocket-events.ts";
 
 const root = join(import.meta.dir, "../..");
 
@@ -330,6 +331,63 @@ describe("tapscope query (subprocess against a real server)", () => {
       value: "application/json",
     });
     expect(entry.response.content.text).toBe("{}");
+  }, 30_000);
+
+  test("WebSocket messages: one JSON line each, and on their handshake's HAR entry as _webSocketMessages", async () => {
+    const ws = await s.onboardedUser();
+    const wsEnv = { TAPSCOPE_TOKEN: await s.namespaceToken(ws), TAPSCOPE_ENDPOINT: s.base };
+    const { handshake, messages } = webSocketEvents((base + 1000) * 1000, [
+      { ws_direction: "client", ws_opcode: "text", ws_message: '{"subscribe":"prices"}' },
+      { ws_direction: "server", ws_opcode: "text", ws_message: '{"price":101}' },
+      { ws_direction: "server", ws_opcode: "binary", ws_payload: Buffer.from([1, 2, 3]).toString("base64") },
+      { ws_direction: "client", ws_opcode: "close", ws_close_code: 1000, ws_client_messages: 2, ws_server_messages: 2 },
+    ]);
+    await s.ingest(ws.namespaceId, [handshake, ...messages, makeEvent({ time: (base + 9000) * 1000, http_req_path: "/later" })]);
+
+    const json = await runQuery(["--since", "1h", "--format", "json", "--filter", 'ws.direction == "server"'], wsEnv);
+    expect(json.code).toBe(0);
+    const lines = json.stdout
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(lines.map((l) => [l.protocol, l.ws_opcode, l.ws_message, l.ws_payload])).toEqual([
+      ["ws", "binary", "", "AQID"],
+      ["ws", "text", '{"price":101}', ""],
+    ]);
+
+    const table = await runQuery(
+      ["--since", "1h", "--format", "table", "--filter", 'ws.opcode == "binary" || ws.message contains "subscribe"'],
+      wsEnv,
+    );
+    expect(table.code).toBe(0);
+    expect(
+      table.stdout
+        .trimEnd()
+        .split("\n")
+        .slice(1)
+        .map((line) => line.split(/ {2,}/).slice(1, 4)),
+    ).toEqual([
+      ["-", "WS", "WebSocket binary from the server, 3 B"],
+      ["-", "WS", "WebSocket text from the client, 22 B"],
+    ]);
+
+    // A filter on the messages exports their connection: the handshake with all its messages.
+    const har = await runQuery(["--since", "1h", "--format", "har", "--filter", 'ws.message contains "price"'], wsEnv);
+    expect(har.code).toBe(0);
+    const entries = JSON.parse(har.stdout).log.entries;
+    expect(entries.map((e: { request: { url: string } }) => new URL(e.request.url).pathname)).toEqual(["/chat"]);
+    expect(entries[0]._resourceType).toBe("websocket");
+    expect(entries[0]._webSocketMessages.map((m: { type: string; data: string }) => `${m.type} ${m.data}`)).toEqual([
+      'send {"subscribe":"prices"}',
+      'receive {"price":101}',
+      "receive AQID",
+    ]);
+    expect(entries[0].comment).toContain("closed 1000");
+    const all = await runQuery(["--since", "1h", "--format", "har"], wsEnv);
+    expect(JSON.parse(all.stdout).log.entries.map((e: { request: { url: string } }) => new URL(e.request.url).pathname)).toEqual([
+      "/chat",
+      "/later",
+    ]);
   }, 30_000);
 
   test("--from/--to select an absolute range", async () => {

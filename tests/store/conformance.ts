@@ -9,7 +9,7 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { Clause, QueryBase, RowsQuery } from "~/lib/protocol/query.ts";
 import { SearchTexts } from "~/store/search-text.ts";
 import type { EventStore } from "~/store/types.ts";
-import { generateEvents, prng } from "./generate.ts";
+import { asWebSocketMessage, generateEvents, prng } from "./generate.ts";
 import { matching, newestFirst, referenceHistogram } from "./reference.ts";
 
 /**
@@ -68,6 +68,8 @@ export function runConformance(target: ConformanceTarget): void {
       seed: 99,
     });
     for (const e of otherEvents) e.service = "other-namespace-secret";
+    // Some of them WebSocket messages: the same table, other fields.
+    for (let i = 5; i < events.length; i += 23) asWebSocketMessage(events[i]!, i);
 
     beforeAll(async () => {
       store = await target.open();
@@ -252,6 +254,12 @@ export function runConformance(target: ConformanceTarget): void {
       ["duration >", cmp("duration", ">", 250_000)],
       ["duration <=", cmp("duration", "<=", 1_000)],
       ["and/or", or(and(cmp("response.status", ">=", 500), cmp("request.url", "contains", "/api/")), cmp("duration", ">", 1_000_000))],
+      ["ws.message contains", cmp("ws.message", "contains", '"symbol":"ACME"')],
+      ["ws.message matches", cmp("ws.message", "matches", '^\\{"type":"(quote|order)"')],
+      ["ws.message matches non-ASCII", cmp("ws.message", "matches", "h.llo w.rld$")],
+      ["ws.direction ==", cmp("ws.direction", "==", "server")],
+      ["ws.opcode !=", and(cmp("ws.opcode", "!=", "text"), cmp("ws.direction", "==", "client"))],
+      ["ws.opcode == close", cmp("ws.opcode", "==", "close")],
     ];
     for (const [name, expr] of expressionCases) {
       test(`filter expression: ${name}`, async () => {
@@ -293,6 +301,9 @@ export function runConformance(target: ConformanceTarget): void {
       'db.error startsWith "23"',
       'db.error_message contains "duplicate key"',
       'db.system == "mysql" && duration > 1ms',
+      'ws.message contains "order" && ws.direction == "server"',
+      'ws.opcode == "binary" || ws.opcode == "ping"',
+      'ws.message matches "^[{]\\"type\\":\\"quote" && ws.direction != "server"',
     ];
     for (const text of filterTexts) {
       test(`parsed filter agrees with the live view's evaluator: ${text}`, async () => {

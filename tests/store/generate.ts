@@ -297,3 +297,44 @@ export function generateEvents(options: GenerateOptions): TracedEvent[] {
   }
   return out;
 }
+
+const wsTexts = [
+  '{"type":"quote","symbol":"ACME","price":101.5}',
+  '{"type":"order","id":42,"side":"buy"}',
+  "ping from the client",
+  "héllo wörld",
+];
+const wsOpcodes = ["text", "text", "binary", "ping", "pong", "close"] as const;
+
+/**
+ * Turns `e` into a WebSocket message (protocol "ws") made from its index alone, so the random sequence of the events
+ * around it stays as it was.
+ */
+export function asWebSocketMessage(e: TracedEvent, index: number): void {
+  const opcode = wsOpcodes[index % wsOpcodes.length]!;
+  const text = opcode === "text" || opcode === "close" ? wsTexts[index % wsTexts.length]! : "";
+  const payload = opcode === "binary" ? Buffer.from([index & 255, 0, 255]).toString("base64") : "";
+  Object.assign(e, {
+    ...neutralEvent(),
+    time: e.time,
+    event_id: e.event_id,
+    parent_event_id: e.parent_event_id,
+    service: e.service,
+    hostname: e.hostname,
+    process_id: e.process_id,
+    process_executable_name: e.process_executable_name,
+    protocol: "ws",
+    http_version: "1.1",
+    http_client_addr: e.http_client_addr,
+    http_server_addr: e.http_server_addr,
+    ws_direction: index % 2 === 0 ? "client" : "server",
+    ws_opcode: opcode,
+    ws_message: text,
+    ws_payload: payload,
+    ws_size: Buffer.byteLength(text) + (payload ? 3 : 0),
+    ws_wire_size: Buffer.byteLength(text) + 6,
+    ws_is_compressed: index % 3 === 0,
+    ws_close_code: opcode === "close" ? 1000 : -1,
+    ws_dropped: opcode === "close" ? index % 7 : 0,
+  } satisfies Partial<TracedEvent>);
+}

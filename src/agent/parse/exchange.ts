@@ -35,4 +35,6 @@ export type Exchange = {
    * and why. Peers may split such a connection's bytes into messages differently from us.
    */
   ambiguousFraming?: string;
+  /** HTTP/2's extended CONNECT (RFC 8441): the protocol its `:protocol` asks for ("websocket"). */
+  connectProtocol?: string;
 };

@@ -1,9 +1,12 @@
 import { BodySample } from "./body.ts";
 import type { Exchange } from "./exchange.ts";
 import { type Http1Handler, type Http1Head, Http1Parser, type ResponseFraming } from "./http1.ts";
+import type { WebSocketSession } from "./websocket.ts";
 
 export type Http1SessionHooks = {
   newEventId(): string;
+  /** HTTP/2's extended CONNECT (RFC 8441) answered 2xx for a WebSocket: the session its stream's DATA goes to. */
+  openWebSocket?(exchange: Exchange, at: number): WebSocketSession;
   /** The parent of a request starting now ("" for none). */
   parentEventId(): string;
   /** A request head was seen (inbound: it is now in flight). */
@@ -42,7 +45,10 @@ export class Http1Session {
   /** What the connection became after a successful upgrade ("websocket", "h2c"), or "tunnel". */
   upgradedTo = "";
   exchangeCount = 0;
-  /** After a 101 to h2c: the upgraded request (its response comes on stream 1) and the bytes after the switch. */
+  /**
+   * After a 101 to h2c or websocket: the upgrading exchange (h2c: its response comes on stream 1) and the bytes each
+   * side sent after the switch.
+   */
   upgraded: { exchange: Exchange; clientBytes: Uint8Array; serverBytes: Uint8Array } | null = null;
   /** A CONNECT answered 2xx: its event waits for the tunnel to close, so that it lasts as long as the tunnel. */
   tunnel: Exchange | null = null;
@@ -155,8 +161,8 @@ export class Http1Session {
   private becomeOpaque(upgradedTo: string, exchange?: Exchange): void {
     this.state = "opaque";
     this.upgradedTo = upgradedTo;
-    if (upgradedTo === "h2c" && exchange) {
-      // HTTP/2 follows: keep what each side already sent of it for the HTTP/2 session.
+    if ((upgradedTo === "h2c" || upgradedTo === "websocket") && exchange) {
+      // The new protocol follows: keep what each side already sent of it for the session that reads it.
       this.upgraded = {
         exchange,
         clientBytes: this.holdback ? this.holdback.slice(0, this.holdbackLength) : new Uint8Array(0),

@@ -4,6 +4,7 @@ import type { Exchange } from "./exchange.ts";
 import { HpackDecoder } from "./hpack.ts";
 import type { Http1Head } from "./http1.ts";
 import type { Http1SessionHooks } from "./http1-session.ts";
+import type { WebSocketSession } from "./websocket.ts";
 
 /**
  * HTTP/2 with prior knowledge (h2c, as gRPC uses it): frames of both directions, header blocks
@@ -60,7 +61,7 @@ class FrameReader {
   constructor(
     hasPreface: boolean,
     private readonly onFrame: (type: number, flags: number, streamId: number, payload: Uint8Array, at: number) => void,
-    private readonly onData: (streamId: number, chunk: Uint8Array, start: number, end: number) => void,
+    private readonly onData: (streamId: number, chunk: Uint8Array, start: number, end: number, at: number) => void,
     private readonly onDataEnd: (streamId: number, flags: number, at: number) => void,
   ) {
     this.prefaceLeft = hasPreface ? PREFACE_LENGTH : 0;
@@ -94,7 +95,7 @@ class FrameReader {
         continue;
       }
       const n = Math.min(this.length - this.read, end - i);
-      if (this.type === Type.Data) this.streamData(chunk, i, i + n);
+      if (this.type === Type.Data) this.streamData(chunk, i, i + n, at);
       else if (n <= 64) {
         const payload = this.payload!;
         for (let k = 0; k < n; k++) payload[this.read + k] = chunk[i + k]!;
@@ -106,7 +107,7 @@ class FrameReader {
   }
 
   /** DATA bytes [start, end) at payload offset this.read: skip the pad length byte and the padding. */
-  private streamData(chunk: Uint8Array, start: number, end: number): void {
+  private streamData(chunk: Uint8Array, start: number, end: number, at: number): void {
     let s = start;
     if (this.padLength === -2 && s < end) {
       this.padLength = chunk[s]!;
@@ -117,7 +118,7 @@ class FrameReader {
     // Payload offsets of [s, end): this.read + (s - start) ...
     const offset = this.read + (s - start);
     const stop = Math.min(end, s + Math.max(0, dataEnd - offset));
-    if (stop > s) this.onData(this.streamId, chunk, s, stop);
+    if (stop > s) this.onData(this.streamId, chunk, s, stop, at);
   }
 
   private finishFrame(at: number): void {
@@ -166,6 +167,8 @@ export class Http2Session {
   exchangeCount = 0;
 
   private readonly streams = new Map<number, Exchange>();
+  /** Streams opened by an extended CONNECT for a WebSocket, and which of their sides ended. */
+  private readonly webSockets = new Map<number, { session: WebSocketSession; hasClientEnded: boolean; hasServerEnded: boolean }>();
   private readonly client: FrameReader;
   private readonly server: FrameReader;
   private readonly clientHpack = new HpackDecoder();
@@ -178,6 +181,8 @@ export class Http2Session {
   private held: Array<{ chunk: Uint8Array; at: number }> = [];
   private heldBytes = 0;
   private readonly received = { client: 0, server: 0 };
+  /** The time of the last read: when a parser that gives up ends the WebSockets on it. */
+  private lastAt = 0;
   private readonly decoded = { client: 0, server: 0 };
 
   constructor(
@@ -187,13 +192,13 @@ export class Http2Session {
     this.client = new FrameReader(
       true,
       (type, flags, id, payload, at) => this.onFrame(true, type, flags, id, payload, at),
-      (id, chunk, start, end) => this.onDataBytes(true, id, chunk, start, end),
+      (id, chunk, start, end, at) => this.onDataBytes(true, id, chunk, start, end, at),
       (id, flags, at) => this.onDataEnd(true, id, flags, at),
     );
     this.server = new FrameReader(
       false,
       (type, flags, id, payload, at) => this.onFrame(false, type, flags, id, payload, at),
-      (id, chunk, start, end) => this.onDataBytes(false, id, chunk, start, end),
+      (id, chunk, start, end, at) => this.onDataBytes(false, id, chunk, start, end, at),
       (id, flags, at) => this.onDataEnd(false, id, flags, at),
     );
   }
@@ -226,6 +231,7 @@ export class Http2Session {
 
   onData(fromClient: boolean, chunk: Uint8Array, at: number): void {
     if (this.state !== "http") return;
+    this.lastAt = at;
     try {
       if (fromClient) {
         this.received.client += chunk.length;
@@ -248,7 +254,7 @@ export class Http2Session {
       this.fail("the server never answered with HTTP/2 SETTINGS");
       return;
     }
-    this.abandon(error ? `connection closed: ${error}` : "connection closed before the stream completed", at);
+    this.abandon(error ? `connection closed: ${error}` : "connection closed before the stream completed", at, error);
   }
 
   private hold(chunk: Uint8Array, at: number): void {
@@ -288,12 +294,15 @@ export class Http2Session {
     if (this.state !== "http") return;
     this.state = "failed";
     this.failReason = reason;
-    this.abandon(`parser gave up: ${reason}`, 0);
+    this.abandon(`parser gave up: ${reason}`, 0, `the HTTP/2 parser gave up: ${reason}`);
   }
 
-  private abandon(reason: string, at: number): void {
+  /** `error`: what ended the connection (or the parser) for the WebSockets on it; none when it just closed. */
+  private abandon(reason: string, at: number, error?: string): void {
     for (const ex of this.streams.values()) this.finishIncomplete(ex, reason, at);
     this.streams.clear();
+    for (const ws of this.webSockets.values()) ws.session.onClose(at || this.lastAt, error);
+    this.webSockets.clear();
   }
 
   private finishIncomplete(ex: Exchange, reason: string, at: number): void {
@@ -334,6 +343,12 @@ export class Http2Session {
     }
     if (reader.block) throw new Http2Error("header block interrupted");
     if (type === Type.RstStream) {
+      const ws = this.webSockets.get(id);
+      if (ws) {
+        this.webSockets.delete(id);
+        ws.session.onClose(at, `stream reset by the ${fromClient ? "client" : "server"}`);
+        return;
+      }
       const ex = this.streams.get(id);
       if (!ex) return;
       this.streams.delete(id);
@@ -392,6 +407,8 @@ export class Http2Session {
         isFirstOnConnection: this.exchangeCount === 0,
         incompleteReason: "",
       };
+      const protocol = lookup(headers, ":protocol");
+      if (protocol) ex.connectProtocol = protocol;
       this.exchangeCount++;
       this.streams.set(id, ex);
       this.hooks.onRequestStart(ex);
@@ -412,6 +429,10 @@ export class Http2Session {
       }
       ex.response = head;
       ex.responseStartAt = at;
+      if (ex.connectProtocol?.toLowerCase() === "websocket" && head.status < 300 && this.hooks.openWebSocket) {
+        this.startWebSocket(id, ex, isEnd, at);
+        return;
+      }
       const limit = this.options.payloadLimit;
       if (limit > 0 && !isEnd && ex.request.method !== "HEAD") ex.responseBody = new BodySample(limit, head.contentLength);
     } else {
@@ -422,6 +443,22 @@ export class Http2Session {
       ex.isResponseDone = true;
       this.maybeEmit(id, ex);
     }
+  }
+
+  /** A CONNECT for a WebSocket was accepted: its exchange is the handshake, its DATA from here on the frames. */
+  private startWebSocket(id: number, ex: Exchange, isEnd: boolean, at: number): void {
+    this.streams.delete(id);
+    ex.responseEndAt = at;
+    ex.isResponseDone = true;
+    if (!ex.isRequestDone) {
+      ex.requestEndAt = at;
+      ex.isRequestDone = true;
+    }
+    ex.requestBody = null;
+    this.hooks.onExchange(ex);
+    const session = this.hooks.openWebSocket!(ex, at);
+    if (isEnd) session.onClose(at);
+    else this.webSockets.set(id, { session, hasClientEnded: false, hasServerEnded: false });
   }
 
   private requestDone(id: number, ex: Exchange, at: number): void {
@@ -436,9 +473,12 @@ export class Http2Session {
     this.hooks.onExchange(ex);
   }
 
-  private onDataBytes(fromClient: boolean, id: number, chunk: Uint8Array, start: number, end: number): void {
+  private onDataBytes(fromClient: boolean, id: number, chunk: Uint8Array, start: number, end: number, at: number): void {
     const ex = this.streams.get(id);
-    if (!ex) return;
+    if (!ex) {
+      this.webSockets.get(id)?.session.onData(fromClient, chunk, at, start, end);
+      return;
+    }
     if (fromClient) {
       ex.requestBodyWire += end - start;
       ex.requestBody?.add(chunk, start, end);
@@ -453,7 +493,17 @@ export class Http2Session {
     if ((fromClient ? this.client : this.server).block) throw new Http2Error("header block interrupted");
     if (!(flags & END_STREAM)) return;
     const ex = this.streams.get(id);
-    if (!ex) return;
+    if (!ex) {
+      const ws = this.webSockets.get(id);
+      if (!ws) return;
+      if (fromClient) ws.hasClientEnded = true;
+      else ws.hasServerEnded = true;
+      if (ws.hasClientEnded && ws.hasServerEnded) {
+        this.webSockets.delete(id);
+        ws.session.onClose(at);
+      }
+      return;
+    }
     if (fromClient) this.requestDone(id, ex, at);
     else {
       ex.responseEndAt = at;

@@ -20,7 +20,7 @@ export function defaultRelayThreads(cores = availableParallelism()): number {
   return Math.max(1, Math.min(MAX_RELAY_THREADS, cores - 1));
 }
 
-export type RelayTracerConfig = Pick<TracerOptions, "host" | "service" | "redact" | "payloadLimit">;
+export type RelayTracerConfig = Pick<TracerOptions, "host" | "service" | "redact" | "payloadLimit" | "webSocketMessageRate">;
 
 /**
  * What a thread does with its events: nothing (nobody reads them), objects for the main thread (--log, --events-file),
@@ -57,7 +57,7 @@ export type ToMain =
   | { kind: "frame"; frame: Uint8Array; count: number }
   | { kind: "connected"; key: number }
   | { kind: "refused"; key: number }
-  | { kind: "drained"; id: number; droppedEvents: number; tapErrors: number };
+  | { kind: "drained"; id: number; droppedEvents: number; tapErrors: number; webSocketDropped: number };
 
 /** The worker's module; in the compiled binary an extra entrypoint stored under the same relative path as in src/. */
 function relayWorkerUrl(): URL {
@@ -205,15 +205,15 @@ export class RelayThreads {
   }
 
   /** Every thread turns what it has parsed into events and posts them; resolves once all have (or after timeoutMs). */
-  async drain(timeoutMs: number): Promise<{ droppedEvents: number; tapErrors: number }> {
+  async drain(timeoutMs: number): Promise<{ droppedEvents: number; tapErrors: number; webSocketDropped: number }> {
     const replies = await Promise.all(
       this.workers.map(
         (_, i) =>
-          new Promise<{ droppedEvents: number; tapErrors: number }>((resolve) => {
+          new Promise<{ droppedEvents: number; tapErrors: number; webSocketDropped: number }>((resolve) => {
             const id = ++this.lastDrain;
             const timer = setTimeout(() => {
               this.drains.delete(id);
-              resolve({ droppedEvents: 0, tapErrors: 0 });
+              resolve({ droppedEvents: 0, tapErrors: 0, webSocketDropped: 0 });
             }, timeoutMs);
             this.drains.set(id, (m) => {
               clearTimeout(timer);
@@ -227,6 +227,7 @@ export class RelayThreads {
     return {
       droppedEvents: replies.reduce((n, r) => n + r.droppedEvents, 0),
       tapErrors: replies.reduce((n, r) => n + r.tapErrors, 0),
+      webSocketDropped: replies.reduce((n, r) => n + r.webSocketDropped, 0),
     };
   }
 

@@ -201,6 +201,7 @@ port.on("message", (m: ToThread) => {
         id: m.id,
         droppedEvents: tracer.stats().droppedEvents,
         tapErrors: pipeStats.tapErrors,
+        webSocketDropped: tracer.stats().webSocketDropped,
       } satisfies ToMain);
       return;
   }

@@ -10,6 +10,9 @@ export type TracerStats = {
   dbConnections: number;
   /** Messages database connections carried without an event each (pub/sub, MONITOR, notifications). */
   dbUnrecorded: number;
+  /** WebSocket messages recorded, and those the per-connection budget left out (counted when a connection ends). */
+  webSocketMessages: number;
+  webSocketDropped: number;
   /** Connections the parser gave up on (recorded as tcp). */
   parserGaveUp: number;
   /** Exceptions caught inside a tap: the connection became passthrough. */
@@ -30,6 +33,8 @@ export function emptyTracerStats(): TracerStats {
     redisCalls: 0,
     dbConnections: 0,
     dbUnrecorded: 0,
+    webSocketMessages: 0,
+    webSocketDropped: 0,
     parserGaveUp: 0,
     tapErrors: 0,
     droppedEvents: 0,

@@ -1,4 +1,5 @@
 import { errorMessage } from "~/lib/errors.ts";
+import type { RateLimit, TokenBucket } from "~/lib/rate-limit.ts";
 import type { ConnectionSummary, ProcessInfo } from "../event.ts";
 import type { DbCall, DbSession, DbSessionHooks } from "../parse/db-call.ts";
 import { isMysqlGreeting, sniffDbClient } from "../parse/db-sniff.ts";
@@ -9,22 +10,30 @@ import { MysqlSession } from "../parse/mysql.ts";
 import { PostgresSession } from "../parse/postgres.ts";
 import { RedisSession } from "../parse/redis.ts";
 import { isHttp2PrefaceStart, MAX_SNIFF_BYTES, mayBeHttp2ServerPreface, sniff, tlsServerName } from "../parse/sniff.ts";
+import { WebSocketSession } from "../parse/websocket.ts";
+import { negotiatedExtensions } from "../parse/websocket-deflate.ts";
 import type { ConnectionInfo, ConnectionTap } from "../relay/observer.ts";
+import type { WsWork } from "../ws-event.ts";
 import type { ParentTracker } from "./parent-tracker.ts";
 import type { TracerStats } from "./stats.ts";
 
 /**
- * What a connection hands on to become an event: an HTTP exchange, a database call, or the summary of a connection that
- * was neither.
+ * What a connection hands on to become an event: an HTTP exchange, a database call, a WebSocket message, or the
+ * summary of a connection that was none of those.
  */
 export type FinishedWork =
   | { kind: "http"; ex: Exchange; conn: ConnectionInfo; proc: ProcessInfo }
   | { kind: "db"; call: DbCall; conn: ConnectionInfo; proc: ProcessInfo }
+  | { kind: "ws"; ws: WsWork; conn: ConnectionInfo; proc: ProcessInfo }
   | { kind: "tcp"; sum: ConnectionSummary; conn: ConnectionInfo; proc: ProcessInfo };
 
 export type TracedConnectionDeps = {
-  /** Body bytes kept per message and direction. */
+  /** Body bytes kept per message and direction (and per WebSocket message). */
   payloadLimit: number;
+  /** WebSocket messages recorded per second per connection, and at once; the rest are counted. */
+  webSocketBudget: RateLimit;
+  /** The tracer's time for decompressing (bodies and WebSocket messages), in milliseconds. */
+  decodeBudget: TokenBucket;
   /** Record inbound connections on which nothing was sent (health checks). */
   recordEmptyConnections: boolean;
   /** The tracer's counters: this connection adds its bytes, parser failures and tap errors. */
@@ -40,8 +49,9 @@ export type TracedConnectionDeps = {
 };
 
 /**
- * "http" covers HTTP/1.x and HTTP/2 (prior knowledge or h2c upgrade): a session parses the connection; "db" a database
- * protocol's session (a program's calls to its databases, or, traced on the server's side, the calls it received).
+ * "http": a session parses the connection: HTTP/1.x, HTTP/2 (prior knowledge or h2c upgrade), or the WebSocket an
+ * HTTP/1.1 upgrade made of it; "db" a database protocol's session (a program's calls to its databases, or, traced on
+ * the server's side, the calls it received).
  */
 type Mode = "sniff" | "http" | "db" | "tls-hello" | "opaque";
 
@@ -61,7 +71,7 @@ const MAX_HELLO_RECORD = 5 + 16 * 1024;
  */
 export class TracedConnection implements ConnectionTap {
   private mode: Mode = "sniff";
-  private session: Http1Session | Http2Session | null = null;
+  private session: Http1Session | Http2Session | WebSocketSession | null = null;
   private db: DbSession | null = null;
   private hooks: Http1SessionHooks | null = null;
   private sniffBuf: Uint8Array | null = null;
@@ -77,6 +87,7 @@ export class TracedConnection implements ConnectionTap {
   private helloLen = 0;
   private httpVersion = "";
   private isClosed = false;
+  private hasWebSocketFailed = false;
   private readonly parentEventId: string;
   /** Inbound requests started and not yet answered (registered with the parent tracker under conn.pid). */
   private readonly inflight = new Set<Exchange>();
@@ -170,8 +181,8 @@ export class TracedConnection implements ConnectionTap {
       } catch {
         stats.tapErrors++;
       }
-      // A connection that was HTTP all along (or upgraded) is fully described by its exchanges.
-      if (this.mode === "http" || this.session.state === "opaque") return;
+      // A connection that was HTTP all along (or upgraded) is fully described by its exchanges (and messages).
+      if (this.mode === "http" || this.session.state === "opaque" || this.session instanceof WebSocketSession) return;
     }
     const isEmpty = this.bytesFromClient === 0 && this.bytesFromServer === 0;
     if (isEmpty && this.conn.direction === "inbound" && !this.deps.recordEmptyConnections) return;
@@ -421,6 +432,7 @@ export class TracedConnection implements ConnectionTap {
     if (kind === "http2") this.httpVersion = "2";
     const hooks: Http1SessionHooks = {
       newEventId: this.deps.newEventId,
+      openWebSocket: (ex, at) => this.openWebSocket(ex, "2", at),
       // Inside a proxy's tunnel the CONNECT is the parent; otherwise the request this process is serving.
       parentEventId: this.conn.tunnel ? () => this.parentEventId : () => parents.current(conn.pid),
       onRequestStart: (ex) => {
@@ -452,13 +464,58 @@ export class TracedConnection implements ConnectionTap {
     if (upgraded.serverBytes.length > 0) next.onData(false, upgraded.serverBytes, at);
   }
 
+  /** A WebSocket on this connection: its messages are events whose parent is the handshake's. */
+  private openWebSocket(ex: Exchange, httpVersion: string, at: number): WebSocketSession {
+    const { deps, conn } = this;
+    const extensions = negotiatedExtensions(headerValues(ex.response?.headers, "sec-websocket-extensions"));
+    const session = new WebSocketSession(
+      {
+        onMessage: (message, totals) => {
+          if (totals) deps.stats.webSocketDropped += totals.dropped;
+          const ws: WsWork = { message, totals, parentEventId: ex.eventId, httpVersion, eventId: deps.newEventId() };
+          deps.enqueue({ kind: "ws", ws, conn, proc: this.proc });
+        },
+      },
+      {
+        payloadLimit: deps.payloadLimit,
+        deflate: "deflate" in extensions ? extensions.deflate : null,
+        budget: deps.webSocketBudget,
+        decodeBudget: deps.decodeBudget,
+        openedAt: Math.max(at, ex.responseEndAt),
+      },
+    );
+    if ("unsupported" in extensions) {
+      session.state = "failed";
+      session.failReason = `the extension ${extensions.unsupported}, which the tracer cannot read`;
+    }
+    return session;
+  }
+
+  /** An HTTP/1.1 connection upgraded to a WebSocket: frames from here, starting with what each side already sent. */
+  private switchToWebSocket(from: Http1Session, at: number): void {
+    const upgraded = from.upgraded!;
+    const session = this.openWebSocket(upgraded.exchange, `1.${upgraded.exchange.request.versionMinor}`, at);
+    this.session = session;
+    if (upgraded.clientBytes.length > 0) session.onData(true, upgraded.clientBytes, at);
+    if (upgraded.serverBytes.length > 0) session.onData(false, upgraded.serverBytes, at);
+  }
+
   private checkSession(at = 0): void {
     let s = this.session!;
     if (s.state === "opaque" && s instanceof Http1Session && s.upgraded && this.mode === "http") {
-      this.switchToHttp2(s, at);
+      if (s.upgradedTo === "websocket") this.switchToWebSocket(s, at);
+      else this.switchToHttp2(s, at);
       s = this.session!;
     }
     if (s.state === "http" || this.mode !== "http") return;
+    if (s instanceof WebSocketSession) {
+      // Its bytes are still counted for its last event; it reads no more frames.
+      if (!this.hasWebSocketFailed) {
+        this.hasWebSocketFailed = true;
+        this.deps.stats.parserGaveUp++;
+      }
+      return;
+    }
     if (s.state === "failed") this.giveUp(s.failReason, false);
     else this.mode = "opaque";
   }
@@ -474,4 +531,10 @@ export class TracedConnection implements ConnectionTap {
       this.session.failReason = reason;
     }
   }
+}
+
+function headerValues(headers: Array<[string, string]> | undefined, name: string): string[] {
+  const values: string[] = [];
+  for (const [n, v] of headers ?? []) if (n.length === name.length && n.toLowerCase() === name) values.push(v);
+  return values;
 }

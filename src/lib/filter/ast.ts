@@ -7,6 +7,7 @@
  *   response.body icontains "quota exceeded" && request.headers["x-request-id"] == "rid-5521"
  *   !(request.headers["authorization"] exists) && service == "checkout"
  *   db.system == "postgresql" && db.statement contains "FROM orders" && duration > 50ms
+ *   ws.message contains "order" && ws.direction == "server"
  * The fields, their operators and values: fields.ts.
  */
 
@@ -38,6 +39,12 @@ export type FilterExpr =
 
 /** The values of `db.system`: the database protocols the agent reads. */
 export const dbSystems = ["postgresql", "mysql", "redis"] as const;
+
+/** The values of `ws.direction`: who sent the message. */
+export const wsDirections = ["client", "server"] as const;
+
+/** The values of `ws.opcode`. */
+export const wsOpcodes = ["text", "binary", "close", "ping", "pong"] as const;
 
 /** The values of the `tls` field: the event's tags.tls (a plaintext event has neither). */
 export const tlsStates = ["decrypted", "not decrypted"] as const;

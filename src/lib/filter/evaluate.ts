@@ -104,6 +104,9 @@ const read: Readonly<Record<string, (e: TracedEvent) => Value>> = {
   "db.operation": (e) => e.db_operation,
   "db.error": (e) => e.db_error_code,
   "db.error_message": (e) => e.db_error_message,
+  "ws.message": (e) => e.ws_message,
+  "ws.direction": (e) => e.ws_direction,
+  "ws.opcode": (e) => e.ws_opcode,
 };
 
 /** The readable names the live evaluator reads (a test compares them with fields.ts and the field table). */
@@ -250,7 +253,7 @@ function compileLeaf(expr: CompareExpr, meter: FilterMeter | undefined, index: n
     return metered(test, text, meter, index, pos);
   }
   if (spec.kind === "text" && typeof value === "string") {
-    return metered(textTest(op, value, maxMatchedUrlLength), text, meter, index, pos);
+    return metered(textTest(op, value, spec.maxMatchedLength ?? maxMatchedUrlLength), text, meter, index, pos);
   }
   const absent = spec.absent;
   if (absent !== undefined) return (e) => get(e) !== absent && compare(op, get(e), value);

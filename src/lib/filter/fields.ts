@@ -1,5 +1,5 @@
 import { eventKinds } from "~/lib/protocol/event.ts";
-import { dbSystems, type FilterOp, tlsStates } from "./ast.ts";
+import { dbSystems, type FilterOp, tlsStates, wsDirections, wsOpcodes } from "./ast.ts";
 
 /**
  * The filter language's fields: what each readable name is, which operators it takes and what values. The column a
@@ -44,6 +44,8 @@ export type FilterFieldSpec = {
   readonly absent?: number;
   /** text: held in upper case, so == and != compare the value in upper case too. */
   readonly isUpperCase?: boolean;
+  /** text: `matches` looks at most at this many characters (else maxMatchedUrlLength). */
+  readonly maxMatchedLength?: number;
 };
 
 const textOps: readonly FilterOp[] = ["==", "!=", "startsWith", "endsWith", "contains", "icontains", "matches"];
@@ -206,6 +208,27 @@ export const filterFieldList: readonly FilterFieldSpec[] = [
     'db.error == "23505"',
   ),
   text("db.error_message", "the error message of a failed call", 'db.error_message contains "deadlock"'),
+  {
+    name: "ws.message",
+    kind: "text",
+    maxMatchedLength: 64 * 1024,
+    about: "a WebSocket text message's text, or a close's reason (redacted)",
+    example: 'ws.message contains "order"',
+  },
+  {
+    name: "ws.direction",
+    kind: "enum",
+    values: [...wsDirections, ""],
+    about: 'who sent a WebSocket message ("" for events that are not one)',
+    example: 'ws.direction == "server"',
+  },
+  {
+    name: "ws.opcode",
+    kind: "enum",
+    values: [...wsOpcodes, ""],
+    about: 'a WebSocket message\'s type ("" for events that are not one)',
+    example: 'ws.opcode == "close"',
+  },
 ];
 
 export const filterFields: ReadonlyMap<string, FilterFieldSpec> = new Map(filterFieldList.map((f) => [f.name, f]));

@@ -3,9 +3,9 @@ import { publishLimits as L } from "./publish.ts";
 
 /**
  * The kinds of event, the neutral one first; an event's kind is its `protocol` field. "db": one statement or command
- * the program sent to a database or cache (its `db_` fields say which system).
+ * the program sent to a database or cache (its `db_` fields say which system); "ws": one WebSocket message.
  */
-export const eventKinds = ["http", "tcp", "db"] as const;
+export const eventKinds = ["http", "tcp", "db", "ws"] as const;
 
 const short = { type: "text", max: L.maxShortChars } as const;
 const count = { type: "int", min: 0, max: Number.MAX_SAFE_INTEGER } as const;
@@ -13,6 +13,8 @@ const count = { type: "int", min: 0, max: Number.MAX_SAFE_INTEGER } as const;
 const optional = { type: "int", min: -1, max: Number.MAX_SAFE_INTEGER, absent: -1 } as const;
 /** A search column: a decoded body (at most 1 MiB of bytes, so at most as many characters) or a side's headers. */
 const searchText = { type: "text", max: 3 * 1024 * 1024 } as const;
+/** The longest WebSocket message text kept: the server keeps bodies of up to 1 MiB too. */
+export const wsMessageChars = 1024 * 1024;
 /** In the explorer's clauses, the result rows and the JSON export: the product's documented event columns. */
 const column = { isQueryable: true, shown: "export" } as const;
 
@@ -44,7 +46,7 @@ export const eventFieldTable = [
   { name: "process_executable_size", ...count, ...column, filter: "process.size" },
   { name: "process_command_line", type: "text", max: L.maxCommandLineChars, ...column, filter: "process.command_line" },
   { name: "process_user", ...short, ...column, filter: "process.user" },
-  /** "http" for an HTTP exchange, "tcp" for a connection of an unknown protocol, "db" for a database call. */
+  /** "http" for an HTTP exchange, "tcp" for a connection of an unknown protocol, "db" for a database call, "ws" for a WebSocket message. */
   { name: "protocol", type: "kind", values: eventKinds, ...column, filter: "protocol" },
   { name: "tls_server_name", ...short, ...column, filter: "tls.server_name" },
   /** "1.0", "1.1", "2". */
@@ -128,6 +130,35 @@ export const eventFieldTable = [
   /** The error when the call failed: SQLSTATE (PostgreSQL), error number (MySQL) or error prefix (Redis); "" when it did not. */
   { name: "db_error_code", type: "text", max: 64, ...column, filter: "db.error" },
   { name: "db_error_message", type: "text", max: L.maxShortChars, ...column, filter: "db.error_message" },
+  /**
+   * A WebSocket message (protocol "ws"; its parent is the handshake's event, the 101 or HTTP/2's CONNECT): who sent
+   * it, "client" or "server" ("" on the close made up for a connection that ended without one).
+   */
+  { name: "ws_direction", type: "text", max: 16, ...column, filter: "ws.direction" },
+  /** "text", "binary", "close", "ping" or "pong". */
+  { name: "ws_opcode", type: "text", max: 16, ...column, filter: "ws.opcode" },
+  /** Bytes of the message's frames on the wire, headers included. */
+  { name: "ws_wire_size", ...count, ...column },
+  /** The payload's size, inflated when it was compressed; -1 when a compressed message could not be inflated. */
+  { name: "ws_size", ...optional, ...column },
+  /** Sent compressed (permessage-deflate). */
+  { name: "ws_is_compressed", type: "flag", ...column },
+  /** A text message's text, a close's reason (redacted; cut to the payload limit). */
+  { name: "ws_message", type: "text", max: wsMessageChars, isUnique: true, shown: "export", filter: "ws.message" },
+  /** A binary message's bytes, a ping's or a pong's (cut to the payload limit). */
+  { name: "ws_payload", type: "body", cutFlag: "ws_payload_truncated", shown: "export" },
+  /** The message's payload (ws_message or ws_payload) was cut to the payload limit. */
+  { name: "ws_payload_truncated", type: "flag", shown: "export" },
+  /** A close's status code; -1 for other messages (1005: the close gave none; 1006: the connection ended without one). */
+  { name: "ws_close_code", ...optional, ...column },
+  /**
+   * On a WebSocket's last event (its close): the messages each way, and those the per-connection budget left out
+   * (counted, not recorded). Its bytes_sent and bytes_received are the frames each way, its http_duration how long it
+   * was open.
+   */
+  { name: "ws_client_messages", ...count, shown: "export" },
+  { name: "ws_server_messages", ...count, shown: "export" },
+  { name: "ws_dropped", ...count, ...column },
 ] as const;
 
 type EventFieldTable = typeof eventFieldTable;

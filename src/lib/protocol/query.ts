@@ -94,6 +94,9 @@ export const listColumns = [
   "db_system",
   "db_statement",
   "db_error_code",
+  "ws_direction",
+  "ws_opcode",
+  "ws_size",
 ] as const satisfies ReadonlyArray<RowColumn>;
 
 export type ResultBase = {

@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import type { ExportSlots } from "~/engines/limits/export-slots.ts";
 import type { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
 import { AppError } from "~/lib/errors.ts";
-import { harPageIds, harSizeColumns, harStream, storedBodyBytes } from "~/lib/har.ts";
+import { harEntryIds, harPageIds, harRowColumns, harStream, storedBodyBytes } from "~/lib/har.ts";
 import type { QueryFilter } from "~/lib/protocol/query.ts";
 import { decodeResult, decodeResultData, type TunnelResultData, type TunnelWant } from "~/lib/protocol/tunnel.ts";
 import { memoryShares } from "~/lib/server/env.ts";
@@ -114,7 +114,10 @@ export async function exportHar({
     hint: "narrow the time range or the filter for the rest (the cap is a quarter of MEMORY_LIMIT)",
   };
   if ("eventId" in selection) {
-    const detail = await entriesOf(workers, namespaceId, orgId, { kind: "event", eventId: selection.eventId });
+    let detail = await entriesOf(workers, namespaceId, orgId, { kind: "event", eventId: selection.eventId });
+    // A WebSocket message is exported as its connection: the handshake with all its messages.
+    if (detail.webSocketHandshake)
+      detail = await entriesOf(workers, namespaceId, orgId, { kind: "event", eventId: detail.webSocketHandshake });
     if (!detail.isFound) throw new AppError("NOT_FOUND", "request not found");
     return { har: harStream([detail].values(), options), filename: `tapscope-${selection.eventId}.har` };
   }
@@ -186,19 +189,25 @@ async function exportRows({
     query: {
       filter: selection.filter,
       limit: selection.limit,
-      columns: ["time", "event_id", ...harSizeColumns],
+      columns: ["time", "event_id", ...harRowColumns],
     },
     filterText: selection.filterText,
   });
   // Rows come newest first; a HAR reads oldest first (ties within a millisecond keep this order).
-  const oldestFirst = rows.data.toReversed();
-  const ids = oldestFirst.map((r) => String(r.event_id));
-  const sizeOf = (i: number) => storedBodyBytes(oldestFirst[i] ?? {});
+  const { ids, rows: entryRows, handshakes } = harEntryIds(rows.data.toReversed());
+  const sizeOf = (i: number) => storedBodyBytes(entryRows[i] ?? {});
+  const isAlone = (i: number) => handshakes.has(ids[i] ?? "");
   const range = selection.filter.focus ?? selection.filter.global;
   async function* pages(): AsyncGenerator<HarTexts> {
-    for (const page of harPageIds(ids, { sizeOf, pageBytes })) {
+    for (const page of harPageIds(ids, { sizeOf, pageBytes, isAlone })) {
       collectAfterLargePages(page.bytes);
-      yield await inTurn(() => entriesOf(workers, namespaceId, orgId, { kind: "events", eventIds: page.ids, range }, page.ids));
+      const [first = ""] = page.ids;
+      // A WebSocket's handshake comes with its messages (the event's children), which go on its entry.
+      yield await inTurn(() =>
+        handshakes.has(first)
+          ? entriesOf(workers, namespaceId, orgId, { kind: "event", eventId: first })
+          : entriesOf(workers, namespaceId, orgId, { kind: "events", eventIds: page.ids, range }, page.ids),
+      );
     }
   }
   const filename = `tapscope-${name}-${new Date(ctx.now()).toISOString().replace(/[:.]/g, "-")}.har`;

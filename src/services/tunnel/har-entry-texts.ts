@@ -8,8 +8,11 @@ import { decodeResult, decodeResultData } from "~/lib/protocol/tunnel.ts";
  */
 export type HarTextsJob = { frame: Uint8Array; ids?: string[] };
 
-/** The entries' texts in the order a streamed HAR writes them; isFound is false for an "event" not found. */
-export type HarTexts = { texts: Uint8Array[]; isFound: boolean };
+/**
+ * The entries' texts in the order a streamed HAR writes them; isFound is false for an "event" not found.
+ * `webSocketHandshake`: the "event" asked for is a WebSocket message, whose HAR is its handshake's.
+ */
+export type HarTexts = { texts: Uint8Array[]; isFound: boolean; webSocketHandshake?: string };
 
 /** Why a frame gave no entries: code says how the tunnel reported it (null: the frame itself was bad). */
 export type HarTextsError = { code: "UNAVAILABLE" | "BAD_REQUEST" | null; message: string };
@@ -27,10 +30,12 @@ export async function harEntryTexts({ frame, ids }: HarTextsJob): Promise<HarTex
     const rows = data.data as unknown as TracedEvent[];
     let events: TracedEvent[];
     if (ids) events = inPageOrder(rows, ids);
+    else if (rows[0]?.protocol === "ws" && rows[0].parent_event_id)
+      return { texts: [], isFound: true, webSocketHandshake: rows[0].parent_event_id };
     else if (rows[0]) events = [rows[0], ...(data.children ?? [])];
     else return { texts: [], isFound: false };
     const encoder = new TextEncoder();
-    return { texts: inWriteOrder(events).map((e) => harEntryText(e, encoder)), isFound: true };
+    return { texts: inWriteOrder(events).map((item) => harEntryText(item, encoder)), isFound: true };
   } catch (err) {
     return { error: { code: null, message: err instanceof Error ? err.message : String(err) } };
   }

@@ -8,6 +8,7 @@ import type { TimeZoneMode } from "~/lib/time/ticks.ts";
 import { zoneName } from "~/lib/time/zone.ts";
 import { TlsMarker } from "~/ui/components/tls-marker.tsx";
 import { statusClass } from "~/ui/live/format.ts";
+import { directionOf } from "~/ui/request-detail/websocket-messages.tsx";
 
 export const ROW_HEIGHT = 28;
 // By the list's own width: a narrow list (a phone, or beside the detail) keeps method, status and URL.
@@ -160,16 +161,28 @@ export function ResultsList({
                   <>
                     <span role="cell" className="truncate font-semibold text-zinc-200">
                       {row.http_is_outgoing ? <span className="text-sky-400">↗ </span> : null}
-                      {row.http_req_method || "—"}
+                      {row.http_req_method || (row.protocol === "ws" ? "WS" : "—")}
                     </span>
-                    <span role="cell" className={statusClass(row.http_resp_status_code ?? 0)}>
-                      {row.http_resp_status_code || "—"}
-                    </span>
+                    {row.protocol === "ws" ? (
+                      <span role="cell" className={directionOf(row).className}>
+                        <span role="img" aria-label={directionOf(row).label} title={directionOf(row).label}>
+                          {directionOf(row).arrow}
+                        </span>
+                      </span>
+                    ) : (
+                      <span role="cell" className={statusClass(row.http_resp_status_code ?? 0)}>
+                        {row.http_resp_status_code || "—"}
+                      </span>
+                    )}
                   </>
                 )}
                 <span role="cell" className="truncate text-zinc-200" title={displayUrl(row)}>
                   <TlsMarker event={row} />
-                  {row.protocol === "tcp" || row.protocol === "db" || row.http_req_method === "CONNECT" ? (
+                  {row.protocol === "ws" ? (
+                    <span className="text-zinc-400">
+                      WebSocket {row.ws_opcode} · {formatBytes(row.ws_size ?? Number.NaN)}
+                    </span>
+                  ) : row.protocol === "tcp" || row.protocol === "db" || row.http_req_method === "CONNECT" ? (
                     displayUrl(row)
                   ) : (
                     <>

@@ -8,6 +8,7 @@ import type { TimeZoneMode } from "~/lib/time/ticks.ts";
 import { formatListTime, isSameDay, noonOfDay, zoneName } from "~/lib/time/zone.ts";
 import { TlsMarker } from "~/ui/components/tls-marker.tsx";
 import { useTimeZone } from "~/ui/lib/time-zone.ts";
+import { directionOf, messagePreview } from "~/ui/request-detail/websocket-messages.tsx";
 import { statusClass } from "./format.ts";
 
 export const ROW_HEIGHT = 28;
@@ -136,6 +137,20 @@ const Row = memo(function Row({
   zone: TimeZoneMode;
   nowMs: number;
 }) {
+  if (event.protocol === "ws") {
+    return (
+      <MessageRow
+        event={event}
+        top={top}
+        index={index}
+        isSelected={isSelected}
+        onSelect={onSelect}
+        columns={columns}
+        zone={zone}
+        nowMs={nowMs}
+      />
+    );
+  }
   return (
     <div
       role="row"
@@ -195,3 +210,61 @@ const Row = memo(function Row({
     </div>
   );
 });
+
+/** A WebSocket message: an arrow for who sent it where the status goes, WS as its method, a preview as its URL. */
+function MessageRow({
+  event,
+  top,
+  index,
+  isSelected,
+  onSelect,
+  columns,
+  zone,
+  nowMs,
+}: {
+  event: TracedEvent;
+  top: number;
+  index: number;
+  isSelected: boolean;
+  onSelect: (event: TracedEvent) => void;
+  columns: string;
+  zone: TimeZoneMode;
+  nowMs: number;
+}) {
+  const direction = directionOf(event);
+  return (
+    <div
+      role="row"
+      aria-rowindex={index + 1}
+      aria-selected={isSelected}
+      data-event-id={event.event_id}
+      data-ws-direction={event.ws_direction}
+      tabIndex={-1}
+      onClick={() => onSelect(event)}
+      onKeyDown={(e) => {
+        if (e.key === "Enter") onSelect(event);
+      }}
+      style={{ position: "absolute", top: 0, left: 0, right: 0, height: ROW_HEIGHT, transform: `translateY(${top}px)` }}
+      className={`grid ${columns} cursor-pointer items-center gap-2 border-b border-zinc-900 px-3 font-mono text-xs ${isSelected ? "bg-zinc-800" : "hover:bg-zinc-900"}`}
+    >
+      <span role="cell" className={`text-zinc-400 tabular-nums ${WIDE_ONLY}`}>
+        {formatListTime(event.time, zone, nowMs)}
+      </span>
+      <span role="cell" className={`text-right text-zinc-500 ${LAST_WHEN_NARROW}`} />
+      <span role="cell" className={direction.className}>
+        <span role="img" aria-label={direction.label} title={direction.label}>
+          {direction.arrow}
+        </span>
+      </span>
+      <span role="cell" className="text-zinc-400">
+        WS
+      </span>
+      <span role="cell" className={`truncate pl-3 ${event.ws_opcode === "text" ? "text-zinc-300" : "text-zinc-400"}`}>
+        {messagePreview(event)}
+      </span>
+      <span role="cell" className={`text-right text-zinc-400 tabular-nums ${WIDE_ONLY}`}>
+        {formatBytes(event.ws_size >= 0 ? event.ws_size : event.ws_wire_size)}
+      </span>
+    </div>
+  );
+}

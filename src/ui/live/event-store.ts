@@ -21,6 +21,10 @@ export class EventStore {
   private byId = new Map<string, TracedEvent>();
   private childrenOf = new Map<string, TracedEvent[]>();
   private predicate: EventPredicate | null = null;
+  /** WebSocket messages are left out of `shown` (the toolbar's toggle); their handshakes stay. */
+  isHidingMessages = false;
+  /** A WebSocket message was seen (the toolbar offers its toggle then). */
+  hasMessages = false;
   private listeners = new Set<() => void>();
   private scheduled = false;
 
@@ -48,7 +52,7 @@ export class EventStore {
       if (!event || typeof event.event_id !== "string" || this.byId.has(event.event_id)) continue;
       this.index(event);
       insertByTime(this.all, event);
-      if (!this.predicate || this.predicate(event)) {
+      if (this.matches(event)) {
         insertByTime(this.shown, event);
         this.shownAdded++;
       }
@@ -67,7 +71,7 @@ export class EventStore {
     if (fresh.length === 0) return fresh;
     for (const event of fresh) this.index(event);
     this.all = this.all.concat(fresh).sort((a, b) => a.time - b.time);
-    this.shown = this.predicate ? this.all.filter(this.predicate) : this.all.slice();
+    this.shown = this.all.filter(this.matches);
     this.trim();
     this.changed();
     return fresh;
@@ -79,13 +83,26 @@ export class EventStore {
   setPredicate(predicate: EventPredicate | null, filters: readonly string[] = []) {
     this.predicate = predicate;
     this.filters = filters;
+    this.refilter();
+  }
+
+  setHidingMessages(isHiding: boolean) {
+    this.isHidingMessages = isHiding;
+    this.refilter();
+  }
+
+  private matches = (event: TracedEvent): boolean =>
+    !(this.isHidingMessages && event.protocol === "ws") && (!this.predicate || this.predicate(event));
+
+  private refilter() {
     this.filterVersion++;
-    this.shown = predicate ? this.all.filter(predicate) : this.all.slice();
+    this.shown = this.all.filter(this.matches);
     this.changed();
   }
 
   private index(event: TracedEvent) {
     this.byId.set(event.event_id, event);
+    if (event.protocol === "ws") this.hasMessages = true;
     if (event.parent_event_id) {
       const siblings = this.childrenOf.get(event.parent_event_id);
       if (siblings) siblings.push(event);

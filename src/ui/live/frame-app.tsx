@@ -150,6 +150,19 @@ export function LiveFrame({
           </span>
         ) : null}
         <span className="flex-1" />
+        {store.hasMessages ? (
+          <button
+            type="button"
+            aria-pressed={!store.isHidingMessages}
+            aria-label="WebSocket messages"
+            onClick={() => store.setHidingMessages(!store.isHidingMessages)}
+            title="Show WebSocket messages in the list, or only their connections (a connection's detail lists its messages)"
+            className={`rounded-md px-2 py-0.5 hover:bg-zinc-800 ${store.isHidingMessages ? "text-zinc-500" : "text-zinc-300"}`}
+          >
+            <span className="sm:hidden">WS {store.isHidingMessages ? "off" : "on"}</span>
+            <span className="max-sm:hidden">WS messages {store.isHidingMessages ? "off" : "on"}</span>
+          </button>
+        ) : null}
         <ZoneToggle className="max-sm:hidden" />
         {pause ? (
           <button
@@ -204,7 +217,11 @@ export function LiveFrame({
               parent={selected.parent_event_id ? store.get(selected.parent_event_id) : undefined}
               onOpen={(e) => setSelectedId(e.event_id)}
               onClose={() => setSelectedId(null)}
-              onSaveHar={(e) => downloadHar([e, ...store.children(e.event_id)], `tapscope-${e.event_id}.har`)}
+              onSaveHar={(e) => {
+                // A WebSocket message is saved as its connection: the handshake with its messages.
+                const target = (e.protocol === "ws" && store.get(e.parent_event_id)) || e;
+                downloadHar([target, ...store.children(target.event_id)], `tapscope-${target.event_id}.har`);
+              }}
               onSaveAllHar={() => downloadHar(shown, "tapscope-requests.har")}
               link={link}
               highlight={highlight}

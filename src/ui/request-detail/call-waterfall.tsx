@@ -4,6 +4,7 @@ import { formatDuration } from "~/lib/format.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { statusClass } from "../live/format.ts";
 import { type CallStep, callSteps } from "./call-steps.ts";
+import { MiddleCutText } from "./middle-cut-text.tsx";
 
 /**
  * The calls an inbound request made, HTTP and database together, as bars on the request's time axis in the order they
@@ -38,9 +39,9 @@ export function CallWaterfall({
             <CallKind event={step.event!} />
             <CallStatus event={step.event!} />
             <span className="min-w-0">
-              <span className={`block truncate ${step.isCulprit ? "font-semibold text-red-300" : "text-zinc-300"}`}>
+              <span className={`flex min-w-0 items-baseline ${step.isCulprit ? "font-semibold text-red-300" : "text-zinc-300"}`}>
                 {step.isCulprit ? <CulpritBadge /> : null}
-                {callText(step.event!)}
+                <MiddleCutText text={callText(step.event!)} className="" />
               </span>
               <Bar step={step} total={total} colour={isDbCall(step.event!) ? "bg-violet-500" : "bg-sky-500"} />
             </span>
@@ -70,7 +71,7 @@ export function CallWaterfall({
 }
 
 function CulpritBadge() {
-  return <span className="mr-1 rounded bg-red-500/20 px-1 text-[10px] tracking-wide text-red-300 uppercase">culprit</span>;
+  return <span className="mr-1 shrink-0 rounded bg-red-500/20 px-1 text-[10px] tracking-wide text-red-300 uppercase">culprit</span>;
 }
 
 function Bar({ step, total, colour }: { step: CallStep; total: number; colour: string }) {

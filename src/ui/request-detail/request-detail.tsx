@@ -5,6 +5,7 @@ import type { HighlightTerms } from "~/lib/filter/search.ts";
 import { formatBytes, formatDuration } from "~/lib/format.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { formatFullTime } from "~/lib/time/zone.ts";
+import { isWebSocketHandshake, isWebSocketMessage } from "~/lib/websocket-messages.ts";
 import { useTimeZone } from "~/ui/lib/time-zone.ts";
 import { LockIcon } from "../components/tls-marker.tsx";
 import { statusClass } from "../live/format.ts";
@@ -13,19 +14,24 @@ import { CallWaterfall } from "./call-waterfall.tsx";
 import { toCurl } from "./curl.ts";
 import { DbCallDetail } from "./db-call-detail.tsx";
 import { Marked } from "./marked.tsx";
+import { MiddleCutText } from "./middle-cut-text.tsx";
 import { tagLabel, tagValue } from "./tag-labels.ts";
 import { timingSteps } from "./timing.ts";
 import { useCopy } from "./use-copy.ts";
 import { Waterfall } from "./waterfall.tsx";
+import { directionOf, MessageBody, WebSocketMessages } from "./websocket-messages.tsx";
 
 export type RequestDetailProps = {
   event: TracedEvent;
   /**
-   * Outbound calls made while this request was served, or the calls made through this CONNECT's tunnel (events whose
-   * parent_event_id is this event_id).
+   * Outbound calls made while this request was served, the calls made through this CONNECT's tunnel, or this
+   * WebSocket handshake's messages (events whose parent_event_id is this event_id).
    */
   outboundCalls?: TracedEvent[];
-  /** The inbound request this outbound call was made for, or the CONNECT whose tunnel carried it, when known. */
+  /**
+   * The inbound request this outbound call was made for, the CONNECT whose tunnel carried it, or the handshake of
+   * this WebSocket message, when known.
+   */
   parent?: TracedEvent;
   onOpen?: (event: TracedEvent) => void;
   onClose?: () => void;
@@ -58,9 +64,13 @@ export function RequestDetail({
   highlight,
 }: RequestDetailProps) {
   const { copiedKey, failedKey, copy } = useCopy();
+  const isHandshake = isWebSocketHandshake(event);
+  const isMessage = isWebSocketMessage(event);
+  const messages = useMemo(() => (isHandshake ? outboundCalls.filter(isWebSocketMessage) : []), [isHandshake, outboundCalls]);
+  const calls = isHandshake ? outboundCalls.filter((c) => !isWebSocketMessage(c)) : outboundCalls;
   // One culprit for the whole request: its slowest timing step, or, when that is the processing and the calls made
   // during it are shown, the slowest of those calls or the program's own time.
-  const hasCallBreakdown = !event.http_is_outgoing && !isTunnel(event) && outboundCalls.length > 0;
+  const hasCallBreakdown = !event.http_is_outgoing && !isTunnel(event) && !isHandshake && calls.length > 0;
   const timingCulprit = useMemo(() => timingSteps(event).find((s) => s.isCulprit)?.label, [event]);
   const isCulpritInCalls = timingCulprit === undefined || timingCulprit === "processing";
   const [zone] = useTimeZone();
@@ -93,6 +103,14 @@ export function RequestDetail({
                   </span>
                   <span className={`font-semibold ${dbOutcomeClass(event)}`}>{dbOutcome(event)}</span>
                 </>
+              ) : isMessage ? (
+                <>
+                  <span role="img" aria-label={directionOf(event).label} className={directionOf(event).className}>
+                    {directionOf(event).arrow}
+                  </span>
+                  <span className="font-semibold">WebSocket {event.ws_opcode}</span>
+                  <span className="text-zinc-400">{formatBytes(event.ws_size >= 0 ? event.ws_size : event.ws_wire_size)}</span>
+                </>
               ) : (
                 <>
                   <span className="font-semibold">{event.http_req_method || event.protocol.toUpperCase()}</span>
@@ -102,7 +120,11 @@ export function RequestDetail({
               <span className="text-zinc-400">{formatDuration(event.http_duration)}</span>
             </div>
             <p className="mt-1 font-mono text-xs break-all text-zinc-300" data-testid="detail-url">
-              {event.protocol === "tcp" || isDbCall(event) || isTunnel(event) ? displayUrl(event) : eventUrl(event)}
+              {isMessage && parent
+                ? eventUrl(parent)
+                : event.protocol === "tcp" || isDbCall(event) || isTunnel(event) || isMessage
+                  ? displayUrl(event)
+                  : eventUrl(event)}
             </p>
             <p className="mt-1 text-xs text-zinc-500">
               <time data-testid="detail-time">{formatFullTime(event.time, zone)}</time> ·{" "}
@@ -143,28 +165,40 @@ export function RequestDetail({
       </header>
 
       <div ref={content} className="flex-1 space-y-4 overflow-auto p-3">
-        <Section title="Timing">
-          <Waterfall event={event} isProcessingBrokenDown={hasCallBreakdown} />
-        </Section>
+        {isMessage ? (
+          <Section title="Message">
+            <MessageBody message={event} />
+          </Section>
+        ) : (
+          <Section title="Timing">
+            <Waterfall event={event} isProcessingBrokenDown={hasCallBreakdown} />
+          </Section>
+        )}
 
         {parent ? (
-          <Section title={isTunnel(parent) ? "Through the proxy tunnel" : "Made while serving"}>
+          <Section title={isMessage ? "Message of the WebSocket" : isTunnel(parent) ? "Through the proxy tunnel" : "Made while serving"}>
             {parent && event.tags?.parent_guess ? <p className="text-xs text-amber-400">A guess: {event.tags.parent_guess}.</p> : null}
             <EventLine event={parent} onOpen={onOpen} />
           </Section>
         ) : null}
 
-        {!event.http_is_outgoing || isTunnel(event) ? (
-          <Section title={`${isTunnel(event) ? "Calls through this tunnel" : "Outbound calls"} (${outboundCalls.length})`}>
-            {outboundCalls.length === 0 ? (
+        {isHandshake ? (
+          <Section title={`WebSocket messages (${messages.length.toLocaleString("en-US")})`}>
+            <WebSocketMessages messages={messages} openedAt={event.time} />
+          </Section>
+        ) : null}
+
+        {(!event.http_is_outgoing || isTunnel(event)) && !isMessage && !(isHandshake && calls.length === 0) ? (
+          <Section title={`${isTunnel(event) ? "Calls through this tunnel" : "Outbound calls"} (${calls.length})`}>
+            {calls.length === 0 ? (
               <p className="text-xs text-zinc-500">
                 {isTunnel(event) ? "Nothing was recorded through this tunnel." : "No outbound calls were made while serving this request."}
               </p>
-            ) : !isTunnel(event) ? (
-              <CallWaterfall request={event} calls={outboundCalls} onOpen={onOpen} isCulpritHere={isCulpritInCalls} />
+            ) : hasCallBreakdown ? (
+              <CallWaterfall request={event} calls={calls} onOpen={onOpen} isCulpritHere={isCulpritInCalls} />
             ) : (
               <ul aria-label={isTunnel(event) ? "Calls through this tunnel" : "Outbound calls"} className="space-y-0.5">
-                {outboundCalls.map((child) => (
+                {calls.map((child) => (
                   <li key={child.event_id}>
                     <EventLine event={child} onOpen={onOpen} offsetUs={child.time - event.time} parentDuration={event.http_duration} />
                   </li>
@@ -213,7 +247,7 @@ export function RequestDetail({
           <Section title={event.db_system === "redis" ? "Command" : "Statement"}>
             <DbCallDetail event={event} />
           </Section>
-        ) : (
+        ) : isMessage ? null : (
           <Section title="Connection">
             <p className="text-xs text-zinc-300">
               {formatBytes(event.bytes_sent)} sent, {formatBytes(event.bytes_received)} received (not HTTP).
@@ -330,17 +364,6 @@ function TlsFacts({ event }: { event: TracedEvent }) {
     ["handshake", event.timing_tls >= 0 ? formatDuration(event.timing_tls) : ""],
   ];
   return <Headers label="TLS" headers={rows.filter(([, value]) => value !== "")} isProse />;
-}
-
-/** One line of text shortened in the middle when it does not fit: the URL's last segment and query stay whole. */
-function MiddleCutText({ text }: { text: string }) {
-  const { head, tail } = splitUrlTail(text);
-  return (
-    <span className="flex min-w-0 text-zinc-300" title={text} data-testid="call-url">
-      <span className="truncate">{head}</span>
-      <span className="max-w-full shrink-0 truncate whitespace-pre">{tail}</span>
-    </span>
-  );
 }
 
 function EventLine({

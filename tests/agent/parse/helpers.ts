@@ -198,3 +198,40 @@ export const h2 = {
   sizeUpdate: (size: number): number[] => h2.int(size, 5, 0x20),
   block: (...parts: number[][]): Uint8Array => Uint8Array.from(parts.flat()),
 };
+
+/** WebSocket by hand: frames (RFC 6455 section 5.2) and the handshake's two heads. */
+export const ws = {
+  request: (extensions = "", path = "/chat") =>
+    `GET ${path} HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n${extensions ? `Sec-WebSocket-Extensions: ${extensions}\r\n` : ""}\r\n`,
+  response: (extensions = "") =>
+    `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n${extensions ? `Sec-WebSocket-Extensions: ${extensions}\r\n` : ""}\r\n`,
+  /** One frame; a client's is masked (RFC 6455 5.3), with a key of its own unless given. */
+  frame(
+    opcode: number,
+    payload: string | Uint8Array,
+    options: { fin?: boolean; mask?: boolean | number[]; rsv1?: boolean; length?: bigint } = {},
+  ): Buffer {
+    const data = bytes(payload);
+    const n = options.length ?? BigInt(data.length);
+    const b0 = (options.fin === false ? 0 : 0x80) | (options.rsv1 ? 0x40 : 0) | opcode;
+    const key = options.mask === true ? [0x37, 0xfa, 0x21, 0x3d] : Array.isArray(options.mask) ? options.mask : null;
+    const head: number[] = [b0];
+    const maskBit = key ? 0x80 : 0;
+    if (n < 126n) head.push(maskBit | Number(n));
+    else if (n < 65536n) head.push(maskBit | 126, Number(n >> 8n) & 255, Number(n) & 255);
+    else {
+      head.push(maskBit | 127);
+      for (let shift = 56n; shift >= 0n; shift -= 8n) head.push(Number((n >> shift) & 255n));
+    }
+    const body = Buffer.from(data);
+    if (key) {
+      head.push(...key);
+      for (let i = 0; i < body.length; i++) body[i] = body[i]! ^ key[i & 3]!;
+    }
+    return Buffer.concat([Buffer.from(head), body]);
+  },
+  /** A client's frame: masked. */
+  client: (opcode: number, payload: string | Uint8Array, options: { fin?: boolean; rsv1?: boolean } = {}) =>
+    ws.frame(opcode, payload, { ...options, mask: true }),
+  close: (code: number, reason = "") => Buffer.concat([Buffer.from([code >> 8, code & 255]), Buffer.from(reason)]),
+};

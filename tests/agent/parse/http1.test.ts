@@ -155,7 +155,7 @@ describe("HTTP/1 requests and responses", () => {
     expect(events.map((e) => [e.http_resp_status_code, body(e, "resp"), e.tags.incomplete])).toEqual([[200, "body", undefined]]);
   });
 
-  test("a WebSocket upgrade is one event with status 101, then the connection passes through", () => {
+  test("a WebSocket upgrade is one HTTP event with status 101; what follows is WebSocket frames, never HTTP", () => {
     const frames = new Uint8Array([0x81, 0x85, 1, 2, 3, 4, 0x69, 0x67, 0x6f, 0x68, 0x6e, 0x0d, 0x0a, 0x0d, 0x0a]);
     const events = traceAll([
       c(
@@ -168,9 +168,14 @@ describe("HTTP/1 requests and responses", () => {
       s(new Uint8Array([0x81, 0x02, 0x68, 0x69])),
       c("GET /not-http HTTP/1.1\r\n\r\n"),
     ]);
-    expect(events).toHaveLength(1);
+    expect(events.filter((e) => e.protocol === "http")).toHaveLength(1);
     expect(events[0]!.http_resp_status_code).toBe(101);
     expect(events[0]!.tags.upgrade).toBe("websocket");
+    // The client's "\r\n\r\n" after its frame is no frame (opcode 13 is reserved): the frames stop being followed.
+    expect(events.slice(1).map((e) => [e.protocol, e.ws_opcode, e.ws_message])).toEqual([
+      ["ws", "text", "hello"],
+      ["ws", "close", ""],
+    ]);
   });
 
   test("a refused upgrade keeps the connection HTTP/1, including what the client sent meanwhile", () => {

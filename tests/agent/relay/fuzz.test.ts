@@ -1,15 +1,17 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connect, type Socket } from "node:net";
+import { constants, deflateRawSync } from "node:zlib";
 import type { TCPSocketListener } from "bun";
 import { hostMetadata } from "~/agent/event.ts";
 import { type ReverseProxy, startReverseProxy } from "~/agent/relay/reverse-proxy.ts";
-import { createTracer } from "~/agent/tracer.ts";
+import { createTracer, type Tracer } from "~/agent/tracer.ts";
 import { type TracedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
 import { parseHostEnvironment } from "~/lib/server/env.ts";
+import { c, s, trace, ws } from "../parse/helpers.ts";
 
 /**
- * The relay with the real tracer as its observer: random and mutated HTTP byte streams arrive
- * byte-identical in both directions and never crash it; half-close and resets pass through.
+ * The relay with the real tracer as its observer: random and mutated HTTP byte streams, and random WebSocket frame
+ * streams, arrive byte-identical in both directions and never crash it; half-close and resets pass through.
  */
 type EchoState = { queue: Uint8Array[]; isEnded: boolean };
 let echo: TCPSocketListener<EchoState>;
@@ -231,4 +233,151 @@ describe("relay fuzz", () => {
     p.stop();
     expect(["ECONNRESET", "close"]).toContain(result);
   });
+});
+
+describe("relay fuzz: WebSocket frames", () => {
+  /** A random WebSocket conversation: the handshake, then each side's frames (data in random fragments, control frames between them). */
+  function conversation(rand: () => number): { head: Uint8Array; client: Uint8Array; server: Uint8Array } {
+    const isDeflate = rand() < 0.5;
+    const extensions = isDeflate ? "permessage-deflate; server_no_context_takeover; client_no_context_takeover" : "";
+    const frames = (isClient: boolean): Buffer[] => {
+      const out: Buffer[] = [];
+      const sizes = [0, 1, 125, 126, 127, 65535, 65536, 70_000];
+      for (let m = 1 + Math.floor(rand() * 12); m > 0; m--) {
+        const size = rand() < 0.3 ? sizes[Math.floor(rand() * sizes.length)]! : Math.floor(rand() * 3000);
+        const isText = rand() < 0.5;
+        let payload: Uint8Array = isText ? Buffer.from("é".repeat(Math.ceil(size / 2)).slice(0, Math.ceil(size / 2))) : randomBytes(size);
+        const isCompressed = isDeflate && rand() < 0.7;
+        if (isCompressed) {
+          const packed = deflateRawSync(payload, { finishFlush: constants.Z_SYNC_FLUSH });
+          payload = packed.subarray(0, packed.length - 4);
+        }
+        const pieces = 1 + Math.floor(rand() * 4);
+        for (let p = 0; p < pieces; p++) {
+          const from = Math.floor((payload.length * p) / pieces);
+          const to = Math.floor((payload.length * (p + 1)) / pieces);
+          const opcode = p === 0 ? (isText ? 1 : 2) : 0;
+          out.push(ws.frame(opcode, payload.subarray(from, to), { fin: p === pieces - 1, rsv1: isCompressed && p === 0, mask: isClient }));
+          if (rand() < 0.2) out.push(ws.frame(rand() < 0.5 ? 9 : 10, randomBytes(Math.floor(rand() * 126)), { mask: isClient }));
+        }
+      }
+      out.push(ws.frame(8, ws.close(1000, "fuzz"), { mask: isClient }));
+      return out;
+    };
+    return {
+      head: Buffer.from(ws.request(extensions)),
+      client: Buffer.concat(frames(true)),
+      server: Buffer.concat([Buffer.from(ws.response(extensions)), ...frames(false)]),
+    };
+  }
+  const randomBytes = (n: number) => crypto.getRandomValues(new Uint8Array(n));
+
+  /**
+   * The client sends the handshake and, once the server answers (RFC 6455 4.1: a client waits for the 101), its frames
+   * in random pieces; the upstream answers the handshake's first read with `server`, in random pieces. Both collect
+   * what they got.
+   */
+  async function exchange(
+    head: Uint8Array,
+    client: Uint8Array,
+    server: Uint8Array,
+    rand: () => number,
+    observer: Tracer,
+  ): Promise<{ atServer: Buffer; atClient: Buffer }> {
+    const atServer: Buffer[] = [];
+    let serverDone: (b: Buffer) => void = () => {};
+    const serverGot = new Promise<Buffer>((resolve) => (serverDone = resolve));
+    type State = { isSent: boolean; isWritten: boolean; hasClientEnded: boolean };
+    // The server ends its side once it has written everything and heard the client's FIN.
+    const maybeEnd = (socket: { data: State; end(): void }) => {
+      if (socket.data.isWritten && socket.data.hasClientEnded) socket.end();
+    };
+    const upstream = Bun.listen<State>({
+      hostname: "127.0.0.1",
+      port: 0,
+      allowHalfOpen: true,
+      socket: {
+        open(socket) {
+          socket.data = { isSent: false, isWritten: false, hasClientEnded: false };
+        },
+        async data(socket, chunk) {
+          atServer.push(Buffer.from(chunk));
+          if (socket.data.isSent) return;
+          socket.data.isSent = true;
+          for (let offset = 0; offset < server.length; ) {
+            const size = Math.min(server.length - offset, 1 + Math.floor(rand() * 9000));
+            let written = 0;
+            while (written < size) {
+              written += Math.max(0, socket.write(server.subarray(offset + written, offset + size)));
+              if (written < size) await Bun.sleep(1);
+            }
+            offset += size;
+          }
+          socket.data.isWritten = true;
+          maybeEnd(socket);
+        },
+        end(socket) {
+          serverDone(Buffer.concat(atServer));
+          socket.data.hasClientEnded = true;
+          maybeEnd(socket);
+        },
+      },
+    } as Bun.TCPSocketListenOptions<State>) as unknown as TCPSocketListener<State>;
+    const relay = startReverseProxy({
+      listenHost: "127.0.0.1",
+      listenPort: 0,
+      targetHost: "127.0.0.1",
+      targetPort: upstream.port,
+      observer,
+    });
+    const atClient = await new Promise<Buffer>((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      const socket: Socket = connect({ port: relay.port, host: "127.0.0.1", allowHalfOpen: true }, () => socket.write(head));
+      socket.once("data", async () => {
+        for (let offset = 0; offset < client.length; ) {
+          const size = Math.min(client.length - offset, 1 + Math.floor(rand() * 9000));
+          if (!socket.write(client.subarray(offset, offset + size))) await new Promise((r) => socket.once("drain", r));
+          offset += size;
+        }
+        socket.end();
+      });
+      socket.on("data", (d: Buffer) => chunks.push(d));
+      socket.on("end", () => {
+        socket.end();
+        resolve(Buffer.concat(chunks));
+      });
+      socket.on("error", reject);
+    });
+    const got = await serverGot;
+    relay.stop();
+    upstream.stop(true);
+    return { atServer: got, atClient };
+  }
+
+  const summary = (e: TracedEvent) =>
+    `${e.ws_direction} ${e.ws_opcode} ${e.ws_size} ${e.ws_wire_size} ${e.ws_is_compressed} ${e.ws_close_code} ${e.ws_message.length} ${e.ws_payload}`;
+
+  test("random frame streams split at random boundaries arrive byte-identical, and read as they do unsplit", async () => {
+    for (let round = 0; round < 12; round++) {
+      const rand = seeded(500 + round);
+      const { head, client, server } = conversation(rand);
+      const relayed: TracedEvent[] = [];
+      const observer = createTracer({
+        host: hostMetadata(parseHostEnvironment({})),
+        service: "fuzz",
+        onEvent: (e) => relayed.push(toTracedEvent(e)),
+      });
+      const { atServer, atClient } = await exchange(head, client, server, rand, observer);
+      expect(Buffer.compare(atServer, Buffer.concat([head, client]))).toBe(0);
+      expect(Buffer.compare(atClient, Buffer.from(server))).toBe(0);
+      observer.flush();
+      await Bun.sleep(20);
+      observer.flush();
+      // The same two streams, each in one piece, straight into a tracer.
+      const whole = trace([c(head), s(server), c(client)], { redact: "redact" }).events;
+      const bySide = (list: TracedEvent[], who: string) => list.filter((e) => e.protocol === "ws" && e.ws_direction === who).map(summary);
+      for (const who of ["client", "server"]) expect(bySide(relayed, who)).toEqual(bySide(whole, who));
+      expect(relayed.filter((e) => e.protocol === "ws").length).toBeGreaterThan(2);
+    }
+  }, 120_000);
 });

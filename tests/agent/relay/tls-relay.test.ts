@@ -15,6 +15,7 @@ import { type Peer, type TlsOutcome, TlsRelay, type TlsRelayConfig, TlsRelayCont
 import { ParentTracker } from "~/agent/tracer/parent-tracker.ts";
 import { emptyTracerStats } from "~/agent/tracer/stats.ts";
 import { type FinishedWork, TracedConnection, type TracedConnectionDeps } from "~/agent/tracer/traced-connection.ts";
+import { TokenBucket } from "~/lib/rate-limit.ts";
 import { scratchDir } from "../harness.ts";
 import { fakeProcess } from "../parse/helpers.ts";
 import { makeCa, makeLeaf, type Pem } from "../tls-pki.ts";
@@ -329,6 +330,8 @@ describe("TLS relay", () => {
     const deps: TracedConnectionDeps = {
       payloadLimit: 1024,
       recordEmptyConnections: false,
+      webSocketBudget: { ratePerSecond: 0, burst: 0 },
+      decodeBudget: new TokenBucket({ ratePerSecond: 0, burst: 0 }, 0),
       stats: emptyTracerStats(),
       parents: new ParentTracker<Exchange>(),
       enqueue: (w) => work.push(w),

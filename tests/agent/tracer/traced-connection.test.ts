@@ -3,6 +3,7 @@ import type { Exchange } from "~/agent/parse/exchange.ts";
 import { ParentTracker } from "~/agent/tracer/parent-tracker.ts";
 import { emptyTracerStats } from "~/agent/tracer/stats.ts";
 import { type FinishedWork, TracedConnection, type TracedConnectionDeps } from "~/agent/tracer/traced-connection.ts";
+import { TokenBucket } from "~/lib/rate-limit.ts";
 import { bytes, connection, fakeProcess, h2 } from "../parse/helpers.ts";
 
 /** A TracedConnection with its dependencies in hand: what it hands on, its counters, sequential event ids. */
@@ -12,6 +13,8 @@ function setup(options: { recordEmptyConnections?: boolean; payloadLimit?: numbe
   const deps: TracedConnectionDeps = {
     payloadLimit: options.payloadLimit ?? 1024,
     recordEmptyConnections: options.recordEmptyConnections ?? false,
+    webSocketBudget: { ratePerSecond: 0, burst: 0 },
+    decodeBudget: new TokenBucket({ ratePerSecond: 0, burst: 0 }, 0),
     stats: emptyTracerStats(),
     parents: new ParentTracker<Exchange>(),
     enqueue: (w) => work.push(w),

@@ -3,6 +3,7 @@ import { harPageSize } from "~/lib/har.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { tracedEvent as makeEvent } from "../../support/event-factory.ts";
 import { startTunnelServer, type TunnelServer } from "../../support/tunnel-server.ts";
+import { webSocketEvents } from "../../support/websocket-events.ts";
 
 /** HAR downloads for the dashboard: one request, or a query's result set; members of the namespace only. */
 describe("HAR download", () => {
@@ -83,6 +84,44 @@ describe("HAR download", () => {
       }),
     });
     expect((await filtered.json()).log.entries).toHaveLength(1);
+  });
+
+  test("a WebSocket: its handshake's entry carries its messages, downloaded alone, from one of its messages, or selected by a message filter", async () => {
+    const ws = await s.onboardedUser();
+    const { handshake, messages } = webSocketEvents(T0 * 1000 + 20_000, [
+      { ws_direction: "client", ws_opcode: "text", ws_message: "join #general" },
+      { ws_direction: "server", ws_opcode: "text", ws_message: "welcome" },
+      { ws_direction: "server", ws_opcode: "close", ws_close_code: 1001, ws_message: "going away" },
+    ]);
+    await s.ingest(ws.namespaceId, [handshake, ...messages]);
+    const alone = await (
+      await fetch(`${s.base}/api/DownloadHar?namespaceId=${ws.namespaceId}&eventId=${handshake.event_id}`, {
+        headers: { cookie: ws.cookie },
+      })
+    ).json();
+    const selected = await (
+      await fetch(`${s.base}/api/DownloadHar`, {
+        method: "POST",
+        headers: { cookie: ws.cookie, origin: s.base, "content-type": "application/json" },
+        body: JSON.stringify({ namespaceId: ws.namespaceId, filter, filterText: 'ws.message contains "welcome"' }),
+      })
+    ).json();
+    // Saving one message saves its connection.
+    const ofMessage = await (
+      await fetch(`${s.base}/api/DownloadHar?namespaceId=${ws.namespaceId}&eventId=${messages[1]!.event_id}`, {
+        headers: { cookie: ws.cookie },
+      })
+    ).json();
+    for (const har of [alone, selected, ofMessage]) {
+      expect(har.log.entries).toHaveLength(1);
+      const [entry] = har.log.entries;
+      expect(entry._resourceType).toBe("websocket");
+      expect(entry._webSocketMessages.map((m: { type: string; data: string }) => `${m.type} ${m.data}`)).toEqual([
+        "send join #general",
+        "receive welcome",
+      ]);
+      expect(entry.comment).toContain("closed 1001 going away");
+    }
   });
 
   test("401 signed out, 404 for a non-member or a request of another namespace, 400 for a bad filter", async () => {

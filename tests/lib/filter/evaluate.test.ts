@@ -49,6 +49,16 @@ describe("compileFilter over TracedEvent", () => {
     expect(matches('request.url matches "orders\\\\?id=\\\\d"', post500)).toBe(true);
   });
 
+  test("WebSocket messages: text, direction and kind; other events have none", () => {
+    const order = makeEvent({ protocol: "ws", ws_direction: "client", ws_opcode: "text", ws_message: '{"type":"order","id":7}' });
+    const close = makeEvent({ protocol: "ws", ws_direction: "server", ws_opcode: "close", ws_message: "bye" });
+    expect([order, close, get200].map((e) => matches('ws.message contains "order"', e))).toEqual([true, false, false]);
+    expect([order, close, get200].map((e) => matches('ws.message matches "^\\\\{.type.:.order"', e))).toEqual([true, false, false]);
+    expect([order, close, get200].map((e) => matches('ws.direction == "server"', e))).toEqual([false, true, false]);
+    expect([order, close, get200].map((e) => matches('ws.opcode != "text"', e))).toEqual([false, true, true]);
+    expect(matches('ws.opcode == "close" && ws.message contains "bye"', close)).toBe(true);
+  });
+
   test("tls, its reason and server name, from the event's tags and tls_server_name", () => {
     const decrypted = makeEvent({ tls_server_name: "api.stripe.com", tags: { tls: "decrypted", tls_alpn: "h2" } });
     const pinned = makeEvent({

@@ -50,6 +50,22 @@ describe("parseFilter: the filter language", () => {
     expect(err('tls.resaon == "x"').message).toBe('unknown field "tls.resaon": did you mean tls.reason?');
   });
 
+  test("a WebSocket message's text, who sent it and its kind, from closed lists", () => {
+    expect(ok('ws.message contains "order"')).toEqual({ kind: "compare", field: "ws.message", op: "contains", value: "order", pos: 0 });
+    expect(ok('ws.message matches "^\\\\{\\"type\\""')).toMatchObject({ field: "ws.message", op: "matches", value: '^\\{"type"' });
+    expect(ok('ws.direction == "Server"')).toMatchObject({ field: "ws.direction", op: "==", value: "server" });
+    expect(ok("ws.opcode != 'PING'")).toMatchObject({ field: "ws.opcode", op: "!=", value: "ping" });
+    expect(ok('ws.message == "x"')).toMatchObject({ field: "ws.message", op: "==", value: "x" });
+    expect(err("ws.message contains 42").message).toMatch(/expected a quoted string, e.g. "order"/);
+    expect(err('ws.message matches "(a"').message).toMatch(/\)/);
+    expect(err('ws.direction == "up"')).toEqual({ message: 'ws.direction is "client" or "server" or "", not "up"', position: 16 });
+    expect(err('ws.opcode == "continuation"').message).toBe(
+      'ws.opcode is "text" or "binary" or "close" or "ping" or "pong" or "", not "continuation"',
+    );
+    expect(err("ws.opcode == text").message).toMatch(/expected "text" or "binary" or "close" or "ping" or "pong" or "", found/);
+    expect(err('ws.direction contains "c"').message).toBe('ws.direction cannot use "contains": use ==, !=');
+  });
+
   test("durations normalise to microseconds, bare numbers are milliseconds", () => {
     expect(ok("duration > 250")).toMatchObject({ op: ">", value: 250_000 });
     expect(ok("duration >= 250ms")).toMatchObject({ value: 250_000 });

@@ -49,7 +49,7 @@ test("one request with its outbound calls; a request not found says so", async (
   const parent = makeEvent({ time: T0 + 10, http_req_path: "/checkout" });
   const child = makeEvent({ time: T0 + 20, parent_event_id: parent.event_id, http_req_path: "/charge" });
   const found = await writeHarEntries({ frame: await reply([parent], { children: [child] }) });
-  expect(texts(found.texts)).toEqual(texts([parent, child].map((e) => harEntryText(e))));
+  expect(texts(found.texts)).toEqual(texts([parent, child].map((event) => harEntryText({ event }))));
   expect(await writeHarEntries({ frame: await reply([]) })).toEqual({ texts: [], isFound: false });
 });
 
