@@ -46,7 +46,20 @@ describe("parseFilter: the filter language", () => {
     expect(err('tls contains "crypt"').message).toMatch(/tls cannot use "contains": use ==, !=/);
     expect(err('tls.reason matches "x"').message).toMatch(/tls.reason cannot use "matches"/);
     expect(err("tls.server_name == 443").message).toMatch(/expected a quoted string/);
-    expect(err('tls.version == "1.3"').message).toMatch(/unknown field "tls.version": use .*tls, tls.reason or tls.server_name/);
+    expect(err('tls.version == "1.3"').message).toMatch(
+      /unknown field "tls.version": use .*tls, tls.reason, tls.server_name or request.route/,
+    );
+  });
+
+  test("request.route is a quoted route template compared whole or in part", () => {
+    for (const op of ["==", "!=", "startsWith", "endsWith", "contains"]) {
+      expect(ok(`request.route ${op} "/users/{id}"`)).toMatchObject({ field: "request.route", op, value: "/users/{id}" });
+    }
+    expect(err("request.route == 42").message).toMatch(/expected a quoted route, e.g. "\/users\/\{id\}", found "42"/);
+    expect(err('request.route matches "^/u"').message).toMatch(
+      /request.route cannot use "matches": use ==, !=, startsWith, endsWith, contains/,
+    );
+    expect(err('request.route > "/a"').message).toMatch(/request.route cannot use ">"/);
   });
 
   test("durations normalise to microseconds, bare numbers are milliseconds", () => {

@@ -42,6 +42,7 @@ const read = {
   tls: (e: TracedEvent) => tag(e, "tls"),
   "tls.reason": (e: TracedEvent) => tag(e, "tls_reason"),
   "tls.server_name": (e: TracedEvent) => e.tls_server_name,
+  "request.route": (e: TracedEvent) => e.http_route,
 } as const;
 
 /** The text fields the string operators apply to. */
@@ -49,6 +50,7 @@ const textOf = {
   "request.url": read["request.url"],
   "tls.reason": read["tls.reason"],
   "tls.server_name": read["tls.server_name"],
+  "request.route": read["request.route"],
 } as const;
 
 function compare(op: string, a: number | string, b: number | string): boolean {
@@ -107,7 +109,7 @@ export function compileFilter(expr: FilterExpr | null, meter?: FilterMeter, inde
     };
   }
   const test = typeof value === "string" ? stringTest(op, value) : null;
-  if (test && (field === "request.url" || field === "tls.reason" || field === "tls.server_name")) {
+  if (test && (field === "request.url" || field === "tls.reason" || field === "tls.server_name" || field === "request.route")) {
     const text = textOf[field];
     if (!meter) return (e) => test(text(e));
     const cost = String(value).length;

@@ -38,9 +38,10 @@ const fields: readonly FilterField[] = [
   "tls",
   "tls.reason",
   "tls.server_name",
+  "request.route",
 ];
 const stringOps: readonly StringOp[] = ["startsWith", "endsWith", "contains", "matches"];
-const fieldList = "request.method, response.status, request.url, duration, tls, tls.reason or tls.server_name";
+const fieldList = "request.method, response.status, request.url, duration, tls, tls.reason, tls.server_name or request.route";
 
 /** Microseconds per unit; a bare duration is in milliseconds. */
 const durationUnits: Record<string, number> = { us: 1, µs: 1, ms: 1000, s: 1_000_000 };
@@ -220,6 +221,7 @@ class Parser {
       tls: ["==", "!="],
       "tls.reason": ["==", "!=", "contains"],
       "tls.server_name": ["==", "!=", "startsWith", "endsWith", "contains"],
+      "request.route": ["==", "!=", "startsWith", "endsWith", "contains"],
     };
     const ops = allowed[field];
     const candidate =
@@ -267,6 +269,10 @@ class Parser {
         const state = tlsStates.find((x) => x === tok.value.toLowerCase());
         if (!state) throw new FilterSyntaxError(`tls is ${states}, not "${tok.value.slice(0, 32)}"`, tok.pos);
         return state;
+      }
+      case "request.route": {
+        if (tok.k !== "string") throw new FilterSyntaxError(`expected a quoted route, e.g. "/users/{id}", found ${describe(tok)}`, tok.pos);
+        return tok.value;
       }
       case "tls.reason":
       case "tls.server_name": {

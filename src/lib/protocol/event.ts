@@ -1,3 +1,4 @@
+import { maxRouteChars } from "~/lib/routes/template.ts";
 import { deriveEventFields, type EventOf, type FieldNames, neutralEventOf } from "./event-fields.ts";
 import { publishLimits as L } from "./publish.ts";
 
@@ -91,6 +92,11 @@ export const eventFieldTable = [
   { name: "tags", type: "tags", shown: "rows" },
   /** The upstream TLS handshake (outbound, decrypted, first exchange on the connection); -1 otherwise. */
   { name: "timing_tls", ...optional },
+  /**
+   * The request's route, set by the server at ingest: its path with values as placeholders (`/users/{id}`), or the
+   * namespace's explicit pattern it matches; "" for events of other kinds and for those stored before routes.
+   */
+  { name: "http_route", type: "text", max: maxRouteChars, ...column, filter: "request.route" },
 ] as const;
 
 type EventFieldTable = typeof eventFieldTable;

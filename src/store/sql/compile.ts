@@ -159,6 +159,15 @@ function compileLeaf(d: Dialect, e: Extract<FilterExpr, { kind: "compare" }>, re
       if (!state) bad(`tls is ${tlsStates.map((x) => `"${x}"`).join(" or ")}`);
       return `${d.tag("tls")} ${compareSql[e.op]} ${d.literal(state)}`;
     }
+    case "request.route": {
+      const route = column();
+      if (e.op === "==" || e.op === "!=") return `${route} ${compareSql[e.op]} ${d.literal(checkString(e.value))}`;
+      const lit = d.literal(checkString(e.value));
+      if (e.op === "startsWith") return d.startsWith(route, lit);
+      if (e.op === "endsWith") return d.endsWith(route, lit);
+      if (e.op === "contains") return d.contains(route, lit);
+      return bad("request.route supports ==, !=, startsWith, endsWith, contains");
+    }
     case "tls.reason":
     case "tls.server_name": {
       const text = e.field === "tls.reason" ? d.tag("tls_reason") : column();
