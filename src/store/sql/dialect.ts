@@ -1,3 +1,4 @@
+import type { QuantileMethod } from "~/lib/protocol/query.ts";
 import { clickhouseLiteral, duckdbLiteral } from "./escape.ts";
 
 /** What differs between the engines' SQL. Column names passed in are whitelisted identifiers. */
@@ -13,7 +14,13 @@ export type Dialect = {
   countIf(condition: string): string;
   /** A tag's value from the tags column (JSON text of a flat object of strings); "" when the event has none. */
   tag(key: string): string;
+  /** An aggregate: the array of the column's quantiles at `levels` (fractions), 1-indexed. */
+  quantiles(column: string, levels: readonly number[]): string;
+  /** Whether `quantiles` is exact or the engine's sketch. */
+  quantileMethod: QuantileMethod;
 };
+
+const levelList = (levels: readonly number[]) => levels.map((l) => String(Number(l))).join(", ");
 
 /** Only a few fixed keys are read (the TLS tags), never one from a client. */
 function plainKey(key: string): string {
@@ -39,6 +46,9 @@ export const duckdbDialect: Dialect = {
   intDiv: (a, b) => `(${a}) // (${b})`,
   countIf: (cond) => `count(*) FILTER (WHERE ${cond})`,
   tag: (key) => `coalesce(json_extract_string(tags, ${duckdbLiteral(`$."${plainKey(key)}"`)}), '')`,
+  // Exact, and cheaper here than DuckDB's t-digest (approx_quantile) over the same rows (bench/README.md, endpoints).
+  quantiles: (c, levels) => `quantile_disc(${c}, [${levelList(levels)}])`,
+  quantileMethod: "exact",
 };
 
 export const clickhouseDialect: Dialect = {
@@ -53,4 +63,7 @@ export const clickhouseDialect: Dialect = {
   // 18.16 has no JSONExtract: the key's own `"key":"value"` is cut out first, so a value or another key that
   // merely contains the text cannot answer for it, then visitParamExtractString unescapes the value.
   tag: (key) => `visitParamExtractString(extract(tags, ${clickhouseLiteral(tagPattern(key))}), ${clickhouseLiteral(key)})`,
+  // A t-digest per group (18.16 has it): a few KiB whatever the rows, with an error bench/README.md states.
+  quantiles: (c, levels) => `quantilesTDigest(${levelList(levels)})(${c})`,
+  quantileMethod: "approximate",
 };
