@@ -1,3 +1,4 @@
+import type { RouteTemplates } from "~/engines/routes/route-templates.ts";
 import { errorMessage } from "~/lib/errors.ts";
 import { targetKey } from "~/lib/protocol/channel-key.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
@@ -85,8 +86,11 @@ export class Ingest {
       resendSettleMs?: number;
       /** This server is a node of a cluster: each limiter records what it grants for the other nodes (ClusterNode). */
       isShared?: boolean;
+      /** Gives each accepted event its route (`http_route`); absent: routes stay as published. */
+      routes?: RouteTemplates;
     },
   ) {
+    this.routes = options.routes;
     this.now = options.now ?? Date.now;
     this.storedIds = options.storedIds;
     this.resendSettleMs = options.resendSettleMs ?? 2000;
@@ -96,6 +100,7 @@ export class Ingest {
 
   private readonly now: () => number;
   private readonly storedIds: StoredIds | undefined;
+  private readonly routes: RouteTemplates | undefined;
 
   /** What one publisher socket's resent messages are looked up on (pass it to receive). */
   resendLookups(): ResendLookups {
@@ -238,6 +243,7 @@ export class Ingest {
     let storeDropped = 0;
     let stored: Offered["stored"] = null;
     if (accepted.length > 0) {
+      this.routes?.assign(target, accepted);
       if (this.sinks.offerDurable) {
         const offered = this.sinks.offerDurable(target, accepted);
         storeDropped = offered.dropped;
