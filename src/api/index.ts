@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import type { Runtime } from "~/runtime.ts";
 import { authRoutes } from "./auth/index.ts";
 import { billingRoutes } from "./billing/index.ts";
+import { endpointRoutes } from "./endpoints/index.ts";
 import { installRoutes } from "./install/index.ts";
 import { liveRoutes } from "./live/index.ts";
 import { orgRoutes } from "./orgs/index.ts";
@@ -25,6 +26,7 @@ export function apiRoutes({
   store,
   eventLog,
   exportSlots,
+  routes,
 }: Runtime) {
   const dropEvents = store ? (namespaceId: string) => store.dropNamespace(namespaceId) : undefined;
   return (
@@ -35,6 +37,7 @@ export function apiRoutes({
       .get("/api/health", () => (cluster ? { ok: true, broker: cluster.brokerConnected ? "connected" : "unreachable" } : { ok: true }))
       .use(authRoutes(ctx))
       .use(billingRoutes(ctx))
+      .use(endpointRoutes(ctx, routes))
       .use(eventRoutes(ctx, limits, eventLog))
       .use(installRoutes(config))
       .use(liveRoutes(ctx))

@@ -58,6 +58,10 @@ export type Config = {
   webSocketsPerAddress: number;
   /** WEBSOCKETS_PER_LINK: open /link pages (their PingLink sockets) of one link, all addresses together. */
   webSocketsPerLink: number;
+  /** ALERT_EVALUATION_SECONDS: how often the alert rules are evaluated (on one node of a cluster). */
+  alertEvaluationSeconds: number;
+  /** WEBHOOKS_TO_PRIVATE_ADDRESSES: alert webhooks may reach loopback and private addresses (off: only public ones). */
+  webhooksToPrivateAddresses: boolean;
 };
 
 /** The default budget: 1 GiB or a quarter of the machine's memory, whichever is smaller. */
@@ -244,6 +248,8 @@ export function parseConfig(env: Env = process.env): Config {
     maxWebSockets: int(env, "MAX_WEBSOCKETS", 0, 0, 10_000_000),
     webSocketsPerAddress: int(env, "WEBSOCKETS_PER_ADDRESS", 256, 1, 10_000_000),
     webSocketsPerLink: int(env, "WEBSOCKETS_PER_LINK", 1000, 1, 10_000_000),
+    alertEvaluationSeconds: int(env, "ALERT_EVALUATION_SECONDS", 60, 1, 3600),
+    webhooksToPrivateAddresses: env.WEBHOOKS_TO_PRIVATE_ADDRESSES === "1" || env.WEBHOOKS_TO_PRIVATE_ADDRESSES === "true",
   };
 }
 

@@ -12,6 +12,17 @@ import {
 } from "./billing.ts";
 import { anyone, anyPrincipal, type Callers, signedInUser } from "./callers.ts";
 import {
+  DeleteAlertRuleRequest,
+  DeleteAlertRuleResponse,
+  GetRoutePatternsRequest,
+  ListAlertsRequest,
+  ListAlertsResponse,
+  RoutePatternsResponse,
+  SaveAlertRuleRequest,
+  SaveAlertRuleResponse,
+  SetRoutePatternsRequest,
+} from "./endpoints.ts";
+import {
   GetLinkRequest,
   GetLinkResponse,
   HasSeenPublisherRequest,
@@ -105,6 +116,11 @@ export const apiCalls = {
   JoinSubscriber: { body: JoinSubscriberRequest, response: JoinSubscriberResponse, callers: signedInUser },
   JoinPublisher: { body: JoinPublisherRequest, response: JoinPublisherResponse, callers: ["anonymous", "namespaceToken"] },
   GetLink: { body: GetLinkRequest, response: GetLinkResponse, callers: anyone },
+  GetRoutePatterns: { body: GetRoutePatternsRequest, response: RoutePatternsResponse, callers: signedInUser },
+  SetRoutePatterns: { body: SetRoutePatternsRequest, response: RoutePatternsResponse, callers: signedInUser },
+  ListAlerts: { body: ListAlertsRequest, response: ListAlertsResponse, callers: signedInUser },
+  SaveAlertRule: { body: SaveAlertRuleRequest, response: SaveAlertRuleResponse, callers: signedInUser },
+  DeleteAlertRule: { body: DeleteAlertRuleRequest, response: DeleteAlertRuleResponse, callers: signedInUser },
 } as const satisfies Record<string, Call>;
 
 export type ApiCallName = keyof typeof apiCalls;
