@@ -496,6 +496,23 @@ export function runConformance(target: ConformanceTarget): void {
         }
       });
 
+      test("isWhole: one row for every HTTP request the query keeps (what an alert measures); none when nothing matches", async () => {
+        const q = { filter: { clauses: [], global: all }, expressions: [cmp("response.status", ">=", 400)], isWhole: true };
+        const r = await store.endpoints(ns, q);
+        const http = matching(events, q, all).filter((e) => e.protocol === "http");
+        const durations = http.map((e) => e.http_duration);
+        expect(r.rows).toHaveLength(1);
+        const [row] = r.rows;
+        expect([row!.service, row!.method, row!.route, row!.host, row!.requests]).toEqual(["", "", "", "", http.length]);
+        expect([row!.clientErrors, row!.serverErrors]).toEqual([
+          http.filter((e) => e.http_resp_status_code < 500).length,
+          http.filter((e) => e.http_resp_status_code >= 500).length,
+        ]);
+        expect(isQuantileOf(durations, row!.p95, 0.95, tolerance(r, durations.length))).toBe(true);
+        const none = await store.endpoints(ns, { ...q, expressions: [cmp("response.status", ">", 998)] });
+        expect(none.rows).toEqual([]);
+      });
+
       test("bad options are refused; a namespace without a table has no endpoints", async () => {
         const base = { filter: { clauses: [], global: all } };
         await expectBadRequest(store.endpoints(ns, { ...base, limit: 0 }));
@@ -503,6 +520,7 @@ export function runConformance(target: ConformanceTarget): void {
         await expectBadRequest(store.endpoints(ns, { ...base, sparklinePoints: 61 }));
         await expectBadRequest(store.endpoints(ns, { ...base, rankOfMicros: -1 }));
         await expectBadRequest(store.endpoints(ns, { ...base, rankOfMicros: "1; DROP TABLE x" as unknown as number }));
+        await expectBadRequest(store.endpoints(ns, { ...base, isWhole: "yes" as unknown as boolean }));
         await expectBadRequest(store.endpoints(ns, { filter: { clauses: [], global: { lowerMs: 5, upperMs: 5 } } }));
         expect((await store.endpoints(randomUUID(), base)).rows).toEqual([]);
       });

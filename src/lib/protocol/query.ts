@@ -156,6 +156,8 @@ export type EndpointsQuery = QueryBase & {
   rankOfMicros?: number;
   /** Points of each row's p95 sparkline across the range: 0 (none, the default) to endpointLimits.maxSparklinePoints. */
   sparklinePoints?: number;
+  /** One row for every HTTP request the query keeps, not one per endpoint (its key fields are ""): what an alert measures. */
+  isWhole?: boolean;
 };
 
 export type EndpointRow = {

@@ -110,6 +110,7 @@ async function run(store: EventStore, namespaceId: string, request: TunnelReques
       if (q.limit !== undefined) query.limit = q.limit as number;
       if (q.rankOfMicros !== undefined) query.rankOfMicros = q.rankOfMicros as number;
       if (q.sparklinePoints !== undefined) query.sparklinePoints = q.sparklinePoints as number;
+      if (q.isWhole !== undefined) query.isWhole = q.isWhole === true;
       const r = await store.endpoints(namespaceId, query);
       return {
         id: r.queryId,

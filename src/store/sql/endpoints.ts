@@ -9,15 +9,19 @@ import type { Dialect } from "./dialect.ts";
 
 const levels = [0.5, 0.95, 0.99] as const;
 
-/** What groups an endpoint: service, direction, an outgoing call's Host, method, route. */
-function keyColumns(d: Dialect): string {
+/** What groups an endpoint: service, direction, an outgoing call's Host, method, route (all alike for one whole row). */
+function keyColumns(d: Dialect, isWhole = false): string {
+  if (isWhole) {
+    const none = d.literal("");
+    return `${none} AS service, 0 AS o, ${none} AS host, ${none} AS method, ${none} AS route`;
+  }
   const host = `CASE WHEN http_is_outgoing = 1 THEN http_req_host ELSE ${d.literal("")} END`;
   return `service AS service, http_is_outgoing AS o, ${host} AS host, http_req_method AS method, http_route AS route`;
 }
 
 const keyList = "service, o, host, method, route";
 
-export type EndpointsPlan = { limit: number; points: number; rankOfMicros: number | null; stepMs: number };
+export type EndpointsPlan = { limit: number; points: number; rankOfMicros: number | null; stepMs: number; isWhole: boolean };
 
 function bad(message: string): never {
   throw new AppError("BAD_REQUEST", message);
@@ -34,22 +38,24 @@ export function planEndpoints(query: EndpointsQuery, range: TimestampFilter): En
   const rank = query.rankOfMicros;
   if (rank !== undefined && !(Number.isSafeInteger(rank) && rank >= 0)) bad("rankOfMicros must be a whole number of microseconds");
   const stepMs = points > 0 ? Math.max(1, Math.ceil((range.upperMs - range.lowerMs) / points)) : 0;
-  return { limit, points, rankOfMicros: rank ?? null, stepMs };
+  if (query.isWhole !== undefined && typeof query.isWhole !== "boolean") bad("isWhole must be true or false");
+  return { limit, points, rankOfMicros: rank ?? null, stepMs, isWhole: query.isWhole === true };
 }
 
 /** One row per endpoint, the busiest first, one more than the limit (to tell that some were left out). */
 export function endpointsSql(d: Dialect, table: string, where: string, plan: EndpointsPlan): string {
   const faster = plan.rankOfMicros === null ? "" : `, ${d.countIf(`http_duration < ${d.literal(plan.rankOfMicros)}`)} AS faster`;
   const inner =
-    `SELECT ${keyColumns(d)}, count(*) AS n, ` +
+    `SELECT ${keyColumns(d, plan.isWhole)}, count(*) AS n, ` +
     `${d.countIf("http_resp_status_code >= 400 AND http_resp_status_code < 500")} AS e4, ` +
     `${d.countIf("http_resp_status_code >= 500")} AS e5, ` +
     `${d.quantiles("http_duration", levels)} AS q, max(http_duration) AS mx, ` +
     `sum(http_req_body_size_bytes_wire) AS bin, sum(http_resp_body_size_bytes_wire) AS bout${faster} ` +
-    `FROM ${table} WHERE ${where} AND protocol = ${d.literal("http")} GROUP BY ${keyList}`;
+    `FROM ${table} WHERE ${where} AND protocol = ${d.literal("http")}${plan.isWhole ? "" : ` GROUP BY ${keyList}`}`;
+  // Without GROUP BY an empty scan still gives its one row (count 0): the WHERE below drops it.
   return (
     `SELECT ${keyList}, n, e4, e5, q[1] AS p50, q[2] AS p95, q[3] AS p99, mx, bin, bout${plan.rankOfMicros === null ? "" : ", faster"} ` +
-    `FROM (${inner}) ORDER BY n DESC, service, method, route, host LIMIT ${plan.limit + 1}`
+    `FROM (${inner}) WHERE n > 0 ORDER BY n DESC, service, method, route, host LIMIT ${plan.limit + 1}`
   );
 }
 
@@ -57,8 +63,8 @@ export function endpointsSql(d: Dialect, table: string, where: string, plan: End
 export function sparklineSql(d: Dialect, table: string, where: string, plan: EndpointsPlan, startMicros: number): string {
   const s = d.intDiv(`time - ${d.literal(startMicros)}`, d.literal(plan.stepMs * 1000));
   const inner =
-    `SELECT ${keyColumns(d)}, ${s} AS s, ${d.quantiles("http_duration", [0.95])} AS q ` +
-    `FROM ${table} WHERE ${where} AND protocol = ${d.literal("http")} GROUP BY ${keyList}, s`;
+    `SELECT ${keyColumns(d, plan.isWhole)}, ${s} AS s, ${d.quantiles("http_duration", [0.95])} AS q ` +
+    `FROM ${table} WHERE ${where} AND protocol = ${d.literal("http")} GROUP BY ${plan.isWhole ? "s" : `${keyList}, s`}`;
   return `SELECT ${keyList}, s, q[1] AS p95 FROM (${inner}) LIMIT ${endpointLimits.maxRows * endpointLimits.maxSparklinePoints}`;
 }
 
