@@ -10,6 +10,7 @@ const commands: Record<string, () => Promise<{ main: (args: string[]) => Promise
   proxy: () => import("./commands/proxy.ts"),
   worker: () => import("./commands/worker.ts"),
   query: () => import("./commands/query.ts"),
+  endpoints: () => import("./commands/endpoints.ts"),
   __supervise: () => import("./commands/supervise.ts"),
   __tracee: () => import("./commands/tracee.ts"),
 };
@@ -22,6 +23,7 @@ Usage:
   tapscope server                                  run the Tapscope server (dashboard and API)
   tapscope worker --server URL --token TOKEN       keep an org's events on this machine (self-hosted worker)
   tapscope query --since 1h [--filter F] [--format table|json|har]   search captured requests
+  tapscope endpoints --since 1h [--filter F] [--format table|json]   requests, errors and latency per route
   tapscope version                                 print the version
 `;
 
