@@ -54,6 +54,13 @@ const tables: Record<string, RegExp[]> = {
     /^ {2}across nodes\s+p50 [\d.]+ ms, p99 [\d.]+ ms, seen [\d,]+ of [\d,]+/m,
     /^ {2}2 nodes, 2 shards\s+median [\d,]+ ms, p90 [\d,]+ ms over 10,000 rows/m,
   ],
+  "bench:endpoints": [
+    /^\| engine \| events \| Endpoints table \(ms\) \| histogram \(ms\) \| table \/ histogram \|/m,
+    /^\| duckdb \| 2,000 \| \*\*[\d.]+\*\* \| [\d.]+ \| [\d.]+x \| [\d.]+ \| exact \|$/m,
+    /^\| clickhouse \| 2,000 \| \*\*[\d.]+\*\* \| [\d.]+ \| [\d.]+x \| [\d.]+ \| approximate \|$/m,
+    /^clickhouse t-digest against exact, 2,000 events, top \d+ endpoints: worst p50 [\d.]+ %, p95 [\d.]+ %, p99 [\d.]+ %$/m,
+    /^ingest CPU per event \(validate \+ stored rows\): without routes [\d.]+ µs, with routes [\d.]+ µs \(with\/without [\d.]+\); routes add -?[\d.]+ µs per event$/m,
+  ],
   "bench/cluster/receive.ts": [/^receive CPU per event: before [\d.]+ µs, now [\d.]+ µs \(now\/before [\d.]+\)$/m],
   "bench/capture/startup.ts": [/^ {2}start: traced minus direct +-?\d+$/m],
   "bench/capture/body-sample-bench.ts": [/before [\d.]+ µs, now [\d.]+ µs \(now\/before [\d.]+\)/],
