@@ -1,5 +1,5 @@
 import { formatBytes, formatDuration } from "~/lib/format.ts";
-import type { EndpointRow } from "~/lib/protocol/query.ts";
+import type { Clause, EndpointRow } from "~/lib/protocol/query.ts";
 
 export type EndpointSortKey = "route" | "requests" | "errors" | "p50" | "p95" | "p99" | "max" | "bytesIn" | "bytesOut";
 export type EndpointSort = { key: EndpointSortKey; dir: "asc" | "desc" };
@@ -28,6 +28,16 @@ export function endpointFilterText(row: Pick<EndpointRow, "method" | "route">): 
   if (row.method) parts.push(`request.method == ${JSON.stringify(row.method)}`);
   parts.push(`request.route == ${JSON.stringify(row.route)}`);
   return parts.join(" && ");
+}
+
+/** The clauses that keep one endpoint's service and direction (an outgoing call's host too): the rest is the filter text. */
+export function endpointClauses(row: Pick<EndpointRow, "service" | "isOutgoing" | "host">): Clause[] {
+  const clauses: Clause[] = [
+    { type: "String", column: "service", op: "Equals", value: row.service },
+    { type: "Number", column: "http_is_outgoing", op: "Equals", value: row.isOutgoing ? 1 : 0 },
+  ];
+  if (row.isOutgoing) clauses.push({ type: "String", column: "http_req_host", op: "Equals", value: row.host });
+  return clauses;
 }
 
 export function formatRate(requests: number, seconds: number): string {

@@ -2,7 +2,7 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { QueryFilter } from "~/lib/protocol/query.ts";
 import type { QueryClient } from "~/ui/explorer/query-client.ts";
 import { useQuery } from "~/ui/explorer/use-query.ts";
-import { endpointFilterText } from "./endpoints-table.tsx";
+import { endpointClauses, endpointFilterText } from "./endpoints-table.tsx";
 
 /** Where a request's duration sits among its endpoint's requests of the range: "slower than 97 % of GET /users/{id}". */
 export function PercentileSentence({ client, event, filter }: { client: QueryClient; event: TracedEvent; filter: QueryFilter }) {
@@ -11,13 +11,7 @@ export function PercentileSentence({ client, event, filter }: { client: QueryCli
   const isRanked = event.protocol === "http" && !!route && typeof duration === "number" && Number.isSafeInteger(duration) && duration >= 0;
   const isOutgoing = !!event.http_is_outgoing;
   const range: QueryFilter = {
-    clauses: [
-      { type: "String", column: "service", op: "Equals", value: event.service ?? "" },
-      { type: "Number", column: "http_is_outgoing", op: "Equals", value: isOutgoing ? 1 : 0 },
-      ...(isOutgoing
-        ? [{ type: "String" as const, column: "http_req_host" as const, op: "Equals" as const, value: event.http_req_host ?? "" }]
-        : []),
-    ],
+    clauses: endpointClauses({ service: event.service ?? "", isOutgoing, host: event.http_req_host ?? "" }),
     global: filter.global,
     focus: filter.focus,
   };

@@ -3,7 +3,7 @@ import { useNavigate, useSearchParams } from "react-router";
 import { joinFilterChips } from "~/lib/filter/parse.ts";
 import type { EndpointRow } from "~/lib/protocol/query.ts";
 import { AlertsPanel } from "~/ui/endpoints/alerts-panel.tsx";
-import { type EndpointSort, EndpointsTable, endpointFilterText } from "~/ui/endpoints/endpoints-table.tsx";
+import { type EndpointSort, EndpointsTable, endpointClauses, endpointFilterText } from "~/ui/endpoints/endpoints-table.tsx";
 import { RoutePatterns } from "~/ui/endpoints/route-patterns.tsx";
 import { ExplorerFilterBar } from "~/ui/explorer/explorer-filter-bar.tsx";
 import { decodeState, defaultState, type ExplorerState, encodeState, toQueryFilter } from "~/ui/explorer/explorer-state.ts";
@@ -100,7 +100,7 @@ function EndpointsView({
   const open = (row: EndpointRow) => {
     const next: ExplorerState = {
       ...state,
-      clauses: [...state.clauses, { type: "String", column: "service", op: "Equals", value: row.service }],
+      clauses: [...state.clauses, ...endpointClauses(row)],
       text: [...state.text, endpointFilterText(row)],
     };
     navigate(`/dashboard/${encodeURIComponent(namespaceName)}/requests?${new URLSearchParams({ filter: encodeState(next) })}`);
