@@ -63,7 +63,7 @@ export function endpointsSql(d: Dialect, table: string, where: string, plan: End
 export function sparklineSql(d: Dialect, table: string, where: string, plan: EndpointsPlan, startMicros: number): string {
   const s = d.intDiv(`time - ${d.literal(startMicros)}`, d.literal(plan.stepMs * 1000));
   const inner =
-    `SELECT ${keyColumns(d, plan.isWhole)}, ${s} AS s, ${d.quantiles("http_duration", [0.95])} AS q ` +
+    `SELECT ${keyColumns(d, plan.isWhole)}, ${s} AS s, ${d.sampledQuantiles("http_duration", [0.95])} AS q ` +
     `FROM ${table} WHERE ${where} AND protocol = ${d.literal("http")} GROUP BY ${plan.isWhole ? "s" : `${keyList}, s`}`;
   return `SELECT ${keyList}, s, q[1] AS p95 FROM (${inner}) LIMIT ${endpointLimits.maxRows * endpointLimits.maxSparklinePoints}`;
 }
@@ -71,7 +71,7 @@ export function sparklineSql(d: Dialect, table: string, where: string, plan: End
 /** The histogram's latency lines: the percentiles of each slice of its grid. */
 export function latencySql(d: Dialect, table: string, where: string, startMicros: number, stepMicros: number): string {
   const s = d.intDiv(`time - ${d.literal(startMicros)}`, d.literal(stepMicros));
-  const inner = `SELECT ${s} AS s, ${d.quantiles("http_duration", levels)} AS q FROM ${table} WHERE ${where} AND protocol = ${d.literal("http")} GROUP BY s`;
+  const inner = `SELECT ${s} AS s, ${d.sampledQuantiles("http_duration", levels)} AS q FROM ${table} WHERE ${where} AND protocol = ${d.literal("http")} GROUP BY s`;
   return `SELECT s, q[1] AS p50, q[2] AS p95, q[3] AS p99 FROM (${inner})`;
 }
 
