@@ -120,6 +120,15 @@ for (const engine of engines) {
   }
 }
 
+const loadAverage = (
+  await Bun.file("/proc/loadavg")
+    .text()
+    .catch(() => "?")
+)
+  .split(" ")
+  .slice(0, 3)
+  .join(" ");
+console.log(`\nload average after the queries: ${loadAverage} (${navigator.hardwareConcurrency} cores)`);
 console.log(
   "\n| engine | events | Endpoints table (ms) | histogram (ms) | table / histogram | histogram + p50/p95/p99 (ms) | percentiles |",
 );
