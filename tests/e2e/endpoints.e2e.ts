@@ -272,6 +272,31 @@ describe("Endpoints screen", () => {
     await screenshot(page, "endpoints-04-resolved-1440");
   }, 120_000);
 
+  test("an admin's route pattern wins over the template for requests taken in from then on", async () => {
+    await page.goto(`${server.baseUrl}${endpointsPath}`);
+    await page.locator('tr[data-endpoint="GET /users/{id}"]').waitFor();
+    await page.getByTestId("route-patterns").locator("summary").click();
+    const box = page.getByLabel("Route patterns, one a line");
+    await page.waitForFunction(
+      () => !(document.querySelector("[aria-label='Route patterns, one a line']") as HTMLTextAreaElement).disabled,
+    );
+    await box.fill("/users/{account}");
+    await page.getByRole("button", { name: "Save patterns" }).click();
+    await page.getByRole("status").filter({ hasText: "Saved" }).waitFor();
+    // A pattern that cannot be kept is refused with its reason, and the saved list stays.
+    await box.fill("users/{account}");
+    await page.getByRole("button", { name: "Save patterns" }).click();
+    expect(await page.getByRole("alert").textContent()).toContain("must start with /");
+    await call("/users/77");
+    await until("the pattern's route", async () => {
+      await page.reload();
+      await page.getByTestId("endpoint-count").waitFor();
+      return (await page.locator('tr[data-endpoint="GET /users/{account}"]').count()) === 1;
+    });
+    // What was taken in before keeps its route.
+    expect(await page.locator('tr[data-endpoint="GET /users/{id}"]').count()).toBe(1);
+  }, 60_000);
+
   test("at 390 px the screen fits: the table scrolls inside its box, the page does not", async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     await page.goto(`${server.baseUrl}${endpointsPath}`);
