@@ -187,6 +187,7 @@ describe("tapscope query (subprocess against a real server)", () => {
       "http_resp_content_type",
       "http_resp_content_encoding",
       "http_resp_content_length",
+      "http_route",
     ]);
     expect(first).toMatchObject({
       http_req_method: "DELETE",
