@@ -84,15 +84,11 @@ export function formatEndpointsTable(rows: readonly EndpointRow[], rangeSeconds:
     formatBytes(r.bytesOut),
   ]);
   const all = [header, ...cells];
-  const widths = header.map((_, i) => Math.max(...all.map((row) => row[i]!.length)));
+  const widths = header.map((_, i) => Math.max(...all.map((row) => row[i]?.length ?? 0)));
   // Text columns left, numbers right.
   const isText = (i: number) => i < 3;
   return `${all
-    .map((row) =>
-      row
-        .map((c, i) => (i === row.length - 1 ? c.padStart(widths[i]!) : isText(i) ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)))
-        .join("  "),
-    )
+    .map((row) => row.map((c, i) => (isText(i) ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join("  "))
     .join("\n")}\n`;
 }
 

@@ -240,7 +240,11 @@ describe("Endpoints screen", () => {
     expect(verify(firedHook)).toBe(true);
     expect(JSON.parse(firedHook.body).alert.rule.endpoint.route).toBe("/orders/{uuid}");
     await page.reload();
-    await until("the firing state", async () => (await rule.getAttribute("data-state")) === "firing" || (await page.reload(), false));
+    await until("the firing state", async () => {
+      if ((await rule.getAttribute("data-state")) === "firing") return true;
+      await page.reload();
+      return false;
+    });
     await screenshot(page, "endpoints-03-firing-1440");
 
     // Thirty successes bring the last minute's 5xx rate under 50 %.
