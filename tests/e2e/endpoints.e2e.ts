@@ -293,7 +293,8 @@ describe("Endpoints screen", () => {
     expect(await page.getByRole("alert").textContent()).toContain("must start with /");
     await call("/users/77");
     await until("the pattern's route", async () => {
-      await page.reload();
+      // A fresh "last hour" each time: a reload would keep the range the URL was given, ending before the request.
+      await page.goto(`${server.baseUrl}${endpointsPath}`);
       await page.getByTestId("endpoint-count").waitFor();
       return (await page.locator('tr[data-endpoint="GET /users/{account}"]').count()) === 1;
     });
