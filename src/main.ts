@@ -11,6 +11,7 @@ const commands: Record<string, () => Promise<{ main: (args: string[]) => Promise
   worker: () => import("./commands/worker.ts"),
   query: () => import("./commands/query.ts"),
   tail: () => import("./commands/tail.ts"),
+  endpoints: () => import("./commands/endpoints.ts"),
   __supervise: () => import("./commands/supervise.ts"),
   __tracee: () => import("./commands/tracee.ts"),
 };
@@ -24,6 +25,7 @@ Usage:
   tapscope worker --server URL --token TOKEN       keep an org's events on this machine (self-hosted worker)
   tapscope query --since 1h [--filter F] [--format table|json|har]   search captured requests
   tapscope tail [--filter F] [--format line|json]  follow captured requests as they happen
+  tapscope endpoints --since 1h [--filter F] [--format table|json]   requests, errors and latency per route
   tapscope version                                 print the version
 `;
 

@@ -2,6 +2,7 @@ import { fullGC } from "bun:jsc";
 import { join } from "node:path";
 import type { Db } from "#db/client.ts";
 import { GrantedSockets } from "~/engines/access/granted-sockets.ts";
+import { AlertScheduler } from "~/engines/alerts/alert-scheduler.ts";
 import type { Broker } from "~/engines/cluster/broker.ts";
 import { ClusterNode } from "~/engines/cluster/cluster-node.ts";
 import { NodeCalls } from "~/engines/cluster/node-calls.ts";
@@ -17,17 +18,24 @@ import { FilterAllowance } from "~/engines/live/filter-allowance.ts";
 import { LiveHub } from "~/engines/live/hub.ts";
 import { defaultLiveHubOptions, defaultSendBudget } from "~/engines/live/options.ts";
 import { OtlpExporter } from "~/engines/otlp/otlp-exporter.ts";
+import { RouteTemplates } from "~/engines/routes/route-templates.ts";
 import { type AttachedStore, attachStore } from "~/engines/store/attach-store.ts";
 import { OpenTunnels } from "~/engines/workers/open-tunnels.ts";
 import { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
+import { parseChannelKey } from "~/lib/protocol/channel-key.ts";
 import { brokerKeys } from "~/lib/protocol/cluster.ts";
 import { readDescriptorLimit } from "~/lib/server/descriptor-limit.ts";
 import { type Config, memoryShares } from "~/lib/server/env.ts";
 import { createMailer, type Mailer } from "~/lib/server/mailer.ts";
 import { findRevokedGrants } from "~/services/access/grants.ts";
+import { evaluateAlertRules } from "~/services/alerts/evaluate-alert-rules.ts";
+import { queryThroughWorkers } from "~/services/alerts/query-through-workers.ts";
+import { sendAlertDeliveries } from "~/services/alerts/send-alert-deliveries.ts";
 import { createStripe } from "~/services/billing/stripe-client.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { hasNamespaceExports, loadExportDestinations } from "~/services/otlp/export-destinations.ts";
+import { loadRouteSettings } from "~/services/routes/load-route-settings.ts";
+import { saveRouteFold } from "~/services/routes/save-route-fold.ts";
 import { trimEventLog } from "~/services/telemetry/trim-event-log.ts";
 import { linkStoreId } from "~/store/table.ts";
 import type { EventStore } from "~/store/types.ts";
@@ -70,6 +78,10 @@ export type Runtime = {
   hub: LiveHub;
   /** The publishers' and INSERT tunnels' way in: validation, per-namespace rate limit, acks. */
   ingest: Ingest;
+  /** Each ingested event's route: a namespace's patterns, else its path's template under the namespace's guard. */
+  routes: RouteTemplates;
+  /** Evaluates the alert rules and sends their notifications, on the one node of a cluster that holds the alerts' lease. */
+  alerts: AlertScheduler;
   /** Routes each org's inserts and queries to its worker: the in-process store, or a self-hosted `tapscope worker`. */
   workers: WorkerRegistry;
   /** Query tunnels created and not yet closed (ListOpenTunnels). */
@@ -143,8 +155,18 @@ export function createRuntime(input: RuntimeInput): Runtime {
         return ns ? workers.storedEventIds(ns, ids, fromMicros, toMicros) : Promise.resolve(new Set());
       }
     : undefined;
+  // A position the guard folds is kept, so a restarted node folds it from its first event (links are not kept).
+  const routes = new RouteTemplates(
+    {},
+    {
+      onFold: (key, prefix) => {
+        const ref = parseChannelKey(key);
+        if (ref?.kind === "namespace") void saveRouteFold({ ctx, namespaceId: ref.namespaceId, prefix });
+      },
+    },
+  );
   // In a cluster every limiter records what it grants, for the other nodes to spend too.
-  const ingest = new Ingest(sinks, { rateLimit: config.ingestRateLimit, storedIds, now: nowMs, isShared: broker !== undefined });
+  const ingest = new Ingest(sinks, { rateLimit: config.ingestRateLimit, storedIds, now: nowMs, isShared: broker !== undefined, routes });
   const otlp = new OtlpExporter({
     config,
     loadDestinations: (namespaceIds) => loadExportDestinations({ ctx, namespaceIds }),
@@ -178,9 +200,18 @@ export function createRuntime(input: RuntimeInput): Runtime {
   const memoryGuard = input.isProcessServer
     ? new MemoryGuard({ budgetBytes: config.memoryLimitBytes }, { rss: () => process.memoryUsage.rss(), collect: fullGC })
     : null;
-  const cluster = broker && calls ? new ClusterNode({ broker, calls, hub, ingest, orgPublishers, clientLimits, store, now: nowMs }) : null;
+  const cluster =
+    broker && calls ? new ClusterNode({ broker, calls, hub, ingest, orgPublishers, clientLimits, store, routes, now: nowMs }) : null;
   if (cluster) sinks.add(cluster);
   const tunnels = new OpenTunnels({ now: nowMs, cluster });
+  const evaluateEveryMs = config.alertEvaluationSeconds * 1000;
+  const alerts = new AlertScheduler({
+    evaluateEveryMs,
+    deliverEveryMs: Math.min(evaluateEveryMs, 5_000),
+    holdLease: broker && calls ? (ttlMs) => broker.holdLease(brokerKeys.alerts, calls.nodeId, ttlMs) : undefined,
+    evaluate: () => evaluateAlertRules({ ctx, query: queryThroughWorkers(workers) }),
+    deliver: () => sendAlertDeliveries({ ctx }),
+  });
 
   return {
     config,
@@ -192,6 +223,8 @@ export function createRuntime(input: RuntimeInput): Runtime {
     sinks,
     hub,
     ingest,
+    routes,
+    alerts,
     workers,
     tunnels,
     clientLimits,
@@ -205,10 +238,13 @@ export function createRuntime(input: RuntimeInput): Runtime {
     cluster,
     otlp,
     start: async () => {
+      routes.load(await loadRouteSettings({ ctx }));
       await cluster?.start();
+      alerts.start();
       memoryGuard?.start();
     },
     close: async () => {
+      alerts.stop();
       memoryGuard?.stop();
       cluster?.stop();
       orgPublishers.stop();

@@ -1,4 +1,5 @@
 export * from "./billing.ts";
+export * from "./endpoints.ts";
 export * from "./event-log.ts";
 export * from "./links.ts";
 export * from "./namespaces.ts";

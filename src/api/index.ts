@@ -3,6 +3,7 @@ import type { OtlpStats } from "~/lib/protocol/api/otlp.ts";
 import type { Runtime } from "~/runtime.ts";
 import { authRoutes } from "./auth/index.ts";
 import { billingRoutes } from "./billing/index.ts";
+import { endpointRoutes } from "./endpoints/index.ts";
 import { installRoutes } from "./install/index.ts";
 import { liveRoutes } from "./live/index.ts";
 import { mcpRoutes } from "./mcp/index.ts";
@@ -29,6 +30,7 @@ export function apiRoutes({
   eventLog,
   exportSlots,
   otlp,
+  routes,
 }: Runtime) {
   const dropEvents = store ? (namespaceId: string) => store.dropNamespace(namespaceId) : undefined;
   return (
@@ -44,6 +46,7 @@ export function apiRoutes({
       }))
       .use(authRoutes(ctx))
       .use(billingRoutes(ctx))
+      .use(endpointRoutes(ctx, routes))
       .use(eventRoutes(ctx, limits, eventLog))
       .use(installRoutes(config))
       .use(liveRoutes(ctx))

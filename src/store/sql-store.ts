@@ -2,6 +2,8 @@ import { randomUUID } from "node:crypto";
 import { AppError, errorMessage, toError } from "~/lib/errors.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import {
+  type EndpointsQuery,
+  type EndpointsResult,
   type EventDetail,
   type HistogramBucket,
   type HistogramQuery,
@@ -18,6 +20,7 @@ import { bucketGrid } from "~/lib/time/buckets.ts";
 import { NamespaceGate } from "./guard.ts";
 import { searchColumns } from "./search-text.ts";
 import { checkRange, compileWhere, toMicros } from "./sql/compile.ts";
+import { endpointKey, endpointsSql, latencySql, planEndpoints, sparklineSql, toEndpointRow } from "./sql/endpoints.ts";
 import { type EventRows, fromStored, namespaceIdOfTable, rowToEvent, type StoreLayout, tableName, toEventRows } from "./table.ts";
 import { defaultStoreLimits, type Engine, type EventStore, type StoreLimits } from "./types.ts";
 
@@ -247,7 +250,14 @@ export class SqlEventStore implements EventStore {
       clientErrors: 0,
     }));
     let total = 0;
+    const withLatency = query.latency === true;
+    if (withLatency) for (const b of buckets) Object.assign(b, { p50: null, p95: null, p99: null });
     if (await this.hasTable(namespaceId)) {
+      const latency = withLatency
+        ? this.gate.run(namespaceId, () =>
+            this.select(namespaceId, queryId, latencySql(d, table, where, toMicros(grid.startMs), grid.bucketMs * 1000), started),
+          )
+        : null;
       const counts = await this.sliceCounts(namespaceId, queryId, table, where, range);
       for (const r of counts.slices) {
         const b = buckets[Math.floor(r.s / counts.perBucket)];
@@ -256,6 +266,13 @@ export class SqlEventStore implements EventStore {
         b.serverErrors += r.e5;
         b.clientErrors += r.e4;
         total += r.n;
+      }
+      for (const r of (await latency) ?? []) {
+        const b = buckets[Number(r.s)];
+        if (!b) continue;
+        b.p50 = Math.round(Number(r.p50));
+        b.p95 = Math.round(Number(r.p95));
+        b.p99 = Math.round(Number(r.p99));
       }
     }
     return {
@@ -266,6 +283,45 @@ export class SqlEventStore implements EventStore {
       buckets,
       total,
     };
+  }
+
+  /**
+   * The Endpoints table: one grouped scan for the rows, and with sparklines a second grouped by point of the range;
+   * both share the query's time budget and take the namespace's gate like any query.
+   */
+  async endpoints(namespaceId: string, query: EndpointsQuery): Promise<EndpointsResult> {
+    const table = tableName(namespaceId);
+    const started = process.hrtime.bigint();
+    const queryId = queryIdOf(query);
+    const range = checkRange(query.filter?.focus ?? query.filter?.global, "query");
+    const plan = planEndpoints(query, range);
+    const d = this.engine.dialect;
+    const where = compileWhere(d, query, range, this.engine.layout.fields);
+    const result: EndpointsResult = {
+      queryId,
+      durationInNanoseconds: 0,
+      rows: [],
+      wasRowLimitExceeded: false,
+      quantiles: d.quantileMethod,
+      sparklineStartMs: range.lowerMs,
+      sparklineStepMs: plan.stepMs,
+    };
+    if (await this.hasTable(namespaceId)) {
+      const raw = await this.gate.run(namespaceId, () => this.select(namespaceId, queryId, endpointsSql(d, table, where, plan), started));
+      result.wasRowLimitExceeded = raw.length > plan.limit;
+      result.rows = raw.slice(0, plan.limit).map((r) => toEndpointRow(r, plan));
+      if (plan.points > 0 && result.rows.length > 0) {
+        const byKey = new Map(result.rows.map((row) => [endpointKey({ ...row, o: row.isOutgoing ? 1 : 0 }), row]));
+        const sql = sparklineSql(d, table, where, plan, toMicros(range.lowerMs));
+        for (const r of await this.gate.run(namespaceId, () => this.select(namespaceId, queryId, sql, started))) {
+          const row = byKey.get(endpointKey(r));
+          const at = Number(r.s);
+          if (row && at >= 0 && at < plan.points) row.sparkline[at] = Math.round(Number(r.p95));
+        }
+      }
+    }
+    result.durationInNanoseconds = Number(process.hrtime.bigint() - started);
+    return result;
   }
 
   async getEvents(namespaceId: string, eventIds: readonly string[], range?: TimestampFilter): Promise<TracedEvent[]> {

@@ -1,5 +1,14 @@
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import type { EventDetail, HistogramQuery, HistogramResult, RowsQuery, RowsResult, TimestampFilter } from "~/lib/protocol/query.ts";
+import type {
+  EndpointsQuery,
+  EndpointsResult,
+  EventDetail,
+  HistogramQuery,
+  HistogramResult,
+  RowsQuery,
+  RowsResult,
+  TimestampFilter,
+} from "~/lib/protocol/query.ts";
 import type { EventRows, StoreLayout } from "./table.ts";
 
 /**
@@ -20,6 +29,8 @@ export type EventStore = {
   insertRows(namespaceId: string, rows: readonly EventRows[]): Promise<void>;
   queryRows(namespaceId: string, query: RowsQuery): Promise<RowsResult>;
   histogram(namespaceId: string, query: HistogramQuery): Promise<HistogramResult>;
+  /** HTTP requests grouped by endpoint (service, direction, outgoing Host, method, route): counts, errors, percentiles. */
+  endpoints(namespaceId: string, query: EndpointsQuery): Promise<EndpointsResult>;
   /** One event with full detail and its child events (parent_event_id), or null. */
   getEvent(namespaceId: string, eventId: string): Promise<EventDetail | null>;
   /**

@@ -75,6 +75,7 @@ export const routes: RouteObject[] = [
           { path: ":namespaceName", loader: namespaceIndexLoader },
           { path: ":namespaceName/live", ...inArea("dashboard", (m) => ({ Component: m.LiveScreen })) },
           { path: ":namespaceName/requests", ...inArea("dashboard", (m) => ({ Component: m.RequestsRoute })) },
+          { path: ":namespaceName/endpoints", ...inArea("dashboard", (m) => ({ Component: m.EndpointsScreen })) },
           { path: ":namespaceName/tokens", ...inArea("dashboard", (m) => ({ Component: m.TokensScreen })) },
           { path: ":namespaceName/users", ...inArea("dashboard", (m) => ({ Component: m.UsersScreen })) },
           { path: ":namespaceName/export", ...inArea("dashboard", (m) => ({ Component: m.ExportScreen })) },

@@ -95,6 +95,13 @@ function matrixOf(t: TestApp) {
     return res.body as { token: string; tokenId: string };
   }
 
+  /** A rule of the fixture's namespace, made by its admin (what DeleteAlertRule takes). */
+  async function alertRule(f: { namespaceId: string; cookie: string }): Promise<string> {
+    const res = await t.call("/api/SaveAlertRule", { namespaceId: f.namespaceId, rule: alertRuleInput() }, { cookie: f.cookie });
+    if (res.status !== 200) throw new Error(`SaveAlertRule: ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body.rule.ruleId as string;
+  }
+
   /**
    * An admin of an org and namespace with a member, and one credential of each presentation: tokens of the namespace
    * and the org, a deleted one of each, a session that was ended.
@@ -248,6 +255,7 @@ function matrixOf(t: TestApp) {
     routeRows,
     route,
     generated,
+    alertRule,
     sessionCookie,
     liveLink,
     spareNamespace,
@@ -326,7 +334,26 @@ const callRows: { [N in ApiCallName]: (f: Fixture, m: Matrix) => CallRow | Promi
     body: { namespaceId: f.namespaceId },
     admitted: { status: 400, error: "no collector is set for this namespace: save an endpoint first" },
   }),
+  GetRoutePatterns: (f) => ({ body: { namespaceId: f.namespaceId } }),
+  SetRoutePatterns: (f) => ({ body: { namespaceId: f.namespaceId, patterns: ["/users/{id}"] } }),
+  ListAlerts: (f) => ({ body: { namespaceId: f.namespaceId } }),
+  SaveAlertRule: (f) => ({ body: { namespaceId: f.namespaceId, rule: alertRuleInput() } }),
+  DeleteAlertRule: async (f, m) => ({ body: { namespaceId: f.namespaceId, ruleId: await m.alertRule(f) } }),
 };
+
+function alertRuleInput() {
+  return {
+    name: "matrix",
+    metric: "server_errors",
+    threshold: 5,
+    windowMinutes: 5,
+    minRequests: 10,
+    endpoint: null,
+    filterText: "",
+    emails: [],
+    webhookUrl: "https://hooks.example.com/tapscope",
+  };
+}
 
 /** A real WebSocket to the listening app, recording what it is sent. */
 type TestSocket = { ws: WebSocket; frames: Array<string | ArrayBuffer>; until(check: () => boolean, what: string): Promise<void> };
@@ -649,6 +676,9 @@ const adminOnly = new Set<ApiCallName>([
   "SaveOtlpExport",
   "DeleteOtlpExport",
   "SendOtlpTestSpan",
+  "SetRoutePatterns",
+  "SaveAlertRule",
+  "DeleteAlertRule",
 ]);
 
 const userCalls = (Object.keys(apiCalls) as ApiCallName[]).filter((name) => (apiCalls[name].callers as Callers).includes("user"));

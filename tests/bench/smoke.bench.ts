@@ -70,6 +70,13 @@ const tables: Record<string, RegExp[]> = {
     /^pgbench -S\s+\d+ {3}traced\s+\d+\s+\d+\s+[+-]\d+\s+-?[\d.]+$/m,
     /^ {2}redis GET\/SET c=\d+: added p50 traced -?\d+ µs, haproxy -?\d+ µs/m,
   ],
+  "bench:endpoints": [
+    /^\| engine \| events \| Endpoints table \(ms\) \| histogram \(ms\) \| table \/ histogram \|/m,
+    /^\| duckdb \| 2,000 \| \*\*[\d.]+\*\* \| [\d.]+ \| [\d.]+x \| [\d.]+ \| exact \|$/m,
+    /^\| clickhouse \| 2,000 \| \*\*[\d.]+\*\* \| [\d.]+ \| [\d.]+x \| [\d.]+ \| approximate \|$/m,
+    /^clickhouse t-digest against exact, 2,000 events, top \d+ endpoints: worst p50 [\d.]+ %, p95 [\d.]+ %, p99 [\d.]+ %$/m,
+    /^ingest CPU per event \(validate \+ stored rows\): without routes [\d.]+ µs, with routes [\d.]+ µs \(with\/without [\d.]+\); routes add -?[\d.]+ µs per event$/m,
+  ],
   "bench/cluster/receive.ts": [/^receive CPU per event: before [\d.]+ µs, now [\d.]+ µs \(now\/before [\d.]+\)$/m],
   "bench:ws": [
     /^message {2}mode {7}echoes\/s {2}p50 {7}p99 {7}relay CPU\/msg$/m,

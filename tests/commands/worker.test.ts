@@ -10,6 +10,7 @@ import { createPublisher } from "~/agent/publish.ts";
 import { TunnelClient } from "~/agent/query-client.ts";
 import { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import type { EndpointRow } from "~/lib/protocol/query.ts";
 import { decodeResult, decodeResultData } from "~/lib/protocol/tunnel.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
 import { tracedEvent as makeEvent } from "../support/event-factory.ts";
@@ -126,6 +127,14 @@ describe("self-hosted worker (tapscope worker subprocess)", () => {
     expect(detail.data[0]!.http_resp_body).toBe(events[0]!.http_resp_body);
     const hist = await c.query({ kind: "histogram", query: { filter: range() } }, { compression: "none" });
     expect(hist.total).toBe(3);
+    // The Endpoints table too, from the worker's store, with the routes the server's ingest gave the events.
+    const table = await c.query({ kind: "endpoints", query: { filter: range() } }, { compression: "gzip" });
+    expect((table.data as unknown as EndpointRow[]).map((r) => [r.route, r.requests]).sort()).toEqual([
+      ["/w/a", 1],
+      ["/w/b", 1],
+      ["/w/c", 1],
+    ]);
+    expect(table.quantiles).toBe("exact");
     c.close();
 
     // The server holds no event data for that org.

@@ -5,16 +5,19 @@ import { deriveEventFields, type EventFields, type EventOf } from "~/lib/protoco
 import type { EventStore } from "~/store/types.ts";
 import { tracedEvent } from "../support/event-factory.ts";
 
-/** The event field table with one more row, as the next field will be added: the route an endpoint was matched by. */
-export const withRoute = [...eventFieldTable, { name: "http_route", type: "text", max: 256, isQueryable: true, shown: "export" }] as const;
+/** The event field table with one more row, as the next field will be added: the handler that served a request. */
+export const withRoute = [
+  ...eventFieldTable,
+  { name: "http_handler", type: "text", max: 256, isQueryable: true, shown: "export" },
+] as const;
 export type RoutedEvent = EventOf<typeof withRoute>;
 export const routed: EventFields = deriveEventFields(withRoute);
 
 export function routedEvent(route: string, overrides: Partial<TracedEvent> = {}): RoutedEvent {
-  return { ...tracedEvent(overrides), http_route: route };
+  return { ...tracedEvent(overrides), http_handler: route };
 }
 
-const routeOf = (e: TracedEvent | undefined) => (e as unknown as RoutedEvent | undefined)?.http_route;
+const routeOf = (e: TracedEvent | undefined) => (e as unknown as RoutedEvent | undefined)?.http_handler;
 
 /**
  * A field added to the table reaches a namespace's table stored before it: a server of the new table adds the column
@@ -55,7 +58,7 @@ export function testAddedField(name: string, open: (fields?: EventFields) => Pro
       const again = await open(routed);
       const global = { lowerMs: time / 1000 - 1, upperMs: time / 1000 + 1 };
       const page = await again.queryRows(ns, {
-        filter: { clauses: [{ type: "String", column: "http_route" as never, op: "Equals", value: "" }], global },
+        filter: { clauses: [{ type: "String", column: "http_handler" as never, op: "Equals", value: "" }], global },
       });
       expect(page.data.map((r) => r.event_id).sort()).toEqual([old.event_id, later.event_id].sort());
       expect(routeOf((await again.getEvent(ns, later.event_id))?.event)).toBe("");

@@ -6,11 +6,11 @@ import type { FilterExpr } from "~/lib/filter/ast.ts";
 import { compileFilter } from "~/lib/filter/evaluate.ts";
 import { parseFilter } from "~/lib/filter/parse.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import type { Clause, QueryBase, RowsQuery } from "~/lib/protocol/query.ts";
+import type { Clause, EndpointRow, EndpointsResult, QueryBase, RowsQuery } from "~/lib/protocol/query.ts";
 import { SearchTexts } from "~/store/search-text.ts";
 import type { EventStore } from "~/store/types.ts";
 import { asWebSocketMessage, generateEvents, prng } from "./generate.ts";
-import { matching, newestFirst, referenceHistogram } from "./reference.ts";
+import { endpointKeyOf, isQuantileOf, matching, newestFirst, referenceEndpoints, referenceHistogram } from "./reference.ts";
 
 /**
  * One suite, every engine: the same generated events go into each store and every answer is checked
@@ -573,6 +573,178 @@ export function runConformance(target: ConformanceTarget): void {
       expect((await store.histogram(ns, queries[0]!)).bucketMs).toBe(300_000); // 6h -> 5 min buckets
       expect((await store.histogram(ns, queries[1]!)).bucketMs).toBe(30_000); // 1h -> 30 s
       expect((await store.histogram(ns, queries[2]!)).bucketMs).toBe(1_000); // 90 s -> 1 s
+    });
+
+    /** Rank error allowed: one value's for exact engines; the sketch's stated error (bench/README.md) for the others. */
+    const tolerance = (r: EndpointsResult | { quantiles: string }, n: number) => (r.quantiles === "exact" ? 1 / n : 0.03 + 2 / n);
+    const rowKey = (r: EndpointRow) =>
+      endpointKeyOf({
+        service: r.service,
+        http_is_outgoing: r.isOutgoing,
+        http_req_host: r.host,
+        http_req_method: r.method,
+        http_route: r.route,
+      });
+
+    describe("endpoints", () => {
+      test("one row per service, direction, outgoing host, method and route: counts, errors, bytes, max exact, percentiles within the method's error", async () => {
+        const query: QueryBase = { filter: { clauses: [], global: all } };
+        const r = await store.endpoints(ns, query);
+        const groups = referenceEndpoints(events, query, all);
+        expect(r.quantiles).toBe(store.kind === "duckdb" ? "exact" : "approximate");
+        expect(r.rows.length).toBe(groups.size);
+        expect(r.wasRowLimitExceeded).toBe(false);
+        // Busiest first.
+        expect(r.rows.map((x) => x.requests)).toEqual([...r.rows.map((x) => x.requests)].sort((a, b) => b - a));
+        for (const row of r.rows) {
+          const list = groups.get(rowKey(row));
+          expect(list, rowKey(row)).toBeDefined();
+          const durations = list!.map((e) => e.http_duration);
+          expect({
+            requests: row.requests,
+            clientErrors: row.clientErrors,
+            serverErrors: row.serverErrors,
+            max: row.max,
+            bytesIn: row.bytesIn,
+            bytesOut: row.bytesOut,
+          }).toEqual({
+            requests: list!.length,
+            clientErrors: list!.filter((e) => e.http_resp_status_code >= 400 && e.http_resp_status_code < 500).length,
+            serverErrors: list!.filter((e) => e.http_resp_status_code >= 500).length,
+            max: Math.max(...durations),
+            bytesIn: list!.reduce((s, e) => s + e.http_req_body_size_bytes_wire, 0),
+            bytesOut: list!.reduce((s, e) => s + e.http_resp_body_size_bytes_wire, 0),
+          });
+          for (const [q, value] of [
+            [0.5, row.p50],
+            [0.95, row.p95],
+            [0.99, row.p99],
+          ] as const) {
+            expect(isQuantileOf(durations, value, q, tolerance(r, durations.length)), `${rowKey(row)} p${q * 100} ${value}`).toBe(true);
+          }
+          expect(row.sparkline).toEqual([]);
+        }
+        // Outgoing calls are told apart by their host; the program's own requests are not split by theirs.
+        expect(r.rows.some((x) => x.isOutgoing && x.host === "api.stripe.com")).toBe(true);
+        expect(r.rows.filter((x) => !x.isOutgoing).every((x) => x.host === "")).toBe(true);
+        expect(r.rows.map((x) => x.route)).toContain("/api/users/{id}");
+      });
+
+      test("filters and the range narrow it; the limit keeps the busiest and says so", async () => {
+        const narrowed: QueryBase = {
+          filter: { clauses: [], global: { lowerMs: startMs + hourMs, upperMs: startMs + 3 * hourMs } },
+          expressions: [cmp("request.route", "startsWith", "/api/"), cmp("response.status", "<", 500)],
+        };
+        const r = await store.endpoints(ns, narrowed);
+        const groups = referenceEndpoints(events, narrowed, narrowed.filter.global);
+        expect(new Map(r.rows.map((x) => [rowKey(x), x.requests]))).toEqual(new Map([...groups].map(([k, v]) => [k, v.length])));
+        expect(r.rows.every((x) => x.route.startsWith("/api/") && x.serverErrors === 0)).toBe(true);
+
+        const top = await store.endpoints(ns, { filter: { clauses: [], global: all }, limit: 3 });
+        const busiest = [...referenceEndpoints(events, { filter: { clauses: [], global: all } }, all).values()]
+          .map((l) => l.length)
+          .sort((a, b) => b - a)
+          .slice(0, 3);
+        expect(top.rows.map((x) => x.requests)).toEqual(busiest);
+        expect(top.wasRowLimitExceeded).toBe(true);
+      });
+
+      test("rankOfMicros counts each endpoint's requests faster than a duration, exactly", async () => {
+        const r = await store.endpoints(ns, {
+          filter: { clauses: [], global: all },
+          expressions: [cmp("request.route", "==", "/api/users/{id}")],
+          rankOfMicros: 20_000,
+        });
+        const groups = referenceEndpoints(events, { filter: { clauses: [], global: all } }, all);
+        expect(r.rows.length).toBeGreaterThan(0);
+        for (const row of r.rows) {
+          const list = groups.get(rowKey(row))!;
+          expect(row.faster).toBe(list.filter((e) => e.http_duration < 20_000).length);
+        }
+      });
+
+      test("sparklines: each point's p95, null where the endpoint had no requests", async () => {
+        const r = await store.endpoints(ns, { filter: { clauses: [], global: all }, sparklinePoints: 12, limit: 5 });
+        expect(r.sparklineStartMs).toBe(all.lowerMs);
+        expect(r.sparklineStepMs).toBe((all.upperMs - all.lowerMs) / 12);
+        const groups = referenceEndpoints(events, { filter: { clauses: [], global: all } }, all);
+        for (const row of r.rows) {
+          expect(row.sparkline).toHaveLength(12);
+          const list = groups.get(rowKey(row))!;
+          row.sparkline.forEach((value, i) => {
+            const lo = (all.lowerMs + i * r.sparklineStepMs) * 1000;
+            const inPoint = list.filter((e) => e.time >= lo && e.time < lo + r.sparklineStepMs * 1000).map((e) => e.http_duration);
+            if (inPoint.length === 0) expect(value).toBeNull();
+            else expect(isQuantileOf(inPoint, value as number, 0.95, tolerance(r, inPoint.length)), `${rowKey(row)} point ${i}`).toBe(true);
+          });
+        }
+      });
+
+      test("isWhole: one row for every HTTP request the query keeps (what an alert measures); none when nothing matches", async () => {
+        const q = { filter: { clauses: [], global: all }, expressions: [cmp("response.status", ">=", 400)], isWhole: true };
+        const r = await store.endpoints(ns, q);
+        const http = matching(events, q, all).filter((e) => e.protocol === "http");
+        const durations = http.map((e) => e.http_duration);
+        expect(r.rows).toHaveLength(1);
+        const [row] = r.rows;
+        expect([row!.service, row!.method, row!.route, row!.host, row!.requests]).toEqual(["", "", "", "", http.length]);
+        expect([row!.clientErrors, row!.serverErrors]).toEqual([
+          http.filter((e) => e.http_resp_status_code < 500).length,
+          http.filter((e) => e.http_resp_status_code >= 500).length,
+        ]);
+        expect(isQuantileOf(durations, row!.p95, 0.95, tolerance(r, durations.length))).toBe(true);
+        const none = await store.endpoints(ns, { ...q, expressions: [cmp("response.status", ">", 998)] });
+        expect(none.rows).toEqual([]);
+      });
+
+      test("bad options are refused; a namespace without a table has no endpoints", async () => {
+        const base = { filter: { clauses: [], global: all } };
+        await expectBadRequest(store.endpoints(ns, { ...base, limit: 0 }));
+        await expectBadRequest(store.endpoints(ns, { ...base, limit: 1001 }));
+        await expectBadRequest(store.endpoints(ns, { ...base, sparklinePoints: 61 }));
+        await expectBadRequest(store.endpoints(ns, { ...base, rankOfMicros: -1 }));
+        await expectBadRequest(store.endpoints(ns, { ...base, rankOfMicros: "1; DROP TABLE x" as unknown as number }));
+        await expectBadRequest(store.endpoints(ns, { ...base, isWhole: "yes" as unknown as boolean }));
+        await expectBadRequest(store.endpoints(ns, { filter: { clauses: [], global: { lowerMs: 5, upperMs: 5 } } }));
+        expect((await store.endpoints(randomUUID(), base)).rows).toEqual([]);
+      });
+
+      test("another namespace's endpoints never show", async () => {
+        const r = await store.endpoints(ns, { filter: { clauses: [], global: all } });
+        expect(r.rows.some((x) => x.service === "other-namespace-secret")).toBe(false);
+        const theirs = await store.endpoints(other, { filter: { clauses: [], global: all } });
+        expect(theirs.rows.every((x) => x.service === "other-namespace-secret")).toBe(true);
+      });
+    });
+
+    test("histogram latency lines: each bucket's p50, p95 and p99 of its HTTP requests, null when it has none", async () => {
+      const q = { filter: { clauses: [], global: { lowerMs: endMs - hourMs, upperMs: endMs } }, latency: true };
+      const h = await store.histogram(ns, q);
+      const ref = referenceHistogram(events, q);
+      expect(h.buckets.map((b) => b.count)).toEqual(ref.counts.map((b) => b.count));
+      const http = matching(events, q, q.filter.global).filter((e) => e.protocol === "http");
+      let checked = 0;
+      for (const b of h.buckets) {
+        const inBucket = http
+          .filter((e) => e.time >= b.timeMs * 1000 && e.time < (b.timeMs + h.bucketMs) * 1000)
+          .map((e) => e.http_duration);
+        if (inBucket.length === 0) {
+          expect([b.p50, b.p95, b.p99]).toEqual([null, null, null]);
+          continue;
+        }
+        checked++;
+        const tol = (store.kind === "duckdb" ? 1 : 1.5) / inBucket.length + (store.kind === "duckdb" ? 0 : 0.03);
+        for (const [level, value] of [
+          [0.5, b.p50],
+          [0.95, b.p95],
+          [0.99, b.p99],
+        ] as const) {
+          expect(isQuantileOf(inBucket, value as number, level, tol), `bucket ${b.timeMs} p${level * 100}`).toBe(true);
+        }
+      }
+      expect(checked).toBeGreaterThan(50);
+      // Without latency, buckets carry counts only.
+      expect((await store.histogram(ns, { filter: q.filter })).buckets[0]).not.toHaveProperty("p50");
     });
 
     test("an event comes back in full detail with its child events", async () => {

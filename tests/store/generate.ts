@@ -1,4 +1,5 @@
 import { neutralEvent, type TracedEvent } from "~/lib/protocol/event.ts";
+import { templatePath } from "~/lib/routes/template.ts";
 
 /** Small deterministic PRNG (mulberry32): the same seed gives the same events on every engine. */
 export function prng(seed: number): () => number {
@@ -115,6 +116,7 @@ function passThrough(e: TracedEvent): void {
     http_version: "",
     http_req_method: "",
     http_req_path: "",
+    http_route: "",
     http_req_host: "",
     http_req_headers: [],
     http_req_body: "",
@@ -277,6 +279,8 @@ export function generateEvents(options: GenerateOptions): TracedEvent[] {
       timing_receive: Math.floor(dur * 0.05),
       bytes_sent: 300 + reqBody,
       bytes_received: 200 + respBody,
+      // As ingest gives it (without a namespace's guard or patterns).
+      http_route: templatePath(path),
       tags: isChild
         ? { kind: "outbound", ...tls }
         : {

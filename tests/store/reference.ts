@@ -81,13 +81,16 @@ export function exprHolds(e: TracedEvent, x: FilterExpr): boolean {
     case "tls":
     case "tls.reason":
     case "tls.server_name":
+    case "request.route":
     case "request.url": {
       const p =
         x.field === "request.url"
           ? e.http_req_path
-          : x.field === "tls.server_name"
-            ? e.tls_server_name
-            : (e.tags[x.field === "tls" ? "tls" : "tls_reason"] ?? "");
+          : x.field === "request.route"
+            ? e.http_route
+            : x.field === "tls.server_name"
+              ? e.tls_server_name
+              : (e.tags[x.field === "tls" ? "tls" : "tls_reason"] ?? "");
       const v = String(x.value);
       if (x.op === "startsWith") return p.startsWith(v);
       if (x.op === "endsWith") return p.endsWith(v);
@@ -134,4 +137,42 @@ export function referenceHistogram(events: readonly TracedEvent[], query: QueryB
     else if (e.http_resp_status_code >= 400) b.clientErrors++;
   }
   return { grid, counts };
+}
+
+/** The events of one endpoint of the Endpoints table, by its key, busiest first (HTTP only, as the stores group). */
+export function referenceEndpoints(events: readonly TracedEvent[], query: QueryBase, range: TimestampFilter) {
+  const groups = new Map<string, TracedEvent[]>();
+  for (const e of matching(events, query, range)) {
+    if (e.protocol !== "http") continue;
+    const key = endpointKeyOf(e);
+    const list = groups.get(key);
+    if (list) list.push(e);
+    else groups.set(key, [e]);
+  }
+  return groups;
+}
+
+export function endpointKeyOf(e: {
+  service: string;
+  http_is_outgoing: boolean;
+  http_req_host: string;
+  http_req_method: string;
+  http_route: string;
+}): string {
+  return JSON.stringify([e.service, e.http_is_outgoing, e.http_is_outgoing ? e.http_req_host : "", e.http_req_method, e.http_route]);
+}
+
+/**
+ * Whether `value` is a `q` quantile of `values` within `tolerance` of rank: at most q + tolerance of them lie below it,
+ * at least q - tolerance at or below it. Exact engines are held to one value's rank, sketches to their stated error.
+ */
+export function isQuantileOf(values: readonly number[], value: number, q: number, tolerance: number): boolean {
+  const n = values.length;
+  let below = 0;
+  let atOrBelow = 0;
+  for (const v of values) {
+    if (v < value) below++;
+    if (v <= value) atOrBelow++;
+  }
+  return below / n <= q + tolerance && atOrBelow / n >= q - tolerance;
 }

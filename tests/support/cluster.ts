@@ -9,6 +9,7 @@ import { createRuntime, type Runtime } from "~/runtime.ts";
 import { grantsOf } from "~/services/access/grants.ts";
 import { newToken } from "~/services/auth/token-format.ts";
 import { issueSubscriberTicket } from "~/services/live/subscriber-ticket.ts";
+import type { EventStore } from "~/store/types.ts";
 import { killWatched } from "./clickhouse.ts";
 import { freePort } from "./ports.ts";
 
@@ -95,17 +96,19 @@ export function startRedis(): Promise<Service & { brokerUrl: string }> {
 
 /**
  * One server node's engines in this process, wired by createRuntime as `tapscope server` wires them, on its own
- * connection to Redis and its own in-memory database (no store): two of these are two nodes of a cluster.
+ * connection to Redis and its own in-memory database (no store): two of these are two nodes of a cluster. With
+ * `databaseUrl` and `store` the nodes share a PostgreSQL database and an event store as a cluster's nodes do.
  */
 export async function startNodeRuntime(
   brokerUrl: string,
   env: Record<string, string> = {},
+  shared: { databaseUrl?: string; store?: EventStore } = {},
 ): Promise<{ runtime: Runtime; stop: () => Promise<void> }> {
   const broker = await connectRedisBroker(brokerUrl);
-  const database = await openDatabase({});
+  const database = await openDatabase({ databaseUrl: shared.databaseUrl });
   const dataDir = mkdtempSync(join(tmpdir(), "tapscope-node-"));
   const config = parseConfig({ DATA_DIR: dataDir, SESSION_SECRET: "cluster-node-secret-0123456789abcdef", ...env });
-  const runtime = createRuntime({ config, db: database.db, broker });
+  const runtime = createRuntime({ config, db: database.db, broker, store: shared.store });
   await runtime.start();
   let isStopped = false;
   return {

@@ -105,6 +105,9 @@ function memoryClient(rows: ResultRow[], options: { failRows?: number; limit?: n
     async events() {
       return [];
     },
+    async endpoints(filter) {
+      return { rows: [], wasRowLimitExceeded: false, quantiles: "exact", sparklineStartMs: filter.global.lowerMs, sparklineStepMs: 0 };
+    },
     close() {},
   };
   return { client, calls };

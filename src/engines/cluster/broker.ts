@@ -25,6 +25,11 @@ export type Broker = {
   /** Keeps these members of `key` alive for another `ttlMs` (a node's heartbeat for what it holds). */
   holdSlots(key: string, members: readonly string[], ttlMs: number): void;
   releaseSlot(key: string, member: string): void;
+  /**
+   * Holds the lease `key` for `holder` another `ttlMs` if it holds it or nobody does, in one atomic step: true when
+   * `holder` has it now. Null while Redis is away (nobody can tell who holds it).
+   */
+  holdLease(key: string, holder: string, ttlMs: number): Promise<boolean | null>;
   readonly isConnected: boolean;
   /** Messages that could not be published (the broker was unreachable). */
   readonly unsent: number;
@@ -49,6 +54,13 @@ const HOLD_SLOTS = `${NOW_MS}
 local ttl = tonumber(ARGV[1])
 for i = 2, #ARGV do redis.call('ZADD', KEYS[1], now + ttl, ARGV[i]) end
 redis.call('PEXPIRE', KEYS[1], ttl * 2)
+return 1`;
+
+/** KEYS[1] the lease; ARGV: holder, ttl ms. */
+const HOLD_LEASE = `local held = redis.call('GET', KEYS[1])
+if held == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 1 end
+if held then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1`;
 
 export async function connectRedisBroker(url: string): Promise<Broker> {
@@ -125,6 +137,15 @@ export async function connectRedisBroker(url: string): Promise<Broker> {
       publisher.zrem(key, member).catch(() => {
         // It expires on its own.
       });
+    },
+    async holdLease(key, holder, ttlMs) {
+      if (publisher.status !== "ready") return null;
+      try {
+        return (await publisher.eval(HOLD_LEASE, 1, key, holder, Math.max(1, Math.ceil(ttlMs)))) === 1;
+      } catch (err) {
+        log.warn("broker lease failed", { err: errorMessage(err) });
+        return null;
+      }
     },
     async subscribe(channel, handler) {
       handlers.set(channel, handler);

@@ -3,6 +3,7 @@ import type { EventSink, EventTarget } from "~/engines/ingest/sinks.ts";
 import type { ClientLimitKind, ClientLimits } from "~/engines/limits/client-limits.ts";
 import type { OrgPublishers } from "~/engines/limits/org-publishers.ts";
 import type { LiveClusterHooks, LiveHub } from "~/engines/live/hub.ts";
+import type { RouteTemplates } from "~/engines/routes/route-templates.ts";
 import { errorMessage } from "~/lib/errors.ts";
 import { type ChannelKey, channelKeysOf, parseChannelKey, targetOf } from "~/lib/protocol/channel-key.ts";
 import {
@@ -29,6 +30,9 @@ const presenceTtlMs = 5_000;
  */
 export const limitsEveryMs = 200;
 
+/** How often a node tells the others the route names it counted: a position folds everywhere within about this. */
+const routesEveryMs = 500;
+
 export const brokerDownNotice = "Live events from other server nodes are paused: the broker is unreachable";
 
 export type ClusterNodeDeps = {
@@ -43,6 +47,8 @@ export type ClusterNodeDeps = {
   clientLimits?: ClientLimits;
   /** Where shared links' events are kept too (linkStoreId): a link's first viewer here reads them. */
   store?: EventStore;
+  /** Ingest's route guard: what each node counts and folds is told to the others, so all fold alike. */
+  routes?: RouteTemplates;
   /** The runtime's clock (ms): presence and interest lapse by it. */
   now: () => number;
 };
@@ -96,6 +102,7 @@ export class ClusterNode implements EventSink, LiveClusterHooks {
     await broker.subscribe(brokerChannels.live, (text) => this.receive("live", text, (m) => this.onLive(m)));
     await broker.subscribe(brokerChannels.presence, (text) => this.receive("presence", text, (m) => this.onPresence(m)));
     await broker.subscribe(brokerChannels.limits, (text) => this.receive("limits", text, (m) => this.onLimits(m)));
+    if (this.deps.routes) await broker.subscribe(brokerChannels.routes, (text) => this.receive("routes", text, (m) => this.onRoutes(m)));
     await this.deps.calls.start();
     broker.onStatus((connected) => {
       if (this.isStopped) return;
@@ -108,6 +115,7 @@ export class ClusterNode implements EventSink, LiveClusterHooks {
         this.applyPresence();
       }, presenceEveryMs),
       setInterval(() => this.shareLimits(), limitsEveryMs),
+      setInterval(() => this.shareRoutes(), routesEveryMs),
     );
     for (const t of this.timers) t.unref();
     this.announcePresence();
@@ -306,6 +314,22 @@ export class ClusterNode implements EventSink, LiveClusterHooks {
   /** Nodes heard from within the presence TTL, this one included. */
   get nodes(): number {
     return this.remotePresence.size + 1;
+  }
+
+  // ---- routes ----
+
+  private shareRoutes(): void {
+    const shared = this.deps.routes?.takeShared();
+    if (!shared) return;
+    this.deps.broker.publish(
+      brokerChannels.routes,
+      encodeBrokerMessage("routes", { n: this.nodeId, f: shared.folds, v: shared.names, p: shared.patterns }),
+    );
+  }
+
+  private onRoutes(message: BrokerMessage<"routes">): void {
+    if (message.n === this.nodeId) return;
+    this.deps.routes?.merge({ folds: message.f, names: message.v, patterns: message.p });
   }
 
   // ---- limits ----

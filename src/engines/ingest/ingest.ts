@@ -1,3 +1,4 @@
+import type { RouteTemplates } from "~/engines/routes/route-templates.ts";
 import { errorMessage } from "~/lib/errors.ts";
 import { targetKey } from "~/lib/protocol/channel-key.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
@@ -87,8 +88,11 @@ export class Ingest {
       resendSettleMs?: number;
       /** This server is a node of a cluster: each limiter records what it grants for the other nodes (ClusterNode). */
       isShared?: boolean;
+      /** Gives each accepted event its route (`http_route`); absent: routes stay as published. */
+      routes?: RouteTemplates;
     },
   ) {
+    this.routes = options.routes;
     this.now = options.now ?? Date.now;
     this.storedIds = options.storedIds;
     this.resendSettleMs = options.resendSettleMs ?? 2000;
@@ -98,6 +102,7 @@ export class Ingest {
 
   private readonly now: () => number;
   private readonly storedIds: StoredIds | undefined;
+  private readonly routes: RouteTemplates | undefined;
 
   /** What one publisher socket's resent messages are looked up on (pass it to receive). */
   resendLookups(): ResendLookups {
@@ -242,6 +247,7 @@ export class Ingest {
     // The search fields are the server's own, made once here for every sink (the store, the live view, the cluster).
     for (const event of accepted) this.searchTexts.fill(event);
     if (accepted.length > 0) {
+      this.routes?.assign(target, accepted);
       if (this.sinks.offerDurable) {
         const offered = this.sinks.offerDurable(target, accepted);
         storeDropped = offered.dropped;

@@ -385,6 +385,7 @@ export class WorkerRegistry {
       insertRows: (ns, rows) => this.insertRows(ns, rows),
       queryRows: (ns, q) => local.queryRows(ns, q),
       histogram: (ns, q) => local.histogram(ns, q),
+      endpoints: (ns, q) => local.endpoints(ns, q),
       getEvent: (ns, id) => local.getEvent(ns, id),
       getEvents: (ns, ids, range) => local.getEvents(ns, ids, range),
       storedEventIds: (ns, ids, from, to) => this.storedEventIds(ns, ids, from, to),

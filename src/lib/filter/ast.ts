@@ -8,6 +8,7 @@
  *   !(request.headers["authorization"] exists) && service == "checkout"
  *   db.system == "postgresql" && db.statement contains "FROM orders" && duration > 50ms
  *   ws.message contains "order" && ws.direction == "server"
+ *   request.route == "/users/{id}" && response.status >= 500
  * The fields, their operators and values: fields.ts.
  */
 

@@ -58,6 +58,7 @@ const read: Readonly<Record<string, (e: TracedEvent) => Value>> = {
   "response.headers": (e) => e.search_resp_headers,
   service: (e) => e.service,
   "request.host": (e) => e.http_req_host,
+  "request.route": (e) => e.http_route,
   tls: (e) => tag(e, "tls"),
   "tls.reason": (e) => tag(e, "tls_reason"),
   "tls.server_name": (e) => e.tls_server_name,

@@ -111,6 +111,11 @@ export const filterFieldList: readonly FilterFieldSpec[] = [
   },
   text("service", "the service that captured it (--service, else the program)", 'service == "checkout"'),
   text("request.host", "the Host header (HTTP/2 :authority)", 'request.host endsWith ".example.com"'),
+  text(
+    "request.route",
+    "the path with its values as placeholders, or the namespace's route pattern it matches",
+    'request.route == "/users/{id}"',
+  ),
   { name: "tls", kind: "enum", values: tlsStates, about: "whether the TLS connection was decrypted", example: 'tls == "not decrypted"' },
   text("tls.reason", "why a TLS connection was not decrypted", 'tls.reason contains "certificate"'),
   text("tls.server_name", "the server name (SNI) of a TLS connection", 'tls.server_name endsWith ".stripe.com"'),

@@ -1,6 +1,8 @@
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { type TypeCheck, TypeCompiler } from "@sinclair/typebox/compiler";
 import type { Result } from "~/lib/result.ts";
+import { patternLimits } from "~/lib/routes/patterns.ts";
+import { maxRouteChars } from "~/lib/routes/template.ts";
 import { TunnelRole } from "./api/tunnel.ts";
 import type { ChannelKey } from "./channel-key.ts";
 import type { TunnelRequest } from "./tunnel.ts";
@@ -22,6 +24,8 @@ export const brokerChannels = {
   presence: "tapscope:presence",
   /** What each node's rate limiters granted. */
   limits: "tapscope:limits",
+  /** The route names each node counted and the positions it folded (engines/routes), and patterns set on it. */
+  routes: "tapscope:routes",
 } as const;
 
 /** The channel one node is asked on (and answers on to the asking node's). */
@@ -34,6 +38,8 @@ export const brokerKeys = {
   ticket: (nonce: string) => `tapscope:ticket:${nonce}`,
   /** An org's publishers' places under the plan's containers limit (a sorted set). */
   publishers: (orgId: string) => `tapscope:publishers:${orgId}`,
+  /** The node that evaluates the alert rules and sends their notifications (a lease). */
+  alerts: "tapscope:alerts",
 };
 
 /** Well past what any message holds (a channel's history, a publisher message's events as JSON): JSON beyond is not parsed. */
@@ -49,6 +55,10 @@ const Count = Type.Integer({ minimum: 0, maximum: 1_000_000_000 });
 /** What a limiter granted one key: bounded, so a bad grant cannot shut a namespace out for ever. */
 const Granted = Type.Number({ minimum: 0, maximum: 1_000_000_000 });
 const Grants = Type.Array(Type.Tuple([Type.String({ maxLength: 1024 }), Granted]), { maxItems: maxListItems });
+/** A route up to one of its positions (RouteTemplates). */
+const RoutePrefix = Type.String({ maxLength: maxRouteChars });
+/** Names or folds in one routes message: what a node keeps between two shares. */
+const maxRouteItems = 20_000;
 /** Events as another node's ingest accepted them; each is validated again where it arrives. */
 const Events = Type.Array(Type.Unknown(), { maxItems: maxBrokerEvents });
 
@@ -74,6 +84,33 @@ export const brokerMessages = {
     l: Type.Record(Type.String({ pattern: "^(ns|org:[0-9]{1,12})$" }), Grants, { additionalProperties: false }),
     c: Type.Optional(
       Type.Record(Type.String({ pattern: "^[A-Za-z]{1,32}$" }), Type.Object({ k: Grants, g: Granted }), { additionalProperties: false }),
+    ),
+  }),
+  /**
+   * Node `n`'s route guard: positions it folded (f: channel key, route prefix), names it counted (v: key, prefix, the
+   * names' hashes) and namespaces' patterns an admin set on it (p). Bounded as the guard is (RouteTemplates).
+   */
+  routes: Type.Object({
+    n: NodeId,
+    f: Type.Array(Type.Tuple([ChannelKeySchema, RoutePrefix]), { maxItems: maxRouteItems }),
+    v: Type.Array(
+      Type.Tuple([
+        ChannelKeySchema,
+        RoutePrefix,
+        Type.Array(Type.Integer({ minimum: 0, maximum: 2 ** 32 - 1 }), { maxItems: maxRouteItems }),
+      ]),
+      {
+        maxItems: maxRouteItems,
+      },
+    ),
+    p: Type.Optional(
+      Type.Array(
+        Type.Tuple([
+          Type.String({ maxLength: 64 }),
+          Type.Array(Type.String({ maxLength: patternLimits.maxChars }), { maxItems: patternLimits.maxPatterns }),
+        ]),
+        { maxItems: 1000 },
+      ),
     ),
   }),
   /**

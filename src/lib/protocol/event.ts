@@ -1,3 +1,4 @@
+import { maxRouteChars } from "~/lib/routes/template.ts";
 import { deriveEventFields, type EventOf, type FieldNames, neutralEventOf } from "./event-fields.ts";
 import { publishLimits as L } from "./publish.ts";
 
@@ -159,6 +160,11 @@ export const eventFieldTable = [
   { name: "ws_client_messages", ...count, shown: "export" },
   { name: "ws_server_messages", ...count, shown: "export" },
   { name: "ws_dropped", ...count, ...column },
+  /**
+   * The request's route, set by the server at ingest: its path with values as placeholders (`/users/{id}`), or the
+   * namespace's explicit pattern it matches; "" for events of other kinds and for those stored before routes.
+   */
+  { name: "http_route", type: "text", max: maxRouteChars, ...column, filter: "request.route" },
 ] as const;
 
 type EventFieldTable = typeof eventFieldTable;

@@ -113,7 +113,10 @@ export type RowsResult = ResultBase & {
   actualNumberOfRows: number;
 };
 
-export type HistogramQuery = QueryBase;
+export type HistogramQuery = QueryBase & {
+  /** Each bucket also gets the p50, p95 and p99 of its HTTP requests' durations (the explorer's latency lines). */
+  latency?: boolean;
+};
 
 export type HistogramBucket = {
   /** Bucket start, ms since the epoch. */
@@ -123,6 +126,10 @@ export type HistogramBucket = {
   serverErrors: number;
   /** Of count: response status 400..499. */
   clientErrors: number;
+  /** With `latency`: the bucket's HTTP requests' duration percentiles in microseconds; null when it has none. */
+  p50?: number | null;
+  p95?: number | null;
+  p99?: number | null;
 };
 
 export type HistogramResult = ResultBase & {
@@ -132,6 +139,67 @@ export type HistogramResult = ResultBase & {
   /** The buckets from the one holding the global lower bound to the one holding the upper (at most 121), oldest first, empty ones included. */
   buckets: HistogramBucket[];
   total: number;
+};
+
+/** How a store computes percentiles: exactly, or with a bounded error (the engine's sketch, stated in bench/README.md). */
+export type QuantileMethod = "exact" | "approximate";
+
+export const endpointLimits = {
+  /** Endpoint rows of one answer at most (the busiest first). */
+  maxRows: 1000,
+  /** Points of a row's latency sparkline at most. */
+  maxSparklinePoints: 60,
+} as const;
+
+/**
+ * The Endpoints table: HTTP requests grouped by service, direction, host (outgoing calls only), method and route,
+ * over the query's range and filters.
+ */
+export type EndpointsQuery = QueryBase & {
+  /** Rows at most, the busiest first: 1..endpointLimits.maxRows (the default). */
+  limit?: number;
+  /** Each row also counts its requests faster than this many microseconds (`faster`): where one request sits. */
+  rankOfMicros?: number;
+  /** Points of each row's p95 sparkline across the range: 0 (none, the default) to endpointLimits.maxSparklinePoints. */
+  sparklinePoints?: number;
+  /** One row for every HTTP request the query keeps, not one per endpoint (its key fields are ""): what an alert measures. */
+  isWhole?: boolean;
+};
+
+export type EndpointRow = {
+  service: string;
+  isOutgoing: boolean;
+  /** An outgoing call's Host; "" for requests the program served. */
+  host: string;
+  method: string;
+  /** "" for requests stored before routes were kept. */
+  route: string;
+  requests: number;
+  /** Responses 400..499 and >= 500. */
+  clientErrors: number;
+  serverErrors: number;
+  /** Duration percentiles and the longest, in microseconds. */
+  p50: number;
+  p95: number;
+  p99: number;
+  max: number;
+  /** Request and response body bytes on the wire, summed. */
+  bytesIn: number;
+  bytesOut: number;
+  /** The p95 of each point of the range (sparklinePoints of them), null where it had no requests. */
+  sparkline: Array<number | null>;
+  /** With rankOfMicros: the row's requests faster than it. */
+  faster?: number;
+};
+
+export type EndpointsResult = ResultBase & {
+  rows: EndpointRow[];
+  /** More endpoints matched than `limit`: the least busy were left out. */
+  wasRowLimitExceeded: boolean;
+  quantiles: QuantileMethod;
+  /** The sparkline's grid: the first point's start and each point's length, in ms. */
+  sparklineStartMs: number;
+  sparklineStepMs: number;
 };
 
 export type EventDetail = ResultBase & {

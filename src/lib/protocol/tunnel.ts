@@ -1,5 +1,5 @@
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import type { HistogramQuery, RowsQuery, TimestampFilter } from "~/lib/protocol/query.ts";
+import type { EndpointsQuery, HistogramQuery, QuantileMethod, RowsQuery, TimestampFilter } from "~/lib/protocol/query.ts";
 import { timeRangeProblem } from "~/lib/time/bounds.ts";
 
 /**
@@ -28,6 +28,8 @@ export type TunnelWant =
       query: Omit<HistogramQuery, "expressions">;
       filterText?: string;
     }
+  /** The Endpoints table (EndpointsQuery): one data row per endpoint. */
+  | { kind: "endpoints"; query: Omit<EndpointsQuery, "expressions">; filterText?: string }
   | { kind: "event"; eventId: string }
   /** Full events (headers, bodies, timings) of up to maxEventsPerRequest ids: what a HAR export needs. */
   | { kind: "events"; eventIds: string[]; range?: TimestampFilter }
@@ -69,6 +71,10 @@ export type TunnelResultData = {
   total?: number;
   /** Event detail: the outbound calls of data[0]. */
   children?: TracedEvent[];
+  /** Endpoints: how the percentiles were computed, and the sparklines' grid. */
+  quantiles?: QuantileMethod;
+  sparklineStartMs?: number;
+  sparklineStepMs?: number;
 };
 
 export class TunnelProtocolError extends Error {
@@ -197,7 +203,7 @@ const maxRequestHeaderBytes = 64 * 1024;
  */
 function rangesProblem(want: Record<string, unknown>, nowMs: number): string | null {
   const named: [string, unknown][] = [];
-  if (want.kind === "rows" || want.kind === "histogram") {
+  if (want.kind === "rows" || want.kind === "histogram" || want.kind === "endpoints") {
     const query = want.query as { filter?: { global?: unknown; focus?: unknown } } | null | undefined;
     const filter = typeof query === "object" && query !== null ? query.filter : undefined;
     named.push(["global time range", typeof filter === "object" && filter !== null ? filter.global : undefined]);

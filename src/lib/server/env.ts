@@ -68,6 +68,10 @@ export type Config = {
    * (a hosted server, where namespace admins must not reach the server's own network).
    */
   otlpDestinations: "any" | "public";
+  /** ALERT_EVALUATION_SECONDS: how often the alert rules are evaluated (on one node of a cluster). */
+  alertEvaluationSeconds: number;
+  /** WEBHOOKS_TO_PRIVATE_ADDRESSES: alert webhooks may reach loopback and private addresses (off: only public ones). */
+  webhooksToPrivateAddresses: boolean;
 };
 
 export const otlpProtocols = ["http/protobuf", "http/json"] as const;
@@ -270,6 +274,8 @@ export function parseConfig(env: Env = process.env): Config {
     maxWebSockets: int(env, "MAX_WEBSOCKETS", 0, 0, 10_000_000),
     webSocketsPerAddress: int(env, "WEBSOCKETS_PER_ADDRESS", 256, 1, 10_000_000),
     webSocketsPerLink: int(env, "WEBSOCKETS_PER_LINK", 1000, 1, 10_000_000),
+    alertEvaluationSeconds: int(env, "ALERT_EVALUATION_SECONDS", 60, 1, 3600),
+    webhooksToPrivateAddresses: env.WEBHOOKS_TO_PRIVATE_ADDRESSES === "1" || env.WEBHOOKS_TO_PRIVATE_ADDRESSES === "true",
   };
 }
 

@@ -2,7 +2,7 @@ import { AppError } from "~/lib/errors.ts";
 import type { FilterExpr } from "~/lib/filter/ast.ts";
 import { parseFilter } from "~/lib/filter/parse.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import type { QueryBase, QueryFilter, RowsQuery } from "~/lib/protocol/query.ts";
+import type { EndpointRow, EndpointsQuery, QueryBase, QueryFilter, RowsQuery } from "~/lib/protocol/query.ts";
 import {
   encodeResultData,
   errorResult,
@@ -49,6 +49,24 @@ function baseOf(raw: unknown, filterText: unknown): QueryBase {
   return base;
 }
 
+const endpointColumns = [
+  "service",
+  "isOutgoing",
+  "host",
+  "method",
+  "route",
+  "requests",
+  "clientErrors",
+  "serverErrors",
+  "p50",
+  "p95",
+  "p99",
+  "max",
+  "bytesIn",
+  "bytesOut",
+  "sparkline",
+] satisfies Array<keyof EndpointRow>;
+
 function rowsData(meta: string[], data: Record<string, unknown>[], r: Omit<TunnelResultData, "meta" | "data">): TunnelResultData {
   return { meta, data, ...r };
 }
@@ -74,10 +92,12 @@ async function run(store: EventStore, namespaceId: string, request: TunnelReques
       };
     }
     case "histogram": {
-      const r = await store.histogram(namespaceId, baseOf(want.query, want.filterText));
+      const latency = (want.query as { latency?: unknown } | null)?.latency === true;
+      const r = await store.histogram(namespaceId, { ...baseOf(want.query, want.filterText), latency });
+      const meta = ["timeMs", "count", "serverErrors", "clientErrors", ...(latency ? ["p50", "p95", "p99"] : [])];
       return {
         id: r.queryId,
-        data: rowsData(["timeMs", "count", "serverErrors", "clientErrors"], r.buckets, {
+        data: rowsData(meta, r.buckets, {
           rows_before_limit_at_least: r.buckets.length,
           wasRowLimitExceeded: false,
           actualNumberOfRows: r.buckets.length,
@@ -85,6 +105,27 @@ async function run(store: EventStore, namespaceId: string, request: TunnelReques
           bucketMs: r.bucketMs,
           startMs: r.startMs,
           total: r.total,
+        }),
+      };
+    }
+    case "endpoints": {
+      const q = want.query as Record<string, unknown>;
+      const query: EndpointsQuery = { ...baseOf(want.query, want.filterText) };
+      if (q.limit !== undefined) query.limit = q.limit as number;
+      if (q.rankOfMicros !== undefined) query.rankOfMicros = q.rankOfMicros as number;
+      if (q.sparklinePoints !== undefined) query.sparklinePoints = q.sparklinePoints as number;
+      if (q.isWhole !== undefined) query.isWhole = q.isWhole === true;
+      const r = await store.endpoints(namespaceId, query);
+      return {
+        id: r.queryId,
+        data: rowsData(endpointColumns, r.rows, {
+          rows_before_limit_at_least: r.rows.length,
+          wasRowLimitExceeded: r.wasRowLimitExceeded,
+          actualNumberOfRows: r.rows.length,
+          durationInNanoseconds: r.durationInNanoseconds,
+          quantiles: r.quantiles,
+          sparklineStartMs: r.sparklineStartMs,
+          sparklineStepMs: r.sparklineStepMs,
         }),
       };
     }
@@ -166,7 +207,7 @@ async function run(store: EventStore, namespaceId: string, request: TunnelReques
 /** Which kinds a role may send: SELECT only reads, INSERT only writes. */
 export function isAllowedFor(role: TunnelRole, kind: unknown): boolean {
   if (role === "INSERT") return kind === "insert";
-  return kind === "rows" || kind === "histogram" || kind === "event" || kind === "events";
+  return kind === "rows" || kind === "histogram" || kind === "endpoints" || kind === "event" || kind === "events";
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { QuantileMethod } from "~/lib/protocol/query.ts";
 import { clickhouseLiteral, duckdbLiteral } from "./escape.ts";
 
 /** What differs between the engines' SQL. Column names passed in are whitelisted identifiers. */
@@ -23,7 +24,18 @@ export type Dialect = {
    * `condition`, which gets the value's expression.
    */
   anyHeader(form: string, name: string, condition: (value: string) => string): string;
+  /** An aggregate: the array of the column's quantiles at `levels` (fractions), 1-indexed. */
+  quantiles(column: string, levels: readonly number[]): string;
+  /** Whether `quantiles` is exact or the engine's sketch. */
+  quantileMethod: QuantileMethod;
+  /**
+   * As `quantiles`, for the many small groups of the pictures (the sparklines, the histogram's latency lines), where a
+   * bounded sample is worth its speed.
+   */
+  sampledQuantiles(column: string, levels: readonly number[]): string;
 };
+
+const levelList = (levels: readonly number[]) => levels.map((l) => String(Number(l))).join(", ");
 
 /** Tag keys and header names reach SQL only as checked here (lib/filter/fields.ts says what they may be). */
 function plainKey(key: string): string {
@@ -75,6 +87,12 @@ export const duckdbDialect: Dialect = {
   hasTag: (key) => `json_extract_string(tags, ${duckdbLiteral(`$."${plainKey(key)}"`)}) IS NOT NULL`,
   anyHeader: (form, name, condition) =>
     `len(list_filter(regexp_extract_all(${form}, ${duckdbLiteral(headerPattern(name))}, 1), x -> ${condition("x")})) > 0`,
+  // Exact, and cheaper here than DuckDB's t-digest (approx_quantile) over the same rows (bench/README.md, endpoints).
+  quantiles: (c, levels) => `quantile_disc(${c}, [${levelList(levels)}])`,
+  quantileMethod: "exact",
+  // A reservoir of 8,192 values a group: exact below that, a uniform sample above; several times cheaper than
+  // quantile_disc over thousands of small groups (bench/README.md, endpoints).
+  sampledQuantiles: (c, levels) => `reservoir_quantile(${c}, [${levelList(levels)}])`,
 };
 
 export const clickhouseDialect: Dialect = {
@@ -95,4 +113,8 @@ export const clickhouseDialect: Dialect = {
   hasTag: (key) => `match(tags, ${clickhouseLiteral(tagPattern(key))})`,
   anyHeader: (form, name, condition) =>
     `arrayExists(x -> ${condition("x")}, extractAll(${form}, ${clickhouseLiteral(headerPattern(name))}))`,
+  // A t-digest per group (18.16 has it): a few KiB whatever the rows, with an error bench/README.md states.
+  quantiles: (c, levels) => `quantilesTDigest(${levelList(levels)})(${c})`,
+  quantileMethod: "approximate",
+  sampledQuantiles: (c, levels) => `quantilesTDigest(${levelList(levels)})(${c})`,
 };

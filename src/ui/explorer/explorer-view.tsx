@@ -3,6 +3,7 @@ import { useSearchParams } from "react-router";
 import type { KnownValues } from "~/lib/filter/complete.ts";
 import { joinFilterChips } from "~/lib/filter/parse.ts";
 import { highlightTerms } from "~/lib/filter/search.ts";
+import { formatDuration } from "~/lib/format.ts";
 import type { Clause } from "~/lib/protocol/query.ts";
 import { gridRange, type TimeRange } from "~/lib/time/range.ts";
 import { formatInZone } from "~/lib/time/typed-time.ts";
@@ -10,7 +11,7 @@ import { SearchBox } from "~/ui/filters/search-box.tsx";
 import { useTimeZone } from "~/ui/lib/time-zone.ts";
 import { ExplorerFilterBar } from "./explorer-filter-bar.tsx";
 import { decodeState, defaultState, type ExplorerState, encodeState, toQueryFilter } from "./explorer-state.ts";
-import { Histogram } from "./histogram.tsx";
+import { Histogram, type HistogramMode, latencyLines } from "./histogram.tsx";
 import type { HistogramAnswer, QueryClient, RowsAnswer } from "./query-client.ts";
 import { QueryError } from "./query-error.tsx";
 import { RangeControls } from "./range-controls.tsx";
@@ -68,16 +69,29 @@ function ExplorerBody({
 }) {
   const [tz] = useTimeZone();
   const filterText = joinFilterChips(state.text);
+  // Counts or latency lines: a URL parameter of its own, so a shared URL shows the same chart.
+  const [params, setParams] = useSearchParams();
+  const mode: HistogramMode = params.get("chart") === "latency" ? "latency" : "counts";
+  const setMode = (next: HistogramMode) =>
+    setParams(
+      (p) => {
+        const q = new URLSearchParams(p);
+        if (next === "latency") q.set("chart", "latency");
+        else q.delete("chart");
+        return q;
+      },
+      { replace: true, preventScrollReset: true },
+    );
   const histFilter = useMemo(() => toQueryFilter(state, false), [state]);
   const rowsFilter = useMemo(() => toQueryFilter(state, true), [state]);
 
   // The histogram depends on the global range and the filters only: brushing does not re-query it.
-  const histKey = JSON.stringify([histFilter.global, histFilter.clauses, filterText]);
+  const histKey = JSON.stringify([histFilter.global, histFilter.clauses, filterText, mode]);
   const cache = useRef(new Map<string, HistogramAnswer>());
   const hist = useQuery<HistogramAnswer>(histKey, async (signal) => {
     const hit = cache.current.get(histKey);
     if (hit) return hit;
-    const answer = await client.histogram(histFilter, filterText, signal);
+    const answer = await client.histogram(histFilter, filterText, signal, mode === "latency");
     if (cache.current.size > 20) cache.current.clear();
     cache.current.set(histKey, answer);
     return answer;
@@ -141,15 +155,41 @@ function ExplorerBody({
             {hist.data ? `${hist.data.total.toLocaleString("en-US")} request${hist.data.total === 1 ? "" : "s"}` : "…"}
           </span>
           <span>bucket {formatBucket(grid.bucketMs)}</span>
-          <span className="flex items-center gap-1">
-            <i className="inline-block size-2 bg-emerald-500/70" /> 1xx–3xx
-          </span>
-          <span className="flex items-center gap-1">
-            <i className="inline-block size-2 bg-amber-400" /> 4xx
-          </span>
-          <span className="flex items-center gap-1">
-            <i className="inline-block size-2 bg-red-500" /> 5xx
-          </span>
+          <fieldset className="inline-flex overflow-hidden rounded-md border border-zinc-700" aria-label="Chart">
+            {(["counts", "latency"] as const).map((m) => (
+              <button
+                key={m}
+                type="button"
+                aria-pressed={mode === m}
+                onClick={() => setMode(m)}
+                className={`px-2 py-0.5 ${mode === m ? "bg-zinc-700 text-zinc-100" : "text-zinc-400 hover:bg-zinc-800"}`}
+              >
+                {m === "counts" ? "Counts" : "Percentiles"}
+              </button>
+            ))}
+          </fieldset>
+          {mode === "counts" ? (
+            <>
+              <span className="flex items-center gap-1">
+                <i className="inline-block size-2 bg-emerald-500/70" /> 1xx–3xx
+              </span>
+              <span className="flex items-center gap-1">
+                <i className="inline-block size-2 bg-amber-400" /> 4xx
+              </span>
+              <span className="flex items-center gap-1">
+                <i className="inline-block size-2 bg-red-500" /> 5xx
+              </span>
+            </>
+          ) : (
+            <>
+              {latencyLines.map((l) => (
+                <span key={l.key} className="flex items-center gap-1">
+                  <i className={`inline-block h-0.5 w-3 ${l.swatch}`} /> {l.key}
+                </span>
+              ))}
+              <span data-testid="latency-max">top {formatDuration(Math.max(0, ...(showBuckets ?? []).map((b) => b.p99 ?? 0)))}</span>
+            </>
+          )}
           {state.focus ? (
             <span className="ml-auto max-sm:ml-0 max-sm:basis-full" data-testid="focus-range">
               focus {formatInZone(state.focus.startMs, tz)} → {formatInZone(state.focus.endMs, tz)}
@@ -161,7 +201,7 @@ function ExplorerBody({
         {hist.status === "failed" ? (
           <QueryError what="The histogram" message={hist.message} details={hist.details} onRetry={hist.retry} />
         ) : null}
-        <Histogram global={state.global} focus={state.focus} buckets={showBuckets} tz={tz} onFocus={onFocus} />
+        <Histogram global={state.global} focus={state.focus} buckets={showBuckets} tz={tz} onFocus={onFocus} mode={mode} />
       </div>
       {/* On a phone the list is a screenful below the folded controls; opened, they push it down and the page scrolls. */}
       <div className="flex min-h-0 flex-1 flex-col max-sm:h-[calc(100dvh-12rem)] max-sm:min-h-80 max-sm:flex-none">

@@ -8,6 +8,38 @@ const geo: Geometry = { width: 1200, height: 160 };
 
 type Drag = { mode: DragMode; x0: number; x1: number; pointerId: number };
 
+/** What the bars show: request counts (stacked by status), or the p50/p95/p99 of each bucket's durations as lines. */
+export type HistogramMode = "counts" | "latency";
+
+export const latencyLines = [
+  { key: "p50", className: "stroke-emerald-400", swatch: "bg-emerald-400" },
+  { key: "p95", className: "stroke-amber-400", swatch: "bg-amber-400" },
+  { key: "p99", className: "stroke-red-400", swatch: "bg-red-400" },
+] as const;
+
+/**
+ * Each percentile as a step line: flat across each bucket that has requests, joined to the next bucket when adjacent,
+ * a gap where a bucket has none (so a lone bucket still shows).
+ */
+function latencyPaths(buckets: HistogramBucket[], span: (b: HistogramBucket) => [number, number], y: (us: number) => number) {
+  return latencyLines.map(({ key, className }) => {
+    let d = "";
+    let lastEnd: number | null = null;
+    for (const b of buckets) {
+      const v = b[key];
+      if (v === null || v === undefined) {
+        lastEnd = null;
+        continue;
+      }
+      const [x0, x1] = span(b);
+      const isJoined = lastEnd !== null && Math.abs(lastEnd - x0) < 1;
+      d += `${isJoined ? "L" : "M"}${x0.toFixed(1)} ${y(v).toFixed(1)} H${Math.max(x1, x0 + 2).toFixed(1)} `;
+      lastEnd = x1;
+    }
+    return { key, className, d: d.trim() };
+  });
+}
+
 /**
  * The request-count histogram (about 120 bars: successes, 4xx and 5xx stacked) with its brush.
  * Drawn as one SVG in a fixed 1200-wide view box (stretched to the width) spanning exactly the global range,
@@ -19,17 +51,20 @@ export function Histogram({
   buckets,
   tz,
   onFocus,
+  mode = "counts",
 }: {
   global: TimeRange;
   focus: TimeRange | null;
   buckets: HistogramBucket[] | null;
   tz: TimeZoneMode;
   onFocus: (focus: TimeRange) => void;
+  mode?: HistogramMode;
 }) {
   const svg = useRef<SVGSVGElement>(null);
   const [drag, setDrag] = useState<Drag | null>(null);
   const grid = gridRange(global);
   const max = useMemo(() => Math.max(1, ...(buckets ?? []).map((b) => b.count)), [buckets]);
+  const maxLatency = useMemo(() => Math.max(1, ...(buckets ?? []).map((b) => b.p99 ?? 0)), [buckets]);
   const shown = drag ? dragResult(drag.mode, global, focus, geo, drag.x0, drag.x1) : focus;
 
   const toView = (e: PointerEvent) => {
@@ -49,8 +84,10 @@ export function Histogram({
       <svg
         ref={svg}
         role="img"
-        aria-label="Requests over time"
+        aria-label={mode === "latency" ? "Latency percentiles over time" : "Requests over time"}
         data-testid="histogram"
+        data-view={mode}
+        data-max-latency={mode === "latency" ? maxLatency : undefined}
         data-mode={drag?.mode ?? ""}
         data-start={grid.startMs}
         data-end={grid.endMs}
@@ -83,7 +120,24 @@ export function Histogram({
         }}
         onPointerCancel={() => setDrag(null)}
       >
-        {(buckets ?? []).map((b) => {
+        {mode === "latency"
+          ? latencyPaths(
+              (buckets ?? []).filter((b) => b.count > 0),
+              (b) => [xAt(global, geo, Math.max(grid.startMs, b.timeMs)), xAt(global, geo, Math.min(grid.endMs, b.timeMs + grid.bucketMs))],
+              (us) => geo.height - 2 - (us / maxLatency) * (geo.height - 8),
+            ).map((line) => (
+              <path
+                key={line.key}
+                data-line={line.key}
+                d={line.d}
+                fill="none"
+                className={line.className}
+                strokeWidth={1.5}
+                vectorEffect="non-scaling-stroke"
+              />
+            ))
+          : null}
+        {(mode === "latency" ? [] : (buckets ?? [])).map((b) => {
           const h = (b.count / max) * (geo.height - 4);
           const e5 = (b.serverErrors / max) * (geo.height - 4);
           const e4 = (b.clientErrors / max) * (geo.height - 4);

@@ -1,7 +1,15 @@
 import { errorMessage } from "~/lib/errors.ts";
 import type { CreateTunnelResponse } from "~/lib/protocol/api/tunnel.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { type HistogramBucket, listColumns, type QueryFilter, type ResultRow } from "~/lib/protocol/query.ts";
+import {
+  type EndpointRow,
+  type EndpointsQuery,
+  type HistogramBucket,
+  listColumns,
+  type QuantileMethod,
+  type QueryFilter,
+  type ResultRow,
+} from "~/lib/protocol/query.ts";
 import { decodeResult, decodeResultData, encodeRequest, type TunnelResultData, type TunnelWant } from "~/lib/protocol/tunnel.ts";
 import { api, describeError } from "~/ui/lib/api.ts";
 import { reportEvent } from "~/ui/lib/events.ts";
@@ -21,6 +29,14 @@ export type HistogramAnswer = {
   buckets: HistogramBucket[];
   total: number;
 };
+export type EndpointsAnswer = {
+  rows: EndpointRow[];
+  wasRowLimitExceeded: boolean;
+  quantiles: QuantileMethod;
+  sparklineStartMs: number;
+  sparklineStepMs: number;
+};
+export type EndpointsOptions = Pick<EndpointsQuery, "limit" | "rankOfMicros" | "sparklinePoints">;
 export type DetailAnswer = {
   event: TracedEvent;
   children: TracedEvent[];
@@ -30,7 +46,10 @@ export type DetailAnswer = {
 export type QueryClient = {
   /** limit: at most maxRowLimit (the default); the explorer asks for a small first page, then the rest. */
   rows(filter: QueryFilter, filterText: string, signal?: AbortSignal, limit?: number): Promise<RowsAnswer>;
-  histogram(filter: QueryFilter, filterText: string, signal?: AbortSignal): Promise<HistogramAnswer>;
+  /** latency: each bucket also carries its p50/p95/p99 (the histogram's percentile lines). */
+  histogram(filter: QueryFilter, filterText: string, signal?: AbortSignal, latency?: boolean): Promise<HistogramAnswer>;
+  /** The Endpoints table over the filter's range (its focus when set). */
+  endpoints(filter: QueryFilter, filterText: string, options: EndpointsOptions, signal?: AbortSignal): Promise<EndpointsAnswer>;
   detail(eventId: string, signal?: AbortSignal): Promise<DetailAnswer>;
   events(eventIds: string[], signal?: AbortSignal): Promise<TracedEvent[]>;
   close(): void;
@@ -195,13 +214,23 @@ export function tunnelQueryClient(namespaceId: string, onState: (s: ConnectionSt
         durationInNanoseconds: d.durationInNanoseconds,
       };
     },
-    async histogram(filter, filterText, signal) {
-      const d = await send({ kind: "histogram", query: { filter }, filterText }, signal);
+    async histogram(filter, filterText, signal, latency) {
+      const d = await send({ kind: "histogram", query: latency ? { filter, latency } : { filter }, filterText }, signal);
       return {
         bucketMs: d.bucketMs ?? 1000,
         startMs: d.startMs ?? filter.global.lowerMs,
         buckets: d.data as HistogramBucket[],
         total: d.total ?? 0,
+      };
+    },
+    async endpoints(filter, filterText, options, signal) {
+      const d = await send({ kind: "endpoints", query: { filter, ...options }, filterText }, signal);
+      return {
+        rows: d.data as EndpointRow[],
+        wasRowLimitExceeded: d.wasRowLimitExceeded,
+        quantiles: d.quantiles ?? "exact",
+        sparklineStartMs: d.sparklineStartMs ?? filter.global.lowerMs,
+        sparklineStepMs: d.sparklineStepMs ?? 0,
       };
     },
     async detail(eventId, signal) {

@@ -4,6 +4,7 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { maxRowLimit, type QueryFilter, type ResultRow } from "~/lib/protocol/query.ts";
 import { maxEventsPerRequest } from "~/lib/protocol/tunnel.ts";
 import type { TimeZoneMode } from "~/lib/time/ticks.ts";
+import { PercentileSentence } from "~/ui/endpoints/percentile-sentence.tsx";
 import { downloadHar } from "~/ui/request-detail/har-download.ts";
 import { RequestDetail } from "~/ui/request-detail/request-detail.tsx";
 import type { QueryClient, RowsAnswer } from "./query-client.ts";
@@ -115,6 +116,7 @@ export function ResultsPanel({
       {detail ? (
         // On a phone the detail is a full-screen sheet over the explorer.
         <div className="fixed inset-0 z-40 flex flex-col sm:static sm:z-auto sm:w-[44%] sm:min-w-80 sm:shrink-0 sm:border-l sm:border-zinc-800">
+          {detail.status === "done" ? <PercentileSentence client={client} event={detail.event} filter={filter} /> : null}
           {detail.status === "done" ? (
             <RequestDetail
               event={detail.event}

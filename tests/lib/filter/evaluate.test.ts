@@ -81,6 +81,16 @@ describe("compileFilter over TracedEvent", () => {
     expect(matches('tls.reason == ""', makeEvent({ tags: Object.create({ tls_reason: "mutual TLS" }) }))).toBe(true);
   });
 
+  test("route: the template ingest gave the event, compared whole or in part", () => {
+    const user = makeEvent({ http_req_path: "/users/42?tab=orders", http_route: "/users/{id}" });
+    const other = makeEvent({ http_req_path: "/users/me", http_route: "/users/me" });
+    expect([user, other].map((e) => matches('request.route == "/users/{id}"', e))).toEqual([true, false]);
+    expect([user, other].map((e) => matches('request.route != "/users/{id}"', e))).toEqual([false, true]);
+    expect([user, other].map((e) => matches('request.route startsWith "/users/"', e))).toEqual([true, true]);
+    expect([user, other].map((e) => matches('request.route endsWith "{id}"', e))).toEqual([true, false]);
+    expect([user, other].map((e) => matches('request.route contains "{"', e))).toEqual([true, false]);
+  });
+
   test("duration with units against microseconds", () => {
     expect(matches("duration > 200ms", post500)).toBe(true);
     expect(matches("duration > 250ms", post500)).toBe(false);

@@ -66,6 +66,15 @@ describe("parseFilter: the filter language", () => {
     expect(err('ws.direction contains "c"').message).toBe('ws.direction cannot use "contains": use ==, !=');
   });
 
+  test("request.route is a quoted route template compared whole or in part", () => {
+    for (const op of ["==", "!=", "startsWith", "endsWith", "contains"]) {
+      expect(ok(`request.route ${op} "/users/{id}"`)).toMatchObject({ field: "request.route", op, value: "/users/{id}" });
+    }
+    expect(ok('request.route matches "^/u"')).toMatchObject({ field: "request.route", op: "matches" });
+    expect(err("request.route == 42").message).toMatch(/expected a quoted string, e.g. "\/users\/\{id\}", found/);
+    expect(err('request.route > "/a"').message).toMatch(/request.route cannot use ">"/);
+  });
+
   test("durations normalise to microseconds, bare numbers are milliseconds", () => {
     expect(ok("duration > 250")).toMatchObject({ op: ">", value: 250_000 });
     expect(ok("duration >= 250ms")).toMatchObject({ value: 250_000 });

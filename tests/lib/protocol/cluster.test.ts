@@ -31,6 +31,7 @@ const sent: { [K in BrokerMessageKind]: BrokerMessage<K> } = {
   },
   limits: { n: "node-a", l: { ns: [["ns:1", 40]], "org:50": [["org-1", 40]] }, c: { emailLogin: { k: [["203.0.113.7", 1]], g: 1 } } },
   node: { id: "node-a:1", from: "node-a", kind: "history", body: '{"key":"ns:1","node":"node-a"}' },
+  routes: { n: "node-a", f: [["ns:1", "/users"]], v: [["ns:1", "/shops", [1, 4294967295]]], p: [["ns-1", ["/users/{login}"]]] },
 };
 
 const calls: { [K in NodeCallKind]: { body: NodeCallBody<K>; answer: NodeCallAnswer<K> } } = {
@@ -71,6 +72,14 @@ describe("the cluster's protocol (lib/protocol/cluster.ts)", () => {
     expect(refused("limits", { n: "node-a", l: { "org:x": [] } })).toMatchObject({ ok: false, error: expect.stringContaining("/l/org:x") });
     expect(refused("limits", { n: "node-a", l: { ns: [["k", -1]] } })).toMatchObject({ ok: false });
     expect(refused("live", { ...sent.live, ns: 5 })).toMatchObject({ ok: false, error: expect.stringContaining("/ns") });
+    expect(refused("routes", { ...sent.routes, v: [["ns:1", "/x", [-1]]] })).toMatchObject({
+      ok: false,
+      error: expect.stringContaining("/v/0/2/0"),
+    });
+    expect(refused("routes", { ...sent.routes, f: [["ns:1", "x".repeat(5000)]] })).toMatchObject({
+      ok: false,
+      error: expect.stringContaining("/f/0/1"),
+    });
     expect(refused("node", { id: "", from: "node-a", kind: "history" })).toMatchObject({
       ok: false,
       error: expect.stringContaining("/id"),

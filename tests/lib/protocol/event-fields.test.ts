@@ -30,27 +30,27 @@ import { tracedEvent } from "../../support/event-factory.ts";
 describe("a field added to a copy of the table", () => {
   test("is in the event type and starts neutral", () => {
     const event: RoutedEvent = neutralEventOf<RoutedEvent>(routed)();
-    expect(event.http_route).toBe("");
+    expect(event.http_handler).toBe("");
     expect(Object.keys(event)).toEqual(routed.names as string[]);
   });
 
   test("is checked by the JSON validator: kept, cut to its limit, refused when not text, neutral when absent", () => {
     const validate = eventValidator(routed);
     const kept = validate(routedEvent("/users/:id"));
-    expect(kept.ok && (kept.event as unknown as RoutedEvent).http_route).toBe("/users/:id");
+    expect(kept.ok && (kept.event as unknown as RoutedEvent).http_handler).toBe("/users/:id");
 
     const long = validate(routedEvent(`/${"r".repeat(400)}`));
     if (!long.ok) throw new Error(long.error);
-    const cut = (long.event as unknown as RoutedEvent).http_route;
+    const cut = (long.event as unknown as RoutedEvent).http_handler;
     expect([cut.length, cut.endsWith(TRUNCATION_MARKER), long.truncated]).toEqual([256, true, 1]);
 
-    expect(validate({ ...routedEvent(""), http_route: 42 })).toEqual({ ok: false, error: "http_route must be a string" });
-    const { http_route: _, ...older } = routedEvent("");
+    expect(validate({ ...routedEvent(""), http_handler: 42 })).toEqual({ ok: false, error: "http_handler must be a string" });
+    const { http_handler: _, ...older } = routedEvent("");
     const fromOlder = validate(older);
-    expect(fromOlder.ok && (fromOlder.event as unknown as RoutedEvent).http_route).toBe("");
+    expect(fromOlder.ok && (fromOlder.event as unknown as RoutedEvent).http_handler).toBe("");
     // The server of the real table ignores it, as it ignores any field it does not know.
     const today = validateEvent(routedEvent("/users/:id"));
-    expect(today.ok && "http_route" in today.event).toBe(false);
+    expect(today.ok && "http_handler" in today.event).toBe(false);
   });
 
   test("travels in binary batches: its own column, read back as sent, and agents and servers of either table still understand each other", () => {
@@ -58,7 +58,7 @@ describe("a field added to a copy of the table", () => {
     const frame = eventBatchEncoder(routed)(7, events);
     const read = eventBatchValidator(routed)(frame);
     if ("error" in read) throw new Error(read.message);
-    const routes = read.events.map((e) => (e as unknown as RoutedEvent).http_route);
+    const routes = read.events.map((e) => (e as unknown as RoutedEvent).http_handler);
     expect(routes.slice(0, 2)).toEqual(["/users/:id", "/orders"]);
     expect(routes[2]!.length).toBe(256);
     expect([read.refused, read.truncated]).toEqual([0, 1]);
@@ -70,30 +70,30 @@ describe("a field added to a copy of the table", () => {
     const today = validateEventBatch(frame);
     if ("error" in today) throw new Error(today.message);
     expect(today.events.map((e) => e.event_id)).toEqual(events.map((e) => e.event_id));
-    expect(today.events.some((e) => "http_route" in e)).toBe(false);
+    expect(today.events.some((e) => "http_handler" in e)).toBe(false);
     // A server of the new table reads an older agent's frame: the field is neutral.
     const older = eventBatchValidator(routed)(encodeEventBatch(8, [tracedEvent()]));
     if ("error" in older) throw new Error(older.message);
-    expect((older.events[0] as unknown as RoutedEvent).http_route).toBe("");
+    expect((older.events[0] as unknown as RoutedEvent).http_handler).toBe("");
     // A column the table knows, sent with another kind, is a broken frame.
     const wrongKind = eventBatchValidator(routed)(
-      eventBatchEncoder(deriveEventFields([...eventFieldTable, { name: "http_route", type: "int", min: 0, max: 9 }]))(9, [tracedEvent()]),
+      eventBatchEncoder(deriveEventFields([...eventFieldTable, { name: "http_handler", type: "int", min: 0, max: 9 }]))(9, [tracedEvent()]),
     );
-    expect(wrongKind).toMatchObject({ error: "malformed", message: "event batch: column http_route must be of kind str" });
+    expect(wrongKind).toMatchObject({ error: "malformed", message: "event batch: column http_handler must be of kind str" });
   });
 
   test("is a clause column, a row column and an exported column; today's table refuses a clause on it", () => {
-    expect(routed.stringClauseColumns).toContain("http_route");
-    expect(routed.rowColumns.at(-1)).toBe("http_route");
-    expect(routed.exportColumns).toEqual([...eventFields.exportColumns, "http_route"]);
+    expect(routed.stringClauseColumns).toContain("http_handler");
+    expect(routed.rowColumns.at(-1)).toBe("http_handler");
+    expect(routed.exportColumns).toEqual([...eventFields.exportColumns, "http_handler"]);
     const query = {
       filter: {
-        clauses: [{ type: "String", column: "http_route", op: "Equals", value: "/users/:id" }],
+        clauses: [{ type: "String", column: "http_handler", op: "Equals", value: "/users/:id" }],
         global: { lowerMs: 0, upperMs: 1 },
       },
     } as const;
     const range = { lowerMs: 0, upperMs: 1 };
-    expect(compileWhere(duckdbDialect, query as never, range, routed)).toContain("http_route = '/users/:id'");
+    expect(compileWhere(duckdbDialect, query as never, range, routed)).toContain("http_handler = '/users/:id'");
     expect(() => compileWhere(duckdbDialect, query as never, range)).toThrow("unknown string column");
   });
 
@@ -105,12 +105,12 @@ describe("a field added to a copy of the table", () => {
 
   test("is a stored column of both engines, single node and cluster", () => {
     const layout = storeLayout(routed);
-    expect(layout.columns.at(-1)).toMatchObject({ name: "http_route", type: "string", fill: "" });
+    expect(layout.columns.at(-1)).toMatchObject({ name: "http_handler", type: "string", fill: "" });
     const [single] = createTableStatements("events_x", undefined, layout);
-    expect(single).toContain(", http_route String DEFAULT '')");
+    expect(single).toContain(", http_handler String DEFAULT '')");
     const cluster = createTableStatements("events_x", { name: "c", replicated: false }, layout);
-    expect(cluster.map((sql) => sql.includes("http_route String DEFAULT ''"))).toEqual([true, true]);
-    expect(createTableStatements("events_x", undefined)[0]).not.toContain("http_route");
+    expect(cluster.map((sql) => sql.includes("http_handler String DEFAULT ''"))).toEqual([true, true]);
+    expect(createTableStatements("events_x", undefined)[0]).not.toContain("http_handler");
   });
 
   test("is stored, queried, exported in rows and read back by a store opened with the table (DuckDB)", async () => {
@@ -121,12 +121,12 @@ describe("a field added to a copy of the table", () => {
     await store.insert(ns, events as unknown as TracedEvent[]);
     const global = { lowerMs: time / 1000 - 1, upperMs: time / 1000 + 1 };
     const rows = await store.queryRows(ns, {
-      filter: { clauses: [{ type: "String", column: "http_route" as never, op: "Equals", value: "/users/:id" }], global },
+      filter: { clauses: [{ type: "String", column: "http_handler" as never, op: "Equals", value: "/users/:id" }], global },
     });
-    expect(rows.meta.at(-1)).toBe("http_route");
-    expect(rows.data.map((r) => [r.event_id, (r as Record<string, unknown>).http_route])).toEqual([[events[0]!.event_id, "/users/:id"]]);
+    expect(rows.meta.at(-1)).toBe("http_handler");
+    expect(rows.data.map((r) => [r.event_id, (r as Record<string, unknown>).http_handler])).toEqual([[events[0]!.event_id, "/users/:id"]]);
     const detail = await store.getEvent(ns, events[1]!.event_id);
-    expect((detail!.event as unknown as RoutedEvent).http_route).toBe("/orders");
+    expect((detail!.event as unknown as RoutedEvent).http_handler).toBe("/orders");
     await store.close();
   });
 });
@@ -136,7 +136,7 @@ describe("a field added in the middle of a copy of the table", () => {
   const at = eventFieldTable.findIndex((f) => f.name === "http_req_path") + 1;
   const middle = deriveEventFields([
     ...eventFieldTable.slice(0, at),
-    { name: "http_route", type: "text", max: 256, isQueryable: true, shown: "export" },
+    { name: "http_handler", type: "text", max: 256, isQueryable: true, shown: "export" },
     ...eventFieldTable.slice(at),
   ]);
 
@@ -154,15 +154,15 @@ describe("a field added in the middle of a copy of the table", () => {
         const e = routedEvent("/users/:id", { time: time + 1 });
         await store.insert(ns, [e] as unknown as TracedEvent[]);
         const page = await store.queryRows(ns, { filter: { clauses: [], global: { lowerMs: time / 1000 - 1, upperMs: time / 1000 + 1 } } });
-        expect(page.meta.indexOf("http_route")).toBe(page.meta.indexOf("http_req_path") + 1);
+        expect(page.meta.indexOf("http_handler")).toBe(page.meta.indexOf("http_req_path") + 1);
         const row = page.data.find((r) => r.event_id === e.event_id) as Record<string, unknown>;
-        expect([row.http_route, row.http_req_path, row.http_resp_status_code]).toEqual([
+        expect([row.http_handler, row.http_req_path, row.http_resp_status_code]).toEqual([
           "/users/:id",
           e.http_req_path,
           e.http_resp_status_code,
         ]);
         const detail = await store.getEvent(ns, e.event_id);
-        expect((detail!.event as unknown as RoutedEvent).http_route).toBe("/users/:id");
+        expect((detail!.event as unknown as RoutedEvent).http_handler).toBe("/users/:id");
       }
       await store.close();
     } finally {
@@ -197,7 +197,7 @@ describe("the table's rules", () => {
       ["hostname", ""],
       ["tags", "{}"],
     ]);
-    expect(missingColumns([...names, "http_route"])).toEqual([]);
+    expect(missingColumns([...names, "http_handler"])).toEqual([]);
   });
 });
 

@@ -12,6 +12,17 @@ import {
 } from "./billing.ts";
 import { anyone, anyPrincipal, type Callers, signedInUser } from "./callers.ts";
 import {
+  DeleteAlertRuleRequest,
+  DeleteAlertRuleResponse,
+  GetRoutePatternsRequest,
+  ListAlertsRequest,
+  ListAlertsResponse,
+  RoutePatternsResponse,
+  SaveAlertRuleRequest,
+  SaveAlertRuleResponse,
+  SetRoutePatternsRequest,
+} from "./endpoints.ts";
+import {
   GetLinkRequest,
   GetLinkResponse,
   HasSeenPublisherRequest,
@@ -124,6 +135,11 @@ export const apiCalls = {
   SaveOtlpExport: { body: SaveOtlpExportRequest, response: OtlpExportResponse, callers: signedInUser },
   DeleteOtlpExport: { body: DeleteOtlpExportRequest, response: DeleteOtlpExportResponse, callers: signedInUser },
   SendOtlpTestSpan: { body: SendOtlpTestSpanRequest, response: SendOtlpTestSpanResponse, callers: signedInUser },
+  GetRoutePatterns: { body: GetRoutePatternsRequest, response: RoutePatternsResponse, callers: signedInUser },
+  SetRoutePatterns: { body: SetRoutePatternsRequest, response: RoutePatternsResponse, callers: signedInUser },
+  ListAlerts: { body: ListAlertsRequest, response: ListAlertsResponse, callers: signedInUser },
+  SaveAlertRule: { body: SaveAlertRuleRequest, response: SaveAlertRuleResponse, callers: signedInUser },
+  DeleteAlertRule: { body: DeleteAlertRuleRequest, response: DeleteAlertRuleResponse, callers: signedInUser },
 } as const satisfies Record<string, Call>;
 
 export type ApiCallName = keyof typeof apiCalls;

@@ -63,7 +63,7 @@ export function isWorkerRecent(lastSeenWorkerTime: Org["lastSeenWorkerTime"] | u
 
 /** The dashboard path for a namespace, keeping the current screen (live, tokens, ...) when switching. */
 export function namespacePath(name: string, currentPath: string): string {
-  const screen = /^\/dashboard\/[^/]+\/(live|requests|tokens|users)(?:\/|$)/.exec(currentPath)?.[1] ?? "live";
+  const screen = /^\/dashboard\/[^/]+\/(live|requests|endpoints|tokens|users)(?:\/|$)/.exec(currentPath)?.[1] ?? "live";
   return `/dashboard/${encodeURIComponent(name)}/${screen}`;
 }
 

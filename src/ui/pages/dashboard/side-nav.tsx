@@ -45,6 +45,11 @@ export function SideNav({ onHide }: { onHide: () => void }) {
               <Dot /> Requests
             </NavLink>
           ) : null}
+          {isWorkerRecent(org?.lastSeenWorkerTime) ? (
+            <NavLink to={`${base}/endpoints`} className={linkClass}>
+              <Dot /> Endpoints
+            </NavLink>
+          ) : null}
           <NavLink to={`${base}/tokens`} className={linkClass}>
             <Dot /> Tokens
           </NavLink>
