@@ -5,6 +5,7 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
  * The `--log` line on stderr, one per request:
  *   12:04:05.123  200 GET  /users?page=2                    3.2ms
  *   12:04:05.125 →200 GET  api.example.com/v1/items        41.0ms
+ *   12:04:07.001  --- GET  /hang                              2.0s  unanswered: client aborted
  * Outbound calls get an arrow and their host. Non-HTTP connections show protocol, peer and bytes.
  */
 export type LogLineOptions = { color?: boolean; maxUrl?: number };
@@ -42,5 +43,6 @@ export function formatLogLine(e: Omit<TracedEvent, "http_req_body" | "http_resp_
   if (url.length > maxUrl) url = `${url.slice(0, maxUrl - 1)}…`;
   const method = printable(e.http_req_method).padEnd(4);
   const tls = isDecrypted ? `  (tls, ${e.http_version === "2" ? "h2" : "h1"})` : "";
-  return `${formatClock(e.time)} ${arrow}${paint(statusColor, statusText, color)} ${method} ${url.padEnd(Math.min(40, maxUrl))} ${formatDuration(e.http_duration).padStart(8)}${tls}`;
+  const unanswered = e.http_unanswered ? `  ${paint(31, `unanswered: ${printable(e.http_unanswered).replace("_", " ")}`, color)}` : "";
+  return `${formatClock(e.time)} ${arrow}${paint(statusColor, statusText, color)} ${method} ${url.padEnd(Math.min(40, maxUrl))} ${formatDuration(e.http_duration).padStart(8)}${unanswered}${tls}`;
 }

@@ -1,3 +1,4 @@
+import type { UnansweredReason } from "~/lib/protocol/event.ts";
 import { BodySample } from "./body.ts";
 import type { Exchange } from "./exchange.ts";
 import { type Http1Handler, type Http1Head, Http1Parser, type ResponseFraming } from "./http1.ts";
@@ -88,15 +89,21 @@ export class Http1Session {
     else if (this.upgraded && used < chunk.length) this.upgraded.serverBytes = chunk.slice(used);
   }
 
+  /**
+   * A FIN: once the client sends nothing more, a request still waiting for its response head was given up on (curl
+   * --max-time, a browser's cancel); once the server does, it will never be answered. Either is recorded now, not when
+   * the connection finally closes. A response already under way goes on.
+   */
   onEnd(fromClient: boolean, at: number): void {
-    if (this.state !== "http" || fromClient) return;
-    this.resp.end(at);
+    if (this.state !== "http") return;
+    if (!fromClient) this.resp.end(at);
+    this.abandonUnanswered(fromClient ? "client_aborted" : "server_closed", at);
   }
 
   /** The connection is gone: whatever is still open is reported as incomplete; a tunnel's CONNECT ends now. */
   onClose(at: number, error?: string): void {
     if (this.state === "http") this.resp.end(at);
-    this.abandonPending(error ? `connection closed: ${error}` : "connection closed before the response completed", at);
+    this.abandonPending(error ? `connection closed: ${error}` : "connection closed before the response completed", at, closeReason(error));
     const tunnel = this.tunnel;
     if (tunnel) {
       this.tunnel = null;
@@ -112,7 +119,26 @@ export class Http1Session {
     this.abandonPending(`parser gave up: ${reason}`, 0);
   }
 
-  private abandonPending(reason: string, at: number): void {
+  /** Ends the requests that have no response head yet as unanswered; the rest stay pending. */
+  private abandonUnanswered(reason: UnansweredReason, at: number): void {
+    const open = this.pending.filter((ex) => ex.response === null);
+    if (open.length === 0) return;
+    const answered = this.pending.filter((ex) => ex.response !== null);
+    this.pending.splice(0, this.pending.length, ...answered);
+    if (this.upgradeCandidate && open.includes(this.upgradeCandidate)) this.upgradeCandidate = null;
+    const current = this.currentRequest;
+    if (current && open.includes(current)) {
+      current.requestBodyWire = this.req.bodyBytes;
+      this.currentRequest = null;
+    }
+    for (const ex of open) {
+      ex.incompleteReason = unansweredText[reason];
+      finishUnanswered(ex, reason, at);
+      this.hooks.onExchange(ex);
+    }
+  }
+
+  private abandonPending(reason: string, at: number, unanswered?: UnansweredReason): void {
     const open = this.pending.splice(0);
     const current = this.currentRequest;
     if (current && !current.isRequestDone && !open.includes(current)) open.push(current);
@@ -129,6 +155,7 @@ export class Http1Session {
         ex.responseEndAt = Math.max(ex.responseStartAt, at);
         ex.responseBodyWire = this.resp.bodyBytes;
       }
+      if (unanswered && !ex.response) finishUnanswered(ex, unanswered, at);
       ex.isRequestDone = true;
       ex.isResponseDone = true;
       this.hooks.onExchange(ex);
@@ -321,6 +348,27 @@ export class Http1Session {
       },
     };
   }
+}
+
+/** What a close says of the requests it leaves without an answer; none when the tracer itself stopped following. */
+export function closeReason(error: string | undefined): UnansweredReason | undefined {
+  if (!error) return "server_closed";
+  return error.startsWith("tap detached") ? undefined : "reset";
+}
+
+export const unansweredText: Record<UnansweredReason, string> = {
+  client_aborted: "the client gave up before a response",
+  server_closed: "the server closed the connection without a response",
+  reset: "reset before a response",
+};
+
+/** Marks an exchange that will never get a response head; a request still being sent ends with it. */
+export function finishUnanswered(ex: Exchange, reason: UnansweredReason, at: number): void {
+  const endAt = Math.max(ex.requestStartAt, at);
+  ex.unanswered = { reason, at: endAt };
+  if (!ex.isRequestDone) ex.requestEndAt = endAt;
+  ex.isRequestDone = true;
+  ex.isResponseDone = true;
 }
 
 function hasRequestBody(head: Http1Head): boolean {

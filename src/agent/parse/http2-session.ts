@@ -1,9 +1,10 @@
 import { errorMessage } from "~/lib/errors.ts";
+import type { UnansweredReason } from "~/lib/protocol/event.ts";
 import { BodySample } from "./body.ts";
 import type { Exchange } from "./exchange.ts";
 import { HpackDecoder } from "./hpack.ts";
 import type { Http1Head } from "./http1.ts";
-import type { Http1SessionHooks } from "./http1-session.ts";
+import { closeReason, finishUnanswered, type Http1SessionHooks, unansweredText } from "./http1-session.ts";
 
 /**
  * HTTP/2 with prior knowledge (h2c, as gRPC uses it): frames of both directions, header blocks
@@ -241,14 +242,23 @@ export class Http2Session {
     }
   }
 
-  onEnd(_fromClient: boolean, _at: number): void {}
+  /** A FIN: the streams still waiting for their response headers will never get them (see Http1Session.onEnd). */
+  onEnd(fromClient: boolean, at: number): void {
+    if (this.state !== "http" || !this.hasServerSettings) return;
+    const reason = fromClient ? "client_aborted" : "server_closed";
+    for (const [id, ex] of this.streams) {
+      if (ex.response) continue;
+      this.streams.delete(id);
+      this.finishIncomplete(ex, unansweredText[reason], at, reason);
+    }
+  }
 
   onClose(at: number, error?: string): void {
     if (!this.hasServerSettings && this.state === "http") {
       this.fail("the server never answered with HTTP/2 SETTINGS");
       return;
     }
-    this.abandon(error ? `connection closed: ${error}` : "connection closed before the stream completed", at);
+    this.abandon(error ? `connection closed: ${error}` : "connection closed before the stream completed", at, closeReason(error));
   }
 
   private hold(chunk: Uint8Array, at: number): void {
@@ -291,13 +301,15 @@ export class Http2Session {
     this.abandon(`parser gave up: ${reason}`, 0);
   }
 
-  private abandon(reason: string, at: number): void {
-    for (const ex of this.streams.values()) this.finishIncomplete(ex, reason, at);
+  private abandon(reason: string, at: number, unanswered?: UnansweredReason): void {
+    for (const ex of this.streams.values()) this.finishIncomplete(ex, reason, at, unanswered);
     this.streams.clear();
   }
 
-  private finishIncomplete(ex: Exchange, reason: string, at: number): void {
+  /** `unanswered`: why a stream without response headers got none (a stream already answering is only cut short). */
+  private finishIncomplete(ex: Exchange, reason: string, at: number, unanswered?: UnansweredReason): void {
     ex.incompleteReason = reason;
+    if (unanswered && !ex.response) finishUnanswered(ex, unanswered, at);
     if (!ex.isRequestDone) ex.requestEndAt = Math.max(ex.requestStartAt, at);
     if (ex.response && !ex.isResponseDone) ex.responseEndAt = Math.max(ex.responseStartAt, at);
     ex.isRequestDone = true;
@@ -338,7 +350,13 @@ export class Http2Session {
       if (!ex) return;
       this.streams.delete(id);
       const code = payload.length >= 4 ? ((payload[0]! << 24) >>> 0) + ((payload[1]! << 16) | (payload[2]! << 8) | payload[3]!) : -1;
-      this.finishIncomplete(ex, `stream reset by the ${fromClient ? "client" : "server"} (code ${code})`, at);
+      // A client that cancels its stream gave up on it; a server that resets one refused it.
+      this.finishIncomplete(
+        ex,
+        `stream reset by the ${fromClient ? "client" : "server"} (code ${code})`,
+        at,
+        fromClient ? "client_aborted" : "reset",
+      );
     }
     // SETTINGS, PING, GOAWAY, WINDOW_UPDATE, PRIORITY: nothing an exchange needs. Header table
     // size changes arrive as size updates inside the header blocks themselves.

@@ -91,9 +91,18 @@ export const eventFieldTable = [
   { name: "tags", type: "tags", shown: "rows" },
   /** The upstream TLS handshake (outbound, decrypted, first exchange on the connection); -1 otherwise. */
   { name: "timing_tls", ...optional },
+  /** Why a request got no response (one of unansweredReasons); "" when it was answered. */
+  { name: "http_unanswered", type: "text", max: 16, ...column },
 ] as const;
 
 type EventFieldTable = typeof eventFieldTable;
+
+/**
+ * How a request ended without a response: the client gave up (closed, or cancelled its HTTP/2 stream), the server
+ * closed the connection (or the program exited), or the connection or stream was reset.
+ */
+export const unansweredReasons = ["client_aborted", "server_closed", "reset"] as const;
+export type UnansweredReason = (typeof unansweredReasons)[number];
 
 /** A traced event: one key per row of eventFieldTable. */
 export type TracedEvent = EventOf<EventFieldTable>;
