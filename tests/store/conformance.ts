@@ -280,6 +280,9 @@ export function runConformance(target: ConformanceTarget): void {
       'tls.server_name == "api.stripe.com" && tls == "decrypted"',
       'tls.server_name startsWith "api." && tls.server_name endsWith ".com" && tls.server_name contains "stripe"',
       'tls == "decrypted" && response.status >= 500',
+      'response.unanswered != ""',
+      'response.unanswered == "client_aborted" && duration > 1ms',
+      'response.unanswered == "server closed" || response.unanswered == "reset"',
     ];
     for (const text of filterTexts) {
       test(`parsed filter agrees with the live view's evaluator: ${text}`, async () => {

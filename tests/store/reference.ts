@@ -93,6 +93,8 @@ export function exprHolds(e: TracedEvent, x: FilterExpr): boolean {
       if (x.op === "matches") return new RegExp(v).test(p);
       return compare(p, x.op, v);
     }
+    case "response.unanswered":
+      return compare(e.http_unanswered, x.op, String(x.value));
   }
 }
 

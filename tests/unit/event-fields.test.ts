@@ -218,6 +218,7 @@ describe("what the table drives beyond the wire and the store", () => {
       "request.url": ['request.url == "/x/y"', "/x/y"],
       duration: ["duration >= 417ms", 417_000],
       "tls.server_name": ['tls.server_name == "a.example"', "a.example"],
+      "response.unanswered": ['response.unanswered == "reset"', "reset"],
     };
     expect(Object.keys(examples).sort()).toEqual([...eventFields.filterColumns.keys()].sort());
     for (const [name, column] of eventFields.filterColumns) {

@@ -46,7 +46,22 @@ describe("parseFilter: the filter language", () => {
     expect(err('tls contains "crypt"').message).toMatch(/tls cannot use "contains": use ==, !=/);
     expect(err('tls.reason matches "x"').message).toMatch(/tls.reason cannot use "matches"/);
     expect(err("tls.server_name == 443").message).toMatch(/expected a quoted string/);
-    expect(err('tls.version == "1.3"').message).toMatch(/unknown field "tls.version": use .*tls, tls.reason or tls.server_name/);
+    expect(err('tls.version == "1.3"').message).toMatch(/unknown field "tls.version": use .*tls, tls.reason, tls.server_name/);
+  });
+
+  test("response.unanswered is one of the reasons a request got no answer, or empty for an answered one", () => {
+    expect(ok('response.unanswered != ""')).toEqual({ kind: "compare", field: "response.unanswered", op: "!=", value: "", pos: 0 });
+    for (const reason of ["client_aborted", "server_closed", "reset"]) {
+      expect(ok(`response.unanswered == "${reason}"`)).toMatchObject({ value: reason });
+    }
+    // As the --log line writes it.
+    expect(ok('response.unanswered == "Client Aborted"')).toMatchObject({ value: "client_aborted" });
+    expect(err('response.unanswered == "timeout"')).toEqual({
+      message: 'response.unanswered is one of "", "client_aborted", "server_closed", "reset", not "timeout"',
+      position: 23,
+    });
+    expect(err("response.unanswered == 1").message).toMatch(/expected one of "", "client_aborted"/);
+    expect(err('response.unanswered contains "a"').message).toMatch(/response.unanswered cannot use "contains": use ==, !=/);
   });
 
   test("durations normalise to microseconds, bare numbers are milliseconds", () => {

@@ -5,8 +5,17 @@
  *   request.url contains "/api/" || (request.url matches "^/users/[0-9]+$" && duration > 250ms)
  *   tls == "not decrypted" && tls.reason == "mutual TLS"
  *   tls == "decrypted" && tls.server_name endsWith ".stripe.com"
+ *   response.unanswered != "" && request.url startsWith "/api/"
  */
-export type FilterField = "request.method" | "response.status" | "request.url" | "duration" | "tls" | "tls.reason" | "tls.server_name";
+export type FilterField =
+  | "request.method"
+  | "response.status"
+  | "request.url"
+  | "duration"
+  | "tls"
+  | "tls.reason"
+  | "tls.server_name"
+  | "response.unanswered";
 
 export type CompareOp = "==" | "!=" | "<" | ">" | "<=" | ">=";
 export type StringOp = "startsWith" | "endsWith" | "contains" | "matches";

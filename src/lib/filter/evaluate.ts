@@ -42,6 +42,7 @@ const read = {
   tls: (e: TracedEvent) => tag(e, "tls"),
   "tls.reason": (e: TracedEvent) => tag(e, "tls_reason"),
   "tls.server_name": (e: TracedEvent) => e.tls_server_name,
+  "response.unanswered": (e: TracedEvent) => e.http_unanswered,
 } as const;
 
 /** The text fields the string operators apply to. */

@@ -1,5 +1,6 @@
 import { type CompareOp, type FilterExpr, type FilterField, type FilterParseError, type StringOp, tlsStates } from "~/lib/filter/ast.ts";
 import { compileRegex, RegexSyntaxError } from "~/lib/filter/regex.ts";
+import { unansweredReasons } from "~/lib/protocol/event.ts";
 import type { Result } from "~/lib/result.ts";
 
 /** Bounds that keep a hostile filter cheap to parse and to evaluate on every event. */
@@ -38,9 +39,10 @@ const fields: readonly FilterField[] = [
   "tls",
   "tls.reason",
   "tls.server_name",
+  "response.unanswered",
 ];
 const stringOps: readonly StringOp[] = ["startsWith", "endsWith", "contains", "matches"];
-const fieldList = "request.method, response.status, request.url, duration, tls, tls.reason or tls.server_name";
+const fieldList = "request.method, response.status, request.url, duration, tls, tls.reason, tls.server_name or response.unanswered";
 
 /** Microseconds per unit; a bare duration is in milliseconds. */
 const durationUnits: Record<string, number> = { us: 1, µs: 1, ms: 1000, s: 1_000_000 };
@@ -220,6 +222,7 @@ class Parser {
       tls: ["==", "!="],
       "tls.reason": ["==", "!=", "contains"],
       "tls.server_name": ["==", "!=", "startsWith", "endsWith", "contains"],
+      "response.unanswered": ["==", "!="],
     };
     const ops = allowed[field];
     const candidate =
@@ -275,6 +278,15 @@ class Parser {
           throw new FilterSyntaxError(`expected a quoted string, e.g. ${example}, found ${describe(tok)}`, tok.pos);
         }
         return tok.value;
+      }
+      case "response.unanswered": {
+        // "" is an answered request: `response.unanswered != ""` finds every request that got no answer.
+        const reasons = ["", ...unansweredReasons].map((reason) => `"${reason}"`).join(", ");
+        if (tok.k !== "string") throw new FilterSyntaxError(`expected one of ${reasons}, found ${describe(tok)}`, tok.pos);
+        const reason = ["", ...unansweredReasons].find((x) => x === tok.value.toLowerCase().replace(" ", "_"));
+        if (reason === undefined)
+          throw new FilterSyntaxError(`response.unanswered is one of ${reasons}, not "${tok.value.slice(0, 32)}"`, tok.pos);
+        return reason;
       }
       case "duration": {
         if (tok.k !== "number" || tok.value < 0) {

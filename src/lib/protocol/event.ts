@@ -92,7 +92,7 @@ export const eventFieldTable = [
   /** The upstream TLS handshake (outbound, decrypted, first exchange on the connection); -1 otherwise. */
   { name: "timing_tls", ...optional },
   /** Why a request got no response (one of unansweredReasons); "" when it was answered. */
-  { name: "http_unanswered", type: "text", max: 16, ...column },
+  { name: "http_unanswered", type: "text", max: 16, ...column, filter: "response.unanswered" },
 ] as const;
 
 type EventFieldTable = typeof eventFieldTable;

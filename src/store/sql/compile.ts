@@ -1,7 +1,7 @@
 import { AppError } from "~/lib/errors.ts";
 import { type CompareOp, type FilterExpr, type StringOp as FilterStringOp, tlsStates } from "~/lib/filter/ast.ts";
 import { compileRegex, RegexSyntaxError, storeRegexCost } from "~/lib/filter/regex.ts";
-import { eventFields } from "~/lib/protocol/event.ts";
+import { eventFields, unansweredReasons } from "~/lib/protocol/event.ts";
 import type { EventFields } from "~/lib/protocol/event-fields.ts";
 import {
   type Clause,
@@ -172,6 +172,12 @@ function compileLeaf(d: Dialect, e: Extract<FilterExpr, { kind: "compare" }>, re
           ? "tls.reason supports ==, != and contains"
           : "tls.server_name supports ==, !=, startsWith, endsWith, contains",
       );
+    }
+    case "response.unanswered": {
+      if (e.op !== "==" && e.op !== "!=") bad("response.unanswered supports == and !=");
+      const reason = ["", ...unansweredReasons].find((x) => x === e.value);
+      if (reason === undefined) bad(`response.unanswered is one of ${unansweredReasons.map((x) => `"${x}"`).join(", ")} or ""`);
+      return `${column()} ${compareSql[e.op]} ${d.literal(reason)}`;
     }
     default:
       return bad("unknown filter field");

@@ -28,6 +28,7 @@ export const builtInSuggestions: FilterSuggestion[] = [
   'request.method == "GET"',
   "response.status == 404",
   'tls == "not decrypted"',
+  'response.unanswered != ""',
 ].map((text) => ({ text, kinds: kindsOf(text), useCount: 0, lastUsed: 0, builtIn: true }));
 
 export function kindsOf(text: string): SuggestionKind[] {
