@@ -91,6 +91,7 @@ export const listColumns = [
   "tls_server_name",
   "http_server_addr",
   "tags",
+  "http_unanswered",
 ] as const satisfies ReadonlyArray<RowColumn>;
 
 export type ResultBase = {

@@ -5,6 +5,7 @@ import { formatBytes, formatDuration } from "~/lib/format.ts";
 import type { ResultRow } from "~/lib/protocol/query.ts";
 import type { TimeZoneMode } from "~/lib/time/ticks.ts";
 import { TlsMarker } from "~/ui/components/tls-marker.tsx";
+import { UnansweredMarker } from "~/ui/components/unanswered-marker.tsx";
 import { statusClass } from "~/ui/live/format.ts";
 
 export const ROW_HEIGHT = 28;
@@ -149,6 +150,7 @@ export function ResultsList({
                 </span>
                 <span role="cell" className="truncate text-zinc-200" title={displayUrl(row)}>
                   <TlsMarker event={row} />
+                  <UnansweredMarker event={row} />
                   {row.protocol === "tcp" || row.http_req_method === "CONNECT" ? (
                     displayUrl(row)
                   ) : (

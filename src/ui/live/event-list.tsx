@@ -4,6 +4,7 @@ import { displayUrl } from "~/lib/event-url.ts";
 import { formatBytes, formatClock, formatDuration } from "~/lib/format.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { TlsMarker } from "~/ui/components/tls-marker.tsx";
+import { UnansweredMarker } from "~/ui/components/unanswered-marker.tsx";
 import { statusClass } from "./format.ts";
 
 export const ROW_HEIGHT = 28;
@@ -141,6 +142,7 @@ const Row = memo(function Row({
           </span>
         ) : null}
         <TlsMarker event={event} />
+        <UnansweredMarker event={event} />
         <span className="truncate">{displayUrl(event)}</span>
       </span>
       <span role="cell" className={`text-right text-zinc-400 tabular-nums ${WIDE_ONLY}`}>

@@ -3,6 +3,7 @@ import { displayUrl, eventUrl, isDecrypted } from "~/lib/event-url.ts";
 import { formatBytes, formatDuration } from "~/lib/format.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { LockIcon } from "../components/tls-marker.tsx";
+import { unansweredSentence } from "../components/unanswered-marker.tsx";
 import { formatDateTime, statusClass } from "../live/format.ts";
 import { BodyView } from "./body-view.tsx";
 import { toCurl } from "./curl.ts";
@@ -63,6 +64,11 @@ export function RequestDetail({ event, outboundCalls = [], parent, onOpen, onClo
               {formatDateTime(event.time)} · HTTP/{event.http_version || "?"} · {event.http_client_addr} → {event.http_server_addr}
               {event.process_executable_name ? ` · ${event.process_executable_name} (pid ${event.process_id})` : ""}
             </p>
+            {event.http_unanswered ? (
+              <p className="mt-1 text-xs text-red-400" data-testid="detail-unanswered">
+                {unansweredSentence(event)}
+              </p>
+            ) : null}
             {tlsSummary(event) ? (
               <p
                 className={`mt-1 text-xs ${event.tags?.tls === "decrypted" ? "text-emerald-400" : "text-amber-400"}`}
