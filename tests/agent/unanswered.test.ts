@@ -84,6 +84,30 @@ describe("requests that never got an answer", () => {
     expect(r.stderr()).toMatch(/--- GET\s+\/drop\s+[0-9.]+m?s\s+unanswered: server closed/);
   }, 60_000);
 
+  test("an outbound call the program gives up on (a client timeout against a hung upstream): client aborted", async () => {
+    // The upstream is not traced: it never answers /stuck.
+    const upstream = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Promise<Response>(() => {}) });
+    try {
+      const script = [
+        "import urllib.request",
+        "try:",
+        `    urllib.request.urlopen("http://127.0.0.1:${upstream.port}/stuck", timeout=0.8)`,
+        "except Exception as e:",
+        "    print('gave up', type(e).__name__, flush=True)",
+        "import time; time.sleep(30)",
+      ].join("\n");
+      const r = start(["python3", "-c", script]);
+      running.push(r);
+      await r.waitForOutput("gave up", 30_000);
+      const [e] = await r.waitForEvents(1, onPath("/stuck"), 20_000);
+      expect(e!.http_is_outgoing).toBe(true);
+      expect(e!.http_unanswered).toBe("client_aborted");
+      expect(e!.http_duration).toBeGreaterThan(400_000);
+    } finally {
+      upstream.stop(true);
+    }
+  }, 60_000);
+
   test("an HTTP/2 stream the client cancels (RST_STREAM) is recorded then: client aborted, with the wait", async () => {
     expect(hasCommand("node")).toBe(true);
     const { r, port } = await serve(["node", join(fixtures, "hang-h2-server.mjs")]);
