@@ -52,6 +52,8 @@ export type HarEntry = {
   _isOutgoing: boolean;
   _requestBodyTruncated: boolean;
   _responseBodyTruncated: boolean;
+  /** Why the request got no response ("client_aborted", "server_closed", "reset"), as Chrome's `_error` for a failed one. */
+  _unanswered?: string;
 };
 
 export type HarLog = {
@@ -262,6 +264,7 @@ export function toHarEntry(e: TracedEvent): HarEntry {
       entry.request.postData.params = queryString(`?${reqBody.text}`);
     }
   }
+  if (e.http_unanswered) entry._unanswered = e.http_unanswered;
   const ip = ipOf(e.http_server_addr);
   if (ip) entry.serverIPAddress = ip;
   const notes: string[] = [];
