@@ -55,6 +55,8 @@ export class Http1Session {
   private currentRequest: Exchange | null = null;
   private currentResponse: Exchange | null = null;
   private upgradeCandidate: Exchange | null = null;
+  /** When the client's FIN came; 0 before. */
+  private clientEndedAt = 0;
   /** A message whose framing cannot be trusted: the connection gives up once this exchange is recorded. */
   private ambiguous: Exchange | null = null;
   private holdback: Uint8Array | null = null;
@@ -90,14 +92,34 @@ export class Http1Session {
   }
 
   /**
-   * A FIN: once the client sends nothing more, a request still waiting for its response head was given up on (curl
-   * --max-time, a browser's cancel); once the server does, it will never be answered. Either is recorded now, not when
-   * the connection finally closes. A response already under way goes on.
+   * A FIN. The server's: what it has not begun to answer never will be, and is recorded now. The client's: it may have
+   * given up (curl --max-time, a browser's cancel) or only half-closed after its requests and still read the answers
+   * (nc, a shell's pipe); the caller decides after a while without a response head (giveUpUnanswered), and a close
+   * before then counts the request as given up on at this FIN.
    */
   onEnd(fromClient: boolean, at: number): void {
     if (this.state !== "http") return;
-    if (!fromClient) this.resp.end(at);
-    this.abandonUnanswered(fromClient ? "client_aborted" : "server_closed", at);
+    if (fromClient) {
+      if (this.clientEndedAt === 0) this.clientEndedAt = Math.max(at, 1);
+      return;
+    }
+    this.resp.end(at);
+    this.abandonUnanswered(...this.unansweredAs("server_closed", at));
+  }
+
+  /** Requests sent and without a response head. */
+  hasUnanswered(): boolean {
+    return this.pending.some((ex) => ex.response === null);
+  }
+
+  /** After the client's FIN, the requests still without a response head were given up on then. */
+  giveUpUnanswered(): void {
+    if (this.state === "http" && this.clientEndedAt > 0) this.abandonUnanswered("client_aborted", this.clientEndedAt);
+  }
+
+  /** A client that sent its FIN before the request ended gave up on it, whatever ended it then. */
+  private unansweredAs(reason: UnansweredReason, at: number): [UnansweredReason, number] {
+    return this.clientEndedAt > 0 ? ["client_aborted", this.clientEndedAt] : [reason, at];
   }
 
   /** The connection is gone: whatever is still open is reported as incomplete; a tunnel's CONNECT ends now. */
@@ -155,7 +177,7 @@ export class Http1Session {
         ex.responseEndAt = Math.max(ex.responseStartAt, at);
         ex.responseBodyWire = this.resp.bodyBytes;
       }
-      if (unanswered && !ex.response) finishUnanswered(ex, unanswered, at);
+      if (unanswered && !ex.response) finishUnanswered(ex, ...this.unansweredAs(unanswered, at));
       ex.isRequestDone = true;
       ex.isResponseDone = true;
       this.hooks.onExchange(ex);

@@ -173,6 +173,8 @@ export class Http2Session {
   private readonly serverHpack = new HpackDecoder();
   /** The server's first frame was SETTINGS: it speaks HTTP/2, and the client's frames are parsed. */
   private hasServerSettings = false;
+  /** When the client's FIN came; 0 before. */
+  private clientEndedAt = 0;
   private readonly serverFirst = new Uint8Array(9);
   private serverFirstLength = 0;
   /** Client reads held until then (views: the relay never reuses a read's buffer). */
@@ -242,15 +244,37 @@ export class Http2Session {
     }
   }
 
-  /** A FIN: the streams still waiting for their response headers will never get them (see Http1Session.onEnd). */
+  /** A FIN: as Http1Session.onEnd says, the server's ends the streams without response headers now, the client's later. */
   onEnd(fromClient: boolean, at: number): void {
     if (this.state !== "http" || !this.hasServerSettings) return;
-    const reason = fromClient ? "client_aborted" : "server_closed";
+    if (fromClient) {
+      if (this.clientEndedAt === 0) this.clientEndedAt = Math.max(at, 1);
+      return;
+    }
+    this.abandonUnanswered(...this.unansweredAs("server_closed", at));
+  }
+
+  /** Streams whose request was seen and whose response headers were not. */
+  hasUnanswered(): boolean {
+    for (const ex of this.streams.values()) if (!ex.response) return true;
+    return false;
+  }
+
+  /** After the client's FIN, the streams still without response headers were given up on then. */
+  giveUpUnanswered(): void {
+    if (this.state === "http" && this.clientEndedAt > 0) this.abandonUnanswered("client_aborted", this.clientEndedAt);
+  }
+
+  private abandonUnanswered(reason: UnansweredReason, at: number): void {
     for (const [id, ex] of this.streams) {
       if (ex.response) continue;
       this.streams.delete(id);
       this.finishIncomplete(ex, unansweredText[reason], at, reason);
     }
+  }
+
+  private unansweredAs(reason: UnansweredReason, at: number): [UnansweredReason, number] {
+    return this.clientEndedAt > 0 ? ["client_aborted", this.clientEndedAt] : [reason, at];
   }
 
   onClose(at: number, error?: string): void {
@@ -309,7 +333,7 @@ export class Http2Session {
   /** `unanswered`: why a stream without response headers got none (a stream already answering is only cut short). */
   private finishIncomplete(ex: Exchange, reason: string, at: number, unanswered?: UnansweredReason): void {
     ex.incompleteReason = reason;
-    if (unanswered && !ex.response) finishUnanswered(ex, unanswered, at);
+    if (unanswered && !ex.response) finishUnanswered(ex, ...this.unansweredAs(unanswered, at));
     if (!ex.isRequestDone) ex.requestEndAt = Math.max(ex.requestStartAt, at);
     if (ex.response && !ex.isResponseDone) ex.responseEndAt = Math.max(ex.responseStartAt, at);
     ex.isRequestDone = true;

@@ -21,6 +21,8 @@ export type TracedConnectionDeps = {
   /** The tracer's counters: this connection adds its bytes, parser failures and tap errors. */
   stats: TracerStats;
   parents: Pick<ParentTracker<Exchange>, "current" | "start" | "finish">;
+  /** How long after the client's FIN its unanswered requests count as given up on (CLIENT_GONE_MS unless given). */
+  clientGoneMs?: number;
   /** Takes finished work off the data path; must not throw. */
   enqueue(work: FinishedWork): void;
   newEventId(): string;
@@ -33,6 +35,12 @@ type Mode = "sniff" | "http" | "tls-hello" | "opaque";
 
 /** A server's SETTINGS (and a WINDOW_UPDATE after it) sent before the client spoke. */
 const MAX_SERVER_EARLY = 4096;
+
+/**
+ * How long after the client's FIN a request without a response head counts as given up on: a client that only
+ * half-closed (nc, a shell's pipe) is answered within it; one that gave up is recorded then, not when the program closes.
+ */
+const CLIENT_GONE_MS = 1000;
 
 /** A ClientHello is one record of at most 16 KiB. */
 const MAX_HELLO_RECORD = 5 + 16 * 1024;
@@ -60,6 +68,8 @@ export class TracedConnection implements ConnectionTap {
   private httpVersion = "";
   private isClosed = false;
   private readonly parentEventId: string;
+  /** Set between the client's FIN and the moment its unanswered requests count as given up on. */
+  private giveUpTimer: ReturnType<typeof setTimeout> | null = null;
   /** Inbound requests started and not yet answered (registered with the parent tracker under conn.pid). */
   private readonly inflight = new Set<Exchange>();
 
@@ -108,7 +118,24 @@ export class TracedConnection implements ConnectionTap {
   onEnd(fromClient: boolean, at: number): void {
     if (this.mode !== "http") return;
     try {
-      this.session!.onEnd(fromClient, at);
+      const session = this.session!;
+      session.onEnd(fromClient, at);
+      this.checkSession();
+      if (fromClient && !this.giveUpTimer && this.mode === "http" && session.hasUnanswered()) {
+        this.giveUpTimer = setTimeout(() => this.giveUpUnanswered(), this.deps.clientGoneMs ?? CLIENT_GONE_MS);
+        this.giveUpTimer.unref?.();
+      }
+    } catch (error) {
+      this.giveUp(`tap error: ${errorMessage(error)}`, true);
+    }
+  }
+
+  /** The client sent its FIN and no answer began since: what it was waiting for was given up on at that FIN. */
+  private giveUpUnanswered(): void {
+    this.giveUpTimer = null;
+    if (this.isClosed || this.mode !== "http") return;
+    try {
+      this.session!.giveUpUnanswered();
       this.checkSession();
     } catch (error) {
       this.giveUp(`tap error: ${errorMessage(error)}`, true);
@@ -118,6 +145,8 @@ export class TracedConnection implements ConnectionTap {
   onClose(at: number, error?: string): void {
     if (this.isClosed) return;
     this.isClosed = true;
+    if (this.giveUpTimer) clearTimeout(this.giveUpTimer);
+    this.giveUpTimer = null;
     const stats = this.deps.stats;
     stats.openConnections--;
     stats.bytesFromClients += this.bytesFromClient;

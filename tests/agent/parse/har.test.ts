@@ -167,7 +167,7 @@ describe("HAR 1.2", () => {
       0,
       1,
       "client_aborted",
-      "the client gave up before a response",
+      "connection closed before the response completed",
     ]);
     expect(toHarEntry(tracedEvent())._unanswered).toBeUndefined();
   });
