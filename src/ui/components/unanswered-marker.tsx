@@ -20,18 +20,18 @@ export function unansweredSentence(event: UnansweredFields): string {
   return `No response: ${labelOf(event.http_unanswered).what} after ${formatDuration(event.http_duration ?? 0)}`;
 }
 
-/** A list row's mark for a request that got no answer: why, in a word; the sentence on hover. */
+/** A list row's mark for a request that got no answer: why, in a word; the sentence on hover and for screen readers. */
 export function UnansweredMarker({ event }: { event: UnansweredFields }) {
   if (!event.http_unanswered) return null;
   const sentence = unansweredSentence(event);
   return (
     <span
       title={sentence}
-      aria-label={sentence}
       data-unanswered={event.http_unanswered}
       className="mr-1 shrink-0 rounded bg-red-500/15 px-1 text-[10px] text-red-300"
     >
-      {labelOf(event.http_unanswered).short}
+      <span aria-hidden="true">{labelOf(event.http_unanswered).short}</span>
+      <span className="sr-only">{sentence}</span>
     </span>
   );
 }
