@@ -26,7 +26,8 @@ run "$BUN" test --timeout 30000
 # tests again with TAPSCOPE_RELAY_THREADS=2.
 TAPSCOPE_RELAY_THREADS=2 run "$BUN" test --timeout 30000 ./tests/agent/supervisor/inbound.test.ts ./tests/agent/relay/half-close.test.ts ./tests/agent/supervisor/socket-flags.test.ts \
   ./tests/agent/relay/fuzz.test.ts ./tests/agent/redact-run.test.ts ./tests/commands/run.test.ts ./tests/agent/supervisor/outbound.test.ts \
-  ./tests/agent/lifecycle/daemon.test.ts ./tests/agent/supervisor/credentials.test.ts ./tests/agent/websocket-run.test.ts
+  ./tests/agent/lifecycle/daemon.test.ts ./tests/agent/supervisor/credentials.test.ts ./tests/agent/websocket-run.test.ts \
+  ./tests/agent/unanswered.test.ts
 # Database calls on pooled connections find their parent request across threads (the shared parent tracker).
 TAPSCOPE_RELAY_THREADS=2 run "$BUN" test --timeout 30000 ./tests/agent/db-run.test.ts
 shopt -s nullglob

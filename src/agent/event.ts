@@ -227,6 +227,11 @@ export function buildHttpEvent(ex: Exchange, conn: ConnectionInfo, proc: Process
     e.timing_wait = Math.max(0, Math.round(ex.responseStartAt - ex.requestEndAt));
     e.timing_receive = span(ex.responseStartAt, ex.responseEndAt);
     e.http_duration = Math.max(0, Math.round((ex.tunnelClosedAt ?? ex.responseEndAt) - ex.requestStartAt));
+  } else if (ex.unanswered) {
+    // The time it waited: to the moment the client gave up, the server closed, or the connection was reset.
+    e.http_unanswered = ex.unanswered.reason;
+    e.http_duration = Math.max(0, Math.round(ex.unanswered.at - ex.requestStartAt));
+    e.timing_wait = Math.max(0, Math.round(ex.unanswered.at - ex.requestEndAt));
   } else {
     e.http_duration = Math.max(0, Math.round(ex.requestEndAt - ex.requestStartAt));
   }

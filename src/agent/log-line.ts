@@ -7,6 +7,7 @@ import type { EventFieldName, TracedEvent } from "~/lib/protocol/event.ts";
  *   12:04:05.125 →200 GET  api.example.com/v1/items        41.0ms
  *   12:04:05.126 →pg    OK  SELECT * FROM users WHERE id = $1       0.9ms
  *   12:04:05.130  ws  c→s text 18 B {"op":"subscribe"}
+ *   12:04:07.001  --- GET  /hang                              2.0s  unanswered: client aborted
  * Outbound calls get an arrow and their host. Database calls show their system, OK or the error code, and the
  * statement. WebSocket messages show who sent them, their kind, size and the start of their text. Other connections
  * show protocol, peer and bytes.
@@ -65,5 +66,6 @@ export function formatLogLine(e: Omit<TracedEvent, EventFieldName<{ type: "body"
   if (url.length > maxUrl) url = `${url.slice(0, maxUrl - 1)}…`;
   const method = printable(e.http_req_method).padEnd(4);
   const tls = isDecrypted ? `  (tls, ${e.http_version === "2" ? "h2" : "h1"})` : "";
-  return `${formatClock(e.time)} ${arrow}${paint(statusColor, statusText, color)} ${method} ${url.padEnd(Math.min(40, maxUrl))} ${formatDuration(e.http_duration).padStart(8)}${tls}`;
+  const unanswered = e.http_unanswered ? `  ${paint(31, `unanswered: ${printable(e.http_unanswered).replace("_", " ")}`, color)}` : "";
+  return `${formatClock(e.time)} ${arrow}${paint(statusColor, statusText, color)} ${method} ${url.padEnd(Math.min(40, maxUrl))} ${formatDuration(e.http_duration).padStart(8)}${unanswered}${tls}`;
 }

@@ -63,6 +63,8 @@ export type HarEntry = {
   /** A WebSocket's handshake: "websocket", as DevTools marks it, and its messages. */
   _resourceType?: "websocket";
   _webSocketMessages?: HarWebSocketMessage[];
+  /** Why the request got no response ("client_aborted", "server_closed", "reset"), as Chrome's `_error` for a failed one. */
+  _unanswered?: string;
 };
 
 export type HarLog = {
@@ -318,6 +320,7 @@ export function toHarEntry(e: TracedEvent, messages: readonly TracedEvent[] = []
       entry.request.postData.params = queryString(`?${reqBody.text}`);
     }
   }
+  if (e.http_unanswered) entry._unanswered = e.http_unanswered;
   const ip = ipOf(e.http_server_addr);
   if (ip) entry.serverIPAddress = ip;
   const notes: string[] = [];

@@ -160,6 +160,18 @@ describe("HAR 1.2", () => {
     expect(image.timings.connect).toBe(-1);
   });
 
+  test("a request that got no answer: status 0, its wait as the time, why in _unanswered and the comment", () => {
+    const { events } = trace([c("GET /hang HTTP/1.1\r\nHost: h\r\n\r\n"), { fromClient: true, end: true }], { direction: "inbound" });
+    const entry = toHarEntry(events[0]!);
+    expect([entry.response.status, entry.time, entry._unanswered, entry.comment]).toEqual([
+      0,
+      1,
+      "client_aborted",
+      "connection closed before the response completed",
+    ]);
+    expect(toHarEntry(tracedEvent())._unanswered).toBeUndefined();
+  });
+
   test("tcp connections are left out of a HAR log", () => {
     const { events } = trace([c(new Uint8Array([0, 1, 2, 3])), s("x")]);
     expect(toHarLog(events).log.entries).toEqual([]);

@@ -304,6 +304,9 @@ export function runConformance(target: ConformanceTarget): void {
       'ws.message contains "order" && ws.direction == "server"',
       'ws.opcode == "binary" || ws.opcode == "ping"',
       'ws.message matches "^[{]\\"type\\":\\"quote" && ws.direction != "server"',
+      'response.unanswered != ""',
+      'response.unanswered == "client_aborted" && duration > 1ms',
+      'response.unanswered == "server closed" || response.unanswered == "reset"',
     ];
     for (const text of filterTexts) {
       test(`parsed filter agrees with the live view's evaluator: ${text}`, async () => {

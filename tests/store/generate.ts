@@ -1,4 +1,4 @@
-import { neutralEvent, type TracedEvent } from "~/lib/protocol/event.ts";
+import { neutralEvent, type TracedEvent, type UnansweredReason, unansweredReasons } from "~/lib/protocol/event.ts";
 import { templatePath } from "~/lib/routes/template.ts";
 
 /** Small deterministic PRNG (mulberry32): the same seed gives the same events on every engine. */
@@ -110,6 +110,24 @@ const tlsCases: ReadonlyArray<Record<string, string>> = [
 ];
 
 /** A TLS connection the relay did not decrypt is a tcp event: bytes each way, no HTTP. */
+/** A request that waited its whole duration and got no response. */
+function unanswered(e: TracedEvent, reason: UnansweredReason): void {
+  Object.assign(e, {
+    http_unanswered: reason,
+    http_resp_status_code: 0,
+    http_resp_headers: [],
+    http_resp_body: "",
+    http_resp_body_truncated: false,
+    http_resp_content_type: "",
+    http_resp_content_length: -1,
+    http_resp_transfer_encoding: "",
+    http_resp_body_size_bytes_wire: 0,
+    timing_wait: e.http_duration - e.timing_send,
+    timing_receive: -1,
+    bytes_received: 0,
+  } satisfies Partial<TracedEvent>);
+}
+
 function passThrough(e: TracedEvent): void {
   Object.assign(e, {
     protocol: "tcp",
@@ -293,6 +311,8 @@ export function generateEvents(options: GenerateOptions): TracedEvent[] {
     if (tls?.tls === "not decrypted") passThrough(event);
     // Half of the plaintext outbound calls are database calls (by index, as the TLS cases).
     if (isChild && i % 10 === 4) databaseCall(event, i);
+    // Every 23rd inbound request got no answer, each reason in turn (by index: the random sequence stays as it was).
+    if (!isChild && i % 23 === 7) unanswered(event, unansweredReasons[Math.floor(i / 23) % unansweredReasons.length]!);
     out.push(event);
     if (!isChild) {
       recentInbound.push(event);

@@ -1,3 +1,4 @@
+import type { UnansweredReason } from "~/lib/protocol/event.ts";
 import type { BodySample } from "./body.ts";
 import type { Http1Head } from "./http1.ts";
 
@@ -28,6 +29,8 @@ export type Exchange = {
   isFirstOnConnection: boolean;
   /** Why the exchange ended without a complete response ("" when it completed). */
   incompleteReason: string;
+  /** Set when the request ended without a response head: why, and when (its duration runs to there). */
+  unanswered?: { reason: UnansweredReason; at: number };
   /** A CONNECT answered 2xx: when its tunnel closed (its duration runs to there); absent otherwise. */
   tunnelClosedAt?: number;
   /**

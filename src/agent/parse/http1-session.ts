@@ -1,3 +1,4 @@
+import type { UnansweredReason } from "~/lib/protocol/event.ts";
 import { BodySample } from "./body.ts";
 import type { Exchange } from "./exchange.ts";
 import { type Http1Handler, type Http1Head, Http1Parser, type ResponseFraming } from "./http1.ts";
@@ -60,6 +61,8 @@ export class Http1Session {
   private currentRequest: Exchange | null = null;
   private currentResponse: Exchange | null = null;
   private upgradeCandidate: Exchange | null = null;
+  /** When the client's FIN came; 0 before. */
+  private clientEndedAt = 0;
   /** A message whose framing cannot be trusted: the connection gives up once this exchange is recorded. */
   private ambiguous: Exchange | null = null;
   private holdback: Uint8Array | null = null;
@@ -94,15 +97,41 @@ export class Http1Session {
     else if (this.upgraded && used < chunk.length) this.upgraded.serverBytes = chunk.slice(used);
   }
 
+  /**
+   * A FIN. The server's: what it has not begun to answer never will be, and is recorded now. The client's: it may have
+   * given up (curl --max-time, a browser's cancel) or only half-closed after its requests and still read the answers
+   * (nc, a shell's pipe); the caller decides after a while without a response head (giveUpUnanswered), and a close
+   * before then counts the request as given up on at this FIN.
+   */
   onEnd(fromClient: boolean, at: number): void {
-    if (this.state !== "http" || fromClient) return;
+    if (this.state !== "http") return;
+    if (fromClient) {
+      if (this.clientEndedAt === 0) this.clientEndedAt = Math.max(at, 1);
+      return;
+    }
     this.resp.end(at);
+    this.abandonUnanswered(...this.unansweredAs("server_closed", at));
+  }
+
+  /** Requests sent and without a response head. */
+  hasUnanswered(): boolean {
+    return this.pending.some((ex) => ex.response === null);
+  }
+
+  /** After the client's FIN, the requests still without a response head were given up on then. */
+  giveUpUnanswered(): void {
+    if (this.state === "http" && this.clientEndedAt > 0) this.abandonUnanswered("client_aborted", this.clientEndedAt);
+  }
+
+  /** A client that sent its FIN before the request ended gave up on it, whatever ended it then. */
+  private unansweredAs(reason: UnansweredReason, at: number): [UnansweredReason, number] {
+    return this.clientEndedAt > 0 ? ["client_aborted", this.clientEndedAt] : [reason, at];
   }
 
   /** The connection is gone: whatever is still open is reported as incomplete; a tunnel's CONNECT ends now. */
   onClose(at: number, error?: string): void {
     if (this.state === "http") this.resp.end(at);
-    this.abandonPending(error ? `connection closed: ${error}` : "connection closed before the response completed", at);
+    this.abandonPending(error ? `connection closed: ${error}` : "connection closed before the response completed", at, closeReason(error));
     const tunnel = this.tunnel;
     if (tunnel) {
       this.tunnel = null;
@@ -118,7 +147,26 @@ export class Http1Session {
     this.abandonPending(`parser gave up: ${reason}`, 0);
   }
 
-  private abandonPending(reason: string, at: number): void {
+  /** Ends the requests that have no response head yet as unanswered; the rest stay pending. */
+  private abandonUnanswered(reason: UnansweredReason, at: number): void {
+    const open = this.pending.filter((ex) => ex.response === null);
+    if (open.length === 0) return;
+    const answered = this.pending.filter((ex) => ex.response !== null);
+    this.pending.splice(0, this.pending.length, ...answered);
+    if (this.upgradeCandidate && open.includes(this.upgradeCandidate)) this.upgradeCandidate = null;
+    const current = this.currentRequest;
+    if (current && open.includes(current)) {
+      current.requestBodyWire = this.req.bodyBytes;
+      this.currentRequest = null;
+    }
+    for (const ex of open) {
+      ex.incompleteReason = unansweredText[reason];
+      finishUnanswered(ex, reason, at);
+      this.hooks.onExchange(ex);
+    }
+  }
+
+  private abandonPending(reason: string, at: number, unanswered?: UnansweredReason): void {
     const open = this.pending.splice(0);
     const current = this.currentRequest;
     if (current && !current.isRequestDone && !open.includes(current)) open.push(current);
@@ -135,6 +183,7 @@ export class Http1Session {
         ex.responseEndAt = Math.max(ex.responseStartAt, at);
         ex.responseBodyWire = this.resp.bodyBytes;
       }
+      if (unanswered && !ex.response) finishUnanswered(ex, ...this.unansweredAs(unanswered, at));
       ex.isRequestDone = true;
       ex.isResponseDone = true;
       this.hooks.onExchange(ex);
@@ -327,6 +376,27 @@ export class Http1Session {
       },
     };
   }
+}
+
+/** What a close says of the requests it leaves without an answer; none when the tracer itself stopped following. */
+export function closeReason(error: string | undefined): UnansweredReason | undefined {
+  if (!error) return "server_closed";
+  return error.startsWith("tap detached") ? undefined : "reset";
+}
+
+export const unansweredText: Record<UnansweredReason, string> = {
+  client_aborted: "the client gave up before a response",
+  server_closed: "the server closed the connection without a response",
+  reset: "reset before a response",
+};
+
+/** Marks an exchange that will never get a response head; a request still being sent ends with it. */
+export function finishUnanswered(ex: Exchange, reason: UnansweredReason, at: number): void {
+  const endAt = Math.max(ex.requestStartAt, at);
+  ex.unanswered = { reason, at: endAt };
+  if (!ex.isRequestDone) ex.requestEndAt = endAt;
+  ex.isRequestDone = true;
+  ex.isResponseDone = true;
 }
 
 function hasRequestBody(head: Http1Head): boolean {

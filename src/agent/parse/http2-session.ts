@@ -1,9 +1,10 @@
 import { errorMessage } from "~/lib/errors.ts";
+import type { UnansweredReason } from "~/lib/protocol/event.ts";
 import { BodySample } from "./body.ts";
 import type { Exchange } from "./exchange.ts";
 import { HpackDecoder } from "./hpack.ts";
 import type { Http1Head } from "./http1.ts";
-import type { Http1SessionHooks } from "./http1-session.ts";
+import { closeReason, finishUnanswered, type Http1SessionHooks, unansweredText } from "./http1-session.ts";
 import type { WebSocketSession } from "./websocket.ts";
 
 /**
@@ -175,6 +176,8 @@ export class Http2Session {
   private readonly serverHpack = new HpackDecoder();
   /** The server's first frame was SETTINGS: it speaks HTTP/2, and the client's frames are parsed. */
   private hasServerSettings = false;
+  /** When the client's FIN came; 0 before. */
+  private clientEndedAt = 0;
   private readonly serverFirst = new Uint8Array(9);
   private serverFirstLength = 0;
   /** Client reads held until then (views: the relay never reuses a read's buffer). */
@@ -247,14 +250,45 @@ export class Http2Session {
     }
   }
 
-  onEnd(_fromClient: boolean, _at: number): void {}
+  /** A FIN: as Http1Session.onEnd says, the server's ends the streams without response headers now, the client's later. */
+  onEnd(fromClient: boolean, at: number): void {
+    if (this.state !== "http" || !this.hasServerSettings) return;
+    if (fromClient) {
+      if (this.clientEndedAt === 0) this.clientEndedAt = Math.max(at, 1);
+      return;
+    }
+    this.abandonUnanswered(...this.unansweredAs("server_closed", at));
+  }
+
+  /** Streams whose request was seen and whose response headers were not. */
+  hasUnanswered(): boolean {
+    for (const ex of this.streams.values()) if (!ex.response) return true;
+    return false;
+  }
+
+  /** After the client's FIN, the streams still without response headers were given up on then. */
+  giveUpUnanswered(): void {
+    if (this.state === "http" && this.clientEndedAt > 0) this.abandonUnanswered("client_aborted", this.clientEndedAt);
+  }
+
+  private abandonUnanswered(reason: UnansweredReason, at: number): void {
+    for (const [id, ex] of this.streams) {
+      if (ex.response) continue;
+      this.streams.delete(id);
+      this.finishIncomplete(ex, unansweredText[reason], at, reason);
+    }
+  }
+
+  private unansweredAs(reason: UnansweredReason, at: number): [UnansweredReason, number] {
+    return this.clientEndedAt > 0 ? ["client_aborted", this.clientEndedAt] : [reason, at];
+  }
 
   onClose(at: number, error?: string): void {
     if (!this.hasServerSettings && this.state === "http") {
       this.fail("the server never answered with HTTP/2 SETTINGS");
       return;
     }
-    this.abandon(error ? `connection closed: ${error}` : "connection closed before the stream completed", at, error);
+    this.abandon(error ? `connection closed: ${error}` : "connection closed before the stream completed", at, error, closeReason(error));
   }
 
   private hold(chunk: Uint8Array, at: number): void {
@@ -297,16 +331,21 @@ export class Http2Session {
     this.abandon(`parser gave up: ${reason}`, 0, `the HTTP/2 parser gave up: ${reason}`);
   }
 
-  /** `error`: what ended the connection (or the parser) for the WebSockets on it; none when it just closed. */
-  private abandon(reason: string, at: number, error?: string): void {
-    for (const ex of this.streams.values()) this.finishIncomplete(ex, reason, at);
+  /**
+   * `error`: what ended the connection (or the parser) for the WebSockets on it; none when it just closed.
+   * `unanswered`: why its streams without response headers got none.
+   */
+  private abandon(reason: string, at: number, error?: string, unanswered?: UnansweredReason): void {
+    for (const ex of this.streams.values()) this.finishIncomplete(ex, reason, at, unanswered);
     this.streams.clear();
     for (const ws of this.webSockets.values()) ws.session.onClose(at || this.lastAt, error);
     this.webSockets.clear();
   }
 
-  private finishIncomplete(ex: Exchange, reason: string, at: number): void {
+  /** `unanswered`: why a stream without response headers got none (a stream already answering is only cut short). */
+  private finishIncomplete(ex: Exchange, reason: string, at: number, unanswered?: UnansweredReason): void {
     ex.incompleteReason = reason;
+    if (unanswered && !ex.response) finishUnanswered(ex, ...this.unansweredAs(unanswered, at));
     if (!ex.isRequestDone) ex.requestEndAt = Math.max(ex.requestStartAt, at);
     if (ex.response && !ex.isResponseDone) ex.responseEndAt = Math.max(ex.responseStartAt, at);
     ex.isRequestDone = true;
@@ -353,7 +392,13 @@ export class Http2Session {
       if (!ex) return;
       this.streams.delete(id);
       const code = payload.length >= 4 ? ((payload[0]! << 24) >>> 0) + ((payload[1]! << 16) | (payload[2]! << 8) | payload[3]!) : -1;
-      this.finishIncomplete(ex, `stream reset by the ${fromClient ? "client" : "server"} (code ${code})`, at);
+      // A client that cancels its stream gave up on it; a server that resets one refused it.
+      this.finishIncomplete(
+        ex,
+        `stream reset by the ${fromClient ? "client" : "server"} (code ${code})`,
+        at,
+        fromClient ? "client_aborted" : "reset",
+      );
     }
     // SETTINGS, PING, GOAWAY, WINDOW_UPDATE, PRIORITY: nothing an exchange needs. Header table
     // size changes arrive as size updates inside the header blocks themselves.

@@ -42,6 +42,8 @@ export class Pipe {
   /** Both legs are attached: bytes flow, and each chunk goes to the tap (or the deferred buffer) once. */
   private isOpened = false;
   private isFinished = false;
+  /** Set once either side was reset: the error every later close reports. */
+  private resetError: string | null = null;
   /** The tap came from whoever relayed this connection before the pipe took it over (a CONNECT's): none is opened. */
   private isTapAdopted = false;
   private endsBeforeOpen: Side[] = [];
@@ -244,10 +246,12 @@ export class Pipe {
     if (leg.isClosed) return;
     leg.isClosed = true;
     const other = this.legs[this.other(side)];
-    if (error) {
-      // A reset on one side is passed on as a reset.
+    if (error || this.resetError) {
+      // A reset on one side is passed on as a reset; the other side's close that this causes is part of it.
+      const text = this.resetError ?? errorText(error);
+      this.resetError = text;
       if (other.socket && !other.isClosed) other.socket.terminate();
-      this.finish(errorText(error));
+      this.finish(text);
       return;
     }
     if (!leg.isReadEnded) this.onEnd(side);
@@ -279,7 +283,7 @@ export class Pipe {
   onSocketClosed(side: Side, error?: unknown): void {
     this.onClose(side, error);
     const other = this.legs[this.other(side)];
-    if (other.isClosed || !other.socket) this.finish(error ? errorText(error) : undefined);
+    if (other.isClosed || !other.socket) this.finish(error ? errorText(error) : (this.resetError ?? undefined));
   }
 
   private tapData(from: Side, chunk: Uint8Array, readAt?: number): void {

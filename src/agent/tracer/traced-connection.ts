@@ -41,6 +41,8 @@ export type TracedConnectionDeps = {
   parents: Pick<ParentTracker<Exchange>, "current" | "parent" | "start" | "finish">;
   /** Shows the tracer the inbound connections of `pid` still held back (see ConnectionObserver.setInboundRelease). */
   releaseInbound?(pid: number): void;
+  /** How long after the client's FIN its unanswered requests count as given up on (CLIENT_GONE_MS unless given). */
+  clientGoneMs?: number;
   /** Takes finished work off the data path; must not throw. */
   enqueue(work: FinishedWork): void;
   newEventId(): string;
@@ -60,6 +62,12 @@ const MAX_GREETING = 4096;
 
 /** A server's SETTINGS (and a WINDOW_UPDATE after it) sent before the client spoke. */
 const MAX_SERVER_EARLY = 4096;
+
+/**
+ * How long after the client's FIN a request without a response head counts as given up on: a client that only
+ * half-closed (nc, a shell's pipe) is answered within it; one that gave up is recorded then, not when the program closes.
+ */
+const CLIENT_GONE_MS = 1000;
 
 /** A ClientHello is one record of at most 16 KiB. */
 const MAX_HELLO_RECORD = 5 + 16 * 1024;
@@ -89,6 +97,8 @@ export class TracedConnection implements ConnectionTap {
   private isClosed = false;
   private hasWebSocketFailed = false;
   private readonly parentEventId: string;
+  /** Set between the client's FIN and the moment its unanswered requests count as given up on. */
+  private giveUpTimer: ReturnType<typeof setTimeout> | null = null;
   /** Inbound requests started and not yet answered (registered with the parent tracker under conn.pid). */
   private readonly inflight = new Set<Exchange>();
 
@@ -142,7 +152,26 @@ export class TracedConnection implements ConnectionTap {
   onEnd(fromClient: boolean, at: number): void {
     if (this.mode !== "http") return;
     try {
-      this.session!.onEnd(fromClient, at);
+      const session = this.session!;
+      session.onEnd(fromClient, at);
+      this.checkSession();
+      // A WebSocket has no request waiting for an answer: its messages end with it.
+      if (fromClient && !this.giveUpTimer && this.mode === "http" && !(session instanceof WebSocketSession) && session.hasUnanswered()) {
+        this.giveUpTimer = setTimeout(() => this.giveUpUnanswered(), this.deps.clientGoneMs ?? CLIENT_GONE_MS);
+        this.giveUpTimer.unref?.();
+      }
+    } catch (error) {
+      this.giveUp(`tap error: ${errorMessage(error)}`, true);
+    }
+  }
+
+  /** The client sent its FIN and no answer began since: what it was waiting for was given up on at that FIN. */
+  private giveUpUnanswered(): void {
+    this.giveUpTimer = null;
+    const session = this.session;
+    if (this.isClosed || this.mode !== "http" || !session || session instanceof WebSocketSession) return;
+    try {
+      session.giveUpUnanswered();
       this.checkSession();
     } catch (error) {
       this.giveUp(`tap error: ${errorMessage(error)}`, true);
@@ -152,6 +181,8 @@ export class TracedConnection implements ConnectionTap {
   onClose(at: number, error?: string): void {
     if (this.isClosed) return;
     this.isClosed = true;
+    if (this.giveUpTimer) clearTimeout(this.giveUpTimer);
+    this.giveUpTimer = null;
     const stats = this.deps.stats;
     stats.openConnections--;
     stats.bytesFromClients += this.bytesFromClient;

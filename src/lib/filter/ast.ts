@@ -9,6 +9,7 @@
  *   db.system == "postgresql" && db.statement contains "FROM orders" && duration > 50ms
  *   ws.message contains "order" && ws.direction == "server"
  *   request.route == "/users/{id}" && response.status >= 500
+ *   response.unanswered != "" && request.url startsWith "/api/"
  * The fields, their operators and values: fields.ts.
  */
 

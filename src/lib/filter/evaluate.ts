@@ -51,6 +51,7 @@ const read: Readonly<Record<string, (e: TracedEvent) => Value>> = {
   "request.method": (e) => e.http_req_method,
   "request.url": (e) => e.http_req_path,
   "response.status": (e) => e.http_resp_status_code,
+  "response.unanswered": (e) => e.http_unanswered,
   duration: (e) => e.http_duration,
   "request.body": (e) => e.search_req_body,
   "response.body": (e) => e.search_resp_body,

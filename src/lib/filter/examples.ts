@@ -21,6 +21,7 @@ export const suggestedFilters = [
   // HTTP only (database calls left out), and the database calls that failed.
   'db.system == ""',
   'db.error != ""',
+  'response.unanswered != ""',
 ] as const;
 
 export const filterExamples: readonly string[] = [placeholderExample, ...suggestedFilters];

@@ -1,4 +1,4 @@
-import { eventKinds } from "~/lib/protocol/event.ts";
+import { eventKinds, unansweredReasons } from "~/lib/protocol/event.ts";
 import { dbSystems, type FilterOp, tlsStates, wsDirections, wsOpcodes } from "./ast.ts";
 
 /**
@@ -46,6 +46,8 @@ export type FilterFieldSpec = {
   readonly isUpperCase?: boolean;
   /** text: `matches` looks at most at this many characters (else maxMatchedUrlLength). */
   readonly maxMatchedLength?: number;
+  /** enum: a value written with spaces means the one with underscores ("client aborted" is "client_aborted"). */
+  readonly isSpacedAsUnderscores?: boolean;
 };
 
 const textOps: readonly FilterOp[] = ["==", "!=", "startsWith", "endsWith", "contains", "icontains", "matches"];
@@ -94,6 +96,14 @@ export const filterFieldList: readonly FilterFieldSpec[] = [
   { name: "request.method", kind: "method", about: "the HTTP method", example: 'request.method == "POST"' },
   { name: "request.url", kind: "text", about: "path and query, as on the request line", example: 'request.url contains "/api/"' },
   { name: "response.status", kind: "status", about: "the status code (0: no response)", example: "response.status >= 500" },
+  {
+    name: "response.unanswered",
+    kind: "enum",
+    values: [...unansweredReasons, ""],
+    isSpacedAsUnderscores: true,
+    about: 'why a request got no response: the client gave up, the server closed, or a reset ("" when answered)',
+    example: 'response.unanswered != ""',
+  },
   duration("duration", "from the first request byte to the last response byte"),
   { name: "request.body", kind: "body", about: "the request body as text", example: 'request.body contains "zebra-7781"' },
   { name: "response.body", kind: "body", about: "the response body as text", example: 'response.body icontains "quota exceeded"' },

@@ -368,7 +368,8 @@ class Parser {
         const values = spec.values ?? [];
         const list = values.map((v) => `"${v}"`).join(" or ");
         if (tok.k !== "string") throw new FilterSyntaxError(`expected ${list}, found ${describe(tok)}`, tok.pos);
-        const found = values.find((v) => v === tok.value.toLowerCase());
+        const written = spec.isSpacedAsUnderscores ? tok.value.toLowerCase().replaceAll(" ", "_") : tok.value.toLowerCase();
+        const found = values.find((v) => v === written);
         if (found === undefined) throw new FilterSyntaxError(`${spec.name} is ${list}, not "${tok.value.slice(0, 32)}"`, tok.pos);
         return found;
       }

@@ -165,9 +165,18 @@ export const eventFieldTable = [
    * namespace's explicit pattern it matches; "" for events of other kinds and for those stored before routes.
    */
   { name: "http_route", type: "text", max: maxRouteChars, ...column, filter: "request.route" },
+  /** Why a request got no response (one of unansweredReasons); "" when it was answered. */
+  { name: "http_unanswered", type: "text", max: 16, ...column, filter: "response.unanswered" },
 ] as const;
 
 type EventFieldTable = typeof eventFieldTable;
+
+/**
+ * How a request ended without a response: the client gave up (closed, or cancelled its HTTP/2 stream), the server
+ * closed the connection (or the program exited), or the connection or stream was reset.
+ */
+export const unansweredReasons = ["client_aborted", "server_closed", "reset"] as const;
+export type UnansweredReason = (typeof unansweredReasons)[number];
 
 /** A traced event: one key per row of eventFieldTable. */
 export type TracedEvent = EventOf<EventFieldTable>;

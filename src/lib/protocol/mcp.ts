@@ -29,8 +29,9 @@ export const SearchRequestsInput = Type.Object(
       Type.String({
         maxLength: liveLimits.maxFilterLength,
         description:
-          "Tapscope's filter language over request.method, response.status, request.url, duration, tls, tls.reason and " +
-          'tls.server_name, joined with && and ||: `response.status >= 500 && request.url contains "/api/"`, ' +
+          "Tapscope's filter language over request.method, response.status, request.url, duration, tls, tls.reason, " +
+          'tls.server_name and response.unanswered, joined with && and ||: `response.status >= 500 && request.url contains "/api/"`, ' +
+          '`response.unanswered != ""` (requests that got no answer: "client_aborted", "server_closed" or "reset"), ' +
           '`request.method == "POST"`, `duration > 500ms`, `request.url matches "^/users/[0-9]+$"`. Empty: every request.',
       }),
     ),

@@ -97,6 +97,7 @@ export const listColumns = [
   "ws_direction",
   "ws_opcode",
   "ws_size",
+  "http_unanswered",
 ] as const satisfies ReadonlyArray<RowColumn>;
 
 export type ResultBase = {

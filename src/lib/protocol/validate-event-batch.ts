@@ -108,7 +108,8 @@ export function eventBatchValidator(fields: EventFields): (frame: Uint8Array) =>
       }
       const time = timeCol ? timeCol[i]! : Number.NaN;
       // NaN also stands for a time JSON could not carry (it would arrive as null): refused alike.
-      if (!Number.isFinite(time) || time <= 0 || time > MAX_MICROS) {
+      // Stored as whole microseconds: a fraction below one would become 0.
+      if (!Number.isFinite(time) || time < 1 || time > MAX_MICROS) {
         refuse(c.errors.time);
         continue;
       }

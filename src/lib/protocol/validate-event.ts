@@ -90,7 +90,8 @@ export function eventValidator(fields: EventFields): (raw: unknown) => Validatio
     const id = input[c.id.name];
     if (!isEventId(id)) return { ok: false, error: c.errors.id };
     const time = input[c.time.name];
-    if (typeof time !== "number" || !Number.isFinite(time) || time <= 0 || time > MAX_MICROS) return { ok: false, error: c.errors.time };
+    // Stored as whole microseconds: a fraction below one would become 0.
+    if (typeof time !== "number" || !Number.isFinite(time) || time < 1 || time > MAX_MICROS) return { ok: false, error: c.errors.time };
     const kind = input[c.kind.name] ?? kinds[0];
     if (!kinds.includes(kind)) return { ok: false, error: c.errors.kind };
     values[c.time.at] = Math.trunc(time);

@@ -7,6 +7,7 @@ import { maxRowLimit, type ResultRow } from "~/lib/protocol/query.ts";
 import type { TimeZoneMode } from "~/lib/time/ticks.ts";
 import { zoneName } from "~/lib/time/zone.ts";
 import { TlsMarker } from "~/ui/components/tls-marker.tsx";
+import { UnansweredMarker } from "~/ui/components/unanswered-marker.tsx";
 import { statusClass } from "~/ui/live/format.ts";
 import { directionOf } from "~/ui/request-detail/websocket-messages.tsx";
 
@@ -178,6 +179,7 @@ export function ResultsList({
                 )}
                 <span role="cell" className="truncate text-zinc-200" title={displayUrl(row)}>
                   <TlsMarker event={row} />
+                  <UnansweredMarker event={row} />
                   {row.protocol === "ws" ? (
                     <span className="text-zinc-400">
                       WebSocket {row.ws_opcode} · {formatBytes(row.ws_size ?? Number.NaN)}

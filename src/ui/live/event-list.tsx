@@ -7,6 +7,7 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { TimeZoneMode } from "~/lib/time/ticks.ts";
 import { formatListTime, isSameDay, noonOfDay, zoneName } from "~/lib/time/zone.ts";
 import { TlsMarker } from "~/ui/components/tls-marker.tsx";
+import { UnansweredMarker } from "~/ui/components/unanswered-marker.tsx";
 import { useTimeZone } from "~/ui/lib/time-zone.ts";
 import { directionOf, messagePreview } from "~/ui/request-detail/websocket-messages.tsx";
 import { statusClass } from "./format.ts";
@@ -201,6 +202,7 @@ const Row = memo(function Row({
           </span>
         ) : null}
         <TlsMarker event={event} />
+        <UnansweredMarker event={event} />
         <span className="truncate">{displayUrl(event)}</span>
       </span>
       <span role="cell" className={`text-right text-zinc-400 tabular-nums ${WIDE_ONLY}`}>

@@ -8,6 +8,7 @@ import { formatFullTime } from "~/lib/time/zone.ts";
 import { isWebSocketHandshake, isWebSocketMessage } from "~/lib/websocket-messages.ts";
 import { useTimeZone } from "~/ui/lib/time-zone.ts";
 import { LockIcon } from "../components/tls-marker.tsx";
+import { unansweredSentence } from "../components/unanswered-marker.tsx";
 import { statusClass } from "../live/format.ts";
 import { BodyView } from "./body-view.tsx";
 import { CallWaterfall } from "./call-waterfall.tsx";
@@ -132,6 +133,11 @@ export function RequestDetail({
               {event.http_server_addr}
               {event.process_executable_name ? ` · ${event.process_executable_name} (pid ${event.process_id})` : ""}
             </p>
+            {event.http_unanswered ? (
+              <p className="mt-1 text-xs text-red-400" data-testid="detail-unanswered">
+                {unansweredSentence(event)}
+              </p>
+            ) : null}
             {tlsSummary(event) ? (
               <p
                 className={`mt-1 text-xs ${event.tags?.tls === "decrypted" ? "text-emerald-400" : "text-amber-400"}`}

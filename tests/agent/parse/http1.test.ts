@@ -448,3 +448,65 @@ describe("Content-Length with Transfer-Encoding: framing that peers may read dif
     ]);
   });
 });
+
+describe("requests that never got an answer", () => {
+  const clientEnd: Segment = { fromClient: true, end: true };
+  // Each segment is 1000 µs after the last; the close comes 1000 µs after the last segment.
+  const unanswered = (events: TracedEvent[]) =>
+    events.map((e) => [e.http_req_path, e.http_resp_status_code, e.http_unanswered, e.http_duration, e.timing_wait]);
+
+  test("the client's FIN, then the close without an answer: client aborted, lasting until the FIN", () => {
+    const { events } = trace([c("GET /hang HTTP/1.1\r\nHost: h\r\n\r\n"), { fromClient: false, data: "" }, clientEnd]);
+    // Sent at 1000, given up at 3000 (the close, at 4000, is not the end).
+    expect(unanswered(events)).toEqual([["/hang", 0, "client_aborted", 2000, 2000]]);
+  });
+
+  test("the server's FIN without a response: server closed; a close without either: server closed at the close", () => {
+    expect(unanswered(trace([c("GET /a HTTP/1.1\r\nHost: h\r\n\r\n"), serverEnd]).events)).toEqual([
+      ["/a", 0, "server_closed", 1000, 1000],
+    ]);
+    expect(unanswered(trace([c("GET /b HTTP/1.1\r\nHost: h\r\n\r\n")]).events)).toEqual([["/b", 0, "server_closed", 1000, 1000]]);
+  });
+
+  test("a reset: reset; a tracer that stopped following the connection says nothing of an answer", () => {
+    expect(unanswered(trace([c("GET /r HTTP/1.1\r\nHost: h\r\n\r\n")], { closeError: "ECONNRESET" }).events)).toEqual([
+      ["/r", 0, "reset", 1000, 1000],
+    ]);
+    const detached = trace([c("GET /d HTTP/1.1\r\nHost: h\r\n\r\n")], { closeError: "tap detached: it failed" }).events;
+    expect(detached.map((e) => [e.http_unanswered, e.http_duration])).toEqual([["", 0]]);
+  });
+
+  test("a request still being sent when the client gives up ends with it; its bytes so far are counted", () => {
+    const { events } = trace([c("POST /upload HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\n12345"), clientEnd]);
+    expect(unanswered(events)).toEqual([["/upload", 0, "client_aborted", 1000, 0]]);
+    expect(events[0]!.http_req_body_size_bytes_wire).toBe(5);
+  });
+
+  test("a client that half-closes after its requests (nc, a shell's pipe) still has them answered", () => {
+    const { events } = trace([
+      c("GET /first HTTP/1.1\r\nHost: h\r\n\r\nGET /second HTTP/1.1\r\nHost: h\r\n\r\n"),
+      s("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nfi"),
+      clientEnd,
+      s("rs"),
+      s(ok("late")),
+    ]);
+    expect(unanswered(events).sort()).toEqual([
+      ["/first", 200, "", 3000, 1000],
+      ["/second", 200, "", 4000, 4000],
+    ]);
+    expect(body(events.find((e) => e.http_req_path === "/second")!, "resp")).toBe("late");
+  });
+
+  test("the server's FIN after the client's: the request was given up on at the client's", () => {
+    const { events } = trace([c("GET /a HTTP/1.1\r\nHost: h\r\n\r\n"), clientEnd, serverEnd]);
+    expect(unanswered(events)).toEqual([["/a", 0, "client_aborted", 1000, 1000]]);
+  });
+
+  test("an answered request is not marked, and a response cut short is cut short, not unanswered", () => {
+    expect(unanswered(traceAll([c("GET /ok HTTP/1.1\r\nHost: h\r\n\r\n"), s(ok("x"))]))).toEqual([["/ok", 200, "", 1000, 1000]]);
+    const cut = trace([c("GET /cut HTTP/1.1\r\nHost: h\r\n\r\n"), s("HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nabc"), clientEnd]).events;
+    expect(cut.map((e) => [e.http_resp_status_code, e.http_unanswered, e.tags.incomplete])).toEqual([
+      [200, "", "connection closed before the response completed"],
+    ]);
+  });
+});

@@ -255,3 +255,55 @@ describe("HTTP/2 (h2c) through a relay", () => {
     }
   });
 });
+
+describe("HTTP/2 streams that never got an answer", () => {
+  const frame = (type: number, flags: number, stream: number, payload: number[] = []) =>
+    new Uint8Array([payload.length >> 16, (payload.length >> 8) & 0xff, payload.length & 0xff, type, flags, 0, 0, 0, stream, ...payload]);
+  const preface = new Uint8Array([...Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), ...frame(4, 0, 0)]);
+  const settings = frame(4, 0, 0);
+  // GET http://h<path> from HPACK's static table, the path a literal: END_STREAM | END_HEADERS.
+  const get = (stream: number, path: string) =>
+    frame(1, 0x05, stream, [0x82, 0x86, 0x41, 1, 0x68, 0x04, path.length, ...Buffer.from(path)]);
+  const respond200 = (stream: number) => frame(1, 0x04, stream, [0x88]);
+  const rst = (stream: number, code: number) => frame(3, 0, stream, [0, 0, 0, code]);
+  const cancel = 8;
+  const open: Segment[] = [
+    { fromClient: true, data: preface },
+    { fromClient: false, data: settings },
+  ];
+  const unanswered = (segments: Segment[], closeError?: string) =>
+    trace(segments, { closeError })
+      .events.map((e) => [e.http_req_path, e.http_resp_status_code, e.http_unanswered, e.http_duration])
+      .sort();
+
+  test("a stream the client cancels is given up on then; one the server resets is reset", () => {
+    // Each segment is 1000 µs after the last: the requests start at 3000 and 4000.
+    const segments: Segment[] = [
+      ...open,
+      { fromClient: true, data: get(1, "/hang") },
+      { fromClient: true, data: get(3, "/refused") },
+      { fromClient: false, data: rst(3, 7) },
+      { fromClient: true, data: rst(1, cancel) },
+    ];
+    expect(unanswered(segments)).toEqual([
+      ["/hang", 0, "client_aborted", 3000],
+      ["/refused", 0, "reset", 1000],
+    ]);
+  });
+
+  test("the client's FIN gives up its open streams; a stream answering goes on; a close leaves the rest server closed", () => {
+    const segments: Segment[] = [
+      ...open,
+      { fromClient: true, data: get(1, "/answering") },
+      { fromClient: false, data: respond200(1) },
+      { fromClient: true, data: get(3, "/waiting") },
+      { fromClient: true, end: true },
+    ];
+    expect(unanswered(segments)).toEqual([
+      ["/answering", 200, "", 4000],
+      ["/waiting", 0, "client_aborted", 1000],
+    ]);
+    expect(unanswered([...open, { fromClient: true, data: get(1, "/never") }])).toEqual([["/never", 0, "server_closed", 1000]]);
+    expect(unanswered([...open, { fromClient: true, data: get(1, "/gone") }], "ECONNRESET")).toEqual([["/gone", 0, "reset", 1000]]);
+  });
+});

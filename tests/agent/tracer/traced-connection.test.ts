@@ -7,7 +7,7 @@ import { TokenBucket } from "~/lib/rate-limit.ts";
 import { bytes, connection, fakeProcess, h2 } from "../parse/helpers.ts";
 
 /** A TracedConnection with its dependencies in hand: what it hands on, its counters, sequential event ids. */
-function setup(options: { recordEmptyConnections?: boolean; payloadLimit?: number } = {}) {
+function setup(options: { recordEmptyConnections?: boolean; payloadLimit?: number; clientGoneMs?: number } = {}) {
   const work: FinishedWork[] = [];
   let nextId = 0;
   const deps: TracedConnectionDeps = {
@@ -20,6 +20,7 @@ function setup(options: { recordEmptyConnections?: boolean; payloadLimit?: numbe
     enqueue: (w) => work.push(w),
     newEventId: () => `id-${++nextId}`,
     processInfo: fakeProcess,
+    clientGoneMs: options.clientGoneMs,
   };
   const open = (id: number, direction: "inbound" | "outbound", pid = 7) => {
     deps.stats.openConnections++;
@@ -185,5 +186,35 @@ describe("TracedConnection, alone", () => {
       "the server never answered with HTTP/2 SETTINGS",
     ]);
     expect(deps.stats.parserGaveUp).toBe(1);
+  });
+});
+
+describe("TracedConnection: the client's FIN before an answer", () => {
+  const unanswered = (work: FinishedWork[]) =>
+    work.map((w) => (w.kind === "http" ? [w.ex.request.target, w.ex.response?.status ?? 0, w.ex.unanswered ?? null] : [w.kind]));
+
+  test("a request still without a response head a while after the FIN is handed on as given up at the FIN, the connection open", async () => {
+    const { work, open } = setup({ clientGoneMs: 30 });
+    const tap = open(1, "inbound");
+    tap.onData(true, bytes(REQUEST), 10);
+    tap.onEnd(true, 2_000_010);
+    expect(work).toHaveLength(0);
+    for (let waited = 0; work.length === 0 && waited < 10_000; waited += 20) await Bun.sleep(20);
+    expect(unanswered(work)).toEqual([["/a", 0, { reason: "client_aborted", at: 2_000_010 }]]);
+    // A late answer has nothing to pair with; the close adds nothing.
+    tap.onData(false, bytes(RESPONSE), 3_000_000);
+    tap.onClose(3_000_010);
+    expect(work).toHaveLength(1);
+  });
+
+  test("a client that only half-closed gets its answer within the grace: answered, as it was", async () => {
+    const { work, open } = setup({ clientGoneMs: 200 });
+    const tap = open(1, "inbound");
+    tap.onData(true, bytes(REQUEST), 10);
+    tap.onEnd(true, 20);
+    tap.onData(false, bytes(RESPONSE), 30);
+    tap.onClose(40);
+    await Bun.sleep(300);
+    expect(unanswered(work)).toEqual([["/a", 200, null]]);
   });
 });

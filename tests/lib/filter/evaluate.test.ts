@@ -91,6 +91,16 @@ describe("compileFilter over TracedEvent", () => {
     expect([user, other].map((e) => matches('request.route contains "{"', e))).toEqual([true, false]);
   });
 
+  test("response.unanswered finds the requests that got no answer, by reason", () => {
+    const aborted = makeEvent({ http_resp_status_code: 0, http_unanswered: "client_aborted", http_duration: 2_000_000 });
+    const reset = makeEvent({ http_resp_status_code: 0, http_unanswered: "reset" });
+    const answered = makeEvent({ http_unanswered: "" });
+    expect([aborted, reset, answered].map((e) => matches('response.unanswered != ""', e))).toEqual([true, true, false]);
+    expect([aborted, reset, answered].map((e) => matches('response.unanswered == "client aborted"', e))).toEqual([true, false, false]);
+    expect([aborted, reset, answered].map((e) => matches('response.unanswered == ""', e))).toEqual([false, false, true]);
+    expect(matches('response.unanswered != "" && duration >= 2s', aborted)).toBe(true);
+  });
+
   test("duration with units against microseconds", () => {
     expect(matches("duration > 200ms", post500)).toBe(true);
     expect(matches("duration > 250ms", post500)).toBe(false);

@@ -75,6 +75,21 @@ describe("parseFilter: the filter language", () => {
     expect(err('request.route > "/a"').message).toMatch(/request.route cannot use ">"/);
   });
 
+  test("response.unanswered is one of the reasons a request got no answer, or empty for an answered one", () => {
+    expect(ok('response.unanswered != ""')).toEqual({ kind: "compare", field: "response.unanswered", op: "!=", value: "", pos: 0 });
+    for (const reason of ["client_aborted", "server_closed", "reset"]) {
+      expect(ok(`response.unanswered == "${reason}"`)).toMatchObject({ value: reason });
+    }
+    // As the --log line writes it.
+    expect(ok('response.unanswered == "Client Aborted"')).toMatchObject({ value: "client_aborted" });
+    expect(err('response.unanswered == "timeout"')).toEqual({
+      message: 'response.unanswered is "client_aborted" or "server_closed" or "reset" or "", not "timeout"',
+      position: 23,
+    });
+    expect(err("response.unanswered == 1").message).toMatch(/expected "client_aborted" or "server_closed"/);
+    expect(err('response.unanswered contains "a"').message).toMatch(/response.unanswered cannot use "contains": use ==, !=/);
+  });
+
   test("durations normalise to microseconds, bare numbers are milliseconds", () => {
     expect(ok("duration > 250")).toMatchObject({ op: ">", value: 250_000 });
     expect(ok("duration >= 250ms")).toMatchObject({ value: 250_000 });
