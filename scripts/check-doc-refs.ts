@@ -118,9 +118,12 @@ export function checkDocRefs(rootArg: string): Problem[] {
     }
   };
 
-  /** Spec citations anywhere in a file (test names too), not in comments alone. */
+  /** Spec citations anywhere in a file (test names too), not in comments alone; and a merge's conflict markers left in. */
   const checkSpecCitations = (file: string, text: string) => {
     const name = relative(root, file);
+    text.split("\n").forEach((line, i) => {
+      if (/^(?:<{7}|>{7}) /.test(line)) problems.push({ file: name, line: i + 1, message: "holds a merge conflict marker" });
+    });
     if (name === specMap) return;
     text.split("\n").forEach((line, i) => {
       if (specCitation.test(line)) {

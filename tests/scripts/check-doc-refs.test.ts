@@ -100,3 +100,11 @@ test("the command exits non-zero and names each stale reference as file:line", (
   const clean = Bun.spawnSync([process.execPath, join(root, "scripts/check-doc-refs.ts"), tree(base)]);
   expect(clean.exitCode).toBe(0);
 });
+
+test("a merge's conflict markers left in a document are reported", () => {
+  const dir = tree({ ...base, "bench/README.md": "## a\n<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> branch\n" });
+  expect(checkDocRefs(dir)).toEqual([
+    { file: "bench/README.md", line: 2, message: "holds a merge conflict marker" },
+    { file: "bench/README.md", line: 6, message: "holds a merge conflict marker" },
+  ]);
+});
