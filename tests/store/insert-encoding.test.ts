@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { openClickHouseStore } from "~/store/clickhouse.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
+import { searchColumns } from "~/store/search-text.ts";
 import type { SqlEventStore } from "~/store/sql-store.ts";
 import { eventLayout, eventsOfRows, sliceRows, toEventRows } from "~/store/table.ts";
 import { clickhouseUrl } from "../support/clickhouse.ts";
@@ -57,6 +58,16 @@ function withText(e: TracedEvent, i: number): TracedEvent {
   return out as TracedEvent;
 }
 
+/**
+ * An event as a whole-event read gives it back: without the search texts, which only filters read (their text goes
+ * through the same encoding as every other string column above).
+ */
+function asRead(e: TracedEvent): TracedEvent {
+  const out: Record<string, unknown> = { ...e };
+  for (const name of searchColumns) out[name] = "";
+  return out as TracedEvent;
+}
+
 const engines: Array<[string, () => Promise<SqlEventStore>]> = [
   ["DuckDB", () => openDuckDbStore({ path: ":memory:" })],
   ["ClickHouse", async () => openClickHouseStore({ url: await clickhouseUrl() })],
@@ -76,7 +87,7 @@ describe.each(engines)("%s insert encoding", (_name, open) => {
     await store.insert(ns, events);
     for (const e of events) {
       const stored = await store.getEvent(ns, e.event_id);
-      expect(stored?.event).toEqual(e);
+      expect(stored?.event).toEqual(asRead(e));
     }
     await store.dropNamespace(ns);
   }
@@ -98,7 +109,7 @@ describe.each(engines)("%s insert encoding", (_name, open) => {
     const rows = toEventRows([...plain, ...awkwardEvents]);
     // Cut as the sink cuts a batch: a whole chunk, then the head of the next.
     await store.insertRows(ns, [sliceRows(rows, 0, 10), sliceRows(rows, 10, 15), sliceRows(rows, 15, 20), toEventRows([])]);
-    for (const e of [...plain, ...awkwardEvents]) expect((await store.getEvent(ns, e.event_id))?.event).toEqual(e);
+    for (const e of [...plain, ...awkwardEvents]) expect((await store.getEvent(ns, e.event_id))?.event).toEqual(asRead(e));
     expect(
       (await store.queryRows(ns, { filter: { clauses: [], global: { lowerMs: 0, upperMs: 4_000_000_000_000 } } })).actualNumberOfRows,
     ).toBe(20);
@@ -154,7 +165,7 @@ describe.each(engines)("%s insert encoding", (_name, open) => {
     await expect(store.insert(ns, [bad, base[1] as TracedEvent])).rejects.toThrow();
     await store.insert(ns, [base[2] as TracedEvent]);
     expect((await store.getEvent(ns, (base[1] as TracedEvent).event_id))?.event).toBeUndefined();
-    expect((await store.getEvent(ns, (base[2] as TracedEvent).event_id))?.event).toEqual(base[2] as TracedEvent);
+    expect((await store.getEvent(ns, (base[2] as TracedEvent).event_id))?.event).toEqual(asRead(base[2] as TracedEvent));
     await store.dropNamespace(ns);
   });
 
@@ -164,7 +175,7 @@ describe.each(engines)("%s insert encoding", (_name, open) => {
     await store.dropNamespace(ns);
     await store.insert(ns, [base[1] as TracedEvent]);
     expect(await store.getEvent(ns, (base[0] as TracedEvent).event_id)).toBeNull();
-    expect((await store.getEvent(ns, (base[1] as TracedEvent).event_id))?.event).toEqual(base[1] as TracedEvent);
+    expect((await store.getEvent(ns, (base[1] as TracedEvent).event_id))?.event).toEqual(asRead(base[1] as TracedEvent));
     await store.dropNamespace(ns);
   });
 });

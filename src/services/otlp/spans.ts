@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
 import { eventUrl, isDecrypted } from "~/lib/event-url.ts";
-import type { TracedEvent } from "~/lib/protocol/event.ts";
-import type { StringColumn } from "~/lib/protocol/query.ts";
+import { eventFields, type TracedEvent } from "~/lib/protocol/event.ts";
 import { buildInfo } from "~/lib/server/version.ts";
 
 /**
@@ -241,16 +240,17 @@ export function exportRequest(spans: readonly ResourceSpan[]): ExportTraceServic
   };
 }
 
-/** The explorer's clause column for an event's id (a clause column of the field table, so a rename fails to compile). */
-const eventIdColumn = "event_id" satisfies StringColumn;
+/** The filter language's name for an event's id, from the field table (a rename there changes the link too). */
+const eventIdFilter = eventFields.byName.get("event_id")?.filter ?? "id";
 
 /**
- * Where an event is seen in Tapscope: the requests explorer narrowed to its id, a minute either side of it (the
- * explorer's `filter` parameter, base64 of its state). Built by hand: it is made for every span.
+ * Where an event is seen in Tapscope: the requests explorer narrowed to its id by a filter chip, a minute either side
+ * of it (the explorer's `filter` parameter, base64 of its state). Built by hand: it is made for every span.
  */
 export function requestLink(publicUrl: string, namespaceName: string, eventId: string, timeMicros: number): string {
   const second = Math.floor(timeMicros / 1_000_000) * 1000;
-  const state = `{"clauses":[{"type":"String","column":"${eventIdColumn}","op":"Equals","value":${JSON.stringify(eventId)}}],"global":{"lowerMs":${second - 60_000},"upperMs":${second + 61_000}},"focus":null}`;
+  const chip = JSON.stringify(`${eventIdFilter} == ${JSON.stringify(eventId)}`);
+  const state = `{"clauses":[],"text":[${chip}],"global":{"lowerMs":${second - 60_000},"upperMs":${second + 61_000}},"focus":null}`;
   const filter = Buffer.from(state).toString("base64").replaceAll("+", "%2B").replaceAll("/", "%2F").replaceAll("=", "%3D");
   return `${publicUrl}/dashboard/${encodeURIComponent(namespaceName)}/requests?filter=${filter}`;
 }

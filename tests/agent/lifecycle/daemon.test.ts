@@ -291,10 +291,12 @@ describe("tapscope run: programs that daemonize keep working and stay traced", (
         const redis = await waitUntil(() => readPid(pidFile), 5000, "redis's pid file");
         expect(cli("set", "daemon", "traced").stdout.trim()).toBe("OK");
         expect(cli("get", "daemon").stdout.trim()).toBe("traced");
-        // Redis is not HTTP: each connection is one tcp event, with redis-server's own process fields.
-        const published = await waitUntil(() => eventsTo(port).length >= 2 && eventsTo(port), 15_000);
+        // Each command redis-server received is a database call, with redis-server's own process fields.
+        const published = await waitUntil(() => eventsTo(port).some((e) => e.db_operation === "GET") && eventsTo(port), 15_000);
+        expect(published.map((e) => e.db_operation)).toEqual(expect.arrayContaining(["SET", "GET"]));
         for (const e of published) {
-          expect(e.protocol).toBe("tcp");
+          expect(e.protocol).toBe("db");
+          expect(e.db_system).toBe("redis");
           expect(e.process_id).toBe(redis);
           // Debian's redis-server is a link to the one redis binary: /proc names the file itself.
           expect(e.process_executable_name).toBe(basename(realpathSync(Bun.which("redis-server")!)));

@@ -122,7 +122,7 @@ describe("OTLP trace export", () => {
     const link = new URL(String(server_.attributes["tapscope.url"]));
     expect(link.pathname).toMatch(/^\/dashboard\/ns-[\w-]+\/requests$/);
     const state = JSON.parse(Buffer.from(link.searchParams.get("filter")!, "base64").toString());
-    expect(state.clauses).toEqual([{ type: "String", column: "event_id", op: "Equals", value: inbound.event_id }]);
+    expect(state.text).toEqual([`id == "${inbound.event_id}"`]);
     // No body, no header values travel.
     expect(JSON.stringify(spans)).not.toContain("e30=");
     // The server-wide headers, percent-decoded.

@@ -42,7 +42,8 @@ describe("OTLP mapping details", () => {
     const link = new URL(requestLink("https://tapscope.example", "shop eu", id, timeMicros));
     expect(link.pathname).toBe("/dashboard/shop%20eu/requests");
     const state = decodeState(link.searchParams.get("filter"), Date.UTC(2026, 10, 27, 12));
-    expect(state?.clauses).toEqual([{ type: "String", column: "event_id", op: "Equals", value: id }]);
+    expect(state?.text).toEqual([`id == "${id}"`]);
+    expect(state?.clauses).toEqual([]);
     expect(state?.global.startMs).toBeLessThan(timeMicros / 1000);
     expect(state?.global.endMs).toBeGreaterThan(timeMicros / 1000);
   });
