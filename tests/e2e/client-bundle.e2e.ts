@@ -51,7 +51,8 @@ describe("the build", () => {
     expect(js.length).toBeGreaterThan(10_000);
     for (const needle of [
       "drizzle",
-      "postgres",
+      // The postgres client's own class (the word "postgresql" is product text: a database call's system)
+      "PostgresError",
       "pglite",
       "@electric-sql",
       "duckdb",
