@@ -1,11 +1,10 @@
 import { TunnelClient, TunnelConnectError, TunnelQueryError } from "~/agent/query-client.ts";
 import { errorMessage } from "~/lib/errors.ts";
-import { parseFilter } from "~/lib/filter/parse.ts";
 import { formatBytes, formatDuration } from "~/lib/format.ts";
 import { type EndpointRow, endpointLimits } from "~/lib/protocol/query.ts";
 import { parseAgentConfig } from "~/lib/server/env.ts";
 import { parseFlags } from "~/lib/server/flags.ts";
-import { parseSince } from "./query.ts";
+import { filterProblem, timeWindow } from "./time-window.ts";
 
 const sortKeys = ["requests", "rate", "errors", "4xx", "5xx", "p50", "p95", "p99", "max", "in", "out"] as const;
 type SortKey = (typeof sortKeys)[number];
@@ -101,15 +100,6 @@ export async function main(args: string[]): Promise<number> {
     process.stdout.write(`${usage}\n`);
     return 0;
   }
-  let sinceMs: number | null = null;
-  if (flags.since !== undefined) {
-    sinceMs = parseSince(flags.since);
-    if (sinceMs === null) return fail(`--since must look like 30s, 15m, 1h or 2d, got "${flags.since}"`);
-  }
-  const from = flags.from === undefined ? null : Date.parse(flags.from);
-  if (from !== null && !Number.isFinite(from)) return fail(`--from must be an ISO time such as 2026-11-21T09:00:00Z, got "${flags.from}"`);
-  const to = flags.to === undefined ? null : Date.parse(flags.to);
-  if (to !== null && !Number.isFinite(to)) return fail(`--to must be an ISO time such as 2026-11-21T09:00:00Z, got "${flags.to}"`);
   const sort = (flags.sort ?? "requests") as SortKey;
   if (!sortKeys.includes(sort)) return fail(`--sort must be one of ${sortKeys.join(", ")}, got "${flags.sort}"`);
   const limit = Number(flags.limit ?? 100);
@@ -117,19 +107,13 @@ export async function main(args: string[]): Promise<number> {
     return fail(`--limit must be 1 to ${endpointLimits.maxRows}`);
   const format = flags.format ?? "table";
   if (format !== "table" && format !== "json") return fail(`--format must be table or json, got "${format}"`);
-  if (sinceMs !== null && from !== null) return fail("use --since or --from, not both");
+  const window = timeWindow(flags, Date.now());
+  if ("error" in window) return fail(window.error);
+  const { lowerMs, upperMs } = window;
   const filterText = flags.filter ?? "";
-  if (filterText.trim()) {
-    const checked = parseFilter(filterText);
-    if (!checked.ok) {
-      const { message, position } = checked.error;
-      return fail(`bad filter: ${message}\n  ${filterText}\n  ${" ".repeat(Math.max(0, position))}^`);
-    }
-  }
+  const filterError = filterProblem(filterText);
+  if (filterError) return fail(filterError);
   if (!agent.token) return fail("TAPSCOPE_TOKEN is not set: create a namespace token under Tokens in the dashboard and export it");
-  const upperMs = to ?? Date.now();
-  const lowerMs = from ?? upperMs - (sinceMs ?? 3_600_000);
-  if (lowerMs >= upperMs) return fail("the time range is empty (--from must be before --to)");
 
   let client: TunnelClient;
   try {

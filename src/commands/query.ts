@@ -12,6 +12,7 @@ import { maxRowLimit, type RowColumn } from "~/lib/protocol/query.ts";
 import { parseAgentConfig } from "~/lib/server/env.ts";
 import { parseFlags } from "~/lib/server/flags.ts";
 import { buildInfo } from "~/lib/server/version.ts";
+import { filterProblem, timeWindow } from "./time-window.ts";
 
 const usage = `usage: tapscope query [--since 1h|15m|2d | --from ISO [--to ISO]] [--filter EXPR] [--limit N] [--format table|json|har]
   TAPSCOPE_TOKEN (a namespace token) and TAPSCOPE_ENDPOINT (the server) come from the environment.
@@ -27,20 +28,6 @@ const queryFlags = {
   format: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
-
-const units: Record<string, number> = {
-  s: 1000,
-  m: 60_000,
-  h: 3_600_000,
-  d: 86_400_000,
-};
-
-export function parseSince(text: string): number | null {
-  const m = /^(\d+(?:\.\d+)?)(s|m|h|d)$/.exec(text.trim());
-  if (!m) return null;
-  const ms = Number(m[1]) * units[m[2]!]!;
-  return ms > 0 && Number.isFinite(ms) ? ms : null;
-}
 
 /** ISO 8601 with the microseconds the event carries. */
 export function isoMicros(micros: number): string {
@@ -155,33 +142,17 @@ export async function main(args: string[]): Promise<number> {
     process.stdout.write(`${usage}\n`);
     return 0;
   }
-  let sinceMs: number | null = null;
-  if (flags.since !== undefined) {
-    sinceMs = parseSince(flags.since);
-    if (sinceMs === null) return fail(`--since must look like 30s, 15m, 1h or 2d, got "${flags.since}"`);
-  }
-  const from = flags.from === undefined ? null : Date.parse(flags.from);
-  if (from !== null && !Number.isFinite(from)) return fail(`--from must be an ISO time such as 2026-11-21T09:00:00Z, got "${flags.from}"`);
-  const to = flags.to === undefined ? null : Date.parse(flags.to);
-  if (to !== null && !Number.isFinite(to)) return fail(`--to must be an ISO time such as 2026-11-21T09:00:00Z, got "${flags.to}"`);
   const filterText = flags.filter ?? "";
   const limit = Number(flags.limit ?? 1000);
   if (!Number.isInteger(limit) || limit < 1 || limit > maxRowLimit) return fail(`--limit must be 1 to ${maxRowLimit}`);
   const format = flags.format ?? "table";
   if (format !== "table" && format !== "json" && format !== "har") return fail(`--format must be table, json or har, got "${format}"`);
   if (!agent.token) return fail("TAPSCOPE_TOKEN is not set: create a namespace token under Tokens in the dashboard and export it");
-  if (sinceMs !== null && from !== null) return fail("use --since or --from, not both");
-  const nowMs = Date.now();
-  const upperMs = to ?? nowMs;
-  const lowerMs = from ?? upperMs - (sinceMs ?? 3_600_000);
-  if (lowerMs >= upperMs) return fail("the time range is empty (--from must be before --to)");
-  if (filterText.trim()) {
-    const parsed = parseFilter(filterText);
-    if (!parsed.ok) {
-      const { message, position } = parsed.error;
-      return fail(`bad filter: ${message}\n  ${filterText}\n  ${" ".repeat(Math.max(0, position))}^`);
-    }
-  }
+  const window = timeWindow(flags, Date.now());
+  if ("error" in window) return fail(window.error);
+  const { lowerMs, upperMs } = window;
+  const filterError = filterProblem(filterText);
+  if (filterError) return fail(filterError);
 
   let client: TunnelClient;
   try {
