@@ -4,7 +4,7 @@ import { formatBytes, formatDuration } from "~/lib/format.ts";
 import { type EndpointRow, endpointLimits } from "~/lib/protocol/query.ts";
 import { parseAgentConfig } from "~/lib/server/env.ts";
 import { parseFlags } from "~/lib/server/flags.ts";
-import { filterProblem, timeWindow } from "./time-window.ts";
+import { filterProblem, timeWindow, windowFlags } from "./time-window.ts";
 
 const sortKeys = ["requests", "rate", "errors", "4xx", "5xx", "p50", "p95", "p99", "max", "in", "out"] as const;
 type SortKey = (typeof sortKeys)[number];
@@ -16,10 +16,7 @@ const usage = `usage: tapscope endpoints [--since 1h|15m|2d | --from ISO [--to I
   --filter uses the filter language: request.route startsWith "/api/", response.status >= 500`;
 
 const flagSpec = {
-  since: { type: "string" },
-  from: { type: "string" },
-  to: { type: "string" },
-  filter: { type: "string" },
+  ...windowFlags,
   sort: { type: "string" },
   limit: { type: "string" },
   format: { type: "string" },

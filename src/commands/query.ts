@@ -12,7 +12,7 @@ import { maxRowLimit, type RowColumn } from "~/lib/protocol/query.ts";
 import { parseAgentConfig } from "~/lib/server/env.ts";
 import { parseFlags } from "~/lib/server/flags.ts";
 import { buildInfo } from "~/lib/server/version.ts";
-import { filterProblem, timeWindow } from "./time-window.ts";
+import { filterProblem, timeWindow, windowFlags } from "./time-window.ts";
 
 const usage = `usage: tapscope query [--since 1h|15m|2d | --from ISO [--to ISO]] [--filter EXPR] [--limit N] [--format table|json|har]
   TAPSCOPE_TOKEN (a namespace token) and TAPSCOPE_ENDPOINT (the server) come from the environment.
@@ -20,10 +20,7 @@ const usage = `usage: tapscope query [--since 1h|15m|2d | --from ISO [--to ISO]]
   --format json prints every field of each request (bodies as text, or base64 with *_encoding saying so)`;
 
 const queryFlags = {
-  since: { type: "string" },
-  from: { type: "string" },
-  to: { type: "string" },
-  filter: { type: "string" },
+  ...windowFlags,
   limit: { type: "string" },
   format: { type: "string" },
   help: { type: "boolean", short: "h" },

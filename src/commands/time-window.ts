@@ -1,5 +1,13 @@
 import { parseFilter } from "~/lib/filter/parse.ts";
 
+/** The flags that name the window and the filter, alike in every command that queries the store. */
+export const windowFlags = {
+  since: { type: "string" },
+  from: { type: "string" },
+  to: { type: "string" },
+  filter: { type: "string" },
+} as const;
+
 const units: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 export function parseSince(text: string): number | null {

@@ -15,10 +15,12 @@ test("Live rows mark a request that got no answer with why, the wait on hover; a
   render(<EventList events={[hung, dropped, answered]} version={1} selectedId={null} onSelect={() => {}} initialHeight={800} />);
   const row = (e: typeof hung) => document.querySelector<HTMLElement>(`[role="row"][data-event-id="${e.event_id}"]`)!;
   const mark = row(hung).querySelector("[data-unanswered]")!;
-  expect(within(row(hung)).getByText("aborted")).toBeTruthy();
+  expect(mark.textContent).toContain("aborted");
   expect(mark.getAttribute("title")).toBe("No response: the client gave up after 2.00s");
   // What a screen reader reads: the sentence, not the word.
-  expect(within(row(dropped)).getByText("No response: the server closed the connection after 300ms")).toBeTruthy();
+  expect(row(dropped).querySelector("[data-unanswered]")?.textContent).toContain(
+    "No response: the server closed the connection after 300ms",
+  );
   expect(row(answered).querySelector("[data-unanswered]")).toBeNull();
 });
 
@@ -34,7 +36,7 @@ test("the explorer's rows mark it too, and the detail says it in a sentence", ()
     />,
   );
   const rows = screen.getAllByRole("row").slice(1);
-  expect(within(rows[0]!).getByText("aborted")).toBeTruthy();
+  expect(rows[0]!.querySelector("[data-unanswered]")?.textContent).toContain("aborted");
   expect(rows[1]!.querySelector("[data-unanswered]")).toBeNull();
   cleanup();
   render(<RequestDetail event={hung} />);
