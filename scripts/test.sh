@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The whole test suite: server/agent/store tests, then UI (DOM) tests in their own process, then browser tests, then
 # the benchmarks' smoke runs.
-# Prints one closing line "tests: N passed, N failed".
+# Prints the failing tests' names again at the end, then one closing line "tests: N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUN=./node_modules/.bin/bun
 pass=0; fail=0; status=0
+failed=$(mktemp)
 run() {
   local out
   out=$(mktemp)
@@ -15,6 +16,9 @@ run() {
   p=$(grep -Eo '^ *[0-9]+ pass$' "$out" | tail -1 | grep -Eo '[0-9]+' || echo 0)
   f=$(grep -Eo '^ *[0-9]+ fail$' "$out" | tail -1 | grep -Eo '[0-9]+' || echo 0)
   pass=$((pass + p)); fail=$((fail + f))
+  # bun prints each file's name, then "(fail) describe > name" per failing test: repeated at the end, with the file,
+  # where a log's tail shows them.
+  awk '/^[^ (].*\.(ts|tsx):$/ { file = $0 } /^\(fail\) / { print file " " $0 }' "$out" >>"$failed"
   [ "$rc" -eq 0 ] || status=1
   rm -f "$out"
 }
@@ -39,5 +43,10 @@ if [ ${#e2e[@]} -gt 0 ]; then run "$BUN" test --timeout 120000 "${e2e[@]/#/./}";
 # since they measure.
 bench=(tests/bench/*.bench.ts)
 if [ ${#bench[@]} -gt 0 ]; then run "$BUN" test --timeout 240000 "${bench[@]/#/./}"; fi
+if [ -s "$failed" ]; then
+  echo "failed tests:"
+  sed 's/^/  /' "$failed"
+fi
+rm -f "$failed"
 echo "tests: ${pass} passed, ${fail} failed"
 exit $status
