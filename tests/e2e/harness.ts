@@ -44,16 +44,22 @@ export async function startServer(env: Record<string, string> = {}): Promise<Run
   const logs: string[] = [];
   void collect(proc.stderr, logs);
   void collect(proc.stdout, logs);
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + 60_000;
   for (;;) {
     try {
-      const res = await fetch(`${baseUrl}/api/health`);
+      const res = await fetch(`${baseUrl}/api/health`, { signal: AbortSignal.timeout(2000) });
       if (res.ok) break;
     } catch {
       // not up yet
     }
     if (proc.exitCode !== null) throw new Error(`server exited early:\n${logs.join("")}`);
-    if (Date.now() > deadline) throw new Error(`server did not start:\n${logs.join("")}`);
+    if (Date.now() > deadline) {
+      // Not left running behind the failed test.
+      proc.kill("SIGKILL");
+      await proc.exited;
+      rmSync(dataDir, { recursive: true, force: true });
+      throw new Error(`server did not start:\n${logs.join("")}`);
+    }
     await Bun.sleep(100);
   }
   return {

@@ -44,7 +44,14 @@ describe("time ranges are bounded where they enter", () => {
       signal: AbortSignal.timeout(5000),
     });
 
-  test("DownloadHar with upperMs 1e300 is a quick 400 that says why, and /api/health answers within 100 ms meanwhile", async () => {
+  test("DownloadHar with upperMs 1e300 is a quick 400 that says why, and /api/health answers meanwhile as fast as before", async () => {
+    const healthMsOf = async () => {
+      const started = performance.now();
+      const res = await fetch(`${endpoint}/api/health`, { signal: AbortSignal.timeout(15_000) });
+      expect(res.status).toBe(200);
+      return performance.now() - started;
+    };
+    const baselineMs = Math.min(await healthMsOf(), await healthMsOf(), await healthMsOf());
     const now = Date.now();
     const attacks = [
       downloadHar({ lowerMs: 0, upperMs: 1e300 }),
@@ -53,12 +60,8 @@ describe("time ranges are bounded where they enter", () => {
       downloadHar({ lowerMs: now - 900 * 86_400_000, upperMs: now }),
       downloadHar({ lowerMs: now - 3_600_000, upperMs: now }, { lowerMs: now - 60_000, upperMs: 1e300 }),
     ];
-    // Asked while the attacks are in flight: a frozen event loop never answers.
-    const started = performance.now();
-    const health = await fetch(`${endpoint}/api/health`, { signal: AbortSignal.timeout(2000) });
-    const healthMs = performance.now() - started;
-    expect(health.status).toBe(200);
-    expect(healthMs).toBeLessThan(100);
+    // Asked while the attacks are in flight: an event loop walking a range to 1e300 never answers.
+    expect(await healthMsOf()).toBeLessThan(baselineMs * 20 + 500);
 
     const answers = await Promise.all(attacks);
     for (const res of answers) {
