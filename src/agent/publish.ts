@@ -79,8 +79,6 @@ export type Publisher = {
   send(event: CapturedEvent): void;
   /** Events batched and encoded elsewhere (a relay thread): sent as their own message, as soon as the socket allows. */
   sendEncoded(events: EncodedEvents): void;
-  /** The server joined last reads binary event batches, so encoded ones may be sent (false until one said so). */
-  readsFrames(): boolean;
   flush(): void;
   /** Sends what is pending within timeoutMs, then closes; what is left is counted as dropped. */
   close(timeoutMs?: number): Promise<PublisherStats>;
@@ -244,8 +242,6 @@ export function createPublisher(options: PublisherOptions): Publisher {
       }
       if (outbox.offerEncoded(events)) pump();
     },
-
-    readsFrames: () => sender.readsFrames,
 
     flush: pump,
 

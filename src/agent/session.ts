@@ -6,7 +6,6 @@ import type { AgentConfig, HostEnvironment } from "~/lib/server/env.ts";
 import { hostMetadata } from "./event.ts";
 import { formatLogLine } from "./log-line.ts";
 import { createPublisher, isRefusal, type JoinInfo } from "./publish.ts";
-import { FrameGatherer } from "./publisher/frame-gatherer.ts";
 import type { RedactMode } from "./redact.ts";
 import { pipeStats } from "./relay/pipe.ts";
 import { RelayThreads } from "./relay/relay-threads.ts";
@@ -112,16 +111,6 @@ export function createSession(options: SessionOptions): Session {
     }
     if (options.eventsFile) appendFileSync(options.eventsFile, `${JSON.stringify(toTracedEvent(event))}\n`);
   };
-  // Only publishing: events go into publish frames as they are built, as the relay threads do, once the server has
-  // said it reads them (until then, and for an older server, as events).
-  const gatherer = publisher && !options.log && !options.eventsFile ? new FrameGatherer((events) => publisher.sendEncoded(events)) : null;
-  const onOwnEvent =
-    publisher && gatherer
-      ? (event: CapturedEvent) => {
-          if (publisher.readsFrames()) gatherer.add(event);
-          else publisher.send(event);
-        }
-      : onEvent;
   const tracerConfig = {
     host: hostMetadata(options.host),
     service: options.service,
@@ -146,7 +135,7 @@ export function createSession(options: SessionOptions): Session {
   const tracer = createTracer({
     ...tracerConfig,
     parents: threads ? new SharedParentTracker(threads.parents) : undefined,
-    onEvent: onOwnEvent,
+    onEvent,
   });
   const firstJoin = publisher?.join().catch((err: unknown) => {
     const reason = errorMessage(err);
@@ -181,7 +170,6 @@ export function createSession(options: SessionOptions): Session {
     async finish() {
       const fromThreads = threads ? await threads.drain(1000) : { droppedEvents: 0, tapErrors: 0, webSocketDropped: 0 };
       tracer.flush();
-      gatherer?.flush();
       const stats = tracer.stats();
       const published = publisher ? await publisher.close(2000) : null;
       const dropped = stats.droppedEvents + fromThreads.droppedEvents + (published?.dropped ?? 0);

@@ -36,11 +36,6 @@ export class BatchSender {
     this.acceptsResent = this.isBinary && ready.acceptsResent === true;
   }
 
-  /** The last server's "ready" said it reads binary event batches (false before any). */
-  get readsFrames(): boolean {
-    return this.isBinary;
-  }
-
   /** The largest message the server takes. */
   get messageLimit(): number {
     return this.maxMessageBytes;

@@ -1,7 +1,8 @@
 import { parentPort, workerData } from "node:worker_threads";
 import type { TCPSocketListener } from "bun";
 import type { CapturedEvent } from "~/lib/protocol/event.ts";
-import { FrameGatherer } from "../publisher/frame-gatherer.ts";
+import { encodeEventBatch, SEQ_SET_LATER } from "~/lib/protocol/event-batch.ts";
+import { estimateBytes } from "../publisher/estimate-bytes.ts";
 import { SharedParentTracker } from "../tracer/shared-parents.ts";
 import { createTracer } from "../tracer.ts";
 import { type InboundTarget, relayInboundConnection } from "./inbound-connection.ts";
@@ -24,6 +25,10 @@ const counters = new Int32Array(init.counters);
 const connectionIds = new Int32Array(init.connectionIds);
 const stats = new Int32Array(init.stats, init.index * 8 * 4, 8);
 /** stats: open inbound connections, connections served, connections not yet shown to the tracer, releases done. */
+/** As the publisher batches its own events (publish.ts defaults). */
+const FRAME_MAX_EVENTS = 500;
+const FRAME_MAX_BYTES = 1024 * 1024;
+const FRAME_INTERVAL_MS = 50;
 const REFUSED_RESET_DELAY_MS = 20;
 const OPEN = 0;
 const SERVED = 1;
@@ -32,6 +37,11 @@ const RELEASES = 3;
 
 let pending: CapturedEvent[] = [];
 let isScheduled = false;
+/** Frames delivery: the events of the batch being gathered, and their estimated bytes. */
+let gathered: CapturedEvent[] = [];
+let gatheredBytes = 0;
+let gatherTimer: ReturnType<typeof setTimeout> | null = null;
+
 function compact(body: string | Uint8Array, transfer: ArrayBuffer[]): string | Uint8Array {
   if (typeof body === "string" || body.byteLength === 0) return body;
   // A view of a larger read would take that whole buffer along: send its own bytes, moved rather than copied again.
@@ -53,19 +63,36 @@ function post(): void {
   port.postMessage({ kind: "events", events } satisfies ToMain, transfer);
 }
 
-/** Frames delivery: events encoded as they come, each frame moved to the main thread (its publisher sets the seq). */
-const gatherer = new FrameGatherer(({ frame: encoded, count }) => {
+/** The gathered events as one publish frame, moved to the main thread (its publisher sets the frame's seq). */
+function postFrame(): void {
+  if (gatherTimer) clearTimeout(gatherTimer);
+  gatherTimer = null;
+  if (gathered.length === 0) return;
+  let frame = encodeEventBatch(SEQ_SET_LATER, gathered);
   // A small frame may be a view of a shared pool: its own bytes are sent, not the pool.
-  const frame = encoded.byteOffset !== 0 || encoded.byteLength !== encoded.buffer.byteLength ? encoded.slice() : encoded;
-  port.postMessage({ kind: "frame", frame, count } satisfies ToMain, [frame.buffer as ArrayBuffer]);
-});
+  if (frame.byteOffset !== 0 || frame.byteLength !== frame.buffer.byteLength) frame = frame.slice();
+  port.postMessage({ kind: "frame", frame, count: gathered.length } satisfies ToMain, [frame.buffer as ArrayBuffer]);
+  gathered = [];
+  gatheredBytes = 0;
+}
+
+/** Batches as the publisher would (by count, bytes or time), encoded here so the main thread only sends them. */
+function gather(event: CapturedEvent): void {
+  const bytes = estimateBytes(event);
+  // A very large event goes in a frame of its own: a frame over the server's message limit is dropped whole.
+  if (gathered.length > 0 && gatheredBytes + bytes > FRAME_MAX_BYTES) postFrame();
+  gathered.push(event);
+  gatheredBytes += bytes;
+  if (gathered.length >= FRAME_MAX_EVENTS || gatheredBytes >= FRAME_MAX_BYTES) postFrame();
+  else gatherTimer ??= setTimeout(postFrame, FRAME_INTERVAL_MS);
+}
 
 const tracer = createTracer({
   ...init.tracer,
   parents: new SharedParentTracker(init.parents),
   onEvent(event) {
     if (delivery === "frames") {
-      gatherer.add(event);
+      gather(event);
       return;
     }
     if (delivery === "none") return;
@@ -153,7 +180,7 @@ port.on("message", (m: ToThread) => {
       return;
     }
     case "delivery":
-      gatherer.flush();
+      postFrame();
       delivery = m.delivery;
       return;
     case "release":
@@ -167,7 +194,7 @@ port.on("message", (m: ToThread) => {
     case "drain":
       tracer.flush();
       post();
-      gatherer.flush();
+      postFrame();
       mirrorOpen();
       port.postMessage({
         kind: "drained",
