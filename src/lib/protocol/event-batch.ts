@@ -127,249 +127,132 @@ const sectionLength = (s: Section) => s.bytes.byteLength + (s.bodyBytes ?? 0);
 
 type AnyEvent = Readonly<Record<string, unknown>>;
 
-/** A growing column of u32 (string indexes, pair counts and pair references). */
-class U32Column {
-  values: Uint32Array;
-  length = 0;
-
-  constructor(capacity: number) {
-    this.values = new Uint32Array(capacity);
-  }
-
-  push(value: number): void {
-    if (this.length === this.values.length) this.grow(1);
-    this.values[this.length++] = value;
-  }
-
-  /** Room for `more` values past the end. */
-  grow(more: number): void {
-    if (this.length + more <= this.values.length) return;
-    const grown = new Uint32Array(Math.max(2 * this.values.length, this.length + more));
-    grown.set(this.values.subarray(0, this.length));
-    this.values = grown;
-  }
-
-  bytes(): Uint8Array {
-    return new Uint8Array(this.values.buffer, 0, 4 * this.length);
-  }
-}
-
-/**
- * One frame being built an event at a time: each event's values go into the columns as it is added, so the event
- * object need not live until the frame is sent (a batch of held events outlives the young generation). The frame's
- * bytes are those encodeEventBatch writes for the same events.
- */
-export type EventBatchBuilder = {
-  /** Events added so far. */
-  readonly count: number;
-  add(event: AnyEvent): void;
-  /** The frame of every event added; the builder is empty again after it. */
-  finish(seq: number): Uint8Array;
-};
-
 /**
  * The encoder of one field table's frames (encodeEventBatch is eventFields'). Values of a wrong type (outside the
  * event type's) are written as their field's neutral value; the kind field defaults to the first kind, as it does on
  * the server.
  */
 export function eventBatchEncoder(fields: EventFields): (seq: number, events: readonly AnyEvent[]) => Uint8Array {
-  const newBuilder = eventBatchBuilderOf(fields);
-  return (seq, events) => {
-    const builder = newBuilder(events.length);
-    for (let i = 0; i < events.length; i++) builder.add(events[i]!);
-    return builder.finish(seq);
-  };
-}
-
-/**
- * Builders of one field table's frames. Each event's fields are read by one function made from the table (a read
- * per field by its own name, as a hand-written one would; the names are the table's, checked to be snake_case) into
- * one reused array, in the order the frame's sections take them.
- */
-export function eventBatchBuilderOf(fields: EventFields): (capacity?: number) => EventBatchBuilder {
   const layout = batchLayout(fields);
-  const order = [...layout.str.map((c) => c.name), ...layout.f64, ...layout.bool, ...layout.pairs.map((c) => c.name), ...layout.body];
-  const reads = order.map((name, i) => `v[${i}] = e[${JSON.stringify(name)}];`).join(" ");
-  const readInto = new Function("e", "v", reads) as (e: AnyEvent, v: unknown[]) => void;
-  const strCount = layout.str.length;
-  const f64Count = layout.f64.length;
-  const boolCount = layout.bool.length;
-  const pairsCount = layout.pairs.length;
-  const bodyCount = layout.body.length;
-  const f64At = strCount;
-  const boolAt = f64At + f64Count;
-  const pairsAt = boolAt + boolCount;
-  const bodyAt = pairsAt + pairsCount;
-  const isUnique = layout.str.map((c) => c.isUnique);
-  const missing = layout.str.map((c) => c.missing);
-  const isMap = layout.pairs.map((c) => c.isMap);
-
-  return (capacity = 64) => {
-    const values: unknown[] = new Array(order.length).fill(undefined);
-    let table = new StringTable();
-    let n = 0;
-    let cap = Math.max(1, capacity);
-    let str = layout.str.map(() => new Uint32Array(cap));
-    // The previous event's value and index per string column: a repeated value is one compare, not a lookup.
-    const lastStr: Array<string | undefined> = new Array(strCount).fill(undefined);
-    const lastStrIndex = new Array<number>(strCount).fill(0);
-    let f64 = layout.f64.map(() => new Float64Array(cap));
-    let bool = layout.bool.map(() => new Uint8Array(cap));
-    let pairCounts = layout.pairs.map(() => new U32Column(cap));
-    let pairRefs = layout.pairs.map(() => new U32Column(32 * cap));
-    // Header names repeat across events, mostly at the same position (one compare instead of a hash lookup).
-    let lastNames: string[][] = layout.pairs.map(() => []);
-    let lastNameIndexes: number[][] = layout.pairs.map(() => []);
-    let bodyForms = layout.body.map(() => new Uint8Array(cap));
-    let bodyA = layout.body.map(() => new Uint32Array(cap));
-    let bodyB = layout.body.map(() => new Uint32Array(cap));
-    let bodies: Uint8Array[][] = layout.body.map(() => []);
-    let bodyOffsets = new Array<number>(bodyCount).fill(0);
-
-    function reset(): void {
-      table = new StringTable();
-      n = 0;
-      str = str.map(() => new Uint32Array(cap));
-      lastStr.fill(undefined);
-      lastStrIndex.fill(0);
-      f64 = f64.map(() => new Float64Array(cap));
-      bool = bool.map(() => new Uint8Array(cap));
-      pairCounts = pairCounts.map(() => new U32Column(cap));
-      pairRefs = pairRefs.map(() => new U32Column(32 * cap));
-      lastNames = lastNames.map(() => []);
-      lastNameIndexes = lastNameIndexes.map(() => []);
-      bodyForms = bodyForms.map(() => new Uint8Array(cap));
-      bodyA = bodyA.map(() => new Uint32Array(cap));
-      bodyB = bodyB.map(() => new Uint32Array(cap));
-      bodies = bodies.map(() => []);
-      bodyOffsets = bodyOffsets.map(() => 0);
+  return (seq, events) => {
+    const n = events.length;
+    const table = new StringTable();
+    const sections: Section[] = [];
+    for (const { name, isUnique, missing } of layout.str) {
+      const column = new Uint32Array(n);
+      let last: string | undefined;
+      let lastIndex = 0;
+      for (let i = 0; i < n; i++) {
+        const value = events[i]![name];
+        const s = typeof value === "string" ? value : missing;
+        if (s !== last) {
+          lastIndex = isUnique ? table.append(s) : table.intern(s);
+          last = s;
+        }
+        column[i] = lastIndex;
+      }
+      sections.push({ name, kind: "str", bytes: new Uint8Array(column.buffer) });
     }
-
-    function growRows(): void {
-      cap *= 2;
-      const more = <T extends Uint8Array | Uint32Array | Float64Array>(a: T, make: (k: number) => T): T => {
-        const grown = make(cap);
-        grown.set(a as never);
-        return grown;
-      };
-      str = str.map((a) => more(a, (k) => new Uint32Array(k)));
-      f64 = f64.map((a) => more(a, (k) => new Float64Array(k)));
-      bool = bool.map((a) => more(a, (k) => new Uint8Array(k)));
-      bodyForms = bodyForms.map((a) => more(a, (k) => new Uint8Array(k)));
-      bodyA = bodyA.map((a) => more(a, (k) => new Uint32Array(k)));
-      bodyB = bodyB.map((a) => more(a, (k) => new Uint32Array(k)));
+    for (const name of layout.f64) {
+      const column = new Float64Array(n);
+      for (let i = 0; i < n; i++) {
+        const value = events[i]![name];
+        column[i] = typeof value === "number" ? value : Number.NaN;
+      }
+      sections.push({ name, kind: "f64", bytes: new Uint8Array(column.buffer) });
     }
-
-    return {
-      get count() {
-        return n;
-      },
-
-      add(event) {
-        if (n === cap) growRows();
-        readInto(event, values);
-        const i = n++;
-        for (let c = 0; c < strCount; c++) {
-          const value = values[c];
-          const s = typeof value === "string" ? value : missing[c]!;
-          if (s !== lastStr[c]) {
-            lastStrIndex[c] = isUnique[c] ? table.append(s) : table.intern(s);
-            lastStr[c] = s;
-          }
-          str[c]![i] = lastStrIndex[c]!;
-        }
-        for (let c = 0; c < f64Count; c++) {
-          const value = values[f64At + c];
-          f64[c]![i] = typeof value === "number" ? value : Number.NaN;
-        }
-        for (let c = 0; c < boolCount; c++) bool[c]![i] = values[boolAt + c] === true ? 1 : 0;
-        for (let c = 0; c < pairsCount; c++) {
-          const value = values[pairsAt + c];
-          const counts = pairCounts[c]!;
-          const refs = pairRefs[c]!;
-          if (isMap[c]) {
-            let count = 0;
-            if (typeof value === "object" && value !== null) {
-              const map = value as Record<string, unknown>;
-              for (const key of Object.keys(map)) {
-                refs.grow(2);
-                refs.values[refs.length++] = table.intern(key);
-                refs.values[refs.length++] = table.intern(text(map[key]));
-                count++;
-              }
-            }
-            counts.push(count);
-          } else if (Array.isArray(value)) {
-            const pairs = value as unknown[];
-            const names = lastNames[c]!;
-            const nameIndexes = lastNameIndexes[c]!;
-            refs.grow(2 * pairs.length);
-            for (let k = 0; k < pairs.length; k++) {
-              const pair = pairs[k];
-              const isPair = Array.isArray(pair);
-              const key = isPair ? text(pair[0]) : "";
-              if (key !== names[k]) {
-                names[k] = key;
-                nameIndexes[k] = table.intern(key);
-              }
-              refs.values[refs.length++] = nameIndexes[k]!;
-              refs.values[refs.length++] = table.append(isPair ? text(pair[1]) : "");
-            }
-            counts.push(pairs.length);
-          } else counts.push(0);
-        }
-        for (let c = 0; c < bodyCount; c++) {
-          const body = values[bodyAt + c];
-          if (body instanceof Uint8Array) {
-            if (body.byteLength === 0) continue;
-            bodyForms[c]![i] = BODY_BYTES;
-            bodies[c]!.push(body);
-            bodyA[c]![i] = bodyOffsets[c]!;
-            bodyB[c]![i] = body.byteLength;
-            bodyOffsets[c]! += body.byteLength;
-          } else if (typeof body === "string" && body.length > 0) {
-            bodyForms[c]![i] = BODY_BASE64;
-            bodyA[c]![i] = table.append(body);
-          }
-        }
-      },
-
-      finish(seq) {
-        const sections: Section[] = [];
-        const row = (a: Uint8Array | Uint32Array | Float64Array) => new Uint8Array(a.buffer, 0, n * a.BYTES_PER_ELEMENT);
-        for (let c = 0; c < strCount; c++) sections.push({ name: layout.str[c]!.name, kind: "str", bytes: row(str[c]!) });
-        for (let c = 0; c < f64Count; c++) sections.push({ name: layout.f64[c]!, kind: "f64", bytes: row(f64[c]!) });
-        for (let c = 0; c < boolCount; c++) sections.push({ name: layout.bool[c]!, kind: "bool", bytes: row(bool[c]!) });
-        for (let c = 0; c < pairsCount; c++) {
-          const refs = pairRefs[c]!;
-          const out = new Uint32Array(n + refs.length);
-          out.set(pairCounts[c]!.values.subarray(0, n));
-          out.set(refs.values.subarray(0, refs.length), n);
-          sections.push({ name: layout.pairs[c]!.name, kind: "pairs", bytes: new Uint8Array(out.buffer) });
-        }
-        for (let c = 0; c < bodyCount; c++) {
-          const out = new Uint8Array(align(n, 4) + 8 * n);
-          out.set(bodyForms[c]!.subarray(0, n));
-          new Uint32Array(out.buffer, align(n, 4), n).set(bodyA[c]!.subarray(0, n));
-          new Uint32Array(out.buffer, align(n, 4) + 4 * n, n).set(bodyB[c]!.subarray(0, n));
-          sections.push({ name: layout.body[c]!, kind: "body", bytes: out, bodies: bodies[c]!, bodyBytes: bodyOffsets[c]! });
-        }
-        const frame = assemble(seq, n, table, sections);
-        values.fill(undefined);
-        reset();
-        return frame;
-      },
-    };
+    for (const name of layout.bool) {
+      const column = new Uint8Array(n);
+      for (let i = 0; i < n; i++) column[i] = events[i]![name] === true ? 1 : 0;
+      sections.push({ name, kind: "bool", bytes: column });
+    }
+    for (const { name, isMap } of layout.pairs) {
+      sections.push({ name, kind: "pairs", bytes: encodePairs(events, name, isMap, table) });
+    }
+    for (const name of layout.body) sections.push({ name, kind: "body", ...encodeBodies(events, name, table) });
+    return assemble(seq, n, table, sections);
   };
 }
 
 /** One binary frame for these events. */
 export const encodeEventBatch: (seq: number, events: readonly CapturedEvent[]) => Uint8Array = eventBatchEncoder(eventFields);
 
-/** A builder of frames of eventFields' events, one event at a time. */
-export const eventBatchBuilder: (capacity?: number) => EventBatchBuilder = eventBatchBuilderOf(eventFields);
+/** Header lists (pairs in wire order) or maps (tags), as one pairs section. */
+function encodePairs(events: readonly AnyEvent[], name: string, isMap: boolean, table: StringTable): Uint8Array {
+  const n = events.length;
+  let out = new Uint32Array(n + 32 * n);
+  let at = n;
+  const lastNames: string[] = [];
+  const lastIndexes: number[] = [];
+  const room = (more: number) => {
+    if (at + more <= out.length) return;
+    const grown = new Uint32Array(Math.max(2 * out.length, at + more));
+    grown.set(out);
+    out = grown;
+  };
+  for (let i = 0; i < n; i++) {
+    const value = events[i]![name];
+    if (isMap) {
+      if (typeof value !== "object" || value === null) continue;
+      const map = value as Record<string, unknown>;
+      for (const key of Object.keys(map)) {
+        room(2);
+        out[at++] = table.intern(key);
+        out[at++] = table.intern(text(map[key]));
+        out[i]!++;
+      }
+    } else if (Array.isArray(value)) {
+      // Header names repeat across events, mostly at the same position (one compare instead of a hash
+      // lookup); their values mostly do not repeat.
+      const pairs = value as unknown[];
+      room(2 * pairs.length);
+      for (let k = 0; k < pairs.length; k++) {
+        const pair = pairs[k];
+        const isPair = Array.isArray(pair);
+        const key = isPair ? text(pair[0]) : "";
+        if (key !== lastNames[k]) {
+          lastNames[k] = key;
+          lastIndexes[k] = table.intern(key);
+        }
+        out[at++] = lastIndexes[k]!;
+        out[at++] = table.append(isPair ? text(pair[1]) : "");
+      }
+      out[i] = pairs.length;
+    }
+  }
+  return new Uint8Array(out.buffer, 0, 4 * at);
+}
 
 const text = (value: unknown): string => (typeof value === "string" ? value : "");
+
+function encodeBodies(
+  events: readonly AnyEvent[],
+  name: string,
+  table: StringTable,
+): { bytes: Uint8Array; bodies: Uint8Array[]; bodyBytes: number } {
+  const n = events.length;
+  const head = align(n, 4) + 8 * n;
+  const out = new Uint8Array(head);
+  const a = new Uint32Array(out.buffer, align(n, 4), n);
+  const b = new Uint32Array(out.buffer, align(n, 4) + 4 * n, n);
+  const bodies: Uint8Array[] = [];
+  let offset = 0;
+  for (let i = 0; i < n; i++) {
+    const body = events[i]![name];
+    if (body instanceof Uint8Array) {
+      if (body.byteLength === 0) continue;
+      out[i] = BODY_BYTES;
+      bodies.push(body);
+      a[i] = offset;
+      b[i] = body.byteLength;
+      offset += body.byteLength;
+    } else if (typeof body === "string" && body.length > 0) {
+      out[i] = BODY_BASE64;
+      a[i] = table.append(body);
+    }
+  }
+  return { bytes: out, bodies, bodyBytes: offset };
+}
 
 /**
  * `seq` for a frame whose sequence number is set later (setEventBatchSeq), by whoever sends it: the header then

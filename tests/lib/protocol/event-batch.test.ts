@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { Ingest } from "~/engines/ingest/ingest.ts";
 import { EventSinks, type EventTarget } from "~/engines/ingest/sinks.ts";
 import type { CapturedEvent, TracedEvent } from "~/lib/protocol/event.ts";
-import { encodeEventBatch, eventBatchBuilder, SEQ_SET_LATER, setEventBatchSeq } from "~/lib/protocol/event-batch.ts";
+import { encodeEventBatch, SEQ_SET_LATER, setEventBatchSeq } from "~/lib/protocol/event-batch.ts";
 import { type PublishServerMessage, publishLimits, TRUNCATION_MARKER } from "~/lib/protocol/publish.ts";
 import { SearchTexts } from "~/store/search-text.ts";
 import { generateEvents } from "../../store/generate.ts";
@@ -110,33 +110,6 @@ describe("binary event batches through Ingest.handle", () => {
     expect(() => setEventBatchSeq(encodeEventBatch(3, events), 4)).toThrow("not a frame whose seq is set later");
     expect(() => setEventBatchSeq(frame, -1)).toThrow();
     expect(() => setEventBatchSeq(frame, 1.5)).toThrow();
-  });
-
-  test("events added to a builder one at a time, frame after frame, arrive as from the JSON message of each batch", () => {
-    const events: CapturedEvent[] = generateEvents({ count: 300, startMicros: 1_000_000, endMicros: 2_000_000, seed: 7 }).map((e, i) =>
-      // Bodies as bytes (as the tracer hands them) on some events, views into a larger buffer included.
-      i % 3 === 0 ? { ...e, http_resp_body: new Uint8Array(Buffer.from(`xx${i} body`)).subarray(2) } : e,
-    );
-    events[5] = { ...events[5]!, tags: { ...events[5]!.tags, "tag with ü": "värde ✓" } };
-    // A capacity of one: every column grows many times while the first frame is built.
-    const builder = eventBatchBuilder(1);
-    const groups = [events.slice(0, 250), events.slice(250, 251), events.slice(251)];
-    const frames = groups.map((group, seq) => {
-      for (const e of group) builder.add(e);
-      expect(builder.count).toBe(group.length);
-      return builder.finish(seq);
-    });
-    expect(builder.count).toBe(0);
-    const json = ingestWithSink();
-    const binary = ingestWithSink();
-    for (const [seq, group] of groups.entries()) {
-      json.ingest.handle(target, jsonMessage(seq, group));
-      expect(binary.ingest.handle(target, frames[seq]!)).toMatchObject({ type: "ack", seq, accepted: group.length });
-    }
-    expect(binary.delivered).toHaveLength(events.length);
-    expect(binary.delivered).toEqual(json.delivered);
-    // The same bytes as encoding the batch whole.
-    expect(frames[2]).toEqual(encodeEventBatch(2, groups[2]!));
   });
 
   test("an empty batch is acknowledged with zero counts", () => {
