@@ -7,7 +7,7 @@
  *
  * Options: --rounds N (default 3), --duration S (default 5), --server <file.js> (default server.js),
  *          --sizes 1,65536 and --conns 1,16 (what to measure), --baseline <checkout> (also measure that
- *          checkout's `tapscope run`, as mode "base"),
+ *          checkout's `tapscope run`, as modes "base" (--no-publish) and "base-pub" (publishing)),
  *          --tapscope "<command>" (default: bun src/main.ts), --json <file> to keep the raw figures,
  *          --smoke (one round of 1 s, 1 B at 16 connections, no warm-up: proves it runs, measures nothing).
  * Also, side by side: **haproxy** (mode tcp, one thread: the floor of a user-space relay, when Debian's haproxy is
@@ -45,7 +45,7 @@ type Sample = { rps: number; p50: number; p99: number; cpu: number };
  * direct: the server alone; relay: under interception with the relay only (no parsing); traced: `tapscope run
  * --no-publish`; published: `tapscope run` publishing to a local server; haproxy: the server behind haproxy mode tcp.
  */
-type Mode = "direct" | "relay" | "traced" | "published" | "haproxy" | "base";
+type Mode = "direct" | "relay" | "traced" | "published" | "haproxy" | "base" | "base-pub";
 const hasHaproxy = !spawnSync("haproxy", ["-v"]).error;
 if (!hasHaproxy) console.error("haproxy is not installed: the C floor is left out (Debian: apt-get install haproxy)");
 // The server the published mode's events go to (embedded default, its own data dir), up for the whole run.
@@ -56,7 +56,7 @@ const allModes: Mode[] = [
   "traced",
   "published",
   ...(hasHaproxy ? (["haproxy"] as Mode[]) : []),
-  ...(baseline ? (["base"] as Mode[]) : []),
+  ...(baseline ? (["base", "base-pub"] as Mode[]) : []),
 ];
 const sizes = option("sizes", "1,65536", "1").split(",").map(Number);
 const connections = option("conns", "1,16", "16").split(",").map(Number);
@@ -96,12 +96,14 @@ async function measure(mode: Mode, size: number): Promise<void> {
       : mode === "relay"
         ? [process.execPath, join(import.meta.dir, "relay-only.ts"), "--", ...server]
         : mode === "base"
-          ? [process.execPath, join(resolve(baseline), "src/main.ts"), "run", "--no-publish", "--", ...server]
-          : mode === "published"
-            ? [...tapscope, "run", "--relay-threads", "1", "--", ...server]
-            : mode === "haproxy"
-              ? server
-              : [...tapscope, "run", "--no-publish", "--relay-threads", "1", "--", ...server];
+          ? [process.execPath, join(resolve(baseline), "src/main.ts"), "run", "--no-publish", "--relay-threads", "1", "--", ...server]
+          : mode === "base-pub"
+            ? [process.execPath, join(resolve(baseline), "src/main.ts"), "run", "--relay-threads", "1", "--", ...server]
+            : mode === "published"
+              ? [...tapscope, "run", "--relay-threads", "1", "--", ...server]
+              : mode === "haproxy"
+                ? server
+                : [...tapscope, "run", "--no-publish", "--relay-threads", "1", "--", ...server];
   const child = spawn(command[0]!, command.slice(1), {
     stdio: ["ignore", "ignore", "inherit"],
     env: { ...process.env, TAPSCOPE_ENDPOINT: eventServer.endpoint, TAPSCOPE_TOKEN: "" },
@@ -127,7 +129,7 @@ async function measure(mode: Mode, size: number): Promise<void> {
       list.push(sample);
       samples.set(key(mode, size, conns), list);
       process.stderr.write(
-        `  ${mode.padEnd(6)} ${String(size).padStart(5)} B  c=${String(conns).padStart(2)}  ${sample.rps.toFixed(0).padStart(6)} req/s  p50 ${sample.p50}µs  p99 ${sample.p99}µs${sample.cpu ? `  tapscope CPU ${sample.cpu.toFixed(1)}µs/req` : ""}\n`,
+        `  ${mode.padEnd(8)} ${String(size).padStart(5)} B  c=${String(conns).padStart(2)}  ${sample.rps.toFixed(0).padStart(6)} req/s  p50 ${sample.p50}µs  p99 ${sample.p99}µs${sample.cpu ? `  tapscope CPU ${sample.cpu.toFixed(1)}µs/req` : ""}\n`,
       );
     }
   } finally {
@@ -173,7 +175,7 @@ for (const size of sizes) {
         [
           row.response.padEnd(8),
           String(conns).padStart(5),
-          mode.padEnd(6),
+          mode.padEnd(8),
           row.rps.toFixed(0).padStart(7),
           row.ratio.toFixed(2).padStart(9),
           `${row.p50.toFixed(0)}µs`.padStart(7),
@@ -191,9 +193,14 @@ for (const size of sizes) {
   for (const conns of connections) {
     const cpu = (mode: Mode) =>
       Number(rows.find((r) => r.mode === mode && r.conns === conns && r.response === (size === 1 ? "1 B" : "64 KiB"))?.cpu);
-    const floor = hasHaproxy ? ` traced/haproxy ${(cpu("traced") / cpu("haproxy")).toFixed(2)},` : "";
+    const floor = hasHaproxy
+      ? ` traced/haproxy ${(cpu("traced") / cpu("haproxy")).toFixed(2)}, published/haproxy ${(cpu("published") / cpu("haproxy")).toFixed(2)},`
+      : "";
+    const base = baseline
+      ? `; base: traced/haproxy ${(cpu("base") / cpu("haproxy")).toFixed(2)}, published/haproxy ${(cpu("base-pub") / cpu("haproxy")).toFixed(2)}, publishing adds ${(cpu("base-pub") - cpu("base")).toFixed(1)} µs/req`
+      : "";
     console.log(
-      `  ${size === 1 ? "1 B" : "64 KiB"} c=${conns}:${floor} publishing adds ${(cpu("published") - cpu("traced")).toFixed(1)} µs/req`,
+      `  ${size === 1 ? "1 B" : "64 KiB"} c=${conns}:${floor} publishing adds ${(cpu("published") - cpu("traced")).toFixed(1)} µs/req${base}`,
     );
   }
 }

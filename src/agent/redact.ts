@@ -140,12 +140,27 @@ export function redactHeaderValue(name: string, value: string, mode: RedactMode)
 /** Headers whose value is a URL: its query is redacted like a request's (an OAuth redirect carries ?code=...). */
 const urlHeaders = new Set(["location", "content-location", "referer", "trailer:location"]);
 
+const HEADER_PLAIN = 0;
+const HEADER_SECRET = 1;
+const HEADER_URL = 2;
+/** What each header name needs, remembered (bounded): one lookup per header, no lower-cased copy of its name. */
+const headerHandling = new Map<string, number>();
+
+function handlingOf(name: string): number {
+  let handling = headerHandling.get(name);
+  if (handling === undefined) {
+    handling = isSensitiveHeader(name) ? HEADER_SECRET : urlHeaders.has(name.toLowerCase()) ? HEADER_URL : HEADER_PLAIN;
+    if (headerHandling.size < 4096) headerHandling.set(name, handling);
+  }
+  return handling;
+}
+
 /** One header's value as it may leave the machine: the same string when nothing in it is secret. */
 export function redactHeader(name: string, value: string, mode: RedactMode): string {
   if (mode === "keep") return value;
-  if (isSensitiveHeader(name)) return redactHeaderValue(name, value, mode);
-  if (urlHeaders.has(name.toLowerCase())) return redactTarget(value, mode);
-  return value;
+  const handling = handlingOf(name);
+  if (handling === HEADER_PLAIN) return value;
+  return handling === HEADER_SECRET ? redactHeaderValue(name, value, mode) : redactTarget(value, mode);
 }
 
 /** The same array when nothing is sensitive (most requests): no copy per request. */
