@@ -15,6 +15,8 @@ export type Channel = {
   remotePublishers: number;
   history: EventHistory<TracedEvent>;
   lastWrite: number;
+  /** Requests shown to a viewer here as pending whose event has not come yet (bounded, the oldest go first). */
+  pendingIds: Set<string>;
 };
 
 /**
@@ -51,6 +53,7 @@ export class Channels {
         remotePublishers: 0,
         history: new EventHistory(this.options.historySize, this.options.historyBytes),
         lastWrite: this.now(),
+        pendingIds: new Set(),
       };
       this.byKey.set(key, channel);
     }

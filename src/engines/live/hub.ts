@@ -3,6 +3,7 @@ import { type ChannelKey, type ChannelRef, channelKey, channelKeysOf } from "~/l
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { estimateJsonLength } from "~/lib/protocol/event-size.ts";
 import { type LiveClientMessage, type LiveServerMessage, liveBusyCloseCode } from "~/lib/protocol/live.ts";
+import { type PendingRequest, pendingEvent } from "~/lib/protocol/pending.ts";
 import { type Channel, Channels } from "./channels.ts";
 import { type AppliedConfig, ConfigWalks } from "./config-walks.ts";
 import { FilterAllowance } from "./filter-allowance.ts";
@@ -33,6 +34,14 @@ export type LiveHubParts = {
 };
 
 export type LiveStats = { numPublishers: number; numSubscribers: number };
+
+/** Pending requests remembered per channel and per viewer until their event comes. */
+const MAX_PENDING_SHOWN = 1000;
+
+function remember(ids: Set<string>, id: string): void {
+  ids.add(id);
+  if (ids.size > MAX_PENDING_SHOWN) ids.delete(ids.values().next().value!);
+}
 
 /**
  * The live fan-out: publishers' events go to the subscribers of the same namespace or link, each through
@@ -116,8 +125,10 @@ export class LiveHub implements EventSink {
       const before = channel.history.byteLength;
       for (let i = 0; i < events.length; i++) {
         const event = events[i]!;
+        const wasPending = channel.pendingIds.size > 0 && channel.pendingIds.delete(event.event_id);
         for (const group of channel.groups.values()) {
           const isMatch = this.groups.evaluate(channel, group, event, now);
+          if (wasPending) this.settle(group.members, event.event_id, isMatch !== true);
           if (isMatch === null) {
             for (const sub of group.members) this.queues.countDropped(sub, 1);
             continue;
@@ -136,6 +147,36 @@ export class LiveHub implements EventSink {
       this.channels.historyWritten(channel, before);
     }
     this.channels.evictIdle(keys);
+  }
+
+  /**
+   * Requests still waiting for their answer (ingest validated and bounded them): each viewer whose filters they pass,
+   * as far as their fields go, is told now. Never kept: a viewer who joins later sees the event when it comes.
+   */
+  showPending(target: EventTarget, requests: readonly PendingRequest[]): void {
+    if (requests.length === 0) return;
+    const now = this.now();
+    for (const key of channelKeysOf(target)) {
+      const channel = this.channels.get(key);
+      if (!channel || channel.subscribers.size === 0) continue;
+      for (const group of channel.groups.values()) {
+        const shown = requests.filter((r) => this.groups.evaluate(channel, group, pendingEvent(r), now) === true);
+        if (shown.length === 0) continue;
+        for (const r of shown) remember(channel.pendingIds, r.event_id);
+        for (const sub of group.members) {
+          for (const r of shown) remember(sub.shownPending, r.event_id);
+          this.queues.sendControl(sub, { type: "pending", requests: shown });
+        }
+      }
+    }
+  }
+
+  /** A request shown as pending ended: a viewer whose filters its event does not pass is told to drop the row. */
+  private settle(members: Iterable<Subscriber>, eventId: string, isHidden: boolean): void {
+    for (const sub of members) {
+      if (!sub.shownPending.delete(eventId) || !isHidden) continue;
+      this.queues.sendControl(sub, { type: "settled", eventIds: [eventId] });
+    }
   }
 
   // ---- subscribers ----
