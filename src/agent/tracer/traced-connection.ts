@@ -187,7 +187,12 @@ export class TracedConnection implements ConnectionTap {
    * `maxShown` over the connection's life: each is passed to `show` with what it needs to become a pending notice
    * (false: the run's bound is spent, stop).
    */
-  duePending(before: number, maxShown: number, shown: WeakSet<Exchange>, show: (ex: Exchange, conn: ConnectionInfo, proc: ProcessInfo) => boolean): void {
+  duePending(
+    before: number,
+    maxShown: number,
+    shown: WeakSet<Exchange>,
+    show: (ex: Exchange, conn: ConnectionInfo, proc: ProcessInfo) => boolean,
+  ): void {
     const session = this.session;
     if (this.isClosed || this.mode !== "http" || !session || session instanceof WebSocketSession) return;
     for (const ex of session.unanswered()) {

@@ -232,7 +232,8 @@ export class ClusterNode implements EventSink, LiveClusterHooks {
     if (message.n === this.nodeId) return;
     if (message.p) {
       const requests = message.p.map(validatePendingRequest).filter((r): r is PendingRequest => r !== null);
-      if (requests.length < message.p.length) this.refused.count("live pending requests", "not a pending request", message.p.length - requests.length);
+      if (requests.length < message.p.length)
+        this.refused.count("live pending requests", "not a pending request", message.p.length - requests.length);
       this.deps.hub.showPending({ namespaceId: message.ns, linkId: message.l }, requests);
     }
     if (message.e.length === 0) return;
