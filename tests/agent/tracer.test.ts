@@ -249,7 +249,8 @@ describe("requests in flight: pending notices", () => {
     const fresh = tracer.onOpen(connection(3, "inbound", 7))!;
     fresh.onData(true, bytes("GET /fresh HTTP/1.1\r\nHost: h\r\n\r\n"), (Date.now() + 60_000) * 1000);
     // Hundreds of hung requests: the run tells a burst, then a few per second.
-    for (let i = 0; i < 400; i++) tracer.onOpen(connection(10 + i, "inbound", 7))!.onData(true, bytes(`GET /hung/${i} HTTP/1.1\r\nHost: h\r\n\r\n`), 10);
+    for (let i = 0; i < 400; i++)
+      tracer.onOpen(connection(10 + i, "inbound", 7))!.onData(true, bytes(`GET /hung/${i} HTTP/1.1\r\nHost: h\r\n\r\n`), 10);
 
     const deadline = Date.now() + 10_000;
     while (all().length < pendingLimits.burst && Date.now() < deadline) await Bun.sleep(50);
@@ -262,7 +263,12 @@ describe("requests in flight: pending notices", () => {
     expect(new Set(told.map((r) => r.event_id)).size).toBe(told.length);
     const piped = told.filter((r) => r.http_req_path.startsWith("/piped/"));
     expect(piped.length).toBe(pendingLimits.perConnection);
-    expect(piped[0]).toMatchObject({ http_req_method: "GET", http_req_path: "/piped/0?token=%5Bredacted%5D", http_req_host: "h", time: 10 });
+    expect(piped[0]).toMatchObject({
+      http_req_method: "GET",
+      http_req_path: "/piped/0?token=%5Bredacted%5D",
+      http_req_host: "h",
+      time: 10,
+    });
     expect(told.some((r) => r.http_req_path === "/answered" || r.http_req_path === "/fresh")).toBe(false);
   });
 });

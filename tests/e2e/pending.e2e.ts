@@ -95,6 +95,17 @@ async function pendingThenAborted(path: string, shot: string): Promise<void> {
     }, first);
   expect(await hasHorizontalScroll(page)).toBe(false);
   await screenshot(page, shot);
+  if (shot === "pending-1440") {
+    await row.click();
+    const detail = liveFrame(page).locator.getByRole("region", { name: "Request detail" });
+    await detail.waitFor();
+    // The detail says it is waiting, never that it took no time.
+    expect(await detail.locator("[data-pending=status]").textContent()).toBe("pending");
+    expect(await detail.locator("[data-pending=wait]").textContent()).toMatch(/^\d+\.\d\ds$/);
+    expect(await detail.getByTestId("detail-url").textContent()).toContain("/hang?pending=wide");
+    await screenshot(page, "pending-detail-1440");
+    await page.keyboard.press("Escape");
+  }
 
   // curl gives up: the recorded event replaces the pending row (same row, now marked aborted, with its wait).
   expect(await curl.exited).toBe(28);

@@ -5,10 +5,10 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { LiveServerMessage } from "~/lib/protocol/live.ts";
 import { EventList } from "~/ui/live/event-list.tsx";
 import { EventStore } from "~/ui/live/event-store.ts";
-import { isPendingRow } from "~/ui/live/pending-rows.ts";
 import { LiveFrameApp } from "~/ui/live/frame-app.tsx";
 import { filterErrorText, isTrustedMessage, parseFrameMessage, parseSetFilters } from "~/ui/live/frame-messages.ts";
 import { liveSocketUrlFromFragment } from "~/ui/live/frame-url.ts";
+import { isPendingRow } from "~/ui/live/pending-rows.ts";
 import { makeEvent } from "./live-event-factory.ts";
 
 afterEach(cleanup);
@@ -62,7 +62,18 @@ describe("event store", () => {
     const after = makeEvent({ time: 3000 });
     const parent = makeEvent({ time: 500 });
     const hung = makeEvent({ time: 2000, http_req_path: "/hang", parent_event_id: parent.event_id, http_resp_status_code: 504 });
-    const notice = { event_id: hung.event_id, parent_event_id: parent.event_id, time: 2000, service: "api", http_version: "1.1", http_req_method: "GET", http_req_host: "h", http_req_path: "/hang", http_is_outgoing: true, http_server_addr: "" };
+    const notice = {
+      event_id: hung.event_id,
+      parent_event_id: parent.event_id,
+      time: 2000,
+      service: "api",
+      http_version: "1.1",
+      http_req_method: "GET",
+      http_req_host: "h",
+      http_req_path: "/hang",
+      http_is_outgoing: true,
+      http_server_addr: "",
+    };
     store.add([parent, before, after]);
     store.addPending([notice]);
     const row = store.get(hung.event_id)!;
@@ -81,7 +92,10 @@ describe("event store", () => {
     // From history too; and a settled one simply goes.
     const other = makeEvent({ time: 2500 });
     const gone = makeEvent({ time: 2600 });
-    store.addPending([{ ...notice, event_id: other.event_id, time: 2500 }, { ...notice, event_id: gone.event_id, time: 2600 }]);
+    store.addPending([
+      { ...notice, event_id: other.event_id, time: 2500 },
+      { ...notice, event_id: gone.event_id, time: 2600 },
+    ]);
     store.mergeHistory([other]);
     expect(store.get(other.event_id)).toBe(other);
     store.settle([gone.event_id]);
