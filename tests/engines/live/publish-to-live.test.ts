@@ -144,6 +144,10 @@ for (const backend of backends) {
         http_req_method: "POST",
         http_req_host: "api",
       });
+      // A viewer who opens Live while they wait is shown them too, as far as its filters pass them.
+      const late = await viewer(owner, ['request.url startsWith "/keep"']);
+      await late.until(() => late.of("pending").length >= 2, "the pending requests on join, then for its filter");
+      expect(late.of("pending").map((m) => m.requests.map((r) => r.http_req_path))).toEqual([["/keep/slow", "/drop/slow"], ["/keep/slow"]]);
 
       // The events end them: shown where they match; a viewer whose filter the event fails is told to drop the row.
       pub.client.send({ type: "events", seq: 2, events: [keepEvent, dropEvent] });
@@ -159,10 +163,13 @@ for (const backend of backends) {
       expect(all.of("settled")).toEqual([]);
       await keep.until(() => keep.paths().length === 1, "the kept event");
       expect(keep.of("settled")).toEqual([]);
-      // Another namespace's viewer never hears of them.
+      // Another namespace's viewer never hears of them; once ended, a new viewer gets the events, not the notices.
       expect(theirs.of("pending")).toEqual([]);
       expect(theirs.paths()).toEqual([]);
-      for (const c of [pub.client, all, keep, failing, theirs]) c.close();
+      const after = await viewer(owner, []);
+      expect(after.of("history").flatMap((m) => m.events.map((e) => e.http_req_path))).toEqual(["/keep/slow", "/drop/slow"]);
+      expect(after.of("pending")).toEqual([]);
+      for (const c of [pub.client, all, keep, failing, theirs, late, after]) c.close();
     });
   });
 }
