@@ -2,6 +2,7 @@ import { readFileSync, readlinkSync, statSync } from "node:fs";
 import { hostname } from "node:os";
 import { basename } from "node:path";
 import { type CapturedEvent, neutralEvent, type TracedEvent } from "~/lib/protocol/event.ts";
+import type { PendingRequest } from "~/lib/protocol/pending.ts";
 import { cutText, publishLimits } from "~/lib/protocol/publish.ts";
 import type { TokenBucket } from "~/lib/rate-limit.ts";
 import type { HostEnvironment } from "~/lib/server/env.ts";
@@ -250,6 +251,23 @@ export function buildHttpEvent(ex: Exchange, conn: ConnectionInfo, proc: Process
   if (resp?.status === 101 && resp.upgrade) e.tags.upgrade = resp.upgrade.toLowerCase();
   else if (ex.connectProtocol && resp && resp.status >= 200 && resp.status < 300) e.tags.upgrade = ex.connectProtocol.toLowerCase();
   return e;
+}
+
+/** A request still waiting for its answer, as the live list shows it: redacted as its event will be. */
+export function buildPendingRequest(ex: Exchange, conn: ConnectionInfo, proc: ProcessInfo, ctx: EventContext): PendingRequest {
+  const req = ex.request;
+  return {
+    event_id: ex.eventId,
+    parent_event_id: ex.parentEventId,
+    time: Math.round(ex.requestStartAt),
+    service: ctx.service || proc.executableName || "unknown",
+    http_version: ex.httpVersion ?? `1.${req.versionMinor}`,
+    http_req_method: req.method,
+    http_req_host: req.host || hostOfAbsoluteTarget(req.target),
+    http_req_path: redactTarget(requestPath(req.target), ctx.redact),
+    http_is_outgoing: conn.direction === "outbound",
+    http_server_addr: conn.serverAddr,
+  };
 }
 
 function headerOf(headers: Array<[string, string]> | null | undefined, name: string): string {

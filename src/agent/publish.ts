@@ -1,4 +1,5 @@
 import type { CapturedEvent } from "~/lib/protocol/event.ts";
+import type { PendingRequest } from "~/lib/protocol/pending.ts";
 import type { PublishServerMessage } from "~/lib/protocol/publish.ts";
 import { Backoff } from "./publisher/backoff.ts";
 import { BatchSender, type EncodedEvents } from "./publisher/batch-sender.ts";
@@ -79,6 +80,11 @@ export type Publisher = {
   send(event: CapturedEvent): void;
   /** Events batched and encoded elsewhere (a relay thread): sent as their own message, as soon as the socket allows. */
   sendEncoded(events: EncodedEvents): void;
+  /**
+   * Requests still waiting for their answer: sent now to a server that shows them, or not at all (away, backed up, or
+   * an older server). They are never queued: the event that ends each request is what counts.
+   */
+  sendPending(requests: PendingRequest[]): void;
   flush(): void;
   /** Sends what is pending within timeoutMs, then closes; what is left is counted as dropped. */
   close(timeoutMs?: number): Promise<PublisherStats>;
@@ -159,6 +165,9 @@ export function createPublisher(options: PublisherOptions): Publisher {
       case "expired":
         notices.tell("expired", "the shared link expired; events are no longer published");
         stop();
+        break;
+      case "noted":
+        if (msg.refused > 0) notices.tell("refused", `the server refused ${msg.refused} pending requests`);
         break;
       case "pong":
         break;
@@ -241,6 +250,12 @@ export function createPublisher(options: PublisherOptions): Publisher {
         return;
       }
       if (outbox.offerEncoded(events)) pump();
+    },
+
+    sendPending(requests) {
+      const ws = connection.readySocket;
+      if (isStopped || isClosing || !ws || !sender.takesPending || ws.bufferedAmount >= maxBufferedBytes) return;
+      sender.pending(ws, requests);
     },
 
     flush: pump,

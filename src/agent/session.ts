@@ -128,6 +128,7 @@ export function createSession(options: SessionOptions): Session {
             delivery: options.log || options.eventsFile ? "objects" : publisher ? "frames" : "none",
             onEvent,
             onEncoded: (events) => publisher?.sendEncoded(events),
+            onPending: publisher ? (requests) => publisher.sendPending(requests) : undefined,
           },
           (err) => say(`a relay thread failed: ${errorMessage(err)}`),
         )
@@ -136,6 +137,7 @@ export function createSession(options: SessionOptions): Session {
     ...tracerConfig,
     parents: threads ? new SharedParentTracker(threads.parents) : undefined,
     onEvent,
+    onPending: publisher ? (requests) => publisher.sendPending(requests) : undefined,
   });
   const firstJoin = publisher?.join().catch((err: unknown) => {
     const reason = errorMessage(err);

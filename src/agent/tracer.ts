@@ -1,10 +1,12 @@
 import { randomUUID } from "node:crypto";
 import type { CapturedEvent } from "~/lib/protocol/event.ts";
+import { type PendingRequest, pendingLimits } from "~/lib/protocol/pending.ts";
 import { rateLimitFor, TokenBucket } from "~/lib/rate-limit.ts";
 import { BoundedQueue } from "./bounded-queue.ts";
 import { buildDbEvent } from "./db-event.ts";
 import {
   buildHttpEvent,
+  buildPendingRequest,
   buildTcpEvent,
   DECODE_BUDGET,
   type EventContext,
@@ -15,7 +17,7 @@ import {
 } from "./event.ts";
 import type { Exchange } from "./parse/exchange.ts";
 import { HeaderValueMemo, type RedactMode } from "./redact.ts";
-import type { ConnectionInfo, ConnectionObserver, ConnectionTap } from "./relay/observer.ts";
+import { type ConnectionInfo, type ConnectionObserver, type ConnectionTap, nowMicros } from "./relay/observer.ts";
 import { ParentTracker } from "./tracer/parent-tracker.ts";
 import { emptyTracerStats, type TracerStats } from "./tracer/stats.ts";
 import { type FinishedWork, TracedConnection, type TracedConnectionDeps } from "./tracer/traced-connection.ts";
@@ -40,6 +42,11 @@ export type TracerOptions = {
   recordEmptyConnections?: boolean;
   /** Which inbound request each process is serving; shared when several relay threads parse connections. */
   parents?: TracedConnectionDeps["parents"];
+  /**
+   * Receives requests that have waited a second (PENDING_AFTER_MS) without a response head, a few at a time, so a
+   * live view can show them as pending until their event comes; absent: nothing is swept.
+   */
+  onPending?(requests: PendingRequest[]): void;
 };
 
 export type Tracer = ConnectionObserver & {
@@ -55,6 +62,12 @@ export const DEFAULT_WS_MESSAGE_RATE = 100;
 
 /** Events built per event-loop turn: relayed traffic gets its turn between slices. */
 const SLICE = 256;
+
+/** How often the open connections are looked over for requests waiting for an answer. */
+const PENDING_SWEEP_MS = 250;
+/** Pending notices a tracer may send per second (and at once): a run with thousands of hung requests sends a few. */
+const PENDING_PER_SECOND = pendingLimits.perSecond;
+const PENDING_BURST = pendingLimits.burst;
 
 /**
  * The relay's observer for `tapscope run` and `proxy`: a TracedConnection per connection parses on the data path;
@@ -121,6 +134,38 @@ export function createTracer(options: TracerOptions): Tracer {
   }
 
   let releaseInbound: ((pid: number) => void) | null = null;
+  const onPending = options.onPending;
+  /** Connections that may hold requests in flight; kept only when someone reads pending notices. */
+  const open = onPending ? new Set<TracedConnection>() : null;
+  const shownPending = new WeakSet<Exchange>();
+  const pendingBudget = new TokenBucket({ ratePerSecond: PENDING_PER_SECOND, burst: PENDING_BURST }, performance.now());
+
+  /** Off the data path, on a timer: the requests that have waited long enough become notices. */
+  function sweepPending(): void {
+    if (!open || !onPending || open.size === 0) return;
+    const before = nowMicros() - pendingLimits.afterMs * 1000;
+    const requests: PendingRequest[] = [];
+    const show = (ex: Exchange, conn: ConnectionInfo, proc: ProcessInfo): boolean => {
+      if (requests.length >= pendingLimits.maxPerMessage || !pendingBudget.take(1, performance.now())) return false;
+      try {
+        requests.push(buildPendingRequest(ex, conn, proc, ctx));
+      } catch {
+        buildFailures++;
+      }
+      return true;
+    };
+    for (const connection of open) {
+      connection.duePending(before, pendingLimits.perConnection, shownPending, show);
+      if (requests.length >= pendingLimits.maxPerMessage) break;
+    }
+    if (requests.length === 0) return;
+    try {
+      onPending(requests);
+    } catch {
+      // As for events: the consumer's failure is its own.
+    }
+  }
+  if (open) setInterval(sweepPending, PENDING_SWEEP_MS).unref();
   const deps: TracedConnectionDeps = {
     payloadLimit: ctx.payloadLimit,
     webSocketBudget: rateLimitFor(Math.max(0, options.webSocketMessageRate ?? DEFAULT_WS_MESSAGE_RATE)),
@@ -131,6 +176,7 @@ export function createTracer(options: TracerOptions): Tracer {
     newEventId: randomUUID,
     processInfo: (pid) => processes.get(pid),
     releaseInbound: (pid) => releaseInbound?.(pid),
+    closed: open ? (connection) => open.delete(connection) : undefined,
     enqueue(item) {
       if (!queue.push(item)) return;
       if (!isScheduled) {
@@ -144,7 +190,9 @@ export function createTracer(options: TracerOptions): Tracer {
     onOpen(info: ConnectionInfo): ConnectionTap | null {
       stats.connections++;
       stats.openConnections++;
-      return new TracedConnection(info, processes.get(info.pid), deps);
+      const connection = new TracedConnection(info, processes.get(info.pid), deps);
+      open?.add(connection);
+      return connection;
     },
     setInboundRelease(release) {
       releaseInbound = release;

@@ -92,6 +92,7 @@ export function publishSocket({
         maxEventsPerMessage: publishLimits.maxEventsPerMessage,
         formats: [EVENT_BATCH_FORMAT],
         ...(ingest.acceptsResent ? { acceptsResent: true } : {}),
+        pending: true,
       });
       presence?.publisherConnected(target);
       if (claims.orgId) {

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { createTracer } from "~/agent/tracer.ts";
 import { type CapturedEvent, type TracedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
+import { type PendingRequest, pendingLimits } from "~/lib/protocol/pending.ts";
 import { bytes, connection, fakeProcess, host } from "./parse/helpers.ts";
 
 function setup(redact: "redact" | "hash" | "keep" = "redact") {
@@ -226,5 +227,48 @@ describe("bodies on the capture path", () => {
     const published = toTracedEvent(e!);
     expect(published.http_req_body).toBe(Buffer.from("hello").toString("base64"));
     expect(published.http_resp_body).toBe(Buffer.from(body).toString("base64"));
+  });
+});
+
+describe("requests in flight: pending notices", () => {
+  test("requests waiting without a response head are told once each, bounded per connection and per run; answered ones never", async () => {
+    const batches: PendingRequest[][] = [];
+    const started = performance.now();
+    const tracer = createTracer({ onEvent() {}, host, processInfo: fakeProcess, onPending: (r) => batches.push(r) });
+    const all = () => batches.flat();
+    // Pipelined requests on one connection, none answered: a connection tells at most its share.
+    const pipelined = tracer.onOpen(connection(1, "inbound", 7))!;
+    let many = "";
+    for (let i = 0; i < 40; i++) many += `GET /piped/${i}?token=s3cret HTTP/1.1\r\nHost: h\r\n\r\n`;
+    pipelined.onData(true, bytes(many), 10);
+    // Answered: never pending.
+    const answered = tracer.onOpen(connection(2, "inbound", 7))!;
+    answered.onData(true, bytes("GET /answered HTTP/1.1\r\nHost: h\r\n\r\n"), 10);
+    answered.onData(false, bytes("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"), 20);
+    // Started just now (its start is in the future here): not yet waited long enough.
+    const fresh = tracer.onOpen(connection(3, "inbound", 7))!;
+    fresh.onData(true, bytes("GET /fresh HTTP/1.1\r\nHost: h\r\n\r\n"), (Date.now() + 60_000) * 1000);
+    // Hundreds of hung requests: the run tells a burst, then a few per second.
+    for (let i = 0; i < 400; i++)
+      tracer.onOpen(connection(10 + i, "inbound", 7))!.onData(true, bytes(`GET /hung/${i} HTTP/1.1\r\nHost: h\r\n\r\n`), 10);
+
+    const deadline = Date.now() + 10_000;
+    while (all().length < pendingLimits.burst && Date.now() < deadline) await Bun.sleep(50);
+    await Bun.sleep(600);
+    const elapsed = (performance.now() - started) / 1000;
+    const told = all();
+    expect(told.length).toBeGreaterThanOrEqual(pendingLimits.burst);
+    expect(told.length).toBeLessThanOrEqual(pendingLimits.burst + Math.ceil(pendingLimits.perSecond * elapsed) + 1);
+    for (const batch of batches) expect(batch.length).toBeLessThanOrEqual(pendingLimits.maxPerMessage);
+    expect(new Set(told.map((r) => r.event_id)).size).toBe(told.length);
+    const piped = told.filter((r) => r.http_req_path.startsWith("/piped/"));
+    expect(piped.length).toBe(pendingLimits.perConnection);
+    expect(piped[0]).toMatchObject({
+      http_req_method: "GET",
+      http_req_path: "/piped/0?token=%5Bredacted%5D",
+      http_req_host: "h",
+      time: 10,
+    });
+    expect(told.some((r) => r.http_req_path === "/answered" || r.http_req_path === "/fresh")).toBe(false);
   });
 });

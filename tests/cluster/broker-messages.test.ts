@@ -77,6 +77,35 @@ describe("broker messages are checked where they arrive", () => {
     expect(cluster.refused.total("live events")).toBe(2);
   });
 
+  test("live pending requests: another node's are checked and shown to the channel's viewers; bad ones are dropped and counted", async () => {
+    const namespaceId = crypto.randomUUID();
+    const watching = viewer(namespaceId);
+    const good = { event_id: crypto.randomUUID(), time: Date.now() * 1000, http_req_method: "GET", http_req_path: "/hang" };
+    await publish("tapscope:live", { n: "other", ns: namespaceId, l: null, e: [], p: [{ ...good, event_id: "nope" }, good] });
+    await until(() => watching.messages.some((m) => m.type === "pending"), "the pending request");
+    const shown = watching.messages.flatMap((m) => (m.type === "pending" ? m.requests : []));
+    expect(shown.map((r) => [r.event_id, r.http_req_path])).toEqual([[good.event_id, "/hang"]]);
+    expect(cluster.refused.total("live pending requests")).toBe(1);
+    expect(watching.eventIds()).toEqual([]);
+  });
+
+  test("pending requests accepted here go to the broker for a channel another node watches, as events do", async () => {
+    const namespaceId = crypto.randomUUID();
+    const listener = new Redis(redis.brokerUrl);
+    const heard: string[] = [];
+    await listener.subscribe("tapscope:live");
+    listener.on("message", (_channel, text: string) => heard.push(text));
+    await publish("tapscope:presence", { n: "other", c: [], o: [], w: [`ns:${namespaceId}`] });
+    const request = { event_id: crypto.randomUUID(), time: Date.now() * 1000, http_req_method: "GET", http_req_path: "/slow" };
+    await until(() => {
+      node.runtime.ingest.handle({ namespaceId, linkId: null }, { type: "pending", seq: 1, requests: [request] });
+      return heard.some((t) => t.includes(request.event_id));
+    }, "the pending request on the broker");
+    const message = JSON.parse(heard.find((t) => t.includes(request.event_id))!);
+    expect(message).toMatchObject({ ns: namespaceId, e: [], p: [{ event_id: request.event_id, http_req_path: "/slow" }] });
+    listener.disconnect();
+  });
+
   test("presence: counts that are not numbers are refused, so a viewer's publisher count stays a number", async () => {
     const namespaceId = crypto.randomUUID();
     const watching = viewer(namespaceId);

@@ -8,6 +8,7 @@ import { EventStore } from "~/ui/live/event-store.ts";
 import { LiveFrameApp } from "~/ui/live/frame-app.tsx";
 import { filterErrorText, isTrustedMessage, parseFrameMessage, parseSetFilters } from "~/ui/live/frame-messages.ts";
 import { liveSocketUrlFromFragment } from "~/ui/live/frame-url.ts";
+import { isPendingRow } from "~/ui/live/pending-rows.ts";
 import { makeEvent } from "./live-event-factory.ts";
 
 afterEach(cleanup);
@@ -53,6 +54,53 @@ describe("event store", () => {
     const early = makeEvent({ time: 1 });
     store.mergeHistory([early, events.at(-1)!]);
     expect(store.all[0]).toBe(early);
+  });
+
+  test("a pending request is a row until the event with its id replaces it, in its place; settled ones go", () => {
+    const store = new EventStore(100);
+    const before = makeEvent({ time: 1000 });
+    const after = makeEvent({ time: 3000 });
+    const parent = makeEvent({ time: 500 });
+    const hung = makeEvent({ time: 2000, http_req_path: "/hang", parent_event_id: parent.event_id, http_resp_status_code: 504 });
+    const notice = {
+      event_id: hung.event_id,
+      parent_event_id: parent.event_id,
+      time: 2000,
+      service: "api",
+      http_version: "1.1",
+      http_req_method: "GET",
+      http_req_host: "h",
+      http_req_path: "/hang",
+      http_is_outgoing: true,
+      http_server_addr: "",
+    };
+    store.add([parent, before, after]);
+    store.addPending([notice]);
+    const row = store.get(hung.event_id)!;
+    expect(isPendingRow(row)).toBe(true);
+    expect(store.shown.map((e) => e.time)).toEqual([500, 1000, 2000, 3000]);
+    expect(store.children(parent.event_id)).toEqual([row]);
+    // A second notice for it changes nothing; its event replaces it where it stands, once.
+    store.addPending([notice]);
+    store.add([hung]);
+    expect(store.shown).toEqual([parent, before, hung, after]);
+    expect(store.children(parent.event_id)).toEqual([hung]);
+    expect(isPendingRow(store.get(hung.event_id)!)).toBe(false);
+    // A notice that comes after its event is ignored.
+    store.addPending([notice]);
+    expect(store.shown).toEqual([parent, before, hung, after]);
+    // From history too; and a settled one simply goes.
+    const other = makeEvent({ time: 2500 });
+    const gone = makeEvent({ time: 2600 });
+    store.addPending([
+      { ...notice, event_id: other.event_id, time: 2500 },
+      { ...notice, event_id: gone.event_id, time: 2600 },
+    ]);
+    store.mergeHistory([other]);
+    expect(store.get(other.event_id)).toBe(other);
+    store.settle([gone.event_id]);
+    expect(store.get(gone.event_id)).toBeUndefined();
+    expect(store.shown).toEqual([parent, before, hung, other, after]);
   });
 });
 

@@ -113,6 +113,12 @@ export class Http1Session {
     this.abandonUnanswered(...this.unansweredAs("server_closed", at));
   }
 
+  /** Requests sent and still without a response head, oldest first. */
+  *unanswered(): IterableIterator<Exchange> {
+    if (this.state !== "http") return;
+    for (const ex of this.pending) if (ex.response === null) yield ex;
+  }
+
   /** Requests sent and without a response head. */
   hasUnanswered(): boolean {
     return this.pending.some((ex) => ex.response === null);

@@ -260,6 +260,12 @@ export class Http2Session {
     this.abandonUnanswered(...this.unansweredAs("server_closed", at));
   }
 
+  /** Streams whose request was seen and whose response headers were not yet. */
+  *unanswered(): IterableIterator<Exchange> {
+    if (this.state !== "http") return;
+    for (const ex of this.streams.values()) if (!ex.response) yield ex;
+  }
+
   /** Streams whose request was seen and whose response headers were not. */
   hasUnanswered(): boolean {
     for (const ex of this.streams.values()) if (!ex.response) return true;

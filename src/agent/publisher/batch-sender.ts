@@ -1,5 +1,6 @@
 import { type CapturedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
 import { EVENT_BATCH_FORMAT, encodeEventBatch, setEventBatchSeq } from "~/lib/protocol/event-batch.ts";
+import type { PendingRequest } from "~/lib/protocol/pending.ts";
 import type { ReadyMessage } from "./connection.ts";
 import type { PublisherCounters } from "./counters.ts";
 import type { UnackedBatches } from "./unacked-batches.ts";
@@ -21,6 +22,8 @@ export class BatchSender {
   private isBinary = false;
   /** The server drops what it already stored of a resent batch: batches are kept to be sent again. */
   acceptsResent = false;
+  /** The server shows requests still waiting for their answer (a `pending` message). */
+  takesPending = false;
 
   constructor(
     private readonly counters: PublisherCounters,
@@ -34,6 +37,7 @@ export class BatchSender {
     this.maxMessageBytes = ready.maxMessageBytes;
     this.isBinary = ready.formats?.includes(EVENT_BATCH_FORMAT) === true;
     this.acceptsResent = this.isBinary && ready.acceptsResent === true;
+    this.takesPending = ready.pending === true;
   }
 
   /** The largest message the server takes. */
@@ -70,6 +74,11 @@ export class BatchSender {
     const n = ++this.seq;
     setEventBatchSeq(frame, n);
     this.dispatch(socket, n, frame, count);
+  }
+
+  /** Requests waiting for their answer: sent as they are, never kept or counted (the event that ends each is). */
+  pending(socket: WebSocket, requests: PendingRequest[]): void {
+    socket.send(encoder.encode(JSON.stringify({ type: "pending", seq: ++this.seq, requests })));
   }
 
   ping(socket: WebSocket): void {

@@ -3,6 +3,7 @@ import { dirname } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import type { CapturedEvent } from "~/lib/protocol/event.ts";
+import type { PendingRequest } from "~/lib/protocol/pending.ts";
 import type { EncodedEvents } from "../publish.ts";
 import { newSharedParentsBuffer, type SharedParentsBuffer } from "../tracer/shared-parents.ts";
 import type { TracerOptions } from "../tracer.ts";
@@ -32,6 +33,8 @@ export type RelayThreadInit = {
   index: number;
   tracer: RelayTracerConfig;
   delivery: RelayDelivery;
+  /** Requests waiting for their answer are posted (someone publishes them). */
+  hasPending: boolean;
   parents: SharedParentsBuffer;
   table: InboundTableBuffer;
   /** Per key: blocking accept() calls parked on the main thread (a thread then says when a connection is up). */
@@ -55,6 +58,7 @@ export type ToThread =
 export type ToMain =
   | { kind: "events"; events: CapturedEvent[] }
   | { kind: "frame"; frame: Uint8Array; count: number }
+  | { kind: "pending"; requests: PendingRequest[] }
   | { kind: "connected"; key: number }
   | { kind: "refused"; key: number }
   | { kind: "drained"; id: number; droppedEvents: number; tapErrors: number; webSocketDropped: number };
@@ -89,7 +93,13 @@ export class RelayThreads {
   constructor(
     readonly count: number,
     tracer: RelayTracerConfig,
-    deliver: { delivery: RelayDelivery; onEvent(event: CapturedEvent): void; onEncoded(events: EncodedEvents): void },
+    deliver: {
+      delivery: RelayDelivery;
+      onEvent(event: CapturedEvent): void;
+      onEncoded(events: EncodedEvents): void;
+      /** Requests waiting for their answer (the tracer's onPending); absent: the threads do not look for them. */
+      onPending?(requests: PendingRequest[]): void;
+    },
     onError: (err: unknown) => void,
   ) {
     this.counters = new Int32Array(new SharedArrayBuffer(count * 4));
@@ -99,6 +109,7 @@ export class RelayThreads {
         index,
         tracer,
         delivery: deliver.delivery,
+        hasPending: deliver.onPending !== undefined,
         parents: this.parents,
         table: this.tableBuffer,
         parked: this.parked.buffer as SharedArrayBuffer,
@@ -115,6 +126,9 @@ export class RelayThreads {
             return;
           case "frame":
             deliver.onEncoded({ frame: m.frame, count: m.count });
+            return;
+          case "pending":
+            deliver.onPending?.(m.requests);
             return;
           case "connected":
             this.handlers.connected(m.key);

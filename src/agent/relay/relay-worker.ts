@@ -90,6 +90,11 @@ function gather(event: CapturedEvent): void {
 const tracer = createTracer({
   ...init.tracer,
   parents: new SharedParentTracker(init.parents),
+  onPending: init.hasPending
+    ? (requests) => {
+        if (delivery !== "none") port.postMessage({ kind: "pending", requests } satisfies ToMain);
+      }
+    : undefined,
   onEvent(event) {
     if (delivery === "frames") {
       gather(event);

@@ -45,6 +45,8 @@ export type TracedConnectionDeps = {
   clientGoneMs?: number;
   /** Takes finished work off the data path; must not throw. */
   enqueue(work: FinishedWork): void;
+  /** The connection closed (the tracer stops sweeping it for requests in flight). */
+  closed?(connection: TracedConnection): void;
   newEventId(): string;
   /** A process's facts (cached per process). */
   processInfo(pid: number): ProcessInfo;
@@ -101,6 +103,8 @@ export class TracedConnection implements ConnectionTap {
   private giveUpTimer: ReturnType<typeof setTimeout> | null = null;
   /** Inbound requests started and not yet answered (registered with the parent tracker under conn.pid). */
   private readonly inflight = new Set<Exchange>();
+  /** Requests of this connection shown as pending so far. */
+  private pendingShown = 0;
 
   constructor(
     private readonly conn: ConnectionInfo,
@@ -178,9 +182,32 @@ export class TracedConnection implements ConnectionTap {
     }
   }
 
+  /**
+   * The requests started before `before` (µs) that still wait for a response head and were not shown yet, at most
+   * `maxShown` over the connection's life: each is passed to `show` with what it needs to become a pending notice
+   * (false: the run's bound is spent, stop).
+   */
+  duePending(
+    before: number,
+    maxShown: number,
+    shown: WeakSet<Exchange>,
+    show: (ex: Exchange, conn: ConnectionInfo, proc: ProcessInfo) => boolean,
+  ): void {
+    const session = this.session;
+    if (this.isClosed || this.mode !== "http" || !session || session instanceof WebSocketSession) return;
+    for (const ex of session.unanswered()) {
+      if (this.pendingShown >= maxShown) return;
+      if (ex.requestStartAt > before || shown.has(ex)) continue;
+      if (!show(ex, this.conn, this.proc)) return;
+      shown.add(ex);
+      this.pendingShown++;
+    }
+  }
+
   onClose(at: number, error?: string): void {
     if (this.isClosed) return;
     this.isClosed = true;
+    this.deps.closed?.(this);
     if (this.giveUpTimer) clearTimeout(this.giveUpTimer);
     this.giveUpTimer = null;
     const stats = this.deps.stats;

@@ -14,6 +14,7 @@ import {
   encodeBrokerMessage,
 } from "~/lib/protocol/cluster.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { type PendingRequest, validatePendingRequest } from "~/lib/protocol/pending.ts";
 import { validateEvent } from "~/lib/protocol/validate-event.ts";
 import { log } from "~/lib/server/logger.ts";
 import { linkStoreId } from "~/store/table.ts";
@@ -170,6 +171,15 @@ export class ClusterNode implements EventSink, LiveClusterHooks {
     );
   }
 
+  /** Requests in flight go where events go: to the nodes with viewers for the channel, never to a store. */
+  showPending(target: EventTarget, requests: readonly PendingRequest[]): void {
+    if (requests.length === 0 || !channelKeysOf(target).some((key) => this.interest.has(key))) return;
+    this.deps.broker.publish(
+      brokerChannels.live,
+      encodeBrokerMessage("live", { n: this.nodeId, ns: target.namespaceId, l: target.linkId, e: [], p: requests as PendingRequest[] }),
+    );
+  }
+
   private markInterest(key: ChannelKey, node: string, at: number): void {
     let nodes = this.interest.get(key);
     if (!nodes) {
@@ -220,6 +230,13 @@ export class ClusterNode implements EventSink, LiveClusterHooks {
 
   private onLive(message: BrokerMessage<"live">): void {
     if (message.n === this.nodeId) return;
+    if (message.p) {
+      const requests = message.p.map(validatePendingRequest).filter((r): r is PendingRequest => r !== null);
+      if (requests.length < message.p.length)
+        this.refused.count("live pending requests", "not a pending request", message.p.length - requests.length);
+      this.deps.hub.showPending({ namespaceId: message.ns, linkId: message.l }, requests);
+    }
+    if (message.e.length === 0) return;
     const events = this.checkedEvents("live", message.e);
     this.received += events.length;
     this.deps.hub.accept({ namespaceId: message.ns, linkId: message.l }, events);

@@ -3,6 +3,7 @@ import { errorMessage } from "~/lib/errors.ts";
 import { targetKey } from "~/lib/protocol/channel-key.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { isEventBatchFrame } from "~/lib/protocol/event-batch.ts";
+import { type PendingRequest, pendingLimits, validatePendingRequest } from "~/lib/protocol/pending.ts";
 import { type PublishErrorCode, type PublishServerMessage, publishLimits } from "~/lib/protocol/publish.ts";
 import { validateEvent } from "~/lib/protocol/validate-event.ts";
 import { type BatchValidation, validateEventBatch } from "~/lib/protocol/validate-event-batch.ts";
@@ -98,7 +99,11 @@ export class Ingest {
     this.resendSettleMs = options.resendSettleMs ?? 2000;
     this.isShared = options.isShared === true;
     this.namespaceLimiter = new RateLimiter(rateLimitFor(options.rateLimit), { now: this.now, isShared: this.isShared });
+    this.pendingLimiter = new RateLimiter({ ratePerSecond: pendingLimits.perSecond, burst: pendingLimits.burst }, { now: this.now });
   }
+
+  /** Notices of requests in flight, per namespace or link: a run with thousands of hung requests shows a bounded few. */
+  private readonly pendingLimiter: RateLimiter;
 
   private readonly now: () => number;
   private readonly storedIds: StoredIds | undefined;
@@ -183,6 +188,7 @@ export class Ingest {
       return { reply: { type: "error", ...message }, stored: null };
     }
     if (message.type === "ping") return { reply: { type: "pong", seq: message.seq }, stored: null };
+    if (message.type === "pending") return { reply: this.notePending(target, message.seq, message.requests), stored: null };
     const validated = message.type === "batch" ? message.result : validateAll(message.seq, message.events, message.resent);
     const lookUp = this.storedIds;
     if (!validated.isResent || !lookUp || !resends || validated.events.length === 0 || !resends.take(validated.events.length)) {
@@ -227,6 +233,21 @@ export class Ingest {
       },
       stored,
     };
+  }
+
+  /** Requests in flight: validated, bounded per namespace or link, handed to the sinks that show them (never stored). */
+  private notePending(target: EventTarget, seq: number, raw: unknown[]): PublishServerMessage {
+    const requests: PendingRequest[] = [];
+    for (const r of raw) {
+      const request = validatePendingRequest(r);
+      if (request) requests.push(request);
+    }
+    const refused = raw.length - requests.length;
+    const granted = requests.length > 0 ? this.pendingLimiter.take(targetKey(target), requests.length, this.now()) : 0;
+    const rateLimited = requests.length - granted;
+    requests.length = granted;
+    if (granted > 0) this.sinks.showPending?.(target, requests);
+    return { type: "noted", seq, accepted: granted, refused, rateLimited };
   }
 
   /** Rate limits, hands the events to the sinks, counts; the reply, and once stored the final one. */
@@ -279,6 +300,7 @@ export class Ingest {
   ):
     | { type: "events"; seq: number; events: unknown[]; resent: boolean }
     | { type: "ping"; seq: number }
+    | { type: "pending"; seq: number; requests: unknown[] }
     | { type: "batch"; result: BatchValidation }
     | { code: PublishErrorCode; seq: number | null; message: string } {
     let value = data;
@@ -306,11 +328,18 @@ export class Ingest {
     if (typeof value !== "object" || value === null || Array.isArray(value)) {
       return { code: "malformed", seq: null, message: "message must be a JSON object" };
     }
-    const m = value as { type?: unknown; seq?: unknown; events?: unknown; resent?: unknown };
+    const m = value as { type?: unknown; seq?: unknown; events?: unknown; resent?: unknown; requests?: unknown };
     const seq = typeof m.seq === "number" && Number.isSafeInteger(m.seq) && m.seq >= 0 ? m.seq : null;
     if (seq === null) return { code: "malformed", seq: null, message: "seq must be a non-negative integer" };
     if (m.type === "ping") return { type: "ping", seq };
-    if (m.type !== "events") return { code: "unknown_type", seq, message: 'type must be "events" or "ping"' };
+    if (m.type === "pending") {
+      if (!Array.isArray(m.requests)) return { code: "malformed", seq, message: "requests must be a list" };
+      if (m.requests.length > pendingLimits.maxPerMessage) {
+        return { code: "too_many_events", seq, message: `at most ${pendingLimits.maxPerMessage} pending requests per message` };
+      }
+      return { type: "pending", seq, requests: m.requests };
+    }
+    if (m.type !== "events") return { code: "unknown_type", seq, message: 'type must be "events", "pending" or "ping"' };
     if (!Array.isArray(m.events)) return { code: "malformed", seq, message: "events must be a list" };
     if (m.events.length > publishLimits.maxEventsPerMessage) {
       return { code: "too_many_events", seq, message: `at most ${publishLimits.maxEventsPerMessage} events per message` };

@@ -1,5 +1,6 @@
 import type { ChannelTarget } from "~/lib/protocol/channel-key.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import type { PendingRequest } from "~/lib/protocol/pending.ts";
 
 /**
  * Where accepted events go after ingest validated them: the namespace's store (issue 4) and the
@@ -18,6 +19,8 @@ export type EventSink = {
    * store failed to write. Ingest acknowledges a publisher's message only then (ADR 0012), so an ack means stored.
    */
   offerDurable?(target: EventTarget, events: readonly TracedEvent[]): Offered;
+  /** Requests still waiting for their answer (validated): for sinks that show events live; a store never gets them. */
+  showPending?(target: EventTarget, requests: readonly PendingRequest[]): void;
 };
 
 /** What an offer dropped at once, and when the rest is durable (null: nothing of it waits for a store). */
@@ -37,6 +40,16 @@ export class EventSinks implements EventSink {
 
   accept(target: EventTarget, events: readonly TracedEvent[]): void {
     this.offer(target, events);
+  }
+
+  showPending(target: EventTarget, requests: readonly PendingRequest[]): void {
+    for (const sink of this.sinks) {
+      try {
+        sink.showPending?.(target, requests);
+      } catch {
+        // As for events: one bad sink must not stop delivery to the rest.
+      }
+    }
   }
 
   /** The most any one sink dropped of these events. */

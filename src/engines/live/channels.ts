@@ -1,5 +1,6 @@
 import type { ChannelKey } from "~/lib/protocol/channel-key.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import type { PendingRequest } from "~/lib/protocol/pending.ts";
 import type { FilterGroup } from "./filter-groups.ts";
 import { EventHistory } from "./history.ts";
 import type { LiveHubOptions } from "./options.ts";
@@ -15,6 +16,11 @@ export type Channel = {
   remotePublishers: number;
   history: EventHistory<TracedEvent>;
   lastWrite: number;
+  /**
+   * Requests still waiting for their answer, by event id, until their event comes or the channel's last publisher
+   * leaves (bounded, the oldest go first): a viewer who joins meanwhile is shown them too.
+   */
+  pending: Map<string, PendingRequest>;
 };
 
 /**
@@ -51,6 +57,7 @@ export class Channels {
         remotePublishers: 0,
         history: new EventHistory(this.options.historySize, this.options.historyBytes),
         lastWrite: this.now(),
+        pending: new Map(),
       };
       this.byKey.set(key, channel);
     }

@@ -3,6 +3,7 @@ import { type ChannelKey, type ChannelRef, channelKey, channelKeysOf } from "~/l
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { estimateJsonLength } from "~/lib/protocol/event-size.ts";
 import { type LiveClientMessage, type LiveServerMessage, liveBusyCloseCode } from "~/lib/protocol/live.ts";
+import { type PendingRequest, pendingEvent } from "~/lib/protocol/pending.ts";
 import { type Channel, Channels } from "./channels.ts";
 import { type AppliedConfig, ConfigWalks } from "./config-walks.ts";
 import { FilterAllowance } from "./filter-allowance.ts";
@@ -33,6 +34,19 @@ export type LiveHubParts = {
 };
 
 export type LiveStats = { numPublishers: number; numSubscribers: number };
+
+/** Pending requests remembered per channel and per viewer until their event comes. */
+const MAX_PENDING_SHOWN = 1000;
+
+function remember(ids: Set<string>, id: string): void {
+  ids.add(id);
+  if (ids.size > MAX_PENDING_SHOWN) ids.delete(ids.values().next().value!);
+}
+
+function keep(pending: Map<string, PendingRequest>, request: PendingRequest): void {
+  pending.set(request.event_id, request);
+  if (pending.size > MAX_PENDING_SHOWN) pending.delete(pending.keys().next().value!);
+}
 
 /**
  * The live fan-out: publishers' events go to the subscribers of the same namespace or link, each through
@@ -96,6 +110,8 @@ export class LiveHub implements EventSink {
       const channel = this.channels.get(key);
       if (!channel || channel.publishers === 0) continue;
       channel.publishers--;
+      // Their requests that never ended (the program was killed) would wait for ever.
+      if (channel.publishers + channel.remotePublishers === 0) channel.pending.clear();
       this.announceStats(channel);
       this.channels.forgetIfUnused(channel);
     }
@@ -116,8 +132,10 @@ export class LiveHub implements EventSink {
       const before = channel.history.byteLength;
       for (let i = 0; i < events.length; i++) {
         const event = events[i]!;
+        const wasPending = channel.pending.size > 0 && channel.pending.delete(event.event_id);
         for (const group of channel.groups.values()) {
           const isMatch = this.groups.evaluate(channel, group, event, now);
+          if (wasPending) this.settle(group.members, event.event_id, isMatch !== true);
           if (isMatch === null) {
             for (const sub of group.members) this.queues.countDropped(sub, 1);
             continue;
@@ -136,6 +154,50 @@ export class LiveHub implements EventSink {
       this.channels.historyWritten(channel, before);
     }
     this.channels.evictIdle(keys);
+  }
+
+  /**
+   * Requests still waiting for their answer (ingest validated and bounded them): each viewer whose filters they pass,
+   * as far as their fields go, is told now. Never kept: a viewer who joins later sees the event when it comes.
+   */
+  showPending(target: EventTarget, requests: readonly PendingRequest[]): void {
+    if (requests.length === 0) return;
+    const now = this.now();
+    for (const key of channelKeysOf(target)) {
+      // A channel is kept while a publisher is connected to it, here or on another node: their notices only come then.
+      const channel = this.channels.get(key);
+      if (!channel) continue;
+      for (const r of requests) keep(channel.pending, r);
+      for (const group of channel.groups.values()) {
+        const shown = requests.filter((r) => this.groups.evaluate(channel, group, pendingEvent(r), now) === true);
+        if (shown.length === 0) continue;
+        for (const sub of group.members) this.tellPending(sub, shown);
+      }
+    }
+  }
+
+  private tellPending(sub: Subscriber, requests: PendingRequest[]): void {
+    for (const r of requests) remember(sub.shownPending, r.event_id);
+    this.queues.sendControl(sub, { type: "pending", requests });
+  }
+
+  /** A viewer who joined or changed its filters: the channel's requests still waiting that its filters pass. */
+  private sendPendingTo(sub: Subscriber): void {
+    const channel = sub.channel;
+    if (channel.pending.size === 0) return;
+    const group = channel.groups.get(sub.configKey);
+    if (!group) return;
+    const now = this.now();
+    const shown = [...channel.pending.values()].filter((r) => this.groups.evaluate(channel, group, pendingEvent(r), now) === true);
+    if (shown.length > 0) this.tellPending(sub, shown);
+  }
+
+  /** A request shown as pending ended: a viewer whose filters its event does not pass is told to drop the row. */
+  private settle(members: Iterable<Subscriber>, eventId: string, isHidden: boolean): void {
+    for (const sub of members) {
+      if (!sub.shownPending.delete(eventId) || !isHidden) continue;
+      this.queues.sendControl(sub, { type: "settled", eventIds: [eventId] });
+    }
   }
 
   // ---- subscribers ----
@@ -166,6 +228,7 @@ export class LiveHub implements EventSink {
     }
     this.queues.sendHistory(sub, channel.history.entries());
     this.queues.account(sub, true);
+    this.sendPendingTo(sub);
     return sub;
   }
 
@@ -231,6 +294,7 @@ export class LiveHub implements EventSink {
     const firstSeq = sub.channel.history.firstSeq;
     const entries = config.matches.filter((entry) => entry.seq >= firstSeq);
     this.queues.restart(sub, entries, { type: "config-applied", revision: config.revision });
+    this.sendPendingTo(sub);
   }
 
   private announceStats(channel: Channel): void {
@@ -253,6 +317,7 @@ export class LiveHub implements EventSink {
     for (const channel of this.channels.all()) {
       if (channel.remotePublishers > 0 && !counts.has(channel.key)) {
         channel.remotePublishers = 0;
+        if (channel.publishers === 0) channel.pending.clear();
         this.announceStats(channel);
         this.channels.forgetIfUnused(channel);
       }

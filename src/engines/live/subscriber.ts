@@ -40,6 +40,8 @@ export class Subscriber {
   /** The latest config asked for and not yet compiled (the event loop turn's config work was spent). */
   requested: LiveClientMessage | null = null;
   isClosed = false;
+  /** Requests this viewer was shown as pending (bounded, as the channel's pendingIds). */
+  shownPending = new Set<string>();
 
   constructor(
     readonly hub: LiveHub,

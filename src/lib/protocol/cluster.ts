@@ -5,6 +5,7 @@ import { patternLimits } from "~/lib/routes/patterns.ts";
 import { maxRouteChars } from "~/lib/routes/template.ts";
 import { TunnelRole } from "./api/tunnel.ts";
 import type { ChannelKey } from "./channel-key.ts";
+import { pendingLimits } from "./pending.ts";
 import type { TunnelRequest } from "./tunnel.ts";
 
 /**
@@ -64,12 +65,16 @@ const Events = Type.Array(Type.Unknown(), { maxItems: maxBrokerEvents });
 
 /** The messages of the broker's shared channels, by channel. */
 export const brokerMessages = {
-  /** A batch node `n` accepted for a namespace and/or link (published only while another node watches it). */
+  /**
+   * A batch node `n` accepted for a namespace and/or link (published only while another node watches it): events (e),
+   * or requests still waiting for their answer (p, pending.ts: shown live, never stored), validated again on arrival.
+   */
   live: Type.Object({
     n: NodeId,
     ns: Type.Union([Type.String({ maxLength: 256 }), Type.Null()]),
     l: Type.Union([Type.String({ maxLength: 256 }), Type.Null()]),
     e: Events,
+    p: Type.Optional(Type.Array(Type.Unknown(), { maxItems: pendingLimits.maxPerMessage })),
   }),
   /** Node `n`'s publishers by channel (c) and by org (o), and the channels it has viewers for (w). */
   presence: Type.Object({

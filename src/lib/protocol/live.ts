@@ -1,4 +1,5 @@
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import type { PendingRequest } from "~/lib/protocol/pending.ts";
 import { websocketUrl } from "~/lib/websocket-url.ts";
 
 /**
@@ -27,6 +28,15 @@ export type LiveServerMessage =
   | { type: "history"; revision: number; events: TracedEvent[] }
   /** New matching events, oldest first, batched. */
   | { type: "events"; events: TracedEvent[] }
+  /**
+   * Requests still waiting for their answer that match the config (as far as their fields go): shown as pending until
+   * the event with the same id replaces them. Not kept in the history.
+   */
+  | { type: "pending"; requests: PendingRequest[] }
+  /**
+   * Requests this viewer was shown as pending whose event does not match its config: they ended, and are not shown.
+   */
+  | { type: "settled"; eventIds: string[] }
   /** Publishers connected to this namespace or link, and viewers watching it; sent on join and on every change. */
   | {
       type: "stats";

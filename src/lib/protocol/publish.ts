@@ -5,7 +5,8 @@
  * `{"type":"events","seq":N,"events":[...]}` message as UTF-8 (older agents, simple clients). Pings
  * (`{"type":"ping","seq":N}`) and every server reply are JSON; `seq` is echoed in the reply. Either
  * way the server sees the size first and refuses an oversized message before reading it, and both get the
- * same validation, limits and ack.
+ * same validation, limits and ack. To a server whose "ready" says `pending`, requests still waiting for their answer
+ * go as `{"type":"pending","seq":N,"requests":[...]}` (pending.ts): shown live, never stored, answered `noted`.
  */
 
 export type PublishServerMessage =
@@ -24,6 +25,8 @@ export type PublishServerMessage =
        * servers: nothing is sent twice to them.
        */
       acceptsResent?: boolean;
+      /** The server shows requests still waiting for their answer (a `pending` message); absent on older servers. */
+      pending?: boolean;
     }
   /**
    * One per events message. accepted + refused + rateLimited = events in the message. `truncated` counts
@@ -44,6 +47,8 @@ export type PublishServerMessage =
       duplicates?: number;
     }
   | { type: "pong"; seq: number }
+  /** One per `pending` message: notices shown, refused (malformed), or over the namespace's notice rate. */
+  | { type: "noted"; seq: number; accepted: number; refused: number; rateLimited: number }
   /** The message was refused as a whole (too large, not JSON, wrong shape); the socket stays open. */
   | { type: "error"; seq: number | null; code: PublishErrorCode; message: string }
   /** The link expired: the server closes the socket next. */

@@ -6,11 +6,13 @@ import { formatBytes, formatDuration } from "~/lib/format.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { TimeZoneMode } from "~/lib/time/ticks.ts";
 import { formatListTime, isSameDay, noonOfDay, zoneName } from "~/lib/time/zone.ts";
+import { PendingStatus, PendingWait } from "~/ui/components/pending-marker.tsx";
 import { TlsMarker } from "~/ui/components/tls-marker.tsx";
 import { UnansweredMarker } from "~/ui/components/unanswered-marker.tsx";
 import { useTimeZone } from "~/ui/lib/time-zone.ts";
 import { directionOf, messagePreview } from "~/ui/request-detail/websocket-messages.tsx";
 import { statusClass } from "./format.ts";
+import { isPendingRow } from "./pending-rows.ts";
 
 export const ROW_HEIGHT = 28;
 // By the list's own width (a phone, or beside an open detail): a narrow list keeps status, method, URL and the
@@ -152,12 +154,14 @@ const Row = memo(function Row({
       />
     );
   }
+  const isPending = isPendingRow(event);
   return (
     <div
       role="row"
       aria-rowindex={index + 1}
       aria-selected={isSelected}
       data-event-id={event.event_id}
+      data-pending={isPending || undefined}
       tabIndex={-1}
       onClick={() => onSelect(event)}
       onKeyDown={(e) => {
@@ -170,7 +174,7 @@ const Row = memo(function Row({
         {formatListTime(event.time, zone, nowMs)}
       </span>
       <span role="cell" className={`text-right text-zinc-300 tabular-nums ${LAST_WHEN_NARROW}`}>
-        {formatDuration(event.http_duration)}
+        {isPending ? <PendingWait since={event.time} /> : formatDuration(event.http_duration)}
       </span>
       {isDbCall(event) ? (
         <>
@@ -187,8 +191,8 @@ const Row = memo(function Row({
         </>
       ) : (
         <>
-          <span role="cell" className={statusClass(event.http_resp_status_code)}>
-            {event.http_resp_status_code || "—"}
+          <span role="cell" className={`truncate ${statusClass(event.http_resp_status_code)}`}>
+            {isPending ? <PendingStatus /> : event.http_resp_status_code || "—"}
           </span>
           <span role="cell" className="font-semibold text-zinc-200">
             {event.http_req_method || event.protocol.toUpperCase()}
@@ -207,7 +211,7 @@ const Row = memo(function Row({
       </span>
       <span role="cell" className={`text-right text-zinc-400 tabular-nums ${WIDE_ONLY}`}>
         {/* A database call's result has no body: what came back is its bytes. */}
-        {formatBytes(isDbCall(event) ? event.bytes_received : event.http_resp_body_size_bytes_wire)}
+        {isPending ? "" : formatBytes(isDbCall(event) ? event.bytes_received : event.http_resp_body_size_bytes_wire)}
       </span>
     </div>
   );

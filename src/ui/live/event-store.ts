@@ -1,9 +1,13 @@
 import type { EventPredicate } from "~/lib/filter/evaluate.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { type PendingRequest, pendingEvent } from "~/lib/protocol/pending.ts";
+import { markPendingRow } from "./pending-rows.ts";
 
 /** How many events a frame keeps in memory; the oldest go first. */
 export const MAX_EVENTS = 100_000;
 const TRIM_SLACK = 10_000;
+/** Rows shown as pending at once; notices beyond wait for their events. */
+export const MAX_PENDING = 1000;
 
 /**
  * The frame's events, oldest first (the list shows them newest first). Mutable for speed at thousands of
@@ -27,6 +31,8 @@ export class EventStore {
   hasMessages = false;
   private listeners = new Set<() => void>();
   private scheduled = false;
+  /** Rows of requests still waiting for their answer, by event id: the event with the same id replaces each. */
+  private pendingRows = new Map<string, TracedEvent>();
 
   constructor(private readonly capacity = MAX_EVENTS) {}
 
@@ -49,7 +55,9 @@ export class EventStore {
   add(events: TracedEvent[]): TracedEvent[] {
     const added: TracedEvent[] = [];
     for (const event of events) {
-      if (!event || typeof event.event_id !== "string" || this.byId.has(event.event_id)) continue;
+      if (!event || typeof event.event_id !== "string") continue;
+      this.removePending(event.event_id);
+      if (this.byId.has(event.event_id)) continue;
       this.index(event);
       insertByTime(this.all, event);
       if (this.matches(event)) {
@@ -65,8 +73,50 @@ export class EventStore {
     return added;
   }
 
+  /**
+   * Requests still waiting for their answer: shown as pending rows (time waited so far) until their event comes. One
+   * whose event is already here (it overtook its notice) is not shown.
+   */
+  addPending(requests: PendingRequest[]): void {
+    let isChanged = false;
+    for (const request of requests) {
+      if (this.pendingRows.size >= MAX_PENDING) break;
+      if (!request || typeof request.event_id !== "string" || this.byId.has(request.event_id)) continue;
+      const row = pendingEvent(request);
+      markPendingRow(row);
+      this.pendingRows.set(row.event_id, row);
+      this.index(row);
+      insertByTime(this.all, row);
+      if (this.matches(row)) insertByTime(this.shown, row);
+      isChanged = true;
+    }
+    if (isChanged) this.changed();
+  }
+
+  /** Requests shown as pending whose events this view will not show (the server's filters left them out). */
+  settle(eventIds: string[]): void {
+    let isChanged = false;
+    for (const id of eventIds) isChanged = this.removePending(id) || isChanged;
+    if (isChanged) this.changed();
+  }
+
+  private removePending(eventId: string): boolean {
+    if (this.pendingRows.size === 0) return false;
+    const row = this.pendingRows.get(eventId);
+    if (!row) return false;
+    this.pendingRows.delete(eventId);
+    this.byId.delete(eventId);
+    removeFrom(this.all, row);
+    removeFrom(this.shown, row);
+    const siblings = row.parent_event_id ? this.childrenOf.get(row.parent_event_id) : undefined;
+    if (siblings) removeFrom(siblings, row);
+    this.changed();
+    return true;
+  }
+
   /** Retained events the server sent after a (re)join or a filter change: merged in time order. */
   mergeHistory(events: TracedEvent[]): TracedEvent[] {
+    for (const e of events) if (e && typeof e.event_id === "string") this.removePending(e.event_id);
     const fresh = events.filter((e) => e && typeof e.event_id === "string" && !this.byId.has(e.event_id));
     if (fresh.length === 0) return fresh;
     for (const event of fresh) this.index(event);
@@ -116,6 +166,7 @@ export class EventStore {
     this.all = this.all.slice(this.all.length - this.capacity);
     for (const event of dropped) {
       this.byId.delete(event.event_id);
+      this.pendingRows.delete(event.event_id);
       this.childrenOf.delete(event.event_id);
       const siblings = event.parent_event_id ? this.childrenOf.get(event.parent_event_id) : undefined;
       if (siblings)
@@ -138,6 +189,11 @@ export class EventStore {
     if (typeof requestAnimationFrame === "function") requestAnimationFrame(flush);
     else setTimeout(flush, 16);
   }
+}
+
+function removeFrom(list: TracedEvent[], event: TracedEvent) {
+  const at = list.lastIndexOf(event);
+  if (at >= 0) list.splice(at, 1);
 }
 
 /** Events mostly arrive in time order, but an inbound request is published after the calls it made. */

@@ -88,6 +88,12 @@ export function useLiveFrameState({ socketUrl, namespaceId }: { socketUrl: strin
           for (const event of added.slice(-MAX_ON_EVENT_PER_BATCH)) postToParent({ type: "onEvent", event: summarize(event) });
           return;
         }
+        case "pending":
+          if (Array.isArray(message.requests)) store.addPending(message.requests);
+          return;
+        case "settled":
+          if (Array.isArray(message.eventIds)) store.settle(message.eventIds);
+          return;
         case "stats":
           setStats((s) => ({ ...s, numPublishers: message.numPublishers, numSubscribers: message.numSubscribers, notice: message.notice }));
           return;

@@ -7,9 +7,11 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { formatFullTime } from "~/lib/time/zone.ts";
 import { isWebSocketHandshake, isWebSocketMessage } from "~/lib/websocket-messages.ts";
 import { useTimeZone } from "~/ui/lib/time-zone.ts";
+import { PendingStatus, PendingWait } from "../components/pending-marker.tsx";
 import { LockIcon } from "../components/tls-marker.tsx";
 import { unansweredSentence } from "../components/unanswered-marker.tsx";
 import { statusClass } from "../live/format.ts";
+import { isPendingRow } from "../live/pending-rows.ts";
 import { BodyView } from "./body-view.tsx";
 import { CallWaterfall } from "./call-waterfall.tsx";
 import { toCurl } from "./curl.ts";
@@ -67,6 +69,7 @@ export function RequestDetail({
   const { copiedKey, failedKey, copy } = useCopy();
   const isHandshake = isWebSocketHandshake(event);
   const isMessage = isWebSocketMessage(event);
+  const isPending = isPendingRow(event);
   const messages = useMemo(() => (isHandshake ? outboundCalls.filter(isWebSocketMessage) : []), [isHandshake, outboundCalls]);
   const calls = isHandshake ? outboundCalls.filter((c) => !isWebSocketMessage(c)) : outboundCalls;
   // One culprit for the whole request: its slowest timing step, or, when that is the processing and the calls made
@@ -115,10 +118,16 @@ export function RequestDetail({
               ) : (
                 <>
                   <span className="font-semibold">{event.http_req_method || event.protocol.toUpperCase()}</span>
-                  <span className={`font-semibold ${statusClass(event.http_resp_status_code)}`}>{event.http_resp_status_code || "—"}</span>
+                  {isPending ? (
+                    <PendingStatus />
+                  ) : (
+                    <span className={`font-semibold ${statusClass(event.http_resp_status_code)}`}>
+                      {event.http_resp_status_code || "—"}
+                    </span>
+                  )}
                 </>
               )}
-              <span className="text-zinc-400">{formatDuration(event.http_duration)}</span>
+              <span className="text-zinc-400">{isPending ? <PendingWait since={event.time} /> : formatDuration(event.http_duration)}</span>
             </div>
             <p className="mt-1 font-mono text-xs break-all text-zinc-300" data-testid="detail-url">
               {isMessage && parent

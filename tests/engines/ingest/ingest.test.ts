@@ -2,6 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { Ingest } from "~/engines/ingest/ingest.ts";
 import { EventSinks, type EventTarget } from "~/engines/ingest/sinks.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { type PendingRequest, pendingLimits } from "~/lib/protocol/pending.ts";
+import { publishLimits, TRUNCATION_MARKER } from "~/lib/protocol/publish.ts";
 import { validateEvent } from "~/lib/protocol/validate-event.ts";
 import { sampleEvent } from "../../support/publish-server.ts";
 import { rng } from "../../support/rng.ts";
@@ -94,5 +96,83 @@ describe("ingest validation", () => {
     for (const e of events) validateEvent(e);
     const perSecond = events.length / ((performance.now() - started) / 1000);
     expect(perSecond).toBeGreaterThan(20_000);
+  });
+});
+
+describe("requests in flight (pending notices)", () => {
+  const request = (over: Record<string, unknown> = {}) => ({
+    event_id: crypto.randomUUID(),
+    time: Date.now() * 1000,
+    http_req_method: "GET",
+    http_req_path: "/hang",
+    ...over,
+  });
+
+  function recording() {
+    const stored: TracedEvent[] = [];
+    const shown: PendingRequest[] = [];
+    const sinks = new EventSinks();
+    // A store takes events only; a live view takes pending requests too.
+    sinks.add({ accept: (_t, events) => stored.push(...events) });
+    sinks.add({ accept() {}, showPending: (_t, requests) => shown.push(...requests) });
+    return { sinks, stored, shown };
+  }
+
+  test("valid notices reach the live sinks only, never a store, and are answered noted; bad ones are counted refused", () => {
+    const { sinks, stored, shown } = recording();
+    const ingest = new Ingest(sinks, { rateLimit: 0 });
+    const good = request({ http_req_path: `/hang?${"q".repeat(20_000)}`, http_is_outgoing: true, service: "api" });
+    const reply = ingest.handle(target, {
+      type: "pending",
+      seq: 7,
+      requests: [
+        good,
+        request({ event_id: "x" }),
+        request({ time: -1 }),
+        request({ http_req_method: 5 }),
+        request({ http_req_method: "" }),
+        "no",
+      ],
+    });
+    expect(reply).toEqual({ type: "noted", seq: 7, accepted: 1, refused: 5, rateLimited: 0 });
+    expect(stored).toEqual([]);
+    expect(shown).toHaveLength(1);
+    expect(shown[0]!.event_id).toBe(good.event_id);
+    expect(shown[0]!.http_is_outgoing).toBe(true);
+    expect(shown[0]!.service).toBe("api");
+    // Cut to the size an event's path may have, marked as cut.
+    expect(shown[0]!.http_req_path.length).toBe(publishLimits.maxPathChars);
+    expect(shown[0]!.http_req_path).toEndWith(TRUNCATION_MARKER);
+    // Not events: nothing counted as accepted events.
+    expect(ingest.countsFor(target).accepted).toBe(0);
+  });
+
+  test("a message of too many notices is refused whole; a flood is bounded per namespace, not per program", () => {
+    const { sinks, shown } = recording();
+    let nowMs = 1_000_000;
+    const ingest = new Ingest(sinks, { rateLimit: 0, now: () => nowMs });
+    const tooMany = Array.from({ length: pendingLimits.maxPerMessage + 1 }, () => request());
+    expect(ingest.handle(target, { type: "pending", seq: 1, requests: tooMany })).toMatchObject({ type: "error", code: "too_many_events" });
+    expect(ingest.handle(target, { type: "pending", seq: 2, requests: "x" })).toMatchObject({ type: "error", code: "malformed" });
+    expect(shown).toEqual([]);
+
+    // 10,000 hung requests from several programs: the viewers get the burst, then the rate.
+    let accepted = 0;
+    let limited = 0;
+    for (let i = 0; i < 100; i++) {
+      const reply = ingest.handle(target, { type: "pending", seq: 10 + i, requests: Array.from({ length: 100 }, () => request()) });
+      if (reply.type !== "noted") throw new Error(JSON.stringify(reply));
+      accepted += reply.accepted;
+      limited += reply.rateLimited;
+    }
+    expect(accepted).toBe(pendingLimits.burst);
+    expect(limited).toBe(10_000 - pendingLimits.burst);
+    expect(shown).toHaveLength(pendingLimits.burst);
+    nowMs += 1000;
+    const later = ingest.handle(target, { type: "pending", seq: 200, requests: Array.from({ length: 100 }, () => request()) });
+    expect(later).toMatchObject({ type: "noted", accepted: pendingLimits.perSecond });
+    // Another namespace has its own bound.
+    const elsewhere = { namespaceId: "00000000-0000-0000-0000-000000000002", linkId: null };
+    expect(ingest.handle(elsewhere, { type: "pending", seq: 1, requests: [request()] })).toMatchObject({ accepted: 1 });
   });
 });

@@ -92,5 +92,84 @@ for (const backend of backends) {
       mine.close();
       theirs.close();
     });
+
+    test("requests in flight reach the namespace's viewers whose filters they pass, until their events replace them", async () => {
+      const owner = await t.onboardedUser();
+      const other = await t.onboardedUser();
+      const token = await t.call("/api/GenerateNamespaceToken", { namespaceId: owner.namespaceId }, { cookie: owner.cookie });
+      const viewer = async (u: typeof owner, filters: string[]) => {
+        const client = await LiveClient.open(
+          local((await t.call("/api/JoinSubscriber", { namespaceId: u.namespaceId }, { cookie: u.cookie })).body.websocketUrl),
+        );
+        client.send({ type: "setConfig", revision: 1, filters });
+        await client.until(() => client.of("config-applied").length === 1, "config applied");
+        return client;
+      };
+      const all = await viewer(owner, []);
+      const keep = await viewer(owner, ['request.url startsWith "/keep"']);
+      const failing = await viewer(owner, ["response.status != 200"]);
+      const theirs = await viewer(other, []);
+
+      const pub = await publisher(token.body.token);
+      expect(pub.client.texts.find((m) => m.includes('"ready"'))).toContain('"pending":true');
+      const keepEvent = makeEvent({ http_req_path: "/keep/slow", http_req_method: "POST", http_resp_status_code: 200 });
+      const dropEvent = makeEvent({ http_req_path: "/drop/slow", http_resp_status_code: 200 });
+      const notice = (e: typeof keepEvent) => ({
+        event_id: e.event_id,
+        time: e.time,
+        http_req_method: e.http_req_method,
+        http_req_path: e.http_req_path,
+        http_req_host: "api",
+      });
+      pub.client.send({
+        type: "pending",
+        seq: 1,
+        requests: [notice(keepEvent), notice(dropEvent), { event_id: "not-an-id", time: 1, http_req_method: "GET" }],
+      });
+      await pub.client.until(() => pub.client.texts.some((m) => m.includes('"noted"')), "noted");
+      expect(JSON.parse(pub.client.texts.find((m) => m.includes('"noted"'))!)).toEqual({
+        type: "noted",
+        seq: 1,
+        accepted: 2,
+        refused: 1,
+        rateLimited: 0,
+      });
+      const pendingPaths = (c: LiveClient) => c.of("pending").flatMap((m) => m.requests.map((r) => r.http_req_path));
+      await all.until(() => pendingPaths(all).length === 2, "both pending");
+      await keep.until(() => pendingPaths(keep).length === 1, "the kept one pending");
+      await failing.until(() => pendingPaths(failing).length === 2, "pending without a status yet");
+      expect(pendingPaths(keep)).toEqual(["/keep/slow"]);
+      expect(all.of("pending")[0]!.requests[0]).toMatchObject({
+        event_id: keepEvent.event_id,
+        http_req_method: "POST",
+        http_req_host: "api",
+      });
+      // A viewer who opens Live while they wait is shown them too, as far as its filters pass them.
+      const late = await viewer(owner, ['request.url startsWith "/keep"']);
+      await late.until(() => late.of("pending").length >= 2, "the pending requests on join, then for its filter");
+      expect(late.of("pending").map((m) => m.requests.map((r) => r.http_req_path))).toEqual([["/keep/slow", "/drop/slow"], ["/keep/slow"]]);
+
+      // The events end them: shown where they match; a viewer whose filter the event fails is told to drop the row.
+      pub.client.send({ type: "events", seq: 2, events: [keepEvent, dropEvent] });
+      await all.until(() => all.paths().length === 2, "the events");
+      await failing.until(() => failing.of("settled").length === 2, "settled");
+      expect(
+        failing
+          .of("settled")
+          .flatMap((m) => m.eventIds)
+          .sort(),
+      ).toEqual([keepEvent.event_id, dropEvent.event_id].sort());
+      expect(failing.paths()).toEqual([]);
+      expect(all.of("settled")).toEqual([]);
+      await keep.until(() => keep.paths().length === 1, "the kept event");
+      expect(keep.of("settled")).toEqual([]);
+      // Another namespace's viewer never hears of them; once ended, a new viewer gets the events, not the notices.
+      expect(theirs.of("pending")).toEqual([]);
+      expect(theirs.paths()).toEqual([]);
+      const after = await viewer(owner, []);
+      expect(after.of("history").flatMap((m) => m.events.map((e) => e.http_req_path))).toEqual(["/keep/slow", "/drop/slow"]);
+      expect(after.of("pending")).toEqual([]);
+      for (const c of [pub.client, all, keep, failing, theirs, late, after]) c.close();
+    });
   });
 }
