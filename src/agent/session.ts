@@ -2,6 +2,7 @@ import { appendFileSync, writeSync } from "node:fs";
 import { isatty } from "node:tty";
 import { errorMessage } from "~/lib/errors.ts";
 import { type CapturedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
+import type { ReplayAnswer, ReplayOrder } from "~/lib/protocol/replay.ts";
 import type { AgentConfig, HostEnvironment } from "~/lib/server/env.ts";
 import { hostMetadata } from "./event.ts";
 import { formatLogLine } from "./log-line.ts";
@@ -9,6 +10,7 @@ import { createPublisher, isRefusal, type JoinInfo } from "./publish.ts";
 import type { RedactMode } from "./redact.ts";
 import { pipeStats } from "./relay/pipe.ts";
 import { RelayThreads } from "./relay/relay-threads.ts";
+import { sendReplay } from "./replay.ts";
 import { say } from "./say.ts";
 import { SharedParentTracker } from "./tracer/shared-parents.ts";
 import { createTracer, DEFAULT_WS_MESSAGE_RATE, type Tracer, type TracerStats } from "./tracer.ts";
@@ -33,6 +35,8 @@ export type SessionOptions = {
   publish: boolean;
   /** Threads that relay and parse inbound connections; 1 (or absent): the main thread does. */
   relayThreads?: number;
+  /** `--allow-replay`: an admin's Resend may send requests through this run (ADR 0041). */
+  allowReplay?: boolean;
 };
 
 export type Session = {
@@ -88,6 +92,7 @@ export function createSession(options: SessionOptions): Session {
         linkId: options.agent.linkId,
         service: options.service,
         onNotice: (_kind, message) => say(message),
+        onReplay: options.allowReplay ? (order) => replay(order) : undefined,
         // The first join that works, now or after the server came back: say where the requests go.
         // A server that reads JSON batches only: the relay threads send events instead of frames from then on.
         onEncodedRefused: () => threads?.setDelivery("objects"),
@@ -111,6 +116,19 @@ export function createSession(options: SessionOptions): Session {
     }
     if (options.eventsFile) appendFileSync(options.eventsFile, `${JSON.stringify(toTracedEvent(event))}\n`);
   };
+  const replayContext = {
+    host: hostMetadata(options.host),
+    service: options.service,
+    redact: options.redact,
+    payloadLimit: options.payloadLimit,
+  };
+  // The replay is published like a captured exchange, and said in --log.
+  async function replay(order: ReplayOrder): Promise<ReplayAnswer> {
+    const { answer, event } = await sendReplay(order, replayContext);
+    if (event) onEvent(event);
+    else if (!answer.ok) say(`a replay of ${order.method} ${order.path.slice(0, 200)} failed: ${answer.error}`);
+    return answer;
+  }
   const tracerConfig = {
     host: hostMetadata(options.host),
     service: options.service,
