@@ -7,6 +7,7 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { TimeZoneMode } from "~/lib/time/ticks.ts";
 import { formatListTime, isSameDay, noonOfDay, zoneName } from "~/lib/time/zone.ts";
 import { TlsMarker } from "~/ui/components/tls-marker.tsx";
+import { ReplayMarker } from "~/ui/components/replay-marker.tsx";
 import { UnansweredMarker } from "~/ui/components/unanswered-marker.tsx";
 import { useTimeZone } from "~/ui/lib/time-zone.ts";
 import { directionOf, messagePreview } from "~/ui/request-detail/websocket-messages.tsx";
@@ -158,6 +159,7 @@ const Row = memo(function Row({
       aria-rowindex={index + 1}
       aria-selected={isSelected}
       data-event-id={event.event_id}
+      data-replay={event.replay_of ? "" : undefined}
       tabIndex={-1}
       onClick={() => onSelect(event)}
       onKeyDown={(e) => {
@@ -203,6 +205,7 @@ const Row = memo(function Row({
         ) : null}
         <TlsMarker event={event} />
         <UnansweredMarker event={event} />
+        <ReplayMarker event={event} />
         <span className="truncate">{displayUrl(event)}</span>
       </span>
       <span role="cell" className={`text-right text-zinc-400 tabular-nums ${WIDE_ONLY}`}>
