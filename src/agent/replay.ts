@@ -6,7 +6,14 @@ import { type ReplayAnswer, type ReplayOrder, replayLimits } from "~/lib/protoco
 import type { HostMetadata } from "./event.ts";
 import { type RedactMode, redactHeader, redactTarget } from "./redact.ts";
 
-export type ReplayContext = { host: HostMetadata; service: string; redact: RedactMode; payloadLimit: number };
+export type ReplayContext = {
+  host: HostMetadata;
+  service: string;
+  redact: RedactMode;
+  payloadLimit: number;
+  /** An inbound replay's connection is open, from this address (as the relay will name its client). */
+  onConnected?: (clientAddress: string) => void;
+};
 
 /** "127.0.0.1:8080", "[::1]:8080", "api.example.com:443" -> host and port; null when it is not one. */
 export function splitAddress(address: string): { host: string; port: number } | null {
@@ -59,8 +66,12 @@ export async function sendReplay(order: ReplayOrder, ctx: ReplayContext): Promis
           : {}),
       };
       const req = (isTls ? httpsRequest : httpRequest)(options, (res) => {
-        const s = res.socket;
-        resolve({ response: res, localAddress: s ? `${s.localAddress}:${s.localPort}` : "" });
+        resolve({ response: res, localAddress: socketAddress(res.socket) });
+      });
+      req.on("socket", (socket) => {
+        const connected = () => ctx.onConnected?.(socketAddress(socket));
+        if (socket.localPort) connected();
+        else socket.once("connect", connected);
       });
       req.on("timeout", () => req.destroy(new Error(`no response within ${replayLimits.runTimeoutMs / 1000} s`)));
       req.on("error", reject);
@@ -171,4 +182,10 @@ function headerObject(headers: Array<[string, string]>): Record<string, string> 
     } else out[seen] = `${out[seen]}, ${value}`;
   }
   return out;
+}
+
+function socketAddress(socket: { localAddress?: string; localPort?: number } | null | undefined): string {
+  if (!socket?.localAddress || !socket.localPort) return "";
+  const ip = socket.localAddress.replace(/^::ffff:(?=\d+\.)/, "");
+  return ip.includes(":") ? `[${ip}]:${socket.localPort}` : `${ip}:${socket.localPort}`;
 }

@@ -108,6 +108,13 @@ export function createSession(options: SessionOptions): Session {
   // isatty, not process.stderr: that stream keeps a dup of fd 2, which a background supervisor must be able to let go.
   const color = isatty(2);
   const onEvent = (event: CapturedEvent) => {
+    if (replayClients.size > 0 && !event.http_is_outgoing) {
+      const replayed = replayClients.get(event.http_client_addr);
+      if (replayed) {
+        event.replay_of = replayed.replayOf;
+        replayed.seen(event.event_id);
+      }
+    }
     publisher?.send(event);
     if (options.log) {
       try {
@@ -116,17 +123,39 @@ export function createSession(options: SessionOptions): Session {
     }
     if (options.eventsFile) appendFileSync(options.eventsFile, `${JSON.stringify(toTracedEvent(event))}\n`);
   };
-  const replayContext = {
+  // An inbound replay goes through the relay like any client's request: the relay's own event of it is the one
+  // published, marked by the replay connection's client address; an outbound one is recorded here.
+  const replayClients = new Map<string, { replayOf: string; seen: (eventId: string) => void }>();
+  const baseReplayContext = {
     host: hostMetadata(options.host),
     service: options.service,
     redact: options.redact,
     payloadLimit: options.payloadLimit,
   };
-  // The replay is published like a captured exchange, and said in --log.
   async function replay(order: ReplayOrder): Promise<ReplayAnswer> {
-    const { answer, event } = await sendReplay(order, replayContext);
-    if (event) onEvent(event);
-    else if (!answer.ok) say(`a replay of ${order.method} ${order.path.slice(0, 200)} failed: ${answer.error}`);
+    const isInbound = order.target.direction === "inbound";
+    let client = "";
+    let relayed: Promise<string> | null = null;
+    const { answer, event } = await sendReplay(order, {
+      ...baseReplayContext,
+      onConnected: isInbound
+        ? (address) => {
+            client = address;
+            relayed = new Promise<string>((resolve) => replayClients.set(address, { replayOf: order.replayOf, seen: resolve }));
+          }
+        : undefined,
+    });
+    if (!isInbound) {
+      if (event) onEvent(event);
+    } else if (answer.ok && relayed) {
+      // The relay records the exchange once it has ended: wait for it a little, to answer with its id.
+      let timer: Timer | undefined;
+      const eventId = await Promise.race([relayed, new Promise<string>((resolve) => (timer = setTimeout(() => resolve(""), 3000)))]);
+      clearTimeout(timer);
+      answer.eventId = eventId;
+    }
+    replayClients.delete(client);
+    if (!answer.ok) say(`a replay of ${order.method} ${order.path.slice(0, 200)} failed: ${answer.error}`);
     return answer;
   }
   const tracerConfig = {
@@ -143,7 +172,8 @@ export function createSession(options: SessionOptions): Session {
           tracerConfig,
           {
             // Only publishing: the threads encode the publish frames themselves.
-            delivery: options.log || options.eventsFile ? "objects" : publisher ? "frames" : "none",
+            // Replays are marked on the main thread, on the events themselves.
+            delivery: options.log || options.eventsFile || options.allowReplay ? "objects" : publisher ? "frames" : "none",
             onEvent,
             onEncoded: (events) => publisher?.sendEncoded(events),
           },

@@ -39,7 +39,17 @@ async function startRun(allowReplay: boolean): Promise<Run> {
   const eventsFile = join(tmpdir(), `resend-${crypto.randomUUID()}.jsonl`);
   const flags = allowReplay ? ["--allow-replay"] : [];
   const proc = Bun.spawn(
-    [bun, join(root, "src/main.ts"), "run", ...flags, "--events-file", eventsFile, "--", "python3", join(root, "tests/e2e/resend-server.py")],
+    [
+      bun,
+      join(root, "src/main.ts"),
+      "run",
+      ...flags,
+      "--events-file",
+      eventsFile,
+      "--",
+      "python3",
+      join(root, "tests/e2e/resend-server.py"),
+    ],
     {
       cwd: root,
       env: {
@@ -107,7 +117,11 @@ type Answer = { status: number; body: Record<string, unknown> };
 function call(name: string, body: unknown): Promise<Answer> {
   return suite.page.evaluate(
     async ({ name, body }) => {
-      const res = await fetch(`/api/${name}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      const res = await fetch(`/api/${name}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
       return { status: res.status, body: await res.json() };
     },
     { name, body },
@@ -187,6 +201,9 @@ test("an inbound request resent with an edited header and body reaches the progr
     false,
     200,
   ]);
+  // The relay's own record of it is the replay: the program's request is recorded once, not again unmarked.
+  const all = readFileSync(run.eventsFile, "utf8").split("\n").filter(Boolean);
+  expect(all.filter((l) => (JSON.parse(l) as TracedEvent).http_req_path === "/echo?n=2").length).toBe(1);
   // Stored: a replay can itself be looked up and resent (a 404 here would mean it was never stored).
   const again = await resend({ eventId: replay.event_id, method: "GET", path: "/echo?n=3" });
   expect(again.status).toBe(200);
@@ -222,7 +239,8 @@ test("an outbound call is resent to the host it called, and a host from the call
 
 test("Resend in the detail: the editor, the response beside the original, the replay in Live (1440 and 390 px)", async () => {
   const page = suite.page;
-  const r = run!;
+  run ??= await startRun(true);
+  const r = run;
   for (const [width, height] of [
     [1440, 900],
     [390, 844],
@@ -242,6 +260,15 @@ test("Resend in the detail: the editor, the response beside the original, the re
     await editor.getByLabel("Body").fill(`edited at ${width}`);
     await editor.getByRole("button", { name: "Send" }).click();
     const result = detail.getByTestId("resend-result");
+    await Promise.race([
+      result.waitFor(),
+      editor
+        .getByRole("alert")
+        .waitFor()
+        .then(async () => {
+          throw new Error(`Resend failed: ${await editor.getByRole("alert").textContent()}`);
+        }),
+    ]);
     await result.getByText(`"body": "edited at ${width}"`, { exact: false }).waitFor();
     const original = detail.getByTestId("resend-original");
     expect(await original.textContent()).toContain(`from the list at ${width}`);

@@ -59,7 +59,7 @@ export async function resendRequest({
   const edit = checkedEdit(input);
   admit();
   if (!isUuid(input.eventId)) throw new AppError("NOT_FOUND", "no such request in this namespace");
-  const original = await loadEvent(workers, access, input.eventId);
+  const original = await loadStoredEvent(workers, access, input.eventId);
   const target = replayTarget(original);
   const answer = await replays.send(access.namespaceId, original.service, {
     replayOf: original.event_id,
@@ -117,11 +117,30 @@ export function checkedEdit(input: Pick<ResendRequestRequest, "method" | "path" 
   return { method, path: input.path, headers };
 }
 
-async function loadEvent(
+/** Live shows a request before the store's batch holds it (within a second or two): a missing one is looked for again. */
+async function loadStoredEvent(
   workers: Pick<WorkerRegistry, "dispatch">,
   access: { namespaceId: string; orgId: string },
   eventId: string,
 ): Promise<TracedEvent> {
+  for (let attempt = 1; ; attempt++) {
+    const event = await loadEvent(workers, access, eventId);
+    if (event || attempt === storeLookups) {
+      if (!event) throw new AppError("NOT_FOUND", "no such request in this namespace (it may be older than the retention)");
+      return event;
+    }
+    await Bun.sleep(storeLookupGapMs);
+  }
+}
+
+const storeLookups = 5;
+const storeLookupGapMs = 600;
+
+async function loadEvent(
+  workers: Pick<WorkerRegistry, "dispatch">,
+  access: { namespaceId: string; orgId: string },
+  eventId: string,
+): Promise<TracedEvent | undefined> {
   const frame = await workers.dispatch({
     namespaceId: access.namespaceId,
     orgId: access.orgId,
@@ -131,9 +150,7 @@ async function loadEvent(
   const result = decodeResult(frame);
   if (result.tunnelError) throw new AppError("UNAVAILABLE", result.tunnelError);
   if (result.databaseError) throw new AppError("UNAVAILABLE", result.databaseError);
-  const event = (await decodeResultData(result)).data[0] as TracedEvent | undefined;
-  if (!event) throw new AppError("NOT_FOUND", "no such request in this namespace (it may be older than the retention)");
-  return event;
+  return (await decodeResultData(result)).data[0] as TracedEvent | undefined;
 }
 
 /** Where the original went, from its own fields; an event that cannot be sent again says why. */
