@@ -7,8 +7,8 @@
  */
 
 export const replayLimits = {
-  /** Bytes of an edited request body (decoded). */
-  maxBodyBytes: 1024 * 1024,
+  /** Bytes of an edited request body (decoded): its base64 fits an API call's JSON body limit with the headers. */
+  maxBodyBytes: 128 * 1024,
   maxHeaders: 100,
   maxHeaderNameChars: 256,
   maxHeaderValueChars: 8192,
