@@ -157,7 +157,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await run?.stop();
   upstream.stop(true);
-});
+}, 30_000);
 
 test("without --allow-replay nothing can resend: the availability and the call say so", async () => {
   run = await startRun(false);
@@ -250,13 +250,20 @@ test("Resend in the detail: the editor, the response beside the original, the re
     const frame = liveFrame(page).locator;
     await frame.locator("[data-testid=connection][data-state=open]").waitFor();
     const path = `/echo?ui=${width}`;
-    await fetch(`http://127.0.0.1:${r.port}${path}`, { method: "POST", body: `from the list at ${width}` });
+    await fetch(`http://127.0.0.1:${r.port}${path}`, {
+      method: "POST",
+      headers: { authorization: "Bearer s3cret-token" },
+      body: `from the list at ${width}`,
+    });
     await frame.locator("[role=row][data-event-id]").filter({ hasText: path }).first().click();
     const detail = frame.getByRole("region", { name: "Request detail" });
     await detail.getByRole("button", { name: "Resend" }).click();
     const editor = detail.getByRole("form", { name: "Resend this request" });
     expect(await editor.getByLabel("Method").inputValue()).toBe("POST");
     expect(await editor.getByLabel("Path and query").inputValue()).toBe(path);
+    // The captured Authorization was redacted: the editor says the replay needs the real value.
+    expect(await editor.getByLabel("Headers").inputValue()).toContain("[redacted]");
+    expect(await editor.getByTestId("resend-redacted").isVisible()).toBe(true);
     await editor.getByLabel("Body").fill(`edited at ${width}`);
     await editor.getByRole("button", { name: "Send" }).click();
     const result = detail.getByTestId("resend-result");
