@@ -166,6 +166,20 @@ test("without --allow-replay nothing can resend: the availability and the call s
   expect((await call("GetReplayAvailability", { namespaceId })).body).toEqual({ canResend: false, reason: noReplayRunText });
   const refused = await resend({ eventId: original.event_id, method: "POST", path: "/echo?plain=1", body: "again" });
   expect(refused).toEqual({ status: 409, body: { error: noReplayRunText } });
+
+  // The detail's button says so, and offers the request as cURL instead.
+  await suite.page.setViewportSize({ width: 1440, height: 900 });
+  await suite.page.goto(suite.server.baseUrl + suite.home);
+  const frame = liveFrame(suite.page).locator;
+  await frame.locator("[role=row][data-event-id]").filter({ hasText: "/echo?plain=1" }).first().click();
+  const detail = frame.getByRole("region", { name: "Request detail" });
+  await detail.getByRole("button", { name: "Resend" }).click();
+  const unavailable = detail.getByTestId("resend-unavailable");
+  await unavailable.waitFor();
+  expect(await unavailable.textContent()).toContain("No tapscope run --allow-replay of this namespace is connected");
+  expect(await unavailable.getByRole("button", { name: "Copy as cURL" }).isVisible()).toBe(true);
+  expect(await detail.getByRole("form", { name: "Resend this request" }).count()).toBe(0);
+  await screenshot(suite.page, "resend-unavailable-1440");
   await run.stop();
   run = null;
 }, 90_000);

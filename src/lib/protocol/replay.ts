@@ -73,7 +73,7 @@ export type ReplayAnswer =
 
 export const replayForbiddenText = "You do not have permissions to resend this namespace's requests: only its admins can.";
 export const noReplayRunText =
-  "No `tapscope run --allow-replay` of this namespace is connected to this server, so nothing can send the request again. Start one, or copy the request as cURL.";
+  "No tapscope run --allow-replay of this namespace is connected to this server, so nothing can send the request again. Start one, or copy the request as cURL.";
 
 /** Frames a publisher sends as text that are not events: told apart by their start, before any parse. */
 export function publisherControlKind(frame: string): "hello" | "replayed" | null {
