@@ -168,8 +168,15 @@ export function ResendPanel({
         </div>
       ) : null}
       {availability.state === "known" && availability.value.canResend ? (
-        // Not a <form>: the live frame's sandbox does not allow form submission.
-        <div role="form" aria-label="Resend this request" className="space-y-2">
+        // Sent by the button's click: the live frame's sandbox blocks form submission (Enter in a field included).
+        <form
+          aria-label="Resend this request"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void send();
+          }}
+          className="space-y-2"
+        >
           <p className="text-xs break-all text-zinc-500">
             To {event.http_is_outgoing ? "the host it called" : "the program's own address"}: {eventUrl(event)}
           </p>
@@ -214,7 +221,7 @@ export function ResendPanel({
               </p>
             ) : null}
           </div>
-        </div>
+        </form>
       ) : null}
       {result ? (
         <div className="grid gap-2 @md:grid-cols-2">

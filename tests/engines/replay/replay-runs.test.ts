@@ -1,16 +1,16 @@
 import { describe, expect, test } from "bun:test";
 import { ReplayRuns } from "~/engines/replay/replay-runs.ts";
 import { AppError } from "~/lib/errors.ts";
-import { noReplayRunText, type ReplayOrder } from "~/lib/protocol/replay.ts";
+import { noReplayRunText, type ReplayAnswer, type ReplayOrder } from "~/lib/protocol/replay.ts";
 
-const order = {
+const order: Omit<ReplayOrder, "type" | "id"> = {
   replayOf: "e1",
   target: { direction: "inbound", address: "127.0.0.1:8080", host: "127.0.0.1:8080", isTls: false, serverName: "" },
   method: "GET",
   path: "/",
   headers: [],
   body: "",
-} as const;
+};
 
 function runOf(namespaceId: string, service: string) {
   const sent: ReplayOrder[] = [];
@@ -39,7 +39,7 @@ describe("the runs that allow replays", () => {
     const answered = runs.send("ns-1", "api", order);
     expect(a.sent).toEqual([]);
     const id = b.sent[0]!.id;
-    const answer = {
+    const answer: ReplayAnswer = {
       type: "replayed",
       id,
       ok: true,
@@ -49,7 +49,7 @@ describe("the runs that allow replays", () => {
       body: "",
       isBodyTruncated: false,
       durationUs: 5,
-    } as const;
+    };
     // Another socket cannot answer an order it was not sent.
     runs.answered(keyA, { ...answer, status: 500 });
     runs.answered(keyB, answer);
