@@ -18,6 +18,7 @@ import { FilterAllowance } from "~/engines/live/filter-allowance.ts";
 import { LiveHub } from "~/engines/live/hub.ts";
 import { defaultLiveHubOptions, defaultSendBudget } from "~/engines/live/options.ts";
 import { OtlpExporter } from "~/engines/otlp/otlp-exporter.ts";
+import { ReplayRuns } from "~/engines/replay/replay-runs.ts";
 import { RouteTemplates } from "~/engines/routes/route-templates.ts";
 import { type AttachedStore, attachStore } from "~/engines/store/attach-store.ts";
 import { OpenTunnels } from "~/engines/workers/open-tunnels.ts";
@@ -108,6 +109,8 @@ export type Runtime = {
    * one), batched from a bounded queue; what this node accepted, so each event once in a cluster.
    */
   otlp: OtlpExporter;
+  /** The runs connected to this node that allow replays (`--allow-replay`), and the replays waiting for their answer. */
+  replays: ReplayRuns;
   /** Starts what needs the network before the server listens (the cluster's subscriptions). */
   start: () => Promise<void>;
   /** Writes the events still batched and stops the timers; the store and database are the caller's to close. */
@@ -237,6 +240,7 @@ export function createRuntime(input: RuntimeInput): Runtime {
     attached,
     cluster,
     otlp,
+    replays: new ReplayRuns(),
     start: async () => {
       routes.load(await loadRouteSettings({ ctx }));
       await cluster?.start();

@@ -1,6 +1,7 @@
 import type { CapturedEvent } from "~/lib/protocol/event.ts";
 import type { PendingRequest } from "~/lib/protocol/pending.ts";
 import type { PublishServerMessage } from "~/lib/protocol/publish.ts";
+import type { PublisherHello, ReplayAnswer, ReplayOrder } from "~/lib/protocol/replay.ts";
 import { Backoff } from "./publisher/backoff.ts";
 import { BatchSender, type EncodedEvents } from "./publisher/batch-sender.ts";
 import { PublisherConnection } from "./publisher/connection.ts";
@@ -54,6 +55,11 @@ export type PublisherOptions = {
   onNotice?: (kind: NoticeKind, message: string) => void;
   /** Called after every successful join (the first, and each reconnect). */
   onJoin?: (info: JoinInfo) => void;
+  /**
+   * `tapscope run --allow-replay`: said in a hello after every "ready", and each replay order the server sends is
+   * handed here; without it, orders are answered with a refusal (ADR 0041).
+   */
+  onReplay?: (order: ReplayOrder) => Promise<ReplayAnswer>;
   /** The server reads JSON batches only: batches encoded elsewhere (sendEncoded) cannot be sent, events must come instead. */
   onEncodedRefused?: () => void;
 };
@@ -119,6 +125,10 @@ export function createPublisher(options: PublisherOptions): Publisher {
     canReconnect: () => !isStopped && !isClosing,
     onReady(ready, isReconnect) {
       sender.ready(ready);
+      if (options.onReplay) {
+        const hello: PublisherHello = { type: "hello", allowsReplay: true, service: options.service ?? "" };
+        connection.readySocket?.send(JSON.stringify(hello));
+      }
       if (isReconnect) notices.tell("reconnected", "reconnected to the Tapscope server");
       hasConnectedOnce = true;
       if (unacked.isResendDue) unacked.resend(connection.readySocket, sender.acceptsResent);
@@ -171,7 +181,23 @@ export function createPublisher(options: PublisherOptions): Publisher {
         break;
       case "pong":
         break;
+      case "replay":
+        void replay(msg);
+        break;
     }
+  }
+
+  /** Answers on the socket that is ready when the replay is done (its order's socket, unless that one went). */
+  async function replay(order: ReplayOrder): Promise<void> {
+    const answer: ReplayAnswer = options.onReplay
+      ? await options.onReplay(order).catch((err: unknown) => ({
+          type: "replayed" as const,
+          id: order.id,
+          ok: false as const,
+          error: err instanceof Error ? err.message : String(err),
+        }))
+      : { type: "replayed", id: order.id, ok: false, error: "this run does not allow replays (start it with --allow-replay)" };
+    connection.readySocket?.send(JSON.stringify(answer));
   }
 
   function stop(): void {

@@ -2,6 +2,7 @@ import { appendFileSync, writeSync } from "node:fs";
 import { isatty } from "node:tty";
 import { errorMessage } from "~/lib/errors.ts";
 import { type CapturedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
+import type { ReplayAnswer, ReplayOrder } from "~/lib/protocol/replay.ts";
 import type { AgentConfig, HostEnvironment } from "~/lib/server/env.ts";
 import { hostMetadata } from "./event.ts";
 import { formatLogLine } from "./log-line.ts";
@@ -9,6 +10,7 @@ import { createPublisher, isRefusal, type JoinInfo } from "./publish.ts";
 import type { RedactMode } from "./redact.ts";
 import { pipeStats } from "./relay/pipe.ts";
 import { RelayThreads } from "./relay/relay-threads.ts";
+import { sendReplay } from "./replay.ts";
 import { say } from "./say.ts";
 import { SharedParentTracker } from "./tracer/shared-parents.ts";
 import { createTracer, DEFAULT_WS_MESSAGE_RATE, type Tracer, type TracerStats } from "./tracer.ts";
@@ -33,6 +35,8 @@ export type SessionOptions = {
   publish: boolean;
   /** Threads that relay and parse inbound connections; 1 (or absent): the main thread does. */
   relayThreads?: number;
+  /** `--allow-replay`: an admin's Resend may send requests through this run (ADR 0041). */
+  allowReplay?: boolean;
 };
 
 export type Session = {
@@ -88,6 +92,7 @@ export function createSession(options: SessionOptions): Session {
         linkId: options.agent.linkId,
         service: options.service,
         onNotice: (_kind, message) => say(message),
+        onReplay: options.allowReplay ? (order) => replay(order) : undefined,
         // The first join that works, now or after the server came back: say where the requests go.
         // A server that reads JSON batches only: the relay threads send events instead of frames from then on.
         onEncodedRefused: () => threads?.setDelivery("objects"),
@@ -103,6 +108,13 @@ export function createSession(options: SessionOptions): Session {
   // isatty, not process.stderr: that stream keeps a dup of fd 2, which a background supervisor must be able to let go.
   const color = isatty(2);
   const onEvent = (event: CapturedEvent) => {
+    if (replayClients.size > 0 && !event.http_is_outgoing) {
+      const replayed = replayClients.get(event.http_client_addr);
+      if (replayed) {
+        event.replay_of = replayed.replayOf;
+        replayed.seen(event.event_id);
+      }
+    }
     publisher?.send(event);
     if (options.log) {
       try {
@@ -111,6 +123,41 @@ export function createSession(options: SessionOptions): Session {
     }
     if (options.eventsFile) appendFileSync(options.eventsFile, `${JSON.stringify(toTracedEvent(event))}\n`);
   };
+  // An inbound replay goes through the relay like any client's request: the relay's own event of it is the one
+  // published, marked by the replay connection's client address; an outbound one is recorded here.
+  const replayClients = new Map<string, { replayOf: string; seen: (eventId: string) => void }>();
+  const baseReplayContext = {
+    host: hostMetadata(options.host),
+    service: options.service,
+    redact: options.redact,
+    payloadLimit: options.payloadLimit,
+  };
+  async function replay(order: ReplayOrder): Promise<ReplayAnswer> {
+    const isInbound = order.target.direction === "inbound";
+    let client = "";
+    let relayed: Promise<string> | null = null;
+    const { answer, event } = await sendReplay(order, {
+      ...baseReplayContext,
+      onConnected: isInbound
+        ? (address) => {
+            client = address;
+            relayed = new Promise<string>((resolve) => replayClients.set(address, { replayOf: order.replayOf, seen: resolve }));
+          }
+        : undefined,
+    });
+    if (!isInbound) {
+      if (event) onEvent(event);
+    } else if (answer.ok && relayed) {
+      // The relay records the exchange once it has ended: wait for it a little, to answer with its id.
+      let timer: Timer | undefined;
+      const eventId = await Promise.race([relayed, new Promise<string>((resolve) => (timer = setTimeout(() => resolve(""), 3000)))]);
+      clearTimeout(timer);
+      answer.eventId = eventId;
+    }
+    replayClients.delete(client);
+    if (!answer.ok) say(`a replay of ${order.method} ${order.path.slice(0, 200)} failed: ${answer.error}`);
+    return answer;
+  }
   const tracerConfig = {
     host: hostMetadata(options.host),
     service: options.service,
@@ -125,7 +172,8 @@ export function createSession(options: SessionOptions): Session {
           tracerConfig,
           {
             // Only publishing: the threads encode the publish frames themselves.
-            delivery: options.log || options.eventsFile ? "objects" : publisher ? "frames" : "none",
+            // Replays are marked on the main thread, on the events themselves.
+            delivery: options.log || options.eventsFile || options.allowReplay ? "objects" : publisher ? "frames" : "none",
             onEvent,
             onEncoded: (events) => publisher?.sendEncoded(events),
             onPending: publisher ? (requests) => publisher.sendPending(requests) : undefined,

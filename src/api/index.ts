@@ -12,6 +12,7 @@ import { otlpRoutes } from "./otlp/index.ts";
 import { bodyLimitPlugin } from "./plugins/body-limit.ts";
 import { clientLimitsPlugin } from "./plugins/client-limits.ts";
 import { publishRoutes } from "./publish/index.ts";
+import { replayRoutes } from "./replay/index.ts";
 import { eventRoutes } from "./telemetry/index.ts";
 import { tokenRoutes } from "./tokens/index.ts";
 import { tunnelRoutes } from "./tunnel/index.ts";
@@ -31,6 +32,7 @@ export function apiRoutes({
   exportSlots,
   otlp,
   routes,
+  replays,
 }: Runtime) {
   const dropEvents = store ? (namespaceId: string) => store.dropNamespace(namespaceId) : undefined;
   return (
@@ -54,6 +56,7 @@ export function apiRoutes({
       .use(orgRoutes(ctx, dropEvents))
       .use(otlpRoutes(ctx, otlp, limits))
       .use(publishRoutes(ctx, limits, orgPublishers))
+      .use(replayRoutes(ctx, { replays, workers, limits }))
       .use(tokenRoutes(ctx))
       .use(tunnelRoutes({ ctx, workers, tunnels, exportSlots }))
       .use(userRoutes(ctx, limits))

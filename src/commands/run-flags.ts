@@ -13,6 +13,7 @@ export type RunOptions = CaptureOptions & {
   relayThreads: number;
   passCredentials: boolean;
   isWait: boolean;
+  allowReplay: boolean;
 };
 
 export const usage = `usage: tapscope run [options] -- <command> [args...]
@@ -30,6 +31,9 @@ export const usage = `usage: tapscope run [options] -- <command> [args...]
                            TAPSCOPE_RELAY_THREADS); each connection stays on one thread
   --pass-credentials       leave TAPSCOPE_TOKEN and TAPSCOPE_LINK_ID in the program's environment (a nested
                            tapscope needs them); by default the program never sees them
+  --allow-replay           let the namespace's admins resend captured requests through this run (Resend in the
+                           request detail): an inbound request goes to the program's own address, an outbound
+                           one to the host it originally called, nowhere else; off by default
   --wait                   when the program exits leaving processes running (a daemon, a server started with &),
                            wait for them in the foreground; by default tapscope returns as the program does and
                            traces them in the background until the last one exits`;
@@ -40,6 +44,7 @@ const runFlags = {
   "relay-threads": { type: "string" },
   "pass-credentials": { type: "boolean" },
   wait: { type: "boolean" },
+  "allow-replay": { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -76,6 +81,7 @@ export function parseRunArgs(args: string[], env: Record<string, string | undefi
       relayThreads: threads.count,
       passCredentials: parsed.flags["pass-credentials"] === true,
       isWait: parsed.flags.wait === true,
+      allowReplay: parsed.flags["allow-replay"] === true,
     },
   };
 }

@@ -31,13 +31,14 @@ export async function main(args: string[]): Promise<number> {
     return 1;
   }
   const agent = parseAgentConfig();
-  const { command, tls: isTlsOn, relayThreads: threadCount, passCredentials, isWait, ...capture } = result.options;
+  const { command, tls: isTlsOn, relayThreads: threadCount, passCredentials, isWait, allowReplay, ...capture } = result.options;
   const session = createSession({
     ...capture,
     agent,
     host: parseHostEnvironment(),
     service: capture.service ?? agent.service ?? basename(command[0]!),
     relayThreads: threadCount,
+    allowReplay,
   });
   // Loaded only where it can work: it binds libc through bun:ffi.
   const { InterceptionUnavailable, launch } = await import("~/agent/launch.ts");

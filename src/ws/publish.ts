@@ -3,10 +3,12 @@ import type { GrantedSockets } from "~/engines/access/granted-sockets.ts";
 import type { Ingest, ResendLookups } from "~/engines/ingest/ingest.ts";
 import type { EventTarget } from "~/engines/ingest/sinks.ts";
 import type { OrgPublishers } from "~/engines/limits/org-publishers.ts";
+import type { ReplayRuns } from "~/engines/replay/replay-runs.ts";
 import type { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
 import { AppError } from "~/lib/errors.ts";
 import { EVENT_BATCH_FORMAT } from "~/lib/protocol/event-batch.ts";
 import { type PublishServerMessage, publishLimits, publishPath } from "~/lib/protocol/publish.ts";
+import { type PublisherHello, publisherControlKind, type ReplayAnswer, replayLimits } from "~/lib/protocol/replay.ts";
 import { log } from "~/lib/server/logger.ts";
 import { containersFull } from "~/services/billing/limits.ts";
 import type { ServiceContext } from "~/services/context.ts";
@@ -33,6 +35,7 @@ export function publishSocket({
   sockets,
   orgPublishers,
   workers,
+  replays,
   server,
 }: {
   ctx: ServiceContext;
@@ -43,6 +46,8 @@ export function publishSocket({
   sockets: GrantedSockets;
   /** Each org's publishers: a place under the plan's containers limit is taken at the upgrade (the containers limit). */
   orgPublishers?: OrgPublishers;
+  /** Runs of a namespace that said `--allow-replay` in their hello (a link's runs never serve replays). */
+  replays?: ReplayRuns;
   server: SocketServer;
 }) {
   const targets = new WeakMap<
@@ -61,6 +66,10 @@ export function publishSocket({
       raw.close(4410, "link expired");
       return;
     }
+    if (typeof frame === "string" && frame.length <= maxControlChars && publisherControlKind(frame)) {
+      receiveControl(raw, entry.claims, frame);
+      return;
+    }
     let received: ReturnType<Ingest["receive"]>;
     try {
       const { orgId, orgRateLimit } = entry.claims;
@@ -73,6 +82,24 @@ export function publishSocket({
     // An ack means stored: it waits for the store's write (the publisher counts unanswered messages as dropped).
     if (received.stored) void received.stored.then((reply) => send(raw, reply)).catch(() => undefined);
     else send(raw, received.reply);
+  };
+
+  /** A hello or a replay's answer: anything malformed is dropped (the socket is the run's, and stays open). */
+  const receiveControl = (raw: ChannelSocket, claims: PublishTicketClaims, frame: string) => {
+    const message = parseControl(frame);
+    if (!message || !replays) return;
+    if (message.type === "hello") {
+      // Only a namespace token's run may serve replays: its namespace is the one the ticket names.
+      if (message.allowsReplay && claims.namespaceId && !claims.linkId) {
+        replays.register(raw, {
+          namespaceId: claims.namespaceId,
+          service: message.service,
+          send: (order) => send(raw, order),
+        });
+      } else replays.unregister(raw);
+      return;
+    }
+    replays.answered(raw, message);
   };
 
   const channel: SocketChannel<{ claims: PublishTicketClaims; reservedSlot: string | null }> = {
@@ -105,6 +132,7 @@ export function publishSocket({
       const entry = targets.get(raw);
       if (!entry) return;
       targets.delete(raw);
+      replays?.unregister(raw);
       entry.unregister();
       presence?.publisherDisconnected(entry.target);
       if (entry.claims.orgId && entry.slot) orgPublishers?.disconnected(entry.claims.orgId, entry.slot);
@@ -131,4 +159,50 @@ export function publishSocket({
     .get(publishPath, (c) => server.upgrade(c, channel, { claims: c.publish!, reservedSlot: c.publishSlot ?? null }), {
       query: t.Object({ ticket: t.Optional(t.String({ maxLength: 2048 })) }),
     });
+}
+
+/** A hello is small; a replay's answer carries a response body of at most maxResponseBodyBytes, as base64. */
+const maxControlChars =
+  4 * Math.ceil(replayLimits.maxResponseBodyBytes / 3) + 2 * replayLimits.maxHeaders * replayLimits.maxHeaderValueChars;
+
+/** The publisher's control frames, checked field by field: the socket is untrusted input. */
+export function parseControl(frame: string): PublisherHello | ReplayAnswer | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(frame);
+  } catch {
+    return null;
+  }
+  if (typeof value !== "object" || value === null) return null;
+  const m = value as Record<string, unknown>;
+  if (m.type === "hello") {
+    if (typeof m.allowsReplay !== "boolean") return null;
+    const service = typeof m.service === "string" ? m.service.slice(0, publishLimits.maxShortChars) : "";
+    return { type: "hello", allowsReplay: m.allowsReplay, service };
+  }
+  if (m.type !== "replayed" || typeof m.id !== "string" || m.id.length > 64) return null;
+  if (m.ok === false)
+    return { type: "replayed", id: m.id, ok: false, error: String(m.error ?? "the run could not send it").slice(0, 1000) };
+  if (m.ok !== true) return null;
+  const headers = Array.isArray(m.headers) ? m.headers : [];
+  const pairs: Array<[string, string]> = [];
+  for (const h of headers.slice(0, replayLimits.maxHeaders)) {
+    if (Array.isArray(h) && typeof h[0] === "string" && typeof h[1] === "string") {
+      pairs.push([h[0].slice(0, replayLimits.maxHeaderNameChars), h[1].slice(0, replayLimits.maxHeaderValueChars)]);
+    }
+  }
+  const status = Number(m.status);
+  const durationUs = Number(m.durationUs);
+  if (!Number.isInteger(status) || status < 0 || status > 999) return null;
+  return {
+    type: "replayed",
+    id: m.id,
+    ok: true,
+    eventId: typeof m.eventId === "string" ? m.eventId.slice(0, 64) : "",
+    status,
+    headers: pairs,
+    body: typeof m.body === "string" && /^[A-Za-z0-9+/]*={0,2}$/.test(m.body) ? m.body : "",
+    isBodyTruncated: m.isBodyTruncated === true,
+    durationUs: Number.isFinite(durationUs) && durationUs >= 0 ? Math.round(durationUs) : 0,
+  };
 }

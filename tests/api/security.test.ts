@@ -334,6 +334,12 @@ const callRows: { [N in ApiCallName]: (f: Fixture, m: Matrix) => CallRow | Promi
     body: { namespaceId: f.namespaceId },
     admitted: { status: 400, error: "no collector is set for this namespace: save an endpoint first" },
   }),
+  GetReplayAvailability: (f) => ({ body: { namespaceId: f.namespaceId } }),
+  // No event is stored in this app: an admitted caller reaches the verb, which looks it up (tests/e2e/resend.e2e.ts sends one).
+  ResendRequest: (f) => ({
+    body: { namespaceId: f.namespaceId, eventId: crypto.randomUUID(), method: "GET", path: "/", headers: [], body: "" },
+    admitted: { status: 404, error: "no such request in this namespace (it may be older than the retention)" },
+  }),
   GetRoutePatterns: (f) => ({ body: { namespaceId: f.namespaceId } }),
   SetRoutePatterns: (f) => ({ body: { namespaceId: f.namespaceId, patterns: ["/users/{id}"] } }),
   ListAlerts: (f) => ({ body: { namespaceId: f.namespaceId } }),
@@ -676,6 +682,7 @@ const adminOnly = new Set<ApiCallName>([
   "SaveOtlpExport",
   "DeleteOtlpExport",
   "SendOtlpTestSpan",
+  "ResendRequest",
   "SetRoutePatterns",
   "SaveAlertRule",
   "DeleteAlertRule",

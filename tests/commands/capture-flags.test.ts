@@ -25,6 +25,7 @@ describe("tapscope run flags (shared with tapscope proxy)", () => {
         relayThreads: defaultRelayThreads(),
         passCredentials: false,
         isWait: false,
+        allowReplay: false,
       },
     });
     const r = parseRunArgs([
@@ -41,6 +42,7 @@ describe("tapscope run flags (shared with tapscope proxy)", () => {
       "2",
       "--pass-credentials",
       "--wait",
+      "--allow-replay",
       "--ws-message-rate",
       "0",
       "--",
@@ -62,6 +64,7 @@ describe("tapscope run flags (shared with tapscope proxy)", () => {
         relayThreads: 2,
         passCredentials: true,
         isWait: true,
+        allowReplay: true,
       },
     });
   });

@@ -35,6 +35,8 @@ export const clientLimits = {
   orgInvitations: { perClient: perHour(50), global: perHour(1000) },
   /** "Send a test span", by namespace: each is a request to an address an admin chose. */
   otlpTestSpans: { perClient: perMinute(20), global: perMinute(600) },
+  /** Resent requests (Resend), by user: each is a request a run sends to the program or the host it called. */
+  replays: { perClient: perMinute(30), global: perMinute(600) },
   /** MCP requests, by token: an agent's tool calls, each a store query at most. */
   mcp: { perClient: { ratePerSecond: 5, burst: 60 }, global: { ratePerSecond: 200, burst: 1000 } },
 };
@@ -48,6 +50,7 @@ export type ClientLimitKind =
   | "invitations"
   | "orgInvitations"
   | "otlpTestSpans"
+  | "replays"
   | "mcp";
 
 export type PeerServer = { requestIP: (request: Request) => { address: string } | null } | null | undefined;
@@ -79,6 +82,7 @@ export class ClientLimits {
       invitations: new ClientRateLimit(clientLimits.invitations, now, shared),
       orgInvitations: new ClientRateLimit(clientLimits.orgInvitations, now, shared),
       otlpTestSpans: new ClientRateLimit(clientLimits.otlpTestSpans, now, shared),
+      replays: new ClientRateLimit(clientLimits.replays, now, shared),
       mcp: new ClientRateLimit(clientLimits.mcp, now, shared),
     };
   }

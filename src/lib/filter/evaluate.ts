@@ -101,6 +101,7 @@ const read: Readonly<Record<string, (e: TracedEvent) => Value>> = {
   "gke.node_name": (e) => e.gke_node_name,
   id: (e) => e.event_id,
   parent_id: (e) => e.parent_event_id,
+  replay_of: (e) => e.replay_of,
   "db.system": (e) => e.db_system,
   "db.statement": (e) => e.db_statement,
   "db.operation": (e) => e.db_operation,

@@ -201,6 +201,7 @@ export const filterFieldList: readonly FilterFieldSpec[] = [
   text("gke.node_name", "the GKE node", 'gke.node_name startsWith "gke-prod-"'),
   text("id", "the event's id", 'id == "3f2b…"'),
   text("parent_id", "the inbound request an outbound call was made for", 'parent_id == "3f2b…"'),
+  text("replay_of", 'the request this one sent again with Resend ("" for captured requests)', 'replay_of != ""'),
   { name: "tags", kind: "tag", about: 'one tag of the event: tags["key"]', example: 'tags["grpc_status"] == "14"' },
   {
     name: "db.system",

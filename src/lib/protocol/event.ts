@@ -167,6 +167,8 @@ export const eventFieldTable = [
   { name: "http_route", type: "text", max: maxRouteChars, ...column, filter: "request.route" },
   /** Why a request got no response (one of unansweredReasons); "" when it was answered. */
   { name: "http_unanswered", type: "text", max: 16, ...column, filter: "response.unanswered" },
+  /** The id of the request this one sent again (Resend, ADR 0041); "" for every captured request. */
+  { name: "replay_of", type: "text", max: 64, ...column, filter: "replay_of" },
 ] as const;
 
 type EventFieldTable = typeof eventFieldTable;

@@ -1,3 +1,5 @@
+import type { ReplayOrder } from "./replay.ts";
+
 /**
  * The publisher protocol: `tapscope run` -> POST /api/JoinPublisher (api/publish.ts) -> WebSocket to the returned
  * websocketUrl (/api/PublishEvents?ticket=...). Events go as binary frames: a binary event batch
@@ -52,7 +54,9 @@ export type PublishServerMessage =
   /** The message was refused as a whole (too large, not JSON, wrong shape); the socket stays open. */
   | { type: "error"; seq: number | null; code: PublishErrorCode; message: string }
   /** The link expired: the server closes the socket next. */
-  | { type: "expired" };
+  | { type: "expired" }
+  /** Send this edited request again (only to a run that said it allows replays, ADR 0041). */
+  | ReplayOrder;
 
 export type PublishErrorCode = "too_large" | "malformed" | "too_many_events" | "unknown_type";
 

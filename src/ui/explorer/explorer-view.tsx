@@ -205,7 +205,15 @@ function ExplorerBody({
       </div>
       {/* On a phone the list is a screenful below the folded controls; opened, they push it down and the page scrolls. */}
       <div className="flex min-h-0 flex-1 flex-col max-sm:h-[calc(100dvh-12rem)] max-sm:min-h-80 max-sm:flex-none">
-        <ResultsPanel client={client} filter={rowsFilter} filterText={filterText} tz={tz} onRows={onRows} highlight={highlight} />
+        <ResultsPanel
+          client={client}
+          filter={rowsFilter}
+          filterText={filterText}
+          tz={tz}
+          onRows={onRows}
+          highlight={highlight}
+          namespaceId={namespaceId}
+        />
       </div>
       <a
         className="self-end text-xs text-zinc-500 underline-offset-2 hover:text-zinc-300 hover:underline"

@@ -34,6 +34,7 @@ export function ResultsPanel({
   tz,
   onRows,
   highlight,
+  namespaceId,
 }: {
   client: QueryClient;
   filter: QueryFilter;
@@ -42,6 +43,8 @@ export function ResultsPanel({
   onRows?: (answer: RowsAnswer) => void;
   /** What the filter's content conditions look for, marked in the detail's headers and bodies. */
   highlight?: HighlightTerms;
+  /** The namespace the rows are from: the detail offers Resend with it. */
+  namespaceId?: string;
 }) {
   const [sort, setSort] = useState<Sort>({ key: "time", dir: "desc" });
   const [detail, setDetail] = useState<Detail | null>(null);
@@ -128,6 +131,7 @@ export function ResultsPanel({
                 downloadHar([e, ...(e.event_id === detail.event.event_id ? detail.children : [])], `request-${e.event_id}.har`)
               }
               onSaveAllHar={() => void saveAll()}
+              namespaceId={namespaceId}
             />
           ) : detail.status === "loading" ? (
             <p className="p-4 text-sm text-zinc-500">Loading the request…</p>

@@ -7,6 +7,7 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { TimeZoneMode } from "~/lib/time/ticks.ts";
 import { formatListTime, isSameDay, noonOfDay, zoneName } from "~/lib/time/zone.ts";
 import { PendingStatus, PendingWait } from "~/ui/components/pending-marker.tsx";
+import { ReplayMarker } from "~/ui/components/replay-marker.tsx";
 import { TlsMarker } from "~/ui/components/tls-marker.tsx";
 import { UnansweredMarker } from "~/ui/components/unanswered-marker.tsx";
 import { useTimeZone } from "~/ui/lib/time-zone.ts";
@@ -162,6 +163,7 @@ const Row = memo(function Row({
       aria-selected={isSelected}
       data-event-id={event.event_id}
       data-pending={isPending || undefined}
+      data-replay={event.replay_of ? "" : undefined}
       tabIndex={-1}
       onClick={() => onSelect(event)}
       onKeyDown={(e) => {
@@ -207,6 +209,7 @@ const Row = memo(function Row({
         ) : null}
         <TlsMarker event={event} />
         <UnansweredMarker event={event} />
+        <ReplayMarker event={event} />
         <span className="truncate">{displayUrl(event)}</span>
       </span>
       <span role="cell" className={`text-right text-zinc-400 tabular-nums ${WIDE_ONLY}`}>

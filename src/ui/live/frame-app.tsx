@@ -225,6 +225,7 @@ export function LiveFrame({
               onSaveAllHar={() => downloadHar(shown, "tapscope-requests.har")}
               link={link}
               highlight={highlight}
+              namespaceId={namespaceId ?? undefined}
             />
           </div>
         ) : null}

@@ -1,4 +1,4 @@
-import { type ReactNode, useEffect, useMemo, useRef } from "react";
+import { type ReactNode, useEffect, useMemo, useRef, useState } from "react";
 import { dbOutcome, dbOutcomeClass, dbSystemName, isDbCall } from "~/lib/db-call.ts";
 import { displayUrl, eventUrl, isDecrypted, splitUrlTail } from "~/lib/event-url.ts";
 import type { HighlightTerms } from "~/lib/filter/search.ts";
@@ -18,6 +18,7 @@ import { toCurl } from "./curl.ts";
 import { DbCallDetail } from "./db-call-detail.tsx";
 import { Marked } from "./marked.tsx";
 import { MiddleCutText } from "./middle-cut-text.tsx";
+import { ResendPanel } from "./resend-panel.tsx";
 import { tagLabel, tagValue } from "./tag-labels.ts";
 import { timingSteps } from "./timing.ts";
 import { useCopy } from "./use-copy.ts";
@@ -44,6 +45,8 @@ export type RequestDetailProps = {
   link?: string;
   /** Texts the filter looked for in headers and bodies: marked where they are. */
   highlight?: HighlightTerms;
+  /** The namespace the request is in: Resend is offered with it (a shared link's viewer has none). */
+  namespaceId?: string;
 };
 
 /**
@@ -65,7 +68,9 @@ export function RequestDetail({
   onSaveAllHar,
   link,
   highlight,
+  namespaceId,
 }: RequestDetailProps) {
+  const [isResendOpen, setIsResendOpen] = useState(false);
   const { copiedKey, failedKey, copy } = useCopy();
   const isHandshake = isWebSocketHandshake(event);
   const isMessage = isWebSocketMessage(event);
@@ -173,6 +178,7 @@ export function RequestDetail({
           {onSaveHar && !isDbCall(event) ? <ActionButton onClick={() => onSaveHar(event)}>Save as HAR</ActionButton> : null}
           {onSaveAllHar ? <ActionButton onClick={onSaveAllHar}>Save all shown as HAR</ActionButton> : null}
           {link ? <ActionButton onClick={() => copy("link", link)}>{label("link", "Copy link")}</ActionButton> : null}
+          {namespaceId && curl && !isMessage ? <ActionButton onClick={() => setIsResendOpen(true)}>Resend</ActionButton> : null}
         </div>
         {curl?.isBodyTruncated ? (
           <p className="mt-1 text-xs text-amber-400">The request body was truncated: the cURL command sends only the captured part.</p>
@@ -180,6 +186,15 @@ export function RequestDetail({
       </header>
 
       <div ref={content} className="flex-1 space-y-4 overflow-auto p-3">
+        {isResendOpen && namespaceId ? (
+          <ResendPanel
+            event={event}
+            namespaceId={namespaceId}
+            onCopyCurl={curl ? () => copy("curl", curl.command) : null}
+            curlLabel={label("curl", "Copy as cURL")}
+            onClose={() => setIsResendOpen(false)}
+          />
+        ) : null}
         {isMessage ? (
           <Section title="Message">
             <MessageBody message={event} />

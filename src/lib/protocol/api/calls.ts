@@ -52,6 +52,7 @@ import {
   SendOtlpTestSpanResponse,
 } from "./otlp.ts";
 import { JoinPublisherRequest, JoinPublisherResponse } from "./publish.ts";
+import { GetReplayAvailabilityRequest, GetReplayAvailabilityResponse, ResendRequestRequest, ResendRequestResponse } from "./replay.ts";
 import {
   DeleteTokenRequest,
   DeleteTokenResponse,
@@ -135,6 +136,8 @@ export const apiCalls = {
   SaveOtlpExport: { body: SaveOtlpExportRequest, response: OtlpExportResponse, callers: signedInUser },
   DeleteOtlpExport: { body: DeleteOtlpExportRequest, response: DeleteOtlpExportResponse, callers: signedInUser },
   SendOtlpTestSpan: { body: SendOtlpTestSpanRequest, response: SendOtlpTestSpanResponse, callers: signedInUser },
+  GetReplayAvailability: { body: GetReplayAvailabilityRequest, response: GetReplayAvailabilityResponse, callers: signedInUser },
+  ResendRequest: { body: ResendRequestRequest, response: ResendRequestResponse, callers: signedInUser },
   GetRoutePatterns: { body: GetRoutePatternsRequest, response: RoutePatternsResponse, callers: signedInUser },
   SetRoutePatterns: { body: SetRoutePatternsRequest, response: RoutePatternsResponse, callers: signedInUser },
   ListAlerts: { body: ListAlertsRequest, response: ListAlertsResponse, callers: signedInUser },
