@@ -79,8 +79,8 @@ export const columnSpecs: Record<ColumnId, ColumnSpec> = {
     isRight: true,
     sortKey: requestSize,
   },
-  size: { id: "size", label: "Size", width: 72, isCore: false, isDefault: true, isRight: true, sortKey: responseSize },
-  duration: { id: "duration", label: "Duration", width: 72, isCore: true, isDefault: true, isRight: true, sortKey: (e) => e.http_duration },
+  size: { id: "size", label: "Size", width: 76, isCore: false, isDefault: true, isRight: true, sortKey: responseSize },
+  duration: { id: "duration", label: "Duration", width: 88, isCore: true, isDefault: true, isRight: true, sortKey: (e) => e.http_duration },
   waterfall: { id: "waterfall", label: "Waterfall", width: 160, isCore: false, isDefault: false },
 };
 

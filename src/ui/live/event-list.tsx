@@ -211,12 +211,12 @@ function HeaderCell({
           type="button"
           onClick={() => onSort?.(id)}
           title={`Sort by ${spec.label.toLowerCase()}`}
-          className={`w-full truncate py-1.5 uppercase hover:text-zinc-200 ${spec.isRight ? "text-right" : "text-left"} ${isSorted ? "text-zinc-200" : ""}`}
+          className={`w-full py-1.5 whitespace-nowrap uppercase hover:text-zinc-200 @xl:truncate ${spec.isRight ? "text-right" : "text-left"} ${isSorted ? "text-zinc-200" : ""}`}
         >
           {label}
         </button>
       ) : (
-        <span className="truncate py-1.5">{label}</span>
+        <span className="py-1.5 whitespace-nowrap @xl:truncate">{label}</span>
       )}
       {onResize && id !== "url" ? (
         <span
@@ -345,7 +345,7 @@ function Cell({
           ) : null}
           <TlsMarker event={event} />
           <UnansweredMarker event={event} />
-          <span className="truncate">{listUrl(event)}</span>
+          <UrlText url={listUrl(event)} />
         </span>
       );
     case "duration":
@@ -397,6 +397,23 @@ function Cell({
         </span>
       );
   }
+}
+
+/**
+ * A long URL gives way at its head: the last path segment and the query stay readable in a narrow column, so
+ * `/api/users/17` and `/api/users/18` stay apart.
+ */
+function UrlText({ url }: { url: string }) {
+  const end = url.search(/[?#]/);
+  const lastSlash = url.lastIndexOf("/", end < 0 ? url.length : end);
+  const at = Math.max(lastSlash, url.length - 28);
+  if (at <= 0) return <span className="truncate">{url}</span>;
+  return (
+    <span className="flex min-w-0" title={url}>
+      <span className="min-w-0 truncate">{url.slice(0, at)}</span>
+      <span className="max-w-full shrink-0 truncate">{url.slice(at)}</span>
+    </span>
+  );
 }
 
 function StatusCell({ event }: { event: TracedEvent }) {
