@@ -83,7 +83,6 @@ export function EventList({
     getScrollElement: () => ref.current,
     estimateSize: () => ROW_HEIGHT,
     overscan: 12,
-    getItemKey: (index) => rows[index]?.event_id ?? index,
     initialRect: { width: 1000, height: initialHeight },
     // A scroller not laid out yet (or a DOM without layout) reports 0: assume a screenful instead of nothing.
     observeElementRect: (instance, cb) =>
