@@ -254,9 +254,10 @@ export function LiveFrame({
         <div
           data-testid="event-list-area"
           className={`relative flex min-h-0 w-full min-w-0 flex-col ${selected ? "sm:w-[55%] sm:border-r sm:border-zinc-800" : ""}`}
-          // While the pointer is over the list, new rows wait: the row under it stays the row it points at.
-          onPointerEnter={() => {
-            if (!isPointerHoldOff.current) setReason("pointer", true);
+          // While the pointer moves over the rows, new rows wait: the row under it stays the row it points at. A
+          // pointer resting where rows later appear (a dialog closed over the list) holds nothing until it moves.
+          onPointerMove={() => {
+            if (!hold.pointer && !isPointerHoldOff.current && rows.length > 0) setReason("pointer", true);
           }}
           onPointerLeave={() => {
             isPointerHoldOff.current = false;
