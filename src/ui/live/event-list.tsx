@@ -194,7 +194,7 @@ function HeaderCell({
   const label = (
     <>
       {spec.label}
-      {extra ? <span className="ml-1 font-normal tracking-normal text-zinc-500 normal-case">{extra}</span> : null}
+      {extra ? <span className="font-normal tracking-normal text-zinc-500 normal-case"> {extra}</span> : null}
       {isSorted ? <span aria-hidden="true">{sort.isAscending ? " ▲" : " ▼"}</span> : null}
     </>
   );
