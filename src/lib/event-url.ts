@@ -69,3 +69,14 @@ export function splitUrlTail(url: string, maxTail = 28): { head: string; tail: s
   const at = Math.max(lastSlash, pathStart, url.length - maxTail);
   return { head: url.slice(0, at), tail: url.slice(at) };
 }
+
+/**
+ * The URL as the live list shows it: host and path, the same form for a request the program served and a call it
+ * made (the scheme is left out; a decrypted exchange carries the TLS marker beside it).
+ */
+export function listUrl(event: UrlFields): string {
+  if (event.protocol === "db" || event.protocol === "tcp" || isConnect(event)) return displayUrl(event);
+  const host = event.http_req_host || event.tls_server_name || event.http_server_addr || "";
+  const path = event.http_req_path || "/";
+  return `${host}${path.startsWith("/") ? path : `/${path}`}`;
+}

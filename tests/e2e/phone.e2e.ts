@@ -238,11 +238,11 @@ describe("data screens on a 390 px phone", () => {
     const frame = liveFrame(page);
     expect((await visibleColumns(frame.frame())).map((c) => c.replace(/^Time .+$/, "Time"))).toEqual([
       "Time",
-      "Duration",
       "Status",
       "Method",
       "URL",
       "Size",
+      "Duration",
     ]);
     await screenshot(page, "desktop-1440-link");
     await frame.locator.locator("[role=row][data-event-id]").filter({ hasText: "/api/v1/customers/1029/" }).click();

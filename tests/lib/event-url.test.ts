@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { displayUrl, eventUrl, splitUrlTail } from "~/lib/event-url.ts";
+import { displayUrl, eventUrl, listUrl, splitUrlTail } from "~/lib/event-url.ts";
 
 /** How an event's URL reads in lists, the detail view, cURL and HAR exports. */
 describe("event URLs", () => {
@@ -9,6 +9,13 @@ describe("event URLs", () => {
     expect(displayUrl(call)).toBe("http://api.test:8443/v1/items?x=1");
     expect(eventUrl({ ...call, tags: { tls: "decrypted" } })).toBe("https://api.test:8443/v1/items?x=1");
     expect(displayUrl({ ...call, http_is_outgoing: false })).toBe("/v1/items?x=1");
+  });
+
+  test("the live list reads both directions the same way: host and path; the server address when no host was sent", () => {
+    expect(listUrl(call)).toBe("api.test:8443/v1/items?x=1");
+    expect(listUrl({ ...call, http_is_outgoing: false, http_req_host: "localhost:3000" })).toBe("localhost:3000/v1/items?x=1");
+    expect(listUrl({ ...call, http_req_host: "", http_server_addr: "10.0.0.2:80", http_req_path: "" })).toBe("10.0.0.2:80/");
+    expect(listUrl({ ...call, protocol: "db", db_statement: "SELECT 1" })).toBe("SELECT 1");
   });
 
   test("a CONNECT names its authority once (its target and its Host header say the same)", () => {

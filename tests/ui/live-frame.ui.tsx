@@ -208,7 +208,10 @@ describe("live frame against a real socket", () => {
     const rows = screen.getAllByRole("row").filter((r) => r.hasAttribute("data-event-id"));
     expect(rows.map((r) => r.getAttribute("data-event-id"))).toEqual([later.event_id, child.event_id, parent.event_id]);
     expect(within(rows[1]!).queryByLabelText("outbound")).not.toBeNull();
-    expect(rows[1]!.textContent).toContain("https://api.stripe.test/v1/charges");
+    // Outbound and inbound rows show the same form: host and path.
+    expect(rows[1]!.textContent).toContain("api.stripe.test/v1/charges");
+    expect(rows[1]!.textContent).not.toContain("https://");
+    expect(rows[0]!.textContent).toContain(`localhost:8080${later.http_req_path}`);
     expect(screen.queryByText("7 dropped")).not.toBeNull();
 
     fireEvent.click(rows[2]!);

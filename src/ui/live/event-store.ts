@@ -114,10 +114,26 @@ export class EventStore {
     return true;
   }
 
+  /**
+   * Forgets every event (the toolbar's Clear). Retained events the server sends again after a reconnect or a filter
+   * change stay cleared: history that started before the clear is not merged back.
+   */
+  clear() {
+    this.clearedBefore = this.all.reduce((latest, e) => Math.max(latest, e.time), this.clearedBefore);
+    this.all = [];
+    this.shown = [];
+    this.byId.clear();
+    this.childrenOf.clear();
+    this.pendingRows.clear();
+    this.changed();
+  }
+
+  private clearedBefore = Number.NEGATIVE_INFINITY;
+
   /** Retained events the server sent after a (re)join or a filter change: merged in time order. */
   mergeHistory(events: TracedEvent[]): TracedEvent[] {
     for (const e of events) if (e && typeof e.event_id === "string") this.removePending(e.event_id);
-    const fresh = events.filter((e) => e && typeof e.event_id === "string" && !this.byId.has(e.event_id));
+    const fresh = events.filter((e) => e && typeof e.event_id === "string" && !this.byId.has(e.event_id) && e.time > this.clearedBefore);
     if (fresh.length === 0) return fresh;
     for (const event of fresh) this.index(event);
     this.all = this.all.concat(fresh).sort((a, b) => a.time - b.time);

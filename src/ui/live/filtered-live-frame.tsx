@@ -15,14 +15,18 @@ export function iframerSrc({
   socketUrl,
   namespaceId,
   eventId,
+  userKey,
 }: {
   commitHash: string;
   socketUrl: string;
   namespaceId?: string;
   eventId?: string | null;
+  /** The signed-in user, whose choice of columns the frame keeps. */
+  userKey?: string;
 }): string {
   const query = new URLSearchParams({ commit: commitHash });
   if (namespaceId) query.set("namespace", namespaceId);
+  if (userKey) query.set("user", userKey);
   if (eventId) query.set("event", eventId);
   return `/iframer?${query}#url=${encodeURIComponent(socketUrl)}`;
 }

@@ -4,18 +4,46 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { ZoneToggle } from "~/ui/components/zone-toggle.tsx";
 import { downloadHar } from "../request-detail/har-download.ts";
 import { RequestDetail } from "../request-detail/request-detail.tsx";
+import {
+  type ColumnId,
+  type ColumnPrefs,
+  columnIds,
+  columnSpecs,
+  displayOrder,
+  loadPrefs,
+  nextSort,
+  type Sort,
+  savePrefs,
+} from "./columns.ts";
 import { EventList } from "./event-list.tsx";
 import { liveSocketUrlFromFragment } from "./frame-url.ts";
 import type { SocketState } from "./live-socket.ts";
+import { useHold, useThrottled } from "./use-hold.ts";
 import { postToParent, useLiveFrameState } from "./use-live-frame-state.ts";
 
-type FrameParams = { socketUrl: string | null; namespaceId: string | null; openEventId: string | null; isBadUrl: boolean };
+/** A sorted list of up to this many rows is re-sorted at each new event; a longer one every RESORT_MS. */
+const RESORT_EVERY_EVENT_UP_TO = 5000;
+const RESORT_MS = 500;
+
+type FrameParams = {
+  socketUrl: string | null;
+  namespaceId: string | null;
+  openEventId: string | null;
+  userKey: string | null;
+  isBadUrl: boolean;
+};
 
 function readParams(): FrameParams {
   const search = new URLSearchParams(window.location.search);
   const hasUrl = new URLSearchParams(window.location.hash.replace(/^#/, "")).has("url");
   const socketUrl = liveSocketUrlFromFragment(window.location.hash, window.location);
-  return { socketUrl, namespaceId: search.get("namespace"), openEventId: search.get("event"), isBadUrl: hasUrl && !socketUrl };
+  return {
+    socketUrl,
+    namespaceId: search.get("namespace"),
+    openEventId: search.get("event"),
+    userKey: search.get("user"),
+    isBadUrl: hasUrl && !socketUrl,
+  };
 }
 
 /** The page that embeds us, when it is ours (same origin): where Copy link points. */
@@ -38,7 +66,9 @@ export function LiveFrameApp() {
   if (!params) return <FrameMessage text="Loading…" />;
   if (params.isBadUrl) return <FrameMessage text="This live view URL is not valid here." />;
   if (!params.socketUrl) return <FrameMessage text="Nothing to show: no live source was given." />;
-  return <LiveFrame socketUrl={params.socketUrl} namespaceId={params.namespaceId} openEventId={params.openEventId} />;
+  return (
+    <LiveFrame socketUrl={params.socketUrl} namespaceId={params.namespaceId} openEventId={params.openEventId} userKey={params.userKey} />
+  );
 }
 
 function FrameMessage({ text }: { text: string }) {
@@ -49,29 +79,52 @@ export function LiveFrame({
   socketUrl,
   namespaceId,
   openEventId,
+  userKey = null,
 }: {
   socketUrl: string;
   namespaceId: string | null;
   openEventId: string | null;
+  /** Whose column choice this is (a user id); null on a shared link. */
+  userKey?: string | null;
 }) {
   const { store, version, socketState, stats } = useLiveFrameState({ socketUrl, namespaceId });
   const [selectedId, setSelectedId] = useState<string | null>(openEventId);
-  const [pause, setPause] = useState<{ reason: "user" | "scroll"; frozen: TracedEvent[]; baseAdded: number } | null>(null);
+  const [sort, setSort] = useState<Sort>(null);
+  const [prefs, setPrefs] = useState<ColumnPrefs>(() => loadPrefs(userKey));
+  const changePrefs = useCallback(
+    (change: (current: ColumnPrefs) => ColumnPrefs) =>
+      setPrefs((current) => {
+        const next = change(current);
+        savePrefs(userKey, next);
+        return next;
+      }),
+    [userKey],
+  );
+  const onResize = useCallback(
+    (column: ColumnId, width: number) => changePrefs((p) => ({ ...p, widths: { ...p.widths, [column]: width } })),
+    [changePrefs],
+  );
+  const onSort = useCallback((column: ColumnId) => setSort((current) => nextSort(current, column)), []);
   const scrollRef = useRef<HTMLDivElement | null>(null);
+  const isPointerHoldOff = useRef(false);
 
-  // While paused the list is a frozen copy; a filter change refreshes the copy.
-  const shown = pause ? pause.frozen : store.shown;
-  const newSincePause = pause ? store.shownAdded - pause.baseAdded : 0;
+  // The rows as shown now; a sorted list of many rows is re-sorted a few times a second, not at every event.
+  const filterVersion = store.filterVersion;
+  const sortVersion = useThrottled(version, sort && store.shown.length > RESORT_EVERY_EVENT_UP_TO ? RESORT_MS : 0);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the store mutates in place; its versions are the signal
+  const liveRows = useMemo(() => displayOrder(store.shown, sort), [sortVersion, filterVersion, sort, store]);
+  const { hold, isHeld, setReason, release, setHeldRows } = useHold(liveRows, store.shownAdded);
+  const rows = hold.rows ?? liveRows;
+  const newSinceHold = isHeld ? store.shownAdded - hold.baseAdded : 0;
+  const isPaused = hold.user || hold.scroll;
   // biome-ignore lint/correctness/useExhaustiveDependencies: the store mutates in place; version is the signal
   const selected = useMemo(() => (selectedId ? store.get(selectedId) : undefined), [selectedId, version, store]);
 
-  const filterVersion = store.filterVersion;
   // biome-ignore lint/correctness/useExhaustiveDependencies: the filters change with filterVersion
   const highlight = useMemo(() => highlightTerms(store.filters), [filterVersion, store]);
-  // biome-ignore lint/correctness/useExhaustiveDependencies: refresh the frozen copy when the filters change
-  useEffect(() => {
-    setPause((current) => (current ? { ...current, frozen: store.shown.slice(), baseAdded: store.shownAdded } : current));
-  }, [filterVersion, store]);
+  // A held list follows a change of filters or sort (the user asked for it) and stays held.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: refresh the held copy when the filters or the sort change
+  useEffect(() => setHeldRows(() => displayOrder(store.shown, sort), store.shownAdded), [filterVersion, sort, store]);
 
   const onSelect = useCallback((e: TracedEvent) => setSelectedId(e.event_id), []);
   const isDetailOpen = selected !== undefined;
@@ -83,19 +136,17 @@ export function LiveFrame({
     if (isOpen) postToParent({ type: "stats", numPublishers: stats.numPublishers, hasEvents });
   }, [isOpen, stats.numPublishers, hasEvents]);
   const follow = useCallback(() => {
-    setPause(null);
+    release();
+    // The pointer that clicked "new" is still over the list: it holds again only once it has left.
+    isPointerHoldOff.current = true;
     scrollRef.current?.scrollTo({ top: 0 });
-  }, []);
-  const onScrollAway = useCallback(
-    (isAway: boolean) => {
-      setPause((current) => {
-        if (isAway && !current) return { reason: "scroll", frozen: store.shown.slice(), baseAdded: store.shownAdded };
-        if (!isAway && current?.reason === "scroll") return null;
-        return current;
-      });
-    },
-    [store],
-  );
+  }, [release]);
+  const onScrollAway = useCallback((isAway: boolean) => setReason("scroll", isAway), [setReason]);
+  const clear = () => {
+    store.clear();
+    setSelectedId(null);
+    setHeldRows(() => [], store.shownAdded);
+  };
 
   const link = useMemo(() => {
     const href = parentHref();
@@ -105,8 +156,9 @@ export function LiveFrame({
     url.searchParams.set("event", selected.event_id);
     return url.toString();
   }, [selected]);
+  const inTimeOrder = () => rows.slice().sort((a, b) => a.time - b.time);
 
-  // Arrow keys move the selection through the list as shown (newest first); Escape closes the detail.
+  // Arrow keys move the selection through the list as shown; Escape closes the detail.
   const onKeyDown = (e: React.KeyboardEvent) => {
     if (e.target instanceof HTMLInputElement || e.target instanceof HTMLTextAreaElement) return;
     if (e.key === "Escape") {
@@ -115,8 +167,8 @@ export function LiveFrame({
     }
     if (e.key !== "ArrowDown" && e.key !== "ArrowUp") return;
     e.preventDefault();
-    const at = selected ? shown.lastIndexOf(selected) : shown.length;
-    const next = shown[e.key === "ArrowDown" ? at - 1 : at + 1];
+    const at = selected ? rows.indexOf(selected) : -1;
+    const next = rows[e.key === "ArrowDown" ? at + 1 : at - 1];
     if (!next) return;
     setSelectedId(next.event_id);
     requestAnimationFrame(() =>
@@ -131,7 +183,7 @@ export function LiveFrame({
         data-testid="frame-toolbar"
         className="flex flex-wrap items-center gap-x-3 gap-y-1 border-b border-zinc-800 px-3 py-1.5 text-xs text-zinc-400"
       >
-        <ConnectionBadge state={socketState} />
+        <ConnectionBadge state={socketState} isPaused={isPaused} />
         <span data-testid="event-count">
           {store.shown.length.toLocaleString("en-US")} {store.shown.length === 1 ? "request" : "requests"}
           {store.shown.length !== store.all.length ? ` (of ${store.all.length.toLocaleString("en-US")})` : ""}
@@ -164,27 +216,33 @@ export function LiveFrame({
           </button>
         ) : null}
         <ZoneToggle className="max-sm:hidden" />
-        {pause ? (
+        {isPaused ? (
           <button
             type="button"
             onClick={follow}
             className="rounded-md bg-sky-500/15 px-2 py-0.5 font-medium text-sky-300 hover:bg-sky-500/25"
           >
-            Paused{newSincePause > 0 ? ` · ${newSincePause.toLocaleString("en-US")} new` : ""} — Follow
+            Paused{newSinceHold > 0 ? ` · ${newSinceHold.toLocaleString("en-US")} new` : ""} — Follow
           </button>
         ) : (
-          <button
-            type="button"
-            onClick={() => setPause({ reason: "user", frozen: store.shown.slice(), baseAdded: store.shownAdded })}
-            className="rounded-md px-2 py-0.5 text-zinc-300 hover:bg-zinc-800"
-          >
+          <button type="button" onClick={() => setReason("user", true)} className="rounded-md px-2 py-0.5 text-zinc-300 hover:bg-zinc-800">
             Pause
           </button>
         )}
         <button
           type="button"
-          disabled={shown.length === 0}
-          onClick={() => downloadHar(shown, "tapscope-requests.har")}
+          disabled={store.all.length === 0}
+          onClick={clear}
+          title="Remove every request from this list (the stored ones stay in Requests)"
+          className="rounded-md px-2 py-0.5 text-zinc-300 hover:bg-zinc-800 disabled:opacity-40"
+        >
+          Clear
+        </button>
+        <ColumnChooser prefs={prefs} onChange={changePrefs} />
+        <button
+          type="button"
+          disabled={rows.length === 0}
+          onClick={() => downloadHar(inTimeOrder(), "tapscope-requests.har")}
           aria-label="Save all as HAR"
           className="rounded-md px-2 py-0.5 text-zinc-300 hover:bg-zinc-800 disabled:opacity-40"
         >
@@ -193,19 +251,45 @@ export function LiveFrame({
         </button>
       </div>
       <div className="flex min-h-0 flex-1">
-        <div className={`flex min-h-0 w-full min-w-0 flex-col ${selected ? "sm:w-[55%] sm:border-r sm:border-zinc-800" : ""}`}>
-          {shown.length === 0 ? (
+        <div
+          data-testid="event-list-area"
+          className={`relative flex min-h-0 w-full min-w-0 flex-col ${selected ? "sm:w-[55%] sm:border-r sm:border-zinc-800" : ""}`}
+          // While the pointer moves over the rows, new rows wait: the row under it stays the row it points at. A
+          // pointer resting where rows later appear (a dialog closed over the list) holds nothing until it moves.
+          onPointerMove={() => {
+            if (!hold.pointer && !isPointerHoldOff.current && rows.length > 0) setReason("pointer", true);
+          }}
+          onPointerLeave={() => {
+            isPointerHoldOff.current = false;
+            setReason("pointer", false);
+          }}
+        >
+          {rows.length === 0 ? (
             <EmptyState state={socketState} hasFilteredOut={store.all.length > 0} numPublishers={stats.numPublishers} />
           ) : (
             <EventList
-              events={shown}
-              version={pause ? 0 : version}
+              rows={rows}
               selectedId={selectedId}
               onSelect={onSelect}
               onScrollAway={onScrollAway}
               scrollRef={scrollRef}
+              prefs={prefs}
+              onResize={onResize}
+              sort={sort}
+              onSort={onSort}
             />
           )}
+          {isHeld && newSinceHold > 0 ? (
+            <button
+              type="button"
+              data-testid="new-rows"
+              onClick={follow}
+              className="absolute top-9 left-1/2 z-10 -translate-x-1/2 rounded-full bg-sky-500 px-3 py-1 text-xs font-medium text-white shadow-lg hover:bg-sky-400"
+            >
+              {sort ? "" : "↑ "}
+              {newSinceHold.toLocaleString("en-US")} new
+            </button>
+          ) : null}
         </div>
         {selected ? (
           // On a phone the detail is a sheet over the whole frame (which the page makes full-screen).
@@ -222,7 +306,7 @@ export function LiveFrame({
                 const target = (e.protocol === "ws" && store.get(e.parent_event_id)) || e;
                 downloadHar([target, ...store.children(target.event_id)], `tapscope-${target.event_id}.har`);
               }}
-              onSaveAllHar={() => downloadHar(shown, "tapscope-requests.har")}
+              onSaveAllHar={() => downloadHar(inTimeOrder(), "tapscope-requests.har")}
               link={link}
               highlight={highlight}
               namespaceId={namespaceId ?? undefined}
@@ -242,13 +326,52 @@ const stateText: Record<SocketState, string> = {
   closed: "Disconnected",
 };
 
-function ConnectionBadge({ state }: { state: SocketState }) {
-  const dot = state === "open" ? "bg-emerald-400" : state === "expired" || state === "closed" ? "bg-zinc-500" : "bg-amber-400";
+/** The socket's state; a paused list is not live to its reader even while the socket is open. */
+function ConnectionBadge({ state, isPaused }: { state: SocketState; isPaused: boolean }) {
+  const isLive = state === "open" && !isPaused;
+  const dot = isLive ? "bg-emerald-400" : state === "open" || state === "expired" || state === "closed" ? "bg-zinc-500" : "bg-amber-400";
   return (
-    <span className="flex items-center gap-1.5" data-testid="connection" data-state={state}>
-      <span className={`size-2 rounded-full ${dot} ${state === "open" ? "animate-pulse" : ""}`} />
-      {stateText[state]}
+    <span className="flex items-center gap-1.5" data-testid="connection" data-state={state} data-paused={isPaused || undefined}>
+      <span className={`size-2 rounded-full ${dot} ${isLive ? "animate-pulse" : ""}`} />
+      {state === "open" && isPaused ? "Paused" : stateText[state]}
     </span>
+  );
+}
+
+/** Which extra columns the list shows on a wide screen (a phone keeps the core ones and has no chooser). */
+function ColumnChooser({ prefs, onChange }: { prefs: ColumnPrefs; onChange: (change: (p: ColumnPrefs) => ColumnPrefs) => void }) {
+  return (
+    <details className="relative max-sm:hidden">
+      <summary className="cursor-pointer list-none rounded-md px-2 py-0.5 text-zinc-300 hover:bg-zinc-800">Columns</summary>
+      <fieldset className="absolute right-0 z-30 mt-1 flex w-48 flex-col gap-1 rounded-md border border-zinc-700 bg-zinc-900 p-2 shadow-xl">
+        <legend className="sr-only">Columns shown</legend>
+        {columnIds
+          .filter((id) => !columnSpecs[id].isCore)
+          .map((id) => (
+            <label key={id} className="flex items-center gap-2 text-zinc-300">
+              <input
+                type="checkbox"
+                checked={prefs.visible.includes(id)}
+                onChange={(e) => {
+                  const isOn = e.currentTarget.checked;
+                  onChange((p) => ({
+                    ...p,
+                    visible: columnIds.filter((c) => (c === id ? isOn : p.visible.includes(c))),
+                  }));
+                }}
+              />
+              {columnSpecs[id].label}
+            </label>
+          ))}
+        <button
+          type="button"
+          onClick={() => onChange((p) => ({ ...p, widths: {} }))}
+          className="mt-1 rounded-md px-2 py-0.5 text-left text-zinc-400 hover:bg-zinc-800"
+        >
+          Reset widths
+        </button>
+      </fieldset>
+    </details>
   );
 }
 

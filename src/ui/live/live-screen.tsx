@@ -17,12 +17,15 @@ export function LiveScreenView({
   namespaceName,
   orgId,
   commitHash,
+  userId,
   onProgramConnected,
 }: {
   namespaceId: string;
   namespaceName?: string;
   orgId: string;
   commitHash: string;
+  /** The signed-in user: the live list keeps their choice of columns. */
+  userId?: string;
   onProgramConnected?: () => void;
 }) {
   const [join, setJoin] = useState<Join>({ status: "joining" });
@@ -93,7 +96,7 @@ export function LiveScreenView({
           ) : null}
           <FilteredLiveFrame
             key={join.websocketUrl}
-            src={iframerSrc({ commitHash, socketUrl: join.websocketUrl, namespaceId, eventId: context.eventId })}
+            src={iframerSrc({ commitHash, socketUrl: join.websocketUrl, namespaceId, eventId: context.eventId, userKey: userId })}
             suggestionsScope={namespaceId}
             onStats={setFrameStats}
           />

@@ -42,7 +42,7 @@ function useRequestsLinkWhenConnected(): () => void {
 }
 
 export function LiveScreen() {
-  const { namespace, org } = useDashboard();
+  const { namespace, org, self } = useDashboard();
   const { commitHash } = usePublicConfig();
   const onProgramConnected = useRequestsLinkWhenConnected();
   if (!namespace || !org) return <DashboardIndex />;
@@ -56,6 +56,7 @@ export function LiveScreen() {
         namespaceName={namespace.name}
         orgId={org.orgId}
         commitHash={commitHash}
+        userId={self.userId}
         onProgramConnected={onProgramConnected}
       />
     </div>
