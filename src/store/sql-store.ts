@@ -9,7 +9,10 @@ import {
   type HistogramQuery,
   type HistogramResult,
   maxRowLimit,
+  maxRowOffset,
   type ResultRow,
+  type RowSort,
+  rowSortKeys,
   type RowColumn,
   type RowsQuery,
   type RowsResult,
@@ -52,6 +55,16 @@ function selectedColumns(requested: unknown, layout: StoreLayout): RowColumn[] {
     if (!rowColumns.includes(c)) throw new AppError("BAD_REQUEST", "unknown column");
   }
   return rowColumns.filter((c) => c === time.name || c === id.name || requested.includes(c)) as RowColumn[];
+}
+
+/** The query's sort, checked: a whitelisted column and a direction, newest first when absent. */
+function sortOf(sort: unknown): RowSort {
+  if (sort === undefined) return { key: "time", dir: "desc" };
+  const s = (typeof sort === "object" && sort !== null ? sort : {}) as Record<string, unknown>;
+  if (!(rowSortKeys as readonly unknown[]).includes(s.key) || (s.dir !== "asc" && s.dir !== "desc")) {
+    throw new AppError("BAD_REQUEST", `sort must be one of ${rowSortKeys.join(", ")}, asc or desc`);
+  }
+  return { key: s.key as RowSort["key"], dir: s.dir };
 }
 
 function queryIdOf(query: { queryId?: unknown }): string {
@@ -159,6 +172,11 @@ export class SqlEventStore implements EventStore {
     if (!Number.isInteger(limit) || limit < 1 || limit > maxRowLimit) {
       throw new AppError("BAD_REQUEST", `limit must be 1..${maxRowLimit}`);
     }
+    const offset = query.offset ?? 0;
+    if (!Number.isInteger(offset) || offset < 0 || offset > maxRowOffset) {
+      throw new AppError("BAD_REQUEST", `offset must be 0..${maxRowOffset}`);
+    }
+    const sort = sortOf(query.sort);
     const columns = selectedColumns(query.columns, this.engine.layout);
     const where = compileWhere(this.engine.dialect, query, range, this.engine.layout.fields);
     const result: RowsResult = {
@@ -171,27 +189,32 @@ export class SqlEventStore implements EventStore {
     };
     if (!(await this.hasTable(namespaceId))) return result;
     const select = `SELECT ${columns.join(", ")} FROM ${table} WHERE ${where}`;
-    const order = `ORDER BY time DESC, event_id DESC LIMIT ${limit}`;
+    // The sort's column, then time and event id the same way: a total order, so offsets page without overlap or gaps.
+    const keys = sort.key === "time" ? ["time", "event_id"] : [sort.key, "time", "event_id"];
+    const order = `ORDER BY ${keys.map((k) => `${k} ${sort.dir.toUpperCase()}`).join(", ")} LIMIT ${limit}${offset > 0 ? ` OFFSET ${offset}` : ""}`;
     const d = this.engine.dialect;
     const counts = await this.sliceCounts(namespaceId, queryId, table, where, range);
-    const sorted = [...counts.slices].sort((a, b) => b.s - a.s);
-    const total = sorted.reduce((sum, c) => sum + c.n, 0);
+    const total = counts.slices.reduce((sum, c) => sum + c.n, 0);
     result.actualNumberOfRows = total;
     result.wasRowLimitExceeded = total > limit;
-    if (total === 0) return result;
-    const lo = toMicros(range.lowerMs);
-    let from = lo;
-    if (total > limit) {
+    if (total === 0 || offset >= total) return result;
+    // Sorted by time, the page lies in the slices at that end of the range that hold offset + limit rows: only those
+    // are read. Any other sort reads the whole range, which the engines answer with a top-N (ORDER BY ... LIMIT).
+    let windowed = "";
+    const need = offset + limit;
+    if (sort.key === "time" && total > need) {
+      const isNewest = sort.dir === "desc";
+      const slices = [...counts.slices].sort((a, b) => (isNewest ? b.s - a.s : a.s - b.s));
       let seen = 0;
-      for (const c of sorted) {
+      for (const c of slices) {
         seen += c.n;
-        if (seen >= limit) {
-          from = counts.startMicros + c.s * counts.stepMicros;
+        if (seen >= need) {
+          const edge = counts.startMicros + (isNewest ? c.s : c.s + 1) * counts.stepMicros;
+          windowed = ` AND time ${isNewest ? ">=" : "<"} ${d.literal(edge)}`;
           break;
         }
       }
     }
-    const windowed = from > lo ? ` AND time >= ${d.literal(from)}` : "";
     // The page's read gets what is left of the budget the slice counts started.
     const raw = await this.gate.run(namespaceId, () => this.select(namespaceId, queryId, `${select}${windowed} ${order}`, started));
     result.data = raw.map((r) => toRow(r, columns, this.engine.layout));
