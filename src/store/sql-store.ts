@@ -11,11 +11,11 @@ import {
   maxRowLimit,
   maxRowOffset,
   type ResultRow,
-  type RowSort,
-  rowSortKeys,
   type RowColumn,
+  type RowSort,
   type RowsQuery,
   type RowsResult,
+  rowSortKeys,
   type TimestampFilter,
 } from "~/lib/protocol/query.ts";
 import { isUuid } from "~/lib/server/ids.ts";

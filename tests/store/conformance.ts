@@ -6,7 +6,15 @@ import type { FilterExpr } from "~/lib/filter/ast.ts";
 import { compileFilter } from "~/lib/filter/evaluate.ts";
 import { parseFilter } from "~/lib/filter/parse.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import { type Clause, type EndpointRow, type EndpointsResult, maxRowOffset, type QueryBase, type RowsQuery, rowSortKeys } from "~/lib/protocol/query.ts";
+import {
+  type Clause,
+  type EndpointRow,
+  type EndpointsResult,
+  maxRowOffset,
+  type QueryBase,
+  type RowsQuery,
+  rowSortKeys,
+} from "~/lib/protocol/query.ts";
 import { SearchTexts } from "~/store/search-text.ts";
 import type { EventStore } from "~/store/types.ts";
 import { asWebSocketMessage, generateEvents, prng } from "./generate.ts";

@@ -124,9 +124,7 @@ export function newestFirst(events: TracedEvent[]): TracedEvent[] {
 export function sortedBy(events: TracedEvent[], sort: RowSort): TracedEvent[] {
   const sign = sort.dir === "asc" ? 1 : -1;
   const cmp = (x: string | number, y: string | number) => (x < y ? -1 : x > y ? 1 : 0);
-  return [...events].sort(
-    (a, b) => sign * (cmp(a[sort.key], b[sort.key]) || cmp(a.time, b.time) || cmp(a.event_id, b.event_id)),
-  );
+  return [...events].sort((a, b) => sign * (cmp(a[sort.key], b[sort.key]) || cmp(a.time, b.time) || cmp(a.event_id, b.event_id)));
 }
 
 export function referenceHistogram(events: readonly TracedEvent[], query: QueryBase) {

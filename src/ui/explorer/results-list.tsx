@@ -15,7 +15,7 @@ export const ROW_HEIGHT = 28;
 // By the list's own width: a phone's list keeps method, status and URL; beside the detail it adds the time of day,
 // duration and size; wider still, the time shows its date.
 const COLUMNS =
-  "grid-cols-[3.5rem_3.25rem_minmax(0,1fr)] @lg:grid-cols-[6.5rem_3.5rem_3rem_minmax(6rem,1fr)_4.5rem_4.5rem] @3xl:grid-cols-[11.5rem_4rem_3rem_minmax(8rem,1fr)_4.5rem_4.5rem]";
+  "grid-cols-[3.5rem_3.25rem_minmax(0,1fr)] @lg:grid-cols-[6.5rem_3.5rem_3rem_minmax(6rem,1fr)_5.5rem_4rem] @3xl:grid-cols-[11.5rem_4rem_3rem_minmax(8rem,1fr)_5.5rem_4.5rem]";
 const WIDE_ONLY = "@max-lg:hidden";
 
 export type SortKey =
@@ -98,7 +98,7 @@ export function ResultsList({
               >
                 <button
                   type="button"
-                  className={`uppercase hover:text-zinc-100 ${active ? "text-zinc-100" : ""}`}
+                  className={`whitespace-nowrap uppercase hover:text-zinc-100 ${active ? "text-zinc-100" : ""}`}
                   onClick={() =>
                     onSort({
                       key: c.key,

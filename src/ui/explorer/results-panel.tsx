@@ -8,9 +8,9 @@ import type { TimeZoneMode } from "~/lib/time/ticks.ts";
 import { PercentileSentence } from "~/ui/endpoints/percentile-sentence.tsx";
 import { downloadHar } from "~/ui/request-detail/har-download.ts";
 import { RequestDetail } from "~/ui/request-detail/request-detail.tsx";
+import { decodeSort, encodeSort, eventIdParam, requestLink } from "./explorer-state.ts";
 import type { QueryClient, RowsAnswer } from "./query-client.ts";
 import { QueryError } from "./query-error.tsx";
-import { decodeSort, encodeSort, eventIdParam, requestLink } from "./explorer-state.ts";
 import { ResultsList, rowLimitText, type Sort } from "./results-list.tsx";
 import { useQuery } from "./use-query.ts";
 
@@ -101,10 +101,7 @@ export function ResultsPanel({
     return () => controller.abort();
   }, [client, openId, attempt]);
   const open = (id: string) => setParam("event", id, true);
-  const link = useMemo(
-    () => (detail?.status === "done" ? requestLink(window.location.href, detail.event) : undefined),
-    [detail],
-  );
+  const link = useMemo(() => (detail?.status === "done" ? requestLink(window.location.href, detail.event) : undefined), [detail]);
 
   const saveAll = async () => {
     const ids = (rows.data?.rows ?? []).slice(0, maxEventsPerRequest).map((r: ResultRow) => r.event_id);
