@@ -23,6 +23,7 @@ import { bucketGrid } from "~/lib/time/buckets.ts";
 import { NamespaceGate } from "./guard.ts";
 import { searchColumns } from "./search-text.ts";
 import { checkRange, compileWhere, toMicros } from "./sql/compile.ts";
+import type { Dialect } from "./sql/dialect.ts";
 import { endpointKey, endpointsSql, latencySql, planEndpoints, sparklineSql, toEndpointRow } from "./sql/endpoints.ts";
 import { type EventRows, fromStored, namespaceIdOfTable, rowToEvent, type StoreLayout, tableName, toEventRows } from "./table.ts";
 import { defaultStoreLimits, type Engine, type EventStore, type StoreLimits } from "./types.ts";
@@ -65,6 +66,17 @@ function sortOf(sort: unknown): RowSort {
     throw new AppError("BAD_REQUEST", `sort must be one of ${rowSortKeys.join(", ")}, asc or desc`);
   }
   return { key: s.key as RowSort["key"], dir: s.dir };
+}
+
+/**
+ * Rows at or before (column value, time) in the sort's order: `(k, time) <= (v, t)` ascending, `>=` descending, spelled
+ * without tuple comparison, which the engines write differently.
+ */
+function beforeOrAt(d: Dialect, sort: RowSort, value: unknown, timeMicros: unknown, layout: StoreLayout): string {
+  const v = layout.typeOf.get(sort.key) === "string" ? d.literal(String(value)) : d.literal(Number(value));
+  const t = d.literal(Number(timeMicros));
+  const op = sort.dir === "asc" ? "<" : ">";
+  return `(${sort.key} ${op} ${v} OR (${sort.key} = ${v} AND time ${op}= ${t}))`;
 }
 
 function queryIdOf(query: { queryId?: unknown }): string {
@@ -199,20 +211,17 @@ export class SqlEventStore implements EventStore {
     result.wasRowLimitExceeded = total > limit;
     if (total === 0 || offset >= total) return result;
     // Sorted by time, the page lies in the slices at that end of the range that hold offset + limit rows: only those
-    // are read. Any other sort reads the whole range, which the engines answer with a top-N (ORDER BY ... LIMIT).
+    // are read. Sorted by another column, a first narrow top-N (the column and time alone) finds the last row the page
+    // can reach, and the wide read keeps only the rows at or before it: the list's columns are carried through a
+    // top-N of about offset + limit rows instead of the whole range's.
     let windowed = "";
     const need = offset + limit;
-    if (sort.key === "time" && total > need) {
-      const isNewest = sort.dir === "desc";
-      const slices = [...counts.slices].sort((a, b) => (isNewest ? b.s - a.s : a.s - b.s));
-      let seen = 0;
-      for (const c of slices) {
-        seen += c.n;
-        if (seen >= need) {
-          const edge = counts.startMicros + (isNewest ? c.s : c.s + 1) * counts.stepMicros;
-          windowed = ` AND time ${isNewest ? ">=" : "<"} ${d.literal(edge)}`;
-          break;
-        }
+    if (total > need) {
+      if (sort.key === "time") windowed = this.timeWindow(counts, need, sort.dir);
+      else {
+        const bound = `SELECT ${sort.key} AS v, time AS t FROM ${table} WHERE ${where} ORDER BY ${sort.key} ${sort.dir.toUpperCase()}, time ${sort.dir.toUpperCase()} LIMIT 1 OFFSET ${need - 1}`;
+        const [last] = await this.gate.run(namespaceId, () => this.select(namespaceId, queryId, bound, started));
+        if (last) windowed = ` AND ${beforeOrAt(d, sort, last.v, last.t, this.engine.layout)}`;
       }
     }
     // The page's read gets what is left of the budget the slice counts started.
@@ -220,6 +229,21 @@ export class SqlEventStore implements EventStore {
     result.data = raw.map((r) => toRow(r, columns, this.engine.layout));
     result.durationInNanoseconds = Number(process.hrtime.bigint() - started);
     return result;
+  }
+
+  /** The time condition that keeps the `need` rows at the `dir` end of the range (newest for desc), from the slice counts. */
+  private timeWindow(counts: SliceCounts, need: number, dir: RowSort["dir"]): string {
+    const isNewest = dir === "desc";
+    const slices = [...counts.slices].sort((a, b) => (isNewest ? b.s - a.s : a.s - b.s));
+    let seen = 0;
+    for (const c of slices) {
+      seen += c.n;
+      if (seen >= need) {
+        const edge = counts.startMicros + (isNewest ? c.s : c.s + 1) * counts.stepMicros;
+        return ` AND time ${isNewest ? ">=" : "<"} ${this.engine.dialect.literal(edge)}`;
+      }
+    }
+    return "";
   }
 
   /**
