@@ -9,10 +9,13 @@ import {
   type HistogramQuery,
   type HistogramResult,
   maxRowLimit,
+  maxRowOffset,
   type ResultRow,
   type RowColumn,
+  type RowSort,
   type RowsQuery,
   type RowsResult,
+  rowSortKeys,
   type TimestampFilter,
 } from "~/lib/protocol/query.ts";
 import { isUuid } from "~/lib/server/ids.ts";
@@ -20,6 +23,7 @@ import { bucketGrid } from "~/lib/time/buckets.ts";
 import { NamespaceGate } from "./guard.ts";
 import { searchColumns } from "./search-text.ts";
 import { checkRange, compileWhere, toMicros } from "./sql/compile.ts";
+import type { Dialect } from "./sql/dialect.ts";
 import { endpointKey, endpointsSql, latencySql, planEndpoints, sparklineSql, toEndpointRow } from "./sql/endpoints.ts";
 import { type EventRows, fromStored, namespaceIdOfTable, rowToEvent, type StoreLayout, tableName, toEventRows } from "./table.ts";
 import { defaultStoreLimits, type Engine, type EventStore, type StoreLimits } from "./types.ts";
@@ -52,6 +56,27 @@ function selectedColumns(requested: unknown, layout: StoreLayout): RowColumn[] {
     if (!rowColumns.includes(c)) throw new AppError("BAD_REQUEST", "unknown column");
   }
   return rowColumns.filter((c) => c === time.name || c === id.name || requested.includes(c)) as RowColumn[];
+}
+
+/** The query's sort, checked: a whitelisted column and a direction, newest first when absent. */
+function sortOf(sort: unknown): RowSort {
+  if (sort === undefined) return { key: "time", dir: "desc" };
+  const s = (typeof sort === "object" && sort !== null ? sort : {}) as Record<string, unknown>;
+  if (!(rowSortKeys as readonly unknown[]).includes(s.key) || (s.dir !== "asc" && s.dir !== "desc")) {
+    throw new AppError("BAD_REQUEST", `sort must be one of ${rowSortKeys.join(", ")}, asc or desc`);
+  }
+  return { key: s.key as RowSort["key"], dir: s.dir };
+}
+
+/**
+ * Rows at or before (column value, time) in the sort's order: `(k, time) <= (v, t)` ascending, `>=` descending, spelled
+ * without tuple comparison, which the engines write differently.
+ */
+function beforeOrAt(d: Dialect, sort: RowSort, value: unknown, timeMicros: unknown, layout: StoreLayout): string {
+  const v = layout.typeOf.get(sort.key) === "string" ? d.literal(String(value)) : d.literal(Number(value));
+  const t = d.literal(Number(timeMicros));
+  const op = sort.dir === "asc" ? "<" : ">";
+  return `(${sort.key} ${op} ${v} OR (${sort.key} = ${v} AND time ${op}= ${t}))`;
 }
 
 function queryIdOf(query: { queryId?: unknown }): string {
@@ -159,6 +184,11 @@ export class SqlEventStore implements EventStore {
     if (!Number.isInteger(limit) || limit < 1 || limit > maxRowLimit) {
       throw new AppError("BAD_REQUEST", `limit must be 1..${maxRowLimit}`);
     }
+    const offset = query.offset ?? 0;
+    if (!Number.isInteger(offset) || offset < 0 || offset > maxRowOffset) {
+      throw new AppError("BAD_REQUEST", `offset must be 0..${maxRowOffset}`);
+    }
+    const sort = sortOf(query.sort);
     const columns = selectedColumns(query.columns, this.engine.layout);
     const where = compileWhere(this.engine.dialect, query, range, this.engine.layout.fields);
     const result: RowsResult = {
@@ -171,32 +201,49 @@ export class SqlEventStore implements EventStore {
     };
     if (!(await this.hasTable(namespaceId))) return result;
     const select = `SELECT ${columns.join(", ")} FROM ${table} WHERE ${where}`;
-    const order = `ORDER BY time DESC, event_id DESC LIMIT ${limit}`;
+    // The sort's column, then time and event id the same way: a total order, so offsets page without overlap or gaps.
+    const keys = sort.key === "time" ? ["time", "event_id"] : [sort.key, "time", "event_id"];
+    const order = `ORDER BY ${keys.map((k) => `${k} ${sort.dir.toUpperCase()}`).join(", ")} LIMIT ${limit}${offset > 0 ? ` OFFSET ${offset}` : ""}`;
     const d = this.engine.dialect;
     const counts = await this.sliceCounts(namespaceId, queryId, table, where, range);
-    const sorted = [...counts.slices].sort((a, b) => b.s - a.s);
-    const total = sorted.reduce((sum, c) => sum + c.n, 0);
+    const total = counts.slices.reduce((sum, c) => sum + c.n, 0);
     result.actualNumberOfRows = total;
     result.wasRowLimitExceeded = total > limit;
-    if (total === 0) return result;
-    const lo = toMicros(range.lowerMs);
-    let from = lo;
-    if (total > limit) {
-      let seen = 0;
-      for (const c of sorted) {
-        seen += c.n;
-        if (seen >= limit) {
-          from = counts.startMicros + c.s * counts.stepMicros;
-          break;
-        }
+    if (total === 0 || offset >= total) return result;
+    // Sorted by time, the page lies in the slices at that end of the range that hold offset + limit rows: only those
+    // are read. Sorted by another column, a first narrow top-N (the column and time alone) finds the last row the page
+    // can reach, and the wide read keeps only the rows at or before it: the list's columns are carried through a
+    // top-N of about offset + limit rows instead of the whole range's.
+    let windowed = "";
+    const need = offset + limit;
+    if (total > need) {
+      if (sort.key === "time") windowed = this.timeWindow(counts, need, sort.dir);
+      else {
+        const bound = `SELECT ${sort.key} AS v, time AS t FROM ${table} WHERE ${where} ORDER BY ${sort.key} ${sort.dir.toUpperCase()}, time ${sort.dir.toUpperCase()} LIMIT 1 OFFSET ${need - 1}`;
+        const [last] = await this.gate.run(namespaceId, () => this.select(namespaceId, queryId, bound, started));
+        if (last) windowed = ` AND ${beforeOrAt(d, sort, last.v, last.t, this.engine.layout)}`;
       }
     }
-    const windowed = from > lo ? ` AND time >= ${d.literal(from)}` : "";
     // The page's read gets what is left of the budget the slice counts started.
     const raw = await this.gate.run(namespaceId, () => this.select(namespaceId, queryId, `${select}${windowed} ${order}`, started));
     result.data = raw.map((r) => toRow(r, columns, this.engine.layout));
     result.durationInNanoseconds = Number(process.hrtime.bigint() - started);
     return result;
+  }
+
+  /** The time condition that keeps the `need` rows at the `dir` end of the range (newest for desc), from the slice counts. */
+  private timeWindow(counts: SliceCounts, need: number, dir: RowSort["dir"]): string {
+    const isNewest = dir === "desc";
+    const slices = [...counts.slices].sort((a, b) => (isNewest ? b.s - a.s : a.s - b.s));
+    let seen = 0;
+    for (const c of slices) {
+      seen += c.n;
+      if (seen >= need) {
+        const edge = counts.startMicros + (isNewest ? c.s : c.s + 1) * counts.stepMicros;
+        return ` AND time ${isNewest ? ">=" : "<"} ${this.engine.dialect.literal(edge)}`;
+      }
+    }
+    return "";
   }
 
   /**

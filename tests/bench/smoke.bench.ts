@@ -95,6 +95,7 @@ const tables: Record<string, RegExp[]> = {
   "bench/capture/publish-codec-bench.ts": [/^ {2}=> client [\d.]+x, server [\d.]+x less CPU \(sink ok\)$/m],
   "bench/capture/relay-designs.ts": [/^1 B\s+16 {2}ffi\+trace\s+\d+\s+[\d.]+\s+[\d.]+µs/m],
   "bench/store/insert.ts": [/^separated columns, batches of \d+, row groups of \d+ \(now\): [\d.]+ us CPU \(best/m],
+  "bench/store/sort.ts": [/^\| duckdb \| duration, slowest first \| [\d,]+ of [\d,]+ \| \*\*[\d.]+\*\* \| [\d.]+ \| [\d.]+x \|$/m],
   "bench/store/rows.ts": [/^median CPU per event: before [\d.]+ µs, now [\d.]+ µs \(now\/before [\d.]+\)$/m],
   "bench/tls/process-trust.ts": [
     /^ {2}CPU per exec \(\d+ execs less none, over \d+\): direct \d+ µs, tls off \d+ µs, tls on \d+ µs/m,

@@ -1,7 +1,7 @@
 import type { FilterExpr } from "~/lib/filter/ast.ts";
 import { compileFilter } from "~/lib/filter/evaluate.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import type { Clause, QueryBase, TimestampFilter } from "~/lib/protocol/query.ts";
+import type { Clause, QueryBase, RowSort, TimestampFilter } from "~/lib/protocol/query.ts";
 import { bucketGrid } from "~/lib/time/buckets.ts";
 
 /** The answers a store must give, computed in plain TypeScript from the events themselves. */
@@ -118,6 +118,13 @@ export function matching(events: readonly TracedEvent[], query: QueryBase, range
 
 export function newestFirst(events: TracedEvent[]): TracedEvent[] {
   return [...events].sort((a, b) => b.time - a.time || (a.event_id < b.event_id ? 1 : a.event_id > b.event_id ? -1 : 0));
+}
+
+/** The store's order for a sort: the column, then time, then event id, all the same way (strings by code unit, ASCII here). */
+export function sortedBy(events: TracedEvent[], sort: RowSort): TracedEvent[] {
+  const sign = sort.dir === "asc" ? 1 : -1;
+  const cmp = (x: string | number, y: string | number) => (x < y ? -1 : x > y ? 1 : 0);
+  return [...events].sort((a, b) => sign * (cmp(a[sort.key], b[sort.key]) || cmp(a.time, b.time) || cmp(a.event_id, b.event_id)));
 }
 
 export function referenceHistogram(events: readonly TracedEvent[], query: QueryBase) {

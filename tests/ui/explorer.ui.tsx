@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { act, cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { createMemoryRouter, RouterProvider } from "react-router";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
-import type { HistogramBucket, QueryFilter, ResultRow } from "~/lib/protocol/query.ts";
+import type { HistogramBucket, QueryFilter, ResultRow, RowSort } from "~/lib/protocol/query.ts";
 import { gridRange, moveLeftHandle, newInterval, shiftGlobal } from "~/lib/time/range.ts";
 import { dragResult, modeAt, xAt } from "~/ui/explorer/brush.ts";
 import { decodeState, type ExplorerState, encodeState } from "~/ui/explorer/explorer-state.ts";
@@ -39,6 +39,7 @@ function memoryClient(rows: ResultRow[], options: { failRows?: number; limit?: n
     rows: [] as QueryFilter[],
     histogram: [] as QueryFilter[],
     detail: [] as string[],
+    sorts: [] as (RowSort | undefined)[],
   };
   let failures = options.failRows ?? 0;
   const limit = options.limit ?? 10_000;
@@ -47,14 +48,19 @@ function memoryClient(rows: ResultRow[], options: { failRows?: number; limit?: n
     return rows.filter((row) => row.time / 1000 >= r.lowerMs && row.time / 1000 < r.upperMs);
   };
   const client: QueryClient = {
-    async rows(filter, _text, _signal, pageLimit) {
+    async rows(filter, _text, _signal, sort) {
       calls.rows.push(filter);
+      calls.sorts.push(sort);
       if (failures > 0) {
         failures--;
         throw new Error("database is down");
       }
       const all = inRange(filter);
-      const n = Math.min(limit, pageLimit ?? limit);
+      if (sort) {
+        const sign = sort.dir === "asc" ? 1 : -1;
+        all.sort((a, b) => sign * (Number(a[sort.key] ?? 0) - Number(b[sort.key] ?? 0)));
+      }
+      const n = limit;
       return {
         rows: all.slice(0, n),
         wasRowLimitExceeded: all.length > n,
@@ -113,8 +119,8 @@ function memoryClient(rows: ResultRow[], options: { failRows?: number; limit?: n
   return { client, calls };
 }
 
-function mount(client: QueryClient, state?: ExplorerState) {
-  const url = state ? `/requests?filter=${encodeURIComponent(encodeState(state))}` : "/requests";
+function mount(client: QueryClient, state?: ExplorerState, extra = "") {
+  const url = state ? `/requests?filter=${encodeURIComponent(encodeState(state))}${extra}` : "/requests";
   const router = createMemoryRouter(
     [
       {
@@ -421,6 +427,31 @@ describe("results", () => {
     fireEvent.click(row);
     await screen.findByRole("region", { name: "Request detail" });
     expect(calls.detail).toEqual([rows[2]!.event_id]);
+  });
+
+  test("a column's header asks the store for that sort, kept in the URL; a URL with a sort and an event reopens both", async () => {
+    const rows = makeRows(5, global.startMs, global.endMs);
+    const { client, calls } = memoryClient(rows);
+    const { router } = mount(client, base);
+    await waitFor(() => expect(screen.getByTestId("result-count").textContent).toBe("5 requests"));
+    expect(calls.sorts.at(-1)).toEqual({ key: "time", dir: "desc" });
+    fireEvent.click(screen.getByRole("button", { name: /^Duration/ }));
+    await waitFor(() => expect(calls.sorts.at(-1)).toEqual({ key: "http_duration", dir: "desc" }));
+    expect(new URLSearchParams(router.state.location.search).get("sort")).toBe("duration.desc");
+    await waitFor(() => expect(document.querySelector("[data-event-id]")?.getAttribute("data-event-id")).toBe(rows[4]!.event_id));
+    fireEvent.click(screen.getByRole("button", { name: /^Duration/ }));
+    await waitFor(() => expect(calls.sorts.at(-1)).toEqual({ key: "http_duration", dir: "asc" }));
+    fireEvent.click(document.querySelector(`[data-event-id="${rows[1]!.event_id}"]`)!);
+    await screen.findByRole("region", { name: "Request detail" });
+    expect(new URLSearchParams(router.state.location.search).get("event")).toBe(rows[1]!.event_id);
+    cleanup();
+
+    const again = memoryClient(rows);
+    mount(again.client, base, `&sort=status.asc&event=${rows[3]!.event_id}`);
+    await screen.findByRole("region", { name: "Request detail" });
+    expect(again.calls.detail).toEqual([rows[3]!.event_id]);
+    await waitFor(() => expect(again.calls.sorts.at(-1)).toEqual({ key: "http_resp_status_code", dir: "asc" }));
+    expect(screen.getByRole("columnheader", { name: /Status/ }).getAttribute("aria-sort")).toBe("ascending");
   });
 
   test("Safari is detected (Chrome and Firefox on macOS are not)", () => {

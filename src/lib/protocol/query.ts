@@ -55,9 +55,32 @@ export type QueryBase = {
 
 export const maxRowLimit = 10_000;
 
+/** The columns the explorer's list sorts by, on the store over the whole range: what the list shows. */
+export const rowSortKeys = [
+  "time",
+  "http_req_method",
+  "http_resp_status_code",
+  "http_req_path",
+  "http_duration",
+  "http_resp_body_size_bytes_wire",
+] as const;
+export type RowSortKey = (typeof rowSortKeys)[number];
+export type RowSort = { key: RowSortKey; dir: "asc" | "desc" };
+export const defaultRowSort: RowSort = { key: "time", dir: "desc" };
+
+/** The deepest page a query may ask for: a sorted page costs the store a top-N of offset + limit rows. */
+export const maxRowOffset = 100_000;
+
 export type RowsQuery = QueryBase & {
   /** At most maxRowLimit (the default). */
   limit?: number;
+  /**
+   * The order of the whole range's matching rows, ties broken by time then event id in the same direction, so pages
+   * never overlap or skip; newest first when absent.
+   */
+  sort?: RowSort;
+  /** Rows of that order skipped before the page: 0 (the default) to maxRowOffset. */
+  offset?: number;
   /**
    * Which row columns to return (time and event_id always come); all of the row columns when absent.
    * The explorer's list asks for listColumns: fewer bytes to read, move and parse.
@@ -107,7 +130,7 @@ export type ResultBase = {
 
 export type RowsResult = ResultBase & {
   meta: string[];
-  /** Newest first; each row holds the columns of meta. */
+  /** In the query's sort (newest first by default); each row holds the columns of meta. */
   data: ResultRow[];
   wasRowLimitExceeded: boolean;
   /** How many rows matched in all (exact), even when only `limit` came back. */

@@ -80,6 +80,8 @@ async function run(store: EventStore, namespaceId: string, request: TunnelReques
       const query: RowsQuery = { ...base };
       if (q.limit !== undefined) query.limit = q.limit as number;
       if (q.columns !== undefined) query.columns = q.columns as RowsQuery["columns"];
+      if (q.sort !== undefined) query.sort = q.sort as RowsQuery["sort"];
+      if (q.offset !== undefined) query.offset = q.offset as number;
       const r = await store.queryRows(namespaceId, query);
       return {
         id: r.queryId,

@@ -1,6 +1,17 @@
 import { clauseToFilterText } from "~/lib/filter/clause-text.ts";
 import { parseFilter } from "~/lib/filter/parse.ts";
-import { type Clause, numberClauseColumns, numberOps, type QueryFilter, stringClauseColumns, stringOps } from "~/lib/protocol/query.ts";
+import {
+  type Clause,
+  defaultRowSort,
+  numberClauseColumns,
+  numberOps,
+  type QueryFilter,
+  type RowSort,
+  type RowSortKey,
+  rowSortKeys,
+  stringClauseColumns,
+  stringOps,
+} from "~/lib/protocol/query.ts";
 import { isAllowedRange, isValidFocus, type TimeRange } from "~/lib/time/range.ts";
 
 /**
@@ -126,4 +137,49 @@ export function toQueryFilter(state: ExplorerState, withFocus: boolean): QueryFi
     global: { lowerMs: state.global.startMs, upperMs: state.global.endMs },
     focus: withFocus && state.focus ? { lowerMs: state.focus.startMs, upperMs: state.focus.endMs } : null,
   };
+}
+
+/** The list's sort in the `sort` URL parameter, by the column's short name: `duration.desc`. */
+const sortNames: Record<RowSortKey, string> = {
+  time: "time",
+  http_req_method: "method",
+  http_resp_status_code: "status",
+  http_req_path: "url",
+  http_duration: "duration",
+  http_resp_body_size_bytes_wire: "size",
+};
+
+export function encodeSort(sort: RowSort): string | null {
+  if (sort.key === defaultRowSort.key && sort.dir === defaultRowSort.dir) return null;
+  return `${sortNames[sort.key]}.${sort.dir}`;
+}
+
+/** The sort a `sort` parameter names; newest first when missing or not one of ours. */
+export function decodeSort(param: string | null): RowSort {
+  const [name, dir] = (param ?? "").split(".");
+  const key = rowSortKeys.find((k) => sortNames[k] === name);
+  return key && (dir === "asc" || dir === "desc") ? { key, dir } : defaultRowSort;
+}
+
+/** An event id as a link carries it (`event`), or null. */
+export function eventIdParam(param: string | null): string | null {
+  return param && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(param) ? param : null;
+}
+
+/** How much of the time around a linked request its link's range shows, each side. */
+const linkMarginMs = 15 * 60_000;
+
+/**
+ * The URL of one stored request from the page at `href` (the explorer or /minified/): its range a half hour around
+ * the request's time and no filters, so the request is in the list whatever the view was, and `event` opens it.
+ */
+export function requestLink(href: string, event: { event_id: string; time: number }): string {
+  const url = new URL(href);
+  const atMs = Math.floor(event.time / 1000);
+  const global = { startMs: Math.floor((atMs - linkMarginMs) / 1000) * 1000, endMs: Math.ceil((atMs + linkMarginMs + 1) / 1000) * 1000 };
+  url.hash = "";
+  url.searchParams.set("filter", encodeState({ clauses: [], global, focus: null, text: [] }));
+  url.searchParams.delete("sort");
+  url.searchParams.set("event", event.event_id);
+  return url.toString();
 }

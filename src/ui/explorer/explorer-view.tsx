@@ -217,7 +217,7 @@ function ExplorerBody({
       </div>
       <a
         className="self-end text-xs text-zinc-500 underline-offset-2 hover:text-zinc-300 hover:underline"
-        href={`/minified/?${new URLSearchParams({ namespace: namespaceId, filter: encodeState(state) })}`}
+        href={`/minified/?${minifiedParams(namespaceId, state, params.get("sort"))}`}
         target="_blank"
         rel="noreferrer"
       >
@@ -225,6 +225,13 @@ function ExplorerBody({
       </a>
     </div>
   );
+}
+
+/** The results page's parameters: the same namespace, range, filters and sort. */
+function minifiedParams(namespaceId: string, state: ExplorerState, sort: string | null): URLSearchParams {
+  const q = new URLSearchParams({ namespace: namespaceId, filter: encodeState(state) });
+  if (sort) q.set("sort", sort);
+  return q;
 }
 
 function formatBucket(ms: number): string {

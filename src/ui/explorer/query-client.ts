@@ -9,6 +9,7 @@ import {
   type QuantileMethod,
   type QueryFilter,
   type ResultRow,
+  type RowSort,
 } from "~/lib/protocol/query.ts";
 import { decodeResult, decodeResultData, encodeRequest, type TunnelResultData, type TunnelWant } from "~/lib/protocol/tunnel.ts";
 import { api, describeError } from "~/ui/lib/api.ts";
@@ -44,8 +45,8 @@ export type DetailAnswer = {
 
 /** What the explorer needs from a query transport: one file to swap. */
 export type QueryClient = {
-  /** limit: at most maxRowLimit (the default); the explorer asks for a small first page, then the rest. */
-  rows(filter: QueryFilter, filterText: string, signal?: AbortSignal, limit?: number): Promise<RowsAnswer>;
+  /** The store sorts the whole range (newest first by default) and returns up to maxRowLimit rows of that order. */
+  rows(filter: QueryFilter, filterText: string, signal?: AbortSignal, sort?: RowSort): Promise<RowsAnswer>;
   /** latency: each bucket also carries its p50/p95/p99 (the histogram's percentile lines). */
   histogram(filter: QueryFilter, filterText: string, signal?: AbortSignal, latency?: boolean): Promise<HistogramAnswer>;
   /** The Endpoints table over the filter's range (its focus when set). */
@@ -198,11 +199,11 @@ export function tunnelQueryClient(namespaceId: string, onState: (s: ConnectionSt
   }
 
   return {
-    async rows(filter, filterText, signal) {
+    async rows(filter, filterText, signal, sort) {
       const d = await send(
         {
           kind: "rows",
-          query: { filter, columns: [...listColumns] },
+          query: sort ? { filter, columns: [...listColumns], sort } : { filter, columns: [...listColumns] },
           filterText,
         },
         signal,

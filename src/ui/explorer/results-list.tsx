@@ -1,5 +1,5 @@
 import { observeElementRect, useVirtualizer } from "@tanstack/react-virtual";
-import { useMemo, useRef } from "react";
+import { useRef } from "react";
 import { dbOutcome, dbOutcomeClass, dbSystemName, dbSystemShort, isDbCall } from "~/lib/db-call.ts";
 import { displayUrl, eventOrigin } from "~/lib/event-url.ts";
 import { formatBytes, formatDuration } from "~/lib/format.ts";
@@ -12,9 +12,11 @@ import { statusClass } from "~/ui/live/format.ts";
 import { directionOf } from "~/ui/request-detail/websocket-messages.tsx";
 
 export const ROW_HEIGHT = 28;
-// By the list's own width: a narrow list (a phone, or beside the detail) keeps method, status and URL.
-const COLUMNS = "grid-cols-[3.5rem_3.25rem_minmax(0,1fr)] @2xl:grid-cols-[11.5rem_4rem_3rem_minmax(8rem,1fr)_4.5rem_4.5rem]";
-const WIDE_ONLY = "@max-2xl:hidden";
+// By the list's own width: a phone's list keeps method, status and URL; beside the detail it adds the time of day,
+// duration and size; wider still, the time shows its date.
+const COLUMNS =
+  "grid-cols-[3.5rem_3.25rem_minmax(0,1fr)] @lg:grid-cols-[6.5rem_3.5rem_3rem_minmax(6rem,1fr)_5.5rem_4rem] @3xl:grid-cols-[11.5rem_4rem_3rem_minmax(8rem,1fr)_5.5rem_4.5rem]";
+const WIDE_ONLY = "@max-lg:hidden";
 
 export type SortKey =
   | "time"
@@ -45,25 +47,13 @@ export function formatRowTime(timeUs: number, tz: TimeZoneMode): string {
   return `${date} ${time}`;
 }
 
-export function sortRows(rows: ResultRow[], sort: Sort): ResultRow[] {
-  if (sort.key === "time" && sort.dir === "desc") return rows; // as the store returns them
-  const sign = sort.dir === "asc" ? 1 : -1;
-  const key = sort.key;
-  return [...rows].sort((a, b) => {
-    const x = a[key] ?? "";
-    const y = b[key] ?? "";
-    if (x === y) return b.time - a.time;
-    return (x < y ? -1 : 1) * sign;
-  });
-}
-
 /** The row-limit sentence, its numbers written as the count beside it is ("15,300"). */
 export function rowLimitText(n: number): string {
   const count = (v: number) => v.toLocaleString("en-US");
   return `Row limit of ${count(maxRowLimit)} reached. Your query would have returned ${count(n)} rows. Consider narrowing the time window or adding filters to reduce the number of rows returned.`;
 }
 
-/** The results of the focus range: newest first by default, sortable by column, virtualised. */
+/** The results of the focus range in the order the store sorted them (newest first by default), virtualised. */
 export function ResultsList({
   rows,
   tz,
@@ -80,7 +70,7 @@ export function ResultsList({
   onSelect: (row: ResultRow) => void;
 }) {
   const ref = useRef<HTMLDivElement | null>(null);
-  const sorted = useMemo(() => sortRows(rows, sort), [rows, sort]);
+  const sorted = rows;
   const virtualizer = useVirtualizer({
     count: sorted.length,
     getScrollElement: () => ref.current,
@@ -108,7 +98,7 @@ export function ResultsList({
               >
                 <button
                   type="button"
-                  className={`uppercase hover:text-zinc-100 ${active ? "text-zinc-100" : ""}`}
+                  className={`whitespace-nowrap uppercase hover:text-zinc-100 ${active ? "text-zinc-100" : ""}`}
                   onClick={() =>
                     onSort({
                       key: c.key,
@@ -146,8 +136,9 @@ export function ResultsList({
                 className={`absolute left-0 grid w-full ${COLUMNS} cursor-pointer gap-2 px-3 font-mono text-xs leading-7 ${selected ? "bg-sky-500/15" : "hover:bg-zinc-800/60"}`}
                 style={{ top: item.start, height: ROW_HEIGHT }}
               >
-                <span role="cell" className={`truncate text-zinc-400 ${WIDE_ONLY}`}>
-                  {formatRowTime(row.time, tz)}
+                <span role="cell" className={`truncate text-zinc-400 ${WIDE_ONLY}`} title={formatRowTime(row.time, tz)}>
+                  <span className="@max-3xl:hidden">{formatRowTime(row.time, tz).slice(0, 11)}</span>
+                  {formatRowTime(row.time, tz).slice(11)}
                 </span>
                 {isDbCall(row) ? (
                   <>

@@ -1,4 +1,5 @@
-import { useEffect, useState } from "react";
+import { useCallback, useEffect, useMemo, useState } from "react";
+import { useSearchParams } from "react-router";
 import type { HighlightTerms } from "~/lib/filter/search.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { maxRowLimit, type QueryFilter, type ResultRow } from "~/lib/protocol/query.ts";
@@ -7,6 +8,7 @@ import type { TimeZoneMode } from "~/lib/time/ticks.ts";
 import { PercentileSentence } from "~/ui/endpoints/percentile-sentence.tsx";
 import { downloadHar } from "~/ui/request-detail/har-download.ts";
 import { RequestDetail } from "~/ui/request-detail/request-detail.tsx";
+import { decodeSort, encodeSort, eventIdParam, requestLink } from "./explorer-state.ts";
 import type { QueryClient, RowsAnswer } from "./query-client.ts";
 import { QueryError } from "./query-error.tsx";
 import { ResultsList, rowLimitText, type Sort } from "./results-list.tsx";
@@ -46,35 +48,63 @@ export function ResultsPanel({
   /** The namespace the rows are from: the detail offers Resend with it. */
   namespaceId?: string;
 }) {
-  const [sort, setSort] = useState<Sort>({ key: "time", dir: "desc" });
+  // The sort and the open request live in the URL (`sort`, `event`): a reload or a shared URL shows the same.
+  const [params, setParams] = useSearchParams();
+  const sort = decodeSort(params.get("sort"));
+  const openId = eventIdParam(params.get("event"));
+  const setParam = useCallback(
+    (name: string, value: string | null, replace: boolean) =>
+      setParams(
+        (p) => {
+          const q = new URLSearchParams(p);
+          if (value === null) q.delete(name);
+          else q.set(name, value);
+          return q;
+        },
+        { replace, preventScrollReset: true },
+      ),
+    [setParams],
+  );
+  const setSort = (next: Sort) => setParam("sort", encodeSort(next), false);
   const [detail, setDetail] = useState<Detail | null>(null);
+  const [attempt, setAttempt] = useState(0);
   const [safari, setSafari] = useState(false);
   useEffect(() => setSafari(isSafari(navigator.userAgent)), []);
 
-  const key = JSON.stringify([filter, filterText]);
+  const key = JSON.stringify([filter, filterText, sort]);
   // One query for the whole first page (up to the row limit): a smaller page first was measured slower here,
-  // since both queries pay the store's filtered count scan (bench/README.md, explorer).
-  const rows = useQuery<RowsAnswer>(key, (signal) => client.rows(filter, filterText, signal));
+  // since both queries pay the store's filtered count scan (bench/README.md, explorer). The store sorts the whole
+  // range, so the first page of a sort is the top of everything that matches, not of the newest rows.
+  const rows = useQuery<RowsAnswer>(key, (signal) => client.rows(filter, filterText, signal, sort));
   useEffect(() => {
     if (rows.status === "done") onRows?.(rows.data);
   }, [rows.status, rows.data, onRows]);
 
-  const open = (id: string) => {
-    setDetail({ status: "loading", id });
-    client.detail(id).then(
-      (d) =>
+  // biome-ignore lint/correctness/useExhaustiveDependencies: attempt re-runs the read
+  useEffect(() => {
+    if (!openId) {
+      setDetail(null);
+      return;
+    }
+    const controller = new AbortController();
+    setDetail((d) => (d?.status === "done" && d.event.event_id === openId ? d : { status: "loading", id: openId }));
+    client.detail(openId, controller.signal).then(
+      (d) => {
+        if (controller.signal.aborted) return;
         setDetail(
           d
             ? { status: "done", event: d.event, children: d.children }
-            : {
-                status: "failed",
-                id,
-                message: "This request is no longer stored.",
-              },
-        ),
-      (err: Error) => setDetail({ status: "failed", id, message: err.message }),
+            : { status: "failed", id: openId, message: "This request is not stored in this namespace (it may have expired)." },
+        );
+      },
+      (err: Error) => {
+        if (!controller.signal.aborted) setDetail({ status: "failed", id: openId, message: err.message });
+      },
     );
-  };
+    return () => controller.abort();
+  }, [client, openId, attempt]);
+  const open = (id: string) => setParam("event", id, true);
+  const link = useMemo(() => (detail?.status === "done" ? requestLink(window.location.href, detail.event) : undefined), [detail]);
 
   const saveAll = async () => {
     const ids = (rows.data?.rows ?? []).slice(0, maxEventsPerRequest).map((r: ResultRow) => r.event_id);
@@ -117,8 +147,9 @@ export function ResultsPanel({
         ) : null}
       </div>
       {detail ? (
-        // On a phone the detail is a full-screen sheet over the explorer.
-        <div className="fixed inset-0 z-40 flex flex-col sm:static sm:z-auto sm:w-[44%] sm:min-w-80 sm:shrink-0 sm:border-l sm:border-zinc-800">
+        // On a phone the detail is a full-screen sheet over the explorer; wider, a side panel that leaves the list
+        // room for its time, duration and size.
+        <div className="fixed inset-0 z-40 flex flex-col sm:static sm:z-auto sm:w-[42%] sm:max-w-[40rem] sm:min-w-80 sm:shrink-0 sm:border-l sm:border-zinc-800">
           {detail.status === "done" ? <PercentileSentence client={client} event={detail.event} filter={filter} /> : null}
           {detail.status === "done" ? (
             <RequestDetail
@@ -126,17 +157,32 @@ export function ResultsPanel({
               outboundCalls={detail.children}
               highlight={highlight}
               onOpen={(e) => open(e.event_id)}
-              onClose={() => setDetail(null)}
+              onClose={() => setParam("event", null, true)}
+              link={link}
               onSaveHar={(e) =>
                 downloadHar([e, ...(e.event_id === detail.event.event_id ? detail.children : [])], `request-${e.event_id}.har`)
               }
               onSaveAllHar={() => void saveAll()}
               namespaceId={namespaceId}
             />
-          ) : detail.status === "loading" ? (
-            <p className="p-4 text-sm text-zinc-500">Loading the request…</p>
           ) : (
-            <QueryError what="The request" message={detail.message} onRetry={() => open(detail.id)} />
+            <div className="flex h-full flex-col bg-zinc-900">
+              <div className="flex justify-end p-1">
+                <button
+                  type="button"
+                  aria-label="Close detail"
+                  onClick={() => setParam("event", null, true)}
+                  className="rounded p-1 text-zinc-400 hover:bg-zinc-800 hover:text-zinc-100"
+                >
+                  ✕
+                </button>
+              </div>
+              {detail.status === "loading" ? (
+                <p className="p-4 text-sm text-zinc-500">Loading the request…</p>
+              ) : (
+                <QueryError what="The request" message={detail.message} onRetry={() => setAttempt((n) => n + 1)} />
+              )}
+            </div>
           )}
         </div>
       ) : null}
