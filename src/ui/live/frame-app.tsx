@@ -18,6 +18,7 @@ import {
 import { EventList } from "./event-list.tsx";
 import { liveSocketUrlFromFragment } from "./frame-url.ts";
 import type { SocketState } from "./live-socket.ts";
+import { isPendingRow } from "./pending-rows.ts";
 import { useHold, useThrottled } from "./use-hold.ts";
 import { postToParent, useLiveFrameState } from "./use-live-frame-state.ts";
 
@@ -114,7 +115,14 @@ export function LiveFrame({
   // biome-ignore lint/correctness/useExhaustiveDependencies: the store mutates in place; its versions are the signal
   const liveRows = useMemo(() => displayOrder(store.shown, sort), [sortVersion, filterVersion, sort, store]);
   const { hold, isHeld, setReason, release, setHeldRows } = useHold(liveRows, store.shownAdded);
-  const rows = hold.rows ?? liveRows;
+  const heldHasPending = useMemo(() => hold.rows?.some(isPendingRow) ?? false, [hold.rows]);
+  // A held pending row shows its event once it comes (same id, same place): an answer moves no row.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the store mutates in place; version is the signal
+  const rows = useMemo(
+    () =>
+      hold.rows && heldHasPending ? hold.rows.map((r) => (isPendingRow(r) ? (store.get(r.event_id) ?? r) : r)) : (hold.rows ?? liveRows),
+    [hold.rows, heldHasPending, liveRows, version, store],
+  );
   const newSinceHold = isHeld ? store.shownAdded - hold.baseAdded : 0;
   const isPaused = hold.user || hold.scroll;
   // biome-ignore lint/correctness/useExhaustiveDependencies: the store mutates in place; version is the signal
