@@ -104,7 +104,7 @@ export function toNode(event: TracedEvent): string {
     );
   lines.push(`const req = request(${js(r.url)}, {`, `  method: ${js(r.method)},`, "  headers: {");
   for (const [name, values] of grouped)
-    lines.push(`    ${js(name)}: ${values.length === 1 ? js(values[0]!) : `[${values.map(js).join(", ")}]`},`);
+    lines.push(`    ${js(name)}: ${values.length === 1 ? js(values.join("")) : `[${values.map(js).join(", ")}]`},`);
   if (r.hasBody) lines.push(`    "Content-Length": body.length,`);
   lines.push("  },", "});");
   lines.push(
@@ -124,8 +124,8 @@ export function toNode(event: TracedEvent): string {
  * so the snippet survives any file encoding.
  */
 function py(value: string): string {
-  return JSON.stringify(value).replace(/[^\u0000-\u007e]/gu, (c) => {
-    const code = c.codePointAt(0)!;
+  return JSON.stringify(value).replace(/[^ -~]/gu, (c) => {
+    const code = c.codePointAt(0) ?? 0;
     return code > 0xffff ? `\\U${code.toString(16).padStart(8, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
   });
 }
