@@ -177,7 +177,7 @@ describe("sections, as DevTools has them", () => {
     const detail = screen.getByRole("region", { name: "Request detail" });
     expect(detail.querySelector("img, b")).toBeNull();
     expect(screen.getByRole("table", { name: "Query string" }).textContent).toContain(hostile);
-    expect(screen.getByRole("list", { name: "JSON tree" }).textContent).toContain(hostile);
+    expect(screen.getByRole("list", { name: "JSON tree" }).textContent).toContain(JSON.stringify(hostile));
     expect((window as unknown as { __tablePwned?: number }).__tablePwned).toBeUndefined();
   });
 });

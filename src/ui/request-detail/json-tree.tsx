@@ -130,14 +130,14 @@ function Key({ name, terms }: { name: string; terms: readonly string[] }) {
 function Scalar({ value, terms }: { value: unknown; terms: readonly string[] }) {
   if (typeof value === "string") {
     const cut = value.length > MAX_STRING_CHARS;
+    // As JSON writes it: quotes and control characters escaped, so a value reads unambiguously.
+    const literal = JSON.stringify(cut ? value.slice(0, MAX_STRING_CHARS) : value);
     return (
       <span className="text-emerald-300" data-json-type="string">
-        "<Marked text={cut ? value.slice(0, MAX_STRING_CHARS) : value} terms={terms} />
+        <Marked text={cut ? literal.slice(0, -1) : literal} terms={terms} />
         {cut ? (
           <span className="text-zinc-500">… {(value.length - MAX_STRING_CHARS).toLocaleString("en-US")} more characters (see Raw)</span>
-        ) : (
-          '"'
-        )}
+        ) : null}
       </span>
     );
   }

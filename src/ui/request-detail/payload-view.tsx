@@ -8,15 +8,20 @@ export function PayloadTables({ event }: { event: TracedEvent }) {
   const query = useMemo(() => queryFields(event.http_req_path ?? ""), [event.http_req_path]);
   const form = useMemo(() => formFields(event), [event]);
   const sent = useMemo(() => requestCookies(event.http_req_headers ?? []), [event.http_req_headers]);
-  const set = useMemo(() => responseCookies(event.http_resp_headers ?? []), [event.http_resp_headers]);
   return (
     <>
       {query.rows.length > 0 ? <FieldTable label="Query string" fields={query} /> : null}
       {form ? <FieldTable label="Form fields" fields={form} noteTitle="type" /> : null}
       {sent.rows.length > 0 ? <FieldTable label="Request cookies" fields={sent} /> : null}
-      {set.rows.length > 0 ? <FieldTable label="Response cookies" fields={set} noteTitle="attributes" /> : null}
+      <ResponseCookies event={event} />
     </>
   );
+}
+
+/** The cookies the response set (Set-Cookie), with their attributes. */
+function ResponseCookies({ event }: { event: TracedEvent }) {
+  const set = useMemo(() => responseCookies(event.http_resp_headers ?? []), [event.http_resp_headers]);
+  return set.rows.length > 0 ? <FieldTable label="Response cookies" fields={set} noteTitle="attributes" /> : null;
 }
 
 function FieldTable({ label, fields, noteTitle }: { label: string; fields: Fields; noteTitle?: string }) {

@@ -93,19 +93,22 @@ export function RequestDetail({
     if (hasTerms) content.current?.querySelector("mark")?.scrollIntoView?.({ block: "center" });
   }, [event.event_id, hasTerms]);
 
-  // The action bar is a list: an action is one entry here.
+  // The action bar is a list: an action is one entry here (a button, or a menu of buttons).
   const actions: DetailAction[] = [];
   if (curl) actions.push({ key: "curl", label: label("curl", "Copy as cURL"), run: () => copy("curl", curl.command) });
+  if (isHttp)
+    actions.push({
+      key: "copy-as",
+      label: "Copy as… ▾",
+      items: copyFormats
+        .filter((f) => f.format !== "curl")
+        .map((f) => ({ key: f.format, label: label(f.format, `Copy as ${f.label}`), run: () => copy(f.format, copyAs(f.format, event)) })),
+    });
   if (isHttp)
     actions.push({ key: "response", label: label("response", "Copy response"), run: () => copy("response", responseText(event)) });
   if (onSaveHar && !isDbCall(event)) actions.push({ key: "har", label: "Save as HAR", run: () => onSaveHar(event) });
   if (onSaveAllHar) actions.push({ key: "har-all", label: "Save all shown as HAR", run: onSaveAllHar });
   if (link) actions.push({ key: "link", label: label("link", "Copy link"), run: () => copy("link", link) });
-  const copyMenu = isHttp
-    ? copyFormats
-        .filter((f) => f.format !== "curl")
-        .map((f) => ({ key: f.format, label: label(f.format, `Copy as ${f.label}`), run: () => copy(f.format, copyAs(f.format, event)) }))
-    : [];
 
   const sections: DetailSection[] = [];
   sections.push({
@@ -194,6 +197,7 @@ export function RequestDetail({
       content: (
         <>
           <PayloadTables event={event} />
+          <h4 className="text-xs font-medium text-zinc-300">Request body</h4>
           <BodyView
             highlight={highlight?.body}
             label="Request body"
@@ -209,14 +213,17 @@ export function RequestDetail({
       id: "response",
       title: "Response",
       content: (
-        <BodyView
-          highlight={highlight?.body}
-          label="Response body"
-          base64={event.http_resp_body}
-          contentType={event.http_resp_content_type}
-          isTruncated={event.http_resp_body_truncated}
-          wireSize={event.http_resp_body_size_bytes_wire}
-        />
+        <>
+          <h4 className="text-xs font-medium text-zinc-300">Response body</h4>
+          <BodyView
+            highlight={highlight?.body}
+            label="Response body"
+            base64={event.http_resp_body}
+            contentType={event.http_resp_content_type}
+            isTruncated={event.http_resp_body_truncated}
+            wireSize={event.http_resp_body_size_bytes_wire}
+          />
+        </>
       ),
     });
   } else if (isDbCall(event)) {
@@ -311,12 +318,15 @@ export function RequestDetail({
           ) : null}
         </div>
         <div className="mt-2 flex flex-wrap gap-1.5">
-          {actions.map((action) => (
-            <ActionButton key={action.key} onClick={action.run}>
-              {action.label}
-            </ActionButton>
-          ))}
-          {copyMenu.length > 0 ? <CopyMenu items={copyMenu} /> : null}
+          {actions.map((action) =>
+            "items" in action ? (
+              <ActionMenu key={action.key} label={action.label} items={action.items} />
+            ) : (
+              <ActionButton key={action.key} onClick={action.run}>
+                {action.label}
+              </ActionButton>
+            ),
+          )}
         </div>
         {curl?.isBodyTruncated ? (
           <p className="mt-1 text-xs text-amber-400">The request body was truncated: the copied request sends only the captured part.</p>
@@ -342,8 +352,9 @@ export function RequestDetail({
   );
 }
 
-/** One entry of the detail's action bar. */
-type DetailAction = { key: string; label: string; run: () => void };
+/** One entry of the detail's action bar: a button, or a menu of them. */
+type DetailButton = { key: string; label: string; run: () => void };
+type DetailAction = DetailButton | { key: string; label: string; items: DetailButton[] };
 
 function ActionButton({ onClick, children }: { onClick: () => void; children: ReactNode }) {
   return (
@@ -357,22 +368,35 @@ function ActionButton({ onClick, children }: { onClick: () => void; children: Re
   );
 }
 
-/** The other copy formats, folded under one button so the bar stays one line on a phone. */
-function CopyMenu({ items }: { items: DetailAction[] }) {
+/** Actions folded under one button (the other copy formats), so the bar stays short on a phone. */
+function ActionMenu({ label, items }: { label: string; items: DetailButton[] }) {
   const [isOpen, setOpen] = useState(false);
+  const box = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    if (!isOpen) return;
+    const close = (e: Event) => {
+      if (e instanceof KeyboardEvent ? e.key === "Escape" : !box.current?.contains(e.target as Node)) setOpen(false);
+    };
+    document.addEventListener("pointerdown", close);
+    document.addEventListener("keydown", close);
+    return () => {
+      document.removeEventListener("pointerdown", close);
+      document.removeEventListener("keydown", close);
+    };
+  }, [isOpen]);
   return (
-    <div className="relative">
+    <div ref={box} className="relative">
       <button
         type="button"
         aria-expanded={isOpen}
         onClick={() => setOpen(!isOpen)}
         className="rounded-md border border-zinc-700 bg-zinc-800 px-2.5 py-1 text-xs font-medium text-zinc-100 hover:bg-zinc-700"
       >
-        Copy as… ▾
+        {label}
       </button>
       {isOpen ? (
         <ul
-          aria-label="Copy as"
+          aria-label={label.replace(/[…▾\s]+$/, "")}
           className="absolute left-0 z-20 mt-1 min-w-44 rounded-md border border-zinc-700 bg-zinc-800 py-1 shadow-lg"
         >
           {items.map((item) => (

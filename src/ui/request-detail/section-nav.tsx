@@ -1,20 +1,26 @@
-import { type ReactNode, type RefObject, useCallback, useEffect, useState } from "react";
+import { type ReactNode, type RefObject, useCallback, useEffect, useRef, useState } from "react";
 
 export type DetailSection = { id: string; title: string; content: ReactNode };
 
 /**
  * The detail's sections as tabs: each jumps to its section in the one scrolling column (so a search's marks, the
- * culprit and every table stay on one page), and the one being read is marked current. On a phone the bar scrolls
- * sideways rather than run off the screen.
+ * culprit and every table stay on one page), and the one being read is marked current. On a phone the bar wraps
+ * rather than run off the screen.
  */
 export function SectionNav({ sections, scroller }: { sections: readonly DetailSection[]; scroller: RefObject<HTMLDivElement | null> }) {
   const [current, setCurrent] = useState(sections[0]?.id ?? "");
+  // The scroll a jump causes keeps the section jumped to current, even where it cannot reach the top.
+  const jumped = useRef(false);
   const ids = sections.map((s) => s.id).join(" ");
   // biome-ignore lint/correctness/useExhaustiveDependencies: the sections are read from the page by their ids
   useEffect(() => {
     const box = scroller.current;
     if (!box) return;
     const onScroll = () => {
+      if (jumped.current) {
+        jumped.current = false;
+        return;
+      }
       const top = box.getBoundingClientRect().top;
       let at = sections[0]?.id ?? "";
       for (const section of sections) {
@@ -33,7 +39,12 @@ export function SectionNav({ sections, scroller }: { sections: readonly DetailSe
       const box = scroller.current;
       const el = box?.querySelector<HTMLElement>(`[data-section="${id}"]`);
       if (!box || !el) return;
-      box.scrollTo?.({ top: box.scrollTop + el.getBoundingClientRect().top - box.getBoundingClientRect().top });
+      const top = Math.min(
+        box.scrollHeight - box.clientHeight,
+        box.scrollTop + el.getBoundingClientRect().top - box.getBoundingClientRect().top,
+      );
+      jumped.current = Math.round(top) !== Math.round(box.scrollTop);
+      box.scrollTo?.({ top });
       setCurrent(id);
     },
     [scroller],
@@ -41,7 +52,7 @@ export function SectionNav({ sections, scroller }: { sections: readonly DetailSe
   if (sections.length < 2) return null;
   return (
     <nav aria-label="Sections" className="border-b border-zinc-800">
-      <ul className="flex overflow-x-auto px-2 [scrollbar-width:thin]">
+      <ul className="flex flex-wrap px-2">
         {sections.map((section) => (
           <li key={section.id} className="shrink-0">
             <button
