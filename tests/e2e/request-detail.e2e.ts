@@ -112,10 +112,10 @@ describe("the request detail", () => {
       expect(await tree.locator('[data-json-type="string"]').allTextContents()).toEqual(['"A1"', '"say \\"hi\\""']);
       await tree.getByRole("button", { name: "Close order" }).click();
       expect(await tree.textContent()).not.toContain("A1");
-      await response.getByRole("searchbox", { name: "Find in response body" }).fill("hi");
+      await response.getByRole("searchbox", { name: "Find in response" }).fill("hi");
       expect(await response.locator("mark").allTextContents()).toEqual(["hi"]);
       await screenshot(page, `request-detail-${viewport.name}-3-response`);
-      await response.getByRole("searchbox", { name: "Find in response body" }).fill("");
+      await response.getByRole("searchbox", { name: "Find in response" }).fill("");
 
       await detail().getByRole("button", { name: "Copy as… ▾" }).click();
       await detail().getByRole("button", { name: "Copy as Python requests" }).click();

@@ -233,7 +233,7 @@ describe("bodies", () => {
       <RequestDetail event={served({ http_resp_body: b64(JSON.stringify({ a: "needle", b: ["NEEDLE", "hay"], c: "x".repeat(10) })) })} />,
     );
     const body = screen.getByLabelText("Response body");
-    const find = within(body).getByRole("searchbox", { name: "Find in response body" });
+    const find = within(body).getByRole("searchbox", { name: "Find in response" });
     fireEvent.change(find, { target: { value: "needle" } });
     expect([...body.querySelectorAll("mark")].map((m) => m.textContent)).toEqual(["needle", "NEEDLE"]);
     expect(within(body).getByTestId("find-count").textContent).toBe("2 matches");
@@ -244,7 +244,7 @@ describe("bodies", () => {
     cleanup();
     render(<RequestDetail event={makeEvent({ http_resp_body: b64("ab ".repeat(5000)), http_resp_content_type: "text/plain" })} />);
     const text = screen.getByLabelText("Response body");
-    fireEvent.change(within(text).getByRole("searchbox", { name: "Find in response body" }), { target: { value: "ab" } });
+    fireEvent.change(within(text).getByRole("searchbox", { name: "Find in response" }), { target: { value: "ab" } });
     expect(within(text).getByTestId("find-count").textContent).toBe("1,000+ matches");
     expect(text.querySelectorAll("mark").length).toBe(1000);
   });

@@ -63,7 +63,7 @@ export function BodyView({
         </p>
       ) : null}
       {view.kind === "empty" ? null : (
-        <div role="toolbar" aria-label={`${label} tools`} className="mb-1 flex flex-wrap items-center gap-1.5 text-xs">
+        <div className="mb-1 flex flex-wrap items-center gap-1.5 text-xs">
           {view.kind === "json" ? (
             <div className="flex overflow-hidden rounded-md border border-zinc-700">
               <ToggleButton isOn={!isRaw} onClick={() => setRaw(false)}>
@@ -82,7 +82,8 @@ export function BodyView({
                 onChange={(e) => setFind(e.target.value)}
                 maxLength={MAX_FIND_CHARS}
                 placeholder="Find in body"
-                aria-label={`Find in ${label.toLowerCase()}`}
+                // Not "Find in response body": locators that look for the body by its label must find the body alone.
+                aria-label={`Find in ${label.replace(/ body$/i, "").toLowerCase()}`}
                 className="w-36 min-w-0 rounded-md border border-zinc-700 bg-zinc-950 px-2 py-0.5 text-zinc-100 placeholder:text-zinc-500"
               />
               {deferredFind ? (
