@@ -41,7 +41,7 @@ export function SectionNav({ sections, scroller }: { sections: readonly DetailSe
       if (!box || !el) return;
       const top = Math.min(
         box.scrollHeight - box.clientHeight,
-        box.scrollTop + el.getBoundingClientRect().top - box.getBoundingClientRect().top,
+        box.scrollTop + el.getBoundingClientRect().top - box.getBoundingClientRect().top - 4,
       );
       jumped.current = Math.round(top) !== Math.round(box.scrollTop);
       box.scrollTo?.({ top });
