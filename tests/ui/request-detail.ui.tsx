@@ -71,13 +71,15 @@ describe("TLS", () => {
 });
 
 describe("bodies", () => {
-  test("JSON is pretty-printed", () => {
+  test("JSON is a tree; Raw shows it as captured", () => {
     render(
       <RequestDetail event={makeEvent({ http_resp_body: b64('{"a":1,"b":[true,null]}'), http_resp_content_type: "application/json" })} />,
     );
     const body = screen.getByLabelText("Response body");
     expect(body.getAttribute("data-body-kind")).toBe("json");
-    expect(body.querySelector("pre")?.textContent).toBe('{\n  "a": 1,\n  "b": [\n    true,\n    null\n  ]\n}');
+    expect(within(body).getByRole("list", { name: "JSON tree" }).textContent).toBe("▾{2}a:1▾b:[2]0:true1:null");
+    fireEvent.click(within(body).getByRole("button", { name: "Raw" }));
+    expect(body.querySelector("pre")?.textContent).toBe('{"a":1,"b":[true,null]}');
   });
 
   test("binary is shown as hex, 16 bytes per row with printable characters", () => {

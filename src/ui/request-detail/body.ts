@@ -7,7 +7,8 @@
  */
 export type BodyView =
   | { kind: "empty" }
-  | { kind: "json"; text: string }
+  /** `raw` as captured, `value` parsed (pretty-printed only when shown so: `prettyJson`). */
+  | { kind: "json"; raw: string; value: unknown }
   | { kind: "text"; text: string }
   | { kind: "image"; bytes: Uint8Array; contentType: string }
   | { kind: "binary"; bytes: Uint8Array };
@@ -95,12 +96,16 @@ export function classifyBody(b64: string, contentType: string): BodyView {
   const trimmed = text.trimStart();
   if (isJsonType(type) || trimmed.startsWith("{") || trimmed.startsWith("[")) {
     try {
-      return { kind: "json", text: JSON.stringify(JSON.parse(text), null, 2) };
+      return { kind: "json", raw: text, value: JSON.parse(text) };
     } catch {
       // not (complete) JSON: a truncated sample, or JSON-looking text
     }
   }
   return { kind: "text", text };
+}
+
+export function prettyJson(value: unknown): string {
+  return JSON.stringify(value, null, 2);
 }
 
 /** Hex dump rows: offset, 16 bytes in hex, and the printable characters (33 to 126; others as "."). */

@@ -1,6 +1,6 @@
 import { type ReactNode, useEffect, useMemo, useRef, useState } from "react";
 import { dbOutcome, dbOutcomeClass, dbSystemName, isDbCall } from "~/lib/db-call.ts";
-import { displayUrl, eventUrl, isDecrypted, splitUrlTail } from "~/lib/event-url.ts";
+import { displayUrl, eventUrl, isDecrypted } from "~/lib/event-url.ts";
 import type { HighlightTerms } from "~/lib/filter/search.ts";
 import { formatBytes, formatDuration } from "~/lib/format.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
@@ -12,13 +12,18 @@ import { LockIcon } from "../components/tls-marker.tsx";
 import { unansweredSentence } from "../components/unanswered-marker.tsx";
 import { statusClass } from "../live/format.ts";
 import { isPendingRow } from "../live/pending-rows.ts";
+import { asText, decodeBase64 } from "./body.ts";
 import { BodyView } from "./body-view.tsx";
 import { CallWaterfall } from "./call-waterfall.tsx";
+import { copyAs, copyFormats } from "./copy-as.ts";
 import { toCurl } from "./curl.ts";
 import { DbCallDetail } from "./db-call-detail.tsx";
-import { Marked } from "./marked.tsx";
+import { HeaderBlock, KeyValueTable, rawHeaders } from "./header-block.tsx";
 import { MiddleCutText } from "./middle-cut-text.tsx";
 import { ResendPanel } from "./resend-panel.tsx";
+import { PayloadTables } from "./payload-view.tsx";
+import { redactedPlaces } from "./redacted.ts";
+import { type DetailSection, SectionNav } from "./section-nav.tsx";
 import { tagLabel, tagValue } from "./tag-labels.ts";
 import { timingSteps } from "./timing.ts";
 import { useCopy } from "./use-copy.ts";
@@ -75,6 +80,7 @@ export function RequestDetail({
   const isHandshake = isWebSocketHandshake(event);
   const isMessage = isWebSocketMessage(event);
   const isPending = isPendingRow(event);
+  const isHttp = event.protocol === "http";
   const messages = useMemo(() => (isHandshake ? outboundCalls.filter(isWebSocketMessage) : []), [isHandshake, outboundCalls]);
   const calls = isHandshake ? outboundCalls.filter((c) => !isWebSocketMessage(c)) : outboundCalls;
   // One culprit for the whole request: its slowest timing step, or, when that is the processing and the calls made
@@ -84,7 +90,8 @@ export function RequestDetail({
   const isCulpritInCalls = timingCulprit === undefined || timingCulprit === "processing";
   const [zone] = useTimeZone();
   // The live frame re-renders as events stream in: decode the body for cURL once per event.
-  const curl = useMemo(() => (event.protocol === "http" ? toCurl(event) : null), [event]);
+  const curl = useMemo(() => (isHttp ? toCurl(event) : null), [event, isHttp]);
+  const redacted = useMemo(() => (isHttp ? redactedPlaces(event) : []), [event, isHttp]);
   const label = (key: string, idle: string) => (copiedKey === key ? "Copied!" : failedKey === key ? "Copy failed" : idle);
   // A request opened from a search shows its first match.
   const content = useRef<HTMLDivElement>(null);
@@ -93,6 +100,158 @@ export function RequestDetail({
   useEffect(() => {
     if (hasTerms) content.current?.querySelector("mark")?.scrollIntoView?.({ block: "center" });
   }, [event.event_id, hasTerms]);
+
+  // The action bar is a list: an action is one entry here (a button, or a menu of buttons).
+  const actions: DetailAction[] = [];
+  if (curl) actions.push({ key: "curl", label: label("curl", "Copy as cURL"), run: () => copy("curl", curl.command) });
+  if (isHttp)
+    actions.push({
+      key: "copy-as",
+      label: "Copy as… ▾",
+      items: copyFormats
+        .filter((f) => f.format !== "curl")
+        .map((f) => ({ key: f.format, label: label(f.format, `Copy as ${f.label}`), run: () => copy(f.format, copyAs(f.format, event)) })),
+    });
+  if (isHttp)
+    actions.push({ key: "response", label: label("response", "Copy response"), run: () => copy("response", responseText(event)) });
+  if (onSaveHar && !isDbCall(event)) actions.push({ key: "har", label: "Save as HAR", run: () => onSaveHar(event) });
+  if (onSaveAllHar) actions.push({ key: "har-all", label: "Save all shown as HAR", run: onSaveAllHar });
+  if (link) actions.push({ key: "link", label: label("link", "Copy link"), run: () => copy("link", link) });
+  if (namespaceId && curl && !isMessage) actions.push({ key: "resend", label: "Resend", run: () => setIsResendOpen(true) });
+
+  const sections: DetailSection[] = [];
+  sections.push({
+    id: "general",
+    title: "General",
+    content: (
+      <>
+        <KeyValueTable label="General" rows={generalRows(event, zone)} isProse />
+        {event.tags?.tls || event.tls_server_name ? (
+          <Subsection title="TLS">
+            <TlsFacts event={event} />
+          </Subsection>
+        ) : null}
+        <Subsection title="Details">
+          <Facts event={event} />
+        </Subsection>
+      </>
+    ),
+  });
+  if (isMessage) sections.push({ id: "message", title: "Message", content: <MessageBody message={event} /> });
+  else
+    sections.push({
+      id: "timing",
+      title: "Timing",
+      content: <Waterfall event={event} isProcessingBrokenDown={hasCallBreakdown} />,
+    });
+  if (parent)
+    sections.push({
+      id: "parent",
+      title: isMessage ? "WebSocket" : isTunnel(parent) ? "Tunnel" : "Made for",
+      content: (
+        <Subsection title={isMessage ? "Message of the WebSocket" : isTunnel(parent) ? "Through the proxy tunnel" : "Made while serving"}>
+          {event.tags?.parent_guess ? <p className="text-xs text-amber-400">A guess: {event.tags.parent_guess}.</p> : null}
+          <EventLine event={parent} onOpen={onOpen} />
+        </Subsection>
+      ),
+    });
+  if (isHandshake)
+    sections.push({
+      id: "messages",
+      title: `Messages (${messages.length.toLocaleString("en-US")})`,
+      content: (
+        <Subsection title={`WebSocket messages (${messages.length.toLocaleString("en-US")})`}>
+          <WebSocketMessages messages={messages} openedAt={event.time} />
+        </Subsection>
+      ),
+    });
+  if ((!event.http_is_outgoing || isTunnel(event)) && !isMessage && !(isHandshake && calls.length === 0))
+    sections.push({
+      id: "calls",
+      title: `Calls made (${calls.length})`,
+      content: (
+        <Subsection title={`${isTunnel(event) ? "Calls through this tunnel" : "Calls made while serving"} (${calls.length})`}>
+          {calls.length === 0 ? (
+            <p className="text-xs text-zinc-500">
+              {isTunnel(event) ? "Nothing was recorded through this tunnel." : "No outbound calls were made while serving this request."}
+            </p>
+          ) : hasCallBreakdown ? (
+            <CallWaterfall request={event} calls={calls} onOpen={onOpen} isCulpritHere={isCulpritInCalls} />
+          ) : (
+            <ul aria-label={isTunnel(event) ? "Calls through this tunnel" : "Outbound calls"} className="space-y-0.5">
+              {calls.map((child) => (
+                <li key={child.event_id}>
+                  <EventLine event={child} onOpen={onOpen} offsetUs={child.time - event.time} parentDuration={event.http_duration} />
+                </li>
+              ))}
+            </ul>
+          )}
+        </Subsection>
+      ),
+    });
+  if (isHttp) {
+    sections.push({
+      id: "headers",
+      title: `Headers (${(event.http_req_headers?.length ?? 0) + (event.http_resp_headers?.length ?? 0)})`,
+      content: (
+        <>
+          <HeaderBlock label="Request headers" headers={event.http_req_headers} highlight={highlight?.headers} />
+          <HeaderBlock label="Response headers" headers={event.http_resp_headers} highlight={highlight?.headers} />
+        </>
+      ),
+    });
+    sections.push({
+      id: "payload",
+      title: "Payload",
+      content: (
+        <>
+          <PayloadTables event={event} />
+          <h4 className="text-xs font-medium text-zinc-300">Request body</h4>
+          <BodyView
+            highlight={highlight?.body}
+            label="Request body"
+            base64={event.http_req_body}
+            contentType={event.http_req_content_type}
+            isTruncated={event.http_req_body_truncated}
+            wireSize={event.http_req_body_size_bytes_wire}
+          />
+        </>
+      ),
+    });
+    sections.push({
+      id: "response",
+      title: "Response",
+      content: (
+        <>
+          <h4 className="text-xs font-medium text-zinc-300">Response body</h4>
+          <BodyView
+            highlight={highlight?.body}
+            label="Response body"
+            base64={event.http_resp_body}
+            contentType={event.http_resp_content_type}
+            isTruncated={event.http_resp_body_truncated}
+            wireSize={event.http_resp_body_size_bytes_wire}
+          />
+        </>
+      ),
+    });
+  } else if (isDbCall(event)) {
+    sections.push({
+      id: "statement",
+      title: event.db_system === "redis" ? "Command" : "Statement",
+      content: <DbCallDetail event={event} />,
+    });
+  } else if (!isMessage) {
+    sections.push({
+      id: "connection",
+      title: "Connection",
+      content: (
+        <p className="text-xs text-zinc-300">
+          {formatBytes(event.bytes_sent)} sent, {formatBytes(event.bytes_received)} received (not HTTP).
+        </p>
+      ),
+    });
+  }
 
   return (
     <section aria-label="Request detail" className="@container flex h-full flex-col overflow-hidden bg-zinc-900 text-zinc-100">
@@ -174,18 +333,29 @@ export function RequestDetail({
           ) : null}
         </div>
         <div className="mt-2 flex flex-wrap gap-1.5">
-          {curl ? <ActionButton onClick={() => copy("curl", curl.command)}>{label("curl", "Copy as cURL")}</ActionButton> : null}
-          {onSaveHar && !isDbCall(event) ? <ActionButton onClick={() => onSaveHar(event)}>Save as HAR</ActionButton> : null}
-          {onSaveAllHar ? <ActionButton onClick={onSaveAllHar}>Save all shown as HAR</ActionButton> : null}
-          {link ? <ActionButton onClick={() => copy("link", link)}>{label("link", "Copy link")}</ActionButton> : null}
-          {namespaceId && curl && !isMessage ? <ActionButton onClick={() => setIsResendOpen(true)}>Resend</ActionButton> : null}
+          {actions.map((action) =>
+            "items" in action ? (
+              <ActionMenu key={action.key} label={action.label} items={action.items} />
+            ) : (
+              <ActionButton key={action.key} onClick={action.run}>
+                {action.label}
+              </ActionButton>
+            ),
+          )}
         </div>
         {curl?.isBodyTruncated ? (
-          <p className="mt-1 text-xs text-amber-400">The request body was truncated: the cURL command sends only the captured part.</p>
+          <p className="mt-1 text-xs text-amber-400">The request body was truncated: the copied request sends only the captured part.</p>
+        ) : null}
+        {redacted.length > 0 ? (
+          <p className="mt-1 text-xs text-amber-400" data-testid="redacted-notice">
+            Redacted when captured: {redacted.join(", ")}. A copied request sends the markers, not the secrets: put the real values in
+            before you replay it.
+          </p>
         ) : null}
       </header>
 
-      <div ref={content} className="flex-1 space-y-4 overflow-auto p-3">
+      <SectionNav sections={sections} scroller={content} />
+      <div ref={content} className="relative flex-1 space-y-4 overflow-auto p-3">
         {isResendOpen && namespaceId ? (
           <ResendPanel
             event={event}
@@ -195,99 +365,20 @@ export function RequestDetail({
             onClose={() => setIsResendOpen(false)}
           />
         ) : null}
-        {isMessage ? (
-          <Section title="Message">
-            <MessageBody message={event} />
-          </Section>
-        ) : (
-          <Section title="Timing">
-            <Waterfall event={event} isProcessingBrokenDown={hasCallBreakdown} />
-          </Section>
-        )}
-
-        {parent ? (
-          <Section title={isMessage ? "Message of the WebSocket" : isTunnel(parent) ? "Through the proxy tunnel" : "Made while serving"}>
-            {parent && event.tags?.parent_guess ? <p className="text-xs text-amber-400">A guess: {event.tags.parent_guess}.</p> : null}
-            <EventLine event={parent} onOpen={onOpen} />
-          </Section>
-        ) : null}
-
-        {isHandshake ? (
-          <Section title={`WebSocket messages (${messages.length.toLocaleString("en-US")})`}>
-            <WebSocketMessages messages={messages} openedAt={event.time} />
-          </Section>
-        ) : null}
-
-        {(!event.http_is_outgoing || isTunnel(event)) && !isMessage && !(isHandshake && calls.length === 0) ? (
-          <Section title={`${isTunnel(event) ? "Calls through this tunnel" : "Outbound calls"} (${calls.length})`}>
-            {calls.length === 0 ? (
-              <p className="text-xs text-zinc-500">
-                {isTunnel(event) ? "Nothing was recorded through this tunnel." : "No outbound calls were made while serving this request."}
-              </p>
-            ) : hasCallBreakdown ? (
-              <CallWaterfall request={event} calls={calls} onOpen={onOpen} isCulpritHere={isCulpritInCalls} />
-            ) : (
-              <ul aria-label={isTunnel(event) ? "Calls through this tunnel" : "Outbound calls"} className="space-y-0.5">
-                {calls.map((child) => (
-                  <li key={child.event_id}>
-                    <EventLine event={child} onOpen={onOpen} offsetUs={child.time - event.time} parentDuration={event.http_duration} />
-                  </li>
-                ))}
-              </ul>
-            )}
-          </Section>
-        ) : null}
-
-        {event.tags?.tls || event.tls_server_name ? (
-          <Section title="TLS">
-            <TlsFacts event={event} />
-          </Section>
-        ) : null}
-
-        <Section title="Details">
-          <Facts event={event} />
-        </Section>
-
-        {event.protocol === "http" ? (
-          <>
-            <Section title="Request">
-              <Headers label="Request headers" headers={event.http_req_headers} highlight={highlight?.headers} />
-              <BodyView
-                highlight={highlight?.body}
-                label="Request body"
-                base64={event.http_req_body}
-                contentType={event.http_req_content_type}
-                isTruncated={event.http_req_body_truncated}
-                wireSize={event.http_req_body_size_bytes_wire}
-              />
-            </Section>
-            <Section title="Response">
-              <Headers label="Response headers" headers={event.http_resp_headers} highlight={highlight?.headers} />
-              <BodyView
-                highlight={highlight?.body}
-                label="Response body"
-                base64={event.http_resp_body}
-                contentType={event.http_resp_content_type}
-                isTruncated={event.http_resp_body_truncated}
-                wireSize={event.http_resp_body_size_bytes_wire}
-              />
-            </Section>
-          </>
-        ) : isDbCall(event) ? (
-          <Section title={event.db_system === "redis" ? "Command" : "Statement"}>
-            <DbCallDetail event={event} />
-          </Section>
-        ) : isMessage ? null : (
-          <Section title="Connection">
-            <p className="text-xs text-zinc-300">
-              {formatBytes(event.bytes_sent)} sent, {formatBytes(event.bytes_received)} received (not HTTP).
-            </p>
-          </Section>
-        )}
+        {sections.map((section) => (
+          <div key={section.id} data-section={section.id}>
+            <h3 className="mb-1.5 text-[11px] font-semibold tracking-wider text-zinc-400 uppercase">{section.title}</h3>
+            <div className="space-y-2">{section.content}</div>
+          </div>
+        ))}
       </div>
     </section>
   );
 }
+
+/** One entry of the detail's action bar: a button, or a menu of them. */
+type DetailButton = { key: string; label: string; run: () => void };
+type DetailAction = DetailButton | { key: string; label: string; items: DetailButton[] };
 
 function ActionButton({ onClick, children }: { onClick: () => void; children: ReactNode }) {
   return (
@@ -301,46 +392,107 @@ function ActionButton({ onClick, children }: { onClick: () => void; children: Re
   );
 }
 
-function Section({ title, children }: { title: string; children: ReactNode }) {
+/** Actions folded under one button (the other copy formats), so the bar stays short on a phone. */
+function ActionMenu({ label, items }: { label: string; items: DetailButton[] }) {
+  const [isOpen, setOpen] = useState(false);
+  const box = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    if (!isOpen) return;
+    const close = (e: Event) => {
+      if (e instanceof KeyboardEvent ? e.key === "Escape" : !box.current?.contains(e.target as Node)) setOpen(false);
+    };
+    document.addEventListener("pointerdown", close);
+    document.addEventListener("keydown", close);
+    return () => {
+      document.removeEventListener("pointerdown", close);
+      document.removeEventListener("keydown", close);
+    };
+  }, [isOpen]);
+  return (
+    <div ref={box} className="relative">
+      <button
+        type="button"
+        aria-expanded={isOpen}
+        onClick={() => setOpen(!isOpen)}
+        className="rounded-md border border-zinc-700 bg-zinc-800 px-2.5 py-1 text-xs font-medium text-zinc-100 hover:bg-zinc-700"
+      >
+        {label}
+      </button>
+      {isOpen ? (
+        <ul
+          aria-label={label.replace(/[…▾\s]+$/, "")}
+          className="absolute left-0 z-20 mt-1 min-w-44 rounded-md border border-zinc-700 bg-zinc-800 py-1 shadow-lg"
+        >
+          {items.map((item) => (
+            <li key={item.key}>
+              <button
+                type="button"
+                onClick={item.run}
+                className="block w-full px-3 py-1 text-left text-xs whitespace-nowrap text-zinc-100 hover:bg-zinc-700"
+              >
+                {item.label}
+              </button>
+            </li>
+          ))}
+        </ul>
+      ) : null}
+    </div>
+  );
+}
+
+function Subsection({ title, children }: { title: string; children: ReactNode }) {
   return (
     <div>
-      <h3 className="mb-1.5 text-[11px] font-semibold tracking-wider text-zinc-400 uppercase">{title}</h3>
+      <h4 className="mb-1 text-xs font-medium text-zinc-300">{title}</h4>
       <div className="space-y-2">{children}</div>
     </div>
   );
 }
 
-/**
- * `isProse`: values are words (wrapped between them), not tokens (broken anywhere). `highlight`: texts looked for in
- * the values of the header named (any header for "").
- */
-function Headers({
-  label,
-  headers,
-  isProse = false,
-  highlight = [],
-}: {
-  label: string;
-  headers: Array<[string, string]>;
-  isProse?: boolean;
-  highlight?: HighlightTerms["headers"];
-}) {
-  if (headers.length === 0) return <p className="text-xs text-zinc-500">No headers</p>;
-  return (
-    <table aria-label={label} className="w-full table-fixed font-mono text-xs">
-      <tbody>
-        {headers.map(([name, value], i) => (
-          // biome-ignore lint/suspicious/noArrayIndexKey: headers repeat; wire order is the identity
-          <tr key={i} className="align-top">
-            <td className="w-[38%] py-0.5 pr-2 [overflow-wrap:anywhere] text-zinc-400 @lg:w-1/3">{name}</td>
-            <td className={`py-0.5 text-zinc-200 ${isProse ? "[overflow-wrap:anywhere]" : "break-all"}`}>
-              <Marked text={value} terms={highlight.filter((h) => h.name === "" || h.name === name.toLowerCase()).map((h) => h.text)} />
-            </td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
-  );
+/** The protocol as read: "HTTP/2 · gRPC · TLS decrypted". */
+export function protocolName(event: TracedEvent): string {
+  if (isDbCall(event)) return dbSystemName(event.db_system);
+  const parts = [event.protocol === "http" ? `HTTP/${event.http_version || "?"}` : event.protocol.toUpperCase()];
+  if (/^application\/grpc/i.test(event.http_req_content_type ?? "")) parts.push("gRPC");
+  if (isWebSocketHandshake(event)) parts.push("WebSocket");
+  if (event.tags?.tls === "decrypted") parts.push("TLS decrypted");
+  else if (event.tags?.tls === "not decrypted") parts.push("TLS not decrypted");
+  return parts.join(" · ");
+}
+
+/** DevTools' General: what the exchange was, between whom, how big, and which process. Empty fields are left out. */
+function generalRows(event: TracedEvent, zone: ReturnType<typeof useTimeZone>[0]): Array<[string, string]> {
+  const isHttp = event.protocol === "http";
+  const rows: Array<[string, string]> = [
+    ["URL", isHttp && !isTunnel(event) ? eventUrl(event) : displayUrl(event)],
+    ["method", isHttp ? event.http_req_method : ""],
+    ["status", isHttp && event.http_resp_status_code ? String(event.http_resp_status_code) : isHttp ? "no response" : ""],
+    ["protocol", protocolName(event)],
+    // The remote side from the program's point of view: the server it called, or the client it served.
+    ["remote address", event.http_is_outgoing ? event.http_server_addr : event.http_client_addr],
+    ["local address", event.http_is_outgoing ? event.http_client_addr : event.http_server_addr],
+    ["request body", isHttp ? bodySize(event.http_req_body_size_bytes_wire, event.http_req_content_type ?? "") : ""],
+    ["response body", isHttp ? bodySize(event.http_resp_body_size_bytes_wire, event.http_resp_content_type ?? "") : ""],
+    ["on the wire", `${formatBytes(event.bytes_sent)} sent, ${formatBytes(event.bytes_received)} received`],
+    ["started", formatFullTime(event.time, zone)],
+    ["duration", formatDuration(event.http_duration)],
+    ["service", event.service],
+    ["process", event.process_executable_name ? `${event.process_executable_name} (pid ${event.process_id})` : ""],
+  ];
+  return rows.filter(([, value]) => value !== "");
+}
+
+function bodySize(wire: number, contentType: string): string {
+  if (wire <= 0) return "none";
+  return contentType ? `${formatBytes(wire)} · ${contentType}` : formatBytes(wire);
+}
+
+/** The response as HTTP/1 text: status line, headers, a blank line and the body (binary bodies as base64). */
+export function responseText(event: TracedEvent): string {
+  const status = `HTTP/${event.http_version || "1.1"} ${event.http_resp_status_code || ""}`.trim();
+  const bytes = decodeBase64(event.http_resp_body ?? "");
+  const text = bytes.length === 0 ? "" : (asText(bytes) ?? `(binary, base64) ${event.http_resp_body}`);
+  return `${[status, rawHeaders(event.http_resp_headers ?? [])].filter(Boolean).join("\n")}\n\n${text}`;
 }
 
 /**
@@ -360,12 +512,9 @@ export function tlsSummary(event: TracedEvent): string | null {
 /** The exchange's context as key/value rows; empty fields are left out. */
 function Facts({ event }: { event: TracedEvent }) {
   const rows: Array<[string, string]> = [
-    ["service", event.service],
     ["host", event.hostname],
-    ["process", event.process_command_line || event.process_executable_name],
+    ["command line", event.process_command_line],
     ["user", event.process_user],
-    ["client", event.http_client_addr],
-    ["server", event.http_server_addr],
     ["X-Forwarded-For", event.http_req_x_forwarded_for],
     ["request encoding", [event.http_req_content_encoding, event.http_req_transfer_encoding].filter(Boolean).join(", ")],
     ["response encoding", [event.http_resp_content_encoding, event.http_resp_transfer_encoding].filter(Boolean).join(", ")],
@@ -375,7 +524,7 @@ function Facts({ event }: { event: TracedEvent }) {
       .filter(([k]) => !tlsTags.has(k))
       .map(([k, v]) => [tagLabel(k), tagValue(k, String(v))] as [string, string]),
   ];
-  return <Headers label="Details" headers={rows.filter(([, value]) => value !== "")} />;
+  return <KeyValueTable label="Details" rows={rows.filter(([, value]) => value !== "")} />;
 }
 
 /** The tags the TLS section shows (left out of the details' tag rows). */
@@ -393,7 +542,7 @@ function TlsFacts({ event }: { event: TracedEvent }) {
     ["detail", tags.tls_detail ?? ""],
     ["handshake", event.timing_tls >= 0 ? formatDuration(event.timing_tls) : ""],
   ];
-  return <Headers label="TLS" headers={rows.filter(([, value]) => value !== "")} isProse />;
+  return <KeyValueTable label="TLS" rows={rows.filter(([, value]) => value !== "")} isProse />;
 }
 
 function EventLine({
