@@ -71,6 +71,39 @@ async function load(store: SqlEventStore, count: number): Promise<void> {
   console.log(`  loaded ${count.toLocaleString("en")} events in ${((performance.now() - t) / 1000).toFixed(1)} s`);
 }
 
+/**
+ * ClickHouse's floor beside the table, on the same rows and range: the table's grouped scan without its sparklines,
+ * the same GROUP BY with only a count, the t-digest alone with no grouping, the grouped scan keyed on one hash of
+ * the five keys, and the sparklines' query alone.
+ */
+async function clickhouseFloor(url: string): Promise<Record<string, number>> {
+  const table = `events_${namespaceId.replaceAll("-", "")}`;
+  const where = `time >= ${startMs * 1000} AND time < ${endMs * 1000} AND protocol = 'http'`;
+  const host = "if(http_is_outgoing = 1, http_req_host, '')";
+  const keys = `service, http_is_outgoing AS o, ${host} AS host, http_req_method AS method, http_route AS route`;
+  const aggregates =
+    "count() AS n, countIf(http_resp_status_code >= 400 AND http_resp_status_code < 500) AS e4, " +
+    "countIf(http_resp_status_code >= 500) AS e5, quantilesTDigest(0.5, 0.95, 0.99)(http_duration) AS q, " +
+    "max(http_duration) AS mx, sum(http_req_body_size_bytes_wire) AS bin, sum(http_resp_body_size_bytes_wire) AS bout";
+  const step = Math.ceil((endMs - startMs) / 30) * 1000;
+  const queries: Record<string, string> = {
+    "grouped scan (the table without sparklines)": `SELECT ${keys}, ${aggregates} FROM ${table} WHERE ${where} GROUP BY service, o, host, method, route`,
+    "grouped by one hash of the keys": `SELECT cityHash64(service, http_is_outgoing, ${host}, http_req_method, http_route) AS k, any(service), any(http_is_outgoing), any(${host}), any(http_req_method), any(http_route), ${aggregates} FROM ${table} WHERE ${where} GROUP BY k`,
+    "floor: GROUP BY the keys, count only": `SELECT ${keys}, count() FROM ${table} WHERE ${where} GROUP BY service, o, host, method, route`,
+    "floor: t-digest alone, no grouping": `SELECT quantilesTDigest(0.5, 0.95, 0.99)(http_duration) FROM ${table} WHERE ${where}`,
+    "sparklines alone": `SELECT ${keys}, intDiv(time - ${startMs * 1000}, ${step}) AS s, quantilesTDigest(0.95)(http_duration) FROM ${table} WHERE ${where} GROUP BY service, o, host, method, route, s`,
+  };
+  const out: Record<string, number> = {};
+  for (const [name, sql] of Object.entries(queries)) {
+    out[name] = await medianMs(async () => {
+      const res = await fetch(url, { method: "POST", body: `${sql} FORMAT TabSeparated` });
+      if (!res.ok) throw new Error(`${name}: ${await res.text()}`);
+      await res.arrayBuffer();
+    });
+  }
+  return out;
+}
+
 type Result = {
   engine: string;
   size: number;
@@ -101,6 +134,11 @@ for (const engine of engines) {
     const e = await medianMs(table);
     const l = await medianMs(latency);
     const answer = await table();
+    if (engine === "clickhouse") {
+      const floor = await clickhouseFloor(await clickhouseUrl());
+      console.log(`  beside the Endpoints table's ${e.toFixed(1)} ms and the histogram's ${h.toFixed(1)} ms (median of ${runs}):`);
+      for (const [name, ms] of Object.entries(floor)) console.log(`    ${name}: ${ms.toFixed(1)} ms (${(ms / e).toFixed(2)} of the table)`);
+    }
     results.push({
       engine,
       size,

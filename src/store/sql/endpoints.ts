@@ -43,18 +43,37 @@ export function planEndpoints(query: EndpointsQuery, range: TimestampFilter): En
 }
 
 /** One row per endpoint, the busiest first, one more than the limit (to tell that some were left out). */
+/**
+ * ClickHouse groups (the table and its sparklines) on one 64-bit hash of the five keys and takes the keys with any(): about half the time of grouping
+ * on the five texts (bench/README.md, endpoints). Two endpoints would share a row only if their keys' hashes collide.
+ */
+function hashedKeyColumns(): string {
+  const host = "if(http_is_outgoing = 1, http_req_host, '')";
+  return (
+    `cityHash64(service, http_is_outgoing, ${host}, http_req_method, http_route) AS endpoint_hash, ` +
+    `any(service) AS k_service, any(http_is_outgoing) AS k_o, any(${host}) AS k_host, any(http_req_method) AS k_method, ` +
+    "any(http_route) AS k_route"
+  );
+}
+
+const hashedOuterKeys = "k_service AS service, k_o AS o, k_host AS host, k_method AS method, k_route AS route";
+
 export function endpointsSql(d: Dialect, table: string, where: string, plan: EndpointsPlan): string {
   const faster = plan.rankOfMicros === null ? "" : `, ${d.countIf(`http_duration < ${d.literal(plan.rankOfMicros)}`)} AS faster`;
+  const isHashed = d.name === "clickhouse" && !plan.isWhole;
+  const keys = isHashed ? hashedKeyColumns() : keyColumns(d, plan.isWhole);
+  const grouping = plan.isWhole ? "" : isHashed ? " GROUP BY endpoint_hash" : ` GROUP BY ${keyList}`;
+  const outerKeys = isHashed ? hashedOuterKeys : keyList;
   const inner =
-    `SELECT ${keyColumns(d, plan.isWhole)}, count(*) AS n, ` +
+    `SELECT ${keys}, count(*) AS n, ` +
     `${d.countIf("http_resp_status_code >= 400 AND http_resp_status_code < 500")} AS e4, ` +
     `${d.countIf("http_resp_status_code >= 500")} AS e5, ` +
     `${d.quantiles("http_duration", levels)} AS q, max(http_duration) AS mx, ` +
     `sum(http_req_body_size_bytes_wire) AS bin, sum(http_resp_body_size_bytes_wire) AS bout${faster} ` +
-    `FROM ${table} WHERE ${where} AND protocol = ${d.literal("http")}${plan.isWhole ? "" : ` GROUP BY ${keyList}`}`;
+    `FROM ${table} WHERE ${where} AND protocol = ${d.literal("http")}${grouping}`;
   // Without GROUP BY an empty scan still gives its one row (count 0): the WHERE below drops it.
   return (
-    `SELECT ${keyList}, n, e4, e5, q[1] AS p50, q[2] AS p95, q[3] AS p99, mx, bin, bout${plan.rankOfMicros === null ? "" : ", faster"} ` +
+    `SELECT ${outerKeys}, n, e4, e5, q[1] AS p50, q[2] AS p95, q[3] AS p99, mx, bin, bout${plan.rankOfMicros === null ? "" : ", faster"} ` +
     `FROM (${inner}) WHERE n > 0 ORDER BY n DESC, service, method, route, host LIMIT ${plan.limit + 1}`
   );
 }
@@ -62,10 +81,14 @@ export function endpointsSql(d: Dialect, table: string, where: string, plan: End
 /** Each endpoint's p95 per point of the range (only points with requests). */
 export function sparklineSql(d: Dialect, table: string, where: string, plan: EndpointsPlan, startMicros: number): string {
   const s = d.intDiv(`time - ${d.literal(startMicros)}`, d.literal(plan.stepMs * 1000));
+  const isHashed = d.name === "clickhouse" && !plan.isWhole;
+  const keys = isHashed ? hashedKeyColumns() : keyColumns(d, plan.isWhole);
+  const grouping = plan.isWhole ? "s" : isHashed ? "endpoint_hash, s" : `${keyList}, s`;
+  const outerKeys = isHashed ? hashedOuterKeys : keyList;
   const inner =
-    `SELECT ${keyColumns(d, plan.isWhole)}, ${s} AS s, ${d.sampledQuantiles("http_duration", [0.95])} AS q ` +
-    `FROM ${table} WHERE ${where} AND protocol = ${d.literal("http")} GROUP BY ${plan.isWhole ? "s" : `${keyList}, s`}`;
-  return `SELECT ${keyList}, s, q[1] AS p95 FROM (${inner}) LIMIT ${endpointLimits.maxRows * endpointLimits.maxSparklinePoints}`;
+    `SELECT ${keys}, ${s} AS s, ${d.sampledQuantiles("http_duration", [0.95])} AS q ` +
+    `FROM ${table} WHERE ${where} AND protocol = ${d.literal("http")} GROUP BY ${grouping}`;
+  return `SELECT ${outerKeys}, s, q[1] AS p95 FROM (${inner}) LIMIT ${endpointLimits.maxRows * endpointLimits.maxSparklinePoints}`;
 }
 
 /** The histogram's latency lines: the percentiles of each slice of its grid. */
