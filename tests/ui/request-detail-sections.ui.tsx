@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import { markPendingRow } from "~/ui/live/pending-rows.ts";
 import { CHILDREN_PAGE, initialOpenDepth } from "~/ui/request-detail/json-tree.tsx";
 import { RequestDetail } from "~/ui/request-detail/request-detail.tsx";
 import { b64, makeEvent } from "./live-event-factory.ts";
@@ -298,5 +299,18 @@ describe("copy as", () => {
     cleanup();
     render(<RequestDetail event={served()} />);
     expect(screen.queryByTestId("redacted-notice")).toBeNull();
+  });
+});
+
+describe("a request still waiting", () => {
+  test("offers no HAR of itself until its exchange is recorded; the recorded event does", () => {
+    const waiting = makeEvent({ http_req_method: "GET", http_req_path: "/hang", http_resp_status_code: 0, http_duration: 0 });
+    markPendingRow(waiting);
+    render(<RequestDetail event={waiting} onSaveHar={() => {}} />);
+    expect(screen.queryByRole("button", { name: "Save as HAR" })).toBeNull();
+    expect(screen.getByRole("button", { name: "Copy as cURL" })).toBeDefined();
+    cleanup();
+    render(<RequestDetail event={{ ...waiting, http_unanswered: "client_aborted", http_duration: 2_000_000 }} onSaveHar={() => {}} />);
+    expect(screen.getByRole("button", { name: "Save as HAR" })).toBeDefined();
   });
 });

@@ -164,7 +164,8 @@ export function LiveFrame({
     url.searchParams.set("event", selected.event_id);
     return url.toString();
   }, [selected]);
-  const inTimeOrder = () => rows.slice().sort((a, b) => a.time - b.time);
+  // A HAR holds exchanges: a request still waiting has none yet (its event comes when it ends).
+  const inTimeOrder = () => rows.filter((e) => !isPendingRow(e)).sort((a, b) => a.time - b.time);
 
   // Arrow keys move the selection through the list as shown; Escape closes the detail.
   const onKeyDown = (e: React.KeyboardEvent) => {

@@ -114,7 +114,8 @@ export function RequestDetail({
     });
   if (isHttp)
     actions.push({ key: "response", label: label("response", "Copy response"), run: () => copy("response", responseText(event)) });
-  if (onSaveHar && !isDbCall(event)) actions.push({ key: "har", label: "Save as HAR", run: () => onSaveHar(event) });
+  // A request still waiting has no exchange to save yet.
+  if (onSaveHar && !isDbCall(event) && !isPending) actions.push({ key: "har", label: "Save as HAR", run: () => onSaveHar(event) });
   if (onSaveAllHar) actions.push({ key: "har-all", label: "Save all shown as HAR", run: onSaveAllHar });
   if (link) actions.push({ key: "link", label: label("link", "Copy link"), run: () => copy("link", link) });
   if (namespaceId && curl && !isMessage) actions.push({ key: "resend", label: "Resend", run: () => setIsResendOpen(true) });
