@@ -50,7 +50,7 @@ const tools: Record<Exclude<CopyFormat, "curl">, (snippet: string) => string[]> 
     return ["node", file];
   },
   node: (snippet) => {
-    const file = join(dir, "node.cjs");
+    const file = join(dir, "node.mjs");
     writeFileSync(file, snippet);
     return ["node", file];
   },

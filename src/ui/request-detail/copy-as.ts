@@ -90,6 +90,9 @@ export function toFetch(event: TracedEvent): string {
   return lines.join("\n");
 }
 
+/** Node's Buffer, named in the snippet's text (this module runs in the browser, which has none). */
+const bufferFrom = "Buffer.from";
+
 /** A Node.js script with node:http or node:https: no dependency, every byte of the body as captured. */
 export function toNode(event: TracedEvent): string {
   const r = replayable(event);
@@ -97,10 +100,11 @@ export function toNode(event: TracedEvent): string {
   // A header sent more than once is one array of values: Node sends each as its own line.
   const grouped = new Map<string, string[]>();
   for (const [name, value] of r.headers) grouped.set(name, [...(grouped.get(name) ?? []), value]);
-  const lines = [`const { request } = require(${js(module)});`, ""];
+  // An ES module, as Node's own docs write their examples now (save it as .mjs, or run it in a "type": "module" package).
+  const lines = [`import { request } from ${js(module)};`, ""];
   if (r.hasBody)
     lines.push(
-      r.text !== null ? `const body = Buffer.from(${js(r.text)}, "utf8");` : `const body = Buffer.from(${js(r.base64)}, "base64");`,
+      r.text !== null ? `const body = ${bufferFrom}(${js(r.text)}, "utf8");` : `const body = ${bufferFrom}(${js(r.base64)}, "base64");`,
     );
   lines.push(`const req = request(${js(r.url)}, {`, `  method: ${js(r.method)},`, "  headers: {");
   for (const [name, values] of grouped)
