@@ -64,7 +64,8 @@ function withText(e: TracedEvent, i: number): TracedEvent {
  */
 function asRead(e: TracedEvent): TracedEvent {
   const out: Record<string, unknown> = { ...e };
-  for (const name of searchColumns) out[name] = "";
+  // Whole events are read without their search columns: texts read back empty, the header sketches 0.
+  for (const name of searchColumns) out[name] = typeof out[name] === "number" ? 0 : "";
   return out as TracedEvent;
 }
 
