@@ -1,6 +1,6 @@
 import { isUtf8 } from "node:buffer";
 import { brotliDecompressSync, constants, gunzipSync, inflateRawSync, inflateSync, zstdDecompressSync } from "node:zlib";
-import { binaryForm, headerSearchForms, jsonText, textForm } from "~/lib/filter/content.ts";
+import { binaryForm, headerForm, jsonText, textForm } from "~/lib/filter/content.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { TokenBucket } from "~/lib/rate-limit.ts";
 
@@ -35,8 +35,6 @@ export const searchColumns: ReadonlySet<string> = new Set([
   "search_resp_body",
   "search_req_headers",
   "search_resp_headers",
-  "search_req_header_sketch",
-  "search_resp_header_sketch",
 ]);
 
 export class SearchTexts {
@@ -51,12 +49,8 @@ export class SearchTexts {
 
   /** Sets the event's search fields from its headers and bodies (in place). Never throws, whatever the fields hold. */
   fill(e: TracedEvent): void {
-    const req = safeHeaderForms(e.http_req_headers);
-    const resp = safeHeaderForms(e.http_resp_headers);
-    e.search_req_headers = req.form;
-    e.search_req_header_sketch = req.sketch;
-    e.search_resp_headers = resp.form;
-    e.search_resp_header_sketch = resp.sketch;
+    e.search_req_headers = safeHeaderForm(e.http_req_headers);
+    e.search_resp_headers = safeHeaderForm(e.http_resp_headers);
     e.search_req_body = this.bodyForm(e, "req");
     e.search_resp_body = this.bodyForm(e, "resp");
   }
@@ -93,10 +87,8 @@ export class SearchTexts {
   }
 }
 
-const noHeaders = { form: "", sketch: 0 };
-
-function safeHeaderForms(headers: unknown): { form: string; sketch: number } {
-  return Array.isArray(headers) ? headerSearchForms(headers as Array<[string, string]>) : noHeaders;
+function safeHeaderForm(headers: unknown): string {
+  return Array.isArray(headers) ? headerForm(headers as Array<[string, string]>) : "";
 }
 
 function codingsOf(contentEncoding: unknown): string[] {

@@ -102,9 +102,7 @@ export class SqlEventStore implements EventStore {
   ) {
     // A whole event is read without its search texts: nothing shows them, and they would double what a page of
     // events (a HAR export's, a detail's children) holds in the store's memory.
-    this.fullSelect = engine.layout.columns
-      .map((c) => (!searchColumns.has(c.name) ? c.name : c.type === "int" ? `0 AS ${c.name}` : `'' AS ${c.name}`))
-      .join(", ");
+    this.fullSelect = engine.layout.columns.map((c) => (searchColumns.has(c.name) ? `'' AS ${c.name}` : c.name)).join(", ");
     this.kind = engine.kind;
     this.insertBatchSize = engine.insertBatchSize;
     this.limits = { ...defaultStoreLimits, ...limits };

@@ -498,27 +498,12 @@ export function runConformance(target: ConformanceTarget): void {
           http_resp_body: b64("line one\nline 'two' with \\ and \" and % and _ and ÉCOLE"),
           http_req_headers: [["Authorization", "Bearer [REDACTED]"]],
         }),
-        // Stored before the header-line sketch existed: its sketch is 0 and must rule nothing out.
-        {
-          ...base(50, {
-            http_resp_content_type: "application/json",
-            http_resp_body: b64(`[${'"pad",'.repeat(2000)}"tail-token"]`),
-            http_resp_body_truncated: true,
-            http_req_headers: [["X-Legacy", "old-row"]],
-            http_resp_headers: [["X-Legacy", "old-response"]],
-          }),
-          search_req_header_sketch: 0,
-          search_resp_header_sketch: 0,
-        },
-        base(60, {
-          http_req_body: "",
-          http_resp_body: "",
-          http_req_headers: [
-            ["X-Trace", `${"a".repeat(30)}-middle-${"b".repeat(30)}`],
-            ["X-Multi", "line one\r\nline two"],
-          ],
-          http_resp_headers: [["X-Trace", "short"]],
+        base(50, {
+          http_resp_content_type: "application/json",
+          http_resp_body: b64(`[${'"pad",'.repeat(2000)}"tail-token"]`),
+          http_resp_body_truncated: true,
         }),
+        base(60, { http_req_body: "", http_resp_body: "" }),
       ];
       beforeAll(async () => {
         await store.insert(contentNs, crafted);
@@ -562,14 +547,6 @@ export function runConformance(target: ConformanceTarget): void {
         '!request.headers["authorization"] exists',
         'response.headers["set-cookie"] contains "session="',
         'response.headers["trailer:grpc-status"] == "0"',
-        'request.headers["x-legacy"] == "old-row"',
-        'response.headers["x-legacy"] == "old-response"',
-        'request.headers["x-legacy"] != "old-row"',
-        `request.headers["x-trace"] == "${"a".repeat(30)}-middle-${"b".repeat(30)}"`,
-        `request.headers["x-trace"] == "${"a".repeat(30)}-muddle-${"b".repeat(30)}"`,
-        'request.headers["x-multi"] == "line one  line two"',
-        'response.headers["x-trace"] == "short"',
-        'response.headers["x-trace"] != "short"',
         'request.headers contains "x-request-id: rid-5521"',
         'response.headers icontains "SET-COOKIE: A=1"',
         'request.headers contains "REDACTED"',
@@ -600,7 +577,6 @@ export function runConformance(target: ConformanceTarget): void {
           'response.body matches "order"',
           'request.headers["x-request-id"] == "rid-552"',
           'request.headers["x-request-id"] contains "accept"',
-          `request.headers["x-trace"] == "${"a".repeat(30)}-muddle-${"b".repeat(30)}"`,
           'tags["region"] exists',
         ]);
       });

@@ -64,8 +64,7 @@ function withText(e: TracedEvent, i: number): TracedEvent {
  */
 function asRead(e: TracedEvent): TracedEvent {
   const out: Record<string, unknown> = { ...e };
-  // Whole events are read without their search columns: texts read back empty, the header sketches 0.
-  for (const name of searchColumns) out[name] = typeof out[name] === "number" ? 0 : "";
+  for (const name of searchColumns) out[name] = "";
   return out as TracedEvent;
 }
 

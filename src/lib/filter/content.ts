@@ -51,65 +51,10 @@ export const headerLineValue = (value: string): string => (/[\r\n]/.test(value) 
  * line break ("" for none). So `\nname: ` starts a header and every value ends at the next line break.
  */
 export function headerForm(headers: ReadonlyArray<readonly [string, string]>): string {
-  return headerSearchForms(headers).form;
-}
-
-/** Bits of a header-line sketch: what a JavaScript number holds exactly, so it travels and is stored as an int field. */
-const sketchBits = 53;
-const allSketchBits = 2 ** sketchBits - 1;
-const low32 = 2 ** 32;
-
-/**
- * FNV-1a over the name, the value's length and the value (of a long value, its first 64 and last 32 characters, so a
- * cookie costs what an id does): equal lines, equal hashes.
- */
-function lineHash(name: string, value: string): number {
-  let h = Math.imul(0x811c9dc5 ^ value.length, 0x01000193);
-  for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 0x01000193);
-  const n = value.length;
-  const head = n <= 96 ? n : 64;
-  for (let i = 0; i < head; i++) h = Math.imul(h ^ value.charCodeAt(i), 0x01000193);
-  for (let i = n <= 96 ? n : n - 32; i < n; i++) h = Math.imul(h ^ value.charCodeAt(i), 0x01000193);
-  h ^= h >>> 15;
-  h = Math.imul(h, 0x2c1b3c6d);
-  return (h ^ (h >>> 12)) >>> 0;
-}
-
-/**
- * The two sketch bits of one `name: value` line (the name lower case, the value as headerLineValue makes it), as a
- * number with those bits set.
- */
-export function headerLineMask(name: string, value: string): number {
-  const h = lineHash(name, value);
-  const a = h % sketchBits;
-  const b = Math.floor(h / sketchBits) % sketchBits;
-  return 2 ** a + (a === b ? 0 : 2 ** b);
-}
-
-/**
- * A side's headers as their search form (see headerForm) and its header-line sketch, stored inverted: the bits that
- * no `name: value` line sets (a Bloom filter's zero bits). A keyed header equality passes only events where none of
- * its line's bits is left here, so a store reads a number before the header text and skips most events; a row stored
- * before the sketch holds 0, which rules nothing out.
- */
-export function headerSearchForms(headers: ReadonlyArray<readonly [string, string]>): { form: string; sketch: number } {
-  if (headers.length === 0) return { form: "", sketch: allSketchBits };
-  let form = "";
-  let high = 0;
-  let low = 0;
-  for (const [rawName, rawValue] of headers) {
-    const name = rawName.toLowerCase();
-    const value = headerLineValue(rawValue);
-    form += `\n${name}: ${value}`;
-    const h = lineHash(name, value);
-    const a = h % sketchBits;
-    const b = Math.floor(h / sketchBits) % sketchBits;
-    if (a < 32) low |= 1 << a;
-    else high |= 1 << (a - 32);
-    if (b < 32) low |= 1 << b;
-    else high |= 1 << (b - 32);
-  }
-  return { form: `${form}\n`, sketch: allSketchBits - ((high >>> 0) * low32 + (low >>> 0)) };
+  if (headers.length === 0) return "";
+  let out = "";
+  for (const [name, value] of headers) out += `\n${name.toLowerCase()}: ${headerLineValue(value)}`;
+  return `${out}\n`;
 }
 
 /** The values of the headers named `name` (lower case) in a headers' form, in wire order. */

@@ -169,13 +169,6 @@ export const eventFieldTable = [
   { name: "http_unanswered", type: "text", max: 16, ...column, filter: "response.unanswered" },
   /** The id of the request this one sent again (Resend, ADR 0041); "" for every captured request. */
   { name: "replay_of", type: "text", max: 64, ...column, filter: "replay_of" },
-  /**
-   * Each side's header-line sketch, made with the search columns (headerSketch in src/lib/filter/content.ts): the bits no
-   * `name: value` line sets, so a keyed header equality reads a number before it reads the header text. 0 (rows
-   * stored before it) rules nothing out.
-   */
-  { name: "search_req_header_sketch", ...count },
-  { name: "search_resp_header_sketch", ...count },
 ] as const;
 
 type EventFieldTable = typeof eventFieldTable;

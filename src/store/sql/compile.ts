@@ -1,6 +1,6 @@
 import { AppError } from "~/lib/errors.ts";
 import { type CompareExpr, type CompareOp, type FilterExpr, type FilterOp, tlsStates } from "~/lib/filter/ast.ts";
-import { binaryMarker, binaryNeedle, headerLineMask, headerLineValue } from "~/lib/filter/content.ts";
+import { binaryMarker, binaryNeedle, headerLineValue } from "~/lib/filter/content.ts";
 import { filterFields, headerNamePattern, maxNeedleLength, operatorsOf, tagKeyPattern } from "~/lib/filter/fields.ts";
 import { compileRegex, RegexSyntaxError, storeRegexCost } from "~/lib/filter/regex.ts";
 import { eventFields } from "~/lib/protocol/event.ts";
@@ -175,31 +175,13 @@ function bodyCondition(d: Dialect, column: string, op: FilterOp, value: unknown,
   return `((NOT ${isBinary} AND ${asText}) OR (${isBinary} AND ${textCondition(d, column, op, bytes, regexBudget)}))`;
 }
 
-/** Each side's header-line sketch, by the column of its headers form. */
-const sketchOf: ReadonlyMap<string, string> = new Map([
-  ["search_req_headers", "search_req_header_sketch"],
-  ["search_resp_headers", "search_resp_header_sketch"],
-]);
-
 /** A keyed header test over a side's headers form: some header of that name passes (`!=`: none is equal). */
-function headerCondition(
-  d: Dialect,
-  form: string,
-  name: string,
-  op: FilterOp,
-  value: unknown,
-  regexBudget: RegexBudget,
-  fields: EventFields,
-): string {
+function headerCondition(d: Dialect, form: string, name: string, op: FilterOp, value: unknown, regexBudget: RegexBudget): string {
   const line = `\n${name}: `;
   if (op === "exists") return d.contains(form, line);
   if (op === "==" || op === "!=") {
-    const lineValue = headerLineValue(checkNeedle(value));
-    let equal = d.contains(form, `${line}${lineValue}\n`);
-    // The sketch first: most events are ruled out by a number, and only the rest have their header text read.
-    const sketch = sketchOf.get(form);
-    if (sketch && fields.byName.has(sketch)) equal = `${d.hasNoBits(sketch, headerLineMask(name, lineValue))} AND ${equal}`;
-    return op === "==" ? equal : `NOT (${equal})`;
+    const equal = d.contains(form, `${line}${headerLineValue(checkNeedle(value))}\n`);
+    return op === "==" ? equal : `NOT ${equal}`;
   }
   if (op === "startsWith") return d.contains(form, line + headerLineValue(checkNeedle(value)));
   const needle = op === "matches" ? value : headerLineValue(checkNeedle(value));
@@ -262,7 +244,7 @@ function compileLeaf(d: Dialect, e: CompareExpr, regexBudget: RegexBudget, field
         if (e.op === "matches") return textCondition(d, column, e.op, e.value, regexBudget, contentRegexCost);
         return textCondition(d, column, e.op, checkNeedle(e.value), regexBudget);
       }
-      return headerCondition(d, column, checkKey(e.key, headerNamePattern, "header"), e.op, e.value, regexBudget, fields);
+      return headerCondition(d, column, checkKey(e.key, headerNamePattern, "header"), e.op, e.value, regexBudget);
     }
     case "text":
       return textCondition(d, column, e.op, e.value, regexBudget);

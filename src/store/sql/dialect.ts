@@ -24,8 +24,6 @@ export type Dialect = {
    * `condition`, which gets the value's expression.
    */
   anyHeader(form: string, name: string, condition: (value: string) => string): string;
-  /** Whether none of the bits of `mask` (a whole number below 2^53) is set in the integer column. */
-  hasNoBits(column: string, mask: number): string;
   /** An aggregate: the array of the column's quantiles at `levels` (fractions), 1-indexed. */
   quantiles(column: string, levels: readonly number[]): string;
   /** Whether `quantiles` is exact or the engine's sketch. */
@@ -89,7 +87,6 @@ export const duckdbDialect: Dialect = {
   hasTag: (key) => `json_extract_string(tags, ${duckdbLiteral(`$."${plainKey(key)}"`)}) IS NOT NULL`,
   anyHeader: (form, name, condition) =>
     `len(list_filter(regexp_extract_all(${form}, ${duckdbLiteral(headerPattern(name))}, 1), x -> ${condition("x")})) > 0`,
-  hasNoBits: (c, mask) => `(${c} & ${duckdbLiteral(mask)}) = 0`,
   // Exact, and cheaper here than DuckDB's t-digest (approx_quantile) over the same rows (bench/README.md, endpoints).
   quantiles: (c, levels) => `quantile_disc(${c}, [${levelList(levels)}])`,
   quantileMethod: "exact",
@@ -116,7 +113,6 @@ export const clickhouseDialect: Dialect = {
   hasTag: (key) => `match(tags, ${clickhouseLiteral(tagPattern(key))})`,
   anyHeader: (form, name, condition) =>
     `arrayExists(x -> ${condition("x")}, extractAll(${form}, ${clickhouseLiteral(headerPattern(name))}))`,
-  hasNoBits: (c, mask) => `bitAnd(${c}, ${clickhouseLiteral(mask)}) = 0`,
   // A t-digest per group (18.16 has it): a few KiB whatever the rows, with an error bench/README.md states.
   quantiles: (c, levels) => `quantilesTDigest(${levelList(levels)})(${c})`,
   quantileMethod: "approximate",

@@ -5,8 +5,6 @@ import {
   binaryNeedle,
   byteText,
   headerForm,
-  headerLineMask,
-  headerSearchForms,
   headerValues,
   isBinaryForm,
   jsonText,
@@ -25,40 +23,6 @@ function matches(filter: string, event: TracedEvent): boolean {
 }
 
 const utf8 = new TextEncoder();
-
-describe("the header-line sketch", () => {
-  const sketchHas = (sketch: number, mask: number) => (BigInt(sketch) & BigInt(mask)) === 0n;
-  const lineOf = (name: string, value: string) => headerLineMask(name.toLowerCase(), value.replace(/[\r\n]/g, " "));
-
-  test("never rules out a line the headers hold, whatever the case, length or line breaks; rules out most others", () => {
-    const r = rng(7);
-    const word = (n: number) => Array.from({ length: n }, () => "abcXYZ-09:; é\n"[Math.floor(r() * 15)]).join("");
-    let absent = 0;
-    let passed = 0;
-    for (let i = 0; i < 2000; i++) {
-      const headers = Array.from({ length: 1 + Math.floor(r() * 20) }, (): [string, string] => [
-        `X-${word(1 + Math.floor(r() * 12)).replace(/[^A-Za-z0-9-]/g, "a")}`,
-        word(Math.floor(r() * 80)),
-      ]);
-      const { form, sketch } = headerSearchForms(headers);
-      expect(form).toBe(headerForm(headers));
-      expect(Number.isSafeInteger(sketch) && sketch >= 0).toBe(true);
-      for (const [name, value] of headers) expect(sketchHas(sketch, lineOf(name, value))).toBe(true);
-      const other = lineOf("x-request-id", `rid-${i}`);
-      absent++;
-      if (sketchHas(sketch, other)) passed++;
-    }
-    // Ten headers on average set about a third of the bits: most absent lines are ruled out.
-    expect(passed / absent).toBeLessThan(0.25);
-  });
-
-  test("a side without headers rules every line out; equal lines have equal masks, different lines mostly differ", () => {
-    expect(sketchHas(headerSearchForms([]).sketch, lineOf("host", "a"))).toBe(false);
-    expect(lineOf("X-Id", "v")).toBe(headerLineMask("x-id", "v"));
-    const masks = new Set(Array.from({ length: 200 }, (_, i) => headerLineMask("x-id", `${"p".repeat(20)}${i}${"s".repeat(20)}`)));
-    expect(masks.size).toBeGreaterThan(150);
-  });
-});
 
 describe("the search forms", () => {
   test("headers: one `name: value` line each, names lower-cased, in wire order, line breaks in values as spaces", () => {
