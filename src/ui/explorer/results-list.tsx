@@ -58,11 +58,10 @@ export function rowLimitText(total: number, offset = 0, shown = Math.min(total -
   if (shown <= 0) return `No rows here: the ${count(total)} matching rows end before row ${count(offset + 1)}.`;
   const last = offset + shown;
   const rows = `Rows ${count(offset + 1)}–${count(last)} of ${count(total)}`;
-  if (last >= total) return `${rows}.`;
-  if (offset + maxRowLimit > maxRowOffset) {
+  if (last < total && offset + maxRowLimit > maxRowOffset) {
     return `${rows}. The list pages no further than row ${count(last)} of a sort: narrow the range or the filters to see more.`;
   }
-  return `${rows}, ${count(maxRowLimit)} at a time.`;
+  return `${rows}.`;
 }
 
 /** The results of the focus range in the order the store sorted them (newest first by default), virtualised. */
