@@ -5,7 +5,7 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { HistogramBucket, QueryFilter, ResultRow, RowSort } from "~/lib/protocol/query.ts";
 import { gridRange, moveLeftHandle, newInterval, shiftGlobal } from "~/lib/time/range.ts";
 import { dragResult, modeAt, xAt } from "~/ui/explorer/brush.ts";
-import { decodeState, type ExplorerState, encodeState } from "~/ui/explorer/explorer-state.ts";
+import { decodeState, type ExplorerState, encodeState, requestLink } from "~/ui/explorer/explorer-state.ts";
 import { ExplorerView } from "~/ui/explorer/explorer-view.tsx";
 import type { QueryClient } from "~/ui/explorer/query-client.ts";
 import { rowLimitText } from "~/ui/explorer/results-list.tsx";
@@ -528,6 +528,14 @@ describe("results", () => {
     expect(new URLSearchParams(router.state.location.search).get("page")).toBeNull();
     await waitFor(() => expect(screen.queryByTestId("row-limit")).toBeNull());
     cleanup();
+
+    // A request's link opens it in a list around its time, from the top: no sort, no page.
+    const link = new URL(requestLink("https://t.example/requests?filter=x&sort=duration.asc&page=3", rows[0]!));
+    expect([link.searchParams.get("sort"), link.searchParams.get("page"), link.searchParams.get("event")]).toEqual([
+      null,
+      null,
+      rows[0]!.event_id,
+    ]);
 
     // A page the store would refuse, or not a page at all, is the first.
     for (const bad of ["12", "0", "-1", "2.5", "x", "1e1"]) {
