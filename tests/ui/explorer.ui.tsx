@@ -468,6 +468,9 @@ describe("results", () => {
     await waitFor(() => expect(screen.getByTestId("row-limit").textContent).toBe("Rows 10,001–20,000 of 20,050."));
     expect(param()).toBe("2");
     expect(calls.offsets.at(-1)).toBe(10_000);
+    // The results' own page shows the same page.
+    const own = new URL(screen.getByRole("link", { name: "Open these results on their own page" }).getAttribute("href")!, "http://t");
+    expect(own.searchParams.get("page")).toBe("2");
     // The 10,001st row of the sort heads the list, and the list shows this page's rows only.
     expect(firstRow()).toBe(rows[10_000]!.event_id);
     expect(document.querySelector("[role=table][aria-label=Results]")?.getAttribute("aria-rowcount")).toBe("10000");

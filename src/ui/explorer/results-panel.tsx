@@ -217,9 +217,13 @@ function Pager({ answer, onPage }: { answer: RowsAnswer & { page: number }; onPa
   const offset = pageOffset(answer.page);
   const last = offset + answer.rows.length;
   const next = Math.min(maxRowLimit, answer.actualNumberOfRows - last);
-  const button = "rounded border border-amber-500/40 px-2 py-0.5 whitespace-nowrap text-amber-100 hover:bg-amber-500/20";
+  const hasNext = next > 0 && answer.rows.length > 0 && answer.page < maxPage;
+  // Paging is ordinary; rows the list cannot reach (or none on the page) are worth the warning colour.
+  const stuck = answer.rows.length === 0 || (next > 0 && !hasNext);
+  const tone = stuck ? "border-amber-500/30 bg-amber-500/10 text-amber-200" : "border-zinc-800 bg-zinc-900/60 text-zinc-300";
+  const button = "rounded border border-zinc-600 px-2 py-0.5 whitespace-nowrap text-zinc-100 hover:bg-zinc-700/60";
   return (
-    <div className="flex flex-wrap items-center gap-x-3 gap-y-1 border-b border-amber-500/30 bg-amber-500/10 px-3 py-1.5 text-xs text-amber-200">
+    <div className={`flex flex-wrap items-center gap-x-3 gap-y-1 border-b px-3 py-1.5 text-xs ${tone}`}>
       <p role="status" data-testid="row-limit" className="min-w-0 flex-1">
         {rowLimitText(answer.actualNumberOfRows, offset, answer.rows.length)}
       </p>
@@ -233,7 +237,7 @@ function Pager({ answer, onPage }: { answer: RowsAnswer & { page: number }; onPa
             ‹ Previous {maxRowLimit.toLocaleString("en-US")}
           </button>
         ) : null}
-        {next > 0 && answer.rows.length > 0 && answer.page < maxPage ? (
+        {hasNext ? (
           <button type="button" className={button} onClick={() => onPage(answer.page + 1)}>
             Next {next.toLocaleString("en-US")} ›
           </button>
