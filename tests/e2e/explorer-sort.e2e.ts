@@ -50,8 +50,12 @@ const lastRow = (p: Page, text: string, has = true) =>
     ([t, h]) => {
       const scroll = document.querySelector("[data-testid=results-scroll]");
       if (scroll) scroll.scrollTop = scroll.scrollHeight;
-      const all = document.querySelectorAll("[role=row][data-event-id]");
-      return (all[all.length - 1]?.textContent?.includes(t as string) ?? false) === h;
+      const all = document.querySelectorAll<HTMLElement>("[role=row][data-event-id]");
+      const last = all[all.length - 1];
+      const group = scroll?.querySelector<HTMLElement>("[role=rowgroup]");
+      // Only once the virtual list has rendered the page's very last row.
+      if (!last || !group || Number.parseFloat(last.style.top) + last.offsetHeight < group.offsetHeight - 1) return false;
+      return (last.textContent?.includes(t as string) ?? false) === h;
     },
     [text, has] as const,
     { timeout: 30_000 },
