@@ -8,7 +8,9 @@ import { namespaceTokenOf, type RunningServer, screenshot, signedInSuite, signIn
 // The explorer's sort runs on the store over the whole range: with more requests than one page holds, sorting by
 // duration shows the slowest of the range even when it is older than the newest page. Opening a request keeps
 // the list's Time, Duration and Size at 1440 px, and its Copy link reopens it from a fresh page (a phone's
-// full-screen sheet) when it lies outside the default range; another user's namespace does not show it.
+// full-screen sheet) when it lies outside the default range; another user's namespace does not show it. Past the
+// first 10,000 rows of a sort, Next shows the rest (the slowest request is the last of the quickest-first order),
+// kept in the URL, at 1440 and 390 px.
 
 const H = 3_600_000;
 const endMs = Math.ceil(Date.now() / 60_000) * 60_000 + 60_000;
@@ -42,6 +44,24 @@ const firstRow = (p: Page, text: string, has = true) =>
     { timeout: 30_000 },
   );
 const header = (name: string) => page.getByRole("columnheader", { name: new RegExp(`^${name}`) });
+/** Waits until the list's last row (scrolled to the end of the page of rows) does (or does not) hold `text`. */
+const lastRow = (p: Page, text: string, has = true) =>
+  p.waitForFunction(
+    ([t, h]) => {
+      const scroll = document.querySelector("[data-testid=results-scroll]");
+      if (scroll) scroll.scrollTop = scroll.scrollHeight;
+      const all = document.querySelectorAll<HTMLElement>("[role=row][data-event-id]");
+      const last = all[all.length - 1];
+      const group = scroll?.querySelector<HTMLElement>("[role=rowgroup]");
+      // Only once the virtual list has rendered the page's very last row.
+      if (!last || !group || Number.parseFloat(last.style.top) + last.offsetHeight < group.offsetHeight - 1) return false;
+      return (last.textContent?.includes(t as string) ?? false) === h;
+    },
+    [text, has] as const,
+    { timeout: 30_000 },
+  );
+const rowLimit = (p: Page, text: string) =>
+  p.waitForFunction((t) => document.querySelector("[data-testid=row-limit]")?.textContent === t, text, { timeout: 30_000 });
 
 beforeAll(async () => {
   ({ server, page, pageErrors } = suite);
@@ -190,4 +210,56 @@ describe("explorer sort, side panel and permalink", () => {
       await other.close();
     }
   }, 90_000);
+
+  test("at 1440 px Next shows the rows past the first 10,000 of the sort, kept on reload; another sort starts at the top", async () => {
+    await page.setViewportSize({ width: 1440, height: 900 });
+    const url = `${server.baseUrl}${requestsPath}?filter=${encodeURIComponent(stateParam({ clauses: [], global, focus: null }))}&sort=duration.asc`;
+    await page.goto(url);
+    await settled(page);
+    // Quickest first, the slow request is the 10,200th: not on the first page, to its very end.
+    await rowLimit(page, "Rows 1–10,000 of 10,200.");
+    await lastRow(page, slowPath, false);
+    await page.getByRole("button", { name: "Next 200 ›" }).click();
+    await page.waitForURL(/[?&]page=2/);
+    await rowLimit(page, "Rows 10,001–10,200 of 10,200.");
+    await settled(page);
+    await lastRow(page, slowPath);
+    expect(await rows(page).last().textContent()).toContain("9.00s");
+    expect(await page.getByRole("button", { name: /^Next/ }).count()).toBe(0);
+    await screenshot(page, "explorer-next-page-1440");
+
+    await page.reload();
+    await settled(page);
+    await rowLimit(page, "Rows 10,001–10,200 of 10,200.");
+    await lastRow(page, slowPath);
+
+    // Slowest first is another list: its first page, headed by the slow request.
+    await header("Duration").getByRole("button").click();
+    await page.waitForURL(/[?&]sort=duration\.desc/);
+    expect(new URL(page.url()).searchParams.get("page")).toBeNull();
+    await rowLimit(page, "Rows 1–10,000 of 10,200.");
+    await firstRow(page, slowPath);
+    expect(pageErrors).toEqual([]);
+  }, 90_000);
+
+  test("at 390 px the pages are reachable beside the list, and Previous goes back", async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    const url = `${server.baseUrl}${requestsPath}?filter=${encodeURIComponent(stateParam({ clauses: [], global, focus: null }))}&sort=duration.asc&page=2`;
+    await page.goto(url);
+    await settled(page);
+    await rowLimit(page, "Rows 10,001–10,200 of 10,200.");
+    await lastRow(page, slowPath);
+    const previous = page.getByRole("button", { name: "‹ Previous 10,000" });
+    const box = (await previous.boundingBox())!;
+    expect(box.x).toBeGreaterThanOrEqual(0);
+    expect(box.x + box.width).toBeLessThanOrEqual(390);
+    await screenshot(page, "explorer-next-page-390");
+    await previous.click();
+    await page.waitForURL((u) => !u.searchParams.has("page"));
+    await rowLimit(page, "Rows 1–10,000 of 10,200.");
+    await lastRow(page, slowPath, false);
+    expect(await page.getByRole("button", { name: "Next 200 ›" }).isVisible()).toBe(true);
+    await screenshot(page, "explorer-first-page-390");
+    expect(pageErrors).toEqual([]);
+  }, 60_000);
 });

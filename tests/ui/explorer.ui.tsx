@@ -5,7 +5,7 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { HistogramBucket, QueryFilter, ResultRow, RowSort } from "~/lib/protocol/query.ts";
 import { gridRange, moveLeftHandle, newInterval, shiftGlobal } from "~/lib/time/range.ts";
 import { dragResult, modeAt, xAt } from "~/ui/explorer/brush.ts";
-import { decodeState, type ExplorerState, encodeState } from "~/ui/explorer/explorer-state.ts";
+import { decodeState, type ExplorerState, encodeState, requestLink } from "~/ui/explorer/explorer-state.ts";
 import { ExplorerView } from "~/ui/explorer/explorer-view.tsx";
 import type { QueryClient } from "~/ui/explorer/query-client.ts";
 import { rowLimitText } from "~/ui/explorer/results-list.tsx";
@@ -34,12 +34,13 @@ function makeRows(n: number, startMs: number, endMs: number): ResultRow[] {
   return rows;
 }
 
-function memoryClient(rows: ResultRow[], options: { failRows?: number; limit?: number } = {}) {
+function memoryClient(rows: ResultRow[], options: { failRows?: number; limit?: number; total?: number } = {}) {
   const calls = {
     rows: [] as QueryFilter[],
     histogram: [] as QueryFilter[],
     detail: [] as string[],
     sorts: [] as (RowSort | undefined)[],
+    offsets: [] as (number | undefined)[],
   };
   let failures = options.failRows ?? 0;
   const limit = options.limit ?? 10_000;
@@ -48,9 +49,10 @@ function memoryClient(rows: ResultRow[], options: { failRows?: number; limit?: n
     return rows.filter((row) => row.time / 1000 >= r.lowerMs && row.time / 1000 < r.upperMs);
   };
   const client: QueryClient = {
-    async rows(filter, _text, _signal, sort) {
+    async rows(filter, _text, _signal, sort, offset) {
       calls.rows.push(filter);
       calls.sorts.push(sort);
+      calls.offsets.push(offset);
       if (failures > 0) {
         failures--;
         throw new Error("database is down");
@@ -61,10 +63,12 @@ function memoryClient(rows: ResultRow[], options: { failRows?: number; limit?: n
         all.sort((a, b) => sign * (Number(a[sort.key] ?? 0) - Number(b[sort.key] ?? 0)));
       }
       const n = limit;
+      // `total` stands for a range holding more rows than the test makes: every page is then the top of `rows`.
+      const from = options.total ? 0 : (offset ?? 0);
       return {
-        rows: all.slice(0, n),
-        wasRowLimitExceeded: all.length > n,
-        actualNumberOfRows: all.length,
+        rows: options.total && (offset ?? 0) >= options.total ? [] : all.slice(from, from + n),
+        wasRowLimitExceeded: (options.total ?? all.length) > n,
+        actualNumberOfRows: options.total ?? all.length,
         durationInNanoseconds: 1,
       };
     },
@@ -356,12 +360,10 @@ describe("results", () => {
     const alert = await screen.findByText(/The requests could not be loaded: database is down/);
     fireEvent.click(alert.querySelector("button")!);
     await waitFor(() => expect(screen.getByTestId("row-limit").textContent).toBe(rowLimitText(10_050)));
-    expect(rowLimitText(12345)).toBe(
-      "Row limit of 10,000 reached. Your query would have returned 12,345 rows. Consider narrowing the time window or adding filters to reduce the number of rows returned.",
-    );
+    expect(rowLimitText(12345)).toBe("Rows 1–10,000 of 12,345.");
     // The same number, written the same way, as the count above it.
     expect(screen.getByTestId("result-count").textContent).toBe("10,050 requests");
-    expect(screen.getByTestId("row-limit").textContent).toContain("returned 10,050 rows");
+    expect(screen.getByTestId("row-limit").textContent).toContain("of 10,050");
     // The failed try, then the retry.
     expect(calls.rows.length).toBe(2);
     await waitFor(() => expect(document.querySelector("[role=table][aria-label=Results]")?.getAttribute("aria-rowcount")).toBe("10000"));
@@ -452,6 +454,100 @@ describe("results", () => {
     expect(again.calls.detail).toEqual([rows[3]!.event_id]);
     await waitFor(() => expect(again.calls.sorts.at(-1)).toEqual({ key: "http_resp_status_code", dir: "asc" }));
     expect(screen.getByRole("columnheader", { name: /Status/ }).getAttribute("aria-sort")).toBe("ascending");
+  });
+
+  test("Next and Previous page through the sort, kept in the URL; another sort or range starts at the first page", async () => {
+    const rows = makeRows(20_050, global.startMs, global.endMs);
+    const { client, calls } = memoryClient(rows);
+    const { router, current } = mount(client, base);
+    const param = () => new URLSearchParams(router.state.location.search).get("page");
+    const firstRow = () => document.querySelector("[role=row][data-event-id]")?.getAttribute("data-event-id");
+    await waitFor(() => expect(screen.getByTestId("row-limit").textContent).toBe("Rows 1–10,000 of 20,050."));
+    expect(screen.queryByRole("button", { name: /Previous/ })).toBeNull();
+    fireEvent.click(screen.getByRole("button", { name: "Next 10,000 ›" }));
+    await waitFor(() => expect(screen.getByTestId("row-limit").textContent).toBe("Rows 10,001–20,000 of 20,050."));
+    expect(param()).toBe("2");
+    expect(calls.offsets.at(-1)).toBe(10_000);
+    // The results' own page shows the same page.
+    const own = new URL(screen.getByRole("link", { name: "Open these results on their own page" }).getAttribute("href")!, "http://t");
+    expect(own.searchParams.get("page")).toBe("2");
+    // The 10,001st row of the sort heads the list, and the list shows this page's rows only.
+    expect(firstRow()).toBe(rows[10_000]!.event_id);
+    expect(document.querySelector("[role=table][aria-label=Results]")?.getAttribute("aria-rowcount")).toBe("10000");
+    // The last page says how many remain and ends there.
+    fireEvent.click(screen.getByRole("button", { name: "Next 50 ›" }));
+    await waitFor(() => expect(screen.getByTestId("row-limit").textContent).toBe("Rows 20,001–20,050 of 20,050."));
+    expect(firstRow()).toBe(rows[20_000]!.event_id);
+    expect(screen.queryByRole("button", { name: /Next/ })).toBeNull();
+    fireEvent.click(screen.getByRole("button", { name: "‹ Previous 10,000" }));
+    await waitFor(() => expect(param()).toBe("2"));
+    await waitFor(() => expect(firstRow()).toBe(rows[10_000]!.event_id));
+    // Another sort starts at its top.
+    fireEvent.click(screen.getByRole("button", { name: /^Duration/ }));
+    await waitFor(() => expect(calls.sorts.at(-1)).toEqual({ key: "http_duration", dir: "desc" }));
+    expect(param()).toBeNull();
+    expect(calls.offsets.at(-1)).toBe(0);
+    await waitFor(() => expect(firstRow()).toBe(rows[20_049]!.event_id));
+    // So does another range.
+    fireEvent.click(screen.getByRole("button", { name: /^Next/ }));
+    await waitFor(() => expect(param()).toBe("2"));
+    fireEvent.click(screen.getByRole("button", { name: "Shift back" }));
+    await waitFor(() => expect(current()).not.toBeNull());
+    await waitFor(() => expect(calls.offsets.at(-1)).toBe(0));
+    expect(param()).toBeNull();
+    cleanup();
+
+    // A reload of a later page asks the store for that page first.
+    const again = memoryClient(rows);
+    mount(again.client, base, "&page=2&sort=duration.asc");
+    await waitFor(() => expect(screen.getByTestId("row-limit").textContent).toBe("Rows 10,001–20,000 of 20,050."));
+    expect(again.calls.offsets).toEqual([10_000]);
+    expect(firstRow()).toBe(rows[10_000]!.event_id);
+  });
+
+  test("the deepest page says to narrow the range or the filters; a page past the rows leads back; a bad page is the first", async () => {
+    const rows = makeRows(10_000, global.startMs, global.endMs);
+    const deep = memoryClient(rows, { total: 1_234_567 });
+    mount(deep.client, base, "&sort=duration.desc&page=11");
+    await waitFor(() =>
+      expect(screen.getByTestId("row-limit").textContent).toBe(
+        "Rows 100,001–110,000 of 1,234,567. The list pages no further than row 110,000 of a sort: narrow the range or the filters to see more.",
+      ),
+    );
+    expect(deep.calls.offsets).toEqual([100_000]);
+    expect(screen.queryByRole("button", { name: /^Next/ })).toBeNull();
+    expect(screen.getByRole("button", { name: "‹ Previous 10,000" })).toBeTruthy();
+    cleanup();
+
+    // The rows expired since the link was made: the page is empty and says so, with the way back.
+    const gone = memoryClient(rows.slice(0, 50), { total: 50 });
+    const { router } = mount(gone.client, base, "&page=3");
+    await waitFor(() =>
+      expect(screen.getByTestId("row-limit").textContent).toBe("No rows here: the 50 matching rows end before row 20,001."),
+    );
+    expect(screen.queryByText("No requests in this time range match.")).toBeNull();
+    fireEvent.click(screen.getByRole("button", { name: "« First page" }));
+    await waitFor(() => expect(gone.calls.offsets.at(-1)).toBe(0));
+    expect(new URLSearchParams(router.state.location.search).get("page")).toBeNull();
+    await waitFor(() => expect(screen.queryByTestId("row-limit")).toBeNull());
+    cleanup();
+
+    // A request's link opens it in a list around its time, from the top: no sort, no page.
+    const link = new URL(requestLink("https://t.example/requests?filter=x&sort=duration.asc&page=3", rows[0]!));
+    expect([link.searchParams.get("sort"), link.searchParams.get("page"), link.searchParams.get("event")]).toEqual([
+      null,
+      null,
+      rows[0]!.event_id,
+    ]);
+
+    // A page the store would refuse, or not a page at all, is the first.
+    for (const bad of ["12", "0", "-1", "2.5", "x", "1e1"]) {
+      const c = memoryClient(rows.slice(0, 5));
+      mount(c.client, base, `&page=${bad}`);
+      await waitFor(() => expect(screen.getByTestId("result-count").textContent).toBe("5 requests"));
+      expect({ bad, offsets: c.calls.offsets }).toEqual({ bad, offsets: [0] });
+      cleanup();
+    }
   });
 
   test("Safari is detected (Chrome and Firefox on macOS are not)", () => {

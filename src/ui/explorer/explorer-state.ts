@@ -3,6 +3,8 @@ import { parseFilter } from "~/lib/filter/parse.ts";
 import {
   type Clause,
   defaultRowSort,
+  maxRowLimit,
+  maxRowOffset,
   numberClauseColumns,
   numberOps,
   type QueryFilter,
@@ -161,6 +163,21 @@ export function decodeSort(param: string | null): RowSort {
   return key && (dir === "asc" || dir === "desc") ? { key, dir } : defaultRowSort;
 }
 
+/** The deepest page of a sort the list reaches: the store skips at most maxRowOffset rows. */
+export const maxPage = Math.floor(maxRowOffset / maxRowLimit) + 1;
+
+/** The rows a page of the list skips: page 1 is the top of the sort. */
+export const pageOffset = (page: number): number => (page - 1) * maxRowLimit;
+
+/** The page a `page` parameter names (2 to maxPage); the first when missing or not one of ours. */
+export function decodePage(param: string | null): number {
+  const page = /^[1-9]\d{0,5}$/.test(param ?? "") ? Number(param) : 1;
+  return page <= maxPage ? page : 1;
+}
+
+/** The `page` parameter of a page, or null for the first. */
+export const encodePage = (page: number): string | null => (page > 1 ? String(page) : null);
+
 /** An event id as a link carries it (`event`), or null. */
 export function eventIdParam(param: string | null): string | null {
   return param && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(param) ? param : null;
@@ -180,6 +197,7 @@ export function requestLink(href: string, event: { event_id: string; time: numbe
   url.hash = "";
   url.searchParams.set("filter", encodeState({ clauses: [], global, focus: null, text: [] }));
   url.searchParams.delete("sort");
+  url.searchParams.delete("page");
   url.searchParams.set("event", event.event_id);
   return url.toString();
 }

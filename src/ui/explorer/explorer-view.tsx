@@ -33,6 +33,8 @@ export function ExplorerView({ client, namespaceId, now = Date.now }: { client: 
         (p) => {
           const q = new URLSearchParams(p);
           q.set("filter", encodeState(next));
+          // Another range or filter is another list: it starts at its first page.
+          q.delete("page");
           return q;
         },
         { replace, preventScrollReset: true },
@@ -217,7 +219,7 @@ function ExplorerBody({
       </div>
       <a
         className="self-end text-xs text-zinc-500 underline-offset-2 hover:text-zinc-300 hover:underline"
-        href={`/minified/?${minifiedParams(namespaceId, state, params.get("sort"))}`}
+        href={`/minified/?${minifiedParams(namespaceId, state, params.get("sort"), params.get("page"))}`}
         target="_blank"
         rel="noreferrer"
       >
@@ -227,10 +229,11 @@ function ExplorerBody({
   );
 }
 
-/** The results page's parameters: the same namespace, range, filters and sort. */
-function minifiedParams(namespaceId: string, state: ExplorerState, sort: string | null): URLSearchParams {
+/** The results page's parameters: the same namespace, range, filters, sort and page. */
+function minifiedParams(namespaceId: string, state: ExplorerState, sort: string | null, page: string | null): URLSearchParams {
   const q = new URLSearchParams({ namespace: namespaceId, filter: encodeState(state) });
   if (sort) q.set("sort", sort);
+  if (page) q.set("page", page);
   return q;
 }
 

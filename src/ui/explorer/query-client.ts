@@ -45,8 +45,11 @@ export type DetailAnswer = {
 
 /** What the explorer needs from a query transport: one file to swap. */
 export type QueryClient = {
-  /** The store sorts the whole range (newest first by default) and returns up to maxRowLimit rows of that order. */
-  rows(filter: QueryFilter, filterText: string, signal?: AbortSignal, sort?: RowSort): Promise<RowsAnswer>;
+  /**
+   * The store sorts the whole range (newest first by default) and returns up to maxRowLimit rows of that order,
+   * after skipping `offset` of them (0 to maxRowOffset).
+   */
+  rows(filter: QueryFilter, filterText: string, signal?: AbortSignal, sort?: RowSort, offset?: number): Promise<RowsAnswer>;
   /** latency: each bucket also carries its p50/p95/p99 (the histogram's percentile lines). */
   histogram(filter: QueryFilter, filterText: string, signal?: AbortSignal, latency?: boolean): Promise<HistogramAnswer>;
   /** The Endpoints table over the filter's range (its focus when set). */
@@ -199,11 +202,11 @@ export function tunnelQueryClient(namespaceId: string, onState: (s: ConnectionSt
   }
 
   return {
-    async rows(filter, filterText, signal, sort) {
+    async rows(filter, filterText, signal, sort, offset) {
       const d = await send(
         {
           kind: "rows",
-          query: sort ? { filter, columns: [...listColumns], sort } : { filter, columns: [...listColumns] },
+          query: { filter, columns: [...listColumns], ...(sort ? { sort } : {}), ...(offset ? { offset } : {}) },
           filterText,
         },
         signal,

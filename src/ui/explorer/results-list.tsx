@@ -3,7 +3,7 @@ import { useRef } from "react";
 import { dbOutcome, dbOutcomeClass, dbSystemName, dbSystemShort, isDbCall } from "~/lib/db-call.ts";
 import { displayUrl, eventOrigin } from "~/lib/event-url.ts";
 import { formatBytes, formatDuration } from "~/lib/format.ts";
-import { maxRowLimit, type ResultRow } from "~/lib/protocol/query.ts";
+import { maxRowLimit, maxRowOffset, type ResultRow } from "~/lib/protocol/query.ts";
 import type { TimeZoneMode } from "~/lib/time/ticks.ts";
 import { zoneName } from "~/lib/time/zone.ts";
 import { TlsMarker } from "~/ui/components/tls-marker.tsx";
@@ -47,10 +47,21 @@ export function formatRowTime(timeUs: number, tz: TimeZoneMode): string {
   return `${date} ${time}`;
 }
 
-/** The row-limit sentence, its numbers written as the count beside it is ("15,300"). */
-export function rowLimitText(n: number): string {
-  const count = (v: number) => v.toLocaleString("en-US");
-  return `Row limit of ${count(maxRowLimit)} reached. Your query would have returned ${count(n)} rows. Consider narrowing the time window or adding filters to reduce the number of rows returned.`;
+const count = (v: number) => v.toLocaleString("en-US");
+
+/**
+ * Where a page of the list sits in its sort, for a range that holds more rows than one page (or a page past the
+ * first): `total` rows matched, the page skipped `offset` of them and holds `shown`. Its numbers are written as the
+ * count beside it is ("15,300"). At the deepest page the store reads, it says how to see the rest.
+ */
+export function rowLimitText(total: number, offset = 0, shown = Math.min(total - offset, maxRowLimit)): string {
+  if (shown <= 0) return `No rows here: the ${count(total)} matching rows end before row ${count(offset + 1)}.`;
+  const last = offset + shown;
+  const rows = `Rows ${count(offset + 1)}–${count(last)} of ${count(total)}`;
+  if (last < total && offset + maxRowLimit > maxRowOffset) {
+    return `${rows}. The list pages no further than row ${count(last)} of a sort: narrow the range or the filters to see more.`;
+  }
+  return `${rows}.`;
 }
 
 /** The results of the focus range in the order the store sorted them (newest first by default), virtualised. */

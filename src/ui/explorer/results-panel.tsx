@@ -8,7 +8,7 @@ import type { TimeZoneMode } from "~/lib/time/ticks.ts";
 import { PercentileSentence } from "~/ui/endpoints/percentile-sentence.tsx";
 import { downloadHar } from "~/ui/request-detail/har-download.ts";
 import { RequestDetail } from "~/ui/request-detail/request-detail.tsx";
-import { decodeSort, encodeSort, eventIdParam, requestLink } from "./explorer-state.ts";
+import { decodePage, decodeSort, encodePage, encodeSort, eventIdParam, maxPage, pageOffset, requestLink } from "./explorer-state.ts";
 import type { QueryClient, RowsAnswer } from "./query-client.ts";
 import { QueryError } from "./query-error.tsx";
 import { ResultsList, rowLimitText, type Sort } from "./results-list.tsx";
@@ -48,34 +48,44 @@ export function ResultsPanel({
   /** The namespace the rows are from: the detail offers Resend with it. */
   namespaceId?: string;
 }) {
-  // The sort and the open request live in the URL (`sort`, `event`): a reload or a shared URL shows the same.
+  // The sort, the page of it and the open request live in the URL (`sort`, `page`, `event`): a reload or a shared
+  // URL shows the same.
   const [params, setParams] = useSearchParams();
   const sort = decodeSort(params.get("sort"));
+  const page = decodePage(params.get("page"));
   const openId = eventIdParam(params.get("event"));
   const setParam = useCallback(
-    (name: string, value: string | null, replace: boolean) =>
+    (values: Record<string, string | null>, replace: boolean) =>
       setParams(
         (p) => {
           const q = new URLSearchParams(p);
-          if (value === null) q.delete(name);
-          else q.set(name, value);
+          for (const [name, value] of Object.entries(values)) {
+            if (value === null) q.delete(name);
+            else q.set(name, value);
+          }
           return q;
         },
         { replace, preventScrollReset: true },
       ),
     [setParams],
   );
-  const setSort = (next: Sort) => setParam("sort", encodeSort(next), false);
+  // Another sort is another list: it starts at its first page.
+  const setSort = (next: Sort) => setParam({ sort: encodeSort(next), page: null }, false);
+  const setPage = (next: number) => setParam({ page: encodePage(next) }, false);
   const [detail, setDetail] = useState<Detail | null>(null);
   const [attempt, setAttempt] = useState(0);
   const [safari, setSafari] = useState(false);
   useEffect(() => setSafari(isSafari(navigator.userAgent)), []);
 
-  const key = JSON.stringify([filter, filterText, sort]);
-  // One query for the whole first page (up to the row limit): a smaller page first was measured slower here,
-  // since both queries pay the store's filtered count scan (bench/README.md, explorer). The store sorts the whole
-  // range, so the first page of a sort is the top of everything that matches, not of the newest rows.
-  const rows = useQuery<RowsAnswer>(key, (signal) => client.rows(filter, filterText, signal, sort));
+  const key = JSON.stringify([filter, filterText, sort, page]);
+  // One query for the whole page (up to the row limit): a smaller page first was measured slower here, since both
+  // queries pay the store's filtered count scan (bench/README.md, explorer). The store sorts the whole range, so
+  // the first page of a sort is the top of everything that matches, not of the newest rows. The answer keeps its
+  // page, so the sentence above the list matches the rows under it while the next page loads.
+  const rows = useQuery<RowsAnswer & { page: number }>(key, async (signal) => ({
+    ...(await client.rows(filter, filterText, signal, sort, pageOffset(page))),
+    page,
+  }));
   useEffect(() => {
     if (rows.status === "done") onRows?.(rows.data);
   }, [rows.status, rows.data, onRows]);
@@ -103,7 +113,7 @@ export function ResultsPanel({
     );
     return () => controller.abort();
   }, [client, openId, attempt]);
-  const open = (id: string) => setParam("event", id, true);
+  const open = (id: string) => setParam({ event: id }, true);
   const link = useMemo(() => (detail?.status === "done" ? requestLink(window.location.href, detail.event) : undefined), [detail]);
 
   const saveAll = async () => {
@@ -127,23 +137,24 @@ export function ResultsPanel({
           ) : null}
           {rows.status === "loading" ? <span className="text-zinc-500">Loading…</span> : null}
         </div>
-        {answer && answer.actualNumberOfRows > maxRowLimit ? (
-          <p
-            role="status"
-            data-testid="row-limit"
-            className="border-b border-amber-500/30 bg-amber-500/10 px-3 py-2 text-xs text-amber-200"
-          >
-            {rowLimitText(answer.actualNumberOfRows)}
-          </p>
-        ) : null}
+        {answer && (answer.actualNumberOfRows > maxRowLimit || answer.page > 1) ? <Pager answer={answer} onPage={setPage} /> : null}
         {rows.status === "failed" ? (
           <QueryError what="The requests" message={rows.message} details={rows.details} onRetry={rows.retry} />
         ) : null}
-        {answer && answer.rows.length === 0 && rows.status === "done" ? (
+        {answer && answer.rows.length === 0 && answer.page === 1 && rows.status === "done" ? (
           <p className="p-6 text-sm text-zinc-500">No requests in this time range match.</p>
         ) : null}
         {answer && answer.rows.length > 0 ? (
-          <ResultsList rows={answer.rows} tz={tz} sort={sort} onSort={setSort} selectedId={selectedId} onSelect={(r) => open(r.event_id)} />
+          <ResultsList
+            // A new page starts at its top.
+            key={answer.page}
+            rows={answer.rows}
+            tz={tz}
+            sort={sort}
+            onSort={setSort}
+            selectedId={selectedId}
+            onSelect={(r) => open(r.event_id)}
+          />
         ) : null}
       </div>
       {detail ? (
@@ -157,7 +168,7 @@ export function ResultsPanel({
               outboundCalls={detail.children}
               highlight={highlight}
               onOpen={(e) => open(e.event_id)}
-              onClose={() => setParam("event", null, true)}
+              onClose={() => setParam({ event: null }, true)}
               link={link}
               onSaveHar={(e) =>
                 downloadHar([e, ...(e.event_id === detail.event.event_id ? detail.children : [])], `request-${e.event_id}.har`)
@@ -171,7 +182,7 @@ export function ResultsPanel({
                 <button
                   type="button"
                   aria-label="Close detail"
-                  onClick={() => setParam("event", null, true)}
+                  onClick={() => setParam({ event: null }, true)}
                   className="rounded p-1 text-zinc-400 hover:bg-zinc-800 hover:text-zinc-100"
                 >
                   ✕
@@ -194,6 +205,44 @@ export function ResultsPanel({
           {safariText}
         </div>
       ) : null}
+    </div>
+  );
+}
+
+/**
+ * Where the page sits in the sort, with the way to the previous and the next page of it, up to the deepest page the
+ * store reads.
+ */
+function Pager({ answer, onPage }: { answer: RowsAnswer & { page: number }; onPage: (page: number) => void }) {
+  const offset = pageOffset(answer.page);
+  const last = offset + answer.rows.length;
+  const next = Math.min(maxRowLimit, answer.actualNumberOfRows - last);
+  const hasNext = next > 0 && answer.rows.length > 0 && answer.page < maxPage;
+  // Paging is ordinary; rows the list cannot reach (or none on the page) are worth the warning colour.
+  const stuck = answer.rows.length === 0 || (next > 0 && !hasNext);
+  const tone = stuck ? "border-amber-500/30 bg-amber-500/10 text-amber-200" : "border-zinc-800 bg-zinc-900/60 text-zinc-300";
+  const button = "rounded border border-zinc-600 px-2 py-0.5 whitespace-nowrap text-zinc-100 hover:bg-zinc-700/60";
+  return (
+    <div className={`flex flex-wrap items-center gap-x-3 gap-y-1 border-b px-3 py-1.5 text-xs ${tone}`}>
+      <p role="status" data-testid="row-limit" className="min-w-0 flex-1">
+        {rowLimitText(answer.actualNumberOfRows, offset, answer.rows.length)}
+      </p>
+      <nav aria-label="Pages of the list" className="flex gap-2">
+        {answer.rows.length === 0 ? (
+          <button type="button" className={button} onClick={() => onPage(1)}>
+            « First page
+          </button>
+        ) : answer.page > 1 ? (
+          <button type="button" className={button} onClick={() => onPage(answer.page - 1)}>
+            ‹ Previous {maxRowLimit.toLocaleString("en-US")}
+          </button>
+        ) : null}
+        {hasNext ? (
+          <button type="button" className={button} onClick={() => onPage(answer.page + 1)}>
+            Next {next.toLocaleString("en-US")} ›
+          </button>
+        ) : null}
+      </nav>
     </div>
   );
 }
