@@ -35,6 +35,7 @@ import { sendAlertDeliveries } from "~/services/alerts/send-alert-deliveries.ts"
 import { createStripe } from "~/services/billing/stripe-client.ts";
 import type { ServiceContext } from "~/services/context.ts";
 import { hasNamespaceExports, loadExportDestinations } from "~/services/otlp/export-destinations.ts";
+import { serveForwardedReplay } from "~/services/replay/resend-request.ts";
 import { loadRouteSettings } from "~/services/routes/load-route-settings.ts";
 import { saveRouteFold } from "~/services/routes/save-route-fold.ts";
 import { trimEventLog } from "~/services/telemetry/trim-event-log.ts";
@@ -203,8 +204,13 @@ export function createRuntime(input: RuntimeInput): Runtime {
   const memoryGuard = input.isProcessServer
     ? new MemoryGuard({ budgetBytes: config.memoryLimitBytes }, { rss: () => process.memoryUsage.rss(), collect: fullGC })
     : null;
+  // A Resend for a namespace whose run another node holds goes to that node (the cluster's presence says which).
+  const replays = new ReplayRuns({ calls, onChange: () => cluster?.publishersChanged() });
+  calls?.handle("replay", (order) => serveForwardedReplay({ replays, order }));
   const cluster =
-    broker && calls ? new ClusterNode({ broker, calls, hub, ingest, orgPublishers, clientLimits, store, routes, now: nowMs }) : null;
+    broker && calls
+      ? new ClusterNode({ broker, calls, hub, ingest, orgPublishers, clientLimits, store, routes, replays, now: nowMs })
+      : null;
   if (cluster) sinks.add(cluster);
   const tunnels = new OpenTunnels({ now: nowMs, cluster });
   const evaluateEveryMs = config.alertEvaluationSeconds * 1000;
@@ -240,7 +246,7 @@ export function createRuntime(input: RuntimeInput): Runtime {
     attached,
     cluster,
     otlp,
-    replays: new ReplayRuns(),
+    replays,
     start: async () => {
       routes.load(await loadRouteSettings({ ctx }));
       await cluster?.start();

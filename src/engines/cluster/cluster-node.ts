@@ -3,6 +3,7 @@ import type { EventSink, EventTarget } from "~/engines/ingest/sinks.ts";
 import type { ClientLimitKind, ClientLimits } from "~/engines/limits/client-limits.ts";
 import type { OrgPublishers } from "~/engines/limits/org-publishers.ts";
 import type { LiveClusterHooks, LiveHub } from "~/engines/live/hub.ts";
+import type { ReplayRuns } from "~/engines/replay/replay-runs.ts";
 import type { RouteTemplates } from "~/engines/routes/route-templates.ts";
 import { errorMessage } from "~/lib/errors.ts";
 import { type ChannelKey, channelKeysOf, parseChannelKey, targetOf } from "~/lib/protocol/channel-key.ts";
@@ -50,6 +51,8 @@ export type ClusterNodeDeps = {
   store?: EventStore;
   /** Ingest's route guard: what each node counts and folds is told to the others, so all fold alike. */
   routes?: RouteTemplates;
+  /** The runs here that serve replays: their namespaces go out with presence, the others' come back (absent: none). */
+  replays?: Pick<ReplayRuns, "localNamespaces" | "setRemote" | "dropRemote">;
   /** The runtime's clock (ms): presence and interest lapse by it. */
   now: () => number;
 };
@@ -278,7 +281,7 @@ export class ClusterNode implements EventSink, LiveClusterHooks {
   }
 
   private announcePresence(): void {
-    const { broker, hub, orgPublishers } = this.deps;
+    const { broker, hub, orgPublishers, replays } = this.deps;
     broker.publish(
       brokerChannels.presence,
       encodeBrokerMessage("presence", {
@@ -286,6 +289,7 @@ export class ClusterNode implements EventSink, LiveClusterHooks {
         c: [...hub.localPublishers()],
         o: [...orgPublishers.local()],
         w: hub.watchedChannels(),
+        r: replays?.localNamespaces(),
       }),
     );
   }
@@ -294,6 +298,7 @@ export class ClusterNode implements EventSink, LiveClusterHooks {
     if (message.n === this.nodeId) return;
     const now = this.deps.now();
     this.remotePresence.set(message.n, { at: now, channels: new Map(message.c), orgs: new Map(message.o) });
+    this.deps.replays?.setRemote(message.n, message.r ?? []);
     const watched = new Set(message.w ?? []);
     for (const key of watched) this.markInterest(key, message.n, now);
     for (const [key, nodes] of [...this.interest]) if (nodes.has(message.n) && !watched.has(key)) this.dropInterest(key, message.n);
@@ -310,6 +315,7 @@ export class ClusterNode implements EventSink, LiveClusterHooks {
     for (const [node, p] of this.remotePresence) {
       if (now - p.at > presenceTtlMs) {
         this.remotePresence.delete(node);
+        this.deps.replays?.dropRemote(node);
         continue;
       }
       for (const [k, n] of p.channels) channelCounts.set(k, (channelCounts.get(k) ?? 0) + n);

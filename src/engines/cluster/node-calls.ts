@@ -75,16 +75,24 @@ export class NodeCalls {
     });
   }
 
-  /** Asks node `nodeId`; rejects when the broker is away, the node does not answer in time, or answers amiss. */
-  request<K extends NodeCallKind>(nodeId: string, kind: K, body: NodeCallBody<K>): Promise<NodeCallAnswer<K>> {
+  /**
+   * Asks node `nodeId`; rejects when the broker is away, the node does not answer within `timeout` (its ms and what the
+   * rejection says), or answers amiss.
+   */
+  request<K extends NodeCallKind>(
+    nodeId: string,
+    kind: K,
+    body: NodeCallBody<K>,
+    timeout: { ms: number; message: string } = { ms: callTimeoutMs, message: "the server node holding it did not answer in time" },
+  ): Promise<NodeCallAnswer<K>> {
     const { broker } = this.deps;
     if (!broker.isConnected) return Promise.reject(new Error("the broker is unreachable"));
     const id = `${this.nodeId}:${++this.seq}`;
     const answered = new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiting.delete(id);
-        reject(new Error("the server node holding it did not answer in time"));
-      }, callTimeoutMs);
+        reject(new Error(timeout.message));
+      }, timeout.ms);
       this.waiting.set(id, { kind, resolve, reject, timer });
       broker.publish(nodeChannel(nodeId), encodeBrokerMessage("node", { id, from: this.nodeId, kind, body: encodeNodeBody(kind, body) }));
     });

@@ -6,6 +6,7 @@ import { maxRouteChars } from "~/lib/routes/template.ts";
 import { TunnelRole } from "./api/tunnel.ts";
 import type { ChannelKey } from "./channel-key.ts";
 import { pendingLimits } from "./pending.ts";
+import { replayLimits } from "./replay.ts";
 import type { TunnelRequest } from "./tunnel.ts";
 
 /**
@@ -76,12 +77,16 @@ export const brokerMessages = {
     e: Events,
     p: Type.Optional(Type.Array(Type.Unknown(), { maxItems: pendingLimits.maxPerMessage })),
   }),
-  /** Node `n`'s publishers by channel (c) and by org (o), and the channels it has viewers for (w). */
+  /**
+   * Node `n`'s publishers by channel (c) and by org (o), the channels it has viewers for (w), and the namespaces a
+   * run connected to it serves replays for (r: where a Resend is forwarded).
+   */
   presence: Type.Object({
     n: NodeId,
     c: Type.Array(Type.Tuple([ChannelKeySchema, Count]), { maxItems: maxListItems }),
     o: Type.Array(Type.Tuple([Type.String({ maxLength: 256 }), Count]), { maxItems: maxListItems }),
     w: Type.Optional(Type.Array(ChannelKeySchema, { maxItems: maxListItems })),
+    r: Type.Optional(Type.Array(Type.String({ maxLength: 256 }), { maxItems: maxListItems })),
   }),
   /** What node `n`'s ingest limiters (l, by limiter name) and per-client limiters (c: per kind, by client, and the global count) granted. */
   limits: Type.Object({
@@ -160,6 +165,69 @@ const ForwardedRequest = Type.Unsafe<TunnelRequest>(
   }),
 );
 
+/** Base64 of at most `bytes` bytes. */
+const base64Chars = (bytes: number) => Math.ceil(bytes / 3) * 4;
+
+/**
+ * A Resend forwarded to the node holding a replay-allowing run of the namespace: the edit and where the original went,
+ * as the asking node read it from the stored event. Bounded as the API call and the run are (replayLimits); the node
+ * that runs it checks the edit again and sends it only to a run of this namespace connected to it.
+ */
+const ForwardedReplay = Type.Object({
+  namespaceId: Type.String({ minLength: 1, maxLength: 256 }),
+  service: Type.String({ maxLength: 256 }),
+  replayOf: Type.String({ minLength: 1, maxLength: 64 }),
+  target: Type.Object({
+    direction: Type.Union([Type.Literal("inbound"), Type.Literal("outbound")]),
+    address: Type.String({ minLength: 1, maxLength: 300 }),
+    host: Type.String({ maxLength: 1024 }),
+    isTls: Type.Boolean(),
+    serverName: Type.String({ maxLength: 1024 }),
+  }),
+  method: Type.String({ minLength: 1, maxLength: replayLimits.maxMethodChars }),
+  path: Type.String({ minLength: 1, maxLength: replayLimits.maxPathChars }),
+  headers: Type.Array(
+    Type.Tuple([Type.String({ maxLength: replayLimits.maxHeaderNameChars }), Type.String({ maxLength: replayLimits.maxHeaderValueChars })]),
+    { maxItems: replayLimits.maxHeaders },
+  ),
+  body: Type.String({ maxLength: base64Chars(replayLimits.maxBodyBytes) }),
+});
+export type ForwardedReplay = Static<typeof ForwardedReplay>;
+
+/** The run's answer to a forwarded Resend, or why the holding node refused it (`refused`: the API error's code). */
+const ForwardedReplayAnswer = Type.Union([
+  Type.Object({
+    ok: Type.Literal(true),
+    eventId: Type.String({ maxLength: 64 }),
+    status: Type.Integer({ minimum: 0, maximum: 999 }),
+    headers: Type.Array(
+      Type.Tuple([
+        Type.String({ maxLength: replayLimits.maxHeaderNameChars }),
+        Type.String({ maxLength: replayLimits.maxHeaderValueChars }),
+      ]),
+      { maxItems: replayLimits.maxHeaders },
+    ),
+    body: Type.String({ maxLength: base64Chars(replayLimits.maxResponseBodyBytes) }),
+    isBodyTruncated: Type.Boolean(),
+    durationUs: Type.Number({ minimum: 0 }),
+  }),
+  Type.Object({ ok: Type.Literal(false), error: Type.String({ maxLength: 4096 }) }, { additionalProperties: false }),
+  Type.Object(
+    {
+      ok: Type.Literal(false),
+      refused: Type.Union([
+        Type.Literal("BAD_REQUEST"),
+        Type.Literal("CONFLICT"),
+        Type.Literal("RATE_LIMITED"),
+        Type.Literal("UNAVAILABLE"),
+      ]),
+      error: Type.String({ maxLength: 4096 }),
+    },
+    { additionalProperties: false },
+  ),
+]);
+export type ForwardedReplayAnswer = Static<typeof ForwardedReplayAnswer>;
+
 /** What one node may ask another: each call's body and answer. */
 export const nodeCalls = {
   /** Another node's first viewer of a channel: the events kept before this node started publishing it to the broker. */
@@ -171,6 +239,8 @@ export const nodeCalls = {
   },
   /** A request for an org's self-hosted worker, whose socket the asked node holds; the answer is its result frame, base64. */
   worker: { body: Type.Object({ orgId: Type.String({ maxLength: 256 }), request: ForwardedRequest }), answer: Type.String() },
+  /** A Resend for a namespace whose replay-allowing run the asked node holds (it said so in its presence). */
+  replay: { body: ForwardedReplay, answer: ForwardedReplayAnswer },
 } as const satisfies Record<string, { body: TSchema; answer: TSchema }>;
 
 export type NodeCallKind = keyof typeof nodeCalls;

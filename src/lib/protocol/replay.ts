@@ -21,6 +21,8 @@ export const replayLimits = {
   serverTimeoutMs: 20_000,
   /** Orders a server keeps waiting for an answer, in all. */
   maxPending: 256,
+  /** Orders a server node has forwarded to the node holding the run (a cluster), waiting for their answer. */
+  maxForwarded: 64,
 } as const;
 
 /** Where a replay goes, as the server read it from the original event: never from the API caller. */
@@ -73,7 +75,7 @@ export type ReplayAnswer =
 
 export const replayForbiddenText = "You do not have permissions to resend this namespace's requests: only its admins can.";
 export const noReplayRunText =
-  "No tapscope run --allow-replay of this namespace is connected to this server, so nothing can send the request again. Start one, or copy the request as cURL.";
+  "No tapscope run --allow-replay of this namespace is connected to the server, so nothing can send the request again. Start one, or copy the request as cURL.";
 
 /** Frames a publisher sends as text that are not events: told apart by their start, before any parse. */
 export function publisherControlKind(frame: string): "hello" | "replayed" | null {

@@ -3,6 +3,7 @@ import type { ReplayRuns } from "~/engines/replay/replay-runs.ts";
 import type { WorkerRegistry } from "~/engines/workers/worker-registry.ts";
 import { AppError } from "~/lib/errors.ts";
 import type { ResendRequestRequest, ResendRequestResponse } from "~/lib/protocol/api/replay.ts";
+import type { ForwardedReplay, ForwardedReplayAnswer } from "~/lib/protocol/cluster.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { type ReplayTarget, replayForbiddenText } from "~/lib/protocol/replay.ts";
 import { decodeResult, decodeResultData } from "~/lib/protocol/tunnel.ts";
@@ -80,6 +81,36 @@ export async function resendRequest({
     sentTo: describeTarget(target),
   };
 }
+
+/**
+ * A Resend another node of the cluster forwarded here because a run of the namespace is connected to this node: the
+ * edit is checked again as the API call's was, and the order goes only to a run of that namespace connected here (the
+ * namespace its ticket named); where it goes is what the forwarding node read from the stored original. A refusal is
+ * answered with the API error's code, for the forwarding node to answer its caller with.
+ */
+export async function serveForwardedReplay({
+  replays,
+  order,
+}: {
+  replays: Pick<ReplayRuns, "sendLocal">;
+  order: ForwardedReplay;
+}): Promise<ForwardedReplayAnswer> {
+  try {
+    const edit = checkedEdit(order);
+    if (!order.replayOf || !isUuid(order.replayOf)) throw new AppError("BAD_REQUEST", "the original's id is not an event id");
+    const { namespaceId, service, ...rest } = order;
+    const answer = await replays.sendLocal(namespaceId, service, { ...rest, method: edit.method, path: edit.path, headers: edit.headers });
+    if (!answer.ok) return { ok: false, error: answer.error };
+    const { type: _type, id: _id, ...result } = answer;
+    return result;
+  } catch (err) {
+    if (!(err instanceof AppError)) throw err;
+    const refused = forwardableCodes.find((c) => c === err.code) ?? "UNAVAILABLE";
+    return { ok: false, refused, error: err.message };
+  }
+}
+
+const forwardableCodes = ["BAD_REQUEST", "CONFLICT", "RATE_LIMITED", "UNAVAILABLE"] as const;
 
 /** The edit, or a BAD_REQUEST that says what to change. */
 export function checkedEdit(input: Pick<ResendRequestRequest, "method" | "path" | "headers" | "body">): {

@@ -28,6 +28,7 @@ const sent: { [K in BrokerMessageKind]: BrokerMessage<K> } = {
     ],
     o: [["org-1", 3]],
     w: ["link:abc"],
+    r: ["ns-1"],
   },
   limits: { n: "node-a", l: { ns: [["ns:1", 40]], "org:50": [["org-1", 40]] }, c: { emailLogin: { k: [["203.0.113.7", 1]], g: 1 } } },
   node: { id: "node-a:1", from: "node-a", kind: "history", body: '{"key":"ns:1","node":"node-a"}' },
@@ -43,6 +44,27 @@ const calls: { [K in NodeCallKind]: { body: NodeCallBody<K>; answer: NodeCallAns
   worker: {
     body: { orgId: "org-1", request: { queryId: "q1", tags: {}, compression: "none", want: { kind: "event", eventId: "e1" } } },
     answer: "VFMBAg==",
+  },
+  replay: {
+    body: {
+      namespaceId: "ns-1",
+      service: "shop",
+      replayOf: crypto.randomUUID(),
+      target: { direction: "inbound", address: "127.0.0.1:8080", host: "localhost:8080", isTls: false, serverName: "localhost" },
+      method: "POST",
+      path: "/echo?n=2",
+      headers: [["x-edit", "1"]],
+      body: "aGk=",
+    },
+    answer: {
+      ok: true,
+      eventId: crypto.randomUUID(),
+      status: 200,
+      headers: [["content-type", "text/plain"]],
+      body: "b2s=",
+      isBodyTruncated: false,
+      durationUs: 1200,
+    },
   },
 };
 
@@ -94,6 +116,23 @@ describe("the cluster's protocol (lib/protocol/cluster.ts)", () => {
     ).toMatchObject({
       ok: false,
     });
+  });
+
+  test("a forwarded Resend is bounded as the API call is: a larger body, or a target that is not an address's, is refused", () => {
+    const body = calls.replay.body;
+    const tooLarge = "A".repeat(Math.ceil((128 * 1024) / 3) * 4 + 4);
+    expect(decodeNodeBody("replay", JSON.stringify({ ...body, body: tooLarge }))).toMatchObject({
+      ok: false,
+      error: expect.stringContaining("/body"),
+    });
+    expect(decodeNodeBody("replay", JSON.stringify({ ...body, target: { ...body.target, direction: "sideways" } }))).toMatchObject({
+      ok: false,
+    });
+    expect(decodeNodeBody("replay", JSON.stringify({ ...body, headers: Array.from({ length: 101 }, () => ["x", "1"]) }))).toMatchObject({
+      ok: false,
+      error: expect.stringContaining("/headers"),
+    });
+    expect(decodeNodeAnswer("replay", JSON.stringify({ ok: false, refused: "INTERNAL", error: "x" }))).toMatchObject({ ok: false });
   });
 
   test("a message longer than the bound is not parsed", () => {
