@@ -8,8 +8,8 @@ import type { PendingRequest } from "~/lib/protocol/pending.ts";
  *   12:04:05.125 →200 GET  api.example.com/v1/items        41.0ms
  *   12:04:05.126 →pg    OK  SELECT * FROM users WHERE id = $1       0.9ms
  *   12:04:05.130  ws  c→s text 18 B {"op":"subscribe"}
- *   12:04:07.001  ··· GET  /hang                             waiting 1.0s
- *   12:04:07.001  --- GET  /hang                              2.0s  unanswered: client aborted
+ *   12:04:07.001  ··· GET  /hang                                    waiting 1.0s
+ *   12:04:07.001  --- GET  /hang                                       2.00s  unanswered: client aborted
  * Outbound calls get an arrow and their host. Database calls show their system, OK or the error code, and the
  * statement. WebSocket messages show who sent them, their kind, size and the start of their text. Other connections
  * show protocol, peer and bytes. A request that has waited a second without an answer gets a line first (`···`), once.
