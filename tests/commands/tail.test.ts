@@ -184,7 +184,8 @@ describe("tapscope tail", () => {
     const run = { stdout: "", stderr: "" };
     const collect = async (stream: ReadableStream<Uint8Array>, key: "stdout" | "stderr") => {
       const decoder = new TextDecoder();
-      for await (const chunk of stream) run[key] += decoder.decode(chunk);
+      const reader = stream.getReader();
+      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) run[key] += decoder.decode(chunk.value);
     };
     void collect(program.stdout, "stdout");
     void collect(program.stderr, "stderr");
