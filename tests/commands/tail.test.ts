@@ -200,7 +200,7 @@ describe("tapscope tail", () => {
       );
       const port = Number(/port (\d+)/.exec(run.stdout)![1]);
 
-      const curl = spawn(["curl", "-s", "--max-time", "5", `http://127.0.0.1:${port}/hang/tail-pending`], {
+      const curl = spawn(["curl", "-s", "--max-time", "6", `http://127.0.0.1:${port}/hang/tail-pending`], {
         stdout: "ignore",
         stderr: "ignore",
       });
