@@ -2,12 +2,14 @@ import { appendFileSync, writeSync } from "node:fs";
 import { isatty } from "node:tty";
 import { errorMessage } from "~/lib/errors.ts";
 import { type CapturedEvent, toTracedEvent } from "~/lib/protocol/event.ts";
+import type { PendingRequest } from "~/lib/protocol/pending.ts";
 import type { ReplayAnswer, ReplayOrder } from "~/lib/protocol/replay.ts";
 import type { AgentConfig, HostEnvironment } from "~/lib/server/env.ts";
 import { hostMetadata } from "./event.ts";
-import { formatLogLine } from "./log-line.ts";
+import { formatLogLine, formatPendingLine } from "./log-line.ts";
 import { createPublisher, isRefusal, type JoinInfo } from "./publish.ts";
 import type { RedactMode } from "./redact.ts";
+import { nowMicros } from "./relay/observer.ts";
 import { pipeStats } from "./relay/pipe.ts";
 import { RelayThreads } from "./relay/relay-threads.ts";
 import { sendReplay } from "./replay.ts";
@@ -123,6 +125,19 @@ export function createSession(options: SessionOptions): Session {
     }
     if (options.eventsFile) appendFileSync(options.eventsFile, `${JSON.stringify(toTracedEvent(event))}\n`);
   };
+  // Requests that have waited a second: the tracer sends each once (bounded per connection and per run).
+  const onPending =
+    publisher || options.log
+      ? (requests: PendingRequest[]) => {
+          publisher?.sendPending(requests);
+          if (!options.log) return;
+          const now = nowMicros();
+          const lines = requests.map((p) => `${formatPendingLine(p, { color, waitedMicros: now - p.time })}\n`).join("");
+          try {
+            writeSync(2, lines);
+          } catch {}
+        }
+      : undefined;
   // An inbound replay goes through the relay like any client's request: the relay's own event of it is the one
   // published, marked by the replay connection's client address; an outbound one is recorded here.
   const replayClients = new Map<string, { replayOf: string; seen: (eventId: string) => void }>();
@@ -176,7 +191,7 @@ export function createSession(options: SessionOptions): Session {
             delivery: options.log || options.eventsFile || options.allowReplay ? "objects" : publisher ? "frames" : "none",
             onEvent,
             onEncoded: (events) => publisher?.sendEncoded(events),
-            onPending: publisher ? (requests) => publisher.sendPending(requests) : undefined,
+            onPending,
           },
           (err) => say(`a relay thread failed: ${errorMessage(err)}`),
         )
@@ -185,7 +200,7 @@ export function createSession(options: SessionOptions): Session {
     ...tracerConfig,
     parents: threads ? new SharedParentTracker(threads.parents) : undefined,
     onEvent,
-    onPending: publisher ? (requests) => publisher.sendPending(requests) : undefined,
+    onPending,
   });
   const firstJoin = publisher?.join().catch((err: unknown) => {
     const reason = errorMessage(err);

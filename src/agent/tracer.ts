@@ -44,7 +44,7 @@ export type TracerOptions = {
   parents?: TracedConnectionDeps["parents"];
   /**
    * Receives requests that have waited a second (PENDING_AFTER_MS) without a response head, a few at a time, so a
-   * live view can show them as pending until their event comes; absent: nothing is swept.
+   * live view or `--log` can show them as pending until their event comes; absent: nothing is swept.
    */
   onPending?(requests: PendingRequest[]): void;
 };

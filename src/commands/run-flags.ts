@@ -17,7 +17,8 @@ export type RunOptions = CaptureOptions & {
 };
 
 export const usage = `usage: tapscope run [options] -- <command> [args...]
-  --log                    print one line per request and database call on stderr
+  --log                    print one line per request and database call on stderr, and one for a request when it
+                           has waited a second without an answer
   --service NAME           service name on every event (default: TAPSCOPE_SERVICE or the executable name)
   --payload-limit BYTES    body bytes kept per request and response and per WebSocket message, and characters per
                            statement and parameter (default 65536)

@@ -1,9 +1,10 @@
-import { formatLogLine } from "~/agent/log-line.ts";
+import { formatLogLine, formatPendingLine } from "~/agent/log-line.ts";
 import { errorMessage } from "~/lib/errors.ts";
 import { parseFilter } from "~/lib/filter/parse.ts";
 import type { JoinSubscriberResponse } from "~/lib/protocol/api/live.ts";
 import { eventFields, type TracedEvent } from "~/lib/protocol/event.ts";
 import type { LiveClientMessage, LiveServerMessage } from "~/lib/protocol/live.ts";
+import type { PendingRequest } from "~/lib/protocol/pending.ts";
 import { parseAgentConfig } from "~/lib/server/env.ts";
 import { parseFlags } from "~/lib/server/flags.ts";
 import { isoMicros } from "./query.ts";
@@ -11,6 +12,8 @@ import { isoMicros } from "./query.ts";
 const usage = `usage: tapscope tail [--filter EXPR] [--format line|json]
   Follows the requests of TAPSCOPE_TOKEN's namespace as they happen (TAPSCOPE_ENDPOINT is the server), one line each:
   as \`tapscope run --log\` prints them (in colour) on a terminal, JSON lines otherwise. Ctrl-C ends it.
+  A request that waits a second or more for its answer gets a line when it starts waiting ("··· GET /hang  pending";
+  in JSON, a record with "pending": true and the fields known so far), once, then its usual line when it ends.
   --filter uses the filter language, applied by the server: response.status >= 500 && request.url contains "/api/"`;
 
 const tailFlags = {
@@ -47,6 +50,16 @@ export function jsonLine(e: TracedEvent): string {
   return `${JSON.stringify(line)}\n`;
 }
 
+/** A request still waiting, as a JSON line: what is known of it so far, time as ISO, and `pending: true`. */
+export function pendingJsonLine(p: PendingRequest): string {
+  return `${JSON.stringify({ ...p, time: isoMicros(p.time), pending: true })}\n`;
+}
+
+/** Requests printed as pending whose end has not been printed: a request is printed pending once, even across reconnects. */
+const maxPendingRemembered = 10_000;
+/** Event ids remembered as printed (more than a live hub's history holds). */
+const maxPrintedRemembered = 5000;
+
 type Ended = { kind: "stopped" } | { kind: "fatal"; code: number } | { kind: "lost"; why: string };
 
 export async function main(args: string[]): Promise<number> {
@@ -71,6 +84,9 @@ export async function main(args: string[]): Promise<number> {
   const color = format === "line" && isTerminal && !agent.isColorRefused;
   const print = (e: TracedEvent) => process.stdout.write(format === "json" ? jsonLine(e) : `${formatLogLine(e, { color })}\n`);
 
+  const printPending = (p: PendingRequest) =>
+    process.stdout.write(format === "json" ? pendingJsonLine(p) : `${formatPendingLine(p, { color })}\n`);
+
   let socket: WebSocket | null = null;
   let stop: (() => void) | null = null;
   const onSignal = () => {
@@ -80,16 +96,36 @@ export async function main(args: string[]): Promise<number> {
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
 
-  /** The newest event printed, so a reconnect prints what the server kept since then and nothing twice. */
-  let lastTime = -1;
-  const seenAtLastTime = new Set<string>();
-  const show = (events: readonly TracedEvent[]) => {
+  /**
+   * The events printed lately (a live hub's history is smaller), so a reconnect's history prints what the server kept
+   * since then and nothing twice. Events come in the order they end while their time is their start: a request that
+   * waited ends after others that started later, so the time alone cannot tell what was printed.
+   */
+  const printed = new Map<string, number>();
+  /** The newest start among the events forgotten from `printed`: a history event at or before it was printed. */
+  let forgottenUpTo = -1;
+  const remember = (e: TracedEvent) => {
+    printed.set(e.event_id, e.time);
+    if (printed.size <= maxPrintedRemembered) return;
+    const [oldest, time] = printed.entries().next().value as [string, number];
+    printed.delete(oldest);
+    forgottenUpTo = Math.max(forgottenUpTo, time);
+  };
+  const shownPending = new Set<string>();
+  const show = (events: readonly TracedEvent[], isHistory: boolean) => {
     for (const e of events) {
-      if (e.time < lastTime || (e.time === lastTime && seenAtLastTime.has(e.event_id))) continue;
-      if (e.time > lastTime) seenAtLastTime.clear();
-      lastTime = e.time;
-      seenAtLastTime.add(e.event_id);
+      shownPending.delete(e.event_id);
+      if (printed.has(e.event_id) || (isHistory && e.time <= forgottenUpTo)) continue;
+      remember(e);
       print(e);
+    }
+  };
+  const showPending = (requests: readonly PendingRequest[]) => {
+    for (const p of requests) {
+      if (shownPending.has(p.event_id) || printed.has(p.event_id)) continue;
+      if (shownPending.size >= maxPendingRemembered) shownPending.delete(shownPending.values().next().value as string);
+      shownPending.add(p.event_id);
+      printPending(p);
     }
   };
 
@@ -131,10 +167,17 @@ export async function main(args: string[]): Promise<number> {
             return;
           case "history":
             if (message.revision !== revision) return;
-            show(isFirst && lastTime < 0 ? message.events.slice(-historyLines) : message.events);
+            show(isFirst && printed.size === 0 ? message.events.slice(-historyLines) : message.events, true);
             return;
           case "events":
-            if (isApplied) show(message.events);
+            if (isApplied) show(message.events, false);
+            return;
+          case "pending":
+            if (isApplied) showPending(message.requests);
+            return;
+          case "settled":
+            // Ended, and its event does not pass the filter: nothing more is printed of it.
+            for (const id of message.eventIds) shownPending.delete(id);
             return;
           case "dropped":
             process.stderr.write(`tapscope tail: ${message.count} requests skipped (this terminal could not keep up)\n`);

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import type { PendingRequest } from "~/lib/protocol/pending.ts";
 import { startServer, type TestServer } from "../support/publish-server.ts";
-import { BUN, hasCommand, MAIN, ROOT, waitUntil } from "./harness.ts";
+import { BUN, hasCommand, MAIN, ROOT, type Running, start, waitUntil } from "./harness.ts";
 
 /**
  * Requests in flight, with a real program under `tapscope run` publishing to a real server: a handler that hangs is
@@ -13,6 +13,7 @@ import { BUN, hasCommand, MAIN, ROOT, waitUntil } from "./harness.ts";
 let server: TestServer;
 const pending: PendingRequest[] = [];
 const programs: Array<ReturnType<typeof Bun.spawn>> = [];
+const logged: Running[] = [];
 
 beforeAll(async () => {
   server = await startServer();
@@ -20,7 +21,7 @@ beforeAll(async () => {
 }, 30_000);
 afterAll(async () => {
   for (const p of programs) p.kill("SIGTERM");
-  await Promise.all(programs.map((p) => p.exited));
+  await Promise.all([...programs.map((p) => p.exited), ...logged.map((r) => r.stop().catch(() => 0))]);
   await server?.stop();
 });
 
@@ -85,5 +86,34 @@ describe.each([
     await waitUntil(() => server.events().some((e) => e.http_req_path === `/ok?threads=${threads}`), 20_000, "the /ok event");
     await Bun.sleep(1500);
     expect(pending.filter((p) => p.http_req_path.startsWith("/ok"))).toEqual([]);
+  }, 60_000);
+});
+
+describe.each([
+  ["the main thread", "1"],
+  ["relay threads", "2"],
+])("run --log on %s, publishing nowhere", (_name, threads) => {
+  test("a hung request gets one line once it has waited a second, while the client waits, then its end", async () => {
+    const r = start(["python3", join(ROOT, "tests/agent/fixtures/hang-server.py")], {
+      runArgs: ["--log"],
+      env: { TAPSCOPE_RELAY_THREADS: threads },
+    });
+    logged.push(r);
+    const port = Number(/port (\d+)/.exec(await r.waitForOutput(/port \d+/, 30_000))![1]);
+    const curl = Bun.spawn(["curl", "-s", "--max-time", "4", `http://127.0.0.1:${port}/hang/log`], { stdout: "ignore", stderr: "ignore" });
+    const waiting = /··· GET {2}\/hang\/log +waiting (\d+\.\d)s$/m;
+    const line = await waitUntil(() => waiting.exec(r.stderr()), 20_000, `the waiting line; stderr: ${r.stderr()}`);
+    expect(curl.exitCode).toBeNull();
+    expect(Number(line[1])).toBeGreaterThanOrEqual(1);
+
+    expect(await curl.exited).toBe(28);
+    await waitUntil(() => /--- GET {2}\/hang\/log +\S+ {2}unanswered: client aborted/.test(r.stderr()), 20_000, "the aborted line");
+    expect(r.stderr().match(/··· GET {2}\/hang\/log/g)).toHaveLength(1);
+
+    // Answered at once: its usual line and nothing more.
+    expect(await (await fetch(`http://127.0.0.1:${port}/ok/log`)).text()).toBe("ok");
+    await waitUntil(() => / 200 GET {2}\/ok\/log /.test(r.stderr()), 20_000, "the /ok/log line");
+    await Bun.sleep(1500);
+    expect(r.stderr()).not.toMatch(/··· GET {2}\/ok/);
   }, 60_000);
 });

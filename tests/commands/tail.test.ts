@@ -170,6 +170,77 @@ describe("tapscope tail", () => {
     }
   }, 120_000);
 
+  test("a traced handler that hangs: a pending line while the client waits, once, then the aborted line (both formats)", async () => {
+    const filter = 'request.url contains "tail-pending"';
+    const lines = startTail(["--format", "line", "--filter", filter]);
+    const json = startTail(["--format", "json", "--filter", filter]);
+    const program = spawn([process.execPath, "src/main.ts", "run", "--", "python3", join(root, "tests/agent/fixtures/hang-server.py")], {
+      cwd: root,
+      env: { ...process.env, TAPSCOPE_TOKEN: seeded.token, TAPSCOPE_ENDPOINT: server.endpoint },
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const run = { stdout: "", stderr: "" };
+    const collect = async (stream: ReadableStream<Uint8Array>, key: "stdout" | "stderr") => {
+      const decoder = new TextDecoder();
+      const reader = stream.getReader();
+      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) run[key] += decoder.decode(chunk.value);
+    };
+    void collect(program.stdout, "stdout");
+    void collect(program.stderr, "stderr");
+    try {
+      await untilFollowing(lines, "tail-pending-ready");
+      await untilFollowing(json, "tail-pending-ready");
+      // Notices are sent only while the run is connected: wait for it to say where its requests go.
+      await until(
+        () => /port \d+/.test(run.stdout) && run.stderr.includes("sending requests to"),
+        `the run to join: ${run.stderr}`,
+        40_000,
+      );
+      const port = Number(/port (\d+)/.exec(run.stdout)![1]);
+
+      const curl = spawn(["curl", "-s", "--max-time", "6", `http://127.0.0.1:${port}/hang/tail-pending`], {
+        stdout: "ignore",
+        stderr: "ignore",
+      });
+      const pendingLine = /^\d\d:\d\d:\d\d\.\d{3} {2}··· GET {2}\/hang\/tail-pending +pending$/m;
+      await until(() => pendingLine.test(lines.stdout()), `the pending line: ${lines.stderr()}`);
+      await until(() => json.stdout().includes('"pending":true'), "the pending record");
+      expect(curl.exitCode).toBeNull();
+
+      // Answered while the other waits, and started after it: printed as usual, without a pending line.
+      expect(await (await fetch(`http://127.0.0.1:${port}/ok/tail-pending`)).text()).toBe("ok");
+      await until(() => / 200 GET {2}\/ok\/tail-pending /.test(lines.stdout()), "the /ok line");
+
+      expect(await curl.exited).toBe(28);
+      await until(() => /--- GET {2}\/hang\/tail-pending +\S+ {2}unanswered: client aborted/.test(lines.stdout()), "the aborted line");
+      await until(() => json.stdout().includes('"http_unanswered":"client_aborted"'), "the aborted record");
+      expect(lines.stdout().match(/··· GET/g)).toHaveLength(1);
+
+      const records = json
+        .stdout()
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l))
+        .filter((r) => String(r.http_req_path).includes("/tail-pending"));
+      const pending = records.filter((r) => r.pending === true);
+      expect(pending).toHaveLength(1);
+      expect(pending[0]).toMatchObject({ http_req_method: "GET", http_req_path: "/hang/tail-pending", http_is_outgoing: false });
+      expect(pending[0].time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+      // The event that ends it has the same id, and is the usual record.
+      const ended = records.find((r) => r.event_id === pending[0].event_id && r.pending === undefined);
+      expect(ended).toMatchObject({ http_unanswered: "client_aborted", http_resp_status_code: 0 });
+      expect(Object.keys(ended)).toEqual([...eventFields.rowColumns]);
+      expect(records.filter((r) => r.http_req_path === "/ok/tail-pending").map((r) => r.pending)).toEqual([undefined]);
+    } finally {
+      program.kill("SIGTERM");
+      lines.proc.kill("SIGINT");
+      json.proc.kill("SIGINT");
+      await Promise.all([program.exited, lines.proc.exited, json.proc.exited]);
+    }
+  }, 90_000);
+
   test("a bad filter is printed with its position, and nothing is followed", async () => {
     const tail = startTail(["--filter", "response.status >= 500 && request.url contain '/x'"]);
     expect(await tail.proc.exited).toBe(2);
