@@ -17,8 +17,8 @@ run() {
   f=$(grep -Eo '^ *[0-9]+ fail$' "$out" | tail -1 | grep -Eo '[0-9]+' || echo 0)
   pass=$((pass + p)); fail=$((fail + f))
   # bun prints each file's name, then "(fail) describe > name" per failing test: repeated at the end, with the file,
-  # where a log's tail shows them.
-  awk '/^[^ (].*\.(ts|tsx):$/ { file = $0 } /^\(fail\) / { print file " " $0 }' "$out" >>"$failed"
+  # where a log's tail shows them (bun's own summary of the failures, after the last file, is left out).
+  awk '/^[0-9]+ tests? failed:$/ { exit } /^[^ (].*\.(ts|tsx):$/ { file = $0 } /^\(fail\) / { print file " " $0 }' "$out" >>"$failed"
   [ "$rc" -eq 0 ] || status=1
   rm -f "$out"
 }

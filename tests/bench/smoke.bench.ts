@@ -16,7 +16,7 @@ const tables: Record<string, RegExp[]> = {
     /^response {2}conns {2}mode {4}req\/s/m,
     /^1 B\s+16 {2}traced\s+\d+\s+[\d.]+\s+\d+µs\s+[+-]\d+µs\s+\d+µs\s+[+-]\d+µs\s+[\d.]+µs$/m,
     /^1 B\s+16 {2}published\s+\d+\s+[\d.]+/m,
-    /^ {2}1 B c=16: traced\/haproxy [\d.]+, publishing adds -?[\d.]+ µs\/req$/m,
+    /^ {2}1 B c=16: traced\/haproxy [\d.]+, published\/haproxy [\d.]+, publishing adds -?[\d.]+ µs\/req$/m,
   ],
   "bench:ceiling": [
     /^tapscope x2\s+\d+\s+[\d.]+\s+[\d.]+µs$/m,
