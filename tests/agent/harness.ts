@@ -85,7 +85,10 @@ export function start(argv: string[], options: StartOptions = {}): Running {
   collect(proc.stderr, err);
   const events = (): TracedEvent[] => {
     if (!existsSync(eventsFile)) return [];
-    return readFileSync(eventsFile, "utf8")
+    const text = readFileSync(eventsFile, "utf8");
+    // The run may be writing a line right now: only whole lines are events yet.
+    return text
+      .slice(0, text.lastIndexOf("\n") + 1)
       .split("\n")
       .filter(Boolean)
       .map((line) => JSON.parse(line) as TracedEvent);
