@@ -11,11 +11,11 @@ import { openDuckDbStore } from "~/store/duckdb.ts";
 import type { EventStore } from "~/store/types.ts";
 import { startTestApp, type TestApp } from "../support/app.ts";
 import { type Service, startRedis } from "../support/cluster.ts";
+import { startTracedProgram, type TracedProgram } from "../support/traced-program.ts";
 
 // Resend on a cluster: a real program under `tapscope run` publishes to node A, while the admin's calls land on node B
 // (as a load balancer may send them). Two nodes on one database, one event store and a real Redis.
 const root = join(import.meta.dir, "../..");
-const bun = join(root, "node_modules/.bin/bun");
 let redis: Service & { brokerUrl: string };
 let store: EventStore;
 let t: TestApp;
@@ -69,60 +69,18 @@ async function call(node: Node, name: string, body: unknown): Promise<{ status: 
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
-type Run = { port: number; eventsFile: string; output: string[]; stop: () => Promise<void> };
+type Run = TracedProgram & { eventsFile: string };
 
 /** The program under `tapscope run`, publishing to node A. */
 async function startRun(allowReplay: boolean): Promise<Run> {
   const eventsFile = join(dataDir, `run-${crypto.randomUUID()}.jsonl`);
-  const proc = Bun.spawn(
-    [
-      bun,
-      join(root, "src/main.ts"),
-      "run",
-      ...(allowReplay ? ["--allow-replay"] : []),
-      "--events-file",
-      eventsFile,
-      "--",
-      "python3",
-      join(root, "tests/e2e/resend-server.py"),
-    ],
-    {
-      cwd: root,
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", TAPSCOPE_ENDPOINT: a.base, TAPSCOPE_TOKEN: token },
-      stdout: "pipe",
-      stderr: "pipe",
-    },
-  );
-  const output: string[] = [];
-  const decoder = new TextDecoder();
-  for (const stream of [proc.stdout, proc.stderr]) {
-    void (async () => {
-      const reader = stream.getReader();
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) return;
-        output.push(decoder.decode(value));
-      }
-    })();
-  }
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const text = output.join("");
-    const port = Number(/port (\d+)/.exec(text)?.[1] ?? 0);
-    if (port && /sending requests to/.test(text)) {
-      return {
-        port,
-        eventsFile,
-        output,
-        stop: async () => {
-          proc.kill("SIGTERM");
-          await proc.exited;
-        },
-      };
-    }
-    if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`the program did not start: ${text}`);
-    await Bun.sleep(50);
-  }
+  const program = await startTracedProgram({
+    runArgs: [...(allowReplay ? ["--allow-replay"] : []), "--events-file", eventsFile],
+    command: ["python3", join(root, "tests/e2e/resend-server.py")],
+    env: { TAPSCOPE_ENDPOINT: a.base, TAPSCOPE_TOKEN: token },
+    ready: /sending requests to/,
+  });
+  return { ...program, eventsFile };
 }
 
 /** The run's own record of an event (its --events-file), once one matches. */
@@ -135,7 +93,7 @@ async function eventOf(run: Run, match: (e: TracedEvent) => boolean): Promise<Tr
     } catch {}
     const found = lines.map((l) => JSON.parse(l) as TracedEvent).find(match);
     if (found) return found;
-    if (Date.now() > deadline) throw new Error(`no such event in ${lines.length}; the run said: ${run.output.join("")}`);
+    if (Date.now() > deadline) throw new Error(`no such event in ${lines.length}; the run said: ${run.output()}`);
     await Bun.sleep(100);
   }
 }

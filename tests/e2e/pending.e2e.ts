@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
+import { startTracedProgram, type TracedProgram } from "../support/traced-program.ts";
 import { hasHorizontalScroll, launchBrowser, type RunningBrowser, type RunningServer, root, screenshot, startServer } from "./harness.ts";
 import { liveFrame } from "./live-harness.ts";
 
@@ -12,49 +13,16 @@ import { liveFrame } from "./live-harness.ts";
 let server: RunningServer;
 let browser: RunningBrowser;
 let page: Page;
-let program: { proc: ReturnType<typeof Bun.spawn>; port: number; linkUrl: string };
+let program: TracedProgram & { linkUrl: string };
 
 beforeAll(async () => {
   server = await startServer();
-  const proc = Bun.spawn(
-    [
-      join(root, "node_modules/.bin/bun"),
-      join(root, "src/main.ts"),
-      "run",
-      "--",
-      "python3",
-      join(root, "tests/agent/fixtures/hang-server.py"),
-    ],
-    {
-      cwd: root,
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", TAPSCOPE_ENDPOINT: server.baseUrl, TAPSCOPE_TOKEN: "" },
-      stdout: "pipe",
-      stderr: "pipe",
-    },
-  );
-  let output = "";
-  const decoder = new TextDecoder();
-  for (const stream of [proc.stdout, proc.stderr]) {
-    const reader = stream.getReader();
-    void (async () => {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) return;
-        output += decoder.decode(value);
-      }
-    })();
-  }
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const port = Number(/port (\d+)/.exec(output)?.[1] ?? 0);
-    const linkUrl = /(?:See your requests live:|watch live at) (\S+)/.exec(output)?.[1];
-    if (port && linkUrl) {
-      program = { proc, port, linkUrl };
-      break;
-    }
-    if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`program did not start: ${output}`);
-    await Bun.sleep(50);
-  }
+  const started = await startTracedProgram({
+    command: ["python3", join(root, "tests/agent/fixtures/hang-server.py")],
+    env: { TAPSCOPE_ENDPOINT: server.baseUrl, TAPSCOPE_TOKEN: "" },
+    ready: /(?:See your requests live:|watch live at) (\S+)/,
+  });
+  program = { ...started, linkUrl: started.ready[1] as string };
   browser = await launchBrowser();
   page = await browser.context.newPage();
   page.setDefaultTimeout(15_000);
@@ -62,8 +30,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  program?.proc.kill("SIGTERM");
-  await program?.proc.exited;
+  await program?.stop();
   await server?.stop();
 });
 

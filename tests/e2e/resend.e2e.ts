@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { noReplayRunText } from "~/lib/protocol/replay.ts";
+import { startTracedProgram, type TracedProgram } from "../support/traced-program.ts";
 import { hasHorizontalScroll, namespaceTokenOf, root, screenshot, signedInSuite } from "./harness.ts";
 import { liveFrame } from "./live-harness.ts";
 
@@ -11,7 +12,6 @@ import { liveFrame } from "./live-harness.ts";
 // the API an admin's browser calls, and from the request detail at 1440 and 390 px.
 
 const suite = signedInSuite({ email: "ada@example.test", timeoutMs: 20_000 });
-const bun = join(root, "node_modules/.bin/bun");
 
 /** The program's outbound calls land here: what it was sent, header by header. */
 const upstreamHits: Array<{ path: string; edit: string | null; from: string | null; host: string | null }> = [];
@@ -30,70 +30,27 @@ const upstream = Bun.serve({
   },
 });
 
-type Run = { port: number; eventsFile: string; output: string[]; stop: () => Promise<void> };
+type Run = TracedProgram & { eventsFile: string };
 let token = "";
 let namespaceId = "";
 let run: Run | null = null;
 
 async function startRun(allowReplay: boolean): Promise<Run> {
   const eventsFile = join(tmpdir(), `resend-${crypto.randomUUID()}.jsonl`);
-  const flags = allowReplay ? ["--allow-replay"] : [];
-  const proc = Bun.spawn(
-    [
-      bun,
-      join(root, "src/main.ts"),
-      "run",
-      ...flags,
-      "--events-file",
-      eventsFile,
-      "--",
-      "python3",
-      join(root, "tests/e2e/resend-server.py"),
-    ],
-    {
-      cwd: root,
-      env: {
-        PATH: process.env.PATH ?? "",
-        HOME: process.env.HOME ?? "/tmp",
-        TAPSCOPE_ENDPOINT: suite.server.baseUrl,
-        TAPSCOPE_TOKEN: token,
-        UPSTREAM: `http://127.0.0.1:${upstream.port}`,
-      },
-      stdout: "pipe",
-      stderr: "pipe",
+  const program = await startTracedProgram({
+    runArgs: [...(allowReplay ? ["--allow-replay"] : []), "--events-file", eventsFile],
+    command: ["python3", join(root, "tests/e2e/resend-server.py")],
+    env: { TAPSCOPE_ENDPOINT: suite.server.baseUrl, TAPSCOPE_TOKEN: token, UPSTREAM: `http://127.0.0.1:${upstream.port}` },
+    ready: /sending requests to/,
+  });
+  return {
+    ...program,
+    eventsFile,
+    async stop() {
+      await program.stop();
+      rmSync(eventsFile, { force: true });
     },
-  );
-  const output: string[] = [];
-  const decoder = new TextDecoder();
-  for (const stream of [proc.stdout, proc.stderr]) {
-    void (async () => {
-      const reader = stream.getReader();
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) return;
-        output.push(decoder.decode(value));
-      }
-    })();
-  }
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const text = output.join("");
-    const port = Number(/port (\d+)/.exec(text)?.[1] ?? 0);
-    if (port && /sending requests to/.test(text)) {
-      return {
-        port,
-        eventsFile,
-        output,
-        async stop() {
-          proc.kill("SIGTERM");
-          await proc.exited;
-          rmSync(eventsFile, { force: true });
-        },
-      };
-    }
-    if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`program did not start: ${text}`);
-    await Bun.sleep(50);
-  }
+  };
 }
 
 /** The run's events (its --events-file), once one matches. */
@@ -106,7 +63,7 @@ async function eventOf(r: Run, match: (e: TracedEvent) => boolean): Promise<Trac
     } catch {}
     const found = lines.map((l) => JSON.parse(l) as TracedEvent).find(match);
     if (found) return found;
-    if (Date.now() > deadline) throw new Error(`no such event in ${lines.length} events; the run said: ${r.output.join("")}`);
+    if (Date.now() > deadline) throw new Error(`no such event in ${lines.length} events; the run said: ${r.output()}`);
     await Bun.sleep(100);
   }
 }
