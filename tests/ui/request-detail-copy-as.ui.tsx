@@ -1,44 +1,26 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type IncomingMessage, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { type CopyFormat, copyAs } from "~/ui/request-detail/copy-as.ts";
+import { type Arrived, startRecordingServer } from "../support/recording-server.ts";
 import { b64, makeEvent } from "./live-event-factory.ts";
 
 // Each generated snippet is run for real by its own tool (curl, node, python3 with requests, HTTPie) against a local
 // server, which records what arrived.
-type Arrived = { method: string; url: string; headers: IncomingMessage["headers"]; rawHeaders: string[]; body: Buffer };
 
-let server: Server;
-let port = 0;
-const arrived: Arrived[] = [];
 const dir = mkdtempSync(join(tmpdir(), "tapscope-copy-as-"));
+let port = 0;
+let arrived: Arrived[] = [];
+let close = () => {};
 
 beforeAll(async () => {
-  server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      arrived.push({
-        method: req.method ?? "",
-        url: req.url ?? "",
-        headers: req.headers,
-        rawHeaders: req.rawHeaders,
-        body: Buffer.concat(chunks),
-      });
-      res.setHeader("content-type", "text/plain");
-      res.end("answered");
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  port = (server.address() as AddressInfo).port;
+  ({ port, arrived, close } = await startRecordingServer(() => "answered"));
 });
 
 afterAll(() => {
-  server.close();
+  close();
   rmSync(dir, { recursive: true, force: true });
 });
 

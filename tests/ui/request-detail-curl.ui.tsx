@@ -1,37 +1,17 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createServer, type IncomingMessage, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { shellQuote, toCurl } from "~/ui/request-detail/curl.ts";
+import { type Arrived, startRecordingServer } from "../support/recording-server.ts";
 import { b64, makeEvent } from "./live-event-factory.ts";
 
-type Arrived = { method: string; url: string; headers: IncomingMessage["headers"]; rawHeaders: string[]; body: Buffer };
-
-// A real HTTP server (node:http: the DOM preload replaces the global Response that Bun.serve would need).
-let server: Server;
 let port = 0;
-const arrived: Arrived[] = [];
+let arrived: Arrived[] = [];
+let close = () => {};
 
 beforeAll(async () => {
-  server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      arrived.push({
-        method: req.method ?? "",
-        url: req.url ?? "",
-        headers: req.headers,
-        rawHeaders: req.rawHeaders,
-        body: Buffer.concat(chunks),
-      });
-      res.setHeader("content-type", "text/plain");
-      res.end(`echo ${req.method} ${req.url}`);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  port = (server.address() as AddressInfo).port;
+  ({ port, arrived, close } = await startRecordingServer((req) => `echo ${req.method} ${req.url}`));
 });
 
-afterAll(() => server.close());
+afterAll(() => close());
 
 async function run(command: string): Promise<{ stdout: string; code: number }> {
   arrived.length = 0;
