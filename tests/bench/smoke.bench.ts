@@ -98,7 +98,7 @@ const tables: Record<string, RegExp[]> = {
   "bench/store/sort.ts": [/^\| duckdb \| duration, slowest first \| [\d,]+ of [\d,]+ \| \*\*[\d.]+\*\* \| [\d.]+ \| [\d.]+x \|$/m],
   "bench/store/rows.ts": [/^median CPU per event: before [\d.]+ µs, now [\d.]+ µs \(now\/before [\d.]+\)$/m],
   "bench/tls/process-trust.ts": [
-    /^ {2}CPU per exec \(\d+ execs less none, over \d+\): direct \d+ µs, tls off \d+ µs, tls on \d+ µs/m,
+    /^ {2}CPU per exec \(\d+ execs less none, over \d+\): direct -?\d+ µs, tls off -?\d+ µs, tls on -?\d+ µs/m,
     /^trust lookup per TLS connection [^\n]*: [\d.]+ µs$/m,
   ],
   "bench/tls-leg/run.ts": [/^opaque pipe \(no decryption\)\s+req p50 \d+ µs \([+-]\d+\)\s+p99 \d+ µs/m],
