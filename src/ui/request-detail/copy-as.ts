@@ -1,24 +1,7 @@
 import { eventUrl } from "~/lib/event-url.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { asText, decodeBase64 } from "./body.ts";
-import { shellQuote, toCurl } from "./curl.ts";
-
-// RFC 9110 token characters: anything else in a captured header name is not replayed.
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-// The client computes these itself, or they describe the old connection rather than the request.
-const SKIPPED = new Set([
-  "host",
-  "content-length",
-  "transfer-encoding",
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "upgrade",
-  "te",
-  "trailer",
-  "expect",
-  "http2-settings",
-]);
+import { CONNECTION_HEADERS, HEADER_TOKEN, shellQuote, toCurl } from "./curl.ts";
 
 /** What a replay sends: the request as captured, less the headers that belong to the old connection. */
 export type Replayable = {
@@ -34,7 +17,8 @@ export type Replayable = {
 export function replayable(event: TracedEvent): Replayable {
   const bytes = decodeBase64(event.http_req_body);
   const headers = event.http_req_headers.filter(
-    ([name, value]) => TOKEN.test(name) && !SKIPPED.has(name.toLowerCase()) && !name.startsWith(":") && !/[\r\n\0]/.test(value),
+    ([name, value]) =>
+      HEADER_TOKEN.test(name) && !CONNECTION_HEADERS.has(name.toLowerCase()) && !name.startsWith(":") && !/[\r\n\0]/.test(value),
   );
   return {
     method: event.http_req_method || "GET",

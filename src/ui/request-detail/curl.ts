@@ -8,9 +8,9 @@ export function shellQuote(value: string): string {
 }
 
 // RFC 9110 token characters: anything else in a captured header name is not replayed.
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-// curl computes these itself, or they describe the old connection rather than the request.
-const SKIPPED = new Set([
+export const HEADER_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+// A client computes these itself, or they describe the old connection rather than the request.
+export const CONNECTION_HEADERS: ReadonlySet<string> = new Set([
   "host",
   "content-length",
   "transfer-encoding",
@@ -21,7 +21,6 @@ const SKIPPED = new Set([
   "te",
   "trailer",
   "expect",
-  "accept-encoding",
   "http2-settings",
 ]);
 
@@ -49,7 +48,8 @@ export function toCurl(event: TracedEvent): CurlCommand {
   for (const [name, value] of event.http_req_headers) {
     const lower = name.toLowerCase();
     if (lower === "accept-encoding" && /gzip|deflate|br|zstd/i.test(value)) wantsCompressed = true;
-    if (!TOKEN.test(name) || SKIPPED.has(lower) || /[\r\n\0]/.test(value)) continue;
+    // curl does not decode what it did not ask to be compressed: the captured Accept-Encoding stays behind too.
+    if (!HEADER_TOKEN.test(name) || CONNECTION_HEADERS.has(lower) || lower === "accept-encoding" || /[\r\n\0]/.test(value)) continue;
     // "Name;" is curl's way to send a header with an empty value.
     lines.push(`-H ${shellQuote(value === "" ? `${name};` : `${name}: ${value}`)}`);
   }
