@@ -19,7 +19,13 @@ run() {
   # bun prints each file's name, then "(fail) describe > name" per failing test: repeated at the end, with the file,
   # where a log's tail shows them (bun's own summary of the failures, after the last file, is left out).
   awk '/^[0-9]+ tests? failed:$/ { exit } /^[^ (].*\.(ts|tsx):$/ { file = $0 } /^\(fail\) / { print file " " $0 }' "$out" >>"$failed"
-  [ "$rc" -eq 0 ] || status=1
+  # An error outside any test (an unhandled rejection, a file that does not load) fails the run with no "(fail)" line:
+  # its first lines and the run's exit status are repeated too.
+  awk '/^# Unhandled error/ { grab = 12; print "  " $0 } grab > 0 && /(Error|error):|^ +at / { print "    " $0; grab-- }' "$out" >>"$failed"
+  if [ "$rc" -ne 0 ]; then
+    status=1
+    echo "exit status ${rc}: ${*: -3}" >>"$failed"
+  fi
   rm -f "$out"
 }
 # bun test ignores bunfig's [test] timeout (its default is 5 s per test): the limit is given on each line.
@@ -44,7 +50,7 @@ if [ ${#e2e[@]} -gt 0 ]; then run "$BUN" test --timeout 120000 "${e2e[@]/#/./}";
 bench=(tests/bench/*.bench.ts)
 if [ ${#bench[@]} -gt 0 ]; then run "$BUN" test --timeout 240000 "${bench[@]/#/./}"; fi
 if [ -s "$failed" ]; then
-  echo "failed tests:"
+  echo "failed tests and errors:"
   sed 's/^/  /' "$failed"
 fi
 rm -f "$failed"

@@ -101,15 +101,19 @@ describe("on a cluster", () => {
     expect(((await runs.send("ns-1", "api", order).catch((e: unknown) => e)) as AppError).message).toBe(noReplayRunText);
   });
 
-  test("a run connected here is used before another node's", () => {
+  test("a run connected here is used before another node's", async () => {
     const node = otherNode();
     const runs = new ReplayRuns({ calls: node.calls });
     const local = runOf("ns-1", "api");
-    runs.register({}, local.run);
+    const key = {};
+    runs.register(key, local.run);
     runs.setRemote("node-b", ["ns-1"]);
-    void runs.send("ns-1", "api", order);
+    const waiting = runs.send("ns-1", "api", order).catch((e: unknown) => e as AppError);
     expect(local.sent).toHaveLength(1);
     expect(node.asked).toHaveLength(0);
+    // The run goes: its order fails now (not 20 s later, after this test).
+    runs.unregister(key);
+    expect((await waiting).code).toBe("UNAVAILABLE");
   });
 
   test("a node that goes away fails its forwarded orders at once; a failed call says which part failed", async () => {
