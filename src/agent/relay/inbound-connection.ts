@@ -3,7 +3,7 @@ import { E, libc } from "../seccomp/ffi.ts";
 import { bindTo, connectTo, localAddr, newSocket } from "../seccomp/sockets.ts";
 import { legOptions } from "./leg-options.ts";
 import { type ConnectionObserver, nowMicros } from "./observer.ts";
-import { type LegData, legHandlers, Pipe } from "./pipe.ts";
+import { type ForwardCounter, type LegData, legHandlers, Pipe } from "./pipe.ts";
 import { encodeSockAddr, formatSockAddr, fromHostPort, type SockAddr } from "./sockaddr.ts";
 
 const LOOPBACK4: SockAddr = { family: 4, ip: "127.0.0.1", port: 0 };
@@ -21,6 +21,8 @@ export type InboundHooks = {
   /** Kept a little after close for a late getpeername; a reused port may already belong to a newer connection. */
   unregister(relayPort: number, pipe: Pipe): void;
   deferred: Set<Pipe>;
+  /** A relay thread's count of request bytes forwarded before they are parsed (the main thread's lookups wait on it). */
+  forwarding?: ForwardCounter;
   /** Both legs are up: a blocking accept() waiting for one can be served. */
   onConnected(): void;
   /** Nothing listens on the program's port any more; `reset` resets the client (now, or a moment later). */
@@ -45,7 +47,7 @@ export function relayInboundConnection(target: InboundTarget, client: Socket<Leg
     },
     hooks.observer,
     () => setTimeout(() => hooks.unregister(relayPort, pipe), 5000).unref(),
-    { deferTap: true, onRelease: (released) => hooks.deferred.delete(released) },
+    { deferTap: true, onRelease: (released) => hooks.deferred.delete(released), forwarding: hooks.forwarding },
   );
   if (pipe.isDeferred) hooks.deferred.add(pipe);
   pipe.attach("client", client);

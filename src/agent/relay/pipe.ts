@@ -36,6 +36,9 @@ class Leg {
   isClosed = false;
 }
 
+/** Counts forwards of bytes not yet shown to the tap (see SharedParentTracker). */
+export type ForwardCounter = { forwardBegin(): void; forwardEnd(): void };
+
 export class Pipe {
   private readonly legs: Record<Side, Leg> = { client: new Leg(), server: new Leg() };
   private tap: ConnectionTap | null = null;
@@ -61,7 +64,7 @@ export class Pipe {
     info: ConnectionInfo,
     private readonly observer: ConnectionObserver | null,
     private readonly onFinish?: () => void,
-    private readonly options: { deferTap?: boolean; onRelease?: (pipe: Pipe) => void } = {},
+    private readonly options: { deferTap?: boolean; onRelease?: (pipe: Pipe) => void; forwarding?: ForwardCounter } = {},
   ) {
     this.info = info;
     if (options.deferTap && observer) {
@@ -87,7 +90,6 @@ export class Pipe {
       return;
     }
     this.deferred = null;
-    this.options.onRelease?.(this);
     if (pid) {
       this.info.pid = pid;
       this.isPidKnown = true;
@@ -97,6 +99,8 @@ export class Pipe {
       if (item.bytes) this.tapData(item.from, item.bytes, item.at);
       else this.tapEnd(item.from, item.at);
     }
+    // Told only now: until the held bytes are parsed, another thread looking up this process's requests still waits.
+    this.options.onRelease?.(this);
   }
 
   /** noDelay: TCP_NODELAY on this leg (always on loopback legs; a far leg mirrors the program's choice). */
@@ -153,12 +157,22 @@ export class Pipe {
     const to = this.legs[this.other(from)];
     if (to.isClosed) return;
     if (to.socket && to.queue.length === 0) {
-      const written = to.socket.write(chunk);
-      if (written < chunk.length) {
-        this.enqueue(to, chunk.subarray(Math.max(0, written)), true);
-        if (to.queuedBytes > HIGH_WATER) this.legs[from].socket?.pause();
+      // The client's bytes reach the program before the tap parses them: counted, for a lookup on another thread.
+      const counter = from === "client" && !wasTapped ? this.options.forwarding : undefined;
+      counter?.forwardBegin();
+      // Read now: stamped before the write, so a thread descheduled after it cannot date the bytes after what the
+      // program did with them.
+      const readAt = wasTapped ? 0 : nowMicros();
+      try {
+        const written = to.socket.write(chunk);
+        if (written < chunk.length) {
+          this.enqueue(to, chunk.subarray(Math.max(0, written)), true);
+          if (to.queuedBytes > HIGH_WATER) this.legs[from].socket?.pause();
+        }
+        if (!wasTapped) this.tapData(from, chunk, readAt);
+      } finally {
+        counter?.forwardEnd();
       }
-      if (!wasTapped) this.tapData(from, chunk);
       return;
     }
     const isTapped = this.isOpened || wasTapped;

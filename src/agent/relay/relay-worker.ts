@@ -87,9 +87,11 @@ function gather(event: CapturedEvent): void {
   else gatherTimer ??= setTimeout(postFrame, FRAME_INTERVAL_MS);
 }
 
+/** Requests in flight across threads; this thread's forwards are counted in it. */
+const parents = new SharedParentTracker(init.parents, init.index);
 const tracer = createTracer({
   ...init.tracer,
-  parents: new SharedParentTracker(init.parents),
+  parents,
   onPending: init.hasPending
     ? (requests) => {
         if (delivery !== "none") port.postMessage({ kind: "pending", requests } satisfies ToMain);
@@ -146,6 +148,7 @@ function listen(key: number, fd: number, target: InboundTarget): void {
               table.clear(relayPort, entry.generation);
             },
             deferred,
+            forwarding: parents,
             onConnected() {
               if (Atomics.load(parked, key) > 0) port.postMessage({ kind: "connected", key } satisfies ToMain);
             },

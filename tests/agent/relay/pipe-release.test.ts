@@ -1,6 +1,7 @@
 import { expect, test } from "bun:test";
+import type { Socket } from "bun";
 import type { ConnectionTap } from "~/agent/relay/observer.ts";
-import { Pipe } from "~/agent/relay/pipe.ts";
+import { type LegData, Pipe } from "~/agent/relay/pipe.ts";
 import { waitUntil } from "../harness.ts";
 import { connection } from "../parse/helpers.ts";
 
@@ -37,4 +38,27 @@ test("an accept within the wait names the process at once: nothing to hand on la
   pipe.release(9);
   pipe.release(11);
   expect([opened, told]).toEqual([[9], []]);
+});
+
+test("a held connection leaves the held set only once its bytes are parsed: a lookup from another thread still waits for it", () => {
+  const seen: string[] = [];
+  const observer = {
+    onOpen: (): ConnectionTap => ({ onData: (_fromClient, chunk) => seen.push(new TextDecoder().decode(chunk)), onClose() {} }),
+  };
+  let seenAtRelease = null as string[] | null;
+  const pipe = new Pipe(connection(3, "inbound", 7), observer, undefined, {
+    deferTap: true,
+    onRelease: () => {
+      seenAtRelease = [...seen];
+    },
+  });
+  // Two legs that take every byte: the client's request is forwarded, and held from the tap.
+  const leg = () =>
+    ({ data: undefined, setNoDelay() {}, write: (b: Uint8Array) => b.length, pause() {}, resume() {} }) as unknown as Socket<LegData>;
+  pipe.attach("client", leg());
+  pipe.attach("server", leg());
+  pipe.onData("client", new TextEncoder().encode("GET / HTTP/1.1\r\n\r\n"));
+  expect(seen).toEqual([]);
+  pipe.release(9);
+  expect(seenAtRelease).toEqual(["GET / HTTP/1.1\r\n\r\n"]);
 });

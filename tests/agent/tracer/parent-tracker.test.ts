@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { randomUUID } from "node:crypto";
 import { ParentTracker } from "~/agent/tracer/parent-tracker.ts";
 import { newSharedParentsBuffer, SharedParentTracker } from "~/agent/tracer/shared-parents.ts";
+import { waitUntil } from "../harness.ts";
 
 type Tracker = Pick<ParentTracker, "current" | "start" | "finish">;
 /**
@@ -96,5 +97,27 @@ describe("SharedParentTracker", () => {
     }
     expect(thread.processes).toBe(0);
     expect(reader.current(3)).toBe("");
+  });
+
+  test("a lookup while another thread has forwarded a request it has not parsed yet waits for the parse, and finds it", async () => {
+    const buffer = newSharedParentsBuffer();
+    const eventId = request().eventId;
+    // The thread parses only once the lookup waits: without the wait, the lookup answers "".
+    const reader = new SharedParentTracker(buffer, -1, 20_000);
+    const thread = new Worker(new URL("../fixtures/forwarding-thread.ts", import.meta.url).href, {
+      workerData: { buffer, pid: 7, eventId },
+    } as WorkerOptions);
+    try {
+      const said: string[] = [];
+      thread.addEventListener("message", (m) => said.push(String(m.data)));
+      await waitUntil(() => said.includes("forwarded"), 10_000, "the thread to forward");
+      expect(reader.parent(7)).toEqual({ id: eventId, candidates: 1 });
+      // Nothing in flight and no forward in progress: answered at once, not after the wait.
+      const started = performance.now();
+      expect(reader.parent(8)).toEqual({ id: "", candidates: 0 });
+      expect(performance.now() - started).toBeLessThan(5_000);
+    } finally {
+      thread.terminate();
+    }
   });
 });

@@ -113,7 +113,7 @@ describe("on a cluster", () => {
     expect(node.asked).toHaveLength(0);
     // The run goes: its order fails now (not 20 s later, after this test).
     runs.unregister(key);
-    expect((await waiting).code).toBe("UNAVAILABLE");
+    expect(((await waiting) as AppError).code).toBe("UNAVAILABLE");
   });
 
   test("a node that goes away fails its forwarded orders at once; a failed call says which part failed", async () => {
