@@ -22,6 +22,7 @@ import { isUuid } from "~/lib/server/ids.ts";
 import { bucketGrid } from "~/lib/time/buckets.ts";
 import { NamespaceGate } from "./guard.ts";
 import { searchColumns } from "./search-text.ts";
+import { storedOnceColumns, textBodyMarker } from "./stored-body.ts";
 import { checkRange, compileWhere, toMicros } from "./sql/compile.ts";
 import type { Dialect } from "./sql/dialect.ts";
 import { endpointKey, endpointsSql, latencySql, planEndpoints, sparklineSql, toEndpointRow } from "./sql/endpoints.ts";
@@ -101,12 +102,28 @@ export class SqlEventStore implements EventStore {
     limits: Partial<StoreLimits> = {},
   ) {
     // A whole event is read without its search texts: nothing shows them, and they would double what a page of
-    // events (a HAR export's, a detail's children) holds in the store's memory.
-    this.fullSelect = engine.layout.columns.map((c) => (searchColumns.has(c.name) ? `'' AS ${c.name}` : c.name)).join(", ");
+    // events (a HAR export's, a detail's children) holds in the store's memory. A body stored once is read from its
+    // search text (stored-body.ts), which then stands in for the body column's bytes.
+    const marker = engine.dialect.literal(textBodyMarker);
+    const onceBodyOf = new Map<string, string>(storedOnceColumns.map((c) => [c.text, c.body]));
+    this.fullSelect = engine.layout.columns
+      .map((c) => {
+        if (!searchColumns.has(c.name)) return c.name;
+        const body = onceBodyOf.get(c.name);
+        return body && engine.layout.typeOf.has(body) ? `CASE WHEN ${body} = ${marker} THEN ${c.name} ELSE '' END AS ${c.name}` : `'' AS ${c.name}`;
+      })
+      .join(", ");
     this.kind = engine.kind;
     this.insertBatchSize = engine.insertBatchSize;
     this.limits = { ...defaultStoreLimits, ...limits };
     this.gate = new NamespaceGate(this.limits.maxConcurrentQueries, this.limits.maxQueuedQueries);
+  }
+
+  /** An event read with fullSelect, its search texts empty as for every whole event. */
+  private wholeEvent(row: Record<string, unknown>): TracedEvent {
+    const event = rowToEvent(row, this.engine.layout) as Record<string, unknown>;
+    for (const name of searchColumns) if (name in event) event[name] = "";
+    return event as TracedEvent;
   }
 
   async ensureNamespace(namespaceId: string): Promise<void> {
@@ -386,7 +403,7 @@ export class SqlEventStore implements EventStore {
     const rows = await this.gate.run(namespaceId, () =>
       this.select(namespaceId, randomUUID(), `SELECT ${this.fullSelect} FROM ${table} WHERE ${where} LIMIT ${maxRowLimit}`),
     );
-    return rows.map((row) => rowToEvent(row, this.engine.layout));
+    return rows.map((row) => this.wholeEvent(row));
   }
 
   /**
@@ -426,8 +443,8 @@ export class SqlEventStore implements EventStore {
       return {
         queryId,
         durationInNanoseconds: Number(process.hrtime.bigint() - started),
-        event: rowToEvent(found[0], this.engine.layout),
-        children: children.map((row) => rowToEvent(row, this.engine.layout)),
+        event: this.wholeEvent(found[0]),
+        children: children.map((row) => this.wholeEvent(row)),
       };
     });
   }
