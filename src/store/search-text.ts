@@ -3,7 +3,7 @@ import { brotliDecompressSync, constants, gunzipSync, inflateRawSync, inflateSyn
 import { binaryForm, headerForm, isBinaryForm, jsonText, textForm } from "~/lib/filter/content.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { TokenBucket } from "~/lib/rate-limit.ts";
-import { isUtf8Of, recordSameBody } from "./stored-body.ts";
+import { canStoreOnce, recordSameBody } from "./stored-body.ts";
 
 /**
  * The search fields of an event (`search_*`, ADR 0032), made once when the server accepts it: whatever a publisher sent
@@ -62,7 +62,7 @@ export class SearchTexts {
     if (typeof base64 !== "string" || base64 === "") return "";
     const stored = Buffer.from(base64, "base64");
     const form = this.formOf(e, side, stored);
-    if (form !== "" && !isBinaryForm(form) && isUtf8Of(form, stored)) recordSameBody(e, side, base64, form);
+    if (form !== "" && !isBinaryForm(form) && canStoreOnce(form, stored)) recordSameBody(e, side, base64, form);
     return form;
   }
 

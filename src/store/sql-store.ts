@@ -22,10 +22,10 @@ import { isUuid } from "~/lib/server/ids.ts";
 import { bucketGrid } from "~/lib/time/buckets.ts";
 import { NamespaceGate } from "./guard.ts";
 import { searchColumns } from "./search-text.ts";
-import { storedOnceColumns, textBodyMarker } from "./stored-body.ts";
 import { checkRange, compileWhere, toMicros } from "./sql/compile.ts";
 import type { Dialect } from "./sql/dialect.ts";
 import { endpointKey, endpointsSql, latencySql, planEndpoints, sparklineSql, toEndpointRow } from "./sql/endpoints.ts";
+import { storedOnceColumns, textBodyMarker } from "./stored-body.ts";
 import { type EventRows, fromStored, namespaceIdOfTable, rowToEvent, type StoreLayout, tableName, toEventRows } from "./table.ts";
 import { defaultStoreLimits, type Engine, type EventStore, type StoreLimits } from "./types.ts";
 
@@ -110,7 +110,9 @@ export class SqlEventStore implements EventStore {
       .map((c) => {
         if (!searchColumns.has(c.name)) return c.name;
         const body = onceBodyOf.get(c.name);
-        return body && engine.layout.typeOf.has(body) ? `CASE WHEN ${body} = ${marker} THEN ${c.name} ELSE '' END AS ${c.name}` : `'' AS ${c.name}`;
+        return body && engine.layout.typeOf.has(body)
+          ? `CASE WHEN ${body} = ${marker} THEN ${c.name} ELSE '' END AS ${c.name}`
+          : `'' AS ${c.name}`;
       })
       .join(", ");
     this.kind = engine.kind;

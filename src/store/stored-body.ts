@@ -24,10 +24,13 @@ const sameBodies = new WeakMap<TracedEvent, Same>();
 const encoder = new TextEncoder();
 let scratch = new Uint8Array(4096);
 
-/** Whether `text` is exactly `bytes` as UTF-8, without allocating for each body. */
-export function isUtf8Of(text: string, bytes: Uint8Array): boolean {
+/**
+ * Whether a body may be stored as `text`: `text` is exactly `bytes` as UTF-8 and reads back as it was written (DuckDB's
+ * client drops a byte order mark that starts a value it reads). Allocates nothing per body.
+ */
+export function canStoreOnce(text: string, bytes: Uint8Array): boolean {
   // UTF-8 takes at least one byte per UTF-16 code unit.
-  if (text.length > bytes.length || text.length * 3 < bytes.length) return false;
+  if (text.length > bytes.length || text.length * 3 < bytes.length || text.charCodeAt(0) === 0xfeff) return false;
   if (scratch.length < bytes.length) scratch = new Uint8Array(Math.max(bytes.length, scratch.length * 2));
   const { read, written } = encoder.encodeInto(text, scratch);
   if (read !== text.length || written !== bytes.length) return false;
