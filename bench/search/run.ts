@@ -7,9 +7,11 @@
  *   - a selective body search: `request.body contains "zebra-7781"`;
  *   - a header equality: `request.headers["x-request-id"] == "rid-5521"`;
  *   - the search box's condition for the same order (bodies and headers, any case).
- * Then what the search columns cost at ingest: the same events inserted into two stores, one with the search columns
- * made as the server's ingest makes them (SearchTexts.fill, timed with the insert), one with them left empty (what an
- * event stored before content search held); throughput of each and the database file's bytes per event.
+ * Then what the search columns cost at ingest: the same events inserted into three stores, one with the search columns
+ * made as the server's ingest makes them (SearchTexts.fill, timed with the insert; a text body stored once, ADR 0032),
+ * one the same but with each body stored twice as before that (its base64 and its search text: each filled event is
+ * copied before its insert, so the store does not know the copy's text is its body), one with them left empty (what
+ * an event stored before content search held); throughput of each and the database file's bytes per event.
  *
  *   bun bench/search/run.ts [--events 1000000] [--runs 5]
  *   --smoke: 20,000 events, 2 runs (proves it runs, measures nothing).
@@ -94,46 +96,62 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
   return xs[Math.floor(xs.length / 2)]!;
 }
 
-/** Inserts `events` in the store's batches; with `texts`, the search columns are made first, inside the timing. */
-async function ingest(store: SqlEventStore, ns: string, events: TracedEvent[], texts: SearchTexts | null): Promise<number> {
+/**
+ * Inserts `events` in the store's batches; with `texts`, the search columns are made first, inside the timing, and with
+ * `isTwice` each event is then copied (its bodies stored twice).
+ */
+async function ingest(
+  store: SqlEventStore,
+  ns: string,
+  events: TracedEvent[],
+  texts: SearchTexts | null,
+  isTwice = false,
+): Promise<number> {
   const size = store.insertBatchSize;
   const t = performance.now();
   for (let i = 0; i < events.length; i += size) {
-    const batch = events.slice(i, i + size);
+    let batch = events.slice(i, i + size);
     if (texts) for (const e of batch) texts.fill(e);
+    if (isTwice) batch = batch.map((e) => ({ ...e }));
     await store.insert(ns, batch);
   }
   return events.length / ((performance.now() - t) / 1000);
 }
+
+const unlimitedTexts = () => new SearchTexts(performance.now.bind(performance), { ratePerSecond: 1e9, burst: 1e9 });
 
 const dir = mkdtempSync(join(tmpdir(), "tapscope-bench-search-"));
 try {
   console.log(`== duckdb: ${total.toLocaleString("en")} events over 24 h, JSON bodies; the needles in 1 of 10,000`);
   const events = makeEvents(total, 41);
 
-  // Ingest: the same events into two stores, alternating batches' worth of work so machine noise hits both alike.
+  // Ingest: the same events into three stores, in an order that puts each store's halves at both ends of the run, so
+  // machine noise hits them alike.
   const withPath = join(dir, "with.duckdb");
+  const twicePath = join(dir, "twice.duckdb");
   const withoutPath = join(dir, "without.duckdb");
   // A benchmark measures however long a query takes: the server's query timeout is not what is measured.
   const limits = { queryTimeoutMs: 600_000 };
   const withStore = await openDuckDbStore({ path: withPath, limits });
+  const twiceStore = await openDuckDbStore({ path: twicePath, limits });
   const withoutStore = await openDuckDbStore({ path: withoutPath, limits });
   const ns = randomUUID();
   const half = Math.floor(total / 2);
+  const twiceCopies = events.map((e) => ({ ...e }));
   const copies = events.map((e) => ({ ...e }));
-  const withRate = [
-    await ingest(
-      withStore,
-      ns,
-      events.slice(0, half),
-      new SearchTexts(performance.now.bind(performance), { ratePerSecond: 1e9, burst: 1e9 }),
-    ),
-  ];
+  const withRate = [await ingest(withStore, ns, events.slice(0, half), unlimitedTexts())];
+  const twiceRate = [await ingest(twiceStore, ns, twiceCopies.slice(0, half), unlimitedTexts(), true)];
   const withoutRate = [await ingest(withoutStore, ns, copies.slice(0, half), null)];
   withoutRate.push(await ingest(withoutStore, ns, copies.slice(half), null));
-  withRate.push(
-    await ingest(withStore, ns, events.slice(half), new SearchTexts(performance.now.bind(performance), { ratePerSecond: 1e9, burst: 1e9 })),
-  );
+  twiceRate.push(await ingest(twiceStore, ns, twiceCopies.slice(half), unlimitedTexts(), true));
+  withRate.push(await ingest(withStore, ns, events.slice(half), unlimitedTexts()));
+  await twiceStore.close();
+  // Making the search columns alone (the events stored without them, filled now): what of the ingest difference is
+  // the server's making them, and what the store's writing them.
+  const fillStarted = performance.now();
+  const filler = unlimitedTexts();
+  for (const e of copies) filler.fill(e);
+  const fillMicros = ((performance.now() - fillStarted) * 1000) / total;
   const rate = (xs: number[]) => 2 / (1 / xs[0]! + 1 / xs[1]!);
 
   // The explorer's pair over the whole range on the store with the search columns.
@@ -152,6 +170,7 @@ try {
   await withoutStore.close();
   const bytesWith = statSync(withPath).size;
   const bytesWithout = statSync(withoutPath).size;
+  const bytesTwice = statSync(twicePath).size;
 
   const base = rows[0]!.both;
   console.log("\n| case (whole 24 h, histogram + first page) | found | histogram (ms) | page (ms) | both (ms) | / baseline |");
@@ -166,8 +185,18 @@ try {
   console.log(
     `\ningest duckdb: ${Math.round(inWith)} events/s with the search columns made, ${Math.round(inWithout)} events/s without (with/without ${(inWith / inWithout).toFixed(2)})`,
   );
+  const inTwice = rate(twiceRate);
+  console.log(
+    `ingest duckdb, each body stored twice (base64 and search text): ${Math.round(inTwice)} events/s (twice/without ${(inTwice / inWithout).toFixed(2)}, once/twice ${(inWith / inTwice).toFixed(2)})`,
+  );
+  console.log(
+    `per event: ${(1e6 / inWith).toFixed(1)} µs with, ${(1e6 / inWithout).toFixed(1)} µs without; making the search columns alone ${fillMicros.toFixed(1)} µs, so the store's writing of them ${(1e6 / inWith - 1e6 / inWithout - fillMicros).toFixed(1)} µs`,
+  );
   console.log(
     `stored bytes per event: ${Math.round(bytesWith / total)} with the search columns, ${Math.round(bytesWithout / total)} without (${(bytesWith / bytesWithout).toFixed(2)}x)`,
+  );
+  console.log(
+    `stored bytes per event, each body stored twice: ${Math.round(bytesTwice / total)} (${(bytesTwice / bytesWithout).toFixed(2)}x)`,
   );
   const load = await Bun.file("/proc/loadavg")
     .text()

@@ -1,8 +1,9 @@
 import { isUtf8 } from "node:buffer";
 import { brotliDecompressSync, constants, gunzipSync, inflateRawSync, inflateSync, zstdDecompressSync } from "node:zlib";
-import { binaryForm, headerForm, jsonText, textForm } from "~/lib/filter/content.ts";
+import { binaryForm, headerForm, isBinaryForm, jsonText, textForm } from "~/lib/filter/content.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { TokenBucket } from "~/lib/rate-limit.ts";
+import { canStoreOnce, recordSameBody } from "./stored-body.ts";
 
 /**
  * The search fields of an event (`search_*`, ADR 0032), made once when the server accepts it: whatever a publisher sent
@@ -55,10 +56,18 @@ export class SearchTexts {
     e.search_resp_body = this.bodyForm(e, "resp");
   }
 
+  /** The side's search text; when it is exactly the stored bytes as UTF-8, the store writes the body once (stored-body.ts). */
   private bodyForm(e: TracedEvent, side: "req" | "resp"): string {
     const base64 = side === "req" ? e.http_req_body : e.http_resp_body;
     if (typeof base64 !== "string" || base64 === "") return "";
-    let bytes: Uint8Array = Buffer.from(base64, "base64");
+    const stored = Buffer.from(base64, "base64");
+    const form = this.formOf(e, side, stored);
+    if (form !== "" && !isBinaryForm(form) && canStoreOnce(form, stored)) recordSameBody(e, side, base64, form);
+    return form;
+  }
+
+  private formOf(e: TracedEvent, side: "req" | "resp", stored: Uint8Array): string {
+    let bytes: Uint8Array = stored;
     if (bytes.length === 0) return "";
     const tags = typeof e.tags === "object" && e.tags !== null ? e.tags : null;
     const encoding = side === "req" ? e.http_req_content_encoding : e.http_resp_content_encoding;

@@ -25,6 +25,7 @@ import { searchColumns } from "./search-text.ts";
 import { checkRange, compileWhere, toMicros } from "./sql/compile.ts";
 import type { Dialect } from "./sql/dialect.ts";
 import { endpointKey, endpointsSql, latencySql, planEndpoints, sparklineSql, toEndpointRow } from "./sql/endpoints.ts";
+import { storedOnceColumns, textBodyMarker } from "./stored-body.ts";
 import { type EventRows, fromStored, namespaceIdOfTable, rowToEvent, type StoreLayout, tableName, toEventRows } from "./table.ts";
 import { defaultStoreLimits, type Engine, type EventStore, type StoreLimits } from "./types.ts";
 
@@ -95,18 +96,56 @@ export class SqlEventStore implements EventStore {
   private readonly inFlight = new Map<string, Promise<SliceCounts>>();
   /** Every stored column, for reading whole events. */
   private readonly fullSelect: string;
+  /** The body columns that may hold a body stored once (stored-body.ts) in this layout. */
+  private readonly onceColumns: ReadonlyArray<(typeof storedOnceColumns)[number]>;
 
   constructor(
     private readonly engine: Engine,
     limits: Partial<StoreLimits> = {},
   ) {
     // A whole event is read without its search texts: nothing shows them, and they would double what a page of
-    // events (a HAR export's, a detail's children) holds in the store's memory.
+    // events (a HAR export's, a detail's children) holds in the store's memory. A body stored once is read from its
+    // search text in a second statement over those rows alone (withStoredOnce).
     this.fullSelect = engine.layout.columns.map((c) => (searchColumns.has(c.name) ? `'' AS ${c.name}` : c.name)).join(", ");
+    this.onceColumns = storedOnceColumns.filter((c) => engine.layout.typeOf.has(c.body) && engine.layout.typeOf.has(c.text));
     this.kind = engine.kind;
     this.insertBatchSize = engine.insertBatchSize;
     this.limits = { ...defaultStoreLimits, ...limits };
     this.gate = new NamespaceGate(this.limits.maxConcurrentQueries, this.limits.maxQueuedQueries);
+  }
+
+  /**
+   * Rows read with fullSelect, given the search text of each body stored once. Only those rows' search texts are read:
+   * selecting them with the page would read every row's (a binary body's is larger than its base64).
+   */
+  private async withStoredOnce(namespaceId: string, queryId: string, table: string, rows: Record<string, unknown>[], startedNs?: bigint) {
+    const once = rows.filter((r) => this.onceColumns.some((c) => r[c.body] === textBodyMarker));
+    if (once.length === 0) return rows;
+    const d = this.engine.dialect;
+    const marker = d.literal(textBodyMarker);
+    const ids = [...new Set(once.map((r) => d.literal(String(r.event_id))))];
+    const texts = this.onceColumns.map((c) => `CASE WHEN ${c.body} = ${marker} THEN ${c.text} ELSE '' END AS ${c.text}`);
+    const isOnce = this.onceColumns.map((c) => `${c.body} = ${marker}`).join(" OR ");
+    const found = await this.select(
+      namespaceId,
+      queryId,
+      `SELECT event_id, time, ${texts.join(", ")} FROM ${table} WHERE event_id IN (${ids.join(", ")}) AND (${isOnce}) LIMIT ${maxRowLimit}`,
+      startedNs,
+    );
+    const key = (r: Record<string, unknown>) => `${String(r.event_id)} ${String(r.time)}`;
+    const byKey = new Map(found.map((r) => [key(r), r]));
+    for (const row of once) {
+      const text = byKey.get(key(row));
+      if (text) for (const c of this.onceColumns) row[c.text] = text[c.text];
+    }
+    return rows;
+  }
+
+  /** An event read with fullSelect (and withStoredOnce), its search texts empty as for every whole event. */
+  private wholeEvent(row: Record<string, unknown>): TracedEvent {
+    const event = rowToEvent(row, this.engine.layout) as Record<string, unknown>;
+    for (const name of searchColumns) if (name in event) event[name] = "";
+    return event as TracedEvent;
   }
 
   async ensureNamespace(namespaceId: string): Promise<void> {
@@ -383,10 +422,16 @@ export class SqlEventStore implements EventStore {
       const r = checkRange(range, "range");
       where += ` AND time >= ${d.literal(toMicros(r.lowerMs))} AND time < ${d.literal(toMicros(r.upperMs))}`;
     }
-    const rows = await this.gate.run(namespaceId, () =>
-      this.select(namespaceId, randomUUID(), `SELECT ${this.fullSelect} FROM ${table} WHERE ${where} LIMIT ${maxRowLimit}`),
+    const queryId = randomUUID();
+    const rows = await this.gate.run(namespaceId, async () =>
+      this.withStoredOnce(
+        namespaceId,
+        queryId,
+        table,
+        await this.select(namespaceId, queryId, `SELECT ${this.fullSelect} FROM ${table} WHERE ${where} LIMIT ${maxRowLimit}`),
+      ),
     );
-    return rows.map((row) => rowToEvent(row, this.engine.layout));
+    return rows.map((row) => this.wholeEvent(row));
   }
 
   /**
@@ -423,11 +468,12 @@ export class SqlEventStore implements EventStore {
         queryId,
         `SELECT ${this.fullSelect} FROM ${table} WHERE parent_event_id = ${id} ORDER BY time ASC, event_id ASC LIMIT ${maxRowLimit}`,
       );
+      await this.withStoredOnce(namespaceId, queryId, table, [found[0], ...children]);
       return {
         queryId,
         durationInNanoseconds: Number(process.hrtime.bigint() - started),
-        event: rowToEvent(found[0], this.engine.layout),
-        children: children.map((row) => rowToEvent(row, this.engine.layout)),
+        event: this.wholeEvent(found[0]),
+        children: children.map((row) => this.wholeEvent(row)),
       };
     });
   }

@@ -64,6 +64,9 @@ const tables: Record<string, RegExp[]> = {
     /^\| request\.body contains "zebra-7781" \| [\d,]+ \| [\d.]+ \| [\d.]+ \| \*\*[\d.]+\*\* \| [\d.]+x \|$/m,
     /^ingest duckdb: \d+ events\/s with the search columns made, \d+ events\/s without \(with\/without [\d.]+\)$/m,
     /^stored bytes per event: \d+ with the search columns, \d+ without \([\d.]+x\)$/m,
+    /^ingest duckdb, each body stored twice \(base64 and search text\): \d+ events\/s \(twice\/without [\d.]+, once\/twice [\d.]+\)$/m,
+    /^stored bytes per event, each body stored twice: \d+ \([\d.]+x\)$/m,
+    /^per event: [\d.]+ µs with, [\d.]+ µs without; making the search columns alone [\d.]+ µs, so the store's writing of them -?[\d.]+ µs$/m,
   ],
   "bench:db": [
     /^case {16}conns {2}mode {7}queries\/s {2}p50 µs {2}added p50 {2}relay CPU µs\/query$/m,

@@ -603,6 +603,133 @@ export function runConformance(target: ConformanceTarget): void {
       });
     });
 
+    describe("a text body stored once: every body reads back byte for byte and is found", () => {
+      const onceNs = randomUUID();
+      const texts = new SearchTexts();
+      const utf8 = (text: string) => Buffer.from(text, "utf8");
+      // Each case's request body is the case; its response body is plain JSON, stored once, so every case also reads
+      // a body from its search text.
+      const cases: Array<{ name: string; bytes: Uint8Array; type: string; encoding?: string; isCut?: boolean; needle: string }> = [
+        { name: "UTF-8 JSON", bytes: utf8('{"order":"once-json-1","city":"Zürich"}'), type: "application/json", needle: "once-json-1" },
+        {
+          name: "a BOM, CRLF and astral characters",
+          bytes: utf8('\ufeff{"note":"once-bom-2 😀 𝔘",\r\n"city":"Zürich"}\r\n'),
+          type: "application/json",
+          needle: "once-bom-2 😀",
+        },
+        {
+          name: "JSON with \\u escapes (its text differs from its bytes)",
+          bytes: utf8('{"city":"Z\\u00fcrich once-esc-3","face":"\\ud83d\\ude00","path":"a\\/b"}'),
+          type: "application/json",
+          needle: "Zürich once-esc-3",
+        },
+        {
+          name: "a gzip body",
+          bytes: gzipSync('{"error":"once-gzip-4"}'),
+          type: "application/json",
+          encoding: "gzip",
+          needle: "once-gzip-4",
+        },
+        {
+          name: "a binary body",
+          bytes: new Uint8Array([0x0a, 0x0b, ...utf8("once-bin-5"), 0x00, 0xff, 0xfe, 0x80]),
+          type: "application/octet-stream",
+          needle: "once-bin-5",
+        },
+        {
+          name: "a body cut in the middle of a character",
+          bytes: utf8("once-cut-6 café").subarray(0, 15),
+          type: "text/plain",
+          isCut: true,
+          needle: "once-cut-6",
+        },
+        { name: "a body cut between characters", bytes: utf8("once-cut-7 ca"), type: "text/plain", isCut: true, needle: "once-cut-7" },
+        {
+          name: "text with control characters",
+          bytes: utf8("once-ctl-8\x00\x01\x1f\x7f\t\f end"),
+          type: "text/plain",
+          needle: "once-ctl-8",
+        },
+        {
+          name: "Latin-1 text",
+          bytes: Buffer.from("once-latin-9 café", "latin1"),
+          type: "text/plain; charset=iso-8859-1",
+          needle: "once-latin-9 café",
+        },
+        { name: "an empty body", bytes: new Uint8Array(0), type: "application/json", needle: "" },
+      ];
+      const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64");
+      const respBody = (i: number) => utf8(`{"ok":true,"case":${i},"word":"réponse-${i}"}`);
+      const made = cases.map((c, i) => {
+        const e: TracedEvent = {
+          ...events[100 + i]!,
+          event_id: randomUUID(),
+          parent_event_id: "",
+          http_req_body: b64(c.bytes),
+          http_req_content_type: c.type,
+          http_req_content_encoding: c.encoding ?? "",
+          http_req_body_truncated: c.isCut === true,
+          http_resp_body: b64(respBody(i)),
+          http_resp_content_type: "application/json",
+          http_resp_content_encoding: "",
+          http_resp_body_truncated: false,
+          tags: {},
+        };
+        texts.fill(e);
+        return e;
+      });
+      // Stored before bodies were stored once, or by a server that made no search text: base64 and no search text.
+      const old: TracedEvent = {
+        ...events[130]!,
+        event_id: randomUUID(),
+        parent_event_id: "",
+        http_req_body: b64(utf8('{"old":"row"}')),
+        http_req_content_type: "application/json",
+        http_resp_body: b64(utf8("plain old text")),
+        search_req_body: "",
+        search_resp_body: "",
+        search_req_headers: "",
+        search_resp_headers: "",
+      };
+      beforeAll(async () => {
+        await store.insert(onceNs, [...made, old]);
+      });
+      afterAll(async () => {
+        await store.dropNamespace(onceNs).catch(() => undefined);
+      });
+
+      cases.forEach((c, i) => {
+        test(`${c.name}: read back exactly, and found by request.body contains`, async () => {
+          const e = made[i]!;
+          const detail = await store.getEvent(onceNs, e.event_id);
+          const [listed] = await store.getEvents(onceNs, [e.event_id]);
+          for (const read of [detail?.event, listed]) {
+            expect(Buffer.from(read!.http_req_body, "base64").equals(Buffer.from(c.bytes))).toBe(true);
+            expect(read!.http_req_body).toBe(b64(c.bytes));
+            expect(read!.http_resp_body).toBe(b64(respBody(i)));
+            expect([read!.search_req_body, read!.search_resp_body]).toEqual(["", ""]);
+          }
+          if (c.needle === "") return;
+          const found = await store.queryRows(onceNs, {
+            filter: { clauses: [], global: all },
+            expressions: [cmp("request.body", "contains", c.needle)],
+          });
+          expect(found.data.map((r) => r.event_id)).toEqual([e.event_id]);
+          const reply = await store.queryRows(onceNs, {
+            filter: { clauses: [], global: all },
+            expressions: [cmp("response.body", "contains", `réponse-${i}"`)],
+          });
+          expect(reply.data.map((r) => r.event_id)).toEqual([e.event_id]);
+        });
+      });
+
+      test("an event stored with its body's base64 and no search text reads back as it was", async () => {
+        const read = (await store.getEvent(onceNs, old.event_id))?.event;
+        expect(read?.http_req_body).toBe(old.http_req_body);
+        expect(read?.http_resp_body).toBe(old.http_resp_body);
+      });
+    });
+
     test("several expressions must all hold", async () => {
       await expectRows({
         filter: { clauses: [], global: all },
