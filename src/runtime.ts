@@ -58,6 +58,8 @@ export type RuntimeInput = {
   descriptorLimit?: number;
   /** Whether this runtime is the process's server (`tapscope server`): it then keeps its memory within MEMORY_LIMIT. */
   isProcessServer?: boolean;
+  /** What ingest makes of each event (all by default); a step is left out only where its cost is measured (bench:store). */
+  ingestSteps?: { searchTexts?: boolean; routes?: boolean };
 };
 
 /**
@@ -170,7 +172,15 @@ export function createRuntime(input: RuntimeInput): Runtime {
     },
   );
   // In a cluster every limiter records what it grants, for the other nodes to spend too.
-  const ingest = new Ingest(sinks, { rateLimit: config.ingestRateLimit, storedIds, now: nowMs, isShared: broker !== undefined, routes });
+  const steps = input.ingestSteps ?? {};
+  const ingest = new Ingest(sinks, {
+    rateLimit: config.ingestRateLimit,
+    storedIds,
+    now: nowMs,
+    isShared: broker !== undefined,
+    routes: steps.routes === false ? undefined : routes,
+    makeSearchTexts: steps.searchTexts !== false,
+  });
   const otlp = new OtlpExporter({
     config,
     loadDestinations: (namespaceIds) => loadExportDestinations({ ctx, namespaceIds }),

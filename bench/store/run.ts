@@ -10,7 +10,7 @@ import type { SqlEventStore } from "~/store/sql-store.ts";
 import { generateEvents } from "../../tests/store/generate.ts";
 import { clickhouseUrl } from "../../tests/support/clickhouse.ts";
 import { optionOf } from "../options.ts";
-import { startBenchServer } from "./server.ts";
+import { publishThrough } from "./server.ts";
 
 /**
  * bench:store — ingest through the real publisher WebSocket into each store, then the explorer's queries
@@ -72,80 +72,23 @@ const cases: Case[] = [
   },
 ];
 
-/**
- * End to end from the publisher process's first send (it has generated its event pool and joined before it says
- * so) until the store sink has settled every accepted event: publisher copy/encode/send, WebSocket, ingest
- * validation, store sink and insert. The CPU figure is this (server) process's alone.
- */
+/** End to end through the publisher process (see publishThrough), printed. */
 async function ingestThroughPublisher(store: SqlEventStore): Promise<{ namespaceId: string; perSecond: number }> {
-  const server = await startBenchServer(store);
-  const child = Bun.spawn(
-    [
-      process.execPath,
-      join(import.meta.dir, "publish-child.ts"),
-      server.endpoint,
-      server.token,
-      String(rows),
-      String(startMs * 1000),
-      String(endMs * 1000),
-      "1",
-      String(rate),
-    ],
-    { stdout: "pipe", stderr: "inherit" },
-  );
-  const lines = childLines(child.stdout);
-  await lines.next(); // {"publishing":true}: the pool is generated, the clock starts
-  const began = performance.now();
-  const cpu0 = process.cpuUsage();
-  const last = (await lines.next()).value ?? "{}";
-  // The publisher has sent its last event: what is stored by now shows the rate kept up while it published.
-  const publishedAt = performance.now();
-  const storedWhilePublishing = server.sink.statsFor(server.namespaceId).written;
-  await child.exited;
-  const stats = JSON.parse(last) as { sent: number; dropped: number };
-  const settled = () => {
-    const st = server.sink.statsFor(server.namespaceId);
-    return st.written + st.dropped.store_error + st.dropped.overloaded;
-  };
-  while (settled() < stats.sent) await Bun.sleep(20);
-  const sinkStats = server.sink.statsFor(server.namespaceId);
-  const seconds = (performance.now() - began) / 1000;
-  const publishSeconds = (publishedAt - began) / 1000;
-  const cpu = process.cpuUsage(cpu0);
-  const cpuSeconds = (cpu.user + cpu.system) / 1e6;
-  await server.stop();
-  const stored = await store.countAll(server.namespaceId);
+  const r = await publishThrough(store, { rows, startMs, endMs, rate });
   console.log(
-    `  ${rate > 0 ? `offered ${rate} events/s: ` : "unpaced: "}publisher sent ${stats.sent}, dropped ${stats.dropped}; stored ${stored} in ${seconds.toFixed(1)} s ` +
-      `=> ${Math.round(stored / seconds)} events/s end to end (publisher process -> WebSocket -> ingest -> store sink -> ${store.kind}); ` +
-      `sink dropped ${JSON.stringify(sinkStats.dropped)}; server process CPU ${cpuSeconds.toFixed(1)} s ` +
-      `=> ${Math.round(stored / cpuSeconds)} events per server CPU-second`,
+    `  ${rate > 0 ? `offered ${rate} events/s: ` : "unpaced: "}publisher sent ${r.sent}, dropped ${r.publisherDropped}; stored ${r.stored} in ${r.seconds.toFixed(1)} s ` +
+      `=> ${Math.round(r.stored / r.seconds)} events/s end to end (publisher process -> WebSocket -> ingest -> store sink -> ${store.kind}); ` +
+      `sink dropped ${JSON.stringify(r.sinkDropped)}; server process CPU ${r.cpuSeconds.toFixed(1)} s ` +
+      `=> ${Math.round(r.stored / r.cpuSeconds)} events per server CPU-second`,
   );
   console.log(
-    `  while publishing (${publishSeconds.toFixed(1)} s): ${Math.round(storedWhilePublishing / publishSeconds)} events/s stored; ` +
-      `the rest stored ${(seconds - publishSeconds).toFixed(1)} s after the last send` +
-      (rate > 0 && sinkStats.dropped.overloaded === 0 && stats.dropped === 0
+    `  while publishing (${r.publishSeconds.toFixed(1)} s): ${Math.round(r.storedWhilePublishing / r.publishSeconds)} events/s stored; ` +
+      `the rest stored ${(r.seconds - r.publishSeconds).toFixed(1)} s after the last send` +
+      (rate > 0 && r.sinkDropped.overloaded === 0 && r.publisherDropped === 0
         ? `; the offered ${rate} events/s were sustained: nothing dropped`
         : ""),
   );
-  return { namespaceId: server.namespaceId, perSecond: stored / seconds };
-}
-
-/** The child's stdout, line by line. */
-async function* childLines(stream: ReadableStream<Uint8Array>): AsyncGenerator<string> {
-  const decoder = new TextDecoder();
-  let pending = "";
-  const reader = stream.getReader();
-  for (let read = await reader.read(); !read.done; read = await reader.read()) {
-    pending += decoder.decode(read.value, { stream: true });
-    let newline = pending.indexOf("\n");
-    while (newline >= 0) {
-      yield pending.slice(0, newline);
-      pending = pending.slice(newline + 1);
-      newline = pending.indexOf("\n");
-    }
-  }
-  if (pending.trim()) yield pending;
+  return { namespaceId: r.namespaceId, perSecond: r.stored / r.seconds };
 }
 
 async function ingestDirect(store: SqlEventStore): Promise<number> {

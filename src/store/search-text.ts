@@ -38,6 +38,14 @@ export const searchColumns: ReadonlySet<string> = new Set([
   "search_resp_headers",
 ]);
 
+/** The search fields left empty, whatever a publisher sent in them (what an event stored before content search holds). */
+export function clearSearchTexts(e: TracedEvent): void {
+  e.search_req_headers = "";
+  e.search_resp_headers = "";
+  e.search_req_body = "";
+  e.search_resp_body = "";
+}
+
 export class SearchTexts {
   private readonly budget: TokenBucket;
 

@@ -9,7 +9,7 @@ import { validateEvent } from "~/lib/protocol/validate-event.ts";
 import { type BatchValidation, validateEventBatch } from "~/lib/protocol/validate-event-batch.ts";
 import { RateLimiter, rateLimitFor } from "~/lib/rate-limit.ts";
 import { log } from "~/lib/server/logger.ts";
-import { SearchTexts } from "~/store/search-text.ts";
+import { clearSearchTexts, SearchTexts } from "~/store/search-text.ts";
 import type { EventSink, EventTarget, Offered } from "./sinks.ts";
 
 export type IngestCounts = {
@@ -73,7 +73,8 @@ export class Ingest {
   private readonly orgLimiters = new Map<number, RateLimiter>();
   private readonly counts = new Map<string, IngestCounts>();
   readonly totals: IngestCounts = zero();
-  private readonly searchTexts = new SearchTexts();
+  /** Null: the search fields are left empty (only to measure what making them costs). */
+  private readonly searchTexts: SearchTexts | null;
 
   constructor(
     private readonly sinks: EventSink,
@@ -91,9 +92,12 @@ export class Ingest {
       isShared?: boolean;
       /** Gives each accepted event its route (`http_route`); absent: routes stay as published. */
       routes?: RouteTemplates;
+      /** Whether the search fields are made (default); off only where their cost is measured (bench:store). */
+      makeSearchTexts?: boolean;
     },
   ) {
     this.routes = options.routes;
+    this.searchTexts = options.makeSearchTexts === false ? null : new SearchTexts();
     this.now = options.now ?? Date.now;
     this.storedIds = options.storedIds;
     this.resendSettleMs = options.resendSettleMs ?? 2000;
@@ -266,7 +270,9 @@ export class Ingest {
     let storeDropped = 0;
     let stored: Offered["stored"] = null;
     // The search fields are the server's own, made once here for every sink (the store, the live view, the cluster).
-    for (const event of accepted) this.searchTexts.fill(event);
+    const searchTexts = this.searchTexts;
+    if (searchTexts) for (const event of accepted) searchTexts.fill(event);
+    else for (const event of accepted) clearSearchTexts(event);
     if (accepted.length > 0) {
       this.routes?.assign(target, accepted);
       if (this.sinks.offerDurable) {

@@ -176,3 +176,31 @@ describe("requests in flight (pending notices)", () => {
     expect(ingest.handle(elsewhere, { type: "pending", seq: 1, requests: [request()] })).toMatchObject({ accepted: 1 });
   });
 });
+
+describe("the search fields at ingest", () => {
+  const ingestWith = (makeSearchTexts?: boolean) => {
+    const sinks = new EventSinks();
+    const got: TracedEvent[] = [];
+    sinks.add({ accept: (_t, events) => got.push(...events) });
+    return { ingest: new Ingest(sinks, { rateLimit: 0, makeSearchTexts }), got };
+  };
+  const forged = () =>
+    sampleEvent({
+      http_req_headers: [["X-Request-Id", "rid-1"]],
+      search_req_headers: "\nx-request-id: forged\n",
+      search_req_body: "forged",
+    });
+
+  test("are the server's own: what a publisher sends in them is replaced", () => {
+    const { ingest, got } = ingestWith();
+    ingest.receive(target, { type: "events", seq: 1, events: [forged()] });
+    expect(got[0]!.search_req_headers).toBe("\nx-request-id: rid-1\n");
+    expect(got[0]!.search_req_body).not.toBe("forged");
+  });
+
+  test("left out (only to measure their cost), they are empty, never the publisher's", () => {
+    const { ingest, got } = ingestWith(false);
+    ingest.receive(target, { type: "events", seq: 1, events: [forged()] });
+    expect([got[0]!.search_req_headers, got[0]!.search_req_body]).toEqual(["", ""]);
+  });
+});
