@@ -84,6 +84,9 @@ async function pointWaitClick(name: string) {
   expect(sent - sentBefore).toBeGreaterThan(5);
   expect((await rowAt(x, y))?.id).toBe(pointed!.id);
   await liveFrame(page).locator.getByTestId("new-rows").waitFor();
+  // The pill sits over the column headings: the top row (its URL) stays uncovered.
+  const pill = (await liveFrame(page).locator.getByTestId("new-rows").boundingBox())!;
+  expect(pill.y + pill.height).toBeLessThanOrEqual((await rows().first().boundingBox())!.y + 1);
   await screenshot(page, name);
   await page.mouse.down();
   await page.mouse.up();

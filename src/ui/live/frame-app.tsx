@@ -293,7 +293,8 @@ export function LiveFrame({
               type="button"
               data-testid="new-rows"
               onClick={follow}
-              className="absolute top-9 left-1/2 z-10 -translate-x-1/2 rounded-full bg-sky-500 px-3 py-1 text-xs font-medium text-white shadow-lg hover:bg-sky-400"
+              // Over the column headings, not the rows: it never hides the row under the pointer or the top row's URL.
+              className="absolute top-1 left-1/2 z-10 -translate-x-1/2 rounded-full bg-sky-500 px-3 py-0.5 text-xs font-medium text-white shadow-lg hover:bg-sky-400"
             >
               {sort ? "" : "↑ "}
               {newSinceHold.toLocaleString("en-US")} new
