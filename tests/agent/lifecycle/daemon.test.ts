@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, readFileSync, realpathSync, statSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
-import type { Socket, Subprocess } from "bun";
+import type { Socket, Subprocess, TCPSocketListener } from "bun";
 import { descendants } from "~/agent/lifecycle/processes.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { freePort } from "../../support/ports.ts";
@@ -23,12 +23,16 @@ const isRoot = process.getuid?.() === 0;
 /** nginx lives in /usr/sbin, which a user's PATH may leave out. */
 const nginx = Bun.which("nginx") ?? (existsSync("/usr/sbin/nginx") ? "/usr/sbin/nginx" : null);
 
-function socketOwner(localPort: number): string {
-  const hex = `:${localPort.toString(16).toUpperCase().padStart(4, "0")}`;
+/**
+ * The uid owning the connection from local port `localPort` to the upstream's `upstreamPort`: matched on both ends, since
+ * another socket (a relay's leg, a connection in TIME_WAIT, which /proc shows as root's) may have the same local port.
+ */
+function socketOwner(localPort: number, upstreamPort: number): string {
+  const port = (p: number) => `:${p.toString(16).toUpperCase().padStart(4, "0")}`;
   for (const file of ["/proc/net/tcp", "/proc/net/tcp6"]) {
     for (const line of readFileSync(file, "utf8").split("\n")) {
       const cols = line.trim().split(/\s+/);
-      if (cols[1]?.endsWith(hex) && cols[7]) return cols[7];
+      if (cols[1]?.endsWith(port(localPort)) && cols[2]?.endsWith(port(upstreamPort)) && cols[7]) return cols[7];
     }
   }
   return "?";
@@ -41,7 +45,7 @@ function startUpstream(): typeof upstream {
     port: 0,
     socket: {
       open(socket: Socket) {
-        dialers.push(socketOwner(socket.remotePort));
+        dialers.push(socketOwner(socket.remotePort, listener.port));
       },
       data(socket: Socket) {
         socket.end("HTTP/1.1 200 OK\r\nContent-Length: 13\r\nConnection: close\r\n\r\nfrom upstream");
