@@ -875,6 +875,14 @@ export function runConformance(target: ConformanceTarget): void {
         ]);
       });
 
+      test("no row page can carry a header column: they are not row columns, so the marker never reaches a list", async () => {
+        for (const column of ["http_req_headers", "http_resp_headers"]) {
+          await expectBadRequest(
+            store.queryRows(headersNs, { filter: { clauses: [], global: all }, columns: [column] } as unknown as RowsQuery),
+          );
+        }
+      });
+
       test("an event stored with its headers' JSON and no lines reads back as it was", async () => {
         const read = (await store.getEvent(headersNs, old.event_id))?.event;
         expect(read?.http_req_headers).toEqual([["x-old", "row"]]);
