@@ -25,6 +25,8 @@ export type StoredOnceColumn = {
   readonly side: "req" | "resp";
   readonly group: "body" | "headers";
   readonly marker: string;
+  /** What the store writes in the column for the event: the marker where it is stored once. */
+  readonly stored: (e: TracedEvent, side: "req" | "resp") => string;
   /** The column's value in its event shape, from its search text. */
   readonly rebuild: (searchText: unknown) => unknown;
 };
@@ -34,14 +36,31 @@ const headersOfText = (searchText: unknown) => (typeof searchText === "string" ?
 
 /** The columns that may be stored once, and the search column each is stored in then. */
 export const storedOnceColumns: readonly StoredOnceColumn[] = [
-  { column: "http_req_body", text: "search_req_body", side: "req", group: "body", marker: textBodyMarker, rebuild: bodyOfText },
-  { column: "http_resp_body", text: "search_resp_body", side: "resp", group: "body", marker: textBodyMarker, rebuild: bodyOfText },
+  {
+    column: "http_req_body",
+    text: "search_req_body",
+    side: "req",
+    group: "body",
+    marker: textBodyMarker,
+    stored: storedBody,
+    rebuild: bodyOfText,
+  },
+  {
+    column: "http_resp_body",
+    text: "search_resp_body",
+    side: "resp",
+    group: "body",
+    marker: textBodyMarker,
+    stored: storedBody,
+    rebuild: bodyOfText,
+  },
   {
     column: "http_req_headers",
     text: "search_req_headers",
     side: "req",
     group: "headers",
     marker: headerLinesMarker,
+    stored: storedHeaders,
     rebuild: headersOfText,
   },
   {
@@ -50,6 +69,7 @@ export const storedOnceColumns: readonly StoredOnceColumn[] = [
     side: "resp",
     group: "headers",
     marker: headerLinesMarker,
+    stored: storedHeaders,
     rebuild: headersOfText,
   },
 ];

@@ -4,7 +4,7 @@ import { eventFields, type TracedEvent } from "~/lib/protocol/event.ts";
 import { type EventFields, type FieldSpec, neutralValue, type StoredType, storedType } from "~/lib/protocol/event-fields.ts";
 import { eventBuilder } from "~/lib/protocol/validate-event.ts";
 import { isUuid } from "~/lib/server/ids.ts";
-import { type StoredOnceColumn, storedBody, storedHeaders, storedOnceColumns } from "./stored-body.ts";
+import { type StoredOnceColumn, storedOnceColumns } from "./stored-body.ts";
 
 /**
  * The one way a table name is made: from a validated namespace UUID, dashes removed.
@@ -163,10 +163,10 @@ export function toEventRows(events: readonly TracedEvent[], layout: StoreLayout 
     }
     const texts = new Array<string>(n);
     const once = storedOnceOf.get(name);
-    const stored = once && layout.typeOf.has(once.text) ? (once.group === "body" ? storedBody : storedHeaders) : null;
+    const isOnce = once !== undefined && layout.typeOf.has(once.text);
     for (let i = 0; i < n; i++) {
-      if (once && stored) {
-        const text = stored(sorted[i] as TracedEvent, once.side);
+      if (isOnce) {
+        const text = once.stored(sorted[i] as TracedEvent, once.side);
         texts[i] = text;
         sizes[i] = (sizes[i] as number) + text.length;
         continue;
