@@ -25,7 +25,7 @@ import { searchColumns } from "./search-text.ts";
 import { checkRange, compileWhere, toMicros } from "./sql/compile.ts";
 import type { Dialect } from "./sql/dialect.ts";
 import { endpointKey, endpointsSql, latencySql, planEndpoints, sparklineSql, toEndpointRow } from "./sql/endpoints.ts";
-import { storedOnceColumns, textBodyMarker } from "./stored-body.ts";
+import { type StoredOnceColumn, storedOnceColumns } from "./stored-body.ts";
 import { type EventRows, fromStored, namespaceIdOfTable, rowToEvent, type StoreLayout, tableName, toEventRows } from "./table.ts";
 import { defaultStoreLimits, type Engine, type EventStore, type StoreLimits } from "./types.ts";
 
@@ -96,18 +96,19 @@ export class SqlEventStore implements EventStore {
   private readonly inFlight = new Map<string, Promise<SliceCounts>>();
   /** Every stored column, for reading whole events. */
   private readonly fullSelect: string;
-  /** The body columns that may hold a body stored once (stored-body.ts) in this layout. */
-  private readonly onceColumns: ReadonlyArray<(typeof storedOnceColumns)[number]>;
+  /** The columns that may be stored once (stored-body.ts) in this layout, by the group whose search texts are read together. */
+  private readonly onceGroups: ReadonlyArray<readonly StoredOnceColumn[]>;
 
   constructor(
     private readonly engine: Engine,
     limits: Partial<StoreLimits> = {},
   ) {
     // A whole event is read without its search texts: nothing shows them, and they would double what a page of
-    // events (a HAR export's, a detail's children) holds in the store's memory. A body stored once is read from its
-    // search text in a second statement over those rows alone (withStoredOnce).
+    // events (a HAR export's, a detail's children) holds in the store's memory. A body or header list stored once is
+    // read from its search text in a further statement over those rows alone (withStoredOnce).
     this.fullSelect = engine.layout.columns.map((c) => (searchColumns.has(c.name) ? `'' AS ${c.name}` : c.name)).join(", ");
-    this.onceColumns = storedOnceColumns.filter((c) => engine.layout.typeOf.has(c.body) && engine.layout.typeOf.has(c.text));
+    const once = storedOnceColumns.filter((c) => engine.layout.typeOf.has(c.column) && engine.layout.typeOf.has(c.text));
+    this.onceGroups = [...new Set(once.map((c) => c.group))].map((group) => once.filter((c) => c.group === group));
     this.kind = engine.kind;
     this.insertBatchSize = engine.insertBatchSize;
     this.limits = { ...defaultStoreLimits, ...limits };
@@ -115,28 +116,30 @@ export class SqlEventStore implements EventStore {
   }
 
   /**
-   * Rows read with fullSelect, given the search text of each body stored once. Only those rows' search texts are read:
-   * selecting them with the page would read every row's (a binary body's is larger than its base64).
+   * Rows read with fullSelect, given the search text of each column stored once. Only those rows' search texts are read,
+   * one statement per group (bodies, headers) over the rows with a column of that group stored once: selecting them
+   * with the page would read every row's (a binary body's is larger than its base64).
    */
   private async withStoredOnce(namespaceId: string, queryId: string, table: string, rows: Record<string, unknown>[], startedNs?: bigint) {
-    const once = rows.filter((r) => this.onceColumns.some((c) => r[c.body] === textBodyMarker));
-    if (once.length === 0) return rows;
-    const d = this.engine.dialect;
-    const marker = d.literal(textBodyMarker);
-    const ids = [...new Set(once.map((r) => d.literal(String(r.event_id))))];
-    const texts = this.onceColumns.map((c) => `CASE WHEN ${c.body} = ${marker} THEN ${c.text} ELSE '' END AS ${c.text}`);
-    const isOnce = this.onceColumns.map((c) => `${c.body} = ${marker}`).join(" OR ");
-    const found = await this.select(
-      namespaceId,
-      queryId,
-      `SELECT event_id, time, ${texts.join(", ")} FROM ${table} WHERE event_id IN (${ids.join(", ")}) AND (${isOnce}) LIMIT ${maxRowLimit}`,
-      startedNs,
-    );
-    const key = (r: Record<string, unknown>) => `${String(r.event_id)} ${String(r.time)}`;
-    const byKey = new Map(found.map((r) => [key(r), r]));
-    for (const row of once) {
-      const text = byKey.get(key(row));
-      if (text) for (const c of this.onceColumns) row[c.text] = text[c.text];
+    for (const group of this.onceGroups) {
+      const once = rows.filter((r) => group.some((c) => r[c.column] === c.marker));
+      if (once.length === 0) continue;
+      const d = this.engine.dialect;
+      const ids = [...new Set(once.map((r) => d.literal(String(r.event_id))))];
+      const texts = group.map((c) => `CASE WHEN ${c.column} = ${d.literal(c.marker)} THEN ${c.text} ELSE '' END AS ${c.text}`);
+      const isOnce = group.map((c) => `${c.column} = ${d.literal(c.marker)}`).join(" OR ");
+      const found = await this.select(
+        namespaceId,
+        queryId,
+        `SELECT event_id, time, ${texts.join(", ")} FROM ${table} WHERE event_id IN (${ids.join(", ")}) AND (${isOnce}) LIMIT ${maxRowLimit}`,
+        startedNs,
+      );
+      const key = (r: Record<string, unknown>) => `${String(r.event_id)} ${String(r.time)}`;
+      const byKey = new Map(found.map((r) => [key(r), r]));
+      for (const row of once) {
+        const text = byKey.get(key(row));
+        if (text) for (const c of group) row[c.text] = text[c.text];
+      }
     }
     return rows;
   }

@@ -7,11 +7,72 @@ import type { TracedEvent } from "~/lib/protocol/event.ts";
  */
 export const textBodyMarker = "@text";
 
-/** The body columns and the search column each is stored in when it is stored once. */
-export const storedOnceColumns = [
-  { body: "http_req_body", text: "search_req_body" },
-  { body: "http_resp_body", text: "search_resp_body" },
-] as const;
+/**
+ * A side's header list stored once (ADR 0032, "Stored once"): when its search lines (content.ts, headerForm) give back
+ * exactly the list, the store writes this JSON text in the header column instead of the list's JSON, and gives the list
+ * back parsed from the lines when it reads the row. No header list is a JSON string, so none is mistaken for it.
+ */
+export const headerLinesMarker = JSON.stringify("@lines");
+
+/**
+ * A column that may be stored once: `column` holds `marker` (its text as stored) and its value is rebuilt from the
+ * search column `text` on read. `group`: the columns whose search texts are read back together (bodies apart from
+ * headers, so a page whose headers are stored once never reads a binary body's larger search text).
+ */
+export type StoredOnceColumn = {
+  readonly column: string;
+  readonly text: string;
+  readonly side: "req" | "resp";
+  readonly group: "body" | "headers";
+  readonly marker: string;
+  /** What the store writes in the column for the event: the marker where it is stored once. */
+  readonly stored: (e: TracedEvent, side: "req" | "resp") => string;
+  /** The column's value in its event shape, from its search text. */
+  readonly rebuild: (searchText: unknown) => unknown;
+};
+
+const bodyOfText = (searchText: unknown) => (typeof searchText === "string" ? Buffer.from(searchText, "utf8").toString("base64") : "");
+const headersOfText = (searchText: unknown) => (typeof searchText === "string" ? headersOfLines(searchText) : []);
+
+/** The columns that may be stored once, and the search column each is stored in then. */
+export const storedOnceColumns: readonly StoredOnceColumn[] = [
+  {
+    column: "http_req_body",
+    text: "search_req_body",
+    side: "req",
+    group: "body",
+    marker: textBodyMarker,
+    stored: storedBody,
+    rebuild: bodyOfText,
+  },
+  {
+    column: "http_resp_body",
+    text: "search_resp_body",
+    side: "resp",
+    group: "body",
+    marker: textBodyMarker,
+    stored: storedBody,
+    rebuild: bodyOfText,
+  },
+  {
+    column: "http_req_headers",
+    text: "search_req_headers",
+    side: "req",
+    group: "headers",
+    marker: headerLinesMarker,
+    stored: storedHeaders,
+    rebuild: headersOfText,
+  },
+  {
+    column: "http_resp_headers",
+    text: "search_resp_headers",
+    side: "resp",
+    group: "headers",
+    marker: headerLinesMarker,
+    stored: storedHeaders,
+    rebuild: headersOfText,
+  },
+];
 
 type Side = "req" | "resp";
 
@@ -72,8 +133,46 @@ export function storedBody(e: TracedEvent, side: Side): string {
   return body === textBodyMarker ? "" : body;
 }
 
-/** A body column's value as read back: the base64 of the search text's UTF-8 for a body stored once. */
-export function bodyOfStored(stored: string, searchText: unknown): string {
-  if (stored !== textBodyMarker) return stored;
-  return typeof searchText === "string" ? Buffer.from(searchText, "utf8").toString("base64") : "";
+/**
+ * Whether `lines` (a side's search form: `\nname: value` per header, then a line break) gives back exactly `headers`:
+ * each name and value as they are, no name holding a line break or ": " (a line's name ends at its first ": "), no
+ * value a line break, and text that is stored as it is (no lone surrogate). Allocates nothing; an empty list is not.
+ */
+export function isHeaderLines(headers: readonly unknown[], lines: string): boolean {
+  if (headers.length === 0) return false;
+  let at = 0;
+  for (const header of headers) {
+    if (!Array.isArray(header) || header.length !== 2) return false;
+    const [name, value] = header as unknown[];
+    if (typeof name !== "string" || typeof value !== "string") return false;
+    if (lines.charCodeAt(at) !== 10 || !lines.startsWith(name, at + 1)) return false;
+    at += 1 + name.length;
+    if (lines.charCodeAt(at) !== 58 || lines.charCodeAt(at + 1) !== 32 || !lines.startsWith(value, at + 2)) return false;
+    at += 2 + value.length;
+    if (name.includes("\n") || name.includes(": ") || value.includes("\n")) return false;
+  }
+  return at === lines.length - 1 && lines.charCodeAt(at) === 10 && lines.isWellFormed();
+}
+
+/** A header list from its search lines (the inverse of headerForm where isHeaderLines holds). Never throws. */
+export function headersOfLines(lines: string): Array<[string, string]> {
+  const headers: Array<[string, string]> = [];
+  let at = 0;
+  while (at < lines.length - 1) {
+    let end = lines.indexOf("\n", at + 1);
+    if (end < 0) end = lines.length;
+    const colon = lines.indexOf(": ", at + 1);
+    headers.push(colon < 0 || colon > end ? [lines.slice(at + 1, end), ""] : [lines.slice(at + 1, colon), lines.slice(colon + 2, end)]);
+    at = end;
+  }
+  return headers;
+}
+
+/** What the store writes in the event's header column on `side`: the marker for headers stored once, else their JSON. */
+export function storedHeaders(e: TracedEvent, side: Side): string {
+  const headers = side === "req" ? e.http_req_headers : e.http_resp_headers;
+  const lines = side === "req" ? e.search_req_headers : e.search_resp_headers;
+  if (Array.isArray(headers) && typeof lines === "string" && isHeaderLines(headers, lines)) return headerLinesMarker;
+  const json = JSON.stringify(headers ?? null);
+  return json === headerLinesMarker ? "[]" : json;
 }

@@ -4,7 +4,7 @@ import { eventFields, type TracedEvent } from "~/lib/protocol/event.ts";
 import { type EventFields, type FieldSpec, neutralValue, type StoredType, storedType } from "~/lib/protocol/event-fields.ts";
 import { eventBuilder } from "~/lib/protocol/validate-event.ts";
 import { isUuid } from "~/lib/server/ids.ts";
-import { bodyOfStored, storedBody, storedOnceColumns } from "./stored-body.ts";
+import { type StoredOnceColumn, storedOnceColumns } from "./stored-body.ts";
 
 /**
  * The one way a table name is made: from a validated namespace UUID, dashes removed.
@@ -112,16 +112,16 @@ export function fromStored(type: StoredType, value: unknown): unknown {
 
 const isMap = (value: unknown) => typeof value === "object" && value !== null && !Array.isArray(value);
 
-/** Per body column stored once (stored-body.ts), the search column its text is in. */
-const textColumnOf: ReadonlyMap<string, string> = new Map(storedOnceColumns.map((c) => [c.body, c.text]));
+/** Per column that may be stored once (stored-body.ts), how. */
+const storedOnceOf: ReadonlyMap<string, StoredOnceColumn> = new Map(storedOnceColumns.map((c) => [c.column, c]));
 
 export function rowToEvent(row: Record<string, unknown>, layout: StoreLayout = eventLayout): TracedEvent {
   const { columns } = layout;
   const values = new Array<unknown>(columns.length);
   for (let j = 0; j < columns.length; j++) {
     const { name, type, field } = columns[j] as StoredColumn;
-    const textColumn = textColumnOf.get(name);
-    const value = textColumn ? bodyOfStored(fromStored(type, row[name]) as string, row[textColumn]) : fromStored(type, row[name]);
+    const once = storedOnceOf.get(name);
+    const value = once && row[name] === once.marker ? once.rebuild(row[once.text]) : fromStored(type, row[name]);
     values[j] = type !== "json" ? value : field.type === "headers" ? (Array.isArray(value) ? value : []) : isMap(value) ? value : {};
   }
   return layout.build(values);
@@ -162,11 +162,11 @@ export function toEventRows(events: readonly TracedEvent[], layout: StoreLayout 
       return numbers;
     }
     const texts = new Array<string>(n);
-    const textColumn = textColumnOf.get(name);
-    const side = textColumn && layout.typeOf.has(textColumn) ? (name === "http_req_body" ? "req" : "resp") : null;
+    const once = storedOnceOf.get(name);
+    const isOnce = once !== undefined && layout.typeOf.has(once.text);
     for (let i = 0; i < n; i++) {
-      if (side) {
-        const text = storedBody(sorted[i] as TracedEvent, side);
+      if (isOnce) {
+        const text = once.stored(sorted[i] as TracedEvent, once.side);
         texts[i] = text;
         sizes[i] = (sizes[i] as number) + text.length;
         continue;

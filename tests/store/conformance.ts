@@ -730,6 +730,168 @@ export function runConformance(target: ConformanceTarget): void {
       });
     });
 
+    describe("header lists stored once: every list reads back exactly through every read and is found", () => {
+      const headersNs = randomUUID();
+      const texts = new SearchTexts();
+      type Headers = Array<[string, string]>;
+      // Each case's request headers are the case (with its x-request-id); its response headers are lower case, so every
+      // case also reads a list rebuilt from its lines.
+      const cases: Array<{ name: string; headers: Headers; id: string }> = [
+        {
+          name: "all lower case, an HTTP/2 pseudo-header among them (stored once)",
+          headers: [
+            [":authority", "api.example.test"],
+            ["content-type", "application/json"],
+            ["x-request-id", "hdr-once-1"],
+            ["accept", "*/*"],
+          ],
+          id: "hdr-once-1",
+        },
+        {
+          name: "mixed-case names (kept as JSON)",
+          headers: [
+            ["Content-Type", "application/json"],
+            ["X-Request-Id", "hdr-mixed-2"],
+          ],
+          id: "hdr-mixed-2",
+        },
+        {
+          name: "a value its line would alter (kept as JSON)",
+          headers: [
+            ["x-request-id", "hdr-crlf-3"],
+            ["x-note", "one\r\ntwo"],
+          ],
+          id: "hdr-crlf-3",
+        },
+        {
+          name: "duplicate names, in their order",
+          headers: [
+            ["set-cookie", "a=1"],
+            ["x-request-id", "hdr-dup-4"],
+            ["set-cookie", "b=2"],
+            ["set-cookie", "a=1"],
+            ["x-empty", ""],
+          ],
+          id: "hdr-dup-4",
+        },
+        { name: "an empty list", headers: [], id: "" },
+        {
+          name: "non-ASCII values, a colon and spaces in values",
+          headers: [
+            ["x-request-id", "hdr-utf-6"],
+            ["x-city", "Zürich 😀 𝔘 ümlaut"],
+            ["x-colons", ": a: b :"],
+            ["x-spaces", "  padded  "],
+          ],
+          id: "hdr-utf-6",
+        },
+        {
+          name: "a name with a colon and space in it (kept as JSON)",
+          headers: [
+            ["x-request-id", "hdr-name-7"],
+            ["x-odd: name", "v"],
+          ],
+          id: "hdr-name-7",
+        },
+      ];
+      const respHeaders = (i: number): Headers => [
+        ["content-type", "application/json"],
+        ["x-reply", `réponse-${i}`],
+      ];
+      const made = cases.map((c, i) => {
+        const e: TracedEvent = {
+          ...events[200 + i]!,
+          event_id: randomUUID(),
+          parent_event_id: "",
+          http_req_headers: c.headers.map(([n, v]) => [n, v]),
+          http_resp_headers: respHeaders(i),
+          tags: {},
+        };
+        texts.fill(e);
+        return e;
+      });
+      // A child of the first case: a detail's children are read back too.
+      const child: TracedEvent = {
+        ...events[220]!,
+        event_id: randomUUID(),
+        parent_event_id: made[0]!.event_id,
+        http_req_headers: [["x-request-id", "hdr-child-8"]],
+        http_resp_headers: [["grpc-status", "0"]],
+        tags: {},
+      };
+      texts.fill(child);
+      // Stored before header lists were stored once, or by a server that made no search text: JSON and no lines.
+      const old: TracedEvent = {
+        ...events[221]!,
+        event_id: randomUUID(),
+        parent_event_id: "",
+        http_req_headers: [["x-old", "row"]],
+        http_resp_headers: [["content-type", "text/plain"]],
+        search_req_body: "",
+        search_resp_body: "",
+        search_req_headers: "",
+        search_resp_headers: "",
+      };
+      beforeAll(async () => {
+        await store.insert(headersNs, [...made, child, old]);
+      });
+      afterAll(async () => {
+        await store.dropNamespace(headersNs).catch(() => undefined);
+      });
+      const found = async (text: string) => {
+        const parsed = parseFilter(text);
+        if (!parsed.ok) throw new Error(parsed.error.message);
+        const rows = await store.queryRows(headersNs, { filter: { clauses: [], global: all }, expressions: [parsed.expr] });
+        return rows.data.map((r) => r.event_id).sort();
+      };
+
+      cases.forEach((c, i) => {
+        test(`${c.name}: read back exactly, and found by its headers`, async () => {
+          const e = made[i]!;
+          const detail = await store.getEvent(headersNs, e.event_id);
+          const [listed] = await store.getEvents(headersNs, [e.event_id]);
+          const [ranged] = await store.getEvents(headersNs, [e.event_id], all);
+          for (const read of [detail?.event, listed, ranged]) {
+            expect(read!.http_req_headers).toEqual(c.headers);
+            expect(read!.http_resp_headers).toEqual(respHeaders(i));
+            expect([read!.search_req_headers, read!.search_resp_headers]).toEqual(["", ""]);
+          }
+          expect(await found(`response.headers["x-reply"] == "réponse-${i}"`)).toEqual([e.event_id]);
+          if (c.id === "") return;
+          expect(await found(`request.headers["x-request-id"] == "${c.id}"`)).toEqual([e.event_id]);
+          expect(await found(`request.headers contains "${c.id}"`)).toEqual([e.event_id]);
+          const [name] = c.headers[c.headers.length - 1]!;
+          if (!name.includes(" ")) {
+            const withName = [...made, child, old].filter((m) => m.http_req_headers.some(([n]) => n.toLowerCase() === name.toLowerCase()));
+            expect(await found(`request.headers["${name.toLowerCase()}"] exists`)).toEqual(withName.map((m) => m.event_id).sort());
+          }
+        });
+      });
+
+      test("a detail's children read back exactly", async () => {
+        const detail = await store.getEvent(headersNs, made[0]!.event_id);
+        expect(detail?.children.map((k) => [k.event_id, k.http_req_headers, k.http_resp_headers])).toEqual([
+          [child.event_id, [["x-request-id", "hdr-child-8"]], [["grpc-status", "0"]]],
+        ]);
+      });
+
+      test("no row page can carry a header column: they are not row columns, so the marker never reaches a list", async () => {
+        for (const column of ["http_req_headers", "http_resp_headers"]) {
+          await expectBadRequest(
+            store.queryRows(headersNs, { filter: { clauses: [], global: all }, columns: [column] } as unknown as RowsQuery),
+          );
+        }
+      });
+
+      test("an event stored with its headers' JSON and no lines reads back as it was", async () => {
+        const read = (await store.getEvent(headersNs, old.event_id))?.event;
+        expect(read?.http_req_headers).toEqual([["x-old", "row"]]);
+        expect(read?.http_resp_headers).toEqual([["content-type", "text/plain"]]);
+        const [listed] = await store.getEvents(headersNs, [old.event_id]);
+        expect(listed?.http_req_headers).toEqual([["x-old", "row"]]);
+      });
+    });
+
     test("several expressions must all hold", async () => {
       await expectRows({
         filter: { clauses: [], global: all },

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { gzipSync } from "node:zlib";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import { SearchTexts } from "~/store/search-text.ts";
-import { textBodyMarker } from "~/store/stored-body.ts";
+import { headerLinesMarker, headersOfLines, textBodyMarker } from "~/store/stored-body.ts";
 import { eventLayout, eventsOfRows, toEventRows } from "~/store/table.ts";
 import { tracedEvent } from "../support/event-factory.ts";
 
@@ -77,5 +77,101 @@ describe("a body is stored once only where its search text is exactly its bytes"
     expect((rows.columns[column] as string[])[0]).toBe(textBodyMarker);
     const [back] = eventsOfRows([rows]);
     expect([back?.http_req_body, back?.http_resp_body]).toEqual([e.http_req_body, e.http_resp_body]);
+  });
+});
+
+type Headers = Array<[string, string]>;
+const reqHeadersColumn = eventLayout.columns.findIndex((c) => c.name === "http_req_headers");
+const respHeadersColumn = eventLayout.columns.findIndex((c) => c.name === "http_resp_headers");
+
+function withHeaders(req: Headers, resp: Headers = [["content-type", "text/plain"]]): TracedEvent {
+  const e = tracedEvent({ http_req_headers: req, http_resp_headers: resp });
+  new SearchTexts().fill(e);
+  return e;
+}
+
+/** What the store writes in the request header column for the event. */
+const storedReqHeaders = (e: TracedEvent) => (toEventRows([e]).columns[reqHeadersColumn] as string[])[0];
+
+describe("a header list is stored once only where its lines give it back exactly", () => {
+  test("lower-case names, pseudo-headers, duplicates, empty and non-ASCII values, colons in values: the marker", () => {
+    for (const headers of [
+      [
+        [":authority", "a.test"],
+        [":path", "/x?y=1"],
+        ["accept", "*/*"],
+      ],
+      [
+        ["set-cookie", "a=1"],
+        ["set-cookie", "b=2"],
+        ["set-cookie", "a=1"],
+      ],
+      [
+        ["x-empty", ""],
+        ["x-city", "Zürich 😀"],
+        ["x-colons", ": a: b :"],
+        ["x-tab", "a\tb"],
+      ],
+      [["", ""]],
+      [["x:", " leading space"]],
+    ] as Headers[]) {
+      const e = withHeaders(headers);
+      expect([headers, storedReqHeaders(e)]).toEqual([headers, headerLinesMarker]);
+      expect(headersOfLines(e.search_req_headers)).toEqual(headers);
+    }
+  });
+
+  test('lists the lines would alter keep their JSON: upper case, line breaks, a name with ": ", a lone surrogate, empty', () => {
+    for (const headers of [
+      [["Content-Type", "text/plain"]],
+      [
+        ["x-straße", "1"],
+        ["X-Ünicode", "2"],
+      ],
+      [["x-note", "one\r\ntwo"]],
+      [["x-note", "one\rtwo"]],
+      [["x-odd: name", "v"]],
+      [["x-odd\nname", "v"]],
+      [["x-half", "\ud800 alone"]],
+      [],
+    ] as Headers[]) {
+      const e = withHeaders(headers);
+      expect([headers, storedReqHeaders(e)]).toEqual([headers, JSON.stringify(headers)]);
+    }
+  });
+
+  test("headers or lines changed after the lines were made are stored as they are then", () => {
+    const changedHeaders = withHeaders([["accept", "*/*"]]);
+    changedHeaders.http_req_headers = [["accept", "text/html"]];
+    expect(storedReqHeaders(changedHeaders)).toBe(JSON.stringify([["accept", "text/html"]]));
+    const changedLines = withHeaders([["accept", "*/*"]]);
+    changedLines.search_req_headers = "\naccept: text/html\n";
+    expect(storedReqHeaders(changedLines)).toBe(JSON.stringify([["accept", "*/*"]]));
+    const noLines = withHeaders([["accept", "*/*"]]);
+    noLines.search_req_headers = "";
+    expect(storedReqHeaders(noLines)).toBe(JSON.stringify([["accept", "*/*"]]));
+  });
+
+  test("lines that are not a header form read back as what they hold, never an error", () => {
+    expect(headersOfLines("")).toEqual([]);
+    expect(headersOfLines("\nno colon\n")).toEqual([["no colon", ""]]);
+    expect(headersOfLines("\na: 1\nb: 2")).toEqual([
+      ["a", "1"],
+      ["b", "2"],
+    ]);
+  });
+
+  test("rows made into events again (a remote worker's insert) give each list back", () => {
+    const req: Headers = [
+      ["x-request-id", "rid-1"],
+      ["x-city", "Zürich"],
+    ];
+    const resp: Headers = [["Content-Type", "text/plain"]];
+    const e = withHeaders(req, resp);
+    const rows = toEventRows([e]);
+    expect((rows.columns[reqHeadersColumn] as string[])[0]).toBe(headerLinesMarker);
+    expect((rows.columns[respHeadersColumn] as string[])[0]).toBe(JSON.stringify(resp));
+    const [back] = eventsOfRows([rows]);
+    expect([back?.http_req_headers, back?.http_resp_headers]).toEqual([req, resp]);
   });
 });
