@@ -131,7 +131,7 @@ export class SqlEventStore implements EventStore {
       const found = await this.select(
         namespaceId,
         queryId,
-        `SELECT event_id, time, ${texts.join(", ")} FROM ${table} WHERE event_id IN (${ids.join(", ")}) AND (${isOnce}) LIMIT ${maxRowLimit}`,
+        `SELECT event_id, time, ${texts.join(", ")} FROM ${table} WHERE event_id IN (${ids.join(", ")})${timeSpanOf(once)} AND (${isOnce}) LIMIT ${maxRowLimit}`,
         startedNs,
       );
       const key = (r: Record<string, unknown>) => `${String(r.event_id)} ${String(r.time)}`;
@@ -521,4 +521,21 @@ export class SqlEventStore implements EventStore {
   close(): Promise<void> {
     return this.engine.close();
   }
+}
+
+/**
+ * ` AND time BETWEEN first AND last` of the rows' times (microseconds), so an engine reads only that span of its table
+ * (both order and prune by time) instead of every event id; "" when a time is not a whole number.
+ */
+function timeSpanOf(rows: readonly Record<string, unknown>[]): string {
+  let first: bigint | null = null;
+  let last: bigint | null = null;
+  for (const row of rows) {
+    const text = String(row.time);
+    if (!/^\d{1,19}$/.test(text)) return "";
+    const time = BigInt(text);
+    if (first === null || time < first) first = time;
+    if (last === null || time > last) last = time;
+  }
+  return first === null || last === null ? "" : ` AND time >= ${first} AND time <= ${last}`;
 }
