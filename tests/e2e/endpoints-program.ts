@@ -1,7 +1,7 @@
 /**
  * A small real HTTP program with varied routes for the Endpoints browser test, run under `tapscope run`: numeric ids,
  * UUIDs, a version prefix and a dated file name. GET /orders/{uuid} is slow, and answers 500 while POST /mode?fail=1
- * is in force. It prints "listening <port>" once it serves.
+ * is in force. It prints "listening on port <port>" once it serves.
  */
 export {};
 
@@ -25,4 +25,4 @@ const server = Bun.serve({
     return new Response("not found", { status: 404 });
   },
 });
-console.log(`listening ${server.port}`);
+console.log(`listening on port ${server.port}`);

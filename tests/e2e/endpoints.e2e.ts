@@ -3,6 +3,7 @@ import { createHmac, randomUUID } from "node:crypto";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { startSmtpServer } from "../support/smtp.ts";
+import { startTracedProgram, type TracedProgram } from "../support/traced-program.ts";
 import {
   hasHorizontalScroll,
   launchBrowser,
@@ -26,7 +27,7 @@ let server: RunningServer;
 let browser: RunningBrowser;
 let page: Page;
 let pageErrors: string[];
-let program: { port: number; output: string[]; stop: () => Promise<void> } | undefined;
+let program: TracedProgram | undefined;
 const email = "grace@example.test";
 let endpointsPath = "";
 
@@ -44,44 +45,6 @@ const receiver = Bun.serve({
     return new Response("ok");
   },
 });
-
-async function startEndpointsProgram(token: string) {
-  const proc = Bun.spawn([bun, join(root, "src/main.ts"), "run", "--", bun, join(root, "tests/e2e/endpoints-program.ts")], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", TAPSCOPE_ENDPOINT: server.baseUrl, TAPSCOPE_TOKEN: token },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const output: string[] = [];
-  const decoder = new TextDecoder();
-  for (const stream of [proc.stdout, proc.stderr]) {
-    void (async () => {
-      const reader = stream.getReader();
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) return;
-        output.push(decoder.decode(value));
-      }
-    })();
-  }
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const port = Number(/listening (\d+)/.exec(output.join(""))?.[1] ?? 0);
-    if (port) {
-      return {
-        port,
-        output,
-        async stop() {
-          proc.kill("SIGTERM");
-          await proc.exited;
-        },
-      };
-    }
-    if (proc.exitCode !== null) throw new Error(`program exited (${proc.exitCode}): ${output.join("")}`);
-    if (Date.now() > deadline) throw new Error(`program did not start: ${output.join("")}`);
-    await Bun.sleep(50);
-  }
-}
 
 /** A duration as the screen prints it ("272ms", "1.20s", "850µs") in milliseconds. */
 function shownMs(text: string): number {
@@ -136,7 +99,11 @@ describe("Endpoints screen", () => {
       const { namespaces } = await post("ListNamespaces", { orgId: orgs[0].orgId });
       return (await post("GenerateNamespaceToken", { namespaceId: namespaces[0].namespaceId })).token as string;
     });
-    program = await startEndpointsProgram(token);
+    program = await startTracedProgram({
+      command: [bun, join(root, "tests/e2e/endpoints-program.ts")],
+      env: { TAPSCOPE_ENDPOINT: server.baseUrl, TAPSCOPE_TOKEN: token },
+      ready: /listening on port \d+/,
+    });
     // The program's first request warms it up (and shows as an endpoint of its own).
     await call("/mode?fail=0", "POST");
     for (let i = 1; i <= 12; i++) await call(`/users/${1000 + i}?tab=profile`);
