@@ -62,6 +62,10 @@ const tables: Record<string, RegExp[]> = {
   "bench:search": [
     /^\| case \(whole 24 h, histogram \+ first page\) \| found \| histogram \(ms\) \| page \(ms\) \| both \(ms\) \| \/ baseline \|$/m,
     /^\| request\.body contains "zebra-7781" \| [\d,]+ \| [\d.]+ \| [\d.]+ \| \*\*[\d.]+\*\* \| [\d.]+x \|$/m,
+    /^duckdb, 20,000 events \(10,000 loaded through the store, copied 2 times inside the engine in \d+ s\); load average [\d. ]+ before/m,
+    /^clickhouse, 20,000 events \(10,000 loaded through the store, copied 2 times inside the engine in \d+ s\); load average/m,
+    /^ {2}the body search's filtered count, no grouping, no page: [\d.]+ ms \(histogram \/ this [\d.]+x\)$/m,
+    /^ {2}floor: countIf\(position\(search_req_body, 'zebra-7781'\) > 0\): [\d.]+ ms/m,
     /^ingest duckdb: \d+ events\/s with the search columns made, \d+ events\/s without \(with\/without [\d.]+\)$/m,
     /^stored bytes per event: \d+ with the search columns, \d+ without \([\d.]+x\)$/m,
     /^ingest duckdb, each body stored twice \(base64 and search text\): \d+ events\/s \(twice\/without [\d.]+, once\/twice [\d.]+\)$/m,
