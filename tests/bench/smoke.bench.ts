@@ -60,8 +60,8 @@ const tables: Record<string, RegExp[]> = {
     /^export on \/ off: CPU [\d.]+x \([+-][\d.]+ µs per event\), \d+ of \d+ spans delivered$/m,
   ],
   "bench:search": [
-    /^\| case \(whole 24 h, histogram \+ first page\) \| found \| histogram \(ms\) \| page \(ms\) \| both \(ms\) \| \/ baseline \|$/m,
-    /^\| request\.body contains "zebra-7781" \| [\d,]+ \| [\d.]+ \| [\d.]+ \| \*\*[\d.]+\*\* \| [\d.]+x \|$/m,
+    /^\| case \(whole 24 h, histogram \+ first page\) \| found \| histogram \(ms\) \| page \(ms\) \| both \(ms\) \| \/ baseline \| filtered count alone \(ms\) \|$/m,
+    /^\| request\.body contains "zebra-7781" \| [\d,]+ \| [\d.]+ \| [\d.]+ \| \*\*[\d.]+\*\* \| [\d.]+x \| [\d.]+ \|$/m,
     /^duckdb, 20,000 events \(10,000 loaded through the store, copied 2 times inside the engine in \d+ s\); load average [\d. ]+ before/m,
     /^clickhouse, 20,000 events \(10,000 loaded through the store, copied 2 times inside the engine in \d+ s\); load average/m,
     /^ {2}the body search's filtered count, no grouping, no page: [\d.]+ ms \(histogram \/ this [\d.]+x\)$/m,
