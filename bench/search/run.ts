@@ -245,7 +245,7 @@ async function clickhouseEngine(): Promise<Engine> {
           `SELECT countIf(position(search_req_body, 'zebra-7781') > 0) FROM ${table} WHERE ${range}`,
         ],
         [
-          "count() WHERE like(search_req_body, '%zebra-7781%') (the store's spelling)",
+          "count() WHERE like(search_req_body, '%zebra-7781%') (LIKE, the spelling where skip indexes prune)",
           `SELECT count() FROM ${table} WHERE ${range} AND like(search_req_body, '%zebra-7781%')`,
         ],
         ["floor: sum(length(search_req_body)) (reading every body)", `SELECT sum(length(search_req_body)) FROM ${table} WHERE ${range}`],

@@ -118,3 +118,13 @@ export const clickhouseDialect: Dialect = {
   quantileMethod: "approximate",
   sampledQuantiles: (c, levels) => `quantilesTDigest(${levelList(levels)})(${c})`,
 };
+
+/**
+ * ClickHouse without data skipping indexes (before 20.1, Debian's 18.16): `contains` as position(), a plain substring
+ * search, where nothing rewards LIKE (only the skip indexes prune for it) and 18.16 runs LIKE '%…%' over large text
+ * markedly slower than position() (bench/README.md, search at scale). The same bytes match either way.
+ */
+export const clickhouseScanDialect: Dialect = {
+  ...clickhouseDialect,
+  contains: (c, needle) => `(position(${c}, ${clickhouseLiteral(needle)}) > 0)`,
+};
