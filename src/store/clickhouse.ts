@@ -136,7 +136,7 @@ export function createTableStatements(
  */
 class ClickHouseEngine implements Engine {
   readonly kind = "clickhouse" as const;
-  /** LIKE where the skip indexes can prune for it, position() where there are none (dialect.ts). */
+  /** Filtered counts keep their condition in WHERE where there are no skip indexes (dialect.ts). */
   readonly dialect: Dialect;
   /**
    * ClickHouse makes a part per insert: 20,000 rows per insert cost its server about a third of the CPU per event

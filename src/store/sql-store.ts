@@ -310,7 +310,7 @@ export class SqlEventStore implements EventStore {
       `SELECT ${d.intDiv(`time - ${d.literal(startMicros)}`, d.literal(stepMicros))} AS s, count(*) AS n, ` +
       `${d.countIf("http_resp_status_code >= 500")} AS e5, ` +
       `${d.countIf("http_resp_status_code >= 400 AND http_resp_status_code < 500")} AS e4 ` +
-      `FROM ${table} WHERE ${where} GROUP BY s`;
+      `FROM ${table} WHERE ${where} GROUP BY s${d.countSettings}`;
     const scan = this.gate
       .run(namespaceId, () => this.select(namespaceId, queryId, sql))
       .then((raw) => ({
@@ -510,7 +510,7 @@ export class SqlEventStore implements EventStore {
       : expressions
         ? ` WHERE ${compileWhere(d, { filter: { clauses: [], global: range, focus: null }, expressions }, checkRange(range, "range"), this.engine.layout.fields)}`
         : ` WHERE time >= ${d.literal(toMicros(range.lowerMs))} AND time < ${d.literal(toMicros(range.upperMs))}`;
-    const rows = await this.select(namespaceId, "baseline", `SELECT count(*) AS n FROM ${table}${where}`);
+    const rows = await this.select(namespaceId, "baseline", `SELECT count(*) AS n FROM ${table}${where}${d.countSettings}`);
     return Number(rows[0]?.n ?? 0);
   }
 
