@@ -26,7 +26,7 @@
  * them left empty (what an event stored before content search held); throughput of each and bytes per event.
  *
  *   bun bench/search/run.ts [--sizes 1000000,10000000] [--engines duckdb,clickhouse] [--clickhouse-sizes 10000000]
- *     [--load 1000000] [--clickhouse-load 200000] [--ingest-events 200000] [--runs 5]
+ *     [--load 1000000] [--clickhouse-load 500000] [--ingest-events 200000] [--runs 5]
  *   --ingest-events 0 leaves the ingest lines out. A case whose first run takes over 10 s is run once more only.
  *   --smoke: 10,000 and 20,000 events (the second copied), ClickHouse at 20,000, 2 runs (proves it runs, measures nothing).
  */
@@ -63,7 +63,7 @@ const numbers = (text: string) =>
 const sizes = numbers(option("sizes", "1000000,10000000", "10000,20000"));
 const clickhouseSizes = numbers(option("clickhouse-sizes", "10000000", "20000"));
 const duckdbLoad = Number(option("load", "1000000", "10000"));
-const clickhouseLoad = Number(option("clickhouse-load", "200000", "10000"));
+const clickhouseLoad = Number(option("clickhouse-load", "500000", "10000"));
 const ingestEvents = Number(option("ingest-events", "200000", "20000"));
 const runs = Number(option("runs", "5", "2"));
 /** A case whose warm-up takes longer than this is run once more only (the search box at 10M takes minutes). */
