@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { AppError, errorMessage, toError } from "~/lib/errors.ts";
+import type { FilterExpr } from "~/lib/filter/ast.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
 import {
   type EndpointsQuery,
@@ -309,7 +310,7 @@ export class SqlEventStore implements EventStore {
       `SELECT ${d.intDiv(`time - ${d.literal(startMicros)}`, d.literal(stepMicros))} AS s, count(*) AS n, ` +
       `${d.countIf("http_resp_status_code >= 500")} AS e5, ` +
       `${d.countIf("http_resp_status_code >= 400 AND http_resp_status_code < 500")} AS e4 ` +
-      `FROM ${table} WHERE ${where} GROUP BY s`;
+      `FROM ${table} WHERE ${where} GROUP BY s${d.countSettings}`;
     const scan = this.gate
       .run(namespaceId, () => this.select(namespaceId, queryId, sql))
       .then((raw) => ({
@@ -495,15 +496,21 @@ export class SqlEventStore implements EventStore {
   }
 
   /**
-   * Plain COUNT(*) over the namespace's table, optionally within a time range (a scan of `time` alone):
-   * the baseline benchmarks compare the explorer's queries with.
+   * Plain COUNT(*) over the namespace's table, optionally within a time range (a scan of `time` alone) and under filter
+   * expressions compiled as every query's are (one filtered scan with no grouping, no page): the floors benchmarks
+   * compare the explorer's queries with.
    */
-  async countAll(namespaceId: string, range?: TimestampFilter): Promise<number> {
+  async countAll(namespaceId: string, range?: TimestampFilter, expressions?: FilterExpr[]): Promise<number> {
     const table = tableName(namespaceId);
+    if (expressions && !range) throw new AppError("BAD_REQUEST", "a filtered count needs a time range");
     if (!(await this.hasTable(namespaceId))) return 0;
     const d = this.engine.dialect;
-    const where = range ? ` WHERE time >= ${d.literal(toMicros(range.lowerMs))} AND time < ${d.literal(toMicros(range.upperMs))}` : "";
-    const rows = await this.select(namespaceId, "baseline", `SELECT count(*) AS n FROM ${table}${where}`);
+    const where = !range
+      ? ""
+      : expressions
+        ? ` WHERE ${compileWhere(d, { filter: { clauses: [], global: range, focus: null }, expressions }, checkRange(range, "range"), this.engine.layout.fields)}`
+        : ` WHERE time >= ${d.literal(toMicros(range.lowerMs))} AND time < ${d.literal(toMicros(range.upperMs))}`;
+    const rows = await this.select(namespaceId, "baseline", `SELECT count(*) AS n FROM ${table}${where}${d.countSettings}`);
     return Number(rows[0]?.n ?? 0);
   }
 
