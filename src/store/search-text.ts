@@ -117,6 +117,14 @@ export class SearchTexts {
 }
 
 /**
+ * Header names seen lately that their lines keep as they are: lower case, no line break, no ": ". A server sees the
+ * same few again and again. Bounded: cleared when full.
+ */
+const plainNames = new Set<string>();
+const maxPlainNames = 1024;
+const maxPlainNameChars = 128;
+
+/**
  * A side's header lines (content.ts, headerForm), made in one pass that also finds whether they give the list back
  * exactly (stored-body.ts, isHeaderLines), recorded for the store.
  */
@@ -134,9 +142,17 @@ function headerLines(e: TracedEvent, side: "req" | "resp", headers: unknown): st
     if (!Array.isArray(header) || header.length !== 2) return headerForm(headers);
     const [name, value] = header as unknown[];
     if (typeof name !== "string" || typeof value !== "string") return headerForm(headers);
-    const lower = name.toLowerCase();
+    let lower = name;
+    if (!plainNames.has(name)) {
+      lower = name.toLowerCase();
+      if (lower !== name || name.includes("\n") || name.includes(": ")) isLines = false;
+      else if (name.length <= maxPlainNameChars) {
+        if (plainNames.size >= maxPlainNames) plainNames.clear();
+        plainNames.add(name);
+      }
+    }
     const line = value.includes("\n") || value.includes("\r") ? headerLineValue(value) : value;
-    if (isLines && (lower !== name || line !== value || name.includes("\n") || name.includes(": "))) isLines = false;
+    if (line !== value) isLines = false;
     parts[4 * k] = "\n";
     parts[4 * k + 1] = lower;
     parts[4 * k + 2] = ": ";
@@ -226,6 +242,25 @@ function isTextType(type: string): boolean {
   );
 }
 
+type BodyType = { readonly charset: string | null; readonly isText: boolean; readonly isJson: boolean };
+
+/** Content-Types seen lately, read once each: a server sees the same few again and again. Bounded: cleared when full. */
+const bodyTypes = new Map<string, BodyType>();
+const maxBodyTypes = 512;
+const maxCachedTypeChars = 256;
+
+function typeOf(contentType: string): BodyType {
+  let type = bodyTypes.get(contentType);
+  if (type) return type;
+  const media = mediaTypeOf(contentType);
+  type = { charset: charsetOf(contentType), isText: isTextType(media), isJson: isJsonType(media) };
+  if (contentType.length <= maxCachedTypeChars) {
+    if (bodyTypes.size >= maxBodyTypes) bodyTypes.clear();
+    bodyTypes.set(contentType, type);
+  }
+  return type;
+}
+
 /** Characters a text has only if it is not text: C0 controls other than tab, line breaks and form feed; DEL. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: telling binary from text is the point
 const controlCharacters = /[\x00-\x08\x0b\x0e-\x1f\x7f]/;
@@ -264,23 +299,22 @@ export function bodyForm(bytes: Uint8Array, contentType: unknown, isCut = false)
   formState.isStoredBytes = false;
   if (bytes.length === 0) return "";
   const type = typeof contentType === "string" ? contentType : "";
-  const media = mediaTypeOf(type);
-  const charset = charsetOf(type);
+  const { charset, isText, isJson } = typeOf(type);
   let text: string | null = charset && charset !== "utf-8" && charset !== "utf8" ? decodeCharset(bytes, charset) : null;
   let isAllUtf8 = false;
   if (text === null) {
     const length = utf8Length(bytes, isCut);
     if (length >= 0) {
       text = utf8(bytes, 0, length);
-      if (!isTextType(media) && controlCharacters.test(text)) return binaryForm(bytes);
+      if (!isText && controlCharacters.test(text)) return binaryForm(bytes);
       isAllUtf8 = length === bytes.length && !hasUtf8Bom(bytes);
-    } else if (isTextType(media)) {
+    } else if (isText) {
       text = decodeCharset(bytes, "windows-1252") ?? "";
     } else {
       return binaryForm(bytes);
     }
   }
-  const read = isJsonType(media) || /^\s*[[{]/.test(text.slice(0, 64)) ? jsonText(text) : text;
+  const read = isJson || /^\s*[[{]/.test(text.slice(0, 64)) ? jsonText(text) : text;
   const form = textForm(read);
   formState.isStoredBytes = isAllUtf8 && form === text;
   return form;
