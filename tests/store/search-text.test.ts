@@ -209,3 +209,41 @@ describe("made from the frame's bytes, and checked once for the store", () => {
     expect(storedOf(e)[1]).toBe(headerLinesMarker);
   });
 });
+
+describe("read once, the same every time", () => {
+  test("a header name or Content-Type seen before is read as it is, whatever was seen before it", () => {
+    const lower = filled({ http_req_headers: [["x-seen", "1"]], http_req_body: b64("café"), http_req_content_type: "text/plain" });
+    const upper = filled({
+      http_req_headers: [["X-Seen", "1"]],
+      http_req_body: b64(Buffer.from("café", "latin1")),
+      http_req_content_type: "text/plain",
+    });
+    const charset = filled({
+      http_req_headers: [["x-seen", "a\nb"]],
+      http_req_body: b64(Buffer.from("café", "latin1")),
+      http_req_content_type: "text/plain; charset=iso-8859-1",
+    });
+    expect([lower.search_req_headers, upper.search_req_headers, charset.search_req_headers]).toEqual([
+      "\nx-seen: 1\n",
+      "\nx-seen: 1\n",
+      "\nx-seen: a b\n",
+    ]);
+    expect([lower.search_req_body, upper.search_req_body, charset.search_req_body]).toEqual(["café", "café", "café"]);
+    const headersColumn = eventLayout.columns.findIndex((c) => c.name === "http_req_headers");
+    const stored = toEventRows([lower, upper, charset]).columns[headersColumn] as string[];
+    expect(stored).toEqual([headerLinesMarker, JSON.stringify([["X-Seen", "1"]]), JSON.stringify([["x-seen", "a\nb"]])]);
+  });
+
+  test("thousands of distinct and long names and Content-Types are each read right", () => {
+    for (let i = 0; i < 3000; i++) {
+      const name = `x-${"n".repeat(i % 300)}-${i}`;
+      const e = filled({
+        http_req_headers: [[i % 2 ? name.toUpperCase() : name, "v"]],
+        http_req_body: b64("{}"),
+        http_req_content_type: `application/vnd.${i}${"x".repeat(i % 400)}+json`,
+      });
+      expect(e.search_req_headers).toBe(`\n${name}: v\n`);
+      expect(e.search_req_body).toBe("{}");
+    }
+  });
+});
