@@ -4,7 +4,7 @@
  * no `toString` encoding dispatch (a quarter to a third of a short call).
  */
 type Slice = (this: Uint8Array, start: number, end: number) => string;
-const slices = Buffer.prototype as unknown as { latin1Slice: Slice; ucs2Slice: Slice; base64Slice: Slice };
+const slices = Buffer.prototype as unknown as { latin1Slice: Slice; ucs2Slice: Slice; base64Slice: Slice; utf8Slice: Slice };
 
 export function latin1(bytes: Uint8Array, start: number, end: number): string {
   return slices.latin1Slice.call(bytes, start, end);
@@ -13,6 +13,11 @@ export function latin1(bytes: Uint8Array, start: number, end: number): string {
 /** UTF-16LE code units; lone surrogates survive. */
 export function utf16le(bytes: Uint8Array, start: number, end: number): string {
   return slices.ucs2Slice.call(bytes, start, end);
+}
+
+/** UTF-8 as text; a malformed sequence becomes U+FFFD. */
+export function utf8(bytes: Uint8Array, start: number, end: number): string {
+  return slices.utf8Slice.call(bytes, start, end);
 }
 
 export function base64(bytes: Uint8Array, start: number, end: number): string {

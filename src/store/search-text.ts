@@ -1,9 +1,11 @@
 import { isUtf8 } from "node:buffer";
 import { brotliDecompressSync, constants, gunzipSync, inflateRawSync, inflateSync, zstdDecompressSync } from "node:zlib";
-import { binaryForm, headerForm, isBinaryForm, jsonText, textForm } from "~/lib/filter/content.ts";
+import { utf8 } from "~/lib/bytes.ts";
+import { binaryForm, headerForm, headerLineValue, isBinaryForm, jsonText, textForm } from "~/lib/filter/content.ts";
 import type { TracedEvent } from "~/lib/protocol/event.ts";
+import type { FrameBody } from "~/lib/protocol/validate-event-batch.ts";
 import { TokenBucket } from "~/lib/rate-limit.ts";
-import { canStoreOnce, recordSameBody } from "./stored-body.ts";
+import { canStoreOnce, hasUtf8Bom, recordHeaderLines, recordSameBody } from "./stored-body.ts";
 
 /**
  * The search fields of an event (`search_*`, ADR 0032), made once when the server accepts it: whatever a publisher sent
@@ -56,21 +58,29 @@ export class SearchTexts {
     this.budget = new TokenBucket(budget, now());
   }
 
-  /** Sets the event's search fields from its headers and bodies (in place). Never throws, whatever the fields hold. */
-  fill(e: TracedEvent): void {
-    e.search_req_headers = safeHeaderForm(e.http_req_headers);
-    e.search_resp_headers = safeHeaderForm(e.http_resp_headers);
-    e.search_req_body = this.bodyForm(e, "req");
-    e.search_resp_body = this.bodyForm(e, "resp");
+  /**
+   * Sets the event's search fields from its headers and bodies (in place). Never throws, whatever the fields hold.
+   * `req` / `resp`: the bodies as the publish frame carried them (validate-event-batch.ts), taken for a body only while
+   * the event still holds the base64 they were given as, so the body is not decoded from its base64 again.
+   */
+  fill(e: TracedEvent, req?: FrameBody, resp?: FrameBody): void {
+    e.search_req_headers = headerLines(e, "req", e.http_req_headers);
+    e.search_resp_headers = headerLines(e, "resp", e.http_resp_headers);
+    e.search_req_body = this.bodyForm(e, "req", req);
+    e.search_resp_body = this.bodyForm(e, "resp", resp);
   }
 
   /** The side's search text; when it is exactly the stored bytes as UTF-8, the store writes the body once (stored-body.ts). */
-  private bodyForm(e: TracedEvent, side: "req" | "resp"): string {
+  private bodyForm(e: TracedEvent, side: "req" | "resp", frame: FrameBody | undefined): string {
     const base64 = side === "req" ? e.http_req_body : e.http_resp_body;
     if (typeof base64 !== "string" || base64 === "") return "";
-    const stored = Buffer.from(base64, "base64");
+    const stored = frame?.bytes !== undefined && frame.value === base64 ? frame.bytes : Buffer.from(base64, "base64");
+    formState.isStoredBytes = false;
     const form = this.formOf(e, side, stored);
-    if (form !== "" && !isBinaryForm(form) && canStoreOnce(form, stored)) recordSameBody(e, side, base64, form);
+    // Decoded as UTF-8 from all of the stored bytes and kept as it was read, the form is the bytes by construction;
+    // any other text form (another charset, a decoded content encoding) is compared with them.
+    const isSame = formState.isStoredBytes || (form !== "" && !isBinaryForm(form) && canStoreOnce(form, stored));
+    if (isSame) recordSameBody(e, side, base64, form);
     return form;
   }
 
@@ -90,7 +100,9 @@ export class SearchTexts {
       }
       bytes = decoded;
     }
-    return bodyForm(bytes, side === "req" ? e.http_req_content_type : e.http_resp_content_type, isCut || codings.length > 0);
+    const form = bodyForm(bytes, side === "req" ? e.http_req_content_type : e.http_resp_content_type, isCut || codings.length > 0);
+    if (bytes !== stored) formState.isStoredBytes = false;
+    return form;
   }
 
   private decode(bytes: Uint8Array, codings: readonly string[]): Uint8Array | NotDecoded {
@@ -104,8 +116,52 @@ export class SearchTexts {
   }
 }
 
-function safeHeaderForm(headers: unknown): string {
-  return Array.isArray(headers) ? headerForm(headers as Array<[string, string]>) : "";
+/**
+ * Header names seen lately that their lines keep as they are: lower case, no line break, no ": ". A server sees the
+ * same few again and again. Bounded: cleared when full.
+ */
+const plainNames = new Set<string>();
+const maxPlainNames = 1024;
+const maxPlainNameChars = 128;
+
+/**
+ * A side's header lines (content.ts, headerForm), made in one pass that also finds whether they give the list back
+ * exactly (stored-body.ts, isHeaderLines), recorded for the store.
+ */
+function headerLines(e: TracedEvent, side: "req" | "resp", headers: unknown): string {
+  if (!Array.isArray(headers)) return "";
+  if (headers.length === 0) {
+    recordHeaderLines(e, side, headers, "", false);
+    return "";
+  }
+  // Joined once from an array: concatenating would make a rope node per piece for the collector to trace and flatten.
+  const parts = new Array<string>(4 * headers.length + 1);
+  let isLines = true;
+  for (let k = 0; k < headers.length; k++) {
+    const header: unknown = headers[k];
+    if (!Array.isArray(header) || header.length !== 2) return headerForm(headers);
+    const [name, value] = header as unknown[];
+    if (typeof name !== "string" || typeof value !== "string") return headerForm(headers);
+    let lower = name;
+    if (!plainNames.has(name)) {
+      lower = name.toLowerCase();
+      if (lower !== name || name.includes("\n") || name.includes(": ")) isLines = false;
+      else if (name.length <= maxPlainNameChars) {
+        if (plainNames.size >= maxPlainNames) plainNames.clear();
+        plainNames.add(name);
+      }
+    }
+    const line = value.includes("\n") || value.includes("\r") ? headerLineValue(value) : value;
+    if (line !== value) isLines = false;
+    parts[4 * k] = "\n";
+    parts[4 * k + 1] = lower;
+    parts[4 * k + 2] = ": ";
+    parts[4 * k + 3] = line;
+  }
+  parts[4 * headers.length] = "\n";
+  const lines = parts.join("");
+  recordHeaderLines(e, side, headers, lines, isLines && lines.isWellFormed());
+  return lines;
 }
 
 function codingsOf(contentEncoding: unknown): string[] {
@@ -186,6 +242,25 @@ function isTextType(type: string): boolean {
   );
 }
 
+type BodyType = { readonly charset: string | null; readonly isText: boolean; readonly isJson: boolean };
+
+/** Content-Types seen lately, read once each: a server sees the same few again and again. Bounded: cleared when full. */
+const bodyTypes = new Map<string, BodyType>();
+const maxBodyTypes = 512;
+const maxCachedTypeChars = 256;
+
+function typeOf(contentType: string): BodyType {
+  let type = bodyTypes.get(contentType);
+  if (type) return type;
+  const media = mediaTypeOf(contentType);
+  type = { charset: charsetOf(contentType), isText: isTextType(media), isJson: isJsonType(media) };
+  if (contentType.length <= maxCachedTypeChars) {
+    if (bodyTypes.size >= maxBodyTypes) bodyTypes.clear();
+    bodyTypes.set(contentType, type);
+  }
+  return type;
+}
+
 /** Characters a text has only if it is not text: C0 controls other than tab, line breaks and form feed; DEL. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: telling binary from text is the point
 const controlCharacters = /[\x00-\x08\x0b\x0e-\x1f\x7f]/;
@@ -213,27 +288,34 @@ function decodeCharset(bytes: Uint8Array, charset: string): string | null {
   }
 }
 
+/** Set by bodyForm: whether the form it gave is all of its bytes read as UTF-8, as they were (no BOM). */
+const formState = { isStoredBytes: false };
+
 /**
  * A body's search form from its (decoded) bytes and its Content-Type. `isCut`: the bytes may end in the middle of a
  * character (cut at capture, or a stream decoded as far as it was kept).
  */
 export function bodyForm(bytes: Uint8Array, contentType: unknown, isCut = false): string {
+  formState.isStoredBytes = false;
   if (bytes.length === 0) return "";
   const type = typeof contentType === "string" ? contentType : "";
-  const media = mediaTypeOf(type);
-  const charset = charsetOf(type);
+  const { charset, isText, isJson } = typeOf(type);
   let text: string | null = charset && charset !== "utf-8" && charset !== "utf8" ? decodeCharset(bytes, charset) : null;
+  let isAllUtf8 = false;
   if (text === null) {
     const length = utf8Length(bytes, isCut);
     if (length >= 0) {
-      text = Buffer.from(bytes.buffer, bytes.byteOffset, length).toString("utf8");
-      if (!isTextType(media) && controlCharacters.test(text)) return binaryForm(bytes);
-    } else if (isTextType(media)) {
+      text = utf8(bytes, 0, length);
+      if (!isText && controlCharacters.test(text)) return binaryForm(bytes);
+      isAllUtf8 = length === bytes.length && !hasUtf8Bom(bytes);
+    } else if (isText) {
       text = decodeCharset(bytes, "windows-1252") ?? "";
     } else {
       return binaryForm(bytes);
     }
   }
-  if (isJsonType(media) || /^\s*[[{]/.test(text.slice(0, 64))) text = jsonText(text);
-  return textForm(text);
+  const read = isJson || /^\s*[[{]/.test(text.slice(0, 64)) ? jsonText(text) : text;
+  const form = textForm(read);
+  formState.isStoredBytes = isAllUtf8 && form === text;
+  return form;
 }

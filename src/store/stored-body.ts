@@ -76,11 +76,25 @@ export const storedOnceColumns: readonly StoredOnceColumn[] = [
 
 type Side = "req" | "resp";
 
-/** The body (base64) and the search text found to be the same bytes, per side. */
-type Same = { reqBody: string | null; reqText: string; respBody: string | null; respText: string };
+/**
+ * What SearchTexts found when it made the event's search fields, per side: the body (base64) and search text found to
+ * be the same bytes, and the header list and lines it checked (whether the lines give the list back exactly).
+ */
+type Same = {
+  reqBody: string | null;
+  reqText: string;
+  respBody: string | null;
+  respText: string;
+  reqHeaders: unknown;
+  reqLines: string;
+  reqIsLines: boolean;
+  respHeaders: unknown;
+  respLines: string;
+  respIsLines: boolean;
+};
 
-/** Which events' bodies SearchTexts found to be their search text; the event objects it filled, as they were then. */
-const sameBodies = new WeakMap<TracedEvent, Same>();
+/** What SearchTexts found for the events it filled (the event objects, as they were then). */
+const filledAs = new WeakMap<TracedEvent, Same>();
 
 const encoder = new TextEncoder();
 let scratch = new Uint8Array(4096);
@@ -98,16 +112,35 @@ export function canStoreOnce(text: string, bytes: Uint8Array): boolean {
   return Buffer.from(scratch.buffer, 0, written).equals(bytes);
 }
 
+/** Whether bytes start with UTF-8's byte order mark (a text decoded from them keeps it, and canStoreOnce refuses it). */
+export const hasUtf8Bom = (bytes: Uint8Array): boolean => bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
+
+function sameOf(e: TracedEvent): Same {
+  let same = filledAs.get(e);
+  if (!same) {
+    same = {
+      reqBody: null,
+      reqText: "",
+      respBody: null,
+      respText: "",
+      reqHeaders: null,
+      reqLines: "",
+      reqIsLines: false,
+      respHeaders: null,
+      respLines: "",
+      respIsLines: false,
+    };
+    filledAs.set(e, same);
+  }
+  return same;
+}
+
 /**
  * Records that the event's body on `side` (its base64 as it is now) is exactly `text` as UTF-8. The store checks both
  * are still what the event holds when it writes the row, so a body or text changed afterwards is stored as it is.
  */
 export function recordSameBody(e: TracedEvent, side: Side, body: string, text: string): void {
-  let same = sameBodies.get(e);
-  if (!same) {
-    same = { reqBody: null, reqText: "", respBody: null, respText: "" };
-    sameBodies.set(e, same);
-  }
+  const same = sameOf(e);
   if (side === "req") {
     same.reqBody = body;
     same.reqText = text;
@@ -117,11 +150,29 @@ export function recordSameBody(e: TracedEvent, side: Side, body: string, text: s
   }
 }
 
+/**
+ * Records whether `lines` give back exactly the header list `headers` (what isHeaderLines would say), found while they
+ * were made. The store takes it while the event holds that same list and those same lines; a list or lines replaced
+ * afterwards are checked again (lists are replaced, never edited in place, once an event is accepted).
+ */
+export function recordHeaderLines(e: TracedEvent, side: Side, headers: unknown, lines: string, isLines: boolean): void {
+  const same = sameOf(e);
+  if (side === "req") {
+    same.reqHeaders = headers;
+    same.reqLines = lines;
+    same.reqIsLines = isLines;
+  } else {
+    same.respHeaders = headers;
+    same.respLines = lines;
+    same.respIsLines = isLines;
+  }
+}
+
 /** What the store writes in the event's body column on `side`: the marker for a body stored once, else its base64. */
 export function storedBody(e: TracedEvent, side: Side): string {
   const body = side === "req" ? e.http_req_body : e.http_resp_body;
   if (typeof body !== "string") return String(body ?? "");
-  const same = sameBodies.get(e);
+  const same = filledAs.get(e);
   if (same) {
     const isSame =
       side === "req"
@@ -172,7 +223,15 @@ export function headersOfLines(lines: string): Array<[string, string]> {
 export function storedHeaders(e: TracedEvent, side: Side): string {
   const headers = side === "req" ? e.http_req_headers : e.http_resp_headers;
   const lines = side === "req" ? e.search_req_headers : e.search_resp_headers;
-  if (Array.isArray(headers) && typeof lines === "string" && isHeaderLines(headers, lines)) return headerLinesMarker;
+  const same = filledAs.get(e);
+  let isLines: boolean;
+  if (
+    same &&
+    (side === "req" ? same.reqHeaders === headers && same.reqLines === lines : same.respHeaders === headers && same.respLines === lines)
+  ) {
+    isLines = side === "req" ? same.reqIsLines : same.respIsLines;
+  } else isLines = Array.isArray(headers) && typeof lines === "string" && isHeaderLines(headers, lines);
+  if (isLines) return headerLinesMarker;
   const json = JSON.stringify(headers ?? null);
   return json === headerLinesMarker ? "[]" : json;
 }

@@ -271,8 +271,11 @@ export class Ingest {
     let stored: Offered["stored"] = null;
     // The search fields are the server's own, made once here for every sink (the store, the live view, the cluster).
     const searchTexts = this.searchTexts;
-    if (searchTexts) for (const event of accepted) searchTexts.fill(event);
-    else for (const event of accepted) clearSearchTexts(event);
+    if (searchTexts) {
+      const req = validated.frameBodies?.get("http_req_body");
+      const resp = validated.frameBodies?.get("http_resp_body");
+      for (const event of accepted) searchTexts.fill(event, req?.get(event), resp?.get(event));
+    } else for (const event of accepted) clearSearchTexts(event);
     if (accepted.length > 0) {
       this.routes?.assign(target, accepted);
       if (this.sinks.offerDurable) {

@@ -27,7 +27,15 @@ export type BatchValidation = {
   truncated: number;
   /** The first few distinct refusal reasons. */
   errors: string[];
+  /**
+   * Per body field, the bodies the frame carried as bytes, by event: what each body's base64 decodes to, read from the
+   * frame, so the server's search fields need not decode it again. Held only as long as this result (views of the frame).
+   */
+  frameBodies?: ReadonlyMap<string, ReadonlyMap<TracedEvent, FrameBody>>;
 };
+
+/** A body as the frame carried it: `value` is the base64 the event was given, `bytes` what it decodes to (absent: sent as base64). */
+export type FrameBody = { readonly value: string; readonly bytes?: Uint8Array };
 
 /** Largest body kept as bytes: the bytes whose base64 is the longest body string the JSON path keeps. */
 const MAX_BODY_BYTES = ((L.maxBodyChars - (L.maxBodyChars % 4)) / 4) * 3;
@@ -99,6 +107,8 @@ export function eventBatchValidator(fields: EventFields): (frame: Uint8Array) =>
     // Every place is written before each build, which copies the values out.
     const values = new Array<unknown>(c.count);
     const bodyValues = new Array<Body>(c.bodies.length);
+    const frameBodies = new Map(c.bodies.map((f) => [f.name, new Map<TracedEvent, FrameBody>()]));
+    const bodyMaps = [...frameBodies.values()];
 
     next: for (let i = 0; i < batch.count; i++) {
       const id = idCol ? strings[idCol[i]!]! : "";
@@ -166,10 +176,12 @@ export function eventBatchValidator(fields: EventFields): (frame: Uint8Array) =>
         values[c.tags[j]!.at] = tags.tags;
         cuts += tags.truncated;
       }
-      events.push(c.build(values));
+      const event = c.build(values);
+      for (let j = 0; j < bodyValues.length; j++) if (bodyValues[j]!.bytes) bodyMaps[j]!.set(event, bodyValues[j]!);
+      events.push(event);
       truncated += cuts;
     }
-    return { seq: batch.seq, isResent: batch.isResent, events, refused, truncated, errors: [...errors] };
+    return { seq: batch.seq, isResent: batch.isResent, events, refused, truncated, errors: [...errors], frameBodies };
   };
 }
 
@@ -179,7 +191,7 @@ function malformed(batch: EventBatch, message: string): EventBatchError {
   return { error: "malformed", seq: batch.seq, message: `event batch: ${message}` };
 }
 
-type Body = { value: string; isCut: boolean; error: boolean };
+type Body = { value: string; isCut: boolean; error: boolean; bytes?: Uint8Array };
 const emptyBody: Body = { value: "", isCut: false, error: false };
 
 function bodyOf(column: BodyColumn | undefined, i: number, strings: string[]): Body {
@@ -190,8 +202,8 @@ function bodyOf(column: BodyColumn | undefined, i: number, strings: string[]): B
     if (length === 0) return emptyBody;
     const isCut = length > MAX_BODY_BYTES;
     const start = column.a[i]!;
-    const value = base64(column.data, start, start + (isCut ? MAX_BODY_BYTES : length));
-    return { value, isCut, error: false };
+    const end = start + (isCut ? MAX_BODY_BYTES : length);
+    return { value: base64(column.data, start, end), isCut, error: false, bytes: column.data.subarray(start, end) };
   }
   if (form === BODY_FORM.base64) {
     const raw = strings[column.a[i]!]!;
