@@ -5,6 +5,7 @@ import {
   type EndpointsQuery,
   type EndpointsResult,
   type EventDetail,
+  endpointLimits,
   type HistogramBucket,
   type HistogramQuery,
   type HistogramResult,
@@ -24,6 +25,7 @@ import { NamespaceGate } from "./guard.ts";
 import { searchColumns } from "./search-text.ts";
 import { checkRange, compileWhere, toMicros } from "./sql/compile.ts";
 import type { Dialect } from "./sql/dialect.ts";
+import { rollupEndpointsSql, rollupSparklineSql } from "./sql/endpoint-rollup.ts";
 import { endpointKey, endpointsSql, latencySql, planEndpoints, sparklineSql, toEndpointRow } from "./sql/endpoints.ts";
 import { type StoredOnceColumn, storedOnceColumns } from "./stored-body.ts";
 import { type EventRows, fromStored, namespaceIdOfTable, rowToEvent, type StoreLayout, tableName, toEventRows } from "./table.ts";
@@ -396,12 +398,18 @@ export class SqlEventStore implements EventStore {
       sparklineStepMs: plan.stepMs,
     };
     if (await this.hasTable(namespaceId)) {
-      const raw = await this.gate.run(namespaceId, () => this.select(namespaceId, queryId, endpointsSql(d, table, where, plan), started));
+      // A query that filters by its range alone is answered from the engine's per-minute rollup where it has one.
+      const isRangeOnly =
+        this.engine.hasEndpointRollup === true && where === compileWhere(d, { filter: { clauses: [], global: range, focus: null } }, range);
+      const tableSql = (isRangeOnly && rollupEndpointsSql(table, range, plan)) || endpointsSql(d, table, where, plan);
+      const raw = await this.gate.run(namespaceId, () => this.select(namespaceId, queryId, tableSql, started));
       result.wasRowLimitExceeded = raw.length > plan.limit;
       result.rows = raw.slice(0, plan.limit).map((r) => toEndpointRow(r, plan));
       if (plan.points > 0 && result.rows.length > 0) {
         const byKey = new Map(result.rows.map((row) => [endpointKey({ ...row, o: row.isOutgoing ? 1 : 0 }), row]));
-        const sql = sparklineSql(d, table, where, plan, toMicros(range.lowerMs));
+        const sql =
+          (isRangeOnly && rollupSparklineSql(table, range, plan, endpointLimits.maxRows * endpointLimits.maxSparklinePoints)) ||
+          sparklineSql(d, table, where, plan, toMicros(range.lowerMs));
         for (const r of await this.gate.run(namespaceId, () => this.select(namespaceId, queryId, sql, started))) {
           const row = byKey.get(endpointKey(r));
           const at = Number(r.s);
