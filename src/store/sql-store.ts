@@ -25,7 +25,7 @@ import { NamespaceGate } from "./guard.ts";
 import { searchColumns } from "./search-text.ts";
 import { checkRange, compileWhere, toMicros } from "./sql/compile.ts";
 import type { Dialect } from "./sql/dialect.ts";
-import { rollupEndpointsSql, rollupSparklineSql } from "./sql/endpoint-rollup.ts";
+import { rollupEndpointsSql, rollupSliceCountsSql, rollupSparklineSql } from "./sql/endpoint-rollup.ts";
 import { endpointKey, endpointsSql, latencySql, planEndpoints, sparklineSql, toEndpointRow } from "./sql/endpoints.ts";
 import { type StoredOnceColumn, storedOnceColumns } from "./stored-body.ts";
 import { type EventRows, fromStored, namespaceIdOfTable, rowToEvent, type StoreLayout, tableName, toEventRows } from "./table.ts";
@@ -275,6 +275,14 @@ export class SqlEventStore implements EventStore {
     return result;
   }
 
+  /** Whether a query's WHERE is its range alone on an engine with the per-minute rollup (sql/endpoint-rollup.ts). */
+  private isRangeOnly(where: string, range: TimestampFilter): boolean {
+    const d = this.engine.dialect;
+    return (
+      this.engine.hasEndpointRollup === true && where === compileWhere(d, { filter: { clauses: [], global: range, focus: null } }, range)
+    );
+  }
+
   /** The time condition that keeps the `need` rows at the `dir` end of the range (newest for desc), from the slice counts. */
   private timeWindow(counts: SliceCounts, need: number, dir: RowSort["dir"]): string {
     const isNewest = dir === "desc";
@@ -298,8 +306,12 @@ export class SqlEventStore implements EventStore {
    */
   private sliceCounts(namespaceId: string, queryId: string, table: string, where: string, range: TimestampFilter): Promise<SliceCounts> {
     const grid = bucketGrid(range.lowerMs, range.upperMs);
+    // Unfiltered, over buckets of whole minutes, the counts come from the engine's per-minute rollup where it has one:
+    // then each slice is whole minutes too.
+    const minutes = this.isRangeOnly(where, range) && grid.bucketMs % 60_000 === 0 ? grid.bucketMs / 60_000 : 0;
     let perBucket = 1;
-    while (perBucket < 64 && grid.count * perBucket < windowSlices) perBucket *= 2;
+    if (minutes > 0) while (perBucket < minutes && (minutes % perBucket !== 0 || grid.count * perBucket < windowSlices)) perBucket++;
+    else while (perBucket < 64 && grid.count * perBucket < windowSlices) perBucket *= 2;
     const startMicros = toMicros(grid.startMs);
     const stepMicros = (grid.bucketMs * 1000) / perBucket;
     const key = `${table}|${startMicros}|${stepMicros}|${where}`;
@@ -308,10 +320,11 @@ export class SqlEventStore implements EventStore {
     if (running) return this.gate.run(namespaceId, () => running);
     const d = this.engine.dialect;
     const sql =
+      (minutes > 0 && rollupSliceCountsSql(table, range, startMicros, stepMicros)) ||
       `SELECT ${d.intDiv(`time - ${d.literal(startMicros)}`, d.literal(stepMicros))} AS s, count(*) AS n, ` +
-      `${d.countIf("http_resp_status_code >= 500")} AS e5, ` +
-      `${d.countIf("http_resp_status_code >= 400 AND http_resp_status_code < 500")} AS e4 ` +
-      `FROM ${table} WHERE ${where} GROUP BY s`;
+        `${d.countIf("http_resp_status_code >= 500")} AS e5, ` +
+        `${d.countIf("http_resp_status_code >= 400 AND http_resp_status_code < 500")} AS e4 ` +
+        `FROM ${table} WHERE ${where} GROUP BY s`;
     const scan = this.gate
       .run(namespaceId, () => this.select(namespaceId, queryId, sql))
       .then((raw) => ({
@@ -399,8 +412,7 @@ export class SqlEventStore implements EventStore {
     };
     if (await this.hasTable(namespaceId)) {
       // A query that filters by its range alone is answered from the engine's per-minute rollup where it has one.
-      const isRangeOnly =
-        this.engine.hasEndpointRollup === true && where === compileWhere(d, { filter: { clauses: [], global: range, focus: null } }, range);
+      const isRangeOnly = this.isRangeOnly(where, range);
       const tableSql = (isRangeOnly && rollupEndpointsSql(table, range, plan)) || endpointsSql(d, table, where, plan);
       const raw = await this.gate.run(namespaceId, () => this.select(namespaceId, queryId, tableSql, started));
       result.wasRowLimitExceeded = raw.length > plan.limit;

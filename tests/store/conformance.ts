@@ -899,6 +899,27 @@ export function runConformance(target: ConformanceTarget): void {
       });
     });
 
+    test("histogram and first page over a range whose ends fall inside minutes count exactly the events inside it", async () => {
+      for (const global of [
+        { lowerMs: startMs + 17_250, upperMs: startMs + 3 * hourMs - 42_500 },
+        { lowerMs: startMs + 2 * hourMs + 500, upperMs: endMs },
+      ]) {
+        const q: RowsQuery = { filter: { clauses: [], global, focus: null }, limit: 50 };
+        const ref = referenceHistogram(events, q);
+        const h = await store.histogram(ns, q);
+        expect(h.buckets.map(({ count, serverErrors, clientErrors }) => ({ count, serverErrors, clientErrors }))).toEqual(ref.counts);
+        const inRange = matching(events, q, global);
+        expect(h.total).toBe(inRange.length);
+        const page = await store.queryRows(ns, q);
+        expect(page.actualNumberOfRows).toBe(inRange.length);
+        expect(page.data.map((r) => r.event_id)).toEqual(
+          newestFirst(inRange)
+            .slice(0, 50)
+            .map((e) => e.event_id),
+        );
+      }
+    });
+
     test("histogram: the spec's bucket size over exactly the range, with errors counted apart", async () => {
       const queries: QueryBase[] = [
         { filter: { clauses: [], global: all } },

@@ -61,7 +61,7 @@ function plantSql(ns: string, minute: number, count: number): string {
 }
 
 export function testEndpointRollup(target: RollupTarget): void {
-  test(`${target.name}: the Endpoints table takes a range's whole minutes from the rollup and its cut minutes from the events; a filter or a rank reads the events`, async () => {
+  test(`${target.name}: the Endpoints table and the explorer's counts take a range's whole minutes from the rollup and its cut minutes from the events; a filter or a rank reads the events`, async () => {
     const store = await target.open();
     const ns = randomUUID();
     const events = generateEvents({ count: 600, startMicros: startMs * 1000, endMicros: endMs * 1000, seed: 31 });
@@ -81,6 +81,17 @@ export function testEndpointRollup(target: RollupTarget): void {
       expect(planted?.sparkline.map((v) => v !== null)).toEqual([false, false, true, false, false, false, false, false, false, false]);
       const real = [...referenceEndpoints(events, query, range).values()].reduce((s, l) => s + l.length, 0);
       expect((await store.endpoints(ns, { ...query, isWhole: true })).rows[0]!.requests).toBe(real + 3);
+      // The explorer's unfiltered counts too: its histogram's and its first page's total.
+      const inRange = events.filter((e) => e.time >= range.lowerMs * 1000 && e.time < range.upperMs * 1000).length;
+      expect((await store.histogram(ns, query)).total).toBe(inRange + 3);
+      expect((await store.queryRows(ns, { ...query, limit: 10 })).actualNumberOfRows).toBe(inRange + 3);
+      const errorsOnly: QueryBase = {
+        ...query,
+        expressions: [{ kind: "compare", field: "response.status", op: ">=", value: 400, pos: 0 }] as QueryBase["expressions"],
+      };
+      expect((await store.histogram(ns, errorsOnly)).total).toBe(
+        events.filter((e) => e.time >= range.lowerMs * 1000 && e.time < range.upperMs * 1000 && e.http_resp_status_code >= 400).length,
+      );
       // What the rollup cannot answer reads the events themselves.
       const filtered = await store.endpoints(ns, {
         ...query,

@@ -209,3 +209,28 @@ export function rollupSparklineSql(events: string, range: TimestampFilter, plan:
     `GROUP BY endpoint_hash, s) LIMIT ${maxRows}`
   );
 }
+
+/**
+ * The explorer's counts per slice (all events, 5xx, 4xx) from the rollup: its whole minutes (a slice is whole minutes
+ * from `startMicros`, a minute on the grid) and its cut edge minutes from the events. Null when the range holds no
+ * whole minute.
+ */
+export function rollupSliceCountsSql(events: string, range: TimestampFilter, startMicros: number, stepMicros: number): string | null {
+  const span = spanOf(range);
+  if (!span) return null;
+  const slice = (time: string) => `intDiv(${time} - ${lit(startMicros)}, ${lit(stepMicros)})`;
+  const parts = [
+    `SELECT ${slice("minute")} AS s, countMerge(n) AS n, sumMerge(e5) AS e5, sumMerge(e4) AS e4 FROM ${rollupTable(events)} ` +
+      `WHERE minute >= ${lit(span.first)} AND minute < ${lit(span.end)} GROUP BY s`,
+  ];
+  const edges: string[] = [];
+  if (span.lowerMicros < span.first) edges.push(`(time >= ${lit(span.lowerMicros)} AND time < ${lit(span.first)})`);
+  if (span.end < span.upperMicros) edges.push(`(time >= ${lit(span.end)} AND time < ${lit(span.upperMicros)})`);
+  if (edges.length > 0) {
+    parts.push(
+      `SELECT ${slice("time")} AS s, count() AS n, countIf(http_resp_status_code >= 500) AS e5, ` +
+        `countIf(http_resp_status_code >= 400 AND http_resp_status_code < 500) AS e4 FROM ${events} WHERE ${edges.join(" OR ")} GROUP BY s`,
+    );
+  }
+  return `SELECT s, sum(n) AS n, sum(e5) AS e5, sum(e4) AS e4 FROM (${parts.join(" UNION ALL ")}) GROUP BY s`;
+}
