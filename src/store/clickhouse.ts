@@ -2,7 +2,16 @@ import { Readable } from "node:stream";
 import { type ClickHouseClient, createClient } from "@clickhouse/client";
 import type { EventFields, StoredType } from "~/lib/protocol/event-fields.ts";
 import { clickhouseDialect } from "./sql/dialect.ts";
-import { backfillSql, deleteBeforeSql, refillCutoffMinuteSql, rollupStatements, rollupTable, rollupView } from "./sql/endpoint-rollup.ts";
+import {
+  backfillSql,
+  dayMicros,
+  deleteBeforeSql,
+  eventDaysSql,
+  refillCutoffMinuteSql,
+  rollupStatements,
+  rollupTable,
+  rollupView,
+} from "./sql/endpoint-rollup.ts";
 import { SqlEventStore } from "./sql-store.ts";
 import { type EventRows, eventLayout, missingColumns, type StoreLayout, storeLayout } from "./table.ts";
 import type { Engine, StoreLimits } from "./types.ts";
@@ -200,8 +209,8 @@ class ClickHouseEngine implements Engine {
 
   /**
    * The Endpoints rollup (sql/endpoint-rollup.ts) of a table that has none yet, then the events stored before it, rolled
-   * up once. The view is made without IF NOT EXISTS: of two servers making it at once, only the one that made it
-   * backfills (the other's statement fails as already done), so no event is rolled up twice that way.
+   * up once, a day at a time. The view is made without IF NOT EXISTS: of two servers making it at once, only the one
+   * that made it backfills (the other's statement fails as already done), so no event is rolled up twice that way.
    */
   private async addRollup(table: string): Promise<void> {
     const view = rollupView(table);
@@ -220,7 +229,9 @@ class ClickHouseEngine implements Engine {
       if (/already exists/i.test(String((err as Error)?.message ?? err))) return;
       throw err;
     }
-    await this.insertSelect(backfillSql(table, beforeMicros));
+    const days = await this.select(eventDaysSql(table), { timeoutMs: 60_000, queryId: "" });
+    for (const { day } of days)
+      if (Number(day) * dayMicros < beforeMicros) await this.insertSelect(backfillSql(table, Number(day), beforeMicros));
   }
 
   /** A table made before its search indexes gets them; parts written before keep being read whole (no MATERIALIZE). */

@@ -93,14 +93,24 @@ export function rollupStatements(events: string, eventsLocal: string, cluster: R
   ];
 }
 
+export const dayMicros = 86_400_000_000;
+
+/** The days (since 1970) that hold events, for a backfill a day at a time. */
+export function eventDaysSql(events: string): string {
+  return `SELECT DISTINCT intDiv(time, ${dayMicros}) AS day FROM ${events} ORDER BY day`;
+}
+
 /**
- * The events stored before the view existed, rolled up once: those timed before `beforeMicros` (when the view was about
- * to be made), read through `events` (the Distributed table on a cluster) and written through the rollup's.
+ * The events stored before the view existed, rolled up once, a day at a time (each statement bounded): those of `day`
+ * timed before `beforeMicros` (when the view was about to be made), read through `events` (the Distributed table on a
+ * cluster) and written through the rollup's.
  */
-export function backfillSql(events: string, beforeMicros: number): string {
+export function backfillSql(events: string, day: number, beforeMicros: number): string {
+  const from = day * dayMicros;
+  const to = Math.min(from + dayMicros, beforeMicros);
   return (
     `INSERT INTO ${rollupTable(events)} SELECT intDiv(time, ${minuteMicros}) * ${minuteMicros} AS minute, ${eventKeys}, ${eventStates} ` +
-    `FROM ${events} WHERE time < ${lit(beforeMicros)} GROUP BY minute, ${keyNames}`
+    `FROM ${events} WHERE time >= ${lit(from)} AND time < ${lit(to)} GROUP BY minute, ${keyNames}`
   );
 }
 

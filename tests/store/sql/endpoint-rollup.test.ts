@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { rollupEndpointsSql, rollupSparklineSql, rollupStatements, wholeMinutes } from "~/store/sql/endpoint-rollup.ts";
+import { backfillSql, rollupEndpointsSql, rollupSparklineSql, rollupStatements, wholeMinutes } from "~/store/sql/endpoint-rollup.ts";
 import { planEndpoints } from "~/store/sql/endpoints.ts";
 
 const minute = 60_000_000;
@@ -51,4 +51,14 @@ test("on a cluster the rollup is a local table per shard with a Distributed tabl
   const single = rollupStatements("events_x", "events_x", undefined);
   expect(single).toHaveLength(2);
   expect(single[0]).toContain("ENGINE = AggregatingMergeTree");
+});
+
+test("a backfill reads one day of events at a time, none timed from when the view was made", () => {
+  const day = 20_000;
+  const dayStart = day * 86_400_000_000;
+  expect(backfillSql("events_x", day, dayStart + 86_400_000_000 * 3)).toContain(
+    `FROM events_x WHERE time >= ${dayStart} AND time < ${dayStart + 86_400_000_000} GROUP BY`,
+  );
+  expect(backfillSql("events_x", day, dayStart + 5)).toContain(`WHERE time >= ${dayStart} AND time < ${dayStart + 5} GROUP BY`);
+  expect(backfillSql("events_x", day, 0)).toMatch(/^INSERT INTO events_x_rollup SELECT/);
 });
