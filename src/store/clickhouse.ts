@@ -4,9 +4,9 @@ import type { EventFields, StoredType } from "~/lib/protocol/event-fields.ts";
 import { clickhouseDialect } from "./sql/dialect.ts";
 import {
   backfillSql,
-  dayMicros,
+  backfillStepMicros,
   deleteBeforeSql,
-  eventDaysSql,
+  eventHoursSql,
   refillCutoffMinuteSql,
   rollupStatements,
   rollupTable,
@@ -209,7 +209,7 @@ class ClickHouseEngine implements Engine {
 
   /**
    * The Endpoints rollup (sql/endpoint-rollup.ts) of a table that has none yet, then the events stored before it, rolled
-   * up once, a day at a time. The view is made without IF NOT EXISTS: of two servers making it at once, only the one
+   * up once, an hour at a time. The view is made without IF NOT EXISTS: of two servers making it at once, only the one
    * that made it backfills (the other's statement fails as already done), so no event is rolled up twice that way.
    */
   private async addRollup(table: string): Promise<void> {
@@ -229,9 +229,10 @@ class ClickHouseEngine implements Engine {
       if (/already exists/i.test(String((err as Error)?.message ?? err))) return;
       throw err;
     }
-    const days = await this.select(eventDaysSql(table), { timeoutMs: 60_000, queryId: "" });
-    for (const { day } of days)
-      if (Number(day) * dayMicros < beforeMicros) await this.insertSelect(backfillSql(table, Number(day), beforeMicros));
+    const hours = await this.select(eventHoursSql(table), { timeoutMs: 60_000, queryId: "" });
+    for (const { hour } of hours) {
+      if (Number(hour) * backfillStepMicros < beforeMicros) await this.insertSelect(backfillSql(table, Number(hour), beforeMicros));
+    }
   }
 
   /** A table made before its search indexes gets them; parts written before keep being read whole (no MATERIALIZE). */

@@ -93,21 +93,22 @@ export function rollupStatements(events: string, eventsLocal: string, cluster: R
   ];
 }
 
-export const dayMicros = 86_400_000_000;
+/** A backfill's step: an hour of events a statement, so none outlasts the client's request timeout on a large table. */
+export const backfillStepMicros = 3_600_000_000;
 
-/** The days (since 1970) that hold events, for a backfill a day at a time. */
-export function eventDaysSql(events: string): string {
-  return `SELECT DISTINCT intDiv(time, ${dayMicros}) AS day FROM ${events} ORDER BY day`;
+/** The hours (since 1970) that hold events. */
+export function eventHoursSql(events: string): string {
+  return `SELECT DISTINCT intDiv(time, ${backfillStepMicros}) AS hour FROM ${events} ORDER BY hour`;
 }
 
 /**
- * The events stored before the view existed, rolled up once, a day at a time (each statement bounded): those of `day`
- * timed before `beforeMicros` (when the view was about to be made), read through `events` (the Distributed table on a
- * cluster) and written through the rollup's.
+ * The events stored before the view existed, rolled up once, an hour at a time: those of `hour` timed before
+ * `beforeMicros` (when the view was about to be made), read through `events` (the Distributed table on a cluster) and
+ * written through the rollup's.
  */
-export function backfillSql(events: string, day: number, beforeMicros: number): string {
-  const from = day * dayMicros;
-  const to = Math.min(from + dayMicros, beforeMicros);
+export function backfillSql(events: string, hour: number, beforeMicros: number): string {
+  const from = hour * backfillStepMicros;
+  const to = Math.min(from + backfillStepMicros, beforeMicros);
   return (
     `INSERT INTO ${rollupTable(events)} SELECT intDiv(time, ${minuteMicros}) * ${minuteMicros} AS minute, ${eventKeys}, ${eventStates} ` +
     `FROM ${events} WHERE time >= ${lit(from)} AND time < ${lit(to)} GROUP BY minute, ${keyNames}`

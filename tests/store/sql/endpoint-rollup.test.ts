@@ -53,12 +53,12 @@ test("on a cluster the rollup is a local table per shard with a Distributed tabl
   expect(single[0]).toContain("ENGINE = AggregatingMergeTree");
 });
 
-test("a backfill reads one day of events at a time, none timed from when the view was made", () => {
-  const day = 20_000;
-  const dayStart = day * 86_400_000_000;
-  expect(backfillSql("events_x", day, dayStart + 86_400_000_000 * 3)).toContain(
-    `FROM events_x WHERE time >= ${dayStart} AND time < ${dayStart + 86_400_000_000} GROUP BY`,
+test("a backfill reads one hour of events at a time, none timed from when the view was made", () => {
+  const hour = 500_000;
+  const from = hour * 3_600_000_000;
+  expect(backfillSql("events_x", hour, from + 3_600_000_000 * 3)).toContain(
+    `FROM events_x WHERE time >= ${from} AND time < ${from + 3_600_000_000} GROUP BY`,
   );
-  expect(backfillSql("events_x", day, dayStart + 5)).toContain(`WHERE time >= ${dayStart} AND time < ${dayStart + 5} GROUP BY`);
-  expect(backfillSql("events_x", day, 0)).toMatch(/^INSERT INTO events_x_rollup SELECT/);
+  expect(backfillSql("events_x", hour, from + 5)).toContain(`WHERE time >= ${from} AND time < ${from + 5} GROUP BY`);
+  expect(backfillSql("events_x", hour, 0)).toMatch(/^INSERT INTO events_x_rollup SELECT/);
 });
