@@ -390,8 +390,8 @@ export class SqlEventStore implements EventStore {
   }
 
   /**
-   * The Endpoints table: one grouped scan for the rows, and with sparklines a second grouped by point of the range;
-   * both share the query's time budget and take the namespace's gate like any query.
+   * The Endpoints table: one grouped scan for the rows, and with sparklines a second grouped by point of the range, run
+   * at once; both share the query's time budget and take the namespace's gate like any query.
    */
   async endpoints(namespaceId: string, query: EndpointsQuery): Promise<EndpointsResult> {
     const table = tableName(namespaceId);
@@ -414,15 +414,25 @@ export class SqlEventStore implements EventStore {
       // A query that filters by its range alone is answered from the engine's per-minute rollup where it has one.
       const isRangeOnly = this.isRangeOnly(where, range);
       const tableSql = (isRangeOnly && rollupEndpointsSql(table, range, plan)) || endpointsSql(d, table, where, plan);
-      const raw = await this.gate.run(namespaceId, () => this.select(namespaceId, queryId, tableSql, started));
+      const rowsRun = this.gate.run(namespaceId, () => this.select(namespaceId, queryId, tableSql, started));
+      // The sparklines' statement needs nothing from the rows': it runs beside it.
+      const sparklineRun =
+        plan.points > 0
+          ? this.gate.run(namespaceId, () => {
+              const sql =
+                (isRangeOnly && rollupSparklineSql(table, range, plan, endpointLimits.maxRows * endpointLimits.maxSparklinePoints)) ||
+                sparklineSql(d, table, where, plan, toMicros(range.lowerMs));
+              return this.select(namespaceId, queryId, sql, started);
+            })
+          : null;
+      // Its failure is the answer's only once the rows' statement has succeeded (awaited below).
+      sparklineRun?.catch(() => undefined);
+      const raw = await rowsRun;
       result.wasRowLimitExceeded = raw.length > plan.limit;
       result.rows = raw.slice(0, plan.limit).map((r) => toEndpointRow(r, plan));
-      if (plan.points > 0 && result.rows.length > 0) {
+      if (sparklineRun && result.rows.length > 0) {
         const byKey = new Map(result.rows.map((row) => [endpointKey({ ...row, o: row.isOutgoing ? 1 : 0 }), row]));
-        const sql =
-          (isRangeOnly && rollupSparklineSql(table, range, plan, endpointLimits.maxRows * endpointLimits.maxSparklinePoints)) ||
-          sparklineSql(d, table, where, plan, toMicros(range.lowerMs));
-        for (const r of await this.gate.run(namespaceId, () => this.select(namespaceId, queryId, sql, started))) {
+        for (const r of await sparklineRun) {
           const row = byKey.get(endpointKey(r));
           const at = Number(r.s);
           if (row && at >= 0 && at < plan.points) row.sparkline[at] = Math.round(Number(r.p95));
