@@ -8,19 +8,27 @@ import type { EndpointRow, QueryFilter } from "~/lib/protocol/query.ts";
 import { validateEventBatch } from "~/lib/protocol/validate-event-batch.ts";
 import { openClickHouseStore } from "~/store/clickhouse.ts";
 import { openDuckDbStore } from "~/store/duckdb.ts";
+import { clickhouseDialect } from "~/store/sql/dialect.ts";
+import { rollupEndpointsSql, rollupSparklineSql } from "~/store/sql/endpoint-rollup.ts";
+import { endpointsSql, planEndpoints, sparklineSql } from "~/store/sql/endpoints.ts";
 import type { SqlEventStore } from "~/store/sql-store.ts";
-import { toEventRows } from "~/store/table.ts";
+import { tableName, toEventRows } from "~/store/table.ts";
 import { generateEvents } from "../../tests/store/generate.ts";
 import { clickhouseUrl } from "../../tests/support/clickhouse.ts";
 import { isSmoke, optionOf } from "../options.ts";
+import { generateInsideSql } from "./generate-inside.ts";
 
 /**
- * bench:endpoints — the Endpoints table (one grouped scan with p50/p95/p99 per endpoint, and the p95 sparkline) over
- * 24 h, side by side with the explorer's histogram on the same table and range (the query the screen sits next to),
- * median of --runs after a warm-up; then how far ClickHouse's t-digest percentiles are from DuckDB's exact ones on the
- * same events, and what route templating adds to the server's ingest CPU per event.
- *   bun bench/endpoints/run.ts [--sizes 1000000,10000000] [--engines duckdb,clickhouse] [--clickhouse-sizes 10000000] [--runs 5]
- * --smoke: 2,000 events on each engine, one run (proves it runs, measures nothing).
+ * bench:endpoints — the Endpoints table (p50/p95/p99 per endpoint, and the p95 sparkline) over 24 h, side by side with
+ * the explorer's histogram on the same table and range (the query the screen sits next to), median of --runs after a
+ * warm-up; on ClickHouse also the table's raw scan (what a filtered query runs) beside its per-minute rollup, and the
+ * floor; then how far ClickHouse's t-digest percentiles are from DuckDB's exact ones on the same events, and what route
+ * templating adds to the server's ingest CPU per event.
+ *   bun bench/endpoints/run.ts [--sizes 1000000,10000000] [--engines duckdb,clickhouse] [--clickhouse-sizes 1000000]
+ *     [--clickhouse-inside 10000000] [--runs 5]
+ * --clickhouse-sizes are loaded through the store (the same events as DuckDB's); --clickhouse-inside are made inside
+ * ClickHouse (generate-inside.ts: the same distributions, loaded in seconds), the rollup filling through its view.
+ * --smoke: 2,000 events on each engine and 3,000 made inside ClickHouse, one run (proves it runs, measures nothing).
  */
 const arg = optionOf(process.argv.slice(2));
 const sizes = arg("sizes", "1000000,10000000", "2000").split(",").map(Number);
@@ -28,7 +36,15 @@ const engines = arg("engines", "duckdb,clickhouse")
   .split(",")
   .filter((e) => e === "duckdb" || e === "clickhouse");
 /** The sizes ClickHouse is loaded with (the issue's target is 10M there). */
-const clickhouseSizes = arg("clickhouse-sizes", "10000000", "2000").split(",").map(Number);
+const clickhouseSizes = arg("clickhouse-sizes", "1000000", "2000")
+  .split(",")
+  .map(Number)
+  .filter((n) => n > 0);
+/** The sizes made inside ClickHouse instead. */
+const clickhouseInside = arg("clickhouse-inside", "10000000", "3000")
+  .split(",")
+  .map(Number)
+  .filter((n) => n > 0);
 const runs = Number(arg("runs", "5", "1"));
 
 const hourMs = 3_600_000;
@@ -72,26 +88,25 @@ async function load(store: SqlEventStore, count: number): Promise<void> {
 }
 
 /**
- * ClickHouse's floor beside the table, on the same rows and range: the table's grouped scan without its sparklines,
- * the same GROUP BY with only a count, the t-digest alone with no grouping, the grouped scan keyed on one hash of
- * the five keys, and the sparklines' query alone.
+ * ClickHouse beside the table, on the same rows and range: the table's own statements with and without the rollup
+ * (the raw ones are what a filtered query runs), the count-only GROUP BY that is the floor of any scan of the rows,
+ * and the t-digest alone.
  */
 async function clickhouseFloor(url: string): Promise<Record<string, number>> {
-  const table = `events_${namespaceId.replaceAll("-", "")}`;
-  const where = `time >= ${startMs * 1000} AND time < ${endMs * 1000} AND protocol = 'http'`;
+  const table = tableName(namespaceId);
+  const range = { lowerMs: startMs, upperMs: endMs };
+  const plan = planEndpoints({ filter, sparklinePoints: 30 }, range);
+  const d = clickhouseDialect;
+  const where = `time >= ${startMs * 1000} AND time < ${endMs * 1000}`;
+  const http = `${where} AND protocol = 'http'`;
   const host = "if(http_is_outgoing = 1, http_req_host, '')";
-  const keys = `service, http_is_outgoing AS o, ${host} AS host, http_req_method AS method, http_route AS route`;
-  const aggregates =
-    "count() AS n, countIf(http_resp_status_code >= 400 AND http_resp_status_code < 500) AS e4, " +
-    "countIf(http_resp_status_code >= 500) AS e5, quantilesTDigest(0.5, 0.95, 0.99)(http_duration) AS q, " +
-    "max(http_duration) AS mx, sum(http_req_body_size_bytes_wire) AS bin, sum(http_resp_body_size_bytes_wire) AS bout";
-  const step = Math.ceil((endMs - startMs) / 30) * 1000;
   const queries: Record<string, string> = {
-    "grouped scan (the table without sparklines)": `SELECT ${keys}, ${aggregates} FROM ${table} WHERE ${where} GROUP BY service, o, host, method, route`,
-    "grouped by one hash of the keys": `SELECT cityHash64(service, http_is_outgoing, ${host}, http_req_method, http_route) AS k, any(service), any(http_is_outgoing), any(${host}), any(http_req_method), any(http_route), ${aggregates} FROM ${table} WHERE ${where} GROUP BY k`,
-    "floor: GROUP BY the keys, count only": `SELECT ${keys}, count() FROM ${table} WHERE ${where} GROUP BY service, o, host, method, route`,
-    "floor: t-digest alone, no grouping": `SELECT quantilesTDigest(0.5, 0.95, 0.99)(http_duration) FROM ${table} WHERE ${where}`,
-    "sparklines alone": `SELECT ${keys}, intDiv(time - ${startMs * 1000}, ${step}) AS s, quantilesTDigest(0.95)(http_duration) FROM ${table} WHERE ${where} GROUP BY service, o, host, method, route, s`,
+    "rollup: the table's rows": rollupEndpointsSql(table, range, plan) ?? "",
+    "rollup: the sparklines": rollupSparklineSql(table, range, plan, 30_000) ?? "",
+    "raw scan: the table's rows": endpointsSql(d, table, where, plan),
+    "raw scan: the sparklines": sparklineSql(d, table, where, plan, startMs * 1000),
+    "floor: GROUP BY the keys, count only": `SELECT service, http_is_outgoing AS o, ${host} AS host, http_req_method AS method, http_route AS route, count() FROM ${table} WHERE ${http} GROUP BY service, o, host, method, route`,
+    "floor: t-digest alone, no grouping": `SELECT quantilesTDigest(0.5, 0.95, 0.99)(http_duration) FROM ${table} WHERE ${http}`,
   };
   const out: Record<string, number> = {};
   for (const [name, sql] of Object.entries(queries)) {
@@ -102,6 +117,51 @@ async function clickhouseFloor(url: string): Promise<Record<string, number>> {
     });
   }
   return out;
+}
+
+/**
+ * Waits (up to 3 minutes) until ClickHouse has no merge running: millions of rows made in seconds leave dozens of parts
+ * that it merges in the background for a minute or so, taking the CPU the queries would be timed on; rows that arrive
+ * as events do are merged as they come. Returns the milliseconds waited.
+ */
+async function mergesSettled(url: string): Promise<number> {
+  const started = performance.now();
+  let quiet = 0;
+  while (quiet < 2 && performance.now() - started < 180_000) {
+    const res = await fetch(url, { method: "POST", body: "SELECT count() FROM system.merges" });
+    quiet = Number((await res.text()).trim()) === 0 ? quiet + 1 : 0;
+    await Bun.sleep(isSmoke ? 10 : 1000);
+  }
+  return performance.now() - started;
+}
+
+/** The rollup's rows against the raw scan's on the same events: counts, errors, bytes and max equal; the percentiles' largest difference. */
+async function rollupAgainstRaw(url: string): Promise<string> {
+  const table = tableName(namespaceId);
+  const range = { lowerMs: startMs, upperMs: endMs };
+  const plan = planEndpoints({ filter, limit: 1000 }, range);
+  const read = async (sql: string) => {
+    const res = await fetch(url, { method: "POST", body: `${sql} FORMAT JSON` });
+    if (!res.ok) throw new Error(await res.text());
+    const rows = ((await res.json()) as { data: Record<string, unknown>[] }).data;
+    return new Map(rows.map((r) => [JSON.stringify([r.service, r.o, r.host, r.method, r.route]), r]));
+  };
+  const rolled = await read(rollupEndpointsSql(table, range, plan) ?? "");
+  const raw = await read(endpointsSql(clickhouseDialect, table, `time >= ${startMs * 1000} AND time < ${endMs * 1000}`, plan));
+  let same = rolled.size === raw.size;
+  let worst = 0;
+  for (const [key, r] of raw) {
+    const o = rolled.get(key);
+    if (!o) {
+      same = false;
+      continue;
+    }
+    for (const k of ["n", "e4", "e5", "mx", "bin", "bout"]) if (Number(o[k]) !== Number(r[k])) same = false;
+    for (const k of ["p50", "p95", "p99"]) {
+      if (Number(r[k]) > 0) worst = Math.max(worst, Math.abs(Number(o[k]) - Number(r[k])) / Number(r[k]));
+    }
+  }
+  return `rollup against raw scan, ${raw.size} endpoints: counts, errors, bytes, max ${same ? "equal" : "DIFFER"}; percentiles differ by at most ${(100 * worst).toFixed(2)} %`;
 }
 
 type Result = {
@@ -116,46 +176,69 @@ type Result = {
 };
 const results: Result[] = [];
 
-for (const engine of engines) {
-  for (const size of engine === "clickhouse" ? clickhouseSizes : sizes) {
-    const dir = mkdtempSync(join(tmpdir(), "tapscope-bench-endpoints-"));
-    const store =
-      engine === "clickhouse"
-        ? await openClickHouseStore({ url: await clickhouseUrl() })
-        : await openDuckDbStore({ path: join(dir, "events.duckdb") });
-    console.log(`\n== ${engine}: ${size.toLocaleString("en")} events over 24 h`);
-    await store.dropNamespace(namespaceId).catch(() => undefined);
-    await load(store, size);
-    const table = () => store.endpoints(namespaceId, { filter, sparklinePoints: 30 });
-    const histogram = () => store.histogram(namespaceId, { filter });
-    const latency = () => store.histogram(namespaceId, { filter, latency: true });
-    // Interleaved, so the machine's noise falls on all three alike.
-    const h = await medianMs(histogram);
-    const e = await medianMs(table);
-    const l = await medianMs(latency);
-    const answer = await table();
-    if (engine === "clickhouse") {
-      const floor = await clickhouseFloor(await clickhouseUrl());
-      console.log(`  beside the Endpoints table's ${e.toFixed(1)} ms and the histogram's ${h.toFixed(1)} ms (median of ${runs}):`);
-      for (const [name, ms] of Object.entries(floor)) console.log(`    ${name}: ${ms.toFixed(1)} ms (${(ms / e).toFixed(2)} of the table)`);
-    }
-    results.push({
-      engine,
-      size,
-      endpoints: e,
-      histogram: h,
-      latency: l,
-      rows: answer.rows.length,
-      quantiles: answer.quantiles,
-      top: answer.rows.slice(0, 20),
+const cases = engines.flatMap(
+  (engine): Array<{ engine: string; size: number; isInside: boolean }> =>
+    engine === "clickhouse"
+      ? [
+          ...clickhouseSizes.map((size) => ({ engine, size, isInside: false })),
+          ...clickhouseInside.map((size) => ({ engine, size, isInside: true })),
+        ]
+      : sizes.map((size) => ({ engine, size, isInside: false })),
+);
+for (const { engine, size, isInside } of cases) {
+  const dir = mkdtempSync(join(tmpdir(), "tapscope-bench-endpoints-"));
+  const store =
+    engine === "clickhouse"
+      ? await openClickHouseStore({ url: await clickhouseUrl() })
+      : await openDuckDbStore({ path: join(dir, "events.duckdb") });
+  console.log(`\n== ${engine}: ${size.toLocaleString("en")} events over 24 h${isInside ? ", made inside ClickHouse" : ""}`);
+  await store.dropNamespace(namespaceId).catch(() => undefined);
+  if (isInside) {
+    const t = performance.now();
+    await store.ensureNamespace(namespaceId);
+    const res = await fetch(await clickhouseUrl(), {
+      method: "POST",
+      body: generateInsideSql(tableName(namespaceId), size, startMs * 1000, endMs * 1000),
     });
+    if (!res.ok) throw new Error(await res.text());
+    console.log(`  made ${size.toLocaleString("en")} events inside ClickHouse in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    console.log(`  background merges settled after ${((await mergesSettled(await clickhouseUrl())) / 1000).toFixed(1)} s more`);
+  } else await load(store, size);
+  const table = () => store.endpoints(namespaceId, { filter, sparklinePoints: 30 });
+  const histogram = () => store.histogram(namespaceId, { filter });
+  const latency = () => store.histogram(namespaceId, { filter, latency: true });
+  // Interleaved, so the machine's noise falls on all three alike.
+  const h = await medianMs(histogram);
+  const e = await medianMs(table);
+  const l = await medianMs(latency);
+  const answer = await table();
+  if (engine === "clickhouse") {
+    const floor = await clickhouseFloor(await clickhouseUrl());
+    console.log(`  beside the Endpoints table's ${e.toFixed(1)} ms and the histogram's ${h.toFixed(1)} ms (median of ${runs}):`);
+    for (const [name, ms] of Object.entries(floor)) console.log(`    ${name}: ${ms.toFixed(1)} ms (${(ms / e).toFixed(2)} of the table)`);
+    const rawTable = (floor["raw scan: the table's rows"] ?? 0) + (floor["raw scan: the sparklines"] ?? 0);
+    const rolledTable = (floor["rollup: the table's rows"] ?? 0) + (floor["rollup: the sparklines"] ?? 0);
     console.log(
-      `  endpoints ${e.toFixed(1)} ms (${answer.rows.length} rows), histogram ${h.toFixed(1)} ms, histogram with latency ${l.toFixed(1)} ms`,
+      `  rollup / raw scan (rows + sparklines, the same statements the store runs): ${rolledTable.toFixed(1)} / ${rawTable.toFixed(1)} ms = ${(rolledTable / rawTable).toFixed(2)}`,
     );
-    await store.dropNamespace(namespaceId).catch((err: unknown) => console.log(`  (drop failed: ${String(err)})`));
-    await store.close().catch(() => undefined);
-    rmSync(dir, { recursive: true, force: true });
+    console.log(`  ${await rollupAgainstRaw(await clickhouseUrl())}`);
   }
+  results.push({
+    engine: isInside ? "clickhouse, made inside" : engine,
+    size,
+    endpoints: e,
+    histogram: h,
+    latency: l,
+    rows: answer.rows.length,
+    quantiles: answer.quantiles,
+    top: answer.rows.slice(0, 20),
+  });
+  console.log(
+    `  endpoints ${e.toFixed(1)} ms (${answer.rows.length} rows), histogram ${h.toFixed(1)} ms, histogram with latency ${l.toFixed(1)} ms`,
+  );
+  await store.dropNamespace(namespaceId).catch((err: unknown) => console.log(`  (drop failed: ${String(err)})`));
+  await store.close().catch(() => undefined);
+  rmSync(dir, { recursive: true, force: true });
 }
 
 const loadAverage = (

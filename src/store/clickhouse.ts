@@ -2,6 +2,16 @@ import { Readable } from "node:stream";
 import { type ClickHouseClient, createClient } from "@clickhouse/client";
 import type { EventFields, StoredType } from "~/lib/protocol/event-fields.ts";
 import { clickhouseDialect, clickhouseScanDialect, type Dialect } from "./sql/dialect.ts";
+import {
+  backfillSql,
+  backfillStepMicros,
+  deleteBeforeSql,
+  eventHoursSql,
+  refillCutoffMinuteSql,
+  rollupStatements,
+  rollupTable,
+  rollupView,
+} from "./sql/endpoint-rollup.ts";
 import { SqlEventStore } from "./sql-store.ts";
 import { type EventRows, eventLayout, missingColumns, type StoreLayout, storeLayout } from "./table.ts";
 import type { Engine, StoreLimits } from "./types.ts";
@@ -138,6 +148,7 @@ class ClickHouseEngine implements Engine {
   readonly kind = "clickhouse" as const;
   /** Filtered counts keep their condition in WHERE where there are no skip indexes (dialect.ts). */
   readonly dialect: Dialect;
+  readonly hasEndpointRollup = true;
   /**
    * ClickHouse makes a part per insert: 20,000 rows per insert cost its server about a third of the CPU per event
    * that 5,000 did (bench/store/insert.ts).
@@ -168,6 +179,11 @@ class ClickHouseEngine implements Engine {
     );
   }
 
+  /** An INSERT ... SELECT inside the server; through a Distributed table, on the shards before it returns. */
+  private async insertSelect(sql: string): Promise<void> {
+    await this.client.command({ query: sql, clickhouse_settings: this.cluster ? { insert_distributed_sync: 1 } : undefined });
+  }
+
   private get onCluster(): string {
     return this.cluster ? ` ON CLUSTER ${this.cluster.name}` : "";
   }
@@ -190,6 +206,35 @@ class ClickHouseEngine implements Engine {
       }
     }
     if (hasSkipIndexes) await this.addSearchIndexes(localTable(table, this.cluster));
+    await this.addRollup(table);
+  }
+
+  /**
+   * The Endpoints rollup (sql/endpoint-rollup.ts) of a table that has none yet, then the events stored before it, rolled
+   * up once, an hour at a time. The view is made without IF NOT EXISTS: of two servers making it at once, only the one
+   * that made it backfills (the other's statement fails as already done), so no event is rolled up twice that way.
+   */
+  private async addRollup(table: string): Promise<void> {
+    const view = rollupView(table);
+    const found = await this.select(`SELECT count() AS n FROM system.tables WHERE database = currentDatabase() AND name = ${lit(view)}`, {
+      timeoutMs: 10_000,
+      queryId: "",
+    });
+    if (Number(found[0]?.n ?? 0) > 0) return;
+    const statements = rollupStatements(table, localTable(table, this.cluster), this.cluster);
+    const makeView = (statements.pop() as string).replace("CREATE MATERIALIZED VIEW IF NOT EXISTS", "CREATE MATERIALIZED VIEW");
+    for (const sql of statements) await this.command(sql);
+    const beforeMicros = Date.now() * 1000;
+    try {
+      await this.command(makeView);
+    } catch (err) {
+      if (/already exists/i.test(String((err as Error)?.message ?? err))) return;
+      throw err;
+    }
+    const hours = await this.select(eventHoursSql(table), { timeoutMs: 60_000, queryId: "" });
+    for (const { hour } of hours) {
+      if (Number(hour) * backfillStepMicros < beforeMicros) await this.insertSelect(backfillSql(table, Number(hour), beforeMicros));
+    }
   }
 
   /** A table made before its search indexes gets them; parts written before keep being read whole (no MATERIALIZE). */
@@ -248,6 +293,10 @@ class ClickHouseEngine implements Engine {
     await this.command(
       `ALTER TABLE ${localTable(table, this.cluster)}${this.onCluster} MODIFY TTL ts + INTERVAL ${lit(Math.floor(days))} DAY`,
     );
+    // The rollup's minutes go with their events' day (a minute's states at most its last second after its first event).
+    await this.command(
+      `ALTER TABLE ${localTable(rollupTable(table), this.cluster)}${this.onCluster} MODIFY TTL toDateTime(intDiv(minute, 1000000)) + INTERVAL ${lit(Math.floor(days))} DAY`,
+    );
     this.ttlDays.set(table, days);
     return true;
   }
@@ -256,8 +305,23 @@ class ClickHouseEngine implements Engine {
     // On a cluster the rows are in the shards' local tables: the partitions this shard has (sharded by id, every shard
     // has every day's) go ON CLUSTER, and so does the mutation, which every shard must have applied before this returns.
     const table = localTable(distributed, this.cluster);
-    // Whole days well before the cutoff go by partition (cheap); the rest by a mutation we wait for.
+    const rollup = localTable(rollupTable(distributed), this.cluster);
+    // Whole days well before the cutoff go by partition (cheap), from the events and their rollup alike; the rest by a
+    // mutation we wait for.
     const cutoffDay = Math.floor(cutoffMicros / 86_400_000_000) - 1;
+    await this.dropDaysBefore(table, cutoffDay);
+    await this.dropDaysBefore(rollup, cutoffDay);
+    await this.command(`ALTER TABLE ${table}${this.onCluster} DELETE WHERE time < ${lit(cutoffMicros)}`);
+    // The rollup's minutes up to the cutoff's go, and that minute's kept events are rolled up again once the delete is
+    // applied (a part inserted after a mutation was made is not touched by it).
+    await this.command(deleteBeforeSql(rollup, this.onCluster, cutoffMicros));
+    await this.mutationsDone(table);
+    await this.mutationsDone(rollup);
+    await this.insertSelect(refillCutoffMinuteSql(distributed, cutoffMicros));
+  }
+
+  /** Drops the day partitions of `table` (a local table) before `cutoffDay` (days since 1970). */
+  private async dropDaysBefore(table: string, cutoffDay: number): Promise<void> {
     const parts = await this.client.query({
       query: `SELECT DISTINCT partition FROM system.parts WHERE database = currentDatabase() AND table = ${lit(table)} AND active`,
       format: "JSONEachRow",
@@ -268,10 +332,14 @@ class ClickHouseEngine implements Engine {
         await this.command(`ALTER TABLE ${table}${this.onCluster} DROP PARTITION ${lit(partition.replaceAll("'", ""))}`);
       }
     }
-    await this.command(`ALTER TABLE ${table}${this.onCluster} DELETE WHERE time < ${lit(cutoffMicros)}`);
-    // A mutation runs in the background and ON CLUSTER returns once each shard has queued it, so the delete is done
-    // when no shard has it pending: each shard's system.mutations, read through cluster() (one replica per shard; the
-    // others apply it as they replicate, as they do inserts). 18.16 has no mutations_sync.
+  }
+
+  /**
+   * A mutation runs in the background and ON CLUSTER returns once each shard has queued it, so a delete is done when no
+   * shard has one pending: each shard's system.mutations, read through cluster() (one replica per shard; the others
+   * apply it as they replicate, as they do inserts). 18.16 has no mutations_sync.
+   */
+  private async mutationsDone(table: string): Promise<void> {
     const database = await this.database();
     const mutations = this.cluster ? `cluster(${lit(this.cluster.name)}, system, mutations)` : "system.mutations";
     const deadline = Date.now() + deleteTimeoutMs;
@@ -306,6 +374,11 @@ class ClickHouseEngine implements Engine {
   }
 
   async dropTable(table: string): Promise<void> {
+    // The view first, so no insert reaches a rollup that is going.
+    await this.command(`DROP TABLE IF EXISTS ${rollupView(table)}${this.onCluster}`);
+    const rollup = rollupTable(table);
+    await this.command(`DROP TABLE IF EXISTS ${rollup}${this.onCluster}`);
+    if (this.cluster) await this.command(`DROP TABLE IF EXISTS ${localTable(rollup, this.cluster)}${this.onCluster}`);
     await this.command(`DROP TABLE IF EXISTS ${table}${this.onCluster}`);
     if (this.cluster) await this.command(`DROP TABLE IF EXISTS ${localTable(table, this.cluster)}${this.onCluster}`);
   }

@@ -6,6 +6,7 @@ import {
   type EndpointsQuery,
   type EndpointsResult,
   type EventDetail,
+  endpointLimits,
   type HistogramBucket,
   type HistogramQuery,
   type HistogramResult,
@@ -25,6 +26,7 @@ import { NamespaceGate } from "./guard.ts";
 import { searchColumns } from "./search-text.ts";
 import { checkRange, compileWhere, toMicros } from "./sql/compile.ts";
 import type { Dialect } from "./sql/dialect.ts";
+import { rollupEndpointsSql, rollupSliceCountsSql, rollupSparklineSql } from "./sql/endpoint-rollup.ts";
 import { endpointKey, endpointsSql, latencySql, planEndpoints, sparklineSql, toEndpointRow } from "./sql/endpoints.ts";
 import { type StoredOnceColumn, storedOnceColumns } from "./stored-body.ts";
 import { type EventRows, fromStored, namespaceIdOfTable, rowToEvent, type StoreLayout, tableName, toEventRows } from "./table.ts";
@@ -274,6 +276,14 @@ export class SqlEventStore implements EventStore {
     return result;
   }
 
+  /** Whether a query's WHERE is its range alone on an engine with the per-minute rollup (sql/endpoint-rollup.ts). */
+  private isRangeOnly(where: string, range: TimestampFilter): boolean {
+    const d = this.engine.dialect;
+    return (
+      this.engine.hasEndpointRollup === true && where === compileWhere(d, { filter: { clauses: [], global: range, focus: null } }, range)
+    );
+  }
+
   /** The time condition that keeps the `need` rows at the `dir` end of the range (newest for desc), from the slice counts. */
   private timeWindow(counts: SliceCounts, need: number, dir: RowSort["dir"]): string {
     const isNewest = dir === "desc";
@@ -297,8 +307,12 @@ export class SqlEventStore implements EventStore {
    */
   private sliceCounts(namespaceId: string, queryId: string, table: string, where: string, range: TimestampFilter): Promise<SliceCounts> {
     const grid = bucketGrid(range.lowerMs, range.upperMs);
+    // Unfiltered, over buckets of whole minutes, the counts come from the engine's per-minute rollup where it has one:
+    // then each slice is whole minutes too.
+    const minutes = this.isRangeOnly(where, range) && grid.bucketMs % 60_000 === 0 ? grid.bucketMs / 60_000 : 0;
     let perBucket = 1;
-    while (perBucket < 64 && grid.count * perBucket < windowSlices) perBucket *= 2;
+    if (minutes > 0) while (perBucket < minutes && (minutes % perBucket !== 0 || grid.count * perBucket < windowSlices)) perBucket++;
+    else while (perBucket < 64 && grid.count * perBucket < windowSlices) perBucket *= 2;
     const startMicros = toMicros(grid.startMs);
     const stepMicros = (grid.bucketMs * 1000) / perBucket;
     const key = `${table}|${startMicros}|${stepMicros}|${where}`;
@@ -307,10 +321,11 @@ export class SqlEventStore implements EventStore {
     if (running) return this.gate.run(namespaceId, () => running);
     const d = this.engine.dialect;
     const sql =
+      (minutes > 0 && rollupSliceCountsSql(table, range, startMicros, stepMicros)) ||
       `SELECT ${d.intDiv(`time - ${d.literal(startMicros)}`, d.literal(stepMicros))} AS s, count(*) AS n, ` +
-      `${d.countIf("http_resp_status_code >= 500")} AS e5, ` +
-      `${d.countIf("http_resp_status_code >= 400 AND http_resp_status_code < 500")} AS e4 ` +
-      `FROM ${table} WHERE ${where} GROUP BY s${d.countSettings}`;
+        `${d.countIf("http_resp_status_code >= 500")} AS e5, ` +
+        `${d.countIf("http_resp_status_code >= 400 AND http_resp_status_code < 500")} AS e4 ` +
+        `FROM ${table} WHERE ${where} GROUP BY s${d.countSettings}`;
     const scan = this.gate
       .run(namespaceId, () => this.select(namespaceId, queryId, sql))
       .then((raw) => ({
@@ -376,8 +391,8 @@ export class SqlEventStore implements EventStore {
   }
 
   /**
-   * The Endpoints table: one grouped scan for the rows, and with sparklines a second grouped by point of the range;
-   * both share the query's time budget and take the namespace's gate like any query.
+   * The Endpoints table: one grouped scan for the rows, and with sparklines a second grouped by point of the range, run
+   * at once; both share the query's time budget and take the namespace's gate like any query.
    */
   async endpoints(namespaceId: string, query: EndpointsQuery): Promise<EndpointsResult> {
     const table = tableName(namespaceId);
@@ -397,13 +412,28 @@ export class SqlEventStore implements EventStore {
       sparklineStepMs: plan.stepMs,
     };
     if (await this.hasTable(namespaceId)) {
-      const raw = await this.gate.run(namespaceId, () => this.select(namespaceId, queryId, endpointsSql(d, table, where, plan), started));
+      // A query that filters by its range alone is answered from the engine's per-minute rollup where it has one.
+      const isRangeOnly = this.isRangeOnly(where, range);
+      const tableSql = (isRangeOnly && rollupEndpointsSql(table, range, plan)) || endpointsSql(d, table, where, plan);
+      const rowsRun = this.gate.run(namespaceId, () => this.select(namespaceId, queryId, tableSql, started));
+      // The sparklines' statement needs nothing from the rows': it runs beside it.
+      const sparklineRun =
+        plan.points > 0
+          ? this.gate.run(namespaceId, () => {
+              const sql =
+                (isRangeOnly && rollupSparklineSql(table, range, plan, endpointLimits.maxRows * endpointLimits.maxSparklinePoints)) ||
+                sparklineSql(d, table, where, plan, toMicros(range.lowerMs));
+              return this.select(namespaceId, queryId, sql, started);
+            })
+          : null;
+      // Its failure is the answer's only once the rows' statement has succeeded (awaited below).
+      sparklineRun?.catch(() => undefined);
+      const raw = await rowsRun;
       result.wasRowLimitExceeded = raw.length > plan.limit;
       result.rows = raw.slice(0, plan.limit).map((r) => toEndpointRow(r, plan));
-      if (plan.points > 0 && result.rows.length > 0) {
+      if (sparklineRun && result.rows.length > 0) {
         const byKey = new Map(result.rows.map((row) => [endpointKey({ ...row, o: row.isOutgoing ? 1 : 0 }), row]));
-        const sql = sparklineSql(d, table, where, plan, toMicros(range.lowerMs));
-        for (const r of await this.gate.run(namespaceId, () => this.select(namespaceId, queryId, sql, started))) {
+        for (const r of await sparklineRun) {
           const row = byKey.get(endpointKey(r));
           const at = Number(r.s);
           if (row && at >= 0 && at < plan.points) row.sparkline[at] = Math.round(Number(r.p95));

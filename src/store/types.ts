@@ -77,6 +77,11 @@ export type Engine = {
   readonly insertBatchSize: number;
   /** The columns it stores, from the field table the store was opened with. */
   readonly layout: StoreLayout;
+  /**
+   * Whether createTable also makes the per-minute Endpoints rollup beside the table (sql/endpoint-rollup.ts) and its
+   * deletes keep it in step: ClickHouse.
+   */
+  readonly hasEndpointRollup?: boolean;
   createTable(table: string): Promise<void>;
   /** One insert of these chunks' rows, in order (SqlEventStore passes only chunks that hold rows). */
   insert(table: string, rows: readonly EventRows[]): Promise<void>;

@@ -7,6 +7,7 @@ import type { ClickHouseServer } from "../support/clickhouse.ts";
 import { type ClickHouseCluster, startClickHouseCluster } from "../support/clickhouse-cluster.ts";
 import { testAddedField } from "./added-field.ts";
 import { runConformance } from "./conformance.ts";
+import { testEndpointRollup } from "./endpoint-rollup.ts";
 import { generateEvents } from "./generate.ts";
 
 // Two clickhouse-servers (Debian's 18.16) as a 2-shard cluster with one ZooKeeper for distributed DDL: the store's
@@ -36,6 +37,20 @@ runConformance({
     return openClickHouseStore({ url: c.shards[0]!.url, cluster: c.name });
   },
   literalHex: async (bytes) => sql((await theCluster()).shards[0]!.url, `SELECT hex(${clickhouseLiteral(bytes)})`),
+});
+
+testEndpointRollup({
+  name: "ClickHouse cluster",
+  open: async () => {
+    const c = await theCluster();
+    return openClickHouseStore({ url: c.shards[0]!.url, cluster: c.name });
+  },
+  sql: async (query) => sql(`${(await theCluster()).shards[0]!.url}/?insert_distributed_sync=1`, query),
+  sqlEach: [0, 1].map((i) => async (query: string) => sql((await theCluster()).shards[i]!.url, query)),
+  get onCluster() {
+    return cluster ? ` ON CLUSTER ${cluster.name}` : "";
+  },
+  isCluster: true,
 });
 
 // The column is added to the shards' local tables and to the Distributed table over them.

@@ -6,6 +6,7 @@ import { eventLayout, tableName } from "~/store/table.ts";
 import { clickhouseUrl } from "../support/clickhouse.ts";
 import { testAddedField } from "./added-field.ts";
 import { runConformance } from "./conformance.ts";
+import { testEndpointRollup } from "./endpoint-rollup.ts";
 import { generateEvents } from "./generate.ts";
 
 runConformance({
@@ -40,6 +41,22 @@ test("ClickHouse: a table made before the TLS handshake column gets it when a se
   await second.dropNamespace(ns);
   await second.close();
 }, 60_000);
+
+async function sqlAt(query: string): Promise<string> {
+  const res = await fetch(await clickhouseUrl(), { method: "POST", body: query });
+  const text = await res.text();
+  if (!res.ok) throw new Error(text);
+  return text.trim();
+}
+
+testEndpointRollup({
+  name: "ClickHouse",
+  open: async () => openClickHouseStore({ url: await clickhouseUrl() }),
+  sql: sqlAt,
+  sqlEach: [sqlAt],
+  onCluster: "",
+  isCluster: false,
+});
 
 testAddedField("ClickHouse", async (fields) => openClickHouseStore({ url: await clickhouseUrl(), fields }));
 

@@ -899,6 +899,27 @@ export function runConformance(target: ConformanceTarget): void {
       });
     });
 
+    test("histogram and first page over a range whose ends fall inside minutes count exactly the events inside it", async () => {
+      for (const global of [
+        { lowerMs: startMs + 17_250, upperMs: startMs + 3 * hourMs - 42_500 },
+        { lowerMs: startMs + 2 * hourMs + 500, upperMs: endMs },
+      ]) {
+        const q: RowsQuery = { filter: { clauses: [], global, focus: null }, limit: 50 };
+        const ref = referenceHistogram(events, q);
+        const h = await store.histogram(ns, q);
+        expect(h.buckets.map(({ count, serverErrors, clientErrors }) => ({ count, serverErrors, clientErrors }))).toEqual(ref.counts);
+        const inRange = matching(events, q, global);
+        expect(h.total).toBe(inRange.length);
+        const page = await store.queryRows(ns, q);
+        expect(page.actualNumberOfRows).toBe(inRange.length);
+        expect(page.data.map((r) => r.event_id)).toEqual(
+          newestFirst(inRange)
+            .slice(0, 50)
+            .map((e) => e.event_id),
+        );
+      }
+    });
+
     test("histogram: the spec's bucket size over exactly the range, with errors counted apart", async () => {
       const queries: QueryBase[] = [
         { filter: { clauses: [], global: all } },
@@ -953,6 +974,29 @@ export function runConformance(target: ConformanceTarget): void {
         http_route: r.route,
       });
 
+    /** The Endpoints rows against the events they should count: counts, errors, bytes and max exactly, percentiles within the method's error. */
+    const expectEndpointsOf = (r: EndpointsResult, groups: Map<string, TracedEvent[]>) => {
+      expect(new Map(r.rows.map((x) => [rowKey(x), x.requests]))).toEqual(new Map([...groups].map(([k, v]) => [k, v.length])));
+      for (const row of r.rows) {
+        const list = groups.get(rowKey(row))!;
+        const durations = list.map((e) => e.http_duration);
+        expect([row.clientErrors, row.serverErrors, row.max, row.bytesIn, row.bytesOut], rowKey(row)).toEqual([
+          list.filter((e) => e.http_resp_status_code >= 400 && e.http_resp_status_code < 500).length,
+          list.filter((e) => e.http_resp_status_code >= 500).length,
+          Math.max(...durations),
+          list.reduce((s, e) => s + e.http_req_body_size_bytes_wire, 0),
+          list.reduce((s, e) => s + e.http_resp_body_size_bytes_wire, 0),
+        ]);
+        for (const [q, value] of [
+          [0.5, row.p50],
+          [0.95, row.p95],
+          [0.99, row.p99],
+        ] as const) {
+          expect(isQuantileOf(durations, value, q, tolerance(r, durations.length)), `${rowKey(row)} p${q * 100} ${value}`).toBe(true);
+        }
+      }
+    };
+
     describe("endpoints", () => {
       test("one row per service, direction, outgoing host, method and route: counts, errors, bytes, max exact, percentiles within the method's error", async () => {
         const query: QueryBase = { filter: { clauses: [], global: all } };
@@ -995,6 +1039,28 @@ export function runConformance(target: ConformanceTarget): void {
         expect(r.rows.some((x) => x.isOutgoing && x.host === "api.stripe.com")).toBe(true);
         expect(r.rows.filter((x) => !x.isOutgoing).every((x) => x.host === "")).toBe(true);
         expect(r.rows.map((x) => x.route)).toContain("/api/users/{id}");
+      });
+
+      test("a range whose ends fall inside minutes counts exactly the requests inside it, at its edges too", async () => {
+        // Ends 17.25 s into a minute and 42.5 s before one, so each edge minute is cut; a whole-request range as well.
+        const ranges = [
+          { lowerMs: startMs + 2 * hourMs + 17_250, upperMs: endMs - hourMs - 42_500 },
+          { lowerMs: startMs + 30_000, upperMs: startMs + 30_000 + 7 * 60_000 },
+          { lowerMs: startMs + 1_000, upperMs: startMs + 50_000 },
+        ];
+        for (const range of ranges) {
+          const query: QueryBase = { filter: { clauses: [], global: range } };
+          const groups = referenceEndpoints(events, query, range);
+          expect(groups.size).toBeGreaterThan(0);
+          const r = await store.endpoints(ns, query);
+          expectEndpointsOf(r, groups);
+          const [whole] = (await store.endpoints(ns, { ...query, isWhole: true })).rows;
+          expect(whole!.requests).toBe([...groups.values()].reduce((s, l) => s + l.length, 0));
+        }
+        // A filter on a range with cut edges: only the matching requests, edges included.
+        const range = ranges[0]!;
+        const filtered: QueryBase = { filter: { clauses: [], global: range }, expressions: [cmp("response.status", ">=", 400)] };
+        expectEndpointsOf(await store.endpoints(ns, filtered), referenceEndpoints(events, filtered, range));
       });
 
       test("filters and the range narrow it; the limit keeps the busiest and says so", async () => {
@@ -1425,6 +1491,24 @@ export function runConformance(target: ConformanceTarget): void {
       }
     });
 
+    test("a namespace deleted and stored to again shows only its new requests in the Endpoints table", async () => {
+      const gone = randomUUID();
+      const first = generateEvents({ count: 300, startMicros: startMs * 1000, endMicros: endMs * 1000, seed: 21 });
+      for (const e of first) e.service = "deleted-service";
+      await store.insert(gone, first);
+      try {
+        const q: QueryBase = { filter: { clauses: [], global: all } };
+        expect((await store.endpoints(gone, q)).rows.some((r) => r.service === "deleted-service")).toBe(true);
+        await store.dropNamespace(gone);
+        expect((await store.endpoints(gone, q)).rows).toEqual([]);
+        const second = generateEvents({ count: 200, startMicros: startMs * 1000, endMicros: endMs * 1000, seed: 22 });
+        await store.insert(gone, second);
+        expectEndpointsOf(await store.endpoints(gone, q), referenceEndpoints(second, q, all));
+      } finally {
+        await store.dropNamespace(gone);
+      }
+    }, 60_000);
+
     test("retention removes what is older than the cutoff and nothing else", async () => {
       const retNs = randomUUID();
       const old = generateEvents({
@@ -1439,6 +1523,10 @@ export function runConformance(target: ConformanceTarget): void {
         endMicros: endMs * 1000,
         seed: 12,
       });
+      // Two requests in the minute the last cutoff falls in, one each side of it.
+      const [cutBefore, cutAfter] = recent.filter((e) => e.protocol === "http").slice(40, 42);
+      cutBefore!.time = (endMs - hourMs + 10_000) * 1000;
+      cutAfter!.time = (endMs - hourMs + 50_000) * 1000;
       await store.insert(retNs, [...old, ...recent]);
       try {
         const wide = { lowerMs: endMs - 30 * 24 * hourMs, upperMs: endMs };
@@ -1456,11 +1544,19 @@ export function runConformance(target: ConformanceTarget): void {
         if (store.kind === "clickhouse" && after.actualNumberOfRows === 200) return; // native TTL applies at merge time
         expect(after.actualNumberOfRows).toBe(100);
         expect(new Set(after.data.map((r) => r.event_id))).toEqual(new Set(recent.map((e) => e.event_id)));
-        await store.deleteOlderThan(retNs, (endMs - hourMs) * 1000);
+        const wideQuery: QueryBase = { filter: { clauses: [], global: wide } };
+        expectEndpointsOf(await store.endpoints(retNs, wideQuery), referenceEndpoints(recent, wideQuery, wide));
+        // A cutoff inside a minute: the requests before it in that minute are gone from the Endpoints table, the ones after stay.
+        const cutoff = (endMs - hourMs + 29_500) * 1000;
+        await store.deleteOlderThan(retNs, cutoff);
         const left = await store.queryRows(retNs, {
           filter: { clauses: [], global: wide },
         });
-        expect(left.actualNumberOfRows).toBe(recent.filter((e) => e.time >= (endMs - hourMs) * 1000).length);
+        const kept = recent.filter((e) => e.time >= cutoff);
+        expect(left.actualNumberOfRows).toBe(kept.length);
+        expect(kept).toContain(cutAfter!);
+        expect(kept).not.toContain(cutBefore!);
+        expectEndpointsOf(await store.endpoints(retNs, wideQuery), referenceEndpoints(kept, wideQuery, wide));
       } finally {
         await store.dropNamespace(retNs);
       }

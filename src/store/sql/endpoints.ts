@@ -7,7 +7,9 @@ import type { Dialect } from "./dialect.ts";
  * compileWhere made (so every value in it was checked there). Percentiles are the engine's (Dialect.quantiles).
  */
 
-const levels = [0.5, 0.95, 0.99] as const;
+/** The Endpoints table's percentiles (ClickHouse's rollup keeps its quantiles' states at these levels). */
+export const endpointLevels = [0.5, 0.95, 0.99] as const;
+const levels = endpointLevels;
 
 /** What groups an endpoint: service, direction, an outgoing call's Host, method, route (all alike for one whole row). */
 function keyColumns(d: Dialect, isWhole = false): string {
