@@ -5,7 +5,8 @@
  *   2. live: publisher on one node at --live-rate events/s, viewer on the other node (the single node: both on it);
  *      publish-to-viewer latency p50/p99;
  *   3. queries at --rows rows (made inside ClickHouse, sharded through the Distributed table): histogram and first
- *      page over 24 h through a query tunnel, median and p90 of --runs.
+ *      page over 24 h through a query tunnel, median and p90 of --runs; the rows with every row column, then with the
+ *      explorer's list columns (what the explorer asks for).
  *   bun bench/cluster/run.ts [--events 100000] [--live-rate 5000] [--live-seconds 10] [--rows 10000000] [--runs 7]
  *   --smoke: 2,000 events ingested once, 1 s of live at 500 events/s, 10,000 rows queried once (proves it runs, measures
  *   nothing).
@@ -13,6 +14,7 @@
 import { createPublisher } from "~/agent/publish.ts";
 import { TunnelClient } from "~/agent/query-client.ts";
 import type { LiveServerMessage } from "~/lib/protocol/live.ts";
+import { listColumns, type RowsQuery } from "~/lib/protocol/query.ts";
 import { tableName } from "~/store/table.ts";
 import { startClickHouseServer } from "../../tests/support/clickhouse.ts";
 import { startClickHouseCluster } from "../../tests/support/clickhouse-cluster.ts";
@@ -157,7 +159,16 @@ async function fill(setup: Setup, n: number, endMs: number): Promise<void> {
   );
 }
 
-async function queries(setup: Setup, endMs: number, n: number): Promise<{ median: number; p90: number; total: number }> {
+/**
+ * The explorer's pair, `n` times. `columns`: the rows' columns, the explorer's list columns (what it asks for) or all
+ * (none named: every row column).
+ */
+async function queries(
+  setup: Setup,
+  endMs: number,
+  n: number,
+  columns?: RowsQuery["columns"],
+): Promise<{ median: number; p90: number; total: number }> {
   const client = await TunnelClient.open({ endpoint: setup.nodes[0]!.endpoint, token: setup.org.token, role: "SELECT", timeoutMs: 60_000 });
   const global = { lowerMs: endMs - 86_400_000, upperMs: endMs };
   const times: number[] = [];
@@ -167,7 +178,7 @@ async function queries(setup: Setup, endMs: number, n: number): Promise<{ median
       const t = performance.now();
       const [histogram] = await Promise.all([
         client.query({ kind: "histogram", query: { filter: { clauses: [], global } } }),
-        client.query({ kind: "rows", query: { filter: { clauses: [], global } } }),
+        client.query({ kind: "rows", query: { filter: { clauses: [], global }, ...(columns ? { columns } : {}) } }),
       ]);
       times.push(performance.now() - t);
       total = histogram.total ?? 0;
@@ -234,6 +245,13 @@ try {
   console.log(`  ${single.name.padEnd(22)} median ${f(qs.median)} ms, p90 ${f(qs.p90)} ms over ${f(qs.total)} rows`);
   console.log(`  ${cluster.name.padEnd(22)} median ${f(qc.median)} ms, p90 ${f(qc.p90)} ms over ${f(qc.total)} rows (target < 1,000 ms)`);
   console.log(`  cluster / single: ${f(qc.median / qs.median, 2)}`);
+  // The explorer asks for its list's columns, not every row column.
+  const listed = [...listColumns] as RowsQuery["columns"];
+  const qls = await queries(single, endMs, runs, listed);
+  const qlc = await queries(cluster, endMs, runs, listed);
+  console.log(`\nthe same, the rows with the explorer's list columns (what it asks for; ${runs} runs)`);
+  console.log(`  ${single.name.padEnd(22)} median ${f(qls.median)} ms, p90 ${f(qls.p90)} ms over ${f(qls.total)} rows`);
+  console.log(`  ${cluster.name.padEnd(22)} median ${f(qlc.median)} ms, p90 ${f(qlc.p90)} ms over ${f(qlc.total)} rows`);
 } finally {
   await stop();
 }
