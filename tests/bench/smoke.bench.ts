@@ -104,6 +104,10 @@ const tables: Record<string, RegExp[]> = {
   "bench/capture/publish-bench.ts": [/^ {2}publish -> server ack:\s+\d+ ms, [\d,]+ events\/s/m, /^ {2}accepted 2000, sent 2000/m],
   "bench/capture/publish-codec-bench.ts": [/^ {2}=> client [\d.]+x, server [\d.]+x less CPU \(sink ok\)$/m],
   "bench/capture/relay-designs.ts": [/^1 B\s+16 {2}ffi\+trace\s+\d+\s+[\d.]+\s+[\d.]+µs/m],
+  "bench/endpoints/rollup-ingest.ts": [
+    /^\| with the rollup's view \(now\) \| [\d.]+ \| [\d.]+ \|$/m,
+    /^the view adds -?[\d.]+ µs of ClickHouse CPU per event \(with\/without [\d.]+\), wall with\/without [\d.]+$/m,
+  ],
   "bench/search/fill.ts": [
     /^\| floor \(copied, no checks\) \| [\d.]+ \| [\d.]+ \| [\d.]+ \| -?[\d.]+ \| -?[\d.]+ \|$/m,
     /^\| SearchTexts\.fill, bodies from the frame \(ingest\) \| [\d.]+ \| [\d.]+ \| [\d.]+ \| -?[\d.]+ \| -?[\d.]+ \|$/m,
