@@ -14,3 +14,11 @@ export function optionOf(args: string[]): (name: string, fallback: string, smoke
 
 /** The positional arguments, `--smoke` left out. */
 export const positional = process.argv.slice(2).filter((arg) => arg !== "--smoke");
+
+/** The machine's load averages over 1, 5 and 15 minutes ("?" where /proc has none), as benchmarks print them beside their figures. */
+export async function loadAverage(): Promise<string> {
+  const text = await Bun.file("/proc/loadavg")
+    .text()
+    .catch(() => "?");
+  return text.split(" ").slice(0, 3).join(" ");
+}

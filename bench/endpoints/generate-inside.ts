@@ -1,5 +1,6 @@
 import { templatePath } from "~/lib/routes/template.ts";
 import { clickhouseLiteral as lit } from "~/store/sql/escape.ts";
+import { methods, routes as paths, services, statuses } from "../../tests/store/generate.ts";
 
 /**
  * `INSERT ... SELECT ... FROM numbers(n)`: `n` events made inside ClickHouse with the distributions of
@@ -8,49 +9,6 @@ import { clickhouseLiteral as lit } from "~/store/sql/escape.ts";
  * [startMicros, endMicros). Loading 10M through the store's insert takes longer than a benchmark run may; a
  * materialized view on the table fills as it does on ingest.
  */
-
-const methods = [
-  ["GET", 70],
-  ["POST", 18],
-  ["PUT", 5],
-  ["DELETE", 4],
-  ["PATCH", 3],
-] as const;
-const statuses = [
-  [200, 70],
-  [201, 6],
-  [204, 4],
-  [301, 1],
-  [304, 3],
-  [400, 3],
-  [401, 2],
-  [403, 1],
-  [404, 4],
-  [429, 1],
-  [500, 3],
-  [502, 1],
-  [503, 1],
-] as const;
-const paths = [
-  ["/api/users/{id}", 20],
-  ["/api/users/{id}/orders", 8],
-  ["/api/orders/{id}", 12],
-  ["/api/orders", 8],
-  ["/api/products?page={n}", 10],
-  ["/api/search?q=shoes&page={n}", 6],
-  ["/health", 10],
-  ["/metrics", 4],
-  ["/static/app.{id}.js", 6],
-  ["/login", 3],
-  ["/api/cart/{id}/items", 6],
-  ["/v1/payments/{id}/capture", 3],
-] as const;
-const services = [
-  ["api", 60],
-  ["checkout", 20],
-  ["search", 15],
-  ["auth", 5],
-] as const;
 
 /** A weighted choice as an array with each value repeated its weight's times, indexed by a hash of the row number. */
 function weighted(values: ReadonlyArray<readonly [string | number, number]>, salt: number): string {

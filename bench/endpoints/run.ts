@@ -15,7 +15,7 @@ import type { SqlEventStore } from "~/store/sql-store.ts";
 import { tableName, toEventRows } from "~/store/table.ts";
 import { generateEvents } from "../../tests/store/generate.ts";
 import { clickhouseUrl } from "../../tests/support/clickhouse.ts";
-import { isSmoke, optionOf } from "../options.ts";
+import { isSmoke, loadAverage, optionOf } from "../options.ts";
 import { generateInsideSql } from "./generate-inside.ts";
 
 /**
@@ -241,15 +241,8 @@ for (const { engine, size, isInside } of cases) {
   rmSync(dir, { recursive: true, force: true });
 }
 
-const loadAverage = (
-  await Bun.file("/proc/loadavg")
-    .text()
-    .catch(() => "?")
-)
-  .split(" ")
-  .slice(0, 3)
-  .join(" ");
-console.log(`\nload average after the queries: ${loadAverage} (${navigator.hardwareConcurrency} cores)`);
+const loadAfter = await loadAverage();
+console.log(`\nload average after the queries: ${loadAfter} (${navigator.hardwareConcurrency} cores)`);
 console.log(
   "\n| engine | events | Endpoints table (ms) | histogram (ms) | table / histogram | histogram + p50/p95/p99 (ms) | percentiles |",
 );

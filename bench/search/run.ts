@@ -49,7 +49,7 @@ import type { SqlEventStore } from "~/store/sql-store.ts";
 import { eventLayout, tableName } from "~/store/table.ts";
 import { generateEvents } from "../../tests/store/generate.ts";
 import { clickhouseUrl } from "../../tests/support/clickhouse.ts";
-import { isSmoke, optionOf } from "../options.ts";
+import { isSmoke, loadAverage, optionOf } from "../options.ts";
 
 const option = optionOf(process.argv.slice(2));
 const engines = option("engines", "duckdb,clickhouse")
@@ -77,16 +77,6 @@ const spanMicros = (endMs - startMs) * 1000;
 const whole = { lowerMs: startMs, upperMs: endMs };
 // A benchmark measures however long a query takes: the server's query timeout is not what is measured.
 const limits = { queryTimeoutMs: 3_600_000 };
-
-const loadAverage = async () =>
-  (
-    await Bun.file("/proc/loadavg")
-      .text()
-      .catch(() => "?")
-  )
-    .split(" ")
-    .slice(0, 3)
-    .join(" ");
 
 const words = ["blue", "large", "gift", "express", "fragile", "return", "priority", "sample", "backorder", "promo"];
 function jsonBody(i: number, isNeedle: boolean): string {

@@ -9,7 +9,7 @@ import { openDuckDbStore } from "~/store/duckdb.ts";
 import type { SqlEventStore } from "~/store/sql-store.ts";
 import { generateEvents } from "../../tests/store/generate.ts";
 import { clickhouseUrl } from "../../tests/support/clickhouse.ts";
-import { optionOf } from "../options.ts";
+import { loadAverage, optionOf } from "../options.ts";
 import { publishThrough } from "./server.ts";
 
 /**
@@ -166,14 +166,7 @@ for (const engine of engines) {
   rmSync(dir, { recursive: true, force: true });
 }
 
-const load = (
-  await Bun.file("/proc/loadavg")
-    .text()
-    .catch(() => "?")
-)
-  .split(" ")
-  .slice(0, 3)
-  .join(" ");
+const load = await loadAverage();
 console.log(`\nload average at the end: ${load} (2 cores)`);
 console.log(
   `\n| case | ${engines.map((e) => `${e} hist / page / both (ms)`).join(" | ")} | ${engines.map((e) => `${e} count(*) baseline`).join(" | ")} |`,

@@ -8,7 +8,7 @@ import { openDuckDbStore } from "~/store/duckdb.ts";
 import type { SqlEventStore } from "~/store/sql-store.ts";
 import { generateEvents } from "../../tests/store/generate.ts";
 import { clickhouseUrl } from "../../tests/support/clickhouse.ts";
-import { isSmoke, optionOf } from "../options.ts";
+import { isSmoke, loadAverage, optionOf } from "../options.ts";
 
 /**
  * The explorer's list sorted on the store: N events (default 1,000,000) over 24 hours inserted straight into each
@@ -108,14 +108,7 @@ for (const engine of engines) {
   rmSync(dir, { recursive: true, force: true });
 }
 
-const load = (
-  await Bun.file("/proc/loadavg")
-    .text()
-    .catch(() => "?")
-)
-  .split(" ")
-  .slice(0, 3)
-  .join(" ");
+const load = await loadAverage();
 console.log(
   `\n${rows.toLocaleString("en-US")} events, median of ${runs}; load average ${load}${isSmoke ? " (smoke: the figures mean nothing)" : ""}`,
 );

@@ -28,14 +28,14 @@ function pick<T>(rand: () => number, weighted: ReadonlyArray<readonly [T, number
   return weighted[weighted.length - 1]![0];
 }
 
-const methods = [
+export const methods = [
   ["GET", 70],
   ["POST", 18],
   ["PUT", 5],
   ["DELETE", 4],
   ["PATCH", 3],
 ] as const;
-const statuses = [
+export const statuses = [
   [200, 70],
   [201, 6],
   [204, 4],
@@ -50,7 +50,7 @@ const statuses = [
   [502, 1],
   [503, 1],
 ] as const;
-const routes = [
+export const routes = [
   ["/api/users/{id}", 20],
   ["/api/users/{id}/orders", 8],
   ["/api/orders/{id}", 12],
@@ -64,7 +64,7 @@ const routes = [
   ["/api/cart/{id}/items", 6],
   ["/v1/payments/{id}/capture", 3],
 ] as const;
-const services = [
+export const services = [
   ["api", 60],
   ["checkout", 20],
   ["search", 15],
