@@ -974,6 +974,17 @@ export function runConformance(target: ConformanceTarget): void {
         http_route: r.route,
       });
 
+    /** A row's p50, p95 and p99 are quantiles of its durations within the method's error. */
+    const expectPercentilesOf = (r: EndpointsResult, row: EndpointRow, durations: number[]) => {
+      for (const [q, value] of [
+        [0.5, row.p50],
+        [0.95, row.p95],
+        [0.99, row.p99],
+      ] as const) {
+        expect(isQuantileOf(durations, value, q, tolerance(r, durations.length)), `${rowKey(row)} p${q * 100} ${value}`).toBe(true);
+      }
+    };
+
     /** The Endpoints rows against the events they should count: counts, errors, bytes and max exactly, percentiles within the method's error. */
     const expectEndpointsOf = (r: EndpointsResult, groups: Map<string, TracedEvent[]>) => {
       expect(new Map(r.rows.map((x) => [rowKey(x), x.requests]))).toEqual(new Map([...groups].map(([k, v]) => [k, v.length])));
@@ -987,13 +998,7 @@ export function runConformance(target: ConformanceTarget): void {
           list.reduce((s, e) => s + e.http_req_body_size_bytes_wire, 0),
           list.reduce((s, e) => s + e.http_resp_body_size_bytes_wire, 0),
         ]);
-        for (const [q, value] of [
-          [0.5, row.p50],
-          [0.95, row.p95],
-          [0.99, row.p99],
-        ] as const) {
-          expect(isQuantileOf(durations, value, q, tolerance(r, durations.length)), `${rowKey(row)} p${q * 100} ${value}`).toBe(true);
-        }
+        expectPercentilesOf(r, row, durations);
       }
     };
 
@@ -1026,13 +1031,7 @@ export function runConformance(target: ConformanceTarget): void {
             bytesIn: list!.reduce((s, e) => s + e.http_req_body_size_bytes_wire, 0),
             bytesOut: list!.reduce((s, e) => s + e.http_resp_body_size_bytes_wire, 0),
           });
-          for (const [q, value] of [
-            [0.5, row.p50],
-            [0.95, row.p95],
-            [0.99, row.p99],
-          ] as const) {
-            expect(isQuantileOf(durations, value, q, tolerance(r, durations.length)), `${rowKey(row)} p${q * 100} ${value}`).toBe(true);
-          }
+          expectPercentilesOf(r, row, durations);
           expect(row.sparkline).toEqual([]);
         }
         // Outgoing calls are told apart by their host; the program's own requests are not split by theirs.
