@@ -197,7 +197,11 @@ describe("Requests explorer", () => {
     expect(statuses.length).toBeGreaterThan(0);
     expect(new Set(statuses)).toEqual(new Set(["500"]));
     await screenshot(page, "explorer-04-status-500");
+    const beforeRemove = page.url();
     await page.getByRole("button", { name: "Remove filter response.status == 500" }).click();
+    // The removal reaches the URL, which remounts the filter bar with the URL's chips: text typed before that is lost
+    // (the bar's own race, to be mended in the UI; this test is about the filters, so it waits).
+    await page.waitForURL((url) => url.href !== beforeRemove);
     await page.waitForFunction(() => !document.querySelector("[data-pending]"));
 
     // URL by the filter language, as on the Live screen.
